@@ -1,0 +1,41 @@
+# Every target creates the virtual environment and installs into it when missing,
+# so each works on a fresh machine with only Python 3.11.
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO := demo_out
+
+.PHONY: demo test bench lint clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,plot]'
+	@touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 --durations=15 tests
+
+demo: $(STAMP)
+	@rm -rf $(DEMO) && mkdir -p $(DEMO)
+	cd $(DEMO) && ../$(BIN)/ssgallery enroll ../sample_data/faces
+	cd $(DEMO) && ../$(BIN)/ssgallery compress --m 2
+	cd $(DEMO) && ../$(BIN)/ssgallery verify ../sample_data/probes/*.png --claim c03 ; test $$? -le 1
+	cd $(DEMO) && ../$(BIN)/ssgallery info
+	cd $(DEMO) && ../$(BIN)/ssgallery show --claim c03 -o prototypes_c03.png
+	cd $(DEMO) && ../$(BIN)/ssgallery roc ../sample_data/faces --repetitions 2 -o report
+	@echo
+	@echo "Demo done. Outputs are in $(CURDIR)/$(DEMO): enrollment.h5, gallery.h5,"
+	@echo "prototypes_c03.png and the evaluation report in $(CURDIR)/$(DEMO)/report/"
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/solvers.py
+	$(BIN)/python benchmarks/verify_latency.py
+	$(BIN)/python benchmarks/paper_att.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check ssgallery tests benchmarks
+
+clean:
+	rm -rf $(VENV) $(DEMO) .pytest_cache

@@ -1,0 +1,48 @@
+"""Atomic file writes (DESIGN.md §5): temporary file in the same folder, flush, fsync,
+rename. A crash or Ctrl-C never leaves a half-written output behind."""
+
+import contextlib
+import os
+import tempfile
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary path beside ``path``; on success it replaces ``path``.
+
+    The caller writes the whole file to the yielded path (e.g. with ``h5py.File(tmp,
+    "w")``) and closes it inside the ``with`` block. On any exception, including
+    ``KeyboardInterrupt``, the temporary file is removed and ``path`` is untouched.
+    """
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    os.close(fd)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as handle:
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        with contextlib.suppress(OSError):
+            dir_fd = os.open(folder, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_bytes_atomic(path, data):
+    """Write ``data`` (bytes) to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+
+
+def write_text_atomic(path, text):
+    """Write ``text`` (str, UTF-8) to ``path`` atomically."""
+    write_bytes_atomic(path, text.encode("utf-8"))

@@ -1,0 +1,55 @@
+"""The ``ssgallery`` command line. Commands only parse, call one library function and
+print; each lives in its own module and imports the library lazily, so ``verify``
+never pays for scikit-learn or matplotlib."""
+
+import sys
+
+import click
+
+from .. import __version__
+
+
+class _Group(click.Group):
+    """Turns :class:`ssgallery.errors.SsgalleryError` into one line on stderr + exit 2."""
+
+    def invoke(self, ctx):
+        from ..errors import SsgalleryError
+
+        try:
+            return super().invoke(ctx)
+        except SsgalleryError as exc:
+            click.echo(f"ssgallery: error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("ssgallery: interrupted; nothing was written", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ssgallery")
+def main():
+    """Compress biometric face galleries into super-sparse virtual prototypes.
+
+    \b
+    Typical session:
+      ssgallery enroll faces/          # faces/<client>/*.pgm|png|jpg -> enrollment.h5
+      ssgallery compress --m 2         # per-client SVM -> 2 virtual prototypes -> gallery.h5
+      ssgallery verify probe.png --claim 17
+      ssgallery roc                    # FRR/FAR, EER, matches per claim vs baselines
+    """
+
+
+def _register():
+    import importlib
+
+    for module in ("enroll", "compress", "verify", "info", "show", "synth", "roc"):
+        try:
+            mod = importlib.import_module(f".{module}", __name__)
+        except ModuleNotFoundError as exc:  # a command still being built
+            if exc.name != f"{__name__}.{module}":
+                raise
+            continue
+        main.add_command(mod.command)
+
+
+_register()

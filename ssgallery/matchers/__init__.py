@@ -1,0 +1,35 @@
+"""Matcher plugins: what turns face images into things a similarity compares.
+
+A matcher is a class registered in the ``ssgallery.matchers`` entry-point group
+(``eigenface`` and ``external`` ship with ssgallery). Third-party packages add their
+own with, in their ``pyproject.toml``::
+
+    [project.entry-points."ssgallery.matchers"]
+    mymatcher = "mypackage.module:MyMatcher"
+
+Images everywhere are float arrays of shape (n, H, W) on the 8-bit scale [0, 255].
+"""
+
+from importlib.metadata import entry_points
+
+from ..errors import SsgalleryError
+from .base import Matcher
+
+GROUP = "ssgallery.matchers"
+
+
+def available_matchers():
+    """Names of the registered matchers, sorted."""
+    return sorted(ep.name for ep in entry_points(group=GROUP))
+
+
+def get_matcher_class(name):
+    """The matcher class registered under ``name``."""
+    for ep in entry_points(group=GROUP):
+        if ep.name == name:
+            return ep.load()
+    known = ", ".join(available_matchers()) or "none"
+    raise SsgalleryError(f"unknown matcher '{name}' (registered: {known})")
+
+
+__all__ = ["Matcher", "available_matchers", "get_matcher_class", "GROUP"]

@@ -1,0 +1,57 @@
+"""The matcher contract inside Python (DESIGN.md §2)."""
+
+
+class Matcher:
+    """Base class of matcher plugins.
+
+    A matcher is fitted once on the enrolled training images (``fit``), maps images to
+    its comparison space (``transform``: PCA coefficients for eigenface, flattened
+    pixels for an external program), and exposes a :class:`ssgallery.similarity.Similarity`
+    on that space, which the learner uses to move virtual prototypes.
+
+    Subclasses set ``name`` and implement every method below. State must be plain
+    arrays, numbers and strings so that it can be stored in HDF5 (nothing is pickled).
+
+    Attributes
+    ----------
+    name : str
+        Registry name (entry point in ``ssgallery.matchers``).
+    image_shape : tuple of int
+        (H, W) of the images it was fitted on.
+    """
+
+    name = "base"
+
+    def fit(self, images):
+        """Fit on training images, shape (n, H, W), float on [0, 255]. Returns self."""
+        raise NotImplementedError
+
+    def transform(self, images):
+        """Map images (n, H, W) to the matcher space, shape (n, d)."""
+        raise NotImplementedError
+
+    def similarity(self):
+        """The :class:`~ssgallery.similarity.Similarity` on the matcher space."""
+        raise NotImplementedError
+
+    def bounds(self):
+        """Box constraint on prototypes in the matcher space: ``None`` or ``(lo, hi)``
+        (scalars or arrays of shape (d,))."""
+        return None
+
+    def render(self, Z):
+        """Prototypes (m, d) in the matcher space back to images (m, H, W), float [0, 255]."""
+        raise NotImplementedError
+
+    def get_config(self):
+        """Constructor parameters, a dict of JSON-serialisable values."""
+        raise NotImplementedError
+
+    def get_state(self):
+        """Learned state: dict name -> numpy array / number / str (stored in HDF5)."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_state(cls, config, state):
+        """Rebuild a fitted matcher from :meth:`get_config` and :meth:`get_state`."""
+        raise NotImplementedError

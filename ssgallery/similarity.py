@@ -1,0 +1,149 @@
+"""Similarity functions s(x, z) as the learner sees them.
+
+A similarity maps two batches to a matrix, ``S = sim(X, Z)`` with ``S[i, j] =
+s(X[i], Z[j])``, shape (n, m). The learner never assumes it is symmetric or positive
+semi-definite. Where the similarity is differentiable it also gives the gradient of
+s(x_i, z_j) with respect to z_j; a black-box similarity gets the paper's heuristic
+gradient (Eq. 9) through :class:`HeuristicGradient`.
+
+Two gradient entry points, both vectorised over all (i, j):
+
+- ``gradient(X, Z, S=None)`` -> (n, m, d): ds(x_i, z_j)/dz_j. Needed by the full
+  Eq. 5 + Eq. 6 form; memory n*m*d.
+- ``contract_gradient(X, Z, W, S=None)`` -> (m, d): sum_i W[i, j] ds(x_i, z_j)/dz_j.
+  All the reduced (envelope) gradient needs; memory (n + m) * d.
+"""
+
+import numpy as np
+
+
+class Similarity:
+    """Base class. Subclasses implement :meth:`__call__` and, if they can, :meth:`gradient`.
+
+    Attributes
+    ----------
+    has_gradient : bool
+        True when :meth:`gradient` is exact (analytic), False when approximated.
+    """
+
+    has_gradient = False
+
+    def __call__(self, X, Z):
+        """Similarity matrix, shape (n, m), ``S[i, j] = s(X[i], Z[j])``."""
+        raise NotImplementedError
+
+    def gradient(self, X, Z, S=None):
+        """ds(x_i, z_j)/dz_j for all i, j, shape (n, m, d)."""
+        raise NotImplementedError(f"{type(self).__name__} has no gradient")
+
+    def contract_gradient(self, X, Z, W, S=None):
+        """sum_i W[i, j] ds(x_i, z_j)/dz_j, shape (m, d). ``W`` has shape (n, m)."""
+        G = self.gradient(X, Z, S)
+        return np.einsum("ij,ijd->jd", W, G)
+
+    def get_params(self):
+        return {}
+
+
+class RBFSimilarity(Similarity):
+    """s(x, z) = exp(-gamma ||x - z||^2) with its analytic gradient.
+
+    ds(x, z)/dz = 2 gamma s(x, z) (x - z)  (paper, Sect. III, "Gradient of s").
+
+    Parameters
+    ----------
+    gamma : float
+        Kernel width, > 0.
+    """
+
+    has_gradient = True
+
+    def __init__(self, gamma=1.0):
+        self.gamma = float(gamma)
+
+    def sq_distances(self, X, Z):
+        X = np.asarray(X, dtype=float)
+        Z = np.asarray(Z, dtype=float)
+        D = (X * X).sum(1)[:, None] + (Z * Z).sum(1)[None, :] - 2.0 * X @ Z.T
+        return np.maximum(D, 0.0)
+
+    def __call__(self, X, Z):
+        return np.exp(-self.gamma * self.sq_distances(X, Z))
+
+    def gradient(self, X, Z, S=None):
+        X = np.asarray(X, dtype=float)
+        Z = np.asarray(Z, dtype=float)
+        if S is None:
+            S = self(X, Z)
+        return 2.0 * self.gamma * S[:, :, None] * (X[:, None, :] - Z[None, :, :])
+
+    def contract_gradient(self, X, Z, W, S=None):
+        X = np.asarray(X, dtype=float)
+        Z = np.asarray(Z, dtype=float)
+        if S is None:
+            S = self(X, Z)
+        WS = W * S  # (n, m)
+        return 2.0 * self.gamma * (WS.T @ X - WS.sum(0)[:, None] * Z)
+
+    def get_params(self):
+        return {"gamma": self.gamma}
+
+    def __repr__(self):
+        return f"RBFSimilarity(gamma={self.gamma:g})"
+
+
+class CallableSimilarity(Similarity):
+    """Wrap a function ``f(X, Z) -> (n, m)`` (e.g. an external matcher) as a Similarity."""
+
+    def __init__(self, func, name=None):
+        self.func = func
+        self.name = name or getattr(func, "__name__", "callable")
+
+    def __call__(self, X, Z):
+        S = np.asarray(self.func(X, Z), dtype=float)
+        n, m = len(X), len(Z)
+        if S.shape != (n, m):
+            raise ValueError(f"similarity {self.name} returned shape {S.shape}, expected {(n, m)}")
+        return S
+
+    def __repr__(self):
+        return f"CallableSimilarity({self.name})"
+
+
+class HeuristicGradient(Similarity):
+    """Adapter giving a black-box similarity the paper's heuristic gradient (Eq. 9).
+
+    ds(x_i, z_j)/dz_j ~= s(x_i, z_j) (x_i - z_j): moving z_j linearly towards x_i
+    raises the similarity, which holds for images (paper, Sect. III).
+
+    Parameters
+    ----------
+    base : Similarity or callable
+        The black-box similarity ``(X, Z) -> (n, m)``.
+    """
+
+    has_gradient = False
+
+    def __init__(self, base):
+        self.base = base if isinstance(base, Similarity) else CallableSimilarity(base)
+
+    def __call__(self, X, Z):
+        return self.base(X, Z)
+
+    def gradient(self, X, Z, S=None):
+        X = np.asarray(X, dtype=float)
+        Z = np.asarray(Z, dtype=float)
+        if S is None:
+            S = self(X, Z)
+        return S[:, :, None] * (X[:, None, :] - Z[None, :, :])  # Eq. 9
+
+    def contract_gradient(self, X, Z, W, S=None):
+        X = np.asarray(X, dtype=float)
+        Z = np.asarray(Z, dtype=float)
+        if S is None:
+            S = self(X, Z)
+        WS = W * S
+        return WS.T @ X - WS.sum(0)[:, None] * Z  # Eq. 9, summed over i
+
+    def __repr__(self):
+        return f"HeuristicGradient({self.base!r})"
