@@ -41,8 +41,9 @@ class Similarity:
         G = self.gradient(X, Z, S)
         return np.einsum("ij,ijd->jd", W, G)
 
-    def get_params(self):
-        return {}
+    def params(self):
+        """Parameters to store with a model (JSON-serialisable dict)."""
+        return {"kind": type(self).__name__}
 
 
 class RBFSimilarity(Similarity):
@@ -85,8 +86,8 @@ class RBFSimilarity(Similarity):
         WS = W * S  # (n, m)
         return 2.0 * self.gamma * (WS.T @ X - WS.sum(0)[:, None] * Z)
 
-    def get_params(self):
-        return {"gamma": self.gamma}
+    def params(self):
+        return {"kind": "rbf", "gamma": self.gamma}
 
     def __repr__(self):
         return f"RBFSimilarity(gamma={self.gamma:g})"
