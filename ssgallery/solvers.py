@@ -1,0 +1,261 @@
+"""Numerical core of the super-sparse learner (paper Sect. III, DESIGN.md §3).
+
+Objective (Eq. 2/3), with sample weights u (the estimators normalise them to sum 1):
+
+    Omega(beta, b, Z) = sum_i u_i (g(x_i) - y_i)^2 + lam * beta'beta,
+    g(x) = sum_j beta_j s(x, z_j) + b.
+
+Functions here work on plain arrays: ``X`` (n, d), ``y`` (n,), ``u`` (n,), prototypes
+``Z`` (m, d). Every similarity call goes through :class:`CountingSimilarity`, so that
+the solvers can be compared on the number of s(x, z) entries they compute.
+"""
+
+import warnings
+
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+
+
+class CountingSimilarity:
+    """Wrap a :class:`~ssgallery.similarity.Similarity` and count evaluated entries.
+
+    Gradients are always requested with the similarity matrix ``S`` passed in, so
+    they cost no extra evaluation.
+    """
+
+    def __init__(self, similarity):
+        self.similarity = similarity
+        self.n_evals = 0
+
+    def __call__(self, X, Z):
+        S = np.asarray(self.similarity(X, Z), dtype=float)
+        self.n_evals += S.size
+        return S
+
+    def gradient(self, X, Z, S):
+        return self.similarity.gradient(X, Z, S)
+
+    def contract_gradient(self, X, Z, W, S):
+        return self.similarity.contract_gradient(X, Z, W, S)
+
+
+def _solve_M(M, rhs):
+    """Solve M x = rhs for the symmetric PSD (m+1)x(m+1) matrix of Eq. 4, never inverting."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
+            return scipy.linalg.solve(M, rhs, assume_a="pos")
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgWarning, ValueError):
+        # singular or ill-conditioned (duplicate prototypes with lam = 0): least squares
+        return scipy.linalg.lstsq(M, rhs)[0]
+
+
+def beta_system(S, y, u, lam):
+    """The (m+1)x(m+1) system of Eq. 4: returns ``M``, right-hand side, ``A = [S, 1]``."""
+    n, m = S.shape
+    A = np.hstack([S, np.ones((n, 1))])
+    UA = u[:, None] * A
+    M = A.T @ UA
+    M[np.arange(m), np.arange(m)] += lam  # ridge on beta only, bias unpenalised
+    return M, UA.T @ y, A
+
+
+def beta_step(S, y, u, lam):
+    """Eq. 4: optimal (beta, b) for fixed prototypes.
+
+    Parameters
+    ----------
+    S : ndarray of shape (n, m)
+        Similarities s(x_i, z_j).
+    y, u : ndarray of shape (n,)
+        Targets and sample weights.
+    lam : float
+        Ridge penalty on beta.
+
+    Returns
+    -------
+    beta : ndarray of shape (m,)
+    b : float
+    """
+    M, rhs, _ = beta_system(S, y, u, lam)
+    theta = _solve_M(M, rhs)
+    return theta[:-1], float(theta[-1])
+
+
+def objective(S, y, u, beta, b, lam):
+    """Eq. 2: sum_i u_i (g(x_i) - y_i)^2 + lam beta'beta."""
+    r = S @ beta + b - y
+    return float(u @ (r * r) + lam * beta @ beta)
+
+
+def objective_and_gradient(X, y, u, Z, similarity, lam, form="reduced", S=None):
+    """Omega*(Z) = min_{beta,b} Omega and its gradient with respect to every prototype.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    y, u : ndarray of shape (n,)
+    Z : ndarray of shape (m, d)
+    similarity : Similarity or CountingSimilarity
+    lam : float
+    form : {"reduced", "full"}
+        "full": Eq. 5 with dbeta/dz_j, db/dz_j from Eq. 6 (solves with M).
+        "reduced": the envelope form 2 beta_j sum_i u_i (g_i - y_i) ds(x_i, z_j)/dz_j
+        (the Eq. 6 terms vanish because the beta-step is exact).
+    S : ndarray of shape (n, m), optional
+        Precomputed similarity matrix.
+
+    Returns
+    -------
+    omega : float
+    grad : ndarray of shape (m, d)
+    beta : ndarray of shape (m,)
+    b : float
+    """
+    if S is None:
+        S = similarity(X, Z)
+    M, rhs, A = beta_system(S, y, u, lam)
+    theta = _solve_M(M, rhs)
+    beta, b = theta[:-1], float(theta[-1])
+    r = S @ beta + b - y  # g - y
+    omega = float(u @ (r * r) + lam * beta @ beta)
+    m, d = Z.shape
+    if form == "reduced":
+        W = (2.0 * u * r)[:, None] * beta[None, :]
+        grad = similarity.contract_gradient(X, Z, W, S)
+    elif form == "full":
+        G = similarity.gradient(X, Z, S)  # (n, m, d): ds(x_i, z_j)/dz_j
+        UG = u[:, None, None] * G
+        rUG = np.einsum("i,ijd->jd", r, UG)  # (m, d): (g - y)' U dS_j/dz_j
+        # Eq. 6 right-hand sides for all j at once: beta_j [S'; 1'] U dS_j + [V'; 0'] U dS_j
+        R = np.einsum("ik,ijd->kjd", A, UG) * beta[None, :, None]  # (m+1, m, d)
+        R[np.arange(m), np.arange(m), :] += rUG
+        dtheta = -_solve_M(M, R.reshape(m + 1, m * d)).reshape(m + 1, m, d)
+        dbeta, db = dtheta[:-1], dtheta[-1]
+        # Eq. 5: 2 (g-y)' U (beta_j dS_j + S dbeta + 1 db) + 2 lam beta' dbeta
+        Ur = u * r
+        grad = 2.0 * (beta[:, None] * rUG
+                      + np.einsum("k,kjd->jd", S.T @ Ur, dbeta)
+                      + Ur.sum() * db
+                      + lam * np.einsum("k,kjd->jd", beta, dbeta))
+    else:
+        raise ValueError(f"form must be 'reduced' or 'full', got {form!r}")
+    return omega, grad, beta, b
+
+
+def repulsion_gradient(Z, similarity, S_zz=None):
+    """d(sum_{k != j} s(z_k, z_j))/dz_j for every j, shape (m, d) (Algorithm 1 penalty)."""
+    m = len(Z)
+    if S_zz is None:
+        S_zz = similarity(Z, Z)
+    W = np.ones((m, m)) - np.eye(m)
+    return similarity.contract_gradient(Z, Z, W, S_zz)
+
+
+def _project(Z, bounds):
+    if bounds is None:
+        return Z
+    return np.clip(Z, bounds[0], bounds[1])
+
+
+def solve_paper(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=False,
+                repulsion=True, bounds=None, max_iter=100, tol=1e-6):
+    """Algorithm 1 of the paper: cyclic prototype moves, beta-step after every move.
+
+    ``similarity`` must be a :class:`CountingSimilarity`. ``max_iter`` counts sweeps
+    (m prototype moves each). Stops when |Delta Omega| < tol after a move.
+
+    Returns
+    -------
+    Z, beta, b, omega, n_moves, path
+        ``path`` is a list of (cumulative similarity evaluations, Omega).
+    """
+    Z = _project(np.array(Z0, dtype=float), bounds)
+    m = len(Z)
+    S = similarity(X, Z)
+    beta, b = beta_step(S, y, u, lam)
+    omega = objective(S, y, u, beta, b, lam)
+    path = [(similarity.n_evals, omega)]
+    t = 0
+    while t < max_iter * m:
+        j = t % m
+        t += 1
+        r = S @ beta + b - y
+        zj = Z[j:j + 1]
+        # Eq. 5 (reduced form) for prototype j only: O(n), S[:, j] is cached
+        W = (2.0 * beta[j] * u * r)[:, None]
+        g = similarity.contract_gradient(X, zj, W, S[:, j:j + 1])[0]
+        if normalize_step:
+            norm = np.linalg.norm(g)
+            step = eta * g / norm if norm > 0 else np.zeros_like(g)
+        else:
+            step = eta * g
+        if repulsion and m > 1:
+            others = np.delete(Z, j, axis=0)
+            s_oj = similarity(others, zj)  # (m-1, 1)
+            rep = similarity.contract_gradient(others, zj, np.ones_like(s_oj), s_oj)[0]
+            step = step + rep / t ** 2  # penalty for close prototypes, 1/t^2 decay
+        Z[j] = _project(Z[j] - step, bounds)
+        S[:, j] = similarity(X, Z[j:j + 1])[:, 0]
+        beta, b = beta_step(S, y, u, lam)  # Eq. 4 after every move
+        new = objective(S, y, u, beta, b, lam)
+        path.append((similarity.n_evals, new))
+        done = abs(new - omega) < tol
+        omega = new
+        if done:
+            break
+    return Z, beta, b, omega, t, path
+
+
+def solve_varpro(X, y, u, Z0, similarity, lam, repulsion=True, bounds=None,
+                 max_iter=200, tol=1e-6, repulsion_iter=5):
+    """Variable projection: minimise Omega*(Z) = min_{beta,b} Omega over all prototypes
+    jointly with L-BFGS-B (native box bounds).
+
+    When ``repulsion`` is true (and m > 1), a first phase of at most ``repulsion_iter``
+    iterations minimises Omega* + mu * (1/2) sum_{k != j} s(z_k, z_j), mu = Omega*(Z0),
+    to push apart prototypes that start close; the second phase minimises Omega* alone.
+    The best point evaluated is returned, so Omega never ends above its starting value.
+
+    Returns
+    -------
+    Z, beta, b, omega, n_iter, path
+        ``path``: list of (cumulative similarity evaluations, best Omega so far),
+        one entry per objective evaluation.
+    """
+    Z0 = _project(np.array(Z0, dtype=float), bounds)
+    m, d = Z0.shape
+    best = {"omega": np.inf}
+    path = []
+
+    def fun(zflat, mu):
+        Z = zflat.reshape(m, d)
+        omega, grad, beta, b = objective_and_gradient(X, y, u, Z, similarity, lam)
+        if omega < best["omega"]:
+            best.update(omega=omega, Z=Z.copy(), beta=beta, b=b)
+        path.append((similarity.n_evals, best["omega"]))
+        f, g = omega, grad
+        if mu > 0:
+            S_zz = similarity(Z, Z)
+            f = f + mu * 0.5 * (S_zz.sum() - np.trace(S_zz))
+            g = g + mu * repulsion_gradient(Z, similarity, S_zz)
+        return f, g.ravel()
+
+    lb = None
+    if bounds is not None:
+        lo = np.broadcast_to(np.asarray(bounds[0], dtype=float), (m, d)).ravel()
+        hi = np.broadcast_to(np.asarray(bounds[1], dtype=float), (m, d)).ravel()
+        lb = scipy.optimize.Bounds(lo, hi)
+    opts = {"ftol": tol, "gtol": 1e-12}
+    x = Z0.ravel()
+    n_iter = 0
+    if repulsion and m > 1 and repulsion_iter > 0:
+        omega0 = fun(x, 0.0)[0]
+        res = scipy.optimize.minimize(fun, x, args=(omega0,), jac=True, method="L-BFGS-B",
+                                      bounds=lb, options=dict(opts, maxiter=repulsion_iter))
+        x, n_iter = res.x, res.nit
+    res = scipy.optimize.minimize(fun, x, args=(0.0,), jac=True, method="L-BFGS-B",
+                                  bounds=lb, options=dict(opts, maxiter=max(1, max_iter)))
+    n_iter += res.nit
+    return best["Z"], best["beta"], best["b"], best["omega"], n_iter, path

@@ -1,0 +1,129 @@
+"""Eq. 4-6: the beta-step and both z-step gradient forms, against references."""
+
+import numpy as np
+import pytest
+
+from ssgallery.similarity import HeuristicGradient, RBFSimilarity
+from ssgallery.solvers import (
+    CountingSimilarity,
+    beta_step,
+    objective,
+    objective_and_gradient,
+    repulsion_gradient,
+)
+
+
+def _problem(seed, n=40, d=4, m=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2 - 0.3
+    u = rng.uniform(0.5, 2.0, size=n)
+    u /= u.sum()
+    Z = X[rng.choice(n, m, replace=False)] + 0.3 * rng.normal(size=(m, d))
+    return X, y, u, Z
+
+
+def _omega_star(X, y, u, Z, sim, lam):
+    S = sim(X, Z)
+    beta, b = beta_step(S, y, u, lam)
+    return objective(S, y, u, beta, b, lam)
+
+
+def _rel(a, b):
+    return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("m", [1, 3, 10])
+@pytest.mark.parametrize("lam", [1e-4, 1e-1])
+def test_reduced_full_and_finite_differences_agree(seed, m, lam):
+    X, y, u, Z = _problem(seed, m=m)
+    sim = RBFSimilarity(gamma=0.25)
+    om_r, g_red, beta_r, b_r = objective_and_gradient(X, y, u, Z, sim, lam, form="reduced")
+    om_f, g_full, beta_f, b_f = objective_and_gradient(X, y, u, Z, sim, lam, form="full")
+    assert om_r == pytest.approx(om_f, rel=1e-12)
+    np.testing.assert_allclose(beta_r, beta_f)
+    assert _rel(g_red, g_full) <= 1e-6
+    # central finite differences of Omega*(z) = min_{beta,b} Omega
+    h = 1e-5
+    g_fd = np.zeros_like(Z)
+    for j in range(m):
+        for k in range(Z.shape[1]):
+            Zp, Zm = Z.copy(), Z.copy()
+            Zp[j, k] += h
+            Zm[j, k] -= h
+            g_fd[j, k] = (_omega_star(X, y, u, Zp, sim, lam)
+                          - _omega_star(X, y, u, Zm, sim, lam)) / (2 * h)
+    assert _rel(g_red, g_fd) <= 1e-5
+    assert _rel(g_full, g_fd) <= 1e-5
+
+
+def test_full_form_differs_from_reduced_away_from_beta_optimum():
+    """Sanity: the Eq. 6 terms matter in general; they cancel only at the beta optimum."""
+    X, y, u, Z = _problem(3, m=3)
+    sim = RBFSimilarity(gamma=0.25)
+    _, g, _, _ = objective_and_gradient(X, y, u, Z, sim, 1e-3, form="full")
+    # the full form computed with the heuristic gradient stays finite and of the same shape
+    _, gh, _, _ = objective_and_gradient(X, y, u, Z, HeuristicGradient(sim), 1e-3, form="full")
+    assert g.shape == gh.shape == Z.shape and np.all(np.isfinite(gh))
+    with pytest.raises(ValueError, match="form"):
+        objective_and_gradient(X, y, u, Z, sim, 1e-3, form="other")
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("lam", [0.0, 1e-6, 1.0])
+def test_beta_step_matches_lstsq_on_augmented_system(seed, lam):
+    X, y, u, Z = _problem(seed, m=5)
+    S = RBFSimilarity(gamma=0.25)(X, Z)
+    beta, b = beta_step(S, y, u, lam)
+    # Eq. 2 as one least-squares problem: rows sqrt(u_i) [S_i, 1], plus sqrt(lam) I rows
+    n, m = S.shape
+    A = np.hstack([S, np.ones((n, 1))]) * np.sqrt(u)[:, None]
+    R = np.hstack([np.sqrt(lam) * np.eye(m), np.zeros((m, 1))])
+    theta = np.linalg.lstsq(np.vstack([A, R]), np.concatenate([np.sqrt(u) * y, np.zeros(m)]),
+                            rcond=None)[0]
+    np.testing.assert_allclose(beta, theta[:-1], rtol=1e-6, atol=1e-8)
+    assert b == pytest.approx(theta[-1], rel=1e-6, abs=1e-8)
+
+
+def test_beta_step_survives_duplicate_prototypes_without_ridge():
+    X, y, u, Z = _problem(0, m=2)
+    Z[1] = Z[0]
+    S = RBFSimilarity(gamma=0.25)(X, Z)
+    beta, b = beta_step(S, y, u, 0.0)
+    assert np.all(np.isfinite(beta)) and np.isfinite(b)
+    # the fit equals the one with a single prototype
+    beta1, b1 = beta_step(S[:, :1], y, u, 0.0)
+    assert objective(S, y, u, beta, b, 0.0) == pytest.approx(
+        objective(S[:, :1], y, u, beta1, b1, 0.0), rel=1e-8)
+
+
+def test_heuristic_gradient_is_eq9():
+    rng = np.random.default_rng(0)
+    X, Z = rng.normal(size=(6, 3)), rng.normal(size=(2, 3))
+    base = RBFSimilarity(gamma=0.5)
+    h = HeuristicGradient(lambda A, B: base(A, B))
+    G = h.gradient(X, Z)
+    S = base(X, Z)
+    for i in range(6):
+        for j in range(2):
+            np.testing.assert_allclose(G[i, j], S[i, j] * (X[i] - Z[j]))  # Eq. 9
+    W = rng.normal(size=(6, 2))
+    np.testing.assert_allclose(h.contract_gradient(X, Z, W), np.einsum("ij,ijd->jd", W, G))
+    # for the RBF, the analytic gradient is 2 gamma times the heuristic one
+    np.testing.assert_allclose(base.gradient(X, Z), 2 * 0.5 * G)
+
+
+def test_repulsion_gradient_points_towards_other_prototypes():
+    Z = np.array([[0.0, 0.0], [1.0, 0.0]])
+    sim = RBFSimilarity(gamma=1.0)
+    R = repulsion_gradient(Z, sim)
+    s = np.exp(-1.0)
+    np.testing.assert_allclose(R, [[2 * s, 0.0], [-2 * s, 0.0]])
+
+
+def test_counting_similarity_counts_entries():
+    sim = CountingSimilarity(RBFSimilarity(1.0))
+    sim(np.zeros((7, 2)), np.zeros((3, 2)))
+    sim(np.zeros((3, 2)), np.zeros((3, 2)))
+    assert sim.n_evals == 7 * 3 + 9
