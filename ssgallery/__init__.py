@@ -1,3 +1,21 @@
 """ssgallery: compress biometric face galleries into super-sparse virtual prototypes."""
 
 __version__ = "0.1.0"
+
+# The estimators pull in scikit-learn: export them lazily so that `import ssgallery`
+# (and the verify path) stays light.
+_LAZY = {
+    "SuperSparseRegressor": "ssgallery.learner",
+    "SuperSparseDistiller": "ssgallery.learner",
+    "select_n_prototypes": "ssgallery.mselect",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ssgallery' has no attribute {name!r}")

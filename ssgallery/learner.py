@@ -1,0 +1,398 @@
+"""Super-sparse learning in similarity spaces (paper Sect. III, DESIGN.md §3).
+
+:class:`SuperSparseRegressor` fits g(x) = sum_j beta_j s(x, z_j) + b with m virtual
+prototypes z_j by minimising Eq. 2; :class:`SuperSparseDistiller` distils a teacher
+classifier (an SVM) into such a function, using the teacher's decision values as
+targets (the paper's footnote) and class-balancing weights.
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from ssgallery.similarity import RBFSimilarity, Similarity
+from ssgallery.solvers import CountingSimilarity, solve_paper, solve_varpro
+
+_MAX_CANDIDATES = 500  # medoid search: candidates per class (subsampled above this)
+
+
+def resolve_similarity(similarity, gamma, X):
+    """The :class:`Similarity` to use on data ``X`` (n, d).
+
+    ``similarity`` is ``"rbf"`` or a Similarity instance (then ``gamma`` is ignored).
+    ``gamma``: ``"paper"`` (1/d), ``"median"`` (1 / median squared distance) or a float.
+    """
+    if isinstance(similarity, Similarity):
+        return similarity
+    if similarity != "rbf":
+        raise ValueError(f"similarity must be 'rbf' or a Similarity instance, got {similarity!r}")
+    if isinstance(gamma, str):
+        if gamma == "paper":
+            return RBFSimilarity(1.0 / X.shape[1])
+        if gamma == "median":
+            Xs = X[np.random.default_rng(0).permutation(len(X))[:1000]]
+            D = RBFSimilarity().sq_distances(Xs, Xs)[np.triu_indices(len(Xs), 1)]
+            med = np.median(D) if D.size else 0.0
+            return RBFSimilarity(1.0 / med if med > 0 else 1.0)
+        raise ValueError(f"gamma must be 'paper', 'median' or a positive number, got {gamma!r}")
+    if not isinstance(gamma, numbers.Real) or gamma <= 0:
+        raise ValueError(f"gamma must be 'paper', 'median' or a positive number, got {gamma!r}")
+    return RBFSimilarity(float(gamma))
+
+
+def _greedy_medoids(X, u, k, rng):
+    """k samples covering X best: weighted medoid first, then greedy facility location
+    (each next sample minimises sum_i u_i min_j ||x_i - z_j||). Indices into X."""
+    cand = np.flatnonzero(u > 0)
+    if len(cand) > _MAX_CANDIDATES:
+        cand = np.sort(rng.choice(cand, _MAX_CANDIDATES, replace=False))
+    D = np.sqrt(RBFSimilarity().sq_distances(X, X[cand]))  # (n, c)
+    chosen = []
+    cover = np.full(len(X), np.inf)
+    for _ in range(min(k, len(cand))):
+        cost = u @ np.minimum(cover[:, None], D)
+        cost[chosen] = np.inf
+        c = int(np.argmin(cost))
+        chosen.append(c)
+        cover = np.minimum(cover, D[:, c])
+    return cand[chosen]
+
+
+def initial_prototypes(X, y, u, m, init, rng, restart=0):
+    """Starting prototypes, shape (m, d).
+
+    ``init="class"``: when y has both signs (distillation: genuine y > 0, impostors
+    y <= 0), prototypes go to each class in proportion to its weight (at least one each
+    when m >= 2), genuine first; within a class the weighted medoid first, then greedy
+    coverage. Deterministic for ``restart == 0``; restarts draw random samples of each
+    class in the same proportions. ``"kmeans"``: weighted k-means centres. ``"random"``:
+    m training samples. Repeated picks (fewer usable samples than m) get a small jitter.
+    """
+    n, d = X.shape
+    usable = np.flatnonzero(u > 0)
+    if init == "class":
+        pos = y > 0
+        groups = [usable[pos[usable]], usable[~pos[usable]]]
+        groups = [g for g in groups if len(g)]
+        if len(groups) == 2 and m >= 2:
+            w_pos = u[groups[0]].sum() / u[usable].sum()
+            k_pos = int(np.clip(np.floor(m * w_pos + 0.5), 1, m - 1))
+            counts = [k_pos, m - k_pos]
+        else:
+            counts = [m] + [0] * (len(groups) - 1)
+        idx = []
+        for g, k in zip(groups, counts):
+            if k == 0:
+                continue
+            if restart == 0:
+                sub = g[_greedy_medoids(X[g], u[g], k, rng)]
+            else:
+                sub = rng.choice(g, min(k, len(g)), replace=False)
+            idx.extend(sub)
+            idx.extend(rng.choice(g, k - len(sub)))  # fewer samples than k: repeat
+        Z = X[np.array(idx)]
+    elif init == "random":
+        idx = rng.choice(usable, min(m, len(usable)), replace=False)
+        Z = X[np.concatenate([idx, rng.choice(usable, m - len(idx))]).astype(int)]
+    elif init == "kmeans":
+        from sklearn.cluster import KMeans
+
+        n_clusters = min(m, len(usable))
+        km = KMeans(n_clusters, n_init=1, random_state=rng.integers(2**31 - 1))
+        km.fit(X[usable], sample_weight=u[usable])
+        Z = km.cluster_centers_
+        if n_clusters < m:
+            Z = np.vstack([Z, X[rng.choice(usable, m - n_clusters)]])
+    else:
+        raise ValueError(f"init must be 'class', 'kmeans' or 'random', got {init!r}")
+    Z = np.array(Z, dtype=float)
+    # duplicates would move together forever (zero repulsion between equal points): jitter
+    _, first = np.unique(Z, axis=0, return_index=True)
+    dup = np.setdiff1d(np.arange(m), first)
+    if len(dup):
+        scale = 1e-3 * (X.std(0) + (X.std(0) == 0))
+        Z[dup] += scale * rng.standard_normal((len(dup), d))
+    return Z
+
+
+class SuperSparseRegressor(RegressorMixin, BaseEstimator):
+    """g(x) = sum_j beta_j s(x, z_j) + b with m jointly learned virtual prototypes.
+
+    Minimises Eq. 2, Omega = sum_i u_i (g(x_i) - y_i)^2 + lam beta'beta, over beta, b
+    and the prototypes z_j. Sample weights are normalised to sum 1, so Omega is a
+    weighted mean squared error plus the ridge term.
+
+    Parameters
+    ----------
+    n_prototypes : int, default=2
+        m, the number of virtual prototypes.
+    similarity : "rbf" or Similarity, default="rbf"
+    gamma : "paper", "median" or float, default="paper"
+        RBF width when ``similarity="rbf"``: 1/d, 1/median squared distance, or a value.
+    lam : float, default=1e-4
+        Ridge penalty on beta (bias unpenalised).
+    solver : {"varpro", "paper"}, default="varpro"
+        "varpro": beta, b eliminated in closed form, all prototypes jointly by L-BFGS-B.
+        "paper": Algorithm 1 (cyclic gradient moves, beta-step after each move).
+    init : {"class", "kmeans", "random"}, default="class"
+        Starting prototypes (see :func:`initial_prototypes`).
+    prototypes_init : array of shape (n_prototypes, d), optional
+        Explicit starting prototypes (warm start); overrides ``init``.
+    n_init : int, default=1
+        Restarts; the one with the lowest training Omega is kept.
+    bounds : None or (lo, hi), default=None
+        Box constraint on the prototypes (scalars or arrays of shape (d,)).
+    eta : float, default=0.5
+        Algorithm 1 step size.
+    normalize_step : bool, default=False
+        Algorithm 1: step eta * g / ||g|| instead of eta * g.
+    repulsion : bool, default=True
+        Penalty pushing prototypes apart (1/t^2 decay in Algorithm 1, a short first
+        phase in varpro).
+    max_iter : int, default=200
+        varpro: L-BFGS-B iterations; paper: sweeps over all prototypes.
+    tol : float, default=1e-6
+        varpro: L-BFGS-B ``ftol``; paper: stop when |Delta Omega| < tol.
+    random_state : int, RandomState or None, default=None
+
+    Attributes
+    ----------
+    prototypes_ : ndarray of shape (m, d)
+    beta_ : ndarray of shape (m,)
+    intercept_ : float
+    objective_ : float
+        Final training Omega.
+    objective_path_ : ndarray of shape (k, 2)
+        Rows (cumulative similarity evaluations, Omega) for the kept run (varpro: the
+        best Omega so far at each objective evaluation; paper: Omega after each move).
+    n_similarity_evals_ : int
+        Every s(x, z) entry computed over all restarts, z-z repulsion entries included.
+    n_iter_ : int
+    similarity_ : Similarity
+        The resolved similarity.
+    n_features_in_ : int
+    """
+
+    def __init__(self, n_prototypes=2, *, similarity="rbf", gamma="paper", lam=1e-4,
+                 solver="varpro", init="class", prototypes_init=None, n_init=1, bounds=None,
+                 eta=0.5, normalize_step=False, repulsion=True, max_iter=200, tol=1e-6,
+                 random_state=None):
+        self.n_prototypes = n_prototypes
+        self.similarity = similarity
+        self.gamma = gamma
+        self.lam = lam
+        self.solver = solver
+        self.init = init
+        self.prototypes_init = prototypes_init
+        self.n_init = n_init
+        self.bounds = bounds
+        self.eta = eta
+        self.normalize_step = normalize_step
+        self.repulsion = repulsion
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def _check_params(self):
+        m = self.n_prototypes
+        if not isinstance(m, numbers.Integral) or m < 1:
+            raise ValueError(f"n_prototypes must be a positive integer, got {m!r}")
+        if self.solver not in ("varpro", "paper"):
+            raise ValueError(f"solver must be 'varpro' or 'paper', got {self.solver!r}")
+        if not isinstance(self.n_init, numbers.Integral) or self.n_init < 1:
+            raise ValueError(f"n_init must be a positive integer, got {self.n_init!r}")
+        if self.lam < 0:
+            raise ValueError(f"lam must be >= 0, got {self.lam!r}")
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit prototypes, beta and b.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+        y : array-like of shape (n,)
+        sample_weight : array-like of shape (n,), optional
+            u_i of Eq. 2 (normalised to sum 1).
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        u = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        if u.sum() <= 0:
+            raise ValueError("sample_weight must have a positive sum")
+        u = u / u.sum()
+        m, d = self.n_prototypes, X.shape[1]
+        rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))
+        self.similarity_ = resolve_similarity(self.similarity, self.gamma, X)
+        bounds = None
+        if self.bounds is not None:
+            bounds = (np.asarray(self.bounds[0], float), np.asarray(self.bounds[1], float))
+        counter = CountingSimilarity(self.similarity_)
+        best = None
+        for restart in range(self.n_init):
+            if self.prototypes_init is not None and restart == 0:
+                Z0 = np.array(self.prototypes_init, dtype=float)
+                if Z0.shape != (m, d):
+                    raise ValueError(f"prototypes_init has shape {Z0.shape}, expected {(m, d)}")
+            else:
+                Z0 = initial_prototypes(X, y, u, m, self.init, rng, restart)
+            start = counter.n_evals
+            if self.solver == "paper":
+                out = solve_paper(X, y, u, Z0, counter, self.lam, eta=self.eta,
+                                  normalize_step=self.normalize_step, repulsion=self.repulsion,
+                                  bounds=bounds, max_iter=self.max_iter, tol=self.tol)
+            else:
+                out = solve_varpro(X, y, u, Z0, counter, self.lam, repulsion=self.repulsion,
+                                   bounds=bounds, max_iter=self.max_iter, tol=self.tol)
+            if best is None or out[3] < best[0][3]:
+                best = (out, start)
+        (Z, beta, b, omega, n_iter, path), start = best
+        self.prototypes_ = Z
+        self.beta_ = np.asarray(beta, dtype=float)
+        self.intercept_ = float(b)
+        self.objective_ = float(omega)
+        path = np.array(path, dtype=float)
+        path[:, 0] -= start
+        self.objective_path_ = path
+        self.n_similarity_evals_ = int(counter.n_evals)
+        self.n_iter_ = int(n_iter)
+        return self
+
+    def predict(self, X):
+        """g(x) = S(X, Z) beta + b, shape (n,).
+
+        (No ``decision_function``: scikit-learn requires regressors not to have one;
+        :class:`SuperSparseDistiller` has it.)
+        """
+        check_is_fitted(self, "prototypes_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.similarity_(X, self.prototypes_) @ self.beta_ + self.intercept_
+
+
+def balanced_weights(labels):
+    """u_i giving each class (labels > 0 vs the rest) a total weight of 1/2."""
+    pos = np.asarray(labels) > 0
+    u = np.empty(len(pos))
+    for mask in (pos, ~pos):
+        if mask.any():
+            u[mask] = 0.5 / mask.sum()
+    return u / u.sum()
+
+
+class SuperSparseDistiller(ClassifierMixin, BaseEstimator):
+    """Distil a teacher classifier into m virtual prototypes (paper Sect. III, footnote).
+
+    The teacher's decision values on the training points are the regression targets;
+    sample weights give genuine and impostor classes half of the total weight each.
+
+    Parameters
+    ----------
+    teacher : classifier with ``decision_function``, optional
+        Default: ``ssgallery.teacher.SimilaritySVM()``.
+    n_prototypes : int, default=2
+    prefit : bool, default=False
+        True: ``teacher`` is already fitted; use it as is.
+    similarity, gamma, lam, solver, init, n_init, bounds, eta, normalize_step,
+    repulsion, max_iter, tol, random_state
+        Passed to :class:`SuperSparseRegressor`.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The negative (impostor) and positive (genuine) labels.
+    teacher_ : the fitted teacher
+    regressor_ : SuperSparseRegressor
+    prototypes_, beta_, intercept_ : as in the regressor
+    """
+
+    def __init__(self, teacher=None, n_prototypes=2, *, prefit=False, similarity="rbf",
+                 gamma="paper", lam=1e-4, solver="varpro", init="class", n_init=1,
+                 bounds=None, eta=0.5, normalize_step=False, repulsion=True, max_iter=200,
+                 tol=1e-6, random_state=None):
+        self.teacher = teacher
+        self.n_prototypes = n_prototypes
+        self.prefit = prefit
+        self.similarity = similarity
+        self.gamma = gamma
+        self.lam = lam
+        self.solver = solver
+        self.init = init
+        self.n_init = n_init
+        self.bounds = bounds
+        self.eta = eta
+        self.normalize_step = normalize_step
+        self.repulsion = repulsion
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def make_regressor(self, **overrides):
+        """The unfitted :class:`SuperSparseRegressor` with this distiller's options."""
+        names = ["n_prototypes", "similarity", "gamma", "lam", "solver", "init", "n_init",
+                 "bounds", "eta", "normalize_step", "repulsion", "max_iter", "tol",
+                 "random_state"]
+        params = {k: getattr(self, k) for k in names}
+        params.update(overrides)
+        return SuperSparseRegressor(**params)
+
+    def teacher_targets(self, X, y):
+        """Fit the teacher (unless prefit) and return (teacher_, targets, weights, labels)."""
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        self.classes_ = np.unique(y)
+        if len(self.classes_) != 2:
+            raise ValueError(f"need exactly two classes, got {len(self.classes_)}")
+        labels = np.where(y == self.classes_[1], 1.0, -1.0)
+        if self.prefit:
+            if self.teacher is None:
+                raise ValueError("prefit=True needs a fitted teacher")
+            teacher = self.teacher
+        else:
+            if self.teacher is None:
+                from ssgallery.teacher import SimilaritySVM
+
+                teacher = SimilaritySVM()
+            else:
+                teacher = clone(self.teacher)
+            teacher.fit(X, labels)
+        targets = np.asarray(teacher.decision_function(X), dtype=float).ravel()
+        return teacher, targets, balanced_weights(labels), X
+
+    def fit(self, X, y):
+        """Fit the teacher, then the super-sparse regressor on its decision values.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+        y : array-like of shape (n,), two classes (e.g. -1 impostor, +1 genuine)
+
+        Returns
+        -------
+        self
+        """
+        self.teacher_, targets, u, X = self.teacher_targets(X, y)
+        self.regressor_ = self.make_regressor().fit(X, targets, sample_weight=u)
+        self._set_from_regressor()
+        return self
+
+    def _set_from_regressor(self):
+        r = self.regressor_
+        self.prototypes_ = r.prototypes_
+        self.beta_ = r.beta_
+        self.intercept_ = r.intercept_
+        self.similarity_ = r.similarity_
+
+    def decision_function(self, X):
+        """g(x), shape (n,): > 0 for the positive class."""
+        check_is_fitted(self, "regressor_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.regressor_.predict(X)
+
+    def predict(self, X):
+        """Class labels, shape (n,)."""
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]

@@ -1,0 +1,224 @@
+"""SuperSparseRegressor / SuperSparseDistiller behaviour on small synthetic problems."""
+
+import numpy as np
+import pytest
+from sklearn.svm import SVC
+
+from ssgallery.learner import (
+    SuperSparseDistiller,
+    SuperSparseRegressor,
+    balanced_weights,
+    initial_prototypes,
+)
+from ssgallery.similarity import HeuristicGradient, RBFSimilarity
+from ssgallery.solvers import beta_step, objective
+
+
+class CountedRBF(RBFSimilarity):
+    """An RBF that counts the entries it is asked for, independently of the learner."""
+
+    def __init__(self, gamma=1.0):
+        super().__init__(gamma)
+        self.count = 0
+
+    def __call__(self, X, Z):
+        self.count += len(X) * len(Z)
+        return super().__call__(X, Z)
+
+
+def _bumps(seed=0, n=120):
+    """y = two RBF bumps of opposite sign in 2-D, plus a little noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, size=(n, 2))
+    c1, c2 = np.array([-1.0, 0.5]), np.array([1.5, -1.0])
+    y = (1.5 * np.exp(-0.5 * ((X - c1) ** 2).sum(1))
+         - 1.0 * np.exp(-0.5 * ((X - c2) ** 2).sum(1)) + 0.2)
+    return X, y + 0.01 * rng.normal(size=n)
+
+
+def _omega(est, X, y, u=None):
+    u = np.full(len(X), 1 / len(X)) if u is None else u / u.sum()
+    S = est.similarity_(X, est.prototypes_)
+    return objective(S, y, u, est.beta_, est.intercept_, est.lam)
+
+
+@pytest.mark.parametrize("solver", ["varpro", "paper"])
+def test_recovers_two_bumps(solver):
+    X, y = _bumps()
+    est = SuperSparseRegressor(2, gamma=0.5, solver=solver, normalize_step=True,
+                               eta=0.05, max_iter=300, tol=1e-9, random_state=0).fit(X, y)
+    assert est.score(X, y) > 0.99
+    # beta_, intercept_ are the exact beta-step for the final prototypes
+    beta, b = beta_step(est.similarity_(X, est.prototypes_), y, np.full(len(X), 1 / len(X)),
+                        est.lam)
+    np.testing.assert_allclose(est.beta_, beta, rtol=1e-8)
+    assert est.objective_ == pytest.approx(_omega(est, X, y), rel=1e-10)
+    assert est.objective_path_[-1, 1] == pytest.approx(est.objective_, rel=1e-12)
+
+
+def test_varpro_never_increases_omega_and_beats_paper_raw_step():
+    X, y = _bumps(1)
+    est = SuperSparseRegressor(3, gamma=0.5, init="random", random_state=3).fit(X, y)
+    path = est.objective_path_
+    assert np.all(np.diff(path[:, 0]) > 0)  # evaluations strictly accumulate
+    assert np.all(np.diff(path[:, 1]) <= 0)  # Omega never increases
+    # the starting point's objective (first evaluation) is never ended above
+    assert est.objective_ <= path[0, 1]
+    paper = SuperSparseRegressor(3, gamma=0.5, init="random", random_state=3,
+                                 solver="paper").fit(X, y)
+    assert est.objective_ < paper.objective_
+
+
+@pytest.mark.parametrize("solver", ["varpro", "paper"])
+def test_box_bounds_are_respected(solver):
+    X, y = _bumps(2)
+    lo, hi = np.array([-0.5, -0.2]), np.array([0.5, 0.3])
+    est = SuperSparseRegressor(3, gamma=0.5, solver=solver, bounds=(lo, hi),
+                               normalize_step=True, random_state=0).fit(X, y)
+    Z = est.prototypes_
+    assert np.all(Z >= lo - 1e-12) and np.all(Z <= hi + 1e-12)
+    # the box binds: at least one coordinate sits on it
+    assert np.any(np.isclose(Z, lo) | np.isclose(Z, hi))
+
+
+def test_n_similarity_evals_counted_exactly_paper():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(5, 2)), rng.normal(size=5)
+    sim = CountedRBF(0.5)
+    est = SuperSparseRegressor(2, similarity=sim, solver="paper", max_iter=1, tol=0.0,
+                               random_state=0).fit(X, y)
+    # start: 5 x 2; each of the 2 moves: 1 repulsion entry + a new column of 5
+    assert est.n_similarity_evals_ == 10 + 2 * (1 + 5) == sim.count
+    assert est.n_iter_ == 2
+    assert est.objective_path_[:, 0].tolist() == [10, 16, 22]
+
+
+@pytest.mark.parametrize("repulsion", [True, False])
+def test_n_similarity_evals_counted_exactly_varpro(repulsion):
+    X, y = _bumps(3, n=30)
+    sim = CountedRBF(0.5)
+    est = SuperSparseRegressor(3, similarity=sim, repulsion=repulsion, n_init=2,
+                               random_state=0).fit(X, y)
+    assert est.n_similarity_evals_ == sim.count > 0
+    if not repulsion:
+        assert est.n_similarity_evals_ % (30 * 3) == 0
+
+
+def test_heuristic_gradient_similarity_learns():
+    X, y = _bumps(4)
+    base = RBFSimilarity(0.5)
+    est = SuperSparseRegressor(2, similarity=HeuristicGradient(lambda A, B: base(A, B)),
+                               random_state=0).fit(X, y)
+    assert est.score(X, y) > 0.9
+
+
+def test_sample_weights_zero_equals_removal():
+    X, y = _bumps(5, n=60)
+    w = np.ones(60)
+    w[::3] = 0
+    a = SuperSparseRegressor(2, gamma=0.5, random_state=0).fit(X, y, sample_weight=w)
+    b = SuperSparseRegressor(2, gamma=0.5, random_state=0).fit(X[w > 0], y[w > 0])
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-6, atol=1e-8)
+
+
+def test_class_init_places_genuine_medoid_first():
+    rng = np.random.default_rng(0)
+    pos = rng.normal(size=(5, 3)) + 4
+    neg = rng.normal(size=(40, 3))
+    X = np.vstack([pos, neg])
+    y = np.r_[np.ones(5), -np.ones(40)]
+    u = balanced_weights(y)
+    assert u[:5].sum() == pytest.approx(0.5) and u.sum() == pytest.approx(1.0)
+    Z = initial_prototypes(X, y, u, 3, "class", np.random.default_rng(0))
+    D = np.linalg.norm(pos[:, None] - pos[None], axis=2).sum(1)
+    np.testing.assert_array_equal(Z[0], pos[np.argmin(D)])  # genuine medoid
+    assert any((Z[1] == x).all() for x in pos)  # 2 genuine of 3 (weights 1/2 each)
+    assert any((Z[2] == x).all() for x in neg)
+    for init in ("kmeans", "random"):
+        assert initial_prototypes(X, y, u, 3, init, np.random.default_rng(0)).shape == (3, 3)
+
+
+def test_fewer_samples_than_prototypes():
+    X = np.array([[0.0, 1.0], [1.0, 0.0]])
+    y = np.array([1.0, -1.0])
+    for init in ("class", "kmeans", "random"):
+        est = SuperSparseRegressor(5, init=init, random_state=0).fit(X, y)
+        assert est.prototypes_.shape == (5, 2)
+        assert len(np.unique(est.prototypes_, axis=0)) == 5
+        assert np.all(np.isfinite(est.predict(X)))
+
+
+def test_invalid_parameters_raise():
+    X, y = _bumps(0, n=20)
+    for bad in [dict(n_prototypes=0), dict(solver="sgd"), dict(init="foo"),
+                dict(gamma="auto"), dict(gamma=-1.0), dict(similarity="cosine"),
+                dict(lam=-1.0), dict(prototypes_init=np.zeros((3, 2)))]:
+        with pytest.raises(ValueError):
+            SuperSparseRegressor(**bad).fit(X, y)
+
+
+def test_gamma_options():
+    X, _ = _bumps(0, n=50)
+    y = X[:, 0]
+    assert SuperSparseRegressor().fit(X, y).similarity_.gamma == pytest.approx(0.5)
+    est = SuperSparseRegressor(gamma="median").fit(X, y)
+    D = ((X[:, None] - X[None]) ** 2).sum(2)[np.triu_indices(50, 1)]
+    assert est.similarity_.gamma == pytest.approx(1 / np.median(D))
+    assert SuperSparseRegressor(gamma=2.0).fit(X, y).similarity_.gamma == 2.0
+
+
+def test_prototypes_init_warm_start():
+    X, y = _bumps(0)
+    first = SuperSparseRegressor(2, gamma=0.5, random_state=0).fit(X, y)
+    warm = SuperSparseRegressor(2, gamma=0.5, prototypes_init=first.prototypes_,
+                                repulsion=False).fit(X, y)
+    assert warm.objective_ <= first.objective_ * (1 + 1e-9)
+    assert warm.n_similarity_evals_ < first.n_similarity_evals_
+
+
+def test_n_init_keeps_lowest_training_objective():
+    X, y = _bumps(6)
+    single = SuperSparseRegressor(2, gamma=0.5, init="random", random_state=0).fit(X, y)
+    best = SuperSparseRegressor(2, gamma=0.5, init="random", n_init=4, random_state=0).fit(X, y)
+    # restart 0 is the single run's start; the kept run is never worse
+    assert best.objective_ <= single.objective_ * (1 + 1e-9)
+    assert best.n_similarity_evals_ > single.n_similarity_evals_
+
+
+def _two_moons(seed=0):
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(80, noise=0.15, random_state=seed)
+    return X, np.where(y == 1, 1, -1)
+
+
+def test_distiller_reproduces_svm_decisions():
+    X, y = _two_moons()
+    teacher = SVC(kernel="rbf", gamma=1.0, C=10.0)
+    dist = SuperSparseDistiller(teacher, n_prototypes=4, gamma=1.0, random_state=0).fit(X, y)
+    assert dist.teacher_ is not teacher  # cloned, not mutated
+    assert len(dist.teacher_.support_) > 10
+    grid = np.stack(np.meshgrid(np.linspace(-1.5, 2.5, 60), np.linspace(-1, 1.5, 60)), -1)
+    grid = grid.reshape(-1, 2)
+    agree = np.mean(np.sign(dist.decision_function(grid))
+                    == np.sign(dist.teacher_.decision_function(grid)))
+    assert agree >= 0.9
+    assert set(dist.predict(X)) <= {-1, 1}
+    assert dist.score(X, y) >= 0.9
+    assert dist.prototypes_.shape == (4, 2) and dist.beta_.shape == (4,)
+    # genuine and impostor prototypes: the betas take both signs
+    assert (dist.beta_ > 0).any() and (dist.beta_ < 0).any()
+
+
+def test_distiller_prefit_teacher_and_labels():
+    X, y = _two_moons(1)
+    teacher = SVC(kernel="rbf", gamma=1.0).fit(X, y)
+    labels = np.where(y > 0, "genuine", "impostor")  # classes_ sorted: genuine < impostor
+    dist = SuperSparseDistiller(teacher, prefit=True, random_state=0).fit(X, labels)
+    assert dist.teacher_ is teacher
+    assert list(dist.classes_) == ["genuine", "impostor"]
+    assert set(dist.predict(X)) <= {"genuine", "impostor"}
+    with pytest.raises(ValueError, match="two classes"):
+        SuperSparseDistiller(SVC()).fit(X, np.zeros(len(X)))
+    with pytest.raises(ValueError, match="prefit"):
+        SuperSparseDistiller(prefit=True).fit(X, y)
