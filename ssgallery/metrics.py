@@ -1,0 +1,209 @@
+"""Biometric verification metrics, pure functions in the style of ``bob.measure``.
+
+Conventions (as in bob.measure): ``negatives`` are impostor scores, ``positives``
+are genuine scores, and a claim is accepted when ``score >= threshold``.
+
+- FAR(t) = fraction of negatives accepted = #{neg >= t} / #neg
+- FRR(t) = fraction of positives rejected = #{pos < t} / #pos
+
+Curves are returned in order of increasing threshold, so FAR decreases from 1 to 0
+and FRR increases from 0 to 1. :func:`average_curves` brings per-client curves
+onto a common FAR grid so they can be averaged over clients and repetitions
+(paper Sect. IV-A: "by varying each client-specific threshold, and then by
+averaging over all clients and repetitions").
+"""
+
+import numpy as np
+
+
+def _scores(values, name):
+    a = np.asarray(values, dtype=float).ravel()
+    if a.size == 0:
+        raise ValueError(f"{name} is empty")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains non-finite scores")
+    return a
+
+
+def farfrr(negatives, positives, threshold):
+    """FAR and FRR at one threshold.
+
+    Parameters
+    ----------
+    negatives, positives : array-like, shape (n_neg,), (n_pos,)
+        Impostor and genuine scores.
+    threshold : float
+        Claims with ``score >= threshold`` are accepted.
+
+    Returns
+    -------
+    far, frr : float
+    """
+    neg = _scores(negatives, "negatives")
+    pos = _scores(positives, "positives")
+    return float(np.mean(neg >= threshold)), float(np.mean(pos < threshold))
+
+
+def roc_curve(negatives, positives):
+    """FAR and FRR at every distinct threshold.
+
+    The thresholds are the distinct scores (increasing) followed by ``+inf``, so the
+    curve runs from (FAR, FRR) = (1, 0) to (0, 1).
+
+    Returns
+    -------
+    far, frr, thresholds : ndarray, shape (n_t,)
+    """
+    neg = np.sort(_scores(negatives, "negatives"))
+    pos = np.sort(_scores(positives, "positives"))
+    thresholds = np.append(np.unique(np.concatenate([neg, pos])), np.inf)
+    far = 1.0 - np.searchsorted(neg, thresholds, side="left") / neg.size
+    frr = np.searchsorted(pos, thresholds, side="left") / pos.size
+    return far, frr, thresholds
+
+
+def curve_eer(far, frr):
+    """EER of a curve given as points (far, frr) ordered by increasing threshold
+    (FAR non-increasing, FRR non-decreasing), interpolated linearly between the two
+    points where FAR - FRR changes sign."""
+    far = np.asarray(far, dtype=float)
+    frr = np.asarray(frr, dtype=float)
+    d = far - frr
+    below = np.flatnonzero(d <= 0)
+    i = int(below[0]) if below.size else len(d) - 1
+    if i == 0 or d[i] == 0 or d[i - 1] == d[i]:
+        return float(0.5 * (far[i] + frr[i]))
+    t = d[i - 1] / (d[i - 1] - d[i])  # where the segment crosses FAR = FRR
+    return float(far[i - 1] + t * (far[i] - far[i - 1]))
+
+
+def eer(negatives, positives):
+    """Equal error rate, interpolated linearly between the two ROC points where
+    FAR - FRR changes sign.
+
+    Returns
+    -------
+    eer : float in [0, 1]
+    """
+    far, frr, _ = roc_curve(negatives, positives)
+    return curve_eer(far, frr)
+
+
+def eer_threshold(negatives, positives):
+    """The threshold (one of the scores) where |FAR - FRR| is smallest; ties go to the
+    smallest threshold."""
+    far, frr, thresholds = roc_curve(negatives, positives)
+    finite = np.isfinite(thresholds)
+    gap = np.abs(far - frr)[finite]
+    return float(thresholds[finite][int(np.argmin(gap))])
+
+
+def threshold_at_far(negatives, far):
+    """Smallest threshold whose FAR on ``negatives`` is at most ``far``.
+
+    With n impostor scores, at most floor(far * n) of them may be accepted; the
+    returned threshold sits just above the next one (``numpy.nextafter``).
+    """
+    if not 0.0 <= far <= 1.0:
+        raise ValueError(f"far must be in [0, 1], got {far}")
+    neg = np.sort(_scores(negatives, "negatives"))[::-1]
+    k = int(np.floor(far * neg.size + 1e-9))
+    if k >= neg.size:
+        return float(neg[-1])
+    return float(np.nextafter(neg[k], np.inf))
+
+
+def frr_at_far(negatives, positives, far):
+    """FRR at the threshold :func:`threshold_at_far` (no interpolation)."""
+    t = threshold_at_far(negatives, far)
+    return farfrr(negatives, positives, t)[1]
+
+
+def hter(negatives, positives, threshold):
+    """Half total error rate (FAR + FRR) / 2 at a threshold fixed beforehand
+    (e.g. on development data)."""
+    far, frr = farfrr(negatives, positives, threshold)
+    return 0.5 * (far + frr)
+
+
+def det(negatives, positives, min_rate=None):
+    """DET points: FAR and FRR on normal-deviate axes (``scipy.special.ndtri``).
+
+    Parameters
+    ----------
+    min_rate : float or None
+        If given, rates are clipped into [min_rate, 1 - min_rate] before the
+        transform; otherwise rates of exactly 0 or 1 map to -inf / +inf.
+
+    Returns
+    -------
+    x, y : ndarray, shape (n_t,)
+        ndtri(FAR), ndtri(FRR), in the order of :func:`roc_curve`.
+    """
+    from scipy.special import ndtri
+
+    far, frr, _ = roc_curve(negatives, positives)
+    if min_rate is not None:
+        far = np.clip(far, min_rate, 1.0 - min_rate)
+        frr = np.clip(frr, min_rate, 1.0 - min_rate)
+    return ndtri(far), ndtri(frr)
+
+
+def far_grid(lowest=1e-4, n=401):
+    """Common FAR grid: 0, then ``n`` log-spaced values from ``lowest`` to 1."""
+    return np.concatenate([[0.0], np.logspace(np.log10(lowest), 0.0, n)])
+
+
+def frr_on_grid(far, frr, grid):
+    """FRR of one curve at each FAR of ``grid``, shape (n_grid,).
+
+    For each distinct FAR of the curve the best (lowest) FRR is kept, then FRR is
+    interpolated linearly in FAR between those operating points (a point between
+    two thresholds is reachable by randomising between them).
+    """
+    far = np.asarray(far, dtype=float)
+    frr = np.asarray(frr, dtype=float)
+    ufar, inv = np.unique(far, return_inverse=True)
+    best = np.full(ufar.shape, np.inf)
+    np.minimum.at(best, inv, frr)
+    # FRR must not increase with FAR: the best point at FAR <= f is usable at f.
+    best = np.minimum.accumulate(best)
+    return np.interp(grid, ufar, best)
+
+
+def average_curves(curves, grid=None):
+    """Mean FRR of several curves on a common FAR grid.
+
+    Parameters
+    ----------
+    curves : list of (far, frr)
+        E.g. one :func:`roc_curve` per client (thresholds dropped).
+    grid : ndarray or None
+        FAR values; default :func:`far_grid`.
+
+    Returns
+    -------
+    grid, mean_frr : ndarray, shape (n_grid,)
+    """
+    grid = far_grid() if grid is None else np.asarray(grid, dtype=float)
+    if len(curves) == 0:
+        raise ValueError("no curves to average")
+    F = np.stack([frr_on_grid(far, frr, grid) for far, frr in curves])
+    return grid, F.mean(axis=0)
+
+
+def grid_eer(grid, frr):
+    """EER of a curve sampled on an increasing FAR grid (FRR non-increasing)."""
+    grid = np.asarray(grid, dtype=float)[::-1]  # decreasing FAR = increasing threshold
+    frr = np.asarray(frr, dtype=float)[::-1]
+    return curve_eer(grid, frr)
+
+
+def grid_frr_at(grid, frr, far):
+    """FRR at ``far`` of a curve sampled on ``grid`` (linear interpolation)."""
+    return float(np.interp(far, grid, frr))
+
+
+__all__ = ["farfrr", "roc_curve", "eer", "curve_eer", "eer_threshold", "threshold_at_far",
+           "frr_at_far", "hter", "det", "far_grid", "frr_on_grid", "average_curves",
+           "grid_eer", "grid_frr_at"]
