@@ -1,0 +1,373 @@
+"""Image ingestion: scanning ``ROOT/<client>/*.{pgm,png,jpg,...}``, reading, validating
+and normalising face images (DESIGN.md §1, issue 3 item 3).
+
+Every image becomes a float32 array (H, W) on the 8-bit grey scale [0, 255]. Sizes are
+given PIL-style as ``(width, height)``; arrays are ``(height, width)``. Every problem a
+user can cause (missing or empty folder, a non-image file, a truncated image, a client
+with too few images, a size mismatch under ``strict``) raises
+:class:`ssgallery.errors.InputError` with a one-line message naming the file or folder;
+with ``skip_bad=True`` bad files are reported through ``warn`` and skipped instead.
+"""
+
+import hashlib
+import io
+import os
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+
+IMAGE_EXTENSIONS = (".pgm", ".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
+DEFAULT_SIZE = (92, 112)  # (width, height) of the AT&T faces
+
+
+class InputWarning(UserWarning):
+    """A recoverable input problem (a resized image, a skipped bad file)."""
+
+
+def default_warn(message):
+    """Report ``message`` as an :class:`InputWarning` (the CLI passes its own printer)."""
+    warnings.warn(message, InputWarning, stacklevel=3)
+
+
+def natural_key(name):
+    """Sort key putting ``s2`` before ``s10`` (digit runs compare as numbers)."""
+    return [(0, int(tok), "") if tok.isdigit() else (1, 0, tok.lower())
+            for tok in re.split(r"(\d+)", str(name)) if tok]
+
+
+def _is_hidden(name):
+    return name.startswith(".")
+
+
+# --------------------------------------------------------------------------- reading
+def _looks_truncated(exc):
+    text = str(exc).lower()
+    return isinstance(exc, EOFError) or any(
+        w in text for w in ("truncat", "eof", "not enough", "premature end"))
+
+
+def _exif_upright(img, image_ops):
+    """Apply the EXIF orientation; a broken EXIF block leaves the image as stored."""
+    try:
+        return image_ops.exif_transpose(img)
+    except (OSError, ValueError, KeyError, TypeError, SyntaxError):
+        return img
+
+
+def _decode(data, path):
+    """Bytes of an image file -> float32 (H, W) grey array on [0, 255]."""
+    from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
+
+    ImageFile.LOAD_TRUNCATED_IMAGES = False  # a truncated file must fail, not be padded
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # PIL's own chatter (corrupt EXIF...)
+            img = Image.open(io.BytesIO(data))
+    except UnidentifiedImageError:
+        raise InputError("not an image (unrecognised format)", path=path) from None
+    except Image.DecompressionBombError:
+        raise InputError("image too large", path=path) from None
+    except (OSError, ValueError, SyntaxError, EOFError) as exc:
+        if _looks_truncated(exc):
+            raise InputError("truncated image", path=path) from None
+        raise InputError(f"not an image ({exc})", path=path) from None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # PIL's own chatter (corrupt EXIF...)
+            img.load()
+    except (OSError, ValueError, SyntaxError, EOFError) as exc:
+        if _looks_truncated(exc):
+            raise InputError("truncated image", path=path) from None
+        raise InputError(f"corrupt image ({exc})", path=path) from None
+    img = _exif_upright(img, ImageOps)
+    if img.width < 1 or img.height < 1:
+        raise InputError("empty image (0 pixels)", path=path)
+    mode = img.mode
+    if mode in ("I;16", "I;16B", "I;16L", "I;16N"):
+        arr = np.asarray(img, dtype=np.float32) * (255.0 / 65535.0)
+    elif mode == "I":
+        arr = np.asarray(img, dtype=np.float64)
+        top = 65535.0 if arr.max(initial=0) > 255 else 255.0
+        arr = (np.clip(arr, 0, top) * (255.0 / top)).astype(np.float32)
+    elif mode == "F":
+        arr = np.clip(np.asarray(img, dtype=np.float32), 0, 255)
+    else:
+        arr = np.asarray(img.convert("L"), dtype=np.float32)
+    return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+def _resize(arr, size):
+    """Bilinear resize of a float (H, W) array to ``size = (width, height)``."""
+    from PIL import Image
+
+    out = Image.fromarray(np.asarray(arr, dtype=np.float32), mode="F").resize(
+        tuple(int(s) for s in size), Image.BILINEAR)
+    return np.clip(np.asarray(out, dtype=np.float32), 0, 255)
+
+
+def _read_file(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a folder, not an image", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror or exc})", path=path) from None
+
+
+def _fmt_size(size):
+    return f"{size[0]}x{size[1]}"
+
+
+def read_image(path, size=None, strict=False):
+    """Read one image as grey float32 on [0, 255].
+
+    Parameters
+    ----------
+    path : str or Path
+    size : (width, height) or None
+        Common size; an image of another size is resized (bilinear) unless ``strict``.
+    strict : bool
+        Refuse an image whose size differs from ``size``.
+
+    Returns
+    -------
+    image : ndarray, shape (H, W), float32
+
+    Raises
+    ------
+    InputError
+        Missing file, not an image, truncated or corrupt image, size mismatch (strict).
+    """
+    arr = _decode(_read_file(path), path)
+    return _fit_size(arr, size, strict, path)
+
+
+def _fit_size(arr, size, strict, path):
+    if size is None:
+        return arr
+    have = (arr.shape[1], arr.shape[0])
+    if have == tuple(size):
+        return arr
+    if strict:
+        raise InputError(f"image is {_fmt_size(have)}, expected {_fmt_size(size)} "
+                         "(strict size checking)", path=path)
+    return _resize(arr, size)
+
+
+def _check_size(size):
+    if size is None:
+        return None
+    try:
+        w, h = (int(s) for s in size)
+    except (TypeError, ValueError):
+        raise InputError(f"image size must be (width, height), got {size!r}") from None
+    if w < 1 or h < 1:
+        raise InputError(f"image size must be positive, got {_fmt_size((w, h))}")
+    return (w, h)
+
+
+# --------------------------------------------------------------------------- scanning
+def scan_faces(root, extensions=IMAGE_EXTENSIONS, min_images=1, skip_bad=False,
+               clients=None, warn=default_warn):
+    """List the clients and their image files under ``root``.
+
+    ``root`` holds one folder per client (the folder name is the client id) with that
+    client's images. Hidden files and folders are skipped, as are plain files directly
+    in ``root`` (READMEs, manifests). Clients and files are sorted naturally (s2 < s10).
+
+    Parameters
+    ----------
+    root : str or Path
+    extensions : tuple of str
+        Lower-case image extensions (matched case-insensitively).
+    min_images : int
+        A client folder with fewer images is an error.
+    skip_bad : bool
+        Warn and skip non-image files instead of failing.
+    clients : iterable of str or None
+        Only these client folders (each must exist).
+    warn : callable(str)
+
+    Returns
+    -------
+    list of (client_id, [Path, ...])
+    """
+    root = Path(root)
+    if not root.exists():
+        raise InputError("face folder does not exist", path=root)
+    if not root.is_dir():
+        raise InputError("not a folder (expected ROOT/<client>/<images>)", path=root)
+    exts = tuple(e.lower() for e in extensions)
+    folders = sorted((p for p in root.iterdir() if p.is_dir() and not _is_hidden(p.name)),
+                     key=lambda p: natural_key(p.name))
+    if clients is not None:
+        wanted = [str(c) for c in clients]
+        by_name = {p.name: p for p in folders}
+        missing = [c for c in wanted if c not in by_name]
+        if missing:
+            raise InputError(f"no client folder {', '.join(missing)}", path=root)
+        folders = [by_name[c] for c in sorted(set(wanted), key=natural_key)]
+    if not folders:
+        raise InputError("no client folders (expected ROOT/<client>/<images>)", path=root)
+    out = []
+    for folder in folders:
+        paths = []
+        for entry in sorted(folder.iterdir(), key=lambda p: natural_key(p.name)):
+            if _is_hidden(entry.name):
+                continue
+            if entry.is_dir():
+                warn(f"{entry}: ignoring sub-folder inside a client folder")
+                continue
+            if entry.suffix.lower() in exts:
+                paths.append(entry)
+                continue
+            msg = f"not an image file (extension '{entry.suffix or '(none)'}')"
+            if not skip_bad:
+                raise InputError(msg + "; use --skip-bad to skip it", path=entry)
+            warn(f"{entry}: {msg}; skipped")
+        if len(paths) < min_images:
+            raise InputError(f"client folder has {len(paths)} image(s), at least "
+                             f"{min_images} needed", path=folder)
+        out.append((folder.name, paths))
+    return out
+
+
+# --------------------------------------------------------------------------- loading
+@dataclass
+class FaceSet:
+    """Loaded face images with their provenance.
+
+    Attributes
+    ----------
+    images : ndarray, shape (n, H, W), float32 on [0, 255]
+    labels : ndarray, shape (n,), str (client ids)
+    paths : list of str, paths relative to the root (POSIX separators)
+    sha256 : list of str, hex digests of the files' bytes
+    root : str
+    """
+
+    images: np.ndarray
+    labels: np.ndarray
+    paths: list = field(default_factory=list)
+    sha256: list = field(default_factory=list)
+    root: str = ""
+
+    def __len__(self):
+        return len(self.labels)
+
+    @property
+    def clients(self):
+        """Client ids in natural order."""
+        return sorted(set(self.labels.tolist()), key=natural_key)
+
+    @property
+    def size(self):
+        """(width, height) of the images."""
+        return (self.images.shape[2], self.images.shape[1])
+
+
+def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images=1,
+               clients=None, warn=default_warn, extensions=IMAGE_EXTENSIONS):
+    """Scan and read a face folder ``ROOT/<client>/<images>``.
+
+    Parameters
+    ----------
+    root : str or Path
+    size : (width, height) or None
+        Common size; ``None`` takes the first image's size. Images of another size are
+        resized (bilinear, one summary warning) or refused when ``strict``.
+    strict : bool
+    skip_bad : bool
+        Warn and skip non-image, truncated or corrupt files instead of failing.
+    min_images : int
+        Minimum number of (readable) images per client.
+    clients : iterable of str or None
+        Only these clients.
+    warn : callable(str)
+
+    Returns
+    -------
+    FaceSet
+    """
+    root = Path(root)
+    size = _check_size(size)
+    listing = scan_faces(root, extensions=extensions, min_images=min_images,
+                         skip_bad=skip_bad, clients=clients, warn=warn)
+    images, labels, rel, digests = [], [], [], []
+    resized = []
+    for client, paths in listing:
+        kept = 0
+        for path in paths:
+            data = _read_file(path)
+            try:
+                arr = _decode(data, path)
+            except InputError as exc:
+                if not skip_bad:
+                    raise InputError(f"{exc}; use --skip-bad to skip it") from None
+                warn(f"{exc}; skipped")
+                continue
+            if size is None:
+                size = (arr.shape[1], arr.shape[0])
+            have = (arr.shape[1], arr.shape[0])
+            if have != size:
+                arr = _fit_size(arr, size, strict, path)
+                resized.append((path, have))
+            images.append(arr)
+            labels.append(client)
+            rel.append(path.relative_to(root).as_posix())
+            digests.append(hashlib.sha256(data).hexdigest())
+            kept += 1
+        if kept < min_images:
+            raise InputError(f"client folder has {kept} readable image(s), at least "
+                             f"{min_images} needed", path=root / client)
+    if resized:
+        first, have = resized[0]
+        warn(f"resized {len(resized)} image(s) to {_fmt_size(size)} (first: {first} was "
+             f"{_fmt_size(have)}); use --strict to refuse them")
+    return FaceSet(images=np.stack(images).astype(np.float32, copy=False),
+                   labels=np.array(labels, dtype=str), paths=rel, sha256=digests,
+                   root=os.fspath(root))
+
+
+def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn):
+    """Read probe images into one array.
+
+    Parameters
+    ----------
+    paths : iterable of str or Path
+    size : (width, height) or None
+        Common size (the gallery's); ``None`` takes the first image's size.
+    strict : bool
+        Refuse images of another size instead of resizing them.
+    warn : callable(str)
+
+    Returns
+    -------
+    images : ndarray, shape (n, H, W), float32 on [0, 255]
+    """
+    size = _check_size(size)
+    out, resized = [], []
+    for path in paths:
+        arr = _decode(_read_file(path), path)
+        if size is None:
+            size = (arr.shape[1], arr.shape[0])
+        have = (arr.shape[1], arr.shape[0])
+        if have != size:
+            arr = _fit_size(arr, size, strict, path)
+            resized.append((path, have))
+        out.append(arr)
+    if not out:
+        raise InputError("no probe images given")
+    if resized:
+        first, have = resized[0]
+        warn(f"resized {len(resized)} probe image(s) to {_fmt_size(size)} (first: {first} "
+             f"was {_fmt_size(have)})")
+    return np.stack(out).astype(np.float32, copy=False)
