@@ -1,0 +1,381 @@
+"""The enrollment store (HDF5, default ``enrollment.h5``): everything ``compress`` trains on.
+
+Layout (format ``ssgallery-enrollment``, :data:`FORMAT_VERSION`)::
+
+    /            attrs: format, format_version, tool_version, created, fingerprint,
+                        matcher, matcher_config (JSON), image_shape, basis_stale,
+                        stale_clients (JSON)
+    /images      (n, H, W) uint8 (float32 when the images are not 8-bit), gzip
+    /labels      (n,) str    client id (folder name) of each image
+    /paths       (n,) str    path relative to its source root
+    /sha256      (n,) str    of the file's bytes
+    /roots       (n,) str    absolute source root the image came from
+    /clients     (k,) str    enrolled clients (verification claims are made for them)
+    /background  (j,) str    impostor-only subjects (negatives when training)
+    /matcher     matcher state (e.g. PCA mean and basis)
+
+It holds face images and stays on the training host; the gallery does not.
+"""
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import FormatError, InputError
+from .gallery import build_matcher, now_utc, open_checked, read_state, write_state
+
+FORMAT = "ssgallery-enrollment"
+FORMAT_VERSION = 1
+KIND = "ssgallery enrollment store"
+
+
+@dataclass
+class EnrollmentStore:
+    """An enrollment store in memory. See the module docstring for the file layout.
+
+    Attributes
+    ----------
+    images : ndarray, shape (n, H, W), float32 on [0, 255]
+    labels : ndarray, shape (n,), str
+    paths, sha256, roots : list of str, length n
+    clients, background : list of str
+    matcher_name : str
+    matcher_config : dict
+    matcher_state : dict
+    basis_stale : bool
+        True when clients were added (``--add``) after the matcher was fitted.
+    stale_clients : list of str
+        The clients added since the matcher was fitted.
+    """
+
+    images: np.ndarray
+    labels: np.ndarray
+    paths: list
+    sha256: list
+    roots: list
+    clients: list
+    background: list
+    matcher_name: str
+    matcher_config: dict
+    matcher_state: dict
+    basis_stale: bool = False
+    stale_clients: list = field(default_factory=list)
+    created: str = ""
+    tool_version: str = ""
+    path: str = None
+
+    @property
+    def image_shape(self):
+        return tuple(int(s) for s in self.images.shape[1:])
+
+    @property
+    def fingerprint(self):
+        """sha256 over the content: images (by hash), roles, matcher name and config."""
+        role = {c: "client" for c in self.clients} | {b: "background" for b in self.background}
+        rows = sorted(zip((role.get(str(lab), "?") for lab in self.labels),
+                          map(str, self.labels), self.paths, self.sha256))
+        payload = json.dumps({"rows": rows, "matcher": self.matcher_name,
+                              "config": self.matcher_config, "shape": self.image_shape,
+                              "stale": sorted(self.stale_clients)}, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    def matcher(self):
+        """The fitted matcher, rebuilt from the stored state."""
+        return build_matcher(self.matcher_name, self.matcher_config, self.matcher_state,
+                             self.path)
+
+    def save(self, path):
+        """Write the store to ``path`` atomically."""
+        import h5py
+
+        from . import __version__
+        from .atomic import atomic_path
+
+        images = self.images
+        if images.size and np.array_equal(images, np.round(images)) and images.min() >= 0 \
+                and images.max() <= 255:
+            images = images.astype(np.uint8)
+        else:
+            images = images.astype(np.float32)
+        strings = h5py.string_dtype()
+        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+            f.attrs["format"] = FORMAT
+            f.attrs["format_version"] = FORMAT_VERSION
+            f.attrs["tool_version"] = __version__
+            f.attrs["created"] = now_utc()
+            f.attrs["fingerprint"] = self.fingerprint
+            f.attrs["matcher"] = self.matcher_name
+            f.attrs["matcher_config"] = json.dumps(self.matcher_config, sort_keys=True)
+            f.attrs["image_shape"] = np.asarray(self.image_shape, dtype=np.int64)
+            f.attrs["basis_stale"] = bool(self.basis_stale)
+            f.attrs["stale_clients"] = json.dumps(sorted(self.stale_clients))
+            chunks = (1,) + images.shape[1:] if len(images) else None
+            f.create_dataset("images", data=images, compression="gzip", chunks=chunks)
+            for name in ("labels", "paths", "sha256", "roots", "clients", "background"):
+                values = [str(v) for v in getattr(self, name)]
+                f.create_dataset(name, data=np.array(values, dtype=object), dtype=strings)
+            write_state(f.create_group("matcher"), self.matcher_state)
+        self.path = os.fspath(path)
+
+
+def load_store(path):
+    """Read an enrollment store.
+
+    Raises
+    ------
+    FormatError
+        One line naming the file: missing, not HDF5, foreign, corrupt, newer version.
+    """
+    path = os.fspath(path)
+    with open_checked(path, FORMAT, FORMAT_VERSION, KIND,
+                      hint=" (run 'ssgallery enroll FACES_DIR' first)") as f:
+        try:
+            strs = {name: [str(s) for s in f[name].asstr()[()]]
+                    for name in ("labels", "paths", "sha256", "roots", "clients", "background")}
+            store = EnrollmentStore(
+                images=f["images"][()].astype(np.float32),
+                labels=np.array(strs["labels"], dtype=str),
+                paths=strs["paths"], sha256=strs["sha256"], roots=strs["roots"],
+                clients=strs["clients"], background=strs["background"],
+                matcher_name=str(f.attrs["matcher"]),
+                matcher_config=json.loads(f.attrs["matcher_config"]),
+                matcher_state=read_state(f["matcher"]),
+                basis_stale=bool(f.attrs.get("basis_stale", False)),
+                stale_clients=json.loads(f.attrs.get("stale_clients", "[]")),
+                created=str(f.attrs.get("created", "")),
+                tool_version=str(f.attrs.get("tool_version", "")), path=path)
+        except (KeyError, ValueError, TypeError, OSError) as exc:
+            raise FormatError(f"corrupt {KIND}: {exc}", path=path) from None
+    n = len(store.images)
+    if store.images.ndim != 3 or any(len(v) != n for v in strs.values()
+                                     if v is not strs["clients"] and v is not strs["background"]):
+        raise FormatError(f"corrupt {KIND}: inconsistent array lengths", path=path)
+    return store
+
+
+@dataclass
+class EnrollSummary:
+    """What :func:`enroll` did (also what ``ssgallery enroll --json`` prints)."""
+
+    store: str
+    changed: bool
+    n_images: int
+    clients: list
+    background: list
+    new_clients: list
+    image_shape: tuple
+    matcher: str
+    matcher_config: dict
+    basis_stale: bool
+    stale_clients: list
+    dimension: int
+    fingerprint: str
+
+    def to_dict(self):
+        return dict(self.__dict__, image_shape=list(self.image_shape))
+
+
+def _split_names(value):
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = value.split(",")
+    return [v.strip() for v in value if v and v.strip()]
+
+
+def _load(root, names, *, size, strict, skip_bad, min_images, warn):
+    from .images import load_faces
+
+    return load_faces(root, size=size, strict=strict, skip_bad=skip_bad,
+                      min_images=min_images, clients=names, warn=warn)
+
+
+def _scan_subjects(root):
+    root = os.fspath(root)
+    if not os.path.isdir(root):
+        raise InputError("no such folder" if not os.path.exists(root) else "not a folder",
+                         path=root)
+    return sorted(e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
+
+
+def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matcher_options=None,
+           clients=None, background=None, add=False, strict=False, skip_bad=False, size=None,
+           min_images=2, warn=None, progress=None):
+    """Scan ``faces_dir/<client>/*``, fit the matcher and write the enrollment store.
+
+    Parameters
+    ----------
+    faces_dir : str or Path
+        ``ROOT/<client_id>/*.{pgm,png,jpg,...}``.
+    store_path : str or Path
+    matcher : str
+        Registered matcher name (``eigenface``, ``external``, plug-ins).
+    matcher_options : dict, optional
+        Keyword arguments of the matcher's constructor (e.g. ``variance``, ``gamma``).
+    clients : list of str or comma-separated str, optional
+        Subfolders to enrol as clients (default: every subfolder not in ``background``).
+    background : str, optional
+        Impostor-only subjects: a folder (``BG/<subject>/*``) or subfolder names of
+        ``faces_dir`` (list or comma-separated).
+    add : bool
+        Enrol the new clients of ``faces_dir`` into an existing store without refitting the
+        matcher; the store records that the basis is stale.
+    strict, skip_bad, size, min_images, warn
+        Passed to :func:`ssgallery.images.load_faces`.
+    progress : callable(str), optional
+        Receives a one-line message per stage.
+
+    Returns
+    -------
+    EnrollSummary
+        ``changed`` is False when the store already held exactly this content.
+    """
+    say = progress or (lambda message: None)
+    faces_dir = os.fspath(faces_dir)
+    clients = _split_names(clients)
+    bg_dir, bg_names = None, []
+    if background is not None:
+        if isinstance(background, (str, os.PathLike)) and os.path.isdir(background):
+            bg_dir = os.fspath(background)
+        else:
+            bg_names = _split_names(background)
+    subjects = _scan_subjects(faces_dir)
+    missing = [n for n in (clients or []) + bg_names if n not in subjects]
+    if missing:
+        raise InputError(f"no client folder named {', '.join(missing[:5])}", path=faces_dir)
+    if clients is None:
+        clients = [s for s in subjects if s not in bg_names]
+    overlap = sorted(set(clients) & set(bg_names))
+    if overlap:
+        raise InputError(f"{', '.join(overlap)} named both as client and as background")
+
+    old = None
+    if os.path.exists(store_path):
+        old = load_store(store_path)  # foreign / newer / corrupt -> FormatError, never clobber
+    elif add:
+        raise FormatError("no such ssgallery enrollment store to add to (drop --add to "
+                          "create it)", path=store_path)
+    if add:  # new images take the store's size (resized with a warning unless --strict)
+        size = old.image_shape[::-1]
+
+    say(f"reading {faces_dir}")
+    faces = _load(faces_dir, clients + bg_names, size=size, strict=strict, skip_bad=skip_bad,
+                  min_images=min_images, warn=warn)
+    shape = faces.images.shape[1:]
+    root_abs = os.path.abspath(faces_dir)
+    parts = [(faces, [root_abs] * len(faces.labels))]
+    if bg_dir is not None:
+        say(f"reading background {bg_dir}")
+        bg = _load(bg_dir, None, size=shape[::-1], strict=strict, skip_bad=skip_bad,
+                   min_images=1, warn=warn)
+        bg_names = sorted(set(map(str, bg.labels)))
+        clash = sorted(set(bg_names) & set(clients))
+        if clash:
+            raise InputError(f"background subject(s) {', '.join(clash[:5])} have the same name "
+                             f"as clients", path=bg_dir)
+        parts.append((bg, [os.path.abspath(bg_dir)] * len(bg.labels)))
+    images = np.concatenate([p.images for p, _ in parts]).astype(np.float32)
+    labels = np.concatenate([np.asarray(p.labels, dtype=str) for p, _ in parts])
+    paths = [str(x) for p, _ in parts for x in p.paths]
+    shas = [str(x) for p, _ in parts for x in p.sha256]
+    roots = [r for _, rs in parts for r in rs]
+    present = set(map(str, labels))
+    clients = [c for c in clients if c in present]  # --skip-bad may have dropped a client
+    bg_names = [b for b in bg_names if b in present]
+
+    if add:
+        return _add(old, store_path, images, labels, paths, shas, roots, clients, bg_names, say)
+
+    from .matchers import get_matcher_class
+
+    cls = get_matcher_class(matcher)
+    options = dict(matcher_options or {})
+    try:
+        instance = cls(**options)
+    except TypeError as exc:
+        raise InputError(f"bad option for matcher '{matcher}': {exc}") from None
+    candidate = EnrollmentStore(images=images, labels=labels, paths=paths, sha256=shas,
+                                roots=roots, clients=clients, background=bg_names,
+                                matcher_name=matcher, matcher_config=instance.get_config(),
+                                matcher_state={})
+    if old is not None and old.fingerprint == candidate.fingerprint:
+        say("nothing changed: the store already holds exactly these images and settings")
+        return _summary(old, store_path, changed=False, new_clients=[])
+    say(f"fitting the {matcher} matcher on {len(images)} images")
+    instance.fit(images)
+    candidate.matcher_config = instance.get_config()
+    candidate.matcher_state = instance.get_state()
+    candidate.save(store_path)
+    new = sorted(set(clients) - set(old.clients)) if old is not None else list(clients)
+    return _summary(candidate, store_path, changed=True, new_clients=new, matcher=instance)
+
+
+def _add(old, store_path, images, labels, paths, shas, roots, clients, bg_names, say):
+    """``--add``: append new subjects, keep the fitted matcher, record that it is stale."""
+    known = set(old.clients) | set(old.background)
+    old_rows = {}
+    for lab, p, h in zip(old.labels, old.paths, old.sha256):
+        old_rows.setdefault(str(lab), set()).add((p, h))
+    keep = np.zeros(len(labels), dtype=bool)
+    for name in sorted(set(map(str, labels))):
+        idx = np.flatnonzero(labels == name)
+        rows = {(paths[i], shas[i]) for i in idx}
+        if name in known:
+            if rows != old_rows.get(name, set()):
+                raise InputError(f"client '{name}' is already enrolled with other images; "
+                                 "re-run enroll without --add to re-enrol everyone",
+                                 path=store_path)
+            continue
+        keep[idx] = True
+    new_clients = [c for c in clients if c not in known]
+    new_bg = [b for b in bg_names if b not in known]
+    if not keep.any():
+        say("nothing changed: no new client to add")
+        return _summary(old, store_path, changed=False, new_clients=[])
+    store = EnrollmentStore(
+        images=np.concatenate([old.images, images[keep]]),
+        labels=np.concatenate([old.labels, labels[keep]]),
+        paths=old.paths + [p for p, k in zip(paths, keep) if k],
+        sha256=old.sha256 + [h for h, k in zip(shas, keep) if k],
+        roots=old.roots + [r for r, k in zip(roots, keep) if k],
+        clients=old.clients + new_clients, background=old.background + new_bg,
+        matcher_name=old.matcher_name, matcher_config=old.matcher_config,
+        matcher_state=old.matcher_state, basis_stale=True,
+        stale_clients=sorted(set(old.stale_clients) | set(new_clients) | set(new_bg)))
+    say(f"added {len(new_clients)} client(s) without refitting the {old.matcher_name} "
+        f"matcher: its basis is stale (re-run enroll without --add to refit)")
+    store.save(store_path)
+    return _summary(store, store_path, changed=True, new_clients=new_clients)
+
+
+def _summary(store, store_path, *, changed, new_clients, matcher=None):
+    if matcher is None:
+        matcher = store.matcher()
+    dim = int(matcher.transform(store.images[:1]).shape[1]) if len(store.images) else 0
+    return EnrollSummary(
+        store=os.fspath(store_path), changed=changed, n_images=len(store.images),
+        clients=list(store.clients), background=list(store.background),
+        new_clients=list(new_clients), image_shape=store.image_shape,
+        matcher=store.matcher_name, matcher_config=store.matcher_config,
+        basis_stale=store.basis_stale, stale_clients=list(store.stale_clients),
+        dimension=dim, fingerprint=store.fingerprint)
+
+
+def store_summary(path):
+    """What ``ssgallery info`` shows about an enrollment store, as a JSON-able dict."""
+    store = load_store(path)
+    matcher = store.matcher()
+    dim = int(matcher.transform(store.images[:1]).shape[1]) if len(store.images) else 0
+    counts = {c: int(np.sum(store.labels == c)) for c in store.clients}
+    return {"path": os.fspath(path), "created": store.created,
+            "tool_version": store.tool_version, "n_images": len(store.images),
+            "image_shape": list(store.image_shape), "n_clients": len(store.clients),
+            "clients": store.clients, "images_per_client": counts,
+            "n_background": len(store.background), "background": store.background,
+            "matcher": store.matcher_name, "matcher_config": store.matcher_config,
+            "dimension": dim, "basis_stale": store.basis_stale,
+            "stale_clients": store.stale_clients, "file_bytes": os.path.getsize(path),
+            "fingerprint": store.fingerprint}

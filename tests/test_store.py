@@ -1,0 +1,163 @@
+"""The enrollment store: contents, provenance, idempotence, --add, refusing bad files."""
+
+import hashlib
+import os
+
+import h5py
+import numpy as np
+import pytest
+from PIL import Image
+
+from ssgallery.errors import FormatError, InputError
+from ssgallery.store import FORMAT_VERSION, enroll, load_store, store_summary
+
+
+def make_faces(root, n_clients=5, n_images=6, seed=0, shape=(32, 24), prefix="c"):
+    """Tiny synthetic face folders ROOT/<prefix>NN/*.png: each identity is a fixed 8x6
+    block pattern, each image adds pixel noise. Separable, deterministic."""
+    rng = np.random.default_rng(seed)
+    h, w = shape
+    for c in range(n_clients):
+        base = rng.uniform(40, 200, size=(8, 6))
+        folder = os.path.join(root, f"{prefix}{c:02d}")
+        os.makedirs(folder, exist_ok=True)
+        for i in range(n_images):
+            img = np.kron(base, np.ones((h // 8, w // 6))) + rng.normal(0, 25, size=(h, w))
+            Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(
+                os.path.join(folder, f"{i}.png"))
+    return root
+
+
+@pytest.fixture
+def faces(tmp_path):
+    return make_faces(str(tmp_path / "faces"))
+
+
+def test_enroll_writes_images_provenance_and_matcher(faces, tmp_path):
+    path = tmp_path / "e.h5"
+    summary = enroll(faces, path)
+    assert summary.changed and summary.n_images == 30 and summary.image_shape == (32, 24)
+    assert summary.clients == [f"c{c:02d}" for c in range(5)] and summary.background == []
+    store = load_store(path)
+    assert store.images.shape == (30, 32, 24)
+    with h5py.File(path) as f:
+        assert f.attrs["format"] == "ssgallery-enrollment"
+        assert f.attrs["format_version"] == FORMAT_VERSION
+        assert f["images"].dtype == np.uint8  # 8-bit images stay 8-bit
+    i = store.paths.index("c03/4.png")
+    assert store.labels[i] == "c03"
+    with open(os.path.join(faces, "c03", "4.png"), "rb") as fh:
+        assert store.sha256[i] == hashlib.sha256(fh.read()).hexdigest()
+    pixels = np.asarray(Image.open(os.path.join(faces, "c03", "4.png")), dtype=np.float32)
+    np.testing.assert_array_equal(store.images[i], pixels)
+    assert store.roots[i] == os.path.abspath(faces)
+    # the stored matcher is the fitted one: same features as a fresh fit on the same images
+    from ssgallery.matchers.eigenface import EigenfaceMatcher
+
+    fresh = EigenfaceMatcher().fit(store.images)
+    np.testing.assert_allclose(store.matcher().transform(store.images[:3]),
+                               fresh.transform(store.images[:3]), atol=1e-6)
+    assert summary.dimension == fresh.n_components_
+
+
+def test_enroll_is_idempotent(faces, tmp_path):
+    path = tmp_path / "e.h5"
+    first = enroll(faces, path)
+    before = (os.stat(path).st_mtime_ns, path.read_bytes())
+    again = enroll(faces, path)
+    assert not again.changed and again.fingerprint == first.fingerprint
+    assert (os.stat(path).st_mtime_ns, path.read_bytes()) == before  # not rewritten
+    # a changed image is a change
+    Image.fromarray(np.zeros((32, 24), np.uint8)).save(os.path.join(faces, "c01", "0.png"))
+    assert enroll(faces, path).changed
+    # so is another matcher setting
+    assert enroll(faces, path, matcher_options={"variance": 0.8}).changed
+
+
+def test_clients_and_background_names(faces, tmp_path):
+    path = tmp_path / "e.h5"
+    s = enroll(faces, path, clients="c00,c01", background=["c04"])
+    assert s.clients == ["c00", "c01"] and s.background == ["c04"] and s.n_images == 18
+    store = load_store(path)
+    assert sorted(set(store.labels)) == ["c00", "c01", "c04"]
+    with pytest.raises(InputError, match="both as client and as background"):
+        enroll(faces, path, clients="c00,c01", background="c01")
+    with pytest.raises(InputError, match="no client folder named zz"):
+        enroll(faces, path, clients="c00,zz")
+
+
+def test_background_folder(faces, tmp_path):
+    bg = make_faces(str(tmp_path / "bg"), n_clients=2, n_images=3, seed=7, prefix="b")
+    s = enroll(faces, tmp_path / "e.h5", background=bg)
+    assert s.background == ["b00", "b01"] and len(s.clients) == 5 and s.n_images == 36
+    store = load_store(tmp_path / "e.h5")
+    i = store.paths.index("b01/2.png")
+    assert store.roots[i] == os.path.abspath(bg) and store.labels[i] == "b01"
+
+
+def test_add_keeps_the_basis_and_marks_it_stale(faces, tmp_path):
+    path = tmp_path / "e.h5"
+    enroll(faces, path, clients="c00,c01,c02")
+    basis = load_store(path).matcher_state["components"].copy()
+    s = enroll(faces, path, add=True)
+    assert s.changed and s.new_clients == ["c03", "c04"] and s.basis_stale
+    assert s.stale_clients == ["c03", "c04"] and s.n_images == 30
+    store = load_store(path)
+    np.testing.assert_array_equal(store.matcher_state["components"], basis)  # not refitted
+    assert store.basis_stale and store_summary(path)["basis_stale"]
+    assert not enroll(faces, path, add=True).changed  # nothing new to add
+    # refitting (no --add) clears the stale flag
+    assert not enroll(faces, path).basis_stale
+
+
+def test_add_refuses_changed_images_of_an_enrolled_client(faces, tmp_path):
+    path = tmp_path / "e.h5"
+    enroll(faces, path)
+    Image.fromarray(np.zeros((32, 24), np.uint8)).save(os.path.join(faces, "c01", "0.png"))
+    with pytest.raises(InputError, match="'c01' is already enrolled with other images"):
+        enroll(faces, path, add=True)
+
+
+def test_add_needs_an_existing_store(faces, tmp_path):
+    with pytest.raises(FormatError, match="no such ssgallery enrollment store to add to"):
+        enroll(faces, tmp_path / "none.h5", add=True)
+
+
+def test_bad_store_files(faces, tmp_path):
+    missing = tmp_path / "missing.h5"
+    with pytest.raises(FormatError, match=r"missing.h5: no such ssgallery enrollment store"):
+        load_store(missing)
+    text = tmp_path / "text.h5"
+    text.write_text("hello\n")
+    with pytest.raises(FormatError, match=r"text.h5: not an ssgallery enrollment store \(not "
+                       r"a readable HDF5"):
+        load_store(text)
+    foreign = tmp_path / "foreign.h5"
+    with h5py.File(foreign, "w") as f:
+        f["x"] = np.arange(3)
+    with pytest.raises(FormatError, match="no ssgallery format tag"):
+        load_store(foreign)
+    good = tmp_path / "good.h5"
+    enroll(faces, good)
+    newer = tmp_path / "newer.h5"
+    newer.write_bytes(good.read_bytes())
+    with h5py.File(newer, "a") as f:
+        f.attrs["format_version"] = FORMAT_VERSION + 1
+    with pytest.raises(FormatError, match="newer than this ssgallery supports"):
+        load_store(newer)
+    corrupt = tmp_path / "corrupt.h5"
+    corrupt.write_bytes(good.read_bytes())
+    with h5py.File(corrupt, "a") as f:
+        del f["labels"]
+    with pytest.raises(FormatError, match="corrupt ssgallery enrollment store"):
+        load_store(corrupt)
+    truncated = tmp_path / "truncated.h5"
+    truncated.write_bytes(good.read_bytes()[:3000])
+    with pytest.raises(FormatError, match="truncated.h5: "):
+        load_store(truncated)
+    # enroll never overwrites a file that is not a store
+    with pytest.raises(FormatError, match="text.h5: not an ssgallery enrollment store"):
+        enroll(faces, text)
+    assert text.read_text() == "hello\n"
+    assert sorted(os.listdir(tmp_path)) == ["corrupt.h5", "faces", "foreign.h5", "good.h5",
+                                            "newer.h5", "text.h5", "truncated.h5"]
