@@ -1,0 +1,263 @@
+"""The SVM teacher: a one-vs-all SVM on a similarity (paper Sect. IV-A).
+
+One client against everyone else: +1 genuine, -1 impostor. The SVM is scikit-learn's
+``SVC(kernel="precomputed")`` on the Gram matrix of a
+:class:`~ssgallery.similarity.Similarity` (RBF by default), so any similarity works,
+including a black-box matcher that is neither symmetric nor positive semi-definite.
+
+Two choices differ from a plain ``GridSearchCV(SVC())``, both measured on AT&T
+(docs/readme_parts/teacher_baselines.md):
+
+- **C selection is balanced.** With ~5 % genuine samples, plain CV accuracy ties at the
+  reject-everyone classifier and picks the smallest C. We rank C by mean balanced
+  accuracy over stratified folds; ties are broken by mean ROC AUC, remaining ties by
+  the larger C (``scoring="roc_auc"`` swaps the first two keys).
+- **Class weights** (paper Sect. IV-A): each class's C is multiplied by the prior of the
+  other class, estimated on the data the SVM is trained on (per fold during CV).
+
+Non-symmetric similarities: SVC needs a symmetric Gram matrix, so training uses
+(S + S^T)/2. Predictions use s(x, sv) in the matcher's own orientation (probe first).
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import StratifiedKFold
+from sklearn.svm import SVC
+from sklearn.utils.validation import check_array, check_is_fitted, check_X_y
+
+from ssgallery.errors import InputError
+from ssgallery.similarity import RBFSimilarity, Similarity
+
+C_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
+GAMMA_CV_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)  # "cv": multiples of the median gamma
+_TIE = 1e-9
+
+
+def median_gamma(X):
+    """1 / median of the squared pairwise distances between distinct rows of X."""
+    D = RBFSimilarity(1.0).sq_distances(X, X)
+    d = D[np.triu_indices(len(X), k=1)]
+    d = d[d > 0]
+    return 1.0 / float(np.median(d)) if len(d) else 1.0
+
+
+def prior_class_weight(y):
+    """{label: prior of the other class} for binary labels y (paper Sect. IV-A)."""
+    classes, counts = np.unique(y, return_counts=True)
+    p = counts / counts.sum()
+    return {classes[0]: float(p[1]), classes[1]: float(p[0])}
+
+
+def select_index(primary, secondary=None, tie=_TIE):
+    """Index of the best grid point: max ``primary``; ties (within ``tie``) by max
+    ``secondary``; remaining ties by the LAST index (the larger C on an increasing grid).
+
+    ``primary`` and ``secondary`` are flat arrays over the grid.
+    """
+    primary = np.asarray(primary, dtype=float)
+    cand = np.flatnonzero(primary >= np.nanmax(primary) - tie)
+    if secondary is not None and len(cand) > 1:
+        sec = np.asarray(secondary, dtype=float)[cand]
+        cand = cand[sec >= np.nanmax(sec) - tie]
+    return int(cand[-1])
+
+
+def select_index_plain(scores):
+    """What ``GridSearchCV`` does with plain accuracy: max score, ties -> FIRST index
+    (the smallest C). Kept to measure the failure it causes."""
+    scores = np.asarray(scores, dtype=float)
+    return int(np.flatnonzero(scores >= np.nanmax(scores) - _TIE)[0])
+
+
+def _py(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _balanced_accuracy(y, f):
+    pos = y > 0
+    return 0.5 * (np.mean(f[pos] > 0) + np.mean(f[~pos] <= 0))
+
+
+class SimilaritySVM(ClassifierMixin, BaseEstimator):
+    """One-vs-all SVM on a similarity, with balanced C selection and prior class weights.
+
+    Parameters
+    ----------
+    similarity : "rbf" or Similarity, default="rbf"
+        ``"rbf"``: :class:`~ssgallery.similarity.RBFSimilarity` with width ``gamma``.
+        A Similarity instance is used as given (``gamma`` is then ignored).
+    gamma : "median", "paper", "cv" or float, default="median"
+        RBF width. ``"paper"``: 1/d. ``"median"``: 1/median squared pairwise distance
+        of the training rows. ``"cv"``: chosen jointly with C over
+        ``GAMMA_CV_FACTORS`` x the median gamma.
+    C : "cv" or float, default="cv"
+        SVM regularisation; ``"cv"`` selects it from ``C_grid`` by ``cv``-fold CV.
+    C_grid : tuple of float, default=(0.1, 1, 10, 100, 1000)
+        Candidate C values, increasing.
+    cv : int, default=5
+        Number of stratified folds (reduced to the size of the smaller class if needed).
+    scoring : {"balanced_accuracy", "roc_auc"}, default="balanced_accuracy"
+        Primary CV criterion; the other one breaks ties, then the larger C wins.
+    random_state : int, default=0
+        Seed of the fold shuffling.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        Class labels; positive decision values mean ``classes_[1]`` (genuine, +1).
+    similarity_ : Similarity
+        The resolved similarity, e.g. ``RBFSimilarity(gamma_)``.
+    gamma_ : float or None
+        RBF width used (None for a non-RBF similarity).
+    C_ : float
+        Selected C (before the class weights).
+    class_weight_ : dict
+        {label: prior of the other class}, multiplying C per class.
+    support_ : ndarray of shape (n_SV,)
+        Indices of the support vectors in the training data.
+    support_vectors_ : ndarray of shape (n_SV, d)
+    dual_coef_ : ndarray of shape (n_SV,)
+        alpha_i y_i.
+    intercept_ : float
+    n_support_total_ : int
+        Number of support vectors = matches per claim of the full SVM.
+    cv_scores_ : dict or None
+        ``{"C": (n_C,), "gamma": (n_gamma,), "accuracy"|"balanced_accuracy"|"roc_auc":
+        (n_gamma, n_C) mean fold scores}``; None when nothing was cross-validated.
+    """
+
+    def __init__(self, similarity="rbf", gamma="median", C="cv", C_grid=C_GRID, cv=5,
+                 scoring="balanced_accuracy", random_state=0):
+        self.similarity = similarity
+        self.gamma = gamma
+        self.C = C
+        self.C_grid = C_grid
+        self.cv = cv
+        self.scoring = scoring
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ helpers
+    def _gram_factory(self, X):
+        """Return (list of gammas, function gamma -> S(X, X)) for the candidates."""
+        if isinstance(self.similarity, Similarity):
+            S = self.similarity(X, X)
+            gam = getattr(self.similarity, "gamma", None)
+            return [gam], (lambda g: S), (lambda g: self.similarity)
+        if self.similarity != "rbf":
+            raise ValueError(f"similarity must be 'rbf' or a Similarity, got {self.similarity!r}")
+        D = RBFSimilarity(1.0).sq_distances(X, X)
+        g = self.gamma
+        if isinstance(g, numbers.Real) and not isinstance(g, bool):
+            if g <= 0:
+                raise ValueError(f"gamma must be > 0, got {g}")
+            gammas = [float(g)]
+        elif g == "paper":
+            gammas = [1.0 / X.shape[1]]
+        elif g == "median":
+            gammas = [median_gamma(X)]
+        elif g == "cv":
+            gm = median_gamma(X)
+            gammas = [f * gm for f in GAMMA_CV_FACTORS]
+        else:
+            raise ValueError(f"gamma must be 'paper', 'median', 'cv' or a float, got {g!r}")
+        return gammas, (lambda gm: np.exp(-gm * D)), (lambda gm: RBFSimilarity(gm))
+
+    def _svc(self, C, y):
+        cw = prior_class_weight(y)
+        return SVC(kernel="precomputed", C=C, class_weight=cw), cw
+
+    def _cv_scores(self, S, y, C_values):
+        """Mean fold accuracy, balanced accuracy and AUC for each C, shape (n_C,) each."""
+        n_min = int(np.min(np.unique(y, return_counts=True)[1]))
+        n_splits = min(self.cv, n_min)
+        K = 0.5 * (S + S.T)
+        out = {k: np.zeros(len(C_values)) for k in ("accuracy", "balanced_accuracy", "roc_auc")}
+        if n_splits < 2:  # cannot cross-validate: every C scores the same
+            return out
+        folds = StratifiedKFold(n_splits, shuffle=True, random_state=self.random_state)
+        for tr, te in folds.split(S, y):
+            for k, C in enumerate(C_values):
+                svc, _ = self._svc(C, y[tr])
+                svc.fit(K[np.ix_(tr, tr)], y[tr])
+                f = svc.decision_function(S[np.ix_(te, tr)])
+                out["accuracy"][k] += np.mean(np.where(f > 0, 1, -1) == y[te]) / n_splits
+                out["balanced_accuracy"][k] += _balanced_accuracy(y[te], f) / n_splits
+                out["roc_auc"][k] += roc_auc_score(y[te], f) / n_splits
+        return out
+
+    # ------------------------------------------------------------------ API
+    def fit(self, X, y):
+        """Fit on features X (n, d) and binary labels y (n,), e.g. +1 genuine / -1 impostor.
+
+        Returns
+        -------
+        self
+        """
+        X, y = check_X_y(X, y, dtype=float)
+        self.n_features_in_ = X.shape[1]
+        self.classes_ = np.unique(y)
+        if len(self.classes_) != 2:
+            raise InputError(
+                f"the SVM teacher needs two classes (genuine and impostor), got {len(self.classes_)}")
+        yb = np.where(y == self.classes_[1], 1, -1)
+        if self.scoring not in ("balanced_accuracy", "roc_auc"):
+            raise ValueError(f"scoring must be 'balanced_accuracy' or 'roc_auc', got {self.scoring!r}")
+        gammas, gram, make_sim = self._gram_factory(X)
+        if isinstance(self.C, str):
+            if self.C != "cv":
+                raise ValueError(f"C must be 'cv' or a float, got {self.C!r}")
+            C_values = [float(c) for c in self.C_grid]
+        else:
+            C_values = [float(self.C)]
+        if len(gammas) * len(C_values) > 1:
+            per_g = [self._cv_scores(gram(g), yb, C_values) for g in gammas]
+            self.cv_scores_ = {"C": np.array(C_values), "gamma": np.array(gammas, dtype=float)}
+            for key in ("accuracy", "balanced_accuracy", "roc_auc"):
+                self.cv_scores_[key] = np.array([s[key] for s in per_g])
+            other = "roc_auc" if self.scoring == "balanced_accuracy" else "balanced_accuracy"
+            # flattened row-major over (gamma, C): "last index" = larger C, then larger gamma
+            best = select_index(self.cv_scores_[self.scoring].ravel(),
+                                self.cv_scores_[other].ravel())
+            gi, ci = divmod(best, len(C_values))
+        else:
+            self.cv_scores_ = None
+            gi, ci = 0, 0
+        self.gamma_ = None if gammas[gi] is None else float(gammas[gi])
+        self.C_ = C_values[ci]
+        self.similarity_ = make_sim(self.gamma_)
+        S = gram(self.gamma_)
+        svc, cw = self._svc(self.C_, yb)
+        svc.fit(0.5 * (S + S.T), yb)  # symmetrised Gram matrix (non-symmetric matchers)
+        self.class_weight_ = {_py(self.classes_[1] if k == 1 else self.classes_[0]): v
+                              for k, v in cw.items()}
+        self.support_ = svc.support_.copy()
+        self.support_vectors_ = X[self.support_].copy()
+        self.dual_coef_ = svc.dual_coef_[0].copy()  # alpha_i y_i, sign as decision_function
+        self.intercept_ = float(svc.intercept_[0])
+        self.n_support_total_ = len(self.support_)
+        return self
+
+    def decision_function(self, X):
+        """g(x) = sum_i dual_coef_i s(x, sv_i) + b, shape (n,); positive = genuine."""
+        check_is_fitted(self, "dual_coef_")
+        X = check_array(X, dtype=float)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, the SVM was fitted on {self.n_features_in_}")
+        return self.similarity_(X, self.support_vectors_) @ self.dual_coef_ + self.intercept_
+
+    def predict(self, X):
+        """Labels ``classes_[1]`` where the decision value is > 0, else ``classes_[0]``."""
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+
+__all__ = [
+    "C_GRID",
+    "SimilaritySVM",
+    "median_gamma",
+    "prior_class_weight",
+    "select_index",
+    "select_index_plain",
+]
