@@ -1,0 +1,94 @@
+"""``ssgallery compress``: enrollment store -> gallery of super-sparse client models."""
+
+import json
+
+import click
+
+
+def _parse_m(ctx, param, value):
+    if value == "auto":
+        return value
+    try:
+        m = int(value)
+        if m < 1:
+            raise ValueError
+    except ValueError:
+        raise click.BadParameter(f"expected a positive integer or 'auto', got '{value}'") \
+            from None
+    return m
+
+
+@click.command("compress")
+@click.option("--store", default="enrollment.h5", show_default=True, metavar="FILE",
+              help="Enrollment store to read.")
+@click.option("-o", "--output", "gallery", default="gallery.h5", show_default=True,
+              metavar="FILE", help="Gallery to write.")
+@click.option("--m", "m", default="2", show_default=True, callback=_parse_m, metavar="M|auto",
+              help="Virtual prototypes per client; 'auto' picks m by validation (Eq. 10).")
+@click.option("--rho", type=click.FloatRange(min=0), default=0.01, show_default=True,
+              help="With --m auto: price of one prototype in units of validation loss.")
+@click.option("--target-far", type=click.FloatRange(0, 1, max_open=True), default=0.01,
+              show_default=True, help="False acceptance rate the per-client thresholds aim at.")
+@click.option("--lam", type=click.FloatRange(min=0), default=1e-4, show_default=True,
+              help="Ridge penalty on beta (Eq. 2).")
+@click.option("--solver", type=click.Choice(["varpro", "paper"]), default="varpro",
+              show_default=True, help="varpro: L-BFGS-B on all prototypes; paper: Algorithm 1.")
+@click.option("--init", type=click.Choice(["class", "kmeans", "random"]), default="class",
+              show_default=True, help="Initial prototypes.")
+@click.option("--clients", default=None, metavar="A,B,...",
+              help="Compress only these enrolled clients [all].")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def command(store, gallery, m, rho, target_far, lam, solver, init, clients, seed, as_json):
+    """Train each client's SVM, distil it into m virtual prototypes, write the gallery.
+
+    Per enrolled client: a one-vs-all SVM on the matcher's similarity (C by 5-fold CV),
+    distilled into m prototypes with weights beta and bias b (the SVM's decision
+    values are the targets), and a threshold at --target-far estimated from 5-fold
+    cross-validated impostor scores. The gallery holds no face image, only the
+    prototypes (and their rendering), and is written at the end, atomically.
+
+    \b
+    Examples:
+      ssgallery compress                       # enrollment.h5 -> gallery.h5, m = 2
+      ssgallery compress --m 5 --target-far 0.001 -o strict.h5
+      ssgallery compress --m auto --rho 0.005
+    """
+    from ..compress import compress
+
+    bar = None
+
+    def progress(client, done, total):
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="compressing", file=click.get_text_stream(
+                "stderr"), show_pos=True, item_show_func=lambda c: c)
+            bar.__enter__()
+        if done:
+            bar.update(1, client)
+
+    try:
+        summary = compress(store, gallery, m=m, rho=rho, target_far=target_far, lam=lam,
+                           solver=solver, init=init, clients=clients, random_state=seed,
+                           progress=progress)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    if as_json:
+        click.echo(json.dumps(summary.to_dict(), indent=2))
+        return
+    click.echo(f"{'client':<10} {'m':>3} {'threshold':>10} {'CV FAR':>7} {'CV FRR':>7}   "
+               f"{'SVM #SVs':>8} {'SVM thr':>8} {'SVM FRR':>8}")
+    for row in summary.clients:
+        click.echo(f"{row['client']:<10} {row['m']:>3} {row['threshold']:>10.4f} "
+                   f"{row['cv_far']:>7.3f} {row['cv_frr']:>7.3f}   {row['svm_n_support']:>8} "
+                   f"{row['svm_threshold']:>8.4f} {row['svm_cv_frr']:>8.3f}")
+    n = len(summary.clients)
+    mean_m = sum(r["m"] for r in summary.clients) / n
+    mean_sv = sum(r["svm_n_support"] for r in summary.clients) / n
+    click.echo(f"{summary.gallery}: {n} clients, {mean_m:g} prototypes per client on average "
+               f"(the full SVMs: {mean_sv:.1f} support vectors), target FAR "
+               f"{summary.target_far:g}")
+    if summary.basis_stale:
+        click.echo("warning: the store's matcher basis is stale (clients were added with "
+                   "--add); re-run enroll without --add to refit it", err=True)

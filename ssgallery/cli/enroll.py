@@ -1,0 +1,123 @@
+"""``ssgallery enroll``: face folder -> enrollment store."""
+
+import json
+
+import click
+
+
+def _parse_size(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        w, h = (int(v) for v in value.lower().split("x"))
+        if w < 1 or h < 1:
+            raise ValueError
+    except ValueError:
+        raise click.BadParameter(f"expected WxH, e.g. 92x112, got '{value}'") from None
+    return (w, h)
+
+
+def _parse_options(ctx, param, values):
+    out = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got '{item}'")
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+def _gamma(value):
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+@click.command("enroll")
+@click.argument("faces_dir", type=click.Path())
+@click.option("--store", default="enrollment.h5", show_default=True, metavar="FILE",
+              help="Enrollment store to write.")
+@click.option("--matcher", default="eigenface", show_default=True,
+              help="Registered matcher (eigenface, external, plug-ins).")
+@click.option("--variance", type=float, default=None,
+              help="eigenface: fraction of the variance the PCA keeps [0.95].")
+@click.option("--gamma", default=None,
+              help="eigenface: RBF width: 'paper' (1/d), 'median' or a number [paper].")
+@click.option("-O", "--matcher-option", "matcher_options", multiple=True, metavar="KEY=VALUE",
+              callback=_parse_options, help="Any matcher option (repeatable; JSON values).")
+@click.option("--clients", default=None, metavar="A,B,...",
+              help="Enrol only these client folders [all but the background].")
+@click.option("--background", default=None, metavar="DIR|A,B,...",
+              help="Impostor-only subjects: a folder DIR/<subject>/* or folder names.")
+@click.option("--add", is_flag=True,
+              help="Add new clients to an existing store without refitting the matcher.")
+@click.option("--strict", is_flag=True, help="Refuse images of another size instead of "
+              "resizing them.")
+@click.option("--skip-bad", is_flag=True, help="Warn about and skip unreadable files.")
+@click.option("--size", callback=_parse_size, default=None, metavar="WxH",
+              help="Common image size [the first image's].")
+@click.option("--min-images", type=click.IntRange(1), default=2, show_default=True,
+              help="Fewest images a client folder may have.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def command(faces_dir, store, matcher, variance, gamma, matcher_options, clients, background,
+            add, strict, skip_bad, size, min_images, as_json):
+    """Read FACES_DIR/<client>/*.{pgm,png,jpg,...}, fit the matcher, write the store.
+
+    The store (HDF5) keeps the normalised images, client ids, each file's path and
+    sha256, and the fitted matcher (PCA basis for eigenface). It stays on the training
+    host; `ssgallery compress` turns it into a gallery. Re-running on the same folder
+    changes nothing.
+
+    \b
+    Examples:
+      ssgallery enroll faces/
+      ssgallery enroll faces/ --background impostors/ --variance 0.9
+      ssgallery enroll faces/ --clients s1,s2,s3 --background s4,s5
+      ssgallery enroll new_faces/ --add        # keep the PCA basis (it becomes stale)
+    """
+    from ..store import enroll
+
+    options = dict(matcher_options)
+    if variance is not None:
+        options["variance"] = variance
+    if gamma is not None:
+        options["gamma"] = _gamma(gamma)
+
+    def warn(message):
+        click.echo(f"ssgallery: warning: {message}", err=True)
+
+    def progress(message):
+        if not as_json:
+            click.echo(message, err=True)
+
+    summary = enroll(faces_dir, store, matcher=matcher, matcher_options=options,
+                     clients=clients, background=background, add=add, strict=strict,
+                     skip_bad=skip_bad, size=size, min_images=min_images, warn=warn,
+                     progress=progress)
+    if as_json:
+        click.echo(json.dumps(summary.to_dict(), indent=2))
+        return
+    h, w = summary.image_shape
+    if not summary.changed:
+        click.echo(f"{summary.store}: nothing changed ({len(summary.clients)} clients, "
+                   f"{summary.n_images} images already enrolled with these settings)")
+    elif add:
+        click.echo(f"{summary.store}: added {len(summary.new_clients)} client(s) "
+                   f"({', '.join(summary.new_clients[:10])}); now {len(summary.clients)} "
+                   f"clients, {summary.n_images} images")
+    else:
+        click.echo(f"{summary.store}: enrolled {len(summary.clients)} clients and "
+                   f"{len(summary.background)} background subjects, {summary.n_images} "
+                   f"images of {w}x{h}")
+    config = ", ".join(f"{k} {v}" for k, v in summary.matcher_config.items() if v is not None)
+    click.echo(f"matcher: {summary.matcher} ({config}), d = {summary.dimension}")
+    if summary.basis_stale:
+        click.echo(f"warning: the {summary.matcher} basis was fitted before "
+                   f"{', '.join(summary.stale_clients[:10])} were added (stale); run "
+                   f"'ssgallery enroll FACES_DIR' without --add to refit it", err=True)

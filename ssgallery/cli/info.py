@@ -1,0 +1,91 @@
+"""``ssgallery info``: what a gallery and an enrollment store hold."""
+
+import json
+import os
+
+import click
+
+
+def _size(n):
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024.0
+
+
+def _print_gallery(g):
+    config = ", ".join(f"{k} {v}" for k, v in g["matcher_config"].items() if v is not None)
+    click.echo(f"gallery {g['path']}: {g['n_clients']} clients, {_size(g['file_bytes'])}, "
+               f"created {g['created']} by ssgallery {g['tool_version']} "
+               f"(format {g['format_version']})")
+    click.echo(f"matcher: {g['matcher']} ({config}), d = {g['dimension']}, shared state "
+               f"{_size(g['matcher_state_bytes'])}; target FAR {g['target_far']:g}")
+    click.echo(f"{'client':<10} {'m':>3} {'bytes':>7}   {'SVM #SVs':>8} {'SVM bytes':>9} "
+               f"{'ratio':>6} {'threshold':>10}")
+    for r in g["clients"]:
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.1f}x"
+        click.echo(f"{r['client']:<10} {r['m']:>3} {r['bytes']:>7}   "
+                   f"{r['svm_n_support'] if r['svm_n_support'] is not None else '-':>8} "
+                   f"{r['svm_bytes'] or '-':>9} {ratio:>6} {r['threshold']:>10.4f}")
+    if g["clients"]:
+        n = len(g["clients"])
+        m = sum(r["m"] for r in g["clients"]) / n
+        sv = sum(r["svm_n_support"] or 0 for r in g["clients"]) / n
+        click.echo(f"total: {_size(g['bytes_total'])} of client models vs "
+                   f"{_size(g['svm_bytes_total'])} for the full SVMs ({g['ratio']:.1f}x smaller); "
+                   f"matches per claim: {m:g} vs {sv:.1f}")
+    if g["basis_stale"]:
+        click.echo("warning: compressed from a store whose matcher basis was stale", err=True)
+
+
+def _print_store(s):
+    config = ", ".join(f"{k} {v}" for k, v in s["matcher_config"].items() if v is not None)
+    h, w = s["image_shape"]
+    click.echo(f"store {s['path']}: {s['n_clients']} clients + {s['n_background']} background "
+               f"subjects, {s['n_images']} images of {w}x{h}, {_size(s['file_bytes'])}, "
+               f"created {s['created']}")
+    click.echo(f"matcher: {s['matcher']} ({config}), d = {s['dimension']}"
+               + (f"; basis STALE (added since the fit: {', '.join(s['stale_clients'][:10])})"
+                  if s["basis_stale"] else ""))
+
+
+@click.command("info")
+@click.option("--gallery", default=None, metavar="FILE", help="Gallery [gallery.h5 if present].")
+@click.option("--store", default=None, metavar="FILE",
+              help="Enrollment store [enrollment.h5 if present].")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def command(gallery, store, as_json):
+    """Summarise a gallery (clients, m, bytes per client against the full SVM's support
+    vectors, compression ratio, matcher) and an enrollment store.
+
+    Without options, shows gallery.h5 and enrollment.h5 of the current folder, those
+    that exist.
+
+    \b
+    Examples:
+      ssgallery info
+      ssgallery info --gallery site.h5 --json
+    """
+    from ..errors import FormatError
+    from ..gallery import gallery_summary
+    from ..store import store_summary
+
+    if gallery is None and store is None:
+        gallery = "gallery.h5" if os.path.exists("gallery.h5") else None
+        store = "enrollment.h5" if os.path.exists("enrollment.h5") else None
+        if gallery is None and store is None:
+            raise FormatError("no gallery.h5 or enrollment.h5 here (use --gallery/--store)")
+    out = {}
+    if gallery is not None:
+        out["gallery"] = gallery_summary(gallery)
+    if store is not None:
+        out["store"] = store_summary(store)
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+        return
+    if "gallery" in out:
+        _print_gallery(out["gallery"])
+    if "store" in out:
+        if "gallery" in out:
+            click.echo()
+        _print_store(out["store"])

@@ -1,0 +1,58 @@
+"""``ssgallery verify``: accept or reject identity claims. Exit 0 if every claim is
+accepted, 1 if any is rejected, 2 on error (like grep)."""
+
+import click
+
+
+@click.command("verify")
+@click.argument("probes", nargs=-1, type=click.Path())
+@click.option("--claim", required=True, metavar="ID", help="The claimed client id.")
+@click.option("--gallery", default="gallery.h5", show_default=True, metavar="FILE",
+              help="Gallery written by `ssgallery compress`.")
+@click.option("--list", "list_file", default=None, type=click.Path(), metavar="FILE",
+              help="Also verify the probes listed in FILE (one path per line).")
+@click.option("--strict", is_flag=True, help="Refuse probes of another size than the "
+              "gallery's instead of resizing them.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.pass_context
+def command(ctx, probes, claim, gallery, list_file, strict, as_json):
+    """Score PROBE images against the claimed client's prototypes.
+
+    Only the claimed client's model and the matcher are read from the gallery; each
+    probe costs m matches. Prints score, threshold and ACCEPT/REJECT per probe.
+    Exit status: 0 all accepted, 1 some rejected, 2 error.
+
+    \b
+    Examples:
+      ssgallery verify probe.png --claim s17
+      ssgallery verify probes/*.png --claim s17 --json
+      ssgallery verify --list probes.txt --claim s17 --gallery site.h5
+    """
+    from ..errors import InputError
+    from ..verify import read_probe_list, verify
+
+    paths = list(probes)
+    if list_file is not None:
+        paths += read_probe_list(list_file)
+    if not paths:
+        raise InputError("no probe images given (PROBE arguments or --list FILE)")
+
+    def warn(message):
+        click.echo(f"ssgallery: warning: {message}", err=True)
+
+    results = verify(gallery, paths, claim, strict=strict, warn=warn)
+    accepted = all(r.accept for r in results)
+    if as_json:
+        import json
+
+        click.echo(json.dumps({"gallery": gallery, "claim": claim, "all_accepted": accepted,
+                               "results": [r.to_dict() for r in results]}, indent=2))
+    else:
+        width = min(max(len(r.probe) for r in results), 60)
+        lines = [f"{r.probe:<{width}}  score {r.score:+.4f}  threshold {r.threshold:+.4f}  "
+                 f"{'ACCEPT' if r.accept else 'REJECT'}" for r in results]
+        click.echo("\n".join(lines))
+        if len(results) > 1:
+            n_acc = sum(r.accept for r in results)
+            click.echo(f"claim {claim}: {n_acc} of {len(results)} accepted")
+    ctx.exit(0 if accepted else 1)

@@ -1,0 +1,264 @@
+"""``compress``: enrollment store -> gallery, one client at a time (DESIGN.md §1, §3).
+
+Per enrolled client c, on the matcher features X of every image in the store:
+
+1. **Teacher.** One-vs-all :class:`~ssgallery.teacher.SimilaritySVM` (images of c = +1,
+   every other client's and every background subject's images = -1), C by balanced
+   5-fold CV, on the matcher's own similarity.
+2. **Distillation.** :class:`~ssgallery.learner.SuperSparseDistiller` fits m virtual
+   prototypes to the SVM's decision values (Eq. 2-6); ``m="auto"`` picks m by the
+   incremental validation of Eq. 10.
+3. **Threshold.** The training scores of a model are optimistic, so the threshold comes
+   from cross-validated impostor scores: 5 stratified folds; on each, the SVM (C fixed
+   to the one chosen in step 1) and the distilled model are refitted on the other
+   folds and score the held-out impostors. The threshold is the smallest one at which
+   at most ``floor(target_far * n_impostors)`` of those held-out impostor scores are
+   accepted (accept when g(x) >= threshold). The same is done for the full SVM, and
+   its threshold and #SVs are stored next to the prototypes for comparison.
+
+The gallery is written once, atomically, at the end: an error or Ctrl-C leaves nothing.
+"""
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InputError, SsgalleryError
+
+N_FOLDS = 5
+AUTO_M_GRID = (10, 5, 3, 2, 1)  # --m auto: candidates, largest first (Eq. 10)
+
+
+@dataclass
+class ClientFit:
+    """Everything trained for one client (what :func:`train_client` returns).
+
+    Attributes
+    ----------
+    svm : SimilaritySVM
+    distiller : SuperSparseDistiller
+    threshold, svm_threshold : float
+        At the target FAR, from cross-validated impostor scores.
+    cv : dict
+        Achieved CV FAR/FRR of both models at their thresholds, fold counts.
+    """
+
+    svm: object
+    distiller: object
+    threshold: float
+    svm_threshold: float
+    cv: dict = field(default_factory=dict)
+
+
+def threshold_at_far(impostor_scores, target_far):
+    """Smallest threshold t with #{impostor scores >= t} <= floor(target_far * n)."""
+    from .metrics import threshold_at_far as at_far
+
+    if len(impostor_scores) == 0:
+        raise InputError("no impostor images to set a threshold: enrol at least two "
+                         "clients or add background subjects")
+    return at_far(impostor_scores, target_far)
+
+
+def _fit_pair(X, y, similarity, bounds, m, lam, solver, init, C, rho, random_state):
+    """SVM teacher, then its distillation to m prototypes (m="auto": Eq. 10)."""
+    from .learner import SuperSparseDistiller
+    from .teacher import SimilaritySVM
+
+    svm = SimilaritySVM(similarity=similarity, C=C, random_state=random_state).fit(X, y)
+    dist = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=2 if m == "auto" else m,
+                                similarity=similarity, lam=lam, solver=solver, init=init,
+                                bounds=bounds, random_state=random_state)
+    if m == "auto":
+        from .mselect import select_n_prototypes
+
+        # select_n_prototypes clones the distiller, and cloning drops a prefit teacher's
+        # fit: give it an unfitted SVM with the chosen C (same data -> the same SVM).
+        dist.set_params(prefit=False,
+                        teacher=SimilaritySVM(similarity=similarity, C=svm.C_,
+                                              random_state=random_state))
+        n_pos = int(np.sum(y > 0))
+        selection = select_n_prototypes(dist, X, y, m_grid=AUTO_M_GRID, rho=rho,
+                                        cv=max(2, min(N_FOLDS, n_pos)), random_state=random_state)
+        return svm, selection.best_estimator_
+    return svm, dist.fit(X, y)
+
+
+def train_client(X, y, similarity, *, m=2, lam=1e-4, solver="varpro", init="class",
+                 bounds=None, rho=0.01, target_far=0.01, n_folds=N_FOLDS, random_state=0):
+    """Teacher, distillation and CV thresholds for one client.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Matcher features of every training image.
+    y : ndarray of shape (n,)
+        +1 for the client's images, -1 for everyone else's.
+    similarity : Similarity
+        The matcher's similarity on X.
+    m : int or "auto"
+    lam, solver, init, bounds, rho : learner options
+    target_far : float
+    n_folds : int
+        Folds for the threshold (fewer when there are fewer genuine images).
+
+    Returns
+    -------
+    ClientFit
+    """
+    from sklearn.model_selection import StratifiedKFold
+
+    svm, dist = _fit_pair(X, y, similarity, bounds, m, lam, solver, init, "cv", rho,
+                          random_state)
+    m_fit = len(dist.beta_)
+    n_pos = int(np.sum(y > 0))
+    k = min(n_folds, n_pos, int(np.sum(y < 0)))
+    imp_g, imp_s, gen_g, gen_s = [], [], [], []
+    if k >= 2:
+        folds = StratifiedKFold(k, shuffle=True, random_state=random_state)
+        for tr, te in folds.split(X, y):
+            f_svm, f_dist = _fit_pair(X[tr], y[tr], similarity, bounds, m_fit, lam, solver,
+                                      init, svm.C_, rho, random_state)
+            neg, pos = te[y[te] < 0], te[y[te] > 0]
+            imp_g.append(f_dist.decision_function(X[neg]))
+            imp_s.append(f_svm.decision_function(X[neg]))
+            gen_g.append(f_dist.decision_function(X[pos]))
+            gen_s.append(f_svm.decision_function(X[pos]))
+        imp_g, imp_s = np.concatenate(imp_g), np.concatenate(imp_s)
+        gen_g, gen_s = np.concatenate(gen_g), np.concatenate(gen_s)
+    else:  # one genuine image: no held-out genuine fold; fall back to training scores
+        neg = y < 0
+        imp_g, imp_s = dist.decision_function(X[neg]), svm.decision_function(X[neg])
+        gen_g, gen_s = dist.decision_function(X[~neg]), svm.decision_function(X[~neg])
+    t, t_svm = threshold_at_far(imp_g, target_far), threshold_at_far(imp_s, target_far)
+    cv = {"threshold_folds": int(k) if k >= 2 else 0,
+          "cv_far": float(np.mean(imp_g >= t)), "cv_frr": float(np.mean(gen_g < t)),
+          "svm_cv_far": float(np.mean(imp_s >= t_svm)),
+          "svm_cv_frr": float(np.mean(gen_s < t_svm))}
+    return ClientFit(svm=svm, distiller=dist, threshold=t, svm_threshold=t_svm, cv=cv)
+
+
+@dataclass
+class CompressSummary:
+    """What :func:`compress` did (also what ``ssgallery compress --json`` prints)."""
+
+    gallery: str
+    store: str
+    matcher: str
+    dimension: int
+    target_far: float
+    clients: list  # one dict per client: id, m, threshold, svm_n_support, ...
+    basis_stale: bool = False
+
+    def to_dict(self):
+        return dict(self.__dict__)
+
+
+def _check_options(m, rho, target_far, lam, solver, init):
+    if m != "auto" and (isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1):
+        raise InputError(f"--m must be a positive integer or 'auto', got {m!r}")
+    if not 0.0 <= float(target_far) < 1.0:
+        raise InputError(f"--target-far must be in [0, 1), got {target_far}")
+    if float(lam) < 0:
+        raise InputError(f"--lam must be >= 0, got {lam}")
+    if rho is not None and float(rho) < 0:
+        raise InputError(f"--rho must be >= 0, got {rho}")
+    if solver not in ("varpro", "paper"):
+        raise InputError(f"--solver must be 'varpro' or 'paper', got {solver!r}")
+    if init not in ("class", "kmeans", "random"):
+        raise InputError(f"--init must be 'class', 'kmeans' or 'random', got {init!r}")
+
+
+def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=0.01,
+             target_far=0.01, lam=1e-4, solver="varpro", init="class", clients=None,
+             random_state=0, progress=None):
+    """Compress every enrolled client of a store into a gallery.
+
+    Parameters
+    ----------
+    store_path, gallery_path : str or Path
+    m : int or "auto"
+        Prototypes per client; "auto" = Eq. 10 with penalty ``rho`` per prototype.
+    rho : float
+    target_far : float
+        False acceptance rate the per-client thresholds aim at (CV estimate).
+    lam : float
+        Ridge penalty on beta (Eq. 2).
+    solver : {"varpro", "paper"}
+    init : {"class", "kmeans", "random"}
+    clients : list of str or comma-separated str, optional
+        Compress only these enrolled clients (all images still serve as impostors).
+    random_state : int
+    progress : callable(client_id, done, total), optional
+        Called with ``(None, 0, total)`` before the first client, then after each client.
+
+    Returns
+    -------
+    CompressSummary
+    """
+    from .gallery import write_gallery
+    from .store import load_store
+
+    _check_options(m, rho, target_far, lam, solver, init)
+    store = load_store(store_path)
+    if isinstance(clients, str):
+        clients = [c.strip() for c in clients.split(",") if c.strip()]
+    todo = list(store.clients) if clients is None else list(clients)
+    unknown = [c for c in todo if c not in store.clients]
+    if unknown:
+        shown = ", ".join(store.clients[:8]) + (", ..." if len(store.clients) > 8 else "")
+        raise SsgalleryError(f"not an enrolled client: {', '.join(unknown[:5])} "
+                             f"(enrolled: {shown})", path=store_path)
+    if not todo:
+        raise InputError("the store has no enrolled client to compress", path=store_path)
+    matcher = store.matcher()
+    similarity = matcher.similarity()
+    bounds = matcher.bounds()
+    X = matcher.transform(store.images)
+    models, rows = [], []
+    from .gallery import ClientModel
+
+    if progress is not None:
+        progress(None, 0, len(todo))
+    for i, client in enumerate(todo):
+        y = np.where(store.labels == client, 1, -1)
+        if not np.any(y < 0):
+            raise InputError(f"client '{client}' has no impostor images: enrol at least two "
+                             "clients or add background subjects", path=store_path)
+        fit = train_client(X, y, similarity, m=m, lam=lam, solver=solver, init=init,
+                           bounds=bounds, rho=rho, target_far=target_far,
+                           random_state=random_state)
+        d, svm = fit.distiller, fit.svm
+        reg = d.regressor_
+        prov = {"m": len(d.beta_), "d": int(X.shape[1]), "lambda": float(lam),
+                "solver": solver, "init": init, "omega": float(reg.objective_),
+                "n_similarity_evals": int(reg.n_similarity_evals_), "n_iter": int(reg.n_iter_),
+                "svm_n_support": int(svm.n_support_total_), "svm_C": float(svm.C_),
+                "svm_intercept": float(svm.intercept_), "svm_threshold": fit.svm_threshold,
+                "target_far": float(target_far), "n_genuine": int(np.sum(y > 0)),
+                "n_impostor": int(np.sum(y < 0)), "m_selection": "auto" if m == "auto"
+                else "fixed", "rho": float(rho) if m == "auto" else None,
+                "threshold_method": f"{N_FOLDS}-fold CV impostor scores", **fit.cv}
+        images = np.clip(np.round(matcher.render(d.prototypes_)), 0, 255).astype(np.uint8)
+        models.append(ClientModel(client_id=client, prototypes=d.prototypes_, beta=d.beta_,
+                                  intercept=d.intercept_, threshold=fit.threshold,
+                                  similarity=similarity.params(), provenance=prov,
+                                  prototype_images=images))
+        rows.append({"client": client, "m": prov["m"], "threshold": fit.threshold,
+                     "beta": [float(b) for b in d.beta_], "intercept": float(d.intercept_),
+                     "svm_n_support": prov["svm_n_support"], "svm_threshold": fit.svm_threshold,
+                     "cv_far": fit.cv["cv_far"], "cv_frr": fit.cv["cv_frr"],
+                     "svm_cv_frr": fit.cv["svm_cv_frr"], "omega": prov["omega"]})
+        if progress is not None:
+            progress(client, i + 1, len(todo))
+    write_gallery(gallery_path, matcher_name=store.matcher_name,
+                  matcher_config=store.matcher_config, matcher_state=store.matcher_state,
+                  image_shape=store.image_shape, clients=models,
+                  attrs={"target_far": float(target_far), "store": os.path.abspath(store_path),
+                         "store_fingerprint": store.fingerprint,
+                         "basis_stale": bool(store.basis_stale)})
+    return CompressSummary(gallery=os.fspath(gallery_path), store=os.fspath(store_path),
+                           matcher=store.matcher_name, dimension=int(X.shape[1]),
+                           target_far=float(target_far), clients=rows,
+                           basis_stale=bool(store.basis_stale))

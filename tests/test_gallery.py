@@ -1,0 +1,196 @@
+"""Gallery format, compress and verify as a library: contents, partial reads, thresholds,
+atomicity, and the light verify path."""
+
+import json
+import os
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+from test_store import make_faces
+
+from ssgallery.compress import compress, threshold_at_far
+from ssgallery.errors import FormatError, InputError, SsgalleryError
+from ssgallery.gallery import FORMAT_VERSION, gallery_summary, read_client, read_gallery
+from ssgallery.store import enroll, load_store
+from ssgallery.verify import verify
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("g")
+    faces = make_faces(str(root / "faces"), n_clients=5, n_images=6)
+    enroll(faces, root / "e.h5")
+    seen = []
+    summary = compress(root / "e.h5", root / "g.h5", m=2,
+                       progress=lambda c, done, total: seen.append((c, done, total)))
+    return root, faces, summary, seen
+
+
+def test_gallery_layout_and_provenance(built):
+    root, _, _, seen = built
+    assert seen[0] == (None, 0, 5) and seen[-1] == ("c04", 5, 5)
+    with h5py.File(root / "g.h5") as f:
+        assert f.attrs["format"] == "ssgallery-gallery"
+        assert f.attrs["format_version"] == FORMAT_VERSION
+        assert f.attrs["matcher"] == "eigenface"
+        assert json.loads(f.attrs["matcher_config"])["variance"] == 0.95
+        assert {"mean", "components"} <= set(f["matcher"])
+        assert sorted(f["clients"]) == [f"c{c:02d}" for c in range(5)]
+        g = f["clients/c02"]
+        d = f["matcher/components"].shape[0]
+        assert g["prototypes"].shape == (2, d) and g["beta"].shape == (2,)
+        assert g["prototype_images"].shape == (2, 32, 24)
+        assert g["prototype_images"].dtype == np.uint8
+        prov = json.loads(g.attrs["provenance"])
+        # nothing is pickled: every dataset is numeric
+        kinds = []
+        f.visititems(lambda name, obj: kinds.append(obj.dtype.kind)
+                     if isinstance(obj, h5py.Dataset) else None)
+        assert set(kinds) <= set("fiu")
+    for key in ("m", "lambda", "solver", "init", "omega", "n_similarity_evals", "svm_n_support",
+                "svm_threshold", "svm_C", "target_far", "cv_far", "cv_frr"):
+        assert key in prov, key
+    assert prov["m"] == 2 and prov["solver"] == "varpro" and prov["target_far"] == 0.01
+    assert prov["svm_n_support"] > 2 and prov["n_genuine"] == 6 and prov["n_impostor"] == 24
+    assert prov["cv_far"] <= 0.01 + 1e-12
+
+
+def test_gallery_holds_no_face_image(built):
+    root = built[0]
+    store = load_store(root / "e.h5")
+    with h5py.File(root / "g.h5") as f:
+        arrays = []
+        f.visititems(lambda name, obj: arrays.append(obj[()])
+                     if isinstance(obj, h5py.Dataset) else None)
+    faces = store.images.reshape(len(store.images), -1)
+    for a in arrays:
+        if a.ndim >= 2 and a.shape[-2:] == (32, 24):
+            flat = a.reshape(len(a), -1).astype(float)
+            dist = ((flat[:, None, :] - faces[None]) ** 2).mean(-1)
+            assert dist.min() > 1.0  # no stored image equals an enrolled face
+
+
+def test_read_client_and_scores(built):
+    root, faces, summary, _ = built
+    model = read_client(root / "g.h5", "c03")
+    store = load_store(root / "e.h5")
+    X = model.matcher.transform(store.images)
+    g = model.decision_function(X, model.similarity_function(model.matcher))
+    genuine = store.labels == "c03"
+    assert g[genuine].min() > g[~genuine].max()  # toy identities separate
+    row = next(r for r in summary.clients if r["client"] == "c03")
+    assert model.threshold == row["threshold"]
+    results = verify(root / "g.h5", [os.path.join(faces, "c03", "1.png"),
+                                     os.path.join(faces, "c00", "1.png")], "c03")
+    assert [r.accept for r in results] == [True, False]
+    i = store.paths.index("c03/1.png")
+    assert results[0].score == pytest.approx(g[i])
+
+
+def test_unknown_client_and_bad_galleries(built, tmp_path):
+    root = built[0]
+    with pytest.raises(SsgalleryError, match=r"g.h5: unknown client 'nobody' \(known: c00, "
+                       r"c01, c02, c03, c04\)"):
+        read_client(root / "g.h5", "nobody")
+    with pytest.raises(FormatError, match="no such ssgallery gallery"):
+        read_client(tmp_path / "none.h5", "c00")
+    with pytest.raises(FormatError, match="not an ssgallery gallery .format 'ssgallery-enroll"):
+        read_client(root / "e.h5", "c00")  # a store is not a gallery
+    newer = tmp_path / "newer.h5"
+    newer.write_bytes((root / "g.h5").read_bytes())
+    with h5py.File(newer, "a") as f:
+        f.attrs["format_version"] = FORMAT_VERSION + 1
+    with pytest.raises(FormatError, match="newer than this ssgallery supports"):
+        read_gallery(newer)
+    corrupt = tmp_path / "corrupt.h5"
+    corrupt.write_bytes((root / "g.h5").read_bytes())
+    with h5py.File(corrupt, "a") as f:
+        del f["clients/c01/beta"]
+    with pytest.raises(FormatError, match="corrupt gallery"):
+        read_client(corrupt, "c01")
+    read_client(corrupt, "c02")  # the other clients stay readable
+
+
+def test_summary_bytes_and_ratio(built):
+    info = gallery_summary(built[0] / "g.h5")
+    row = info["clients"][0]
+    d = info["dimension"]
+    assert row["bytes"] == 2 * d * 8 + 2 * 8 + 16
+    assert row["svm_bytes"] == row["svm_n_support"] * (d + 1) * 8 + 16
+    assert row["ratio"] == pytest.approx(row["svm_bytes"] / row["bytes"])
+    assert info["ratio"] > 5
+
+
+def test_threshold_at_far():
+    imp = np.arange(100.0)  # 100 impostor scores 0..99
+    t = threshold_at_far(imp, 0.01)  # one false accept allowed
+    assert np.sum(imp >= t) == 1 and 98 < t <= 99
+    assert np.sum(imp >= threshold_at_far(imp, 0.0)) == 0
+    with pytest.raises(InputError, match="no impostor images"):
+        threshold_at_far([], 0.01)
+
+
+def test_failed_compress_leaves_nothing(built, tmp_path):
+    root = built[0]
+    out = tmp_path / "g.h5"
+
+    def interrupt(client, done, total):
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        compress(root / "e.h5", out, progress=interrupt)
+    assert os.listdir(tmp_path) == []
+    # an existing gallery survives a failing run untouched
+    out.write_bytes((root / "g.h5").read_bytes())
+    with pytest.raises(KeyboardInterrupt):
+        compress(root / "e.h5", out, progress=interrupt)
+    assert out.read_bytes() == (root / "g.h5").read_bytes()
+    assert os.listdir(tmp_path) == ["g.h5"]
+    with pytest.raises(SsgalleryError, match="not an enrolled client: zz"):
+        compress(root / "e.h5", out, clients="c00,zz")
+
+
+def test_compress_options(built, tmp_path):
+    root = built[0]
+    s = compress(root / "e.h5", tmp_path / "g1.h5", m=1, clients=["c01"], solver="paper",
+                 target_far=0.1)
+    assert [r["client"] for r in s.clients] == ["c01"] and s.clients[0]["m"] == 1
+    model = read_client(tmp_path / "g1.h5", "c01")
+    assert model.provenance["solver"] == "paper" and model.provenance["target_far"] == 0.1
+    with pytest.raises(InputError, match="--m must be a positive integer"):
+        compress(root / "e.h5", tmp_path / "g2.h5", m=0)
+    assert not (tmp_path / "g2.h5").exists()
+
+
+def test_compress_auto_m(built, tmp_path):
+    root = built[0]
+    s = compress(root / "e.h5", tmp_path / "ga.h5", m="auto", rho=0.01, clients="c00")
+    m = s.clients[0]["m"]
+    assert 1 <= m <= 10
+    prov = read_client(tmp_path / "ga.h5", "c00").provenance
+    assert prov["m_selection"] == "auto" and prov["rho"] == 0.01 and prov["m"] == m
+
+
+def test_verify_imports_no_sklearn_nor_matplotlib(built):
+    root, faces, _, _ = built
+    code = ("import sys; from ssgallery.verify import verify; "
+            f"r = verify({str(root / 'g.h5')!r}, [{os.path.join(faces, 'c01', '0.png')!r}], "
+            "'c01'); assert r[0].accept; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('sklearn', 'matplotlib')]; "
+            "print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+    # the CLI path too (the command group imports every command module)
+    code = ("import sys; from ssgallery.cli import main; "
+            f"sys.argv = ['ssgallery', 'verify', {os.path.join(faces, 'c01', '0.png')!r}, "
+            f"'--claim', 'c01', '--gallery', {str(root / 'g.h5')!r}]\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+            "print([m for m in sys.modules if m.split('.')[0] in ('sklearn', 'matplotlib')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
