@@ -1,0 +1,354 @@
+"""Baselines at equal m, the paper's comparisons (Sect. IV; DESIGN.md §3).
+
+Every estimator here has ``fit(X, y, teacher=None)`` with y in {-1, +1} (``teacher``: a
+fitted :class:`~ssgallery.teacher.SimilaritySVM`, fitted on (X, y) when None) and
+exposes ``prototypes_`` (exactly m rows), ``beta_``, ``intercept_``, ``n_matches_`` (= m)
+and ``decision_function(X) = s(X, prototypes_) @ beta_ + intercept_``.
+
+- :class:`SVMSel`: reduced-set *selection* (Schölkopf et al. 1999, "Input space versus
+  feature space in kernel-based methods", Sect. "reduced set selection"): support vectors
+  are removed one at a time, each time the one whose feature-space image is best
+  expressed by the others through a kernel-PCA eigenvector; then the kept SVs get the
+  optimal coefficients beta = K_zz^-1 K_zx alpha.
+- :class:`SVMRed`: reduced-set *construction* (Burges 1996; Schölkopf et al. 1999): greedy
+  RBF pre-images by the fixed-point iteration, each followed by the optimal
+  coefficients over all pre-images so far (solve, never invert). RBF only.
+- :class:`PrototypeSelector`: PS-R (random), PS-B (border), PS-S (spanning), PS-KM
+  (k-medians) as in Riesen, Neuhaus & Bunke 2007, then ridge or LASSO on
+  s(x, prototypes) against the teacher's decision values (the paper's footnote) with
+  class-balanced sample weights.
+- :class:`NystromLandmarks`: k-means centres as landmarks + the same ridge.
+
+SVM-sel and SVM-red keep the teacher's intercept (the reduced-set methods approximate
+the hyperplane normal only); the threshold is client-specific anyway.
+"""
+
+import numpy as np
+import scipy.linalg
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.cluster import KMeans
+from sklearn.linear_model import Lasso, Ridge
+from sklearn.utils.validation import check_array, check_is_fitted, check_X_y
+
+from ssgallery.errors import InputError, SsgalleryError
+from ssgallery.similarity import RBFSimilarity
+
+
+def solve_pos(A, B):
+    """Solve A x = B for a symmetric (ideally positive definite) A; least squares if singular."""
+    A = 0.5 * (A + A.T)
+    try:
+        return scipy.linalg.solve(A, B, assume_a="pos")
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+        return np.linalg.lstsq(A, B, rcond=None)[0]
+
+
+def optimal_coefficients(sim, Z, SV, alpha):
+    """beta = K_zz^-1 K_zx alpha: projection of sum_i alpha_i phi(sv_i) on span phi(Z)."""
+    return solve_pos(sim(Z, Z), sim(Z, SV) @ alpha)
+
+
+def balanced_weights(yb):
+    """u_i giving genuine and impostors half of the total weight each (sum 1)."""
+    pos = yb > 0
+    u = np.where(pos, 0.5 / max(pos.sum(), 1), 0.5 / max((~pos).sum(), 1))
+    return u / u.sum()
+
+
+def dissimilarity(sim, X):
+    """(n, n) dissimilarities used to select prototypes: Euclidean distance for an RBF
+    similarity (a monotone function of it), else the similarity-induced distance
+    sqrt(s_ii + s_jj - 2 s_ij) on the symmetrised matrix (clipped at 0 if non-PSD)."""
+    if isinstance(sim, RBFSimilarity):
+        return np.sqrt(sim.sq_distances(X, X))
+    S = sim(X, X)
+    S = 0.5 * (S + S.T)
+    d = np.diag(S)
+    return np.sqrt(np.maximum(d[:, None] + d[None, :] - 2.0 * S, 0.0))
+
+
+class _ReducedModel(ClassifierMixin, BaseEstimator):
+    """Shared fit plumbing and the m-match decision function."""
+
+    def _setup(self, X, y, teacher):
+        X, y = check_X_y(X, y, dtype=float)
+        self.n_features_in_ = X.shape[1]
+        self.classes_ = np.unique(y)
+        if len(self.classes_) != 2:
+            raise InputError(f"{type(self).__name__} needs two classes, got {len(self.classes_)}")
+        yb = np.where(y == self.classes_[1], 1, -1)
+        m = int(self.n_prototypes)
+        if m < 1:
+            raise ValueError(f"n_prototypes must be >= 1, got {self.n_prototypes}")
+        if teacher is None:
+            from ssgallery.teacher import SimilaritySVM
+
+            teacher = SimilaritySVM(random_state=self.random_state).fit(X, yb)
+        check_is_fitted(teacher, "dual_coef_")
+        self.teacher_ = teacher
+        self.similarity_ = teacher.similarity_
+        return X, yb, m
+
+    def _finish(self, prototypes, beta, intercept):
+        self.prototypes_ = np.asarray(prototypes, dtype=float)
+        self.beta_ = np.asarray(beta, dtype=float).ravel()
+        self.intercept_ = float(intercept)
+        self.n_matches_ = len(self.prototypes_)
+        return self
+
+    def decision_function(self, X):
+        """g(x) = sum_j beta_j s(x, z_j) + b, shape (n,); m matches per row."""
+        check_is_fitted(self, "prototypes_")
+        X = check_array(X, dtype=float)
+        return self.similarity_(X, self.prototypes_) @ self.beta_ + self.intercept_
+
+    def predict(self, X):
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+
+def _pad_with_training(X, teacher, chosen, m):
+    """Indices ``chosen`` (into X) completed to m distinct rows by the training samples
+    nearest to the teacher's boundary (m > #SVs only)."""
+    if m > len(X):
+        raise InputError(f"n_prototypes={m} exceeds the {len(X)} training samples")
+    rest = np.setdiff1d(np.arange(len(X)), chosen)
+    order = rest[np.argsort(np.abs(teacher.decision_function(X[rest])), kind="stable")]
+    return np.concatenate([chosen, order[: m - len(chosen)]]).astype(int)
+
+
+class SVMSel(_ReducedModel):
+    """SVM-sel: drop support vectors one at a time, kernel-PCA-driven (Schölkopf et al. 1999).
+
+    With K = V diag(lam) V^T over the kept SVs, eigenvector v_k gives
+    phi(x_j) = -sum_{i != j} (v_ik / v_jk) phi(x_i) + (residual of norm^2 lam_k / v_jk^2),
+    so removing x_j and moving its coefficient c_j onto the others costs
+    ||delta Psi||^2 = (c_j / v_jk)^2 |lam_k|. Each step removes the (j, k) of least cost
+    and updates c_i -= c_j v_ik / v_jk; at m SVs the coefficients are re-optimised
+    (beta = K_zz^-1 K_zx alpha). |lam_k| because a non-PSD similarity has lam_k < 0.
+
+    Parameters
+    ----------
+    n_prototypes : int
+    random_state : int, default=0
+        Seed of the internally fitted teacher.
+    """
+
+    def __init__(self, n_prototypes=2, random_state=0):
+        self.n_prototypes = n_prototypes
+        self.random_state = random_state
+
+    def fit(self, X, y, teacher=None):
+        X, _yb, m = self._setup(X, y, teacher)
+        t = self.teacher_
+        SV, alpha = t.support_vectors_, t.dual_coef_
+        if m >= len(SV):  # nothing to drop: all SVs (+ padding), optimal coefficients
+            idx = _pad_with_training(X, t, np.asarray(t.support_), m)
+            Z = X[idx]
+            return self._finish(Z, optimal_coefficients(self.similarity_, Z, SV, alpha),
+                                t.intercept_)
+        K = self.similarity_(SV, SV)
+        K = 0.5 * (K + K.T)
+        keep = np.arange(len(SV))
+        c = alpha.astype(float).copy()
+        while len(keep) > m:
+            lam, V = np.linalg.eigh(K[np.ix_(keep, keep)])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cost = (c[:, None] / V) ** 2 * np.abs(lam)[None, :]
+            cost[~np.isfinite(cost)] = np.inf
+            j, k = np.unravel_index(np.argmin(cost), cost.shape)
+            c = c - c[j] * V[:, k] / V[j, k]
+            c = np.delete(c, j)
+            keep = np.delete(keep, j)
+        Z = SV[keep]
+        self.kept_support_ = keep
+        return self._finish(Z, optimal_coefficients(self.similarity_, Z, SV, alpha), t.intercept_)
+
+
+class SVMRed(_ReducedModel):
+    """SVM-red: greedy RBF pre-images by the fixed-point iteration (Burges 1996;
+    Schölkopf et al. 1999), then optimal coefficients.
+
+    With the residual Psi = sum_i c_i phi(p_i) (the SVs with alpha, the pre-images so far
+    with -beta), the next z maximises (Psi . phi(z))^2 = (sum_i c_i k(p_i, z))^2 (k(z, z)
+    = 1 for RBF); its stationary points satisfy
+    z = sum_i c_i k(p_i, z) p_i / sum_i c_i k(p_i, z), iterated from several starts. After
+    each new z all coefficients are re-optimised: beta = K_zz^-1 K_zx alpha (a solve).
+
+    Parameters
+    ----------
+    n_prototypes : int
+    n_starts : int, default=5
+        Starts per pre-image: the support vectors where the residual |Psi . phi(sv)| is
+        largest.
+    max_iter : int, default=200
+    tol : float, default=1e-10
+        Stop when ||z_new - z||^2 <= tol (1 + ||z||^2).
+    random_state : int, default=0
+    """
+
+    def __init__(self, n_prototypes=2, n_starts=5, max_iter=200, tol=1e-10, random_state=0):
+        self.n_prototypes = n_prototypes
+        self.n_starts = n_starts
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def _preimage(self, P, c, gamma, starts):
+        best_z, best_obj = None, -np.inf
+        # start where the residual is largest: |Psi . phi(x)| over the candidate starts
+        r = np.abs(np.exp(-gamma * RBFSimilarity(1.0).sq_distances(starts, P)) @ c)
+        for s in np.argsort(-r, kind="stable")[: self.n_starts]:
+            z = starts[s].copy()
+            for _ in range(self.max_iter):
+                w = c * np.exp(-gamma * ((P - z) ** 2).sum(1))
+                den = w.sum()
+                if abs(den) < 1e-300:
+                    break
+                z_new = w @ P / den  # fixed point of d(Psi . phi(z))/dz = 0
+                done = ((z_new - z) ** 2).sum() <= self.tol * (1 + (z * z).sum())
+                z = z_new
+                if done:
+                    break
+            obj = float(c @ np.exp(-gamma * ((P - z) ** 2).sum(1))) ** 2
+            if np.all(np.isfinite(z)) and obj > best_obj:
+                best_z, best_obj = z, obj
+        return best_z
+
+    def fit(self, X, y, teacher=None):
+        X, _yb, m = self._setup(X, y, teacher)
+        sim = self.similarity_
+        if not isinstance(sim, RBFSimilarity):
+            raise SsgalleryError(
+                f"svm-red needs an RBF similarity (fixed-point pre-images), got {sim!r}")
+        t = self.teacher_
+        SV, alpha = t.support_vectors_, t.dual_coef_
+        Z = np.empty((0, SV.shape[1]))
+        beta = np.empty(0)
+        for _ in range(m):
+            P = np.vstack([SV, Z])
+            c = np.concatenate([alpha, -beta])
+            z = self._preimage(P, c, sim.gamma, SV)
+            if z is None:  # degenerate residual: fall back to the largest-|alpha| SV unused
+                z = SV[np.argsort(-np.abs(alpha))[len(Z) % len(SV)]]
+            Z = np.vstack([Z, z])
+            beta = optimal_coefficients(sim, Z, SV, alpha)  # beta = K_zz^-1 K_zx alpha
+        return self._finish(Z, beta, t.intercept_)
+
+
+SELECTIONS = ("random", "border", "spanning", "kmedians")
+
+
+def select_prototypes(D, m, selection, X=None, random_state=0):
+    """Indices of m training samples (Riesen, Neuhaus & Bunke 2007).
+
+    ``D`` (n, n) dissimilarities. random: uniform without replacement. border: the m
+    samples with the largest sum of distances to the others (the set's frontier).
+    spanning: the set median, then repeatedly the sample farthest from those chosen.
+    kmedians: k-means on ``X`` (n, d), then each cluster's set median (the member with
+    the least sum of distances to the other members).
+    """
+    n = len(D)
+    if m > n:
+        raise InputError(f"n_prototypes={m} exceeds the {n} training samples")
+    rng = np.random.default_rng(random_state)
+    if selection == "random":
+        return np.sort(rng.choice(n, m, replace=False))
+    if selection == "border":
+        return np.argsort(-D.sum(1), kind="stable")[:m]
+    if selection == "spanning":
+        chosen = [int(np.argmin(D.sum(1)))]
+        while len(chosen) < m:
+            far = D[:, chosen].min(1)
+            far[chosen] = -np.inf
+            chosen.append(int(np.argmax(far)))
+        return np.array(chosen)
+    if selection == "kmedians":
+        lab = KMeans(m, n_init=10, random_state=random_state).fit(X).labels_
+        chosen = []
+        for k in range(m):
+            members = np.flatnonzero(lab == k)
+            if len(members) == 0:  # empty cluster (duplicate rows): any unused sample
+                members = np.setdiff1d(np.arange(n), chosen)[:1]
+            chosen.append(int(members[np.argmin(D[np.ix_(members, members)].sum(1))]))
+        return np.array(chosen)
+    raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
+
+
+def _regressor(regressor, alpha):
+    if regressor == "ridge":
+        return Ridge(alpha=1e-4 if alpha is None else alpha)
+    if regressor == "lasso":
+        return Lasso(alpha=1e-3 if alpha is None else alpha, max_iter=10000)
+    raise ValueError(f"regressor must be 'ridge' or 'lasso', got {regressor!r}")
+
+
+class _TargetRegression(_ReducedModel):
+    def _regress(self, X, Z):
+        """Fit beta, b on s(X, Z) against the teacher's decision values (paper footnote)."""
+        targets = self.teacher_.decision_function(X)
+        u = balanced_weights(self._yb)
+        reg = _regressor(self.regressor, self.alpha).fit(self.similarity_(X, Z), targets,
+                                                         sample_weight=u)
+        return self._finish(Z, reg.coef_, reg.intercept_)
+
+
+class PrototypeSelector(_TargetRegression):
+    """PS-R / PS-B / PS-S / PS-KM prototype selection + ridge or LASSO.
+
+    Parameters
+    ----------
+    n_prototypes : int
+    selection : {"random", "border", "spanning", "kmedians"}, default="kmedians"
+    regressor : {"ridge", "lasso"}, default="ridge"
+        Fitted on s(x, prototypes) against the teacher's decision values with class-balanced
+        sample weights (sum 1). Ridge minimises sum_i u_i r_i^2 + alpha ||beta||^2 (the
+        learner's Eq. 2 with the prototypes fixed); LASSO is scikit-learn's.
+    alpha : float, optional
+        Regularisation; default 1e-4 (ridge, = the learner's default lambda) or 1e-3 (LASSO).
+    random_state : int, default=0
+        Seed of random selection, k-means and the internally fitted teacher.
+
+    Attributes
+    ----------
+    prototype_indices_ : ndarray of shape (m,)
+        Rows of the training X used as prototypes.
+    """
+
+    def __init__(self, n_prototypes=2, selection="kmedians", regressor="ridge", alpha=None,
+                 random_state=0):
+        self.n_prototypes = n_prototypes
+        self.selection = selection
+        self.regressor = regressor
+        self.alpha = alpha
+        self.random_state = random_state
+
+    def fit(self, X, y, teacher=None):
+        X, self._yb, m = self._setup(X, y, teacher)
+        D = dissimilarity(self.similarity_, X)
+        self.prototype_indices_ = select_prototypes(D, m, self.selection, X, self.random_state)
+        return self._regress(X, X[self.prototype_indices_])
+
+
+class NystromLandmarks(_TargetRegression):
+    """Nyström-style landmarks: m k-means centres + ridge on s(x, landmarks).
+
+    Parameters
+    ----------
+    n_prototypes : int
+    alpha : float, default=1e-4
+    random_state : int, default=0
+    """
+
+    regressor = "ridge"
+
+    def __init__(self, n_prototypes=2, alpha=1e-4, random_state=0):
+        self.n_prototypes = n_prototypes
+        self.alpha = alpha
+        self.random_state = random_state
+
+    def fit(self, X, y, teacher=None):
+        X, self._yb, m = self._setup(X, y, teacher)
+        if m > len(X):
+            raise InputError(f"n_prototypes={m} exceeds the {len(X)} training samples")
+        km = KMeans(m, n_init=10, random_state=self.random_state).fit(X)
+        return self._regress(X, km.cluster_centers_)

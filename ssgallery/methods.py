@@ -1,0 +1,177 @@
+"""One registry of every verification method that ``roc`` and the benchmarks compare.
+
+``make_method(name, n_prototypes)`` returns an unfitted object with
+``fit(X, y, teacher=None)`` (y in {-1, +1}; ``teacher`` a fitted
+:class:`~ssgallery.teacher.SimilaritySVM`, fitted on (X, y) when None, so several
+methods can share one teacher per client), ``decision_function(X)`` and, once fitted,
+``n_matches_``: the matches one claim costs (m, or the number of SVs for the full SVM).
+"""
+
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ssgallery.baselines import NystromLandmarks, PrototypeSelector, SVMRed, SVMSel
+from ssgallery.errors import InputError
+
+METHODS = (
+    ("svm", "the full one-vs-all SVM teacher (one match per support vector)"),
+    ("ssvm", "super-sparse SVM: m virtual prototypes distilled from the SVM (varpro solver)"),
+    ("ssvm-paper", "super-sparse SVM with the paper's Algorithm 1 (cyclic gradient steps)"),
+    ("svm-sel", "SVM-sel: m support vectors kept by kernel-PCA-driven removal (Schoelkopf 1999)"),
+    ("svm-red", "SVM-red: m greedy RBF pre-images by fixed-point iteration (RBF only)"),
+    ("ps-r", "PS-R: m random training samples + ridge/LASSO on the SVM's outputs"),
+    ("ps-b", "PS-B: m border samples (largest sum of distances) + ridge/LASSO"),
+    ("ps-s", "PS-S: m spanning samples (set median, then farthest-first) + ridge/LASSO"),
+    ("ps-km", "PS-KM: k-means clusters' set medians + ridge/LASSO"),
+    ("nystrom", "Nystroem-style: m k-means centres as landmarks + ridge"),
+)
+METHOD_NAMES = tuple(n for n, _ in METHODS)
+_PS = {"ps-r": "random", "ps-b": "border", "ps-s": "spanning", "ps-km": "kmedians"}
+
+
+def _fit_teacher(X, y, teacher, random_state, teacher_params):
+    if teacher is not None:
+        return teacher
+    from ssgallery.teacher import SimilaritySVM
+
+    params = {"random_state": random_state, **(teacher_params or {})}
+    return SimilaritySVM(**params).fit(X, y)
+
+
+class FullSVM(ClassifierMixin, BaseEstimator):
+    """The teacher itself as a method: ``n_matches_`` = number of support vectors.
+
+    Parameters
+    ----------
+    random_state : int, default=0
+    teacher_params : dict, optional
+        Passed to :class:`~ssgallery.teacher.SimilaritySVM` when it is fitted here.
+    """
+
+    def __init__(self, random_state=0, teacher_params=None):
+        self.random_state = random_state
+        self.teacher_params = teacher_params
+
+    def fit(self, X, y, teacher=None):
+        self.teacher_ = _fit_teacher(X, y, teacher, self.random_state, self.teacher_params)
+        t = self.teacher_
+        self.classes_ = t.classes_
+        self.prototypes_ = t.support_vectors_
+        self.beta_ = t.dual_coef_
+        self.intercept_ = t.intercept_
+        self.similarity_ = t.similarity_
+        self.n_matches_ = t.n_support_total_
+        return self
+
+    def decision_function(self, X):
+        check_is_fitted(self, "teacher_")
+        return self.teacher_.decision_function(X)
+
+    def predict(self, X):
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+
+class SuperSparseSVM(ClassifierMixin, BaseEstimator):
+    """The paper's method: :class:`ssgallery.learner.SuperSparseDistiller` on a shared teacher.
+
+    The distiller works in the teacher's similarity (``similarity=teacher.similarity_``).
+
+    Parameters
+    ----------
+    n_prototypes : int
+    solver : {"varpro", "paper"}, default="varpro"
+    random_state : int, default=0
+    teacher_params : dict, optional
+    **options
+        Further :class:`~ssgallery.learner.SuperSparseDistiller` parameters
+        (``lam``, ``init``, ``n_init``, ``bounds``, ``eta``, ``normalize_step``, ...),
+        given as the ``options`` dict.
+    """
+
+    def __init__(self, n_prototypes=2, solver="varpro", random_state=0, teacher_params=None,
+                 options=None):
+        self.n_prototypes = n_prototypes
+        self.solver = solver
+        self.random_state = random_state
+        self.teacher_params = teacher_params
+        self.options = options
+
+    def fit(self, X, y, teacher=None):
+        from ssgallery.learner import SuperSparseDistiller
+
+        self.teacher_ = _fit_teacher(X, y, teacher, self.random_state, self.teacher_params)
+        opts = {"similarity": self.teacher_.similarity_, **(self.options or {})}
+        self.distiller_ = SuperSparseDistiller(
+            teacher=self.teacher_, n_prototypes=self.n_prototypes, prefit=True,
+            solver=self.solver, random_state=self.random_state, **opts).fit(X, y)
+        d = self.distiller_
+        self.classes_ = d.classes_
+        self.prototypes_ = d.prototypes_
+        self.beta_ = d.beta_
+        self.intercept_ = d.intercept_
+        self.similarity_ = d.similarity_
+        self.n_matches_ = len(d.prototypes_)
+        return self
+
+    def decision_function(self, X):
+        check_is_fitted(self, "distiller_")
+        return self.distiller_.decision_function(X)
+
+    def predict(self, X):
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+
+def make_method(name, n_prototypes, random_state=0, **options):
+    """An unfitted method by registry name.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`METHOD_NAMES` (see :data:`METHODS` for one-line descriptions).
+    n_prototypes : int
+        m, the matches per claim (ignored by ``"svm"``).
+    random_state : int, default=0
+    **options
+        Method parameters: ``regressor="lasso"``, ``alpha`` (ps-*, nystrom); ``n_starts``,
+        ``max_iter`` (svm-red); distiller parameters (ssvm, ssvm-paper: ``lam``, ``init``,
+        ``n_init``, ``bounds``, ...); ``teacher_params`` (svm, ssvm*: passed to
+        SimilaritySVM when the method fits its own teacher).
+
+    Returns
+    -------
+    estimator with ``fit(X, y, teacher=None)``, ``decision_function(X)``, ``n_matches_``
+    """
+    key = str(name).lower()
+    teacher_params = options.pop("teacher_params", None)
+    if key == "svm":
+        return FullSVM(random_state=random_state, teacher_params=teacher_params)
+    if key in ("ssvm", "ssvm-paper"):
+        solver = options.pop("solver", "paper" if key == "ssvm-paper" else "varpro")
+        return SuperSparseSVM(n_prototypes, solver=solver, random_state=random_state,
+                              teacher_params=teacher_params, options=options)
+    if key == "svm-sel":
+        return SVMSel(n_prototypes, random_state=random_state, **options)
+    if key == "svm-red":
+        return SVMRed(n_prototypes, random_state=random_state, **options)
+    if key in _PS:
+        return PrototypeSelector(n_prototypes, selection=_PS[key], random_state=random_state,
+                                 **options)
+    if key == "nystrom":
+        return NystromLandmarks(n_prototypes, random_state=random_state, **options)
+    raise InputError(f"unknown method '{name}'; choose from {', '.join(METHOD_NAMES)}")
+
+
+def describe_methods():
+    """The ``--help`` text: one line per method."""
+    width = max(len(n) for n in METHOD_NAMES)
+    return "\n".join(f"{n:<{width}}  {d}" for n, d in METHODS)
+
+
+__all__ = [
+    "METHODS",
+    "METHOD_NAMES",
+    "FullSVM",
+    "SuperSparseSVM",
+    "describe_methods",
+    "make_method",
+]
