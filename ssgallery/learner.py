@@ -161,6 +161,8 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     Attributes
     ----------
     prototypes_ : ndarray of shape (m, d)
+    initial_prototypes_ : ndarray of shape (m, d)
+        Where the kept run started.
     beta_ : ndarray of shape (m,)
     intercept_ : float
     objective_ : float
@@ -251,8 +253,9 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
                 out = solve_varpro(X, y, u, Z0, counter, self.lam, repulsion=self.repulsion,
                                    bounds=bounds, max_iter=self.max_iter, tol=self.tol)
             if best is None or out[3] < best[0][3]:
-                best = (out, start)
-        (Z, beta, b, omega, n_iter, path), start = best
+                best = (out, start, Z0)
+        (Z, beta, b, omega, n_iter, path), start, Z0 = best
+        self.initial_prototypes_ = Z0
         self.prototypes_ = Z
         self.beta_ = np.asarray(beta, dtype=float)
         self.intercept_ = float(b)
