@@ -117,6 +117,8 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
         raise ValueError(f"loss must be 'mse' or 'error', got {loss!r}")
     if isinstance(estimator, SuperSparseDistiller):
         dist = clone(estimator)
+        if estimator.prefit:  # clone() would drop the fitted teacher: keep the object
+            dist.set_params(teacher=estimator.teacher)
         teacher, targets, u, X = dist.teacher_targets(X, y)
         labels = np.where(np.asarray(y) == dist.classes_[1], 1.0, -1.0)
         regressor = dist.make_regressor()

@@ -67,3 +67,14 @@ def test_bad_arguments():
         select_n_prototypes(SuperSparseRegressor(), X, y, loss="mae")
     with pytest.raises(TypeError):
         select_n_prototypes(SVC(), X, y)
+
+
+def test_prefit_teacher_is_used_not_refitted():
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(60, noise=0.1, random_state=1)
+    y = np.where(y == 1, 1, -1)
+    teacher = SVC(gamma=1.0, C=10.0).fit(X, y)
+    dist = SuperSparseDistiller(teacher, prefit=True, gamma=1.0, random_state=0)
+    res = select_n_prototypes(dist, X, y, m_grid=(3, 2), cv=3)
+    assert res.best_estimator_.teacher_ is teacher
