@@ -204,6 +204,19 @@ def grid_frr_at(grid, frr, far):
     return float(np.interp(far, grid, frr))
 
 
-__all__ = ["farfrr", "roc_curve", "eer", "curve_eer", "eer_threshold", "threshold_at_far",
-           "frr_at_far", "hter", "det", "far_grid", "frr_on_grid", "average_curves",
-           "grid_eer", "grid_frr_at"]
+__all__ = [
+    "average_curves",
+    "curve_eer",
+    "det",
+    "eer",
+    "eer_threshold",
+    "far_grid",
+    "farfrr",
+    "frr_at_far",
+    "frr_on_grid",
+    "grid_eer",
+    "grid_frr_at",
+    "hter",
+    "roc_curve",
+    "threshold_at_far",
+]

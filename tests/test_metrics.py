@@ -112,7 +112,7 @@ def test_average_curves_and_grid_metrics():
     assert grid[0] == 0.0 and grid[-1] == 1.0 and np.all(np.diff(grid) > 0)
     c1 = M.roc_curve([0.0, 1.0], [1.0, 2.0])[:2]
     c2 = M.roc_curve([0.0, 1.0], [2.0, 3.0])[:2]  # separable: FRR 0 everywhere
-    g, mean = M.average_curves([c1, c2], grid)
+    _, mean = M.average_curves([c1, c2], grid)
     assert np.all(np.diff(mean) <= 1e-12)  # non-increasing in FAR
     one = M.frr_on_grid(*c1, grid)
     assert one[0] == 0.5 and one[-1] == 0.0

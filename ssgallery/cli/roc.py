@@ -1,0 +1,126 @@
+"""``ssgallery roc``: the paper's evaluation protocol, FRR/FAR curves, EER, score files."""
+
+import sys
+
+import click
+
+DEFAULT_METHODS = "svm,ssvm,svm-red,svm-sel"
+
+
+def _parse_m(ctx, param, value):
+    try:
+        values = [int(v) for v in str(value).split(",") if v.strip()]
+        if not values or min(values) < 1:
+            raise ValueError
+    except ValueError:
+        raise click.BadParameter(f"expected positive integers like 2 or 1,2,5, got '{value}'") \
+            from None
+    return values
+
+
+def _parse_methods(ctx, param, value):
+    names = [v.strip().lower() for v in value.split(",") if v.strip()]
+    from ..methods import METHOD_NAMES
+
+    bad = [n for n in names if n not in METHOD_NAMES]
+    if bad or not names:
+        raise click.BadParameter(f"unknown method '{bad[0] if bad else value}'; choose from "
+                                 f"{', '.join(METHOD_NAMES)}")
+    return names
+
+
+@click.command("roc")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--store", default="enrollment.h5", show_default=True, metavar="FILE",
+              help="Enrollment store used when no FACES_DIR is given.")
+@click.option("--enrolled", type=click.IntRange(min=2), default=None, metavar="N",
+              help="Enrolled clients per repetition [half of the subjects].")
+@click.option("--train-images", type=click.IntRange(min=1), default=5, show_default=True,
+              metavar="K", help="Training images per client; the rest are genuine claims.")
+@click.option("--repetitions", type=click.IntRange(min=1), default=5, show_default=True,
+              metavar="R", help="Random client/image splits to average over.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the splits.")
+@click.option("--m", "m", default="2", show_default=True, callback=_parse_m, metavar="M[,M...]",
+              help="Prototypes per client for every method except svm (several: 1,2,5).")
+@click.option("--methods", default=DEFAULT_METHODS, show_default=True,
+              callback=_parse_methods, metavar="A,B,...",
+              help="Methods to compare: svm, ssvm, ssvm-paper, svm-sel, svm-red, ps-r, ps-b, "
+                   "ps-s, ps-km, nystrom.")
+@click.option("-o", "--output", "out_dir", default="report", show_default=True,
+              type=click.Path(file_okay=False), help="Report folder.")
+@click.option("--scores", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Recompute from 4-column score files instead (repeatable; a shell glob "
+                   "after the first --scores is fine: --scores report/scores/*.txt).")
+@click.option("--gallery", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Evaluate this gallery on --probes instead of running the protocol.")
+@click.option("--probes", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Labelled probes DIR/<client>/*.png for --gallery.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Clients trained in parallel.")
+@click.option("--no-plot", is_flag=True, help="Do not draw roc.png.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def command(paths, store, enrolled, train_images, repetitions, seed, m, methods, out_dir,
+            scores, gallery, probes, jobs, no_plot, as_json):
+    """Measure what compression costs: FRR/FAR curves, EER and matches per claim.
+
+    Usage: ssgallery roc [FACES_DIR] [options], or ssgallery roc --scores FILE...
+
+    Runs the paper's protocol (Sect. IV-A) on FACES_DIR (default: the enrollment
+    store): per repetition a random half of the subjects are enrolled, each with
+    --train-images training images; the rest of their images are genuine claims and
+    every image of the other subjects is an impostor claim against every client. Each
+    method is trained per client, each client's threshold is swept, and the curves are
+    averaged over clients and repetitions. Writes to -o: summary.json, curves.csv,
+    roc.png and scores/*.txt (4-column: claimed_id real_id probe_label score).
+
+    \b
+    Examples:
+      ssgallery roc faces/ --m 2 -o report/
+      ssgallery roc                                   # on ./enrollment.h5
+      ssgallery roc faces/ --m 1,2,5 --methods svm,ssvm,nystrom --jobs 2
+      ssgallery roc --scores report/scores/*.txt -o again/
+      ssgallery roc --gallery gallery.h5 --probes probes/
+    """
+    from ..evaluation import roc
+    from ..report import format_table
+
+    faces_dir = None
+    if scores:  # a shell glob after --scores leaves the other files as arguments
+        scores = list(scores) + list(paths)
+    elif len(paths) > 1:
+        raise click.UsageError(f"expected one FACES_DIR, got {len(paths)} arguments "
+                               f"(score files go after --scores)")
+    elif paths:
+        faces_dir = paths[0]
+    err = sys.stderr
+    bar = None
+
+    def total(n):
+        nonlocal bar
+        bar = click.progressbar(length=n, label="clients", file=err, show_pos=True)
+        bar.__enter__()
+
+    def progress(k):
+        if bar is not None:
+            bar.update(k)
+
+    try:
+        result = roc(faces_dir, out_dir=out_dir, store_path=store, scores=scores or None,
+                     gallery=gallery, probes=probes, methods=methods, m=m,
+                     n_enrolled=enrolled, n_train=train_images, repetitions=repetitions,
+                     seed=seed, n_jobs=jobs, progress=progress, progress_total=total,
+                     warn=lambda msg: click.echo(f"ssgallery: warning: {msg}", err=True),
+                     plot=not no_plot)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    if as_json:
+        with open(result["files"]["summary"], encoding="utf-8") as handle:
+            click.echo(handle.read().rstrip())
+        return
+    click.echo(format_table(result["summaries"]))
+    files = result["files"]
+    shown = [files["summary"], files["curves"]] + ([files["plot"]] if "plot" in files else [])
+    if files["scores"]:
+        shown.append(f"{len(files['scores'])} score files in {out_dir}/scores/")
+    click.echo("wrote " + ", ".join(shown))

@@ -1,0 +1,211 @@
+"""From claims' scores to the paper's figures of merit, and the ``roc`` entry point.
+
+:func:`evaluate` groups :class:`~ssgallery.protocol.Scores` tables by method, sweeps
+each client's own threshold (one ROC per client and repetition), averages the client
+curves on a common log-spaced FAR grid, and reports per method: EER (mean ± std over
+repetitions, each repetition's EER taken on its client-averaged curve), FRR at
+FAR = 1 % and 0.1 % on the curve averaged over all clients and repetitions, matches
+per claim and training time per client.
+
+:func:`roc` is what ``ssgallery roc`` calls: protocol run, score files or gallery +
+probe folder in, report folder out.
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from . import metrics
+from .errors import InputError
+
+GRID_LOWEST = 1e-4
+GRID_POINTS = 401
+
+
+def default_grid():
+    """FAR grid of the averaged curves: 0, then 401 log-spaced values in [1e-4, 1]."""
+    return metrics.far_grid(GRID_LOWEST, GRID_POINTS)
+
+
+def client_curves(table):
+    """Per claimed client: (client, far, frr) of its own threshold sweep.
+
+    Clients without a genuine or without an impostor claim are left out.
+    """
+    out = []
+    genuine = table.claimed == table.real
+    for c in np.unique(table.claimed):
+        mine = table.claimed == c
+        pos, neg = table.score[mine & genuine], table.score[mine & ~genuine]
+        if pos.size and neg.size:
+            far, frr, _ = metrics.roc_curve(neg, pos)
+            out.append((str(c), far, frr))
+    return out
+
+
+def _group(tables):
+    groups = {}
+    for t in tables:
+        groups.setdefault((t.method, t.m), []).append(t)
+    return groups
+
+
+def _mean_std(values):
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
+    if v.size == 0:
+        return None, None
+    return float(v.mean()), float(v.std())
+
+
+def evaluate(tables, grid=None):
+    """Figures of merit per method.
+
+    Parameters
+    ----------
+    tables : list of Scores
+    grid : ndarray or None
+        FAR grid, default :func:`default_grid`.
+
+    Returns
+    -------
+    list of dict
+        One per (method, m), in order of first appearance, with keys ``method``, ``m``,
+        ``label``, ``repetitions``, ``clients`` (client-curves averaged), ``eer``,
+        ``eer_std``, ``eer_per_repetition``, ``frr_at_far_1pct``, ``frr_at_far_01pct``,
+        ``matches_mean``, ``matches_std``, ``fit_seconds_mean``, ``n_genuine``,
+        ``n_impostor``, ``far_grid`` and ``frr`` (the averaged curve, arrays), and
+        ``threshold_far`` / ``threshold_frr`` (mean FAR/FRR at stored per-client
+        thresholds, gallery mode only, else None).
+    """
+    grid = default_grid() if grid is None else np.asarray(grid, dtype=float)
+    out = []
+    for (method, m), group in _group(tables).items():
+        rep_eers, all_curves, matches, seconds, at_t = [], [], [], [], []
+        n_gen = n_imp = 0
+        for t in sorted(group, key=lambda t: t.repetition):
+            curves = client_curves(t)
+            if not curves:
+                continue
+            _, rep_frr = metrics.average_curves([(a, b) for _, a, b in curves], grid)
+            rep_eers.append(metrics.grid_eer(grid, rep_frr))
+            all_curves.extend((a, b) for _, a, b in curves)
+            genuine = t.claimed == t.real
+            n_gen += int(genuine.sum())
+            n_imp += int((~genuine).sum())
+            for c, info in t.clients.items():
+                matches.append(info.get("matches"))
+                seconds.append(info.get("fit_seconds"))
+                if info.get("threshold") is not None:
+                    mine = t.claimed == c
+                    pos, neg = t.score[mine & genuine], t.score[mine & ~genuine]
+                    if pos.size and neg.size:
+                        at_t.append(metrics.farfrr(neg, pos, float(info["threshold"])))
+        if not all_curves:
+            raise InputError(f"method '{group[0].label}': no client has both genuine and "
+                             f"impostor claims; nothing to evaluate")
+        _, frr = metrics.average_curves(all_curves, grid)
+        eer_mean, eer_std = _mean_std(rep_eers)
+        m_mean, m_std = _mean_std(matches)
+        s_mean, _ = _mean_std(seconds)
+        out.append({
+            "method": method, "m": m, "label": group[0].label,
+            "repetitions": len(rep_eers), "clients": len(all_curves),
+            "eer": eer_mean, "eer_std": eer_std, "eer_per_repetition": rep_eers,
+            "frr_at_far_1pct": metrics.grid_frr_at(grid, frr, 0.01),
+            "frr_at_far_01pct": metrics.grid_frr_at(grid, frr, 0.001),
+            "matches_mean": m_mean, "matches_std": m_std, "fit_seconds_mean": s_mean,
+            "n_genuine": n_gen, "n_impostor": n_imp,
+            "threshold_far": float(np.mean([a for a, _ in at_t])) if at_t else None,
+            "threshold_frr": float(np.mean([b for _, b in at_t])) if at_t else None,
+            "far_grid": grid, "frr": frr,
+        })
+    return out
+
+
+# --------------------------------------------------------------------------- entry point
+
+def _load_faces_source(faces_dir, store_path, warn):
+    """(images, labels, probe labels, source, matcher factory or None) from a faces
+    folder or the enrollment store (whose matcher configuration is reused)."""
+    if faces_dir is not None:
+        from .images import load_faces
+
+        faces = load_faces(faces_dir, size=None, warn=warn)  # like enroll: first image's size
+        return faces.images, faces.labels, np.asarray(faces.paths), os.fspath(faces_dir), None
+    if not Path(store_path).exists():
+        raise InputError(f"{store_path}: no enrollment store here; give a faces folder "
+                         f"(ssgallery roc FACES_DIR) or run 'ssgallery enroll FACES_DIR' first")
+    from .matchers import get_matcher_class
+    from .store import load_store
+
+    store = load_store(store_path)
+    cls, config = get_matcher_class(store.matcher_name), dict(store.matcher_config)
+    # a fresh matcher like the store's, refitted on each split's training images
+    return (store.images, store.labels, np.asarray(store.paths), os.fspath(store_path),
+            lambda: cls(**config))
+
+
+def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=None,
+        gallery=None, probes=None, methods=("svm", "ssvm", "svm-red", "svm-sel"), m=2,
+        n_enrolled=None, n_train=5, repetitions=5, seed=0, n_jobs=1, progress=None,
+        progress_total=None, warn=None, plot=True):
+    """What ``ssgallery roc`` does: score claims, evaluate, write the report folder.
+
+    Exactly one source is used: ``scores`` (4-column score files), ``gallery`` +
+    ``probes`` (an existing gallery on a labelled probe folder), or the protocol on
+    ``faces_dir`` (default: the enrollment store ``store_path``).
+
+    Parameters
+    ----------
+    progress_total : callable(int), optional
+        Called once with the number of client fits before they start (protocol mode).
+    Other parameters: see :func:`ssgallery.protocol.run_protocol`.
+
+    Returns
+    -------
+    dict
+        ``{"summaries": [...], "files": {...}, "source": str, "mode": str, "config": {}}``.
+    """
+    from . import report
+    from .images import default_warn
+
+    warn = warn or default_warn
+    config = {}
+    if scores:
+        if gallery or probes or faces_dir:
+            raise InputError("--scores cannot be combined with FACES_DIR or --gallery/--probes")
+        tables = report.read_score_files(scores)
+        mode, source = "scores", ", ".join(os.fspath(s) for s in scores)
+    elif gallery or probes:
+        if not (gallery and probes):
+            raise InputError("--gallery and --probes go together")
+        if faces_dir:
+            raise InputError("give either FACES_DIR or --gallery/--probes, not both")
+        from .protocol import score_gallery
+
+        tables = [score_gallery(gallery, probes, warn=warn)]
+        mode, source = "gallery", f"{gallery} on {probes}"
+    else:
+        from .protocol import make_splits, run_protocol
+
+        images, labels, paths, source, factory = _load_faces_source(faces_dir, store_path,
+                                                                     warn)
+        splits = make_splits(labels, n_enrolled, n_train, repetitions, seed)
+        if progress_total:
+            progress_total(len(splits) * len(splits[0].enrolled))
+        tables = run_protocol(images, labels, methods, m, n_enrolled, n_train, repetitions,
+                              seed, matcher_factory=factory, probe_labels=paths,
+                              progress=progress, n_jobs=n_jobs)
+        mode = "protocol"
+        config = {"enrolled": len(splits[0].enrolled), "train_images": int(n_train),
+                  "repetitions": int(repetitions), "seed": int(seed),
+                  "m": [int(v) for v in np.atleast_1d(m)], "methods": list(methods)}
+    summaries = evaluate(tables)
+    files = report.write_report(out_dir, tables, summaries, mode=mode, source=source,
+                                config=config, plot=plot, warn=warn)
+    return {"summaries": summaries, "files": files, "source": source, "mode": mode,
+            "config": config}
+
+
+__all__ = ["client_curves", "default_grid", "evaluate", "roc"]

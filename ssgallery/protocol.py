@@ -1,0 +1,342 @@
+"""The paper's face-verification protocol (Sect. IV-A, DESIGN.md §4) and its runner.
+
+Per repetition (seeded): a random half of the subjects are enrolled clients, the
+others appear only as impostors at test time. Each client gets ``n_train`` random
+training images; its remaining images are genuine claims; every image of a
+non-enrolled subject is an impostor claim against every client. The one-vs-all
+training set of a client is its training images (+1) against the training images of
+the other enrolled clients (-1), so test impostors are never seen in training. The
+matcher (the PCA basis for eigenface) is fitted on the training images only.
+
+:func:`run_protocol` trains, per client, the SVM teacher once and every method at
+every m from it, and returns the claims' scores as :class:`Scores` tables (one per
+method and repetition): what :mod:`ssgallery.evaluation` turns into curves and EERs
+and what :mod:`ssgallery.report` writes as 4-column score files.
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InputError
+
+
+@dataclass
+class Split:
+    """One repetition of the protocol (indices into the image array).
+
+    Attributes
+    ----------
+    repetition : int
+    enrolled : list of str
+        Enrolled client ids, in natural order.
+    train, genuine : dict str -> ndarray of int
+        Per client: training image indices and genuine claim indices.
+    impostors : ndarray of int
+        Images of the non-enrolled subjects (impostor claims against every client).
+    impostor_subjects : list of str
+    """
+
+    repetition: int
+    enrolled: list
+    train: dict
+    genuine: dict
+    impostors: np.ndarray
+    impostor_subjects: list
+
+    def train_indices(self):
+        """All training images (every client's), shape (n_enrolled * n_train,)."""
+        return np.concatenate([self.train[c] for c in self.enrolled])
+
+
+@dataclass
+class Scores:
+    """Claims' scores of one method in one repetition (one 4-column score file).
+
+    Attributes
+    ----------
+    method : str
+        Method name, e.g. ``"ssvm"``.
+    m : int or None
+        Prototypes per client (None for the full SVM or foreign scores).
+    repetition : int
+    claimed, real, probe : ndarray of str, shape (n,)
+        Claimed client, true identity of the probe, probe label (path or index).
+    score : ndarray of float, shape (n,)
+    clients : dict str -> dict
+        Per client ``{"matches": float, "fit_seconds": float}`` when known.
+    """
+
+    method: str
+    m: object
+    repetition: int
+    claimed: np.ndarray
+    real: np.ndarray
+    probe: np.ndarray
+    score: np.ndarray
+    clients: dict = field(default_factory=dict)
+
+    @property
+    def label(self):
+        """``"svm"``, ``"ssvm m=2"``: how the method is shown in tables and plots."""
+        return self.method if self.m is None else f"{self.method} m={self.m}"
+
+
+def _natural(names):
+    from .images import natural_key
+
+    return sorted(names, key=natural_key)
+
+
+def make_splits(labels, n_enrolled=None, n_train=5, repetitions=5, seed=0):
+    """The protocol's random splits.
+
+    Parameters
+    ----------
+    labels : array-like of str, shape (n,)
+        Subject of each image.
+    n_enrolled : int or None
+        Enrolled clients per repetition; default half of the subjects (rounded down).
+    n_train : int
+        Training images per client; enrolled clients need at least ``n_train + 1``.
+    repetitions : int
+    seed : int
+
+    Returns
+    -------
+    list of Split
+    """
+    labels = np.asarray(labels).astype(str)
+    subjects = _natural(set(labels.tolist()))
+    counts = {s: int(np.sum(labels == s)) for s in subjects}
+    if len(subjects) < 3:
+        raise InputError(f"the protocol needs at least 3 subjects (2 enrolled, 1 impostor), "
+                         f"got {len(subjects)}")
+    if n_enrolled is None:
+        n_enrolled = len(subjects) // 2
+    n_enrolled, n_train, repetitions = int(n_enrolled), int(n_train), int(repetitions)
+    if not 2 <= n_enrolled <= len(subjects) - 1:
+        raise InputError(f"--enrolled must be between 2 and {len(subjects) - 1} "
+                         f"(there are {len(subjects)} subjects), got {n_enrolled}")
+    if n_train < 1:
+        raise InputError(f"--train-images must be at least 1, got {n_train}")
+    if repetitions < 1:
+        raise InputError(f"--repetitions must be at least 1, got {repetitions}")
+    eligible = [s for s in subjects if counts[s] >= n_train + 1]
+    if len(eligible) < n_enrolled:
+        raise InputError(f"only {len(eligible)} subject(s) have the {n_train + 1} images "
+                         f"needed to enrol {n_enrolled} clients with {n_train} training "
+                         f"images and at least one genuine claim")
+    index = {s: np.flatnonzero(labels == s) for s in subjects}
+    rng = np.random.default_rng(seed)
+    splits = []
+    for r in range(repetitions):
+        chosen = rng.choice(len(eligible), size=n_enrolled, replace=False)
+        enrolled = _natural(eligible[i] for i in chosen)
+        train, genuine = {}, {}
+        for c in enrolled:
+            perm = rng.permutation(index[c])
+            train[c] = np.sort(perm[:n_train])
+            genuine[c] = np.sort(perm[n_train:])
+        others = [s for s in subjects if s not in set(enrolled)]
+        impostors = np.sort(np.concatenate([index[s] for s in others]))
+        splits.append(Split(r, enrolled, train, genuine, impostors, others))
+    return splits
+
+
+def default_matcher_factory():
+    """An unfitted eigenface matcher (95 % variance, gamma = 1/d, as in the paper)."""
+    from .matchers.eigenface import EigenfaceMatcher
+
+    return EigenfaceMatcher()
+
+
+def method_specs(methods, m_values):
+    """[(name, m)] for every method at every m; the full SVM once with m=None."""
+    specs = []
+    for name in methods:
+        if name == "svm":
+            specs.append((name, None))
+        else:
+            specs.extend((name, int(m)) for m in m_values)
+    return specs
+
+
+def _fit_client(X, y, X_gen, X_imp, similarity, specs, random_state, method_options):
+    """Teacher once, then every (method, m): scores of genuine and impostor claims."""
+    from .methods import make_method
+    from .teacher import SimilaritySVM
+
+    t0 = time.perf_counter()
+    teacher = SimilaritySVM(similarity=similarity, random_state=random_state).fit(X, y)
+    teacher_s = time.perf_counter() - t0
+    out = []
+    for name, m in specs:
+        t0 = time.perf_counter()
+        if name == "svm":
+            model, matches = teacher, teacher.n_support_total_
+        else:
+            opts = dict(method_options.get(name, {}))
+            model = make_method(name, m, random_state=random_state, **opts)
+            model.fit(X, y, teacher=teacher)
+            matches = model.n_matches_
+        fit_s = time.perf_counter() - t0
+        out.append((model.decision_function(X_gen), model.decision_function(X_imp),
+                    float(matches), teacher_s + fit_s))
+    return out
+
+
+def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), m=2,
+                 n_enrolled=None, n_train=5, repetitions=5, seed=0, matcher_factory=None,
+                 probe_labels=None, progress=None, n_jobs=1, method_options=None):
+    """Run the protocol and score every claim with every method.
+
+    Parameters
+    ----------
+    images : ndarray, shape (n, H, W), float on [0, 255]
+    labels : array-like of str, shape (n,)
+    methods : sequence of str
+        Names known to :func:`ssgallery.methods.make_method`; ``"svm"`` is the teacher.
+    m : int or sequence of int
+        Prototypes per client; every method except ``"svm"`` runs at each value.
+    n_enrolled, n_train, repetitions, seed
+        See :func:`make_splits`.
+    matcher_factory : callable () -> Matcher, optional
+        A fresh unfitted matcher per repetition; default eigenface.
+    probe_labels : sequence of str, optional
+        How each image is named in score files (default its index).
+    progress : callable(int), optional
+        Called with the number of clients just finished.
+    n_jobs : int
+        Parallel client fits (joblib); 1 runs in this process.
+    method_options : dict name -> dict, optional
+        Extra keyword arguments for :func:`~ssgallery.methods.make_method`.
+
+    Returns
+    -------
+    list of Scores
+        One per (method, m, repetition), methods in the order given.
+    """
+    images = np.asarray(images)
+    labels = np.asarray(labels).astype(str)
+    if images.ndim != 3 or len(images) != len(labels):
+        raise InputError(f"expected images (n, H, W) and n labels, got {images.shape} and "
+                         f"{len(labels)} labels")
+    m_values = [m] if np.isscalar(m) else list(m)
+    if any(int(v) < 1 for v in m_values):
+        raise InputError(f"--m must be at least 1, got {m_values}")
+    if len(methods) == 0:
+        raise InputError("no methods to compare")
+    specs = method_specs(methods, m_values)
+    probe_labels = (np.arange(len(labels)).astype(str) if probe_labels is None
+                    else np.asarray(probe_labels).astype(str))
+    matcher_factory = matcher_factory or default_matcher_factory
+    method_options = method_options or {}
+    splits = make_splits(labels, n_enrolled, n_train, repetitions, seed)
+    tables = []
+    for split in splits:
+        matcher = matcher_factory().fit(images[split.train_indices()])  # training images only
+        sim = matcher.similarity()
+        needed = np.concatenate([split.train_indices(), split.impostors]
+                                + [split.genuine[c] for c in split.enrolled])
+        F = matcher.transform(images[needed])
+        feats = dict(zip(needed.tolist(), F))
+        X = np.stack([feats[i] for i in split.train_indices()])
+        owner = labels[split.train_indices()]
+        X_imp = np.stack([feats[i] for i in split.impostors])
+        rs = int(seed) * 1000 + split.repetition
+        jobs = [(X, np.where(owner == c, 1, -1), np.stack([feats[i] for i in split.genuine[c]]),
+                 X_imp, sim, specs, rs, method_options) for c in split.enrolled]
+        results = _map(jobs, n_jobs, progress)
+        for k, (name, mm) in enumerate(specs):
+            claimed, real, probe, score, clients = [], [], [], [], {}
+            for c, res in zip(split.enrolled, results):
+                gen, imp, matches, secs = res[k]
+                idx = np.concatenate([split.genuine[c], split.impostors])
+                claimed.append(np.full(len(idx), c))
+                real.append(labels[idx])
+                probe.append(probe_labels[idx])
+                score.append(np.concatenate([gen, imp]))
+                clients[c] = {"matches": matches, "fit_seconds": secs}
+            tables.append(Scores(name, mm, split.repetition, np.concatenate(claimed),
+                                 np.concatenate(real), np.concatenate(probe),
+                                 np.concatenate(score).astype(float), clients))
+    order = {spec: i for i, spec in enumerate(specs)}
+    tables.sort(key=lambda t: (order[(t.method, t.m)], t.repetition))
+    return tables
+
+
+def _map(jobs, n_jobs, progress):
+    """_fit_client over jobs, in order, reporting progress per finished client."""
+    if n_jobs is None or n_jobs == 1 or len(jobs) == 1:
+        out = []
+        for job in jobs:
+            out.append(_fit_client(*job))
+            if progress:
+                progress(1)
+        return out
+    from joblib import Parallel, delayed
+
+    out = []
+    gen = Parallel(n_jobs=n_jobs, return_as="generator")(delayed(_fit_client)(*j) for j in jobs)
+    for res in gen:
+        out.append(res)
+        if progress:
+            progress(1)
+    return out
+
+
+def score_gallery(gallery_path, probes_dir, warn=None):
+    """Score every probe of a labelled folder against every client of a gallery.
+
+    ``probes_dir/<subject>/*.png``: a probe is a genuine claim for the client with its
+    subject's name and an impostor claim against every other client (so probes of
+    subjects not in the gallery are impostors against every client).
+
+    Returns
+    -------
+    Scores
+        Method ``"gallery"``, repetition 0; ``clients[c]`` holds ``matches`` (m) and
+        the gallery's ``threshold``.
+    """
+    from .gallery import read_client, read_gallery
+    from .images import load_faces
+
+    info = read_gallery(gallery_path, arrays=True)
+    ids = _natural(info.clients)
+    if not ids:
+        raise InputError("gallery has no clients", path=gallery_path)
+    first = read_client(gallery_path, ids[0])  # the matcher, rebuilt once
+    h, w = (int(v) for v in first.header["image_shape"])
+    kwargs = {} if warn is None else {"warn": warn}
+    faces = load_faces(probes_dir, size=(w, h), **kwargs)
+    feats = first.matcher.transform(faces.images)
+    subjects = faces.labels.astype(str)
+    if not set(subjects) & set(ids):
+        raise InputError(f"no probe subject folder matches a gallery client (gallery: "
+                         f"{', '.join(ids[:5])}...)", path=probes_dir)
+    claimed, real, probe, score, clients = [], [], [], [], {}
+    for c in ids:
+        model = info.clients[c]
+        g = model.decision_function(feats, model.similarity_function(first.matcher))
+        claimed.append(np.full(len(g), c))
+        real.append(subjects)
+        probe.append(np.asarray(faces.paths).astype(str))
+        score.append(g)
+        clients[c] = {"matches": float(model.n_prototypes), "threshold": model.threshold}
+    m_values = {int(info.clients[c].n_prototypes) for c in ids}
+    return Scores("gallery", m_values.pop() if len(m_values) == 1 else None, 0,
+                  np.concatenate(claimed), np.concatenate(real), np.concatenate(probe),
+                  np.concatenate(score).astype(float), clients)
+
+
+__all__ = [
+    "Scores",
+    "Split",
+    "default_matcher_factory",
+    "make_splits",
+    "method_specs",
+    "run_protocol",
+    "score_gallery",
+]

@@ -1,0 +1,152 @@
+"""The paper's protocol: splits without leakage, reproducible runs, evaluation."""
+
+import numpy as np
+import pytest
+
+from ssgallery.errors import InputError
+from ssgallery.evaluation import evaluate
+from ssgallery.protocol import make_splits, method_specs, run_protocol
+
+
+def _labels(n_subjects=10, per=8):
+    return np.repeat([f"p{i}" for i in range(n_subjects)], per)
+
+
+def test_splits_have_no_leakage():
+    labels = _labels(12, 9)
+    splits = make_splits(labels, n_enrolled=6, n_train=4, repetitions=4, seed=3)
+    assert len(splits) == 4
+    for sp in splits:
+        assert len(sp.enrolled) == 6
+        assert set(sp.enrolled).isdisjoint(sp.impostor_subjects)
+        assert sorted(sp.enrolled + sp.impostor_subjects) == sorted(set(labels))
+        claims = np.concatenate([sp.genuine[c] for c in sp.enrolled] + [sp.impostors])
+        train = sp.train_indices()
+        assert np.intersect1d(train, claims).size == 0  # no training image is a claim
+        assert set(labels[sp.impostors]) == set(sp.impostor_subjects)  # never enrolled
+        for c in sp.enrolled:
+            assert len(sp.train[c]) == 4 and len(sp.genuine[c]) == 5
+            assert set(labels[sp.train[c]]) == {c} and set(labels[sp.genuine[c]]) == {c}
+            assert np.union1d(sp.train[c], sp.genuine[c]).size == 9
+        assert sp.impostors.size == 6 * 9
+
+
+def test_splits_differ_and_are_seeded():
+    labels = _labels(10, 8)
+    a = make_splits(labels, repetitions=3, seed=0)
+    b = make_splits(labels, repetitions=3, seed=0)
+    c = make_splits(labels, repetitions=3, seed=1)
+    assert len(a[0].enrolled) == 5  # default: half of the subjects
+    for x, y in zip(a, b):
+        assert x.enrolled == y.enrolled
+        assert all(np.array_equal(x.train[k], y.train[k]) for k in x.enrolled)
+    assert a[0].enrolled != a[1].enrolled or any(
+        not np.array_equal(a[0].train[k], a[1].train[k]) for k in a[0].enrolled)
+    assert [s.enrolled for s in a] != [s.enrolled for s in c]
+
+
+def test_split_errors_are_one_line():
+    with pytest.raises(InputError, match="at least 3 subjects"):
+        make_splits(_labels(2, 8))
+    with pytest.raises(InputError, match="--enrolled must be between 2 and 9"):
+        make_splits(_labels(10, 8), n_enrolled=10)
+    with pytest.raises(InputError, match="only 0 subject"):
+        make_splits(_labels(10, 5), n_train=5)
+    # subjects with too few images can still be impostors
+    labels = np.r_[_labels(4, 8), ["few"] * 2]
+    for sp in make_splits(labels, n_enrolled=4, repetitions=2):
+        assert "few" in sp.impostor_subjects
+
+
+def test_method_specs():
+    assert method_specs(["svm", "ssvm"], [1, 2]) == [("svm", None), ("ssvm", 1), ("ssvm", 2)]
+
+
+def synthetic_images(n_subjects=8, per=7, shape=(12, 10), noise=30.0, seed=0):
+    """Identities = smooth random patterns; images = pattern + shift of brightness + noise."""
+    rng = np.random.default_rng(seed)
+    h, w = shape
+    base = rng.uniform(60, 200, size=(n_subjects, 3, 3))
+    images, labels = [], []
+    for s in range(n_subjects):
+        big = np.kron(base[s], np.ones((h // 3 + 1, w // 3 + 1)))[:h, :w]
+        for _ in range(per):
+            img = big + rng.normal(0, noise, (h, w)) + rng.normal(0, 10)
+            images.append(np.clip(img, 0, 255))
+            labels.append(f"id{s}")
+    return np.array(images, dtype=np.float32), np.array(labels)
+
+
+def test_run_protocol_scores_every_claim_and_is_reproducible():
+    images, labels = synthetic_images()
+    ticks = []
+    kw = {"methods": ("svm", "ssvm"), "m": [1, 2], "n_enrolled": 4, "n_train": 3,
+          "repetitions": 2, "seed": 5, "progress": ticks.append}
+    tables = run_protocol(images, labels, **kw)
+    assert sum(ticks) == 2 * 4  # repetitions x clients
+    assert [(t.method, t.m, t.repetition) for t in tables] == [
+        ("svm", None, 0), ("svm", None, 1), ("ssvm", 1, 0), ("ssvm", 1, 1),
+        ("ssvm", 2, 0), ("ssvm", 2, 1)]
+    splits = make_splits(labels, 4, 3, 2, 5)
+    for t in tables:
+        sp = splits[t.repetition]
+        genuine = t.claimed == t.real
+        # 4 clients x 4 genuine claims; every non-enrolled image against every client
+        assert genuine.sum() == 4 * 4
+        assert (~genuine).sum() == 4 * sp.impostors.size
+        assert set(t.real[~genuine]) == set(sp.impostor_subjects)
+        assert set(t.claimed) == set(sp.enrolled)
+        train = set(sp.train_indices().astype(str))
+        assert train.isdisjoint(t.probe)  # no training image is ever scored as a claim
+        assert np.all(np.isfinite(t.score))
+        for info in t.clients.values():
+            assert info["matches"] == (t.m if t.m else info["matches"]) and info["matches"] >= 1
+    again = run_protocol(images, labels, **{**kw, "progress": None})
+    for a, b in zip(tables, again):
+        np.testing.assert_allclose(a.score, b.score)
+    summaries = evaluate(tables)
+    assert [s["label"] for s in summaries] == ["svm", "ssvm m=1", "ssvm m=2"]
+    for s in summaries:
+        assert 0.0 <= s["eer"] <= 0.5
+        assert s["repetitions"] == 2 and s["clients"] == 8
+        assert np.all(np.diff(s["frr"]) <= 1e-12)  # FRR non-increasing in FAR
+    assert summaries[1]["matches_mean"] == 1.0 and summaries[2]["matches_mean"] == 2.0
+    assert summaries[0]["matches_mean"] > 2.0
+
+
+def test_run_protocol_fits_the_matcher_on_training_images_only():
+    images, labels = synthetic_images(n_subjects=6, per=6)
+    seen = []
+
+    class Recording:
+        def __init__(self):
+            from ssgallery.matchers.eigenface import EigenfaceMatcher
+
+            self.inner = EigenfaceMatcher()
+
+        def fit(self, X):
+            seen.append(X.copy())
+            self.inner.fit(X)
+            return self
+
+        def transform(self, X):
+            return self.inner.transform(X)
+
+        def similarity(self):
+            return self.inner.similarity()
+
+    run_protocol(images, labels, methods=("svm",), n_enrolled=3, n_train=2, repetitions=2,
+                 seed=1, matcher_factory=Recording)
+    splits = make_splits(labels, 3, 2, 2, 1)
+    for X, sp in zip(seen, splits):
+        np.testing.assert_array_equal(X, images[sp.train_indices()])
+
+
+def test_parallel_run_matches_sequential():
+    images, labels = synthetic_images(n_subjects=6, per=6)
+    kw = {"methods": ("svm", "ssvm"), "m": 2, "n_enrolled": 3, "n_train": 3, "repetitions": 1,
+          "seed": 2}
+    a = run_protocol(images, labels, n_jobs=1, **kw)
+    b = run_protocol(images, labels, n_jobs=2, **kw)
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x.score, y.score, rtol=1e-6, atol=1e-8)

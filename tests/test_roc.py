@@ -1,0 +1,221 @@
+"""``ssgallery roc`` end to end: report files, score files, the three input modes."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+from ssgallery.cli import main
+from ssgallery.datasets import att_faces_path
+from ssgallery.report import read_score_files, read_scores, write_scores
+
+
+def synthetic_images(n_subjects, per, shape, noise, seed):
+    """Identities = blocky random patterns; images = pattern + brightness shift + noise."""
+    rng = np.random.default_rng(seed)
+    h, w = shape
+    base = rng.uniform(60, 200, size=(n_subjects, 3, 3))
+    images, labels = [], []
+    for s in range(n_subjects):
+        big = np.kron(base[s], np.ones((h // 3 + 1, w // 3 + 1)))[:h, :w]
+        for _ in range(per):
+            images.append(np.clip(big + rng.normal(0, noise, (h, w)) + rng.normal(0, 10), 0, 255))
+            labels.append(f"id{s}")
+    return np.array(images, dtype=np.float32), np.array(labels)
+
+
+@pytest.fixture(scope="module")
+def faces(tmp_path_factory):
+    """A tiny labelled face folder: 8 identities x 7 PNG images of 30x24 pixels."""
+    root = tmp_path_factory.mktemp("faces")
+    images, labels = synthetic_images(n_subjects=8, per=7, shape=(30, 24), noise=35.0, seed=1)
+    count = {}
+    for img, lab in zip(images, labels):
+        count[lab] = count.get(lab, 0) + 1
+        (root / lab).mkdir(exist_ok=True)
+        Image.fromarray(img.astype(np.uint8)).save(root / lab / f"{count[lab]}.png")
+    return root
+
+
+def run(args, cwd=None):
+    runner = CliRunner()
+    if cwd is None:
+        return runner.invoke(main, args, catch_exceptions=False)
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return runner.invoke(main, args, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def check_report(out, labels, with_scores=True):
+    summary = json.loads((out / "summary.json").read_text())
+    got = [s["label"] for s in summary["methods"]]
+    assert got == labels
+    for s in summary["methods"]:
+        assert 0.0 <= s["eer"] <= 0.5
+        assert 0.0 <= s["frr_at_far_01pct"] <= 1.0 and s["frr_at_far_1pct"] <= s["frr_at_far_01pct"]
+    with open(out / "curves.csv", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["far"] + labels
+    data = np.array(rows[1:], dtype=float)
+    assert data[0, 0] == 0.0 and data[-1, 0] == 1.0
+    assert np.all(np.diff(data[:, 0]) > 0)
+    assert np.all(np.diff(data[:, 1:], axis=0) <= 1e-9)  # curves monotone
+    assert (out / "roc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if with_scores:
+        assert len(list((out / "scores").glob("*.txt"))) == len(labels) * summary["config"]["repetitions"]
+    return summary
+
+
+def test_roc_on_a_faces_folder_writes_every_file_and_scores_reproduce_it(faces, tmp_path):
+    out = tmp_path / "report"
+    res = run([ "roc", str(faces), "--enrolled", "4", "--train-images", "3", "--repetitions",
+               "2", "--methods", "svm,ssvm,svm-red", "--m", "1,2", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    labels = ["svm", "ssvm m=1", "ssvm m=2", "svm-red m=1", "svm-red m=2"]
+    summary = check_report(out, labels)
+    assert "EER %" in res.output and "ssvm" in res.output and "wrote" in res.output
+    assert summary["config"]["enrolled"] == 4
+    ssvm2 = summary["methods"][2]
+    assert ssvm2["matches_mean"] == 2.0 and ssvm2["matches_std"] == 0.0
+    assert ssvm2["n_genuine"] == 2 * 4 * 4  # repetitions x clients x (7 - 3) claims
+    # probe labels are the image paths relative to the folder
+    table = read_scores(out / "scores" / "ssvm-m2.r0.txt")
+    assert all(p.endswith(".png") and "/" in p for p in table.probe)
+    assert table.clients and all(v["matches"] == 2.0 for v in table.clients.values())
+
+    again = tmp_path / "again"
+    files = sorted(str(p) for p in (out / "scores").glob("*.txt"))
+    res = run(["roc", "--scores", *files, "-o", str(again), "--json"])
+    assert res.exit_code == 0, res.output
+    redo = json.loads(res.output)
+    by_label = {s["label"]: s for s in redo["methods"]}
+    for s in summary["methods"]:
+        r = by_label[s["label"]]
+        for key in ("eer", "eer_std", "frr_at_far_1pct", "frr_at_far_01pct", "matches_mean"):
+            assert r[key] == pytest.approx(s[key], abs=1e-12), key
+        assert r["repetitions"] == 2
+    assert not (again / "scores").exists() or not list((again / "scores").iterdir())
+
+
+def test_score_files_round_trip(tmp_path):
+    from ssgallery.protocol import Scores
+
+    t = Scores("my method", 3, 1, np.array(["a b", "c"]), np.array(["a b", "x%y"]),
+               np.array(["dir with space/1.png", "2"]), np.array([0.125, -1e-17]),
+               {"a b": {"matches": 3.0, "fit_seconds": 0.5}, "c": {"matches": 3.0}})
+    write_scores(tmp_path / "s.txt", t)
+    lines = (tmp_path / "s.txt").read_text().splitlines()
+    rows = [ln.split() for ln in lines if not ln.startswith("#")]
+    assert all(len(r) == 4 for r in rows)  # 4 columns even with spaces in the fields
+    r = read_scores(tmp_path / "s.txt")
+    assert (r.method, r.m, r.repetition) == ("my method", 3, 1)
+    for name in ("claimed", "real", "probe"):
+        assert list(getattr(r, name)) == list(getattr(t, name))
+    np.testing.assert_array_equal(r.score, t.score)
+    assert r.clients == {"a b": {"matches": 3.0, "fit_seconds": 0.5}, "c": {"matches": 3.0}}
+
+
+def test_foreign_score_files_without_header(tmp_path):
+    rng = np.random.default_rng(0)
+    lines = []
+    for c in ("u1", "u2"):
+        lines += [f"{c} {c} g{i} {s}" for i, s in enumerate(rng.normal(2, 1, 20))]
+        lines += [f"{c} z imp{i} {s}" for i, s in enumerate(rng.normal(0, 1, 50))]
+    (tmp_path / "other-tool.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "other-tool.r1.txt").write_text("\n".join(lines) + "\n")
+    tables = read_score_files([tmp_path / "other-tool.txt", tmp_path / "other-tool.r1.txt"])
+    assert [(t.method, t.m, t.repetition) for t in tables] == [("other-tool", None, 0),
+                                                               ("other-tool", None, 1)]
+    out = tmp_path / "rep"
+    res = run(["roc", "--scores", str(tmp_path / "other-tool.txt"),
+               str(tmp_path / "other-tool.r1.txt"), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    s = json.loads((out / "summary.json").read_text())["methods"][0]
+    assert s["label"] == "other-tool" and s["repetitions"] == 2 and s["eer_std"] == 0.0
+    assert 0.1 < s["eer"] < 0.25  # two unit normals 2 apart: about 0.16
+    assert s["matches_mean"] is None
+
+
+@pytest.mark.parametrize("content, message", [
+    ("a a p 0.5\nb a p\n", "line 2: expected 4 columns"),
+    ("a a p zero\n", "line 1: score 'zero' is not a number"),
+    ("# nothing\n", "score file has no scores"),
+])
+def test_bad_score_files_are_one_line_errors(tmp_path, content, message):
+    path = tmp_path / "bad.txt"
+    path.write_text(content)
+    res = CliRunner().invoke(main, ["roc", "--scores", str(path), "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"ssgallery: error: {path}: {message}")
+
+
+def test_usage_errors(tmp_path):
+    res = run(["roc"], cwd=tmp_path)  # no FACES_DIR and no store
+    assert res.exit_code == 2 and "no enrollment store here" in res.output
+    assert "Traceback" not in res.output
+    res = CliRunner().invoke(main, ["roc", str(tmp_path), "--methods", "svm,magic"])
+    assert res.exit_code == 2 and "unknown method 'magic'" in res.output
+    res = CliRunner().invoke(main, ["roc", "--gallery", str(tmp_path / "g.h5")])
+    assert res.exit_code == 2 and "--gallery and --probes go together" in res.output
+    res = CliRunner().invoke(main, ["roc", "a", "b"])
+    assert res.exit_code == 2 and "expected one FACES_DIR" in res.output
+
+
+def test_enroll_compress_roc_in_the_working_directory(faces, tmp_path):
+    """``ssgallery enroll faces/ && ssgallery compress --m 2 && ssgallery roc`` as written,
+    then the compressed gallery on a labelled probe folder."""
+    assert run(["enroll", str(faces)], cwd=tmp_path).exit_code == 0
+    res = run(["roc", "--repetitions", "1", "--methods", "svm,ssvm"], cwd=tmp_path)
+    assert res.exit_code == 0, res.output
+    summary = check_report(tmp_path / "report", ["svm", "ssvm m=2"])
+    assert summary["source"].endswith("enrollment.h5") and summary["config"]["enrolled"] == 4
+
+    res = run(["compress", "--m", "2"], cwd=tmp_path)
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "g-report"
+    res = run(["roc", "--gallery", "gallery.h5", "--probes", str(faces), "-o", str(out)],
+              cwd=tmp_path)
+    assert res.exit_code == 0, res.output
+    s = json.loads((out / "summary.json").read_text())["methods"][0]
+    assert s["label"] == "gallery m=2" and s["matches_mean"] == 2.0
+    assert s["clients"] == 8 and s["n_genuine"] == 8 * 7 and s["n_impostor"] == 8 * 7 * 7
+    # enrolled images are the probes here, so the stored thresholds must do well on them
+    assert s["threshold_far"] <= 0.1 and s["threshold_frr"] <= 0.5
+    assert "FAR@thr" in res.output
+
+
+def _att():
+    path = att_faces_path()
+    if not path.is_dir():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"AT&T faces missing at {path} (set SSGALLERY_ATT_FACES)")
+        pytest.skip(f"AT&T faces not found at {path}")
+    return path
+
+
+@pytest.mark.slow
+def test_roc_on_att_one_repetition(tmp_path):
+    att = _att()
+    out = tmp_path / "att"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ssgallery", "roc", str(att), "--repetitions", "1",
+         "--methods", "svm,ssvm", "--m", "2", "-o", str(out)],
+        check=False, capture_output=True, text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    summary = check_report(out, ["svm", "ssvm m=2"])
+    svm, ssvm = summary["methods"]
+    assert summary["config"]["enrolled"] == 20
+    assert svm["n_genuine"] == 20 * 5 and svm["n_impostor"] == 20 * 20 * 10
+    assert svm["eer"] < 0.06 and ssvm["eer"] < 0.06
+    assert svm["matches_mean"] > 20 * ssvm["matches_mean"]
