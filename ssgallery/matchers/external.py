@@ -1,0 +1,401 @@
+"""A matcher that is a program: the external-matcher contract (DESIGN.md §2).
+
+::
+
+    PROGRAM --probe-list A.txt --gallery-list B.txt --out S.txt
+        lists: one path per line (.pgm/.png, or float32 .npy for prototypes)
+        S.txt: |A| x |B| whitespace-separated similarity matrix in list order; exit 0
+    PROGRAM --describe
+        {"kind": "similarity"|"distance", "symmetric": bool, "range": [lo, hi]}
+
+The program runs without a shell, in its own process group, with a timeout of
+``timeout_base + timeout_per_pair * |A| * |B|`` seconds; on timeout (or Ctrl-C) the
+whole group is killed, and any process the program left behind in its group is killed
+after it exits. Every failure is a one-line :class:`~ssgallery.errors.MatcherError`
+naming the program.
+
+A *distance* is turned into a similarity ``s = exp(-d / scale)`` (positive and larger
+for closer pairs, as the heuristic gradient of Eq. 9 assumes), with ``scale`` the
+median distance between training images measured once at ``fit`` (or the
+``distance_scale`` parameter); the conversion and the scale are part of the state.
+"""
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import sqlite3
+import subprocess
+import tempfile
+
+import numpy as np
+
+from ..errors import InputError, MatcherError
+from ..similarity import CallableSimilarity, HeuristicGradient
+from .base import Matcher
+
+PIXEL_RANGE = (0.0, 255.0)
+
+
+def _as_str(value):
+    value = value.item() if isinstance(value, np.ndarray) else value
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def write_pgm(path, image):
+    """Write an 8-bit grey image (H, W) as binary PGM (P5)."""
+    image = np.asarray(image, dtype=np.uint8)
+    with open(path, "wb") as handle:
+        handle.write(b"P5\n%d %d\n255\n" % (image.shape[1], image.shape[0]))
+        handle.write(image.tobytes())
+
+
+def parse_matrix(text, shape, program):
+    """Parse the program's answer into a finite float matrix of ``shape``."""
+    rows = [line.split() for line in text.splitlines() if line.strip()]
+    if len(rows) != shape[0] or any(len(r) != shape[1] for r in rows):
+        got = f"{len(rows)} rows" if len(rows) != shape[0] else "rows of " + "/".join(
+            sorted({str(len(r)) for r in rows}))
+        raise MatcherError(f"matcher {program} returned {got}, expected a "
+                           f"{shape[0]} x {shape[1]} matrix")
+    try:
+        S = np.array([[float(v) for v in r] for r in rows], dtype=float).reshape(shape)
+    except ValueError:
+        bad = next(v for r in rows for v in r if not _is_float(v))
+        raise MatcherError(f"matcher {program} returned a non-number {bad[:40]!r} in its "
+                           "matrix") from None
+    if not np.all(np.isfinite(S)):
+        i, j = np.argwhere(~np.isfinite(S))[0]
+        raise MatcherError(f"matcher {program} returned {int((~np.isfinite(S)).sum())} "
+                           f"non-finite score(s) (first: probe {i}, gallery {j}: {S[i, j]})")
+    return S
+
+
+def _is_float(v):
+    try:
+        float(v)
+        return True
+    except ValueError:
+        return False
+
+
+class ExternalMatcher(Matcher):
+    """Black-box matcher reached through the external contract; prototypes are images.
+
+    Features are the flattened pixels (d = H * W); prototypes move in pixel space
+    inside the box [0, 255] with the heuristic gradient of Eq. 9. One call of the
+    similarity scores all n x m pairs with one run of the program (pairs whose images
+    have not changed since an earlier call come from a content-hash cache).
+
+    Parameters
+    ----------
+    command : str or list of str
+        The program and its fixed arguments (a string is split with :func:`shlex.split`).
+    timeout_base : float
+        Seconds allowed to every run, plus ...
+    timeout_per_pair : float
+        ... this many seconds per scored pair.
+    cache_dir : str or None
+        Folder of a persistent answer cache (SQLite) shared across runs; None keeps
+        the cache in memory only.
+    distance_scale : float or None
+        Scale of ``exp(-d / scale)`` for programs that report a distance; None
+        measures it at :meth:`fit` (median distance between training images).
+
+    Attributes
+    ----------
+    description_ : dict
+        The program's ``--describe`` answer.
+    image_shape : tuple of int
+        (H, W) of the images it was fitted on.
+    n_calls_, n_pairs_, n_cached_ : int
+        Program runs, pairs scored by the program, pairs answered by the cache.
+    """
+
+    name = "external"
+
+    def __init__(self, command, timeout_base=60.0, timeout_per_pair=0.01, cache_dir=None,
+                 distance_scale=None):
+        self.command = command
+        self.timeout_base = timeout_base
+        self.timeout_per_pair = timeout_per_pair
+        self.cache_dir = cache_dir
+        self.distance_scale = distance_scale
+        self.n_calls_ = self.n_pairs_ = self.n_cached_ = 0
+        self._cache = {}
+
+    # -- the program -----------------------------------------------------------------
+    @property
+    def argv(self):
+        """The command as an argument list."""
+        cmd = self.command
+        if isinstance(cmd, np.ndarray):
+            cmd = [_as_str(c) for c in cmd.ravel()]
+        argv = shlex.split(cmd) if isinstance(cmd, (str, bytes)) else [_as_str(c) for c in cmd]
+        if not argv:
+            raise MatcherError("the external matcher command is empty (use --matcher-cmd)")
+        return argv
+
+    @property
+    def program(self):
+        """The program's name for messages: the command, shortened."""
+        text = shlex.join(self.argv)
+        return text if len(text) <= 120 else text[:117] + "..."
+
+    def _resolve(self):
+        argv = self.argv
+        prog = argv[0]
+        path = prog if os.sep in prog else shutil.which(prog)
+        if path is None or not os.path.exists(path):
+            raise MatcherError(f"matcher program {prog!r} not found")
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            raise MatcherError(f"matcher program {prog!r} is not executable")
+        return argv
+
+    def run(self, args, n_pairs=0):
+        """Run the program with extra ``args``; return its stdout (bytes).
+
+        Raises :class:`MatcherError` on failure, timeout or a non-zero exit status.
+        """
+        argv = self._resolve() + list(args)
+        timeout = float(self.timeout_base) + float(self.timeout_per_pair) * n_pairs
+        prog = self.program
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as exc:
+            raise MatcherError(f"cannot start matcher {prog}: {exc.strerror or exc}") from None
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid)
+            proc.communicate()
+            raise MatcherError(f"matcher {prog} timed out after {timeout:.3g} s on {n_pairs} "
+                               "pairs and was killed (raise timeout_base / timeout_per_pair)") from None
+        finally:  # also on Ctrl-C: never leave the program or its children behind
+            _kill_group(proc.pid)
+            if proc.returncode is None:
+                proc.wait()
+        if proc.returncode != 0:
+            lines = err.decode("utf-8", "replace").strip().splitlines()
+            last = f": {lines[-1].strip()[:300]}" if lines else " (no message on stderr)"
+            if proc.returncode < 0:
+                name = signal.Signals(-proc.returncode).name
+                raise MatcherError(f"matcher {prog} was killed by {name}{last}")
+            raise MatcherError(f"matcher {prog} failed with exit status {proc.returncode}{last}")
+        return out
+
+    def describe(self):
+        """The program's ``--describe`` answer (asked once), validated."""
+        if getattr(self, "description_", None) is None:
+            out = self.run(["--describe"])
+            try:
+                desc = json.loads(out.decode("utf-8"))
+                kind = desc["kind"]
+            except (ValueError, KeyError, TypeError):
+                raise MatcherError(f"matcher {self.program} --describe did not "
+                                   "print a JSON object with a 'kind'") from None
+            if kind not in ("similarity", "distance"):
+                raise MatcherError(f"matcher {self.program} --describe: kind must "
+                                   f"be 'similarity' or 'distance', not {kind!r}")
+            self.description_ = {"kind": kind, "symmetric": bool(desc.get("symmetric", False)),
+                                 "range": [float(v) for v in desc.get("range", [-np.inf, np.inf])]}
+        return self.description_
+
+    def score_paths(self, probe_paths, gallery_paths, workdir=None):
+        """Raw program answers (n, m) for image files, one run (no conversion, no cache)."""
+        shape = (len(probe_paths), len(gallery_paths))
+        if 0 in shape:
+            return np.zeros(shape)
+        with tempfile.TemporaryDirectory(prefix="ssgallery-match-", dir=workdir) as tmp:
+            lists = []
+            for name, paths in (("probes.txt", probe_paths), ("gallery.txt", gallery_paths)):
+                lists.append(os.path.join(tmp, name))
+                for p in paths:
+                    if "\n" in str(p) or "\r" in str(p):
+                        raise InputError(f"image path {p!r} contains a line break")
+                with open(lists[-1], "w", encoding="utf-8") as handle:
+                    handle.writelines(os.path.abspath(p) + "\n" for p in paths)
+            out_path = os.path.join(tmp, "scores.txt")
+            stdout = self.run(["--probe-list", lists[0], "--gallery-list", lists[1],
+                               "--out", out_path], n_pairs=shape[0] * shape[1])
+            self.n_calls_ += 1
+            self.n_pairs_ += shape[0] * shape[1]
+            if os.path.exists(out_path):
+                with open(out_path, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read()
+            else:
+                text = stdout.decode("utf-8", "replace")
+            return parse_matrix(text, shape, self.program)
+
+    def score_images(self, X, Y):
+        """Raw program answers (n, m) for images X (n, H, W) and Y (m, H, W), one run.
+
+        Images whose pixels are all integers in [0, 255] go as lossless .pgm files,
+        any other (a prototype) as float32 .npy (rounding would erase small steps)."""
+        with tempfile.TemporaryDirectory(prefix="ssgallery-img-") as tmp:
+            lists = []
+            for tag, images in (("p", X), ("g", Y)):
+                paths = []
+                for i, img in enumerate(images):
+                    if np.all((img >= 0) & (img <= 255) & (img == np.round(img))):
+                        paths.append(os.path.join(tmp, f"{tag}{i:06d}.pgm"))
+                        write_pgm(paths[-1], img)
+                    else:
+                        paths.append(os.path.join(tmp, f"{tag}{i:06d}.npy"))
+                        np.save(paths[-1], np.asarray(img, dtype=np.float32))
+                lists.append(paths)
+            return self.score_paths(lists[0], lists[1], workdir=tmp)
+
+    # -- conversion and cache ----------------------------------------------------------
+    def _convert(self, D):
+        """Program answers -> similarities (identity, or exp(-d / scale) for a distance)."""
+        if self.describe()["kind"] == "distance":
+            return np.exp(-D / self._scale())
+        return D
+
+    def _scale(self):
+        scale = self.distance_scale if self.distance_scale is not None else getattr(
+            self, "distance_scale_", None)
+        return float(scale) if scale else 1.0
+
+    def _digests(self, F):
+        F = np.ascontiguousarray(F, dtype=np.float32)
+        return [hashlib.sha256(row.tobytes()).hexdigest()[:32] for row in F]
+
+    def _cache_db(self):
+        os.makedirs(self.cache_dir, exist_ok=True)
+        db = sqlite3.connect(os.path.join(self.cache_dir, "external_matcher_cache.sqlite"),
+                             timeout=60)
+        db.execute("CREATE TABLE IF NOT EXISTS s (k TEXT PRIMARY KEY, v REAL)")
+        return db
+
+    def _score_features(self, X, Z):
+        """Similarity (n, m) of flattened images; runs the program on uncached pairs only."""
+        self._check_fitted()
+        X = np.asarray(X, dtype=float)
+        Z = np.asarray(Z, dtype=float)
+        n, m = len(X), len(Z)
+        salt = hashlib.sha256("\0".join(self.argv).encode()).hexdigest()[:16]
+        hx, hz = self._digests(X), self._digests(Z)
+        symmetric = self.describe()["symmetric"]
+        keys = [[salt + ("".join(sorted((a, b))) if symmetric else a + b) for b in hz]
+                for a in hx]
+        D = np.full((n, m), np.nan)
+        db = self._cache_db() if self.cache_dir else None
+        try:
+            for i in range(n):
+                for j in range(m):
+                    v = self._cache.get(keys[i][j])
+                    if v is None and db is not None:
+                        row = db.execute("SELECT v FROM s WHERE k=?", (keys[i][j],)).fetchone()
+                        v = None if row is None else row[0]
+                    if v is not None:
+                        D[i, j] = v
+            missing = np.isnan(D)
+            self.n_cached_ += int(n * m - missing.sum())
+            rows, cols = np.flatnonzero(missing.any(1)), np.flatnonzero(missing.any(0))
+            if len(rows):
+                H, W = self.image_shape
+                new = self.score_images(X[rows].reshape(-1, H, W), Z[cols].reshape(-1, H, W))
+                D[np.ix_(rows, cols)] = new
+                fresh = {keys[i][j]: float(new[a, b]) for a, i in enumerate(rows)
+                         for b, j in enumerate(cols)}
+                self._cache.update(fresh)
+                if db is not None:
+                    with db:
+                        db.executemany("INSERT OR REPLACE INTO s VALUES (?, ?)", fresh.items())
+        finally:
+            if db is not None:
+                db.close()
+        return self._convert(D)
+
+    # -- the Matcher API ---------------------------------------------------------------
+    def _check_images(self, images):
+        images = np.asarray(images, dtype=float)
+        if images.ndim != 3:
+            raise InputError(f"expected images of shape (n, H, W), got {images.shape}")
+        return images
+
+    def _check_fitted(self):
+        if getattr(self, "image_shape", None) is None:
+            raise MatcherError("the external matcher is not fitted (no image shape yet)")
+
+    def fit(self, images):
+        """Record the image shape, ask the program to describe itself, and for a
+        distance measure the conversion scale on (up to 20) training images."""
+        images = self._check_images(images)
+        self.image_shape = tuple(int(s) for s in images.shape[1:])
+        self.describe()
+        self.distance_scale_ = None
+        if self.describe()["kind"] == "distance" and self.distance_scale is None:
+            sub = images[np.linspace(0, len(images) - 1, min(len(images), 20)).astype(int)]
+            D = self.score_images(sub, sub)
+            off = D[~np.eye(len(sub), dtype=bool)]
+            med = float(np.median(off)) if off.size else 1.0
+            self.distance_scale_ = med if med > 0 else 1.0
+        return self
+
+    def transform(self, images):
+        """Flattened pixels, shape (n, H*W)."""
+        self._check_fitted()
+        images = self._check_images(images)
+        if tuple(images.shape[1:]) != tuple(self.image_shape):
+            raise InputError(f"images of shape {images.shape[1:]} given to a matcher fitted "
+                             f"on {tuple(self.image_shape)}")
+        return images.reshape(len(images), -1)
+
+    def similarity(self):
+        """The program's similarity with the heuristic gradient of Eq. 9."""
+        return HeuristicGradient(CallableSimilarity(self._score_features,
+                                                    name=f"external:{self.program}"))
+
+    def bounds(self):
+        return PIXEL_RANGE
+
+    def render(self, Z):
+        self._check_fitted()
+        Z = np.asarray(Z, dtype=float)
+        return np.clip(Z, *PIXEL_RANGE).reshape((len(Z),) + tuple(self.image_shape))
+
+    def get_config(self):
+        return {"command": self.argv, "timeout_base": float(self.timeout_base),
+                "timeout_per_pair": float(self.timeout_per_pair), "cache_dir": self.cache_dir,
+                "distance_scale": self.distance_scale}
+
+    def get_state(self):
+        self._check_fitted()
+        desc = self.describe()
+        kind = desc["kind"]
+        return {"image_shape": np.asarray(self.image_shape, dtype=np.int64),
+                "kind": kind, "symmetric": int(desc["symmetric"]),
+                "range": np.asarray(desc["range"], dtype=float),
+                "conversion": "exp(-d/scale)" if kind == "distance" else "identity",
+                "distance_scale": float(self._scale())}
+
+    @classmethod
+    def from_state(cls, config, state):
+        config = dict(config)
+        self = cls(**{k: config[k] for k in ("command", "timeout_base", "timeout_per_pair",
+                                            "cache_dir", "distance_scale") if k in config})
+        try:
+            self.image_shape = tuple(int(s) for s in np.asarray(state["image_shape"]))
+            self.description_ = {"kind": _as_str(state["kind"]),
+                                 "symmetric": bool(np.asarray(state["symmetric"])),
+                                 "range": [float(v) for v in np.asarray(state["range"])]}
+            self.distance_scale_ = float(np.asarray(state["distance_scale"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MatcherError(f"external matcher state is incomplete: {exc}") from None
+        return self
+
+    def __repr__(self):
+        return f"ExternalMatcher(command={shlex.join(self.argv)!r})"
+
+
+def _kill_group(pgid):
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,207 @@
+"""The external-matcher contract with real processes: a foreign matcher and hostile ones."""
+
+import json
+import os
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ssgallery.errors import MatcherError
+from ssgallery.matchers import get_matcher_class
+from ssgallery.matchers.external import ExternalMatcher, write_pgm
+
+HERE = Path(__file__).resolve().parent / "matchers"
+FOREIGN = [sys.executable, str(HERE / "clipped_corr.py")]
+HOSTILE = [sys.executable, str(HERE / "hostile.py")]
+
+
+def faces(n=6, shape=(16, 12), seed=0):
+    """Smooth random 8-bit images (integers on [0, 255])."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(n, shape[0] // 4, shape[1] // 4))
+    imgs = np.kron(base, np.ones((4, 4))) + 0.3 * rng.normal(size=(n,) + shape)
+    imgs = (imgs - imgs.min()) / (imgs.max() - imgs.min()) * 255
+    return np.round(imgs)
+
+
+def fitted(command, images=None, **kw):
+    return ExternalMatcher(command, **kw).fit(faces() if images is None else images)
+
+
+def test_registered_under_external():
+    assert get_matcher_class("external") is ExternalMatcher
+
+
+def test_foreign_distance_matcher_contract():
+    imgs = faces()
+    m = fitted(FOREIGN, imgs)
+    assert m.describe() == {"kind": "distance", "symmetric": False, "range": [0.0, 1.0]}
+    state = m.get_state()
+    assert state["conversion"] == "exp(-d/scale)" and state["distance_scale"] > 0
+    X = m.transform(imgs)
+    assert X.shape == (6, 16 * 12)
+    sim = m.similarity()
+    S = sim(X, X)
+    assert S.shape == (6, 6)
+    # exp(-0 / scale) = 1 on the diagonal, lower elsewhere, and not symmetric
+    np.testing.assert_allclose(np.diag(S), 1.0, atol=1e-8)
+    assert np.all(S[~np.eye(6, dtype=bool)] < 1.0)
+    assert np.abs(S - S.T).max() > 1e-3
+    raw = m.score_images(imgs, imgs)
+    np.testing.assert_allclose(S, np.exp(-raw / state["distance_scale"]))
+
+
+def test_one_run_per_call_and_cache_of_unchanged_pairs():
+    imgs = faces()
+    m = fitted(FOREIGN, imgs)
+    sim, X = m.similarity(), m.transform(imgs)
+    calls = m.n_calls_
+    Z = X[:3] + 0.25  # float prototypes
+    S1 = sim(X, Z)
+    assert (m.n_calls_, m.n_pairs_) == (calls + 1, m.n_pairs_) and m.n_cached_ == 0
+    # move one prototype (Algorithm 1): only its column is sent to the program
+    Z2 = Z.copy()
+    Z2[1] += 1.5
+    before = m.n_pairs_
+    S2 = sim(X, Z2)
+    assert m.n_calls_ == calls + 2 and m.n_pairs_ - before == 6 and m.n_cached_ == 12
+    np.testing.assert_array_equal(S2[:, [0, 2]], S1[:, [0, 2]])
+    sim(X, Z2)  # nothing changed: no run at all
+    assert m.n_calls_ == calls + 2
+
+
+def test_prototypes_travel_as_float_npy():
+    imgs = faces()
+    m = fitted(FOREIGN, imgs)
+    wiggle = 0.4 * np.where(np.indices(imgs.shape[1:]).sum(0) % 2, 1.0, -1.0)
+    z = np.clip(imgs[:1] + wiggle, 0, 255)  # rounds back to imgs[0]
+    assert m.score_images(imgs[:1], np.round(z))[0, 0] == 0.0
+    assert m.score_images(imgs[:1], z)[0, 0] > 1e-6
+
+
+def test_state_round_trip_rebuilds_the_program(tmp_path):
+    imgs = faces()
+    m = fitted(FOREIGN, imgs, cache_dir=str(tmp_path / "cache"))
+    X = m.transform(imgs)
+    S = m.similarity()(X[:2], X)
+    config = json.loads(json.dumps(m.get_config()))  # what a gallery stores
+    assert config["command"] == FOREIGN
+    again = ExternalMatcher.from_state(config, m.get_state())
+    assert again.image_shape == m.image_shape
+    np.testing.assert_array_equal(again.similarity()(X[:2], X), S)
+    assert again.n_calls_ == 0  # answered from the persistent cache
+    np.testing.assert_array_equal(again.render(X[:2] + 300), np.full((2, 16, 12), 255.0))
+    assert again.bounds() == (0.0, 255.0)
+
+
+def test_verify_sends_probe_and_prototypes_in_one_call():
+    imgs = faces()
+    m = fitted(FOREIGN, imgs)
+    calls = m.n_calls_
+    probe, prototypes = m.transform(imgs[:1]), m.transform(imgs[1:6]) + 0.5
+    assert m.similarity()(probe, prototypes).shape == (1, 5)
+    assert m.n_calls_ == calls + 1
+
+
+def test_strange_paths_and_program_location(tmp_path):
+    folder = tmp_path / "my matchers; it's \"odd\" ünïcode"
+    folder.mkdir()
+    prog = folder / "clipped corr;rm -rf x.py"
+    shutil.copy(HERE / "clipped_corr.py", prog)
+    imgs = faces(3)
+    paths = []
+    for i, name in enumerate(["a b.pgm", "it's.pgm", 'say "hi"; ls.pgm']):
+        paths.append(folder / f"{i} {name}")
+        write_pgm(paths[-1], imgs[i])
+    m = ExternalMatcher(shlex.join([sys.executable, str(prog)]))  # a shell-quoted string
+    assert m.argv == [sys.executable, str(prog)]
+    S = m.score_paths([str(p) for p in paths], [str(paths[0]), str(paths[2])])
+    assert S.shape == (3, 2) and S[0, 0] == pytest.approx(0.0) and S[2, 1] == pytest.approx(0.0)
+    assert not (tmp_path / "x").exists()
+
+
+def test_temporary_folder_with_spaces(tmp_path, monkeypatch):
+    import tempfile
+
+    tmp = tmp_path / "tmp dir ' ; é"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    m = fitted(FOREIGN)
+    S = m.similarity()(m.transform(faces(2)), m.transform(faces(2)) + 0.5)
+    assert S.shape == (2, 2) and list(tmp.iterdir()) == []
+
+
+def _group_gone(pgid, patience=10.0):
+    """True once no process of group ``pgid`` exists (zombies are reaped by init)."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
+def test_hanging_matcher_is_killed_with_its_children(tmp_path, monkeypatch):
+    pidfile = tmp_path / "pids"
+    monkeypatch.setenv("HOSTILE_PIDFILE", str(pidfile))
+    m = fitted(HOSTILE + ["hang"], timeout_base=1.0, timeout_per_pair=0.0)
+    with pytest.raises(MatcherError, match=r"hostile\.py hang timed out after 1 s on 12 pairs"):
+        m.similarity()(m.transform(faces(4)), m.transform(faces(3)) + 0.5)
+    pgid, pid, _child = map(int, pidfile.read_text().split())
+    assert pgid == pid  # its own process group, not ours
+    assert pgid != os.getpgid(0)
+    assert _group_gone(pgid)
+
+
+@pytest.mark.parametrize("mode, message", [
+    ("crash", r"hostile\.py crash failed with exit status 3: hostile: segmentation fault"),
+    ("garbage", r"returned 6 rows, expected a 6 x 2 matrix|non-number"),
+    ("wrong_shape", r"expected a 6 x 2 matrix"),
+    ("nan", r"returned 1 non-finite score\(s\) \(first: probe 0, gallery 0: nan\)"),
+    ("no_output", r"returned 0 rows, expected a 6 x 2 matrix"),
+])
+def test_misbehaving_matchers_give_one_clear_line(mode, message):
+    m = fitted(HOSTILE + [mode])
+    with pytest.raises(MatcherError, match=message) as info:
+        m.similarity()(m.transform(faces()), m.transform(faces(2)) + 0.5)
+    text = str(info.value)
+    assert "\n" not in text and "hostile.py" in text
+
+
+def test_garbage_matrix_names_the_token():
+    m = fitted(HOSTILE + ["garbage"])
+    with pytest.raises(MatcherError, match=r"non-number 'hello'"):
+        m.score_images(faces(2), faces(2))
+
+
+def test_bad_describe():
+    with pytest.raises(MatcherError, match=r"--describe did not print a JSON object"):
+        fitted(HOSTILE + ["bad_describe"])
+
+
+def test_missing_and_not_executable_programs(tmp_path):
+    with pytest.raises(MatcherError, match=r"matcher program 'no-such-matcher-xyz' not found"):
+        fitted(["no-such-matcher-xyz"])
+    script = tmp_path / "not executable.py"
+    shutil.copy(HERE / "clipped_corr.py", script)
+    script.chmod(0o644)
+    with pytest.raises(MatcherError, match=r"is not executable"):
+        fitted([str(script)])
+    with pytest.raises(MatcherError, match=r"command is empty"):
+        fitted("  ")
+
+
+def test_shape_mismatch_is_an_input_error():
+    from ssgallery.errors import InputError
+
+    m = fitted(FOREIGN)
+    with pytest.raises(InputError, match=r"fitted on \(16, 12\)"):
+        m.transform(np.zeros((1, 8, 8)))
