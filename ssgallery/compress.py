@@ -9,9 +9,11 @@ Per enrolled client c, on the matcher features X of every image in the store:
    prototypes to the SVM's decision values (Eq. 2-6); ``m="auto"`` picks m by the
    incremental validation of Eq. 10.
 3. **Threshold.** The training scores of a model are optimistic, so the threshold comes
-   from cross-validated impostor scores: 5 stratified folds; on each, the SVM (C fixed
-   to the one chosen in step 1) and the distilled model are refitted on the other
-   folds and score the held-out impostors. The threshold is the smallest one at which
+   from cross-validated impostor scores: 5 folds, impostors split by subject (a
+   held-out impostor is a person the fold's model never saw, as at verification time),
+   genuine images spread evenly; on each fold the SVM (C fixed to the one chosen in
+   step 1) and the distilled model are refitted on the other folds and score the
+   held-out images. The threshold is the smallest one at which
    at most ``floor(target_far * n_impostors)`` of those held-out impostor scores are
    accepted (accept when g(x) >= threshold). The same is done for the full SVM, and
    its threshold and #SVs are stored next to the prototypes for comparison.
@@ -73,11 +75,6 @@ def _fit_pair(X, y, similarity, bounds, m, lam, solver, init, C, rho, random_sta
     if m == "auto":
         from .mselect import select_n_prototypes
 
-        # select_n_prototypes clones the distiller, and cloning drops a prefit teacher's
-        # fit: give it an unfitted SVM with the chosen C (same data -> the same SVM).
-        dist.set_params(prefit=False,
-                        teacher=SimilaritySVM(similarity=similarity, C=svm.C_,
-                                              random_state=random_state))
         n_pos = int(np.sum(y > 0))
         selection = select_n_prototypes(dist, X, y, m_grid=AUTO_M_GRID, rho=rho,
                                         cv=max(2, min(N_FOLDS, n_pos)), random_state=random_state)
@@ -85,7 +82,30 @@ def _fit_pair(X, y, similarity, bounds, m, lam, solver, init, C, rho, random_sta
     return svm, dist.fit(X, y)
 
 
-def train_client(X, y, similarity, *, m=2, lam=1e-4, solver="varpro", init="class",
+def threshold_folds(y, groups, n_folds=N_FOLDS, random_state=0):
+    """Fold index per sample for the threshold CV, or None when it cannot be done.
+
+    Impostors are split by subject (``groups``): a held-out impostor is someone the
+    fold's model never saw, as at verification time. Genuine images are spread over
+    the folds one by one. Shape (n,), values 0..k-1 with k = min(n_folds, #genuine,
+    #impostor subjects) >= 2.
+    """
+    y = np.asarray(y)
+    groups = np.asarray(groups if groups is not None else np.arange(len(y))).astype(str)
+    pos = np.flatnonzero(y > 0)
+    subjects = np.unique(groups[y < 0])
+    k = min(n_folds, len(pos), len(subjects))
+    if k < 2:
+        return None
+    rng = np.random.default_rng(random_state)
+    folds = np.empty(len(y), dtype=int)
+    for j, subject in enumerate(rng.permutation(subjects)):
+        folds[(groups == subject) & (y < 0)] = j % k
+    folds[rng.permutation(pos)] = np.arange(len(pos)) % k
+    return folds
+
+
+def train_client(X, y, similarity, *, groups=None, m=2, lam=1e-4, solver="varpro", init="class",
                  bounds=None, rho=0.01, target_far=0.01, n_folds=N_FOLDS, random_state=0):
     """Teacher, distillation and CV thresholds for one client.
 
@@ -97,6 +117,8 @@ def train_client(X, y, similarity, *, m=2, lam=1e-4, solver="varpro", init="clas
         +1 for the client's images, -1 for everyone else's.
     similarity : Similarity
         The matcher's similarity on X.
+    groups : ndarray of shape (n,), optional
+        Subject of each image; impostors are held out by subject (default: by image).
     m : int or "auto"
     lam, solver, init, bounds, rho : learner options
     target_far : float
@@ -107,32 +129,30 @@ def train_client(X, y, similarity, *, m=2, lam=1e-4, solver="varpro", init="clas
     -------
     ClientFit
     """
-    from sklearn.model_selection import StratifiedKFold
-
     svm, dist = _fit_pair(X, y, similarity, bounds, m, lam, solver, init, "cv", rho,
                           random_state)
     m_fit = len(dist.beta_)
-    n_pos = int(np.sum(y > 0))
-    k = min(n_folds, n_pos, int(np.sum(y < 0)))
-    imp_g, imp_s, gen_g, gen_s = [], [], [], []
-    if k >= 2:
-        folds = StratifiedKFold(k, shuffle=True, random_state=random_state)
-        for tr, te in folds.split(X, y):
+    folds = threshold_folds(y, groups, n_folds, random_state)
+    k = int(folds.max()) + 1 if folds is not None else 0
+    if folds is not None:
+        imp_g, imp_s, gen_g, gen_s = [], [], [], []
+        for j in range(k):
+            tr, te = folds != j, folds == j
             f_svm, f_dist = _fit_pair(X[tr], y[tr], similarity, bounds, m_fit, lam, solver,
                                       init, svm.C_, rho, random_state)
-            neg, pos = te[y[te] < 0], te[y[te] > 0]
+            neg, pos = te & (y < 0), te & (y > 0)
             imp_g.append(f_dist.decision_function(X[neg]))
             imp_s.append(f_svm.decision_function(X[neg]))
             gen_g.append(f_dist.decision_function(X[pos]))
             gen_s.append(f_svm.decision_function(X[pos]))
         imp_g, imp_s = np.concatenate(imp_g), np.concatenate(imp_s)
         gen_g, gen_s = np.concatenate(gen_g), np.concatenate(gen_s)
-    else:  # one genuine image: no held-out genuine fold; fall back to training scores
+    else:  # too few images or impostor subjects to hold out: training scores
         neg = y < 0
         imp_g, imp_s = dist.decision_function(X[neg]), svm.decision_function(X[neg])
         gen_g, gen_s = dist.decision_function(X[~neg]), svm.decision_function(X[~neg])
     t, t_svm = threshold_at_far(imp_g, target_far), threshold_at_far(imp_s, target_far)
-    cv = {"threshold_folds": int(k) if k >= 2 else 0,
+    cv = {"threshold_folds": k,
           "cv_far": float(np.mean(imp_g >= t)), "cv_frr": float(np.mean(gen_g < t)),
           "svm_cv_far": float(np.mean(imp_s >= t_svm)),
           "svm_cv_frr": float(np.mean(gen_s < t_svm))}
@@ -226,7 +246,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
         if not np.any(y < 0):
             raise InputError(f"client '{client}' has no impostor images: enrol at least two "
                              "clients or add background subjects", path=store_path)
-        fit = train_client(X, y, similarity, m=m, lam=lam, solver=solver, init=init,
+        fit = train_client(X, y, similarity, groups=store.labels, m=m, lam=lam, solver=solver, init=init,
                            bounds=bounds, rho=rho, target_far=target_far,
                            random_state=random_state)
         d, svm = fit.distiller, fit.svm
@@ -239,7 +259,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
                 "target_far": float(target_far), "n_genuine": int(np.sum(y > 0)),
                 "n_impostor": int(np.sum(y < 0)), "m_selection": "auto" if m == "auto"
                 else "fixed", "rho": float(rho) if m == "auto" else None,
-                "threshold_method": f"{N_FOLDS}-fold CV impostor scores", **fit.cv}
+                "threshold_method": f"{N_FOLDS}-fold CV, impostors held out by subject", **fit.cv}
         images = np.clip(np.round(matcher.render(d.prototypes_)), 0, 255).astype(np.uint8)
         models.append(ClientModel(client_id=client, prototypes=d.prototypes_, beta=d.beta_,
                                   intercept=d.intercept_, threshold=fit.threshold,

@@ -1,6 +1,7 @@
 """``ssgallery compress``: enrollment store -> gallery of super-sparse client models."""
 
 import json
+import sys
 
 import click
 
@@ -61,8 +62,8 @@ def command(store, gallery, m, rho, target_far, lam, solver, init, clients, seed
     def progress(client, done, total):
         nonlocal bar
         if bar is None:
-            bar = click.progressbar(length=total, label="compressing", file=click.get_text_stream(
-                "stderr"), show_pos=True, item_show_func=lambda c: c)
+            bar = click.progressbar(length=total, label="compressing", file=sys.stderr,
+                                    show_pos=True, item_show_func=lambda c: c)
             bar.__enter__()
         if done:
             bar.update(1, client)

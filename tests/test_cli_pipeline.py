@@ -1,0 +1,140 @@
+"""The real CLI on sample_data/: enroll -> compress -> verify -> info -> show, through
+click's CliRunner and through true subprocesses."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+from test_store import make_faces
+
+from ssgallery.cli import main
+from ssgallery.datasets import sample_faces_path
+
+CLIENTS = "c01,c02,c03"  # compress a few clients (all 200 images still train as impostors)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    faces = sample_faces_path()
+    probes = faces.parent / "probes"
+    if not (faces / "c03").is_dir():  # sample_data not generated yet: a tiny stand-in
+        faces = make_faces(str(root / "faces"), n_clients=5, n_images=6, prefix="c")
+        probes = root / "probes"
+        probes.mkdir()
+        shutil.copy(os.path.join(faces, "c03", "5.png"), probes / "c03_genuine_1.png")
+        shutil.copy(os.path.join(faces, "c01", "5.png"), probes / "c01_genuine_1.png")
+    runner = CliRunner()
+    store, gallery = str(root / "enrollment.h5"), str(root / "gallery.h5")
+    enrolled = runner.invoke(main, ["enroll", str(faces), "--store", store, "--json"])
+    compressed = runner.invoke(main, ["compress", "--store", store, "-o", gallery, "--m", "2",
+                                      "--clients", CLIENTS, "--json"])
+    return {"root": root, "faces": str(faces), "probes": probes, "store": store,
+            "gallery": gallery, "enrolled": enrolled, "compressed": compressed}
+
+
+def _run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "ssgallery", *args], check=False,
+                          capture_output=True, text=True, cwd=cwd,
+                          env=dict(os.environ, OMP_NUM_THREADS="1"))
+
+
+def test_enroll_and_compress(data):
+    r = data["enrolled"]
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["changed"] and out["matcher"] == "eigenface" and "c03" in out["clients"]
+    assert os.path.exists(data["store"])
+    r = CliRunner().invoke(main, ["enroll", data["faces"], "--store", data["store"]])
+    assert r.exit_code == 0 and "nothing changed" in r.stdout
+    r = data["compressed"]
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert [c["client"] for c in out["clients"]] == CLIENTS.split(",")
+    assert all(c["m"] == 2 and c["svm_n_support"] > 2 for c in out["clients"])
+    assert "compressing" in r.stderr  # the progress bar
+
+
+def test_verify_accepts_genuine_and_rejects_others(data):
+    runner = CliRunner()
+    genuine = sorted(str(p) for p in data["probes"].glob("c03_genuine_*.png"))
+    others = sorted(str(p) for p in data["probes"].glob("c01_genuine_*.png"))
+    r = runner.invoke(main, ["verify", *genuine, "--claim", "c03", "--gallery", data["gallery"]])
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert all(line.endswith("ACCEPT") and "score" in line and "threshold" in line
+               for line in lines[:len(genuine)])
+    r = runner.invoke(main, ["verify", *genuine, *others, "--claim", "c03",
+                             "--gallery", data["gallery"], "--json"])
+    assert r.exit_code == 1, r.output
+    out = json.loads(r.stdout)
+    assert not out["all_accepted"] and out["claim"] == "c03"
+    assert [x["accept"] for x in out["results"]] == [True] * len(genuine) + [False] * len(others)
+    assert all(x["threshold"] == out["results"][0]["threshold"] for x in out["results"])
+    # --list: one path per line, comments and blank lines skipped
+    listing = data["root"] / "probes.txt"
+    listing.write_text("# probes\n" + "\n".join(genuine) + "\n\n")
+    r = runner.invoke(main, ["verify", "--list", str(listing), "--claim", "c03",
+                             "--gallery", data["gallery"], "--json"])
+    assert r.exit_code == 0 and len(json.loads(r.stdout)["results"]) == len(genuine)
+
+
+def test_info(data):
+    r = CliRunner().invoke(main, ["info", "--gallery", data["gallery"], "--store", data["store"],
+                                  "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    g = out["gallery"]
+    assert g["n_clients"] == 3 and g["matcher"] == "eigenface" and g["ratio"] > 5
+    assert all(c["m"] == 2 and c["svm_bytes"] > c["bytes"] for c in g["clients"])
+    assert out["store"]["n_clients"] >= 5 and out["store"]["basis_stale"] is False
+    r = CliRunner().invoke(main, ["info", "--gallery", data["gallery"]])
+    assert r.exit_code == 0 and "smaller" in r.stdout and "c03" in r.stdout
+
+
+def test_show(data):
+    pytest.importorskip("ssgallery.montage")
+    out = data["root"] / "protos.png"
+    r = CliRunner().invoke(main, ["show", "--claim", "c03", "-o", str(out),
+                                  "--gallery", data["gallery"], "--json"])
+    assert r.exit_code == 0, r.output
+    from PIL import Image
+
+    with Image.open(out) as img:
+        assert img.width > 0 and img.height > 0
+    assert json.loads(r.stdout)["m"] == 2
+
+
+def test_help_of_every_command():
+    for cmd in ("enroll", "compress", "verify", "info", "show"):
+        r = CliRunner().invoke(main, [cmd, "--help"])
+        if cmd == "show" and r.exit_code != 0:
+            continue  # the show command needs the montage module
+        assert r.exit_code == 0 and "Examples:" in r.stdout and "--json" in r.stdout
+
+
+def test_true_subprocess(data, tmp_path):
+    """python -m ssgallery as a user runs it: default file names in the working folder."""
+    shutil.copy(data["store"], tmp_path / "enrollment.h5")
+    genuine = sorted(str(p) for p in data["probes"].glob("c03_genuine_*.png"))
+    r = _run("compress", "--m", "2", "--clients", "c03", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "gallery.h5: 1 clients" in r.stdout
+    r = _run("verify", genuine[0], "--claim", "c03", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.rstrip().endswith("ACCEPT")
+    other = min(str(p) for p in data["probes"].glob("c01_genuine_*.png"))
+    r = _run("verify", other, "--claim", "c03", cwd=tmp_path)
+    assert r.returncode == 1 and r.stdout.rstrip().endswith("REJECT")
+    r = _run("verify", other, "--claim", "nobody", cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == "ssgallery: error: gallery.h5: unknown client 'nobody' (known: c03)\n"
+    exe = os.path.join(os.path.dirname(sys.executable), "ssgallery")
+    if os.path.exists(exe):  # the installed console script
+        r = subprocess.run([exe, "info", "--json"], check=False, capture_output=True,
+                           text=True, cwd=tmp_path)
+        assert r.returncode == 0 and json.loads(r.stdout)["gallery"]["n_clients"] == 1
