@@ -190,3 +190,48 @@ def test_registry():
     assert make_method("PS-KM", 2, regressor="lasso").regressor == "lasso"
     with pytest.raises(InputError, match="unknown method 'foo'"):
         make_method("foo", 2)
+
+
+@pytest.mark.slow
+def test_att_faces_methods_at_m2():
+    """Real faces: AT&T s1..s20 enrolled (first 5 images), s21..s40 impostors, eigenface
+    matcher, 4 clients. Measured AUCs (per client): svm, ssvm, svm-red 0.999-1.000;
+    ps-r 0.49-0.91."""
+    import os
+
+    from sklearn.metrics import roc_auc_score
+
+    from ssgallery.datasets import att_faces_path
+
+    root = att_faces_path()
+    if not (root / "s1").is_dir():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"AT&T faces not found at {root} (CI needs them)")
+        pytest.skip(f"AT&T faces not found at {root}")
+    from ssgallery.images import load_faces
+    from ssgallery.matchers.eigenface import EigenfaceMatcher
+
+    faces = load_faces(root)
+    labels = faces.labels
+    enrolled = [f"s{i}" for i in range(1, 21)]
+    train = np.concatenate([np.flatnonzero(labels == s)[:5] for s in enrolled])
+    gen = np.concatenate([np.flatnonzero(labels == s)[5:] for s in enrolled])
+    imp = np.flatnonzero(~np.isin(labels, enrolled))
+    matcher = EigenfaceMatcher().fit(faces.images[train])
+    sim = matcher.similarity()
+    X, Xg, Xi = (matcher.transform(faces.images[i]) for i in (train, gen, imp))
+    auc = {n: [] for n in ("svm", "ssvm", "svm-red", "svm-sel", "ps-r")}
+    for c in enrolled[:4]:
+        y = np.where(labels[train] == c, 1.0, -1.0)
+        teacher = SimilaritySVM(similarity=sim).fit(X, y)
+        k = list(teacher.cv_scores_["C"]).index(teacher.C_)
+        assert teacher.cv_scores_["balanced_accuracy"][0, k] > 0.5  # never reject-everyone
+        g = Xg[labels[gen] == c]
+        for name, scores in auc.items():
+            est = make_method(name, 2).fit(X, y, teacher=teacher)
+            assert name == "svm" or est.n_matches_ == 2
+            f = np.r_[est.decision_function(g), est.decision_function(Xi)]
+            scores.append(roc_auc_score(np.r_[np.ones(len(g)), np.zeros(len(Xi))], f))
+    mean = {n: np.mean(a) for n, a in auc.items()}
+    assert mean["svm"] >= 0.99 and mean["ssvm"] >= 0.99 and mean["svm-red"] >= 0.99
+    assert mean["ps-r"] < mean["ssvm"] - 0.05
