@@ -1,0 +1,165 @@
+"""ssgallery-ebgm: the reference Elastic Bunch Graph Matching executable."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ssgallery.datasets import att_faces_path
+from ssgallery.ebgm import main, score_files
+from ssgallery.ebgm.gabor import bank, responses, wave_vectors
+from ssgallery.ebgm.graph import grid_nodes
+from ssgallery.matchers.external import ExternalMatcher, write_pgm
+
+EBGM = shutil.which("ssgallery-ebgm") or os.path.join(os.path.dirname(sys.executable),
+                                                      "ssgallery-ebgm")
+
+
+def face_like(seed, shape=(112, 92)):
+    """A smooth random 8-bit image (blobs), integer valued."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[: shape[0], : shape[1]]
+    img = np.zeros(shape)
+    for _ in range(25):
+        cy, cx = rng.uniform(0, shape[0]), rng.uniform(0, shape[1])
+        r = rng.uniform(3, 12)
+        img += rng.uniform(-1, 1) * np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * r * r))
+    img = (img - img.min()) / (img.max() - img.min())
+    return np.round(40 + 180 * img)
+
+
+def write_list(path, paths):
+    path.write_text("".join(f"{p}\n" for p in paths), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ebgm imgs")
+    paths = []
+    for i in range(4):
+        paths.append(folder / f"face {i}.pgm")
+        write_pgm(paths[-1], face_like(i))
+    shifted = np.roll(face_like(0), (2, -1), axis=(0, 1))
+    paths.append(folder / "face 0 shifted.pgm")
+    write_pgm(paths[-1], shifted)
+    return [str(p) for p in paths]
+
+
+def test_gabor_bank_is_dc_free_with_40_kernels():
+    G = bank((112, 92))
+    assert G.shape[0] == 40 and len(wave_vectors()) == 40
+    np.testing.assert_allclose(np.abs(G[:, 0, 0]), 0.0, atol=1e-6)  # no DC response
+    k = np.hypot(*wave_vectors().T)
+    np.testing.assert_allclose(2 * np.pi / k[::8], 4 * np.sqrt(2) ** np.arange(5))
+    R = responses(np.full((112, 92), 200.0))
+    assert np.abs(R).max() < 1e-3  # a flat image has no response
+
+
+def test_grid_has_80_nodes_inside_the_face():
+    nodes = grid_nodes((112, 92))
+    assert nodes.shape == (80, 2)
+    assert nodes[:, 0].min() >= 6 and nodes[:, 0].max() <= 105
+    assert nodes[:, 1].min() >= 6 and nodes[:, 1].max() <= 85
+
+
+def test_scores_self_one_shift_tolerant_and_asymmetric(images):
+    S = score_files(images, images)
+    assert S.shape == (5, 5)
+    np.testing.assert_allclose(np.diag(S), 1.0, atol=1e-5)
+    # a shifted copy of face 0 matches face 0 far better than any other face
+    assert S[4, 0] > 0.9 and S[4, 0] > S[4, 1:4].max() + 0.3
+    assert np.abs(S - S.T).max() > 1e-4  # the probe graph is searched, not the gallery's
+
+
+def test_float_npy_equals_pgm_and_other_sizes_are_resampled(images, tmp_path):
+    img = face_like(1)
+    np.save(tmp_path / "p.npy", img.astype(np.float32))
+    small = tmp_path / "small.pgm"
+    write_pgm(small, img[::2, ::2])
+    S = score_files([str(tmp_path / "p.npy"), images[1], str(small)], [images[1], images[0]])
+    np.testing.assert_allclose(S[0], S[1], atol=1e-6)
+    assert S[2, 0] > S[2, 1]  # the half-size copy still matches its original best
+
+
+def test_cli_contract_with_out_and_stdout(images, tmp_path, capsys):
+    lst = write_list(tmp_path / "a list.txt", images[:3])
+    assert main(["--describe"]) == 0
+    desc = json.loads(capsys.readouterr().out)
+    assert desc == {"kind": "similarity", "symmetric": False, "range": [-1.0, 1.0]}
+    assert main(["--probe-list", lst, "--gallery-list", lst]) == 0
+    printed = np.loadtxt(capsys.readouterr().out.splitlines())
+    out = tmp_path / "S.txt"
+    assert main(["--probe-list", lst, "--gallery-list", lst, "--out", str(out)]) == 0
+    np.testing.assert_array_equal(np.loadtxt(out), printed)
+
+
+def test_jet_cache_dir_gives_identical_scores(images, tmp_path):
+    plain = score_files(images[:3], images[3:])
+    cached1 = score_files(images[:3], images[3:], cache_dir=str(tmp_path / "jets"))
+    cached2 = score_files(images[:3], images[3:], cache_dir=str(tmp_path / "jets"))
+    assert len(os.listdir(tmp_path / "jets")) == 5
+    np.testing.assert_array_equal(plain, cached1)
+    np.testing.assert_array_equal(plain, cached2)
+
+
+def test_bad_input_is_one_line_exit_2(images, tmp_path, capsys):
+    bad = tmp_path / "bad.pgm"
+    bad.write_bytes(b"not an image")
+    lst = write_list(tmp_path / "l.txt", [images[0], str(bad)])
+    assert main(["--probe-list", lst, "--gallery-list", lst]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ssgallery-ebgm: error: cannot read image") and "bad.pgm" in err
+    assert "\n" not in err
+    missing = write_list(tmp_path / "m.txt", [str(tmp_path / "gone.png")])
+    assert main(["--probe-list", missing, "--gallery-list", lst]) == 2
+    assert "no such image file" in capsys.readouterr().err
+
+
+def test_real_process_through_the_external_client(images):
+    """ssgallery reaches ssgallery-ebgm only through the contract, like any program."""
+    m = ExternalMatcher([EBGM]).fit(np.stack([face_like(i) for i in range(3)]))
+    assert m.get_state()["conversion"] == "identity"
+    S = m.score_paths(images[:2], images[:2])
+    np.testing.assert_allclose(np.diag(S), 1.0, atol=1e-5)
+    proc = subprocess.run([EBGM, "--probe-list"], check=False, capture_output=True, text=True)
+    assert proc.returncode == 2 and "ssgallery-ebgm" in proc.stderr
+
+
+# --------------------------------------------------------------------------- AT&T (slow)
+
+def att_paths(subjects, shots):
+    root = att_faces_path()
+    if not root.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"AT&T faces missing at {root} (set SSGALLERY_ATT_FACES)")
+        pytest.skip(f"AT&T faces not found at {root}")
+    return [str(root / f"s{s}" / f"{k}.pgm") for s in subjects for k in shots]
+
+
+@pytest.mark.slow
+def test_att_deterministic_discriminative_and_not_psd(tmp_path):
+    paths = att_paths(range(1, 11), (1, 2, 3, 4))
+    lst = write_list(tmp_path / "att.txt", paths)
+    runs = []
+    for i in range(2):
+        out = tmp_path / f"S{i}.txt"
+        subprocess.run([EBGM, "--probe-list", lst, "--gallery-list", lst, "--out", str(out)],
+                       check=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+        runs.append(out.read_text())
+    assert runs[0] == runs[1]  # deterministic, to the printed digit
+    S = np.loadtxt(runs[0].splitlines())
+    n = len(paths)
+    assert S.shape == (n, n)
+    assert np.all(S.argmax(1) == np.arange(n))  # self-similarity is the highest
+    labels = np.repeat(np.arange(10), 4)
+    same = labels[:, None] == labels[None, :]
+    off = ~np.eye(n, dtype=bool)
+    genuine, impostor = S[same & off].mean(), S[~same].mean()
+    assert genuine > impostor + 0.2
+    # not a kernel: the symmetric part has a negative eigenvalue
+    assert np.linalg.eigvalsh((S + S.T) / 2).min() < -1e-3
