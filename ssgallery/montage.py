@@ -1,0 +1,117 @@
+"""Montage of a client's virtual prototypes with their weights β (the paper's
+interpretability figure, Fig. 5): prototypes with β > 0 pull the score up (they look
+like the client: "genuine-like"), prototypes with β < 0 pull it down ("impostor-like").
+
+PIL only (default font), no matplotlib.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from .atomic import atomic_path
+from .errors import InputError
+
+GENUINE = (30, 150, 60)     # green border: beta > 0
+IMPOSTOR = (200, 40, 40)    # red border: beta < 0
+NEUTRAL = (128, 128, 128)   # beta == 0
+
+
+def _font(size):
+    from PIL import ImageFont
+
+    try:
+        return ImageFont.load_default(size=size)
+    except (TypeError, ValueError, OSError, ImportError):  # PIL without FreeType
+        return ImageFont.load_default()
+
+
+def beta_label(beta):
+    """Caption of one prototype, e.g. ``('beta = +0.83', 'genuine-like')``."""
+    kind = "genuine-like" if beta > 0 else "impostor-like" if beta < 0 else "unused"
+    return f"beta = {beta:+.3g}", kind
+
+
+def prototype_montage(images, beta, title=None, scale=2, columns=6, names=None):
+    """Grid of prototype images, each with a coloured border and its β below.
+
+    Parameters
+    ----------
+    images : array, shape (m, H, W)
+        Prototype images, grey on [0, 255] (values outside are clipped).
+    beta : array, shape (m,)
+        Prototype weights; β > 0 green "genuine-like", β < 0 red "impostor-like".
+    title : str or None
+        Line printed above the grid (e.g. the client id, bias and threshold).
+    scale : int
+        Integer up-scaling of each image (nearest neighbour keeps pixels honest).
+    columns : int
+        Maximum prototypes per row.
+    names : list of str or None
+        Per-prototype names shown above each tile (default ``z1``, ``z2``...).
+
+    Returns
+    -------
+    PIL.Image.Image, mode "RGB"
+    """
+    from PIL import Image, ImageDraw
+
+    images = np.asarray(images, dtype=float)
+    beta = np.asarray(beta, dtype=float).ravel()
+    if images.ndim == 2:
+        images = images[None]
+    if images.ndim != 3 or len(images) == 0:
+        raise InputError(f"montage: images must have shape (m, H, W) with m >= 1, "
+                         f"got {images.shape}")
+    if len(beta) != len(images):
+        raise InputError(f"montage: {len(images)} images but {len(beta)} weights")
+    if not (np.all(np.isfinite(beta)) and np.all(np.isfinite(images))):
+        raise InputError("montage: images or weights contain NaN or infinite values")
+    m, h, w = images.shape
+    scale, columns = max(1, int(scale)), max(1, int(columns))
+    names = list(names) if names is not None else [f"z{j + 1}" for j in range(m)]
+    font, small = _font(14), _font(12)
+    border, pad, caption = 5, 10, 54
+    tile_w, tile_h = w * scale + 2 * border, h * scale + 2 * border + caption
+    cols = min(columns, m)
+    rows = -(-m // cols)
+    top = 30 if title else pad
+    width = max(cols * (tile_w + pad) + pad, 360)
+    canvas = Image.new("RGB", (width, top + rows * (tile_h + pad) + 16), "white")
+    draw = ImageDraw.Draw(canvas)
+    if title:
+        draw.text((pad, 8), str(title), fill="black", font=font)
+    for j in range(m):
+        r, c = divmod(j, cols)
+        x0 = pad + c * (tile_w + pad)
+        y0 = top + r * (tile_h + pad)
+        colour = GENUINE if beta[j] > 0 else IMPOSTOR if beta[j] < 0 else NEUTRAL
+        draw.rectangle([x0, y0, x0 + tile_w - 1, y0 + h * scale + 2 * border - 1], fill=colour)
+        face = Image.fromarray(np.clip(np.rint(images[j]), 0, 255).astype(np.uint8), mode="L")
+        face = face.resize((w * scale, h * scale), Image.NEAREST).convert("RGB")
+        canvas.paste(face, (x0 + border, y0 + border))
+        value, kind = beta_label(beta[j])
+        ty = y0 + h * scale + 2 * border + 3
+        draw.text((x0 + 1, ty), f"{names[j]}: {value}", fill="black", font=font)
+        draw.text((x0 + 1, ty + 19), kind, fill=colour, font=small)
+    legend = "green: beta > 0 (genuine-like)   red: beta < 0 (impostor-like)"
+    draw.text((pad, canvas.height - 15), legend, fill=(90, 90, 90), font=_font(10))
+    return canvas
+
+
+def save_montage(path, images, beta, title=None, **kwargs):
+    """Write :func:`prototype_montage` to ``path`` atomically; the format follows the
+    extension (.png, .jpg, .gif, .bmp, .tif, .webp...). Returns the Path."""
+    from PIL import Image
+
+    path = Path(path)
+    ext = path.suffix.lower()
+    fmt = Image.registered_extensions().get(ext)
+    if fmt is None:
+        raise InputError(f"unknown image extension '{ext or '(none)'}' (use .png)", path=path)
+    if not path.parent.is_dir():
+        raise InputError("folder does not exist", path=path.parent)
+    img = prototype_montage(images, beta, title=title, **kwargs)
+    with atomic_path(path) as tmp:
+        img.save(tmp, format=fmt)
+    return path

@@ -1,0 +1,83 @@
+"""Prototype montage (the `show` figure): layout, colours, captions, atomic save."""
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from ssgallery.errors import InputError
+from ssgallery.montage import GENUINE, IMPOSTOR, beta_label, prototype_montage, save_montage
+
+
+def protos(m=3, h=28, w=23):
+    rng = np.random.default_rng(0)
+    return rng.uniform(0, 255, size=(m, h, w))
+
+
+def test_beta_labels():
+    assert beta_label(0.834) == ("beta = +0.834", "genuine-like")
+    assert beta_label(-2.5) == ("beta = -2.5", "impostor-like")
+    assert beta_label(0.0)[1] == "unused"
+
+
+def test_montage_layout_colours_and_pixels():
+    imgs = protos()
+    img = prototype_montage(imgs, [0.8, -0.3, 0.1], title="client c03", scale=2)
+    assert img.mode == "RGB"
+    a = np.asarray(img)
+    border, pad, top = 5, 10, 30
+    tile_w = 23 * 2 + 2 * border
+    # border colour of each tile follows the sign of beta
+    for j, colour in enumerate([GENUINE, IMPOSTOR, GENUINE]):
+        x0 = pad + j * (tile_w + pad)
+        assert tuple(a[top + 1, x0 + 1]) == colour
+    # the face is pasted unchanged (nearest-neighbour x2)
+    x0 = pad + 1 * (tile_w + pad) + border
+    face = a[top + border: top + border + 56: 2, x0: x0 + 46: 2, 0]
+    np.testing.assert_array_equal(face, np.rint(imgs[1]).astype(np.uint8))
+    # captions and title are drawn (dark pixels below the tiles and above them)
+    caption = a[top + 28 * 2 + 2 * border + 2: top + 28 * 2 + 2 * border + 40, pad: pad + tile_w]
+    assert (caption.min(-1) < 100).sum() > 30
+    assert (a[5:25, pad:120].min(-1) < 100).sum() > 30
+
+
+def test_montage_wraps_into_rows():
+    one_row = prototype_montage(protos(3), [1, 1, 1], columns=6, scale=4)
+    two_rows = prototype_montage(protos(8), np.ones(8), columns=4, scale=4)
+    assert two_rows.height > one_row.height
+    assert two_rows.width == 4 * (23 * 4 + 10 + 10) + 10
+
+
+def test_montage_clips_out_of_range_rendering():
+    imgs = protos(2)
+    imgs[0, 0, 0], imgs[1, 0, 0] = -40, 400
+    prototype_montage(imgs, [1, -1])  # no error, clipped
+
+
+@pytest.mark.parametrize("images, beta, word", [
+    (np.zeros((2, 5, 5)), [1.0], "2 images but 1 weights"),
+    (np.zeros((0, 5, 5)), [], "m >= 1"),
+    (np.zeros((1, 5, 5)), [np.nan], "NaN"),
+    (np.zeros((2, 2, 5, 5)), [1, 1], "shape"),
+])
+def test_montage_bad_inputs(images, beta, word):
+    with pytest.raises(InputError, match=word):
+        prototype_montage(images, beta)
+
+
+def test_save_montage_writes_atomically(tmp_path):
+    out = save_montage(tmp_path / "p.png", protos(2), [0.5, -0.5], title="t")
+    with Image.open(out) as img:
+        assert img.format == "PNG" and img.mode == "RGB"
+    save_montage(tmp_path / "p.jpg", protos(1), [0.5])
+    assert Image.open(tmp_path / "p.jpg").format == "JPEG"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.jpg", "p.png"]
+
+
+def test_save_montage_errors(tmp_path):
+    with pytest.raises(InputError, match="unknown image extension '.xyz'"):
+        save_montage(tmp_path / "p.xyz", protos(1), [1])
+    with pytest.raises(InputError, match="folder does not exist"):
+        save_montage(tmp_path / "no" / "p.png", protos(1), [1])
+    with pytest.raises(InputError, match="weights"):
+        save_montage(tmp_path / "p.png", protos(2), [1])
+    assert list(tmp_path.iterdir()) == []  # nothing half-written
