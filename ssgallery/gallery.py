@@ -397,3 +397,20 @@ def gallery_summary(path):
             "n_clients": len(rows), "clients": rows, "bytes_total": total,
             "svm_bytes_total": total_svm,
             "ratio": total_svm / total if total else None}
+
+
+def show_prototypes(gallery_path, claim, out_path, *, scale=2):
+    """Montage of one client's rendered prototypes with their beta (paper's Fig. 5),
+    written atomically to ``out_path``. Returns a JSON-able summary."""
+    from .montage import save_montage
+
+    model = read_client(gallery_path, claim, images=True, matcher=False)
+    if model.prototype_images is None:
+        raise FormatError(f"client '{claim}' has no rendered prototype images",
+                          path=gallery_path)
+    title = (f"client {claim}: b = {model.intercept:+.3g}, threshold = "
+             f"{model.threshold:+.3g}, m = {model.n_prototypes}")
+    save_montage(out_path, model.prototype_images, model.beta, title=title, scale=scale)
+    return {"claim": claim, "output": os.fspath(out_path), "m": model.n_prototypes,
+            "beta": [float(b) for b in model.beta], "intercept": model.intercept,
+            "threshold": model.threshold}

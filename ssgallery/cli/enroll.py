@@ -92,14 +92,9 @@ def command(faces_dir, store, matcher, variance, gamma, matcher_options, clients
     def warn(message):
         click.echo(f"ssgallery: warning: {message}", err=True)
 
-    def progress(message):
-        if not as_json:
-            click.echo(message, err=True)
-
     summary = enroll(faces_dir, store, matcher=matcher, matcher_options=options,
                      clients=clients, background=background, add=add, strict=strict,
-                     skip_bad=skip_bad, size=size, min_images=min_images, warn=warn,
-                     progress=progress)
+                     skip_bad=skip_bad, size=size, min_images=min_images, warn=warn)
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2))
         return

@@ -1,0 +1,38 @@
+"""``ssgallery show``: a client's virtual prototypes as a picture."""
+
+import json
+
+import click
+
+
+@click.command("show")
+@click.option("--claim", required=True, metavar="ID", help="The client to show.")
+@click.option("-o", "--output", required=True, metavar="FILE.png",
+              help="Image to write (.png, .jpg, ...).")
+@click.option("--gallery", default="gallery.h5", show_default=True, metavar="FILE",
+              help="Gallery written by `ssgallery compress`.")
+@click.option("--scale", type=click.IntRange(1, 8), default=2, show_default=True,
+              help="Pixel up-scaling of each prototype.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def command(claim, output, gallery, scale, as_json):
+    """Draw the claimed client's prototypes, each labelled with its weight beta.
+
+    Prototypes with beta > 0 (green) look like the client and raise the score;
+    prototypes with beta < 0 (red) are impostor-like and lower it (the paper's
+    interpretability figure). Reads only the rendered prototype images: no face of
+    any client is stored in the gallery.
+
+    \b
+    Examples:
+      ssgallery show --claim s17 -o prototypes_s17.png
+      ssgallery show --claim c03 -o c03.png --gallery site.h5 --scale 3
+    """
+    from ..gallery import show_prototypes
+
+    out = show_prototypes(gallery, claim, output, scale=scale)
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+        return
+    betas = ", ".join(f"{b:+.3g}" for b in out["beta"])
+    click.echo(f"{output}: {out['m']} prototypes of client {claim} (beta {betas}; "
+               f"b = {out['intercept']:+.3g}, threshold {out['threshold']:+.3g})")

@@ -1,0 +1,151 @@
+"""Every bad input gets one line `ssgallery: error: <file>: <problem>` and exit 2."""
+
+import os
+import shutil
+
+import h5py
+import pytest
+from click.testing import CliRunner
+from test_store import make_faces
+
+from ssgallery.cli import main
+
+
+def _fails(args, *expected):
+    """Run the CLI; assert exit 2 and a single stderr line containing ``expected``."""
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2, (r.exit_code, r.output)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("ssgallery: error: "), lines[0]
+    for text in expected:
+        assert text in lines[0], lines[0]
+    assert "Traceback" not in r.output
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("err")
+    faces = make_faces(str(root / "faces"), n_clients=3, n_images=5)
+    store, gallery = str(root / "e.h5"), str(root / "g.h5")
+    runner = CliRunner()
+    assert runner.invoke(main, ["enroll", faces, "--store", store]).exit_code == 0
+    assert runner.invoke(main, ["compress", "--store", store, "-o", gallery]).exit_code == 0
+    return root, faces, store, gallery
+
+
+@pytest.fixture
+def faces(tmp_path):
+    return make_faces(str(tmp_path / "faces"), n_clients=3, n_images=3)
+
+
+def test_non_image_file(faces, tmp_path):
+    bad = os.path.join(faces, "c01", "notes.txt")
+    with open(bad, "w") as fh:
+        fh.write("not a face\n")
+    store = str(tmp_path / "e.h5")
+    _fails(["enroll", faces, "--store", store], f"{bad}: not an image file", "--skip-bad")
+    assert not os.path.exists(store)
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", store, "--skip-bad"])
+    assert r.exit_code == 0 and "ssgallery: warning:" in r.stderr and "notes.txt" in r.stderr
+
+
+def test_disguised_and_truncated_images(faces, tmp_path):
+    fake = os.path.join(faces, "c02", "fake.png")
+    with open(fake, "wb") as fh:
+        fh.write(b"this is text, not a PNG")
+    _fails(["enroll", faces, "--store", str(tmp_path / "e.h5")], f"{fake}: not an image")
+    os.remove(fake)
+    good = os.path.join(faces, "c02", "0.png")
+    with open(good, "rb") as fh:
+        data = fh.read()
+    with open(good, "wb") as fh:
+        fh.write(data[: len(data) // 2])
+    _fails(["enroll", faces, "--store", str(tmp_path / "e.h5")], f"{good}: truncated image")
+    assert os.listdir(tmp_path) == ["faces"]  # nothing written
+
+
+def test_empty_root_missing_root_and_too_few_images(tmp_path, faces):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _fails(["enroll", str(empty), "--store", str(tmp_path / "e.h5")], f"{empty}: no client")
+    _fails(["enroll", str(tmp_path / "nope"), "--store", str(tmp_path / "e.h5")],
+           str(tmp_path / "nope"))
+    for name in os.listdir(os.path.join(faces, "c01"))[1:]:
+        os.remove(os.path.join(faces, "c01", name))
+    _fails(["enroll", faces, "--store", str(tmp_path / "e.h5")],
+           os.path.join(faces, "c01"), "1 image(s), at least 2 needed")
+
+
+def test_bad_store(tmp_path, built):
+    missing = str(tmp_path / "enrollment.h5")
+    _fails(["compress", "--store", missing, "-o", str(tmp_path / "g.h5")],
+           f"{missing}: no such ssgallery enrollment store", "ssgallery enroll")
+    foreign = tmp_path / "foreign.h5"
+    foreign.write_text("some text")
+    _fails(["compress", "--store", str(foreign)], f"{foreign}: not an ssgallery enrollment")
+    _fails(["compress", "--store", built[3]], "not an ssgallery enrollment store (format "
+           "'ssgallery-gallery'")
+    corrupt = tmp_path / "corrupt.h5"
+    shutil.copy(built[2], corrupt)
+    with h5py.File(corrupt, "a") as f:
+        del f["images"]
+    _fails(["compress", "--store", str(corrupt), "-o", str(tmp_path / "g.h5")],
+           f"{corrupt}: corrupt ssgallery enrollment store")
+    _fails(["compress", "--store", built[2], "--clients", "zz", "-o", str(tmp_path / "g.h5")],
+           "not an enrolled client: zz")
+    assert sorted(os.listdir(tmp_path)) == ["corrupt.h5", "foreign.h5"]  # no gallery, no temp
+
+
+def test_bad_gallery_and_unknown_claim(tmp_path, built):
+    _, faces, store, gallery = built
+    probe = os.path.join(faces, "c01", "0.png")
+    missing = str(tmp_path / "gallery.h5")
+    _fails(["verify", probe, "--claim", "c01", "--gallery", missing],
+           f"{missing}: no such ssgallery gallery", "ssgallery compress")
+    _fails(["verify", probe, "--claim", "c01", "--gallery", store],
+           f"{store}: not an ssgallery gallery")
+    corrupt = tmp_path / "corrupt.h5"
+    with open(gallery, "rb") as fh:
+        corrupt.write_bytes(fh.read()[:2048])
+    _fails(["verify", probe, "--claim", "c01", "--gallery", str(corrupt)], f"{corrupt}: ")
+    newer = tmp_path / "newer.h5"
+    shutil.copy(gallery, newer)
+    with h5py.File(newer, "a") as f:
+        f.attrs["format_version"] = 99
+    _fails(["verify", probe, "--claim", "c01", "--gallery", str(newer)],
+           "format version 99 is newer")
+    _fails(["verify", probe, "--claim", "bob", "--gallery", gallery],
+           f"{gallery}: unknown client 'bob' (known: c00, c01, c02)")
+    _fails(["info", "--gallery", missing], f"{missing}: no such ssgallery gallery")
+    _fails(["show", "--claim", "bob", "--gallery", gallery, "-o", str(tmp_path / "p.png")],
+           "unknown client 'bob'")
+
+
+def test_bad_probes(tmp_path, built):
+    gallery = built[3]
+    _fails(["verify", str(tmp_path / "none.png"), "--claim", "c01", "--gallery", gallery],
+           "none.png: no such file")
+    text = tmp_path / "probe.png"
+    text.write_text("hello")
+    _fails(["verify", str(text), "--claim", "c01", "--gallery", gallery],
+           f"{text}: not an image")
+    _fails(["verify", "--claim", "c01", "--gallery", gallery], "no probe images given")
+    _fails(["verify", "--list", str(tmp_path / "none.txt"), "--claim", "c01", "--gallery",
+            gallery], "none.txt: no such probe list")
+
+
+def test_usage_errors_exit_2(built):
+    gallery = built[3]
+    for args in (["verify", "x.png", "--gallery", gallery],       # no --claim
+                 ["compress", "--m", "zero"], ["compress", "--target-far", "1.5"],
+                 ["enroll"], ["enroll", "x", "--size", "92by112"], ["nosuchcommand"]):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 2, (args, r.output)
+        assert "Traceback" not in r.output
+
+
+def test_no_files_for_info(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _fails(["info"], "no gallery.h5 or enrollment.h5 here")
