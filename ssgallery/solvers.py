@@ -229,18 +229,26 @@ def solve_varpro(X, y, u, Z0, similarity, lam, repulsion=True, bounds=None,
     best = {"omega": np.inf}
     path = []
 
+    cache = {}
+
     def fun(zflat, mu):
         Z = zflat.reshape(m, d)
-        omega, grad, beta, b = objective_and_gradient(X, y, u, Z, similarity, lam)
-        if omega < best["omega"]:
-            best.update(omega=omega, Z=Z.copy(), beta=beta, b=b)
-        path.append((similarity.n_evals, best["omega"]))
+        key = zflat.tobytes()
+        if key in cache:  # the same point again (phase switch): no new evaluation
+            omega, grad = cache[key]
+        else:
+            omega, grad, beta, b = objective_and_gradient(X, y, u, Z, similarity, lam)
+            cache.clear()
+            cache[key] = omega, grad
+            if omega < best["omega"]:
+                best.update(omega=omega, Z=Z.copy(), beta=beta, b=b)
+            path.append((similarity.n_evals, best["omega"]))
         f, g = omega, grad
         if mu > 0:
             S_zz = similarity(Z, Z)
             f = f + mu * 0.5 * (S_zz.sum() - np.trace(S_zz))
             g = g + mu * repulsion_gradient(Z, similarity, S_zz)
-        return f, g.ravel()
+        return f, np.array(g, dtype=float).ravel()
 
     lb = None
     if bounds is not None:
