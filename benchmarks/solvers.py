@@ -92,20 +92,21 @@ def run(args):
                         wall = time.perf_counter() - t0
                         move = np.linalg.norm(est.prototypes_ - est.initial_prototypes_,
                                               axis=1).mean() / typical
-                        rows[m, label, init].append(dict(
-                            omega=est.objective_, evals=est.n_similarity_evals_, wall=wall,
-                            eer=eer(est.predict(neg_X), est.predict(pos_X)), move=move,
-                            path=est.objective_path_))
+                        rows[m, label, init].append({
+                            "omega": est.objective_, "evals": est.n_similarity_evals_,
+                            "wall": wall, "move": move,
+                            "eer": eer(est.predict(neg_X), est.predict(pos_X)),
+                            "path": est.objective_path_})
                 if m in (2, 10) and ci < args.long_clients:
                     # Algorithm 1 (raw step) allowed to run on: eps = 1e-10, 1000 sweeps
                     est = SuperSparseRegressor(m, similarity=sim, lam=args.lam, solver="paper",
                                                tol=1e-10, max_iter=1000, random_state=rep)
                     est.fit(Xtr, t, sample_weight=u)
                     vp = rows[m, "varpro", "class"][-1]
-                    rows[m, "long"].append(dict(
-                        omega=est.objective_, evals=est.n_similarity_evals_,
-                        reach=steps_to_reach(vp["path"], est.objective_),
-                        lower=vp["omega"] < est.objective_, vp_omega=vp["omega"]))
+                    rows[m, "long"].append({
+                        "omega": est.objective_, "evals": est.n_similarity_evals_,
+                        "reach": steps_to_reach(vp["path"], est.objective_),
+                        "lower": vp["omega"] < est.objective_, "vp_omega": vp["omega"]})
         print(f"repetition {rep + 1}/{args.repetitions} done (d={matcher.n_components_})",
               file=sys.stderr, flush=True)
     return rows, teacher_eer
@@ -121,7 +122,7 @@ def report(rows, teacher_eer, args):
     print()
     print(f"{'m':>3} {'solver':<11} {'init':<7} {'Omega':>10} {'Omega/pap':>9} "
           f"{'evals':>8} {'evals/pap':>9} {'time/pap':>8} {'moved':>6} {'EER%':>6}")
-    gm = lambda a: float(np.exp(np.mean(np.log(a))))  # noqa: E731
+    gm = lambda a: float(np.exp(np.mean(np.log(a))))
     for m in args.m:
         for label, _, _ in SOLVERS:
             for init in INITS:

@@ -10,7 +10,7 @@ _LAZY = {
     "select_n_prototypes": "ssgallery.mselect",
 }
 
-__all__ = ["__version__", *_LAZY]
+__all__ = ["SuperSparseDistiller", "SuperSparseRegressor", "__version__", "select_n_prototypes"]
 
 
 def __getattr__(name):

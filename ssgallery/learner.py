@@ -71,7 +71,7 @@ def initial_prototypes(X, y, u, m, init, rng, restart=0):
     class in the same proportions. ``"kmeans"``: weighted k-means centres. ``"random"``:
     m training samples. Repeated picks (fewer usable samples than m) get a small jitter.
     """
-    n, d = X.shape
+    d = X.shape[1]
     usable = np.flatnonzero(u > 0)
     if init == "class":
         pos = y > 0

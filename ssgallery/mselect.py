@@ -59,7 +59,7 @@ def incremental_fits(regressor, X, y, u, m_grid):
     """
     models = {}
     prev = None
-    for m in sorted(set(int(v) for v in m_grid), reverse=True):
+    for m in sorted({int(v) for v in m_grid}, reverse=True):
         params = {"n_prototypes": m, "prototypes_init": None}
         if prev is not None:
             keep = np.sort(np.argsort(-np.abs(prev.beta_), kind="stable")[:m])
@@ -110,7 +110,7 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
     """
     if rho < 0:
         raise ValueError(f"rho must be >= 0, got {rho!r}")
-    grid = sorted(set(int(v) for v in m_grid), reverse=True)
+    grid = sorted({int(v) for v in m_grid}, reverse=True)
     if not grid or grid[-1] < 1:
         raise ValueError(f"m_grid must hold positive integers, got {m_grid!r}")
     if loss not in ("mse", "error"):

@@ -39,8 +39,8 @@ def _rel(a, b):
 def test_reduced_full_and_finite_differences_agree(seed, m, lam):
     X, y, u, Z = _problem(seed, m=m)
     sim = RBFSimilarity(gamma=0.25)
-    om_r, g_red, beta_r, b_r = objective_and_gradient(X, y, u, Z, sim, lam, form="reduced")
-    om_f, g_full, beta_f, b_f = objective_and_gradient(X, y, u, Z, sim, lam, form="full")
+    om_r, g_red, beta_r, _ = objective_and_gradient(X, y, u, Z, sim, lam, form="reduced")
+    om_f, g_full, beta_f, _ = objective_and_gradient(X, y, u, Z, sim, lam, form="full")
     assert om_r == pytest.approx(om_f, rel=1e-12)
     np.testing.assert_allclose(beta_r, beta_f)
     assert _rel(g_red, g_full) <= 1e-6

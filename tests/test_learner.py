@@ -49,7 +49,7 @@ def test_recovers_two_bumps(solver):
                                eta=0.05, max_iter=300, tol=1e-9, random_state=0).fit(X, y)
     assert est.score(X, y) > 0.99
     # beta_, intercept_ are the exact beta-step for the final prototypes
-    beta, b = beta_step(est.similarity_(X, est.prototypes_), y, np.full(len(X), 1 / len(X)),
+    beta, _ = beta_step(est.similarity_(X, est.prototypes_), y, np.full(len(X), 1 / len(X)),
                         est.lam)
     np.testing.assert_allclose(est.beta_, beta, rtol=1e-8)
     assert est.objective_ == pytest.approx(_omega(est, X, y), rel=1e-10)
@@ -150,9 +150,9 @@ def test_fewer_samples_than_prototypes():
 
 def test_invalid_parameters_raise():
     X, y = _bumps(0, n=20)
-    for bad in [dict(n_prototypes=0), dict(solver="sgd"), dict(init="foo"),
-                dict(gamma="auto"), dict(gamma=-1.0), dict(similarity="cosine"),
-                dict(lam=-1.0), dict(prototypes_init=np.zeros((3, 2)))]:
+    for bad in [{"n_prototypes": 0}, {"solver": "sgd"}, {"init": "foo"},
+                {"gamma": "auto"}, {"gamma": -1.0}, {"similarity": "cosine"},
+                {"lam": -1.0}, {"prototypes_init": np.zeros((3, 2))}]:
         with pytest.raises(ValueError):
             SuperSparseRegressor(**bad).fit(X, y)
 
