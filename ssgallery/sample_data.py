@@ -301,12 +301,14 @@ def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2
 
 
 # ----------------------------------------------------------------- self-check
-def separability(root, train=5, repetitions=5, seed=0, C=(0.1, 1, 10, 100, 1000)):
+def separability(root, train=5, repetitions=5, seed=0, C=(0.1, 1, 10, 100, 1000),
+                 gamma="paper"):
     """Mean EER of the full one-vs-all SVM on a face folder (eigenface RBF, γ = 1/d).
 
     Per repetition half of the identities are enrolled, ``train`` images each (PCA is
     fitted on them), the rest of their images are genuine claims and every image of
     the other half is an impostor claim; C by 5-fold CV from ``C``, class-balanced.
+    ``gamma`` is the eigenface matcher's (``"paper"`` = 1/d, ``"median"``, a number).
     The paper's protocol in small (DESIGN.md §4); for checking a data set's difficulty.
 
     Returns
@@ -330,7 +332,7 @@ def separability(root, train=5, repetitions=5, seed=0, C=(0.1, 1, 10, 100, 1000)
         for c in enrolled:
             idx = rng.permutation(np.flatnonzero(faces.labels == c))
             train_mask[idx[:train]] = True
-        matcher = EigenfaceMatcher().fit(faces.images[train_mask])
+        matcher = EigenfaceMatcher(gamma=gamma).fit(faces.images[train_mask])
         dims.append(matcher.n_components_)
         F = matcher.transform(faces.images)
         K = matcher.similarity()(F, F[train_mask])
