@@ -216,7 +216,10 @@ def scan_faces(root, extensions=IMAGE_EXTENSIONS, min_images=1, skip_bad=False,
             raise InputError(f"no client folder {', '.join(missing)}", path=root)
         folders = [by_name[c] for c in sorted(set(wanted), key=natural_key)]
     if not folders:
-        raise InputError("no client folders (expected ROOT/<client>/<images>)", path=root)
+        loose = [p for p in root.iterdir() if p.is_file() and p.suffix.lower() in exts]
+        hint = f"; found {len(loose)} image(s) directly in it" if loose else ""
+        raise InputError(f"no client folders (expected ROOT/<client>/<images>){hint}",
+                         path=root)
     out = []
     for folder in folders:
         paths = []

@@ -126,7 +126,11 @@ def test_empty_root(tmp_path):
     (tmp_path / "empty" / ".hidden").mkdir()
     with pytest.raises(InputError) as err:
         load_faces(tmp_path / "empty")
-    assert str(err.value).startswith(f"{tmp_path / 'empty'}: no client folders")
+    assert str(err.value) == (f"{tmp_path / 'empty'}: no client folders "
+                              "(expected ROOT/<client>/<images>)")
+    save(tmp_path / "empty" / "a.png")  # a flat folder of images: say so
+    with pytest.raises(InputError, match=r"found 1 image\(s\) directly in it"):
+        load_faces(tmp_path / "empty")
 
 
 def test_too_few_images(faces):
