@@ -20,7 +20,6 @@ and numpy only (this module is on the ``verify`` path: no scikit-learn here).
 import json
 import os
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 import numpy as np
 
@@ -36,6 +35,8 @@ _JSON_KEYS = "_json_keys"
 
 def now_utc():
     """Creation time stamp, ISO 8601 UTC, seconds."""
+    from datetime import UTC, datetime
+
     return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
