@@ -10,21 +10,32 @@ own with, in their ``pyproject.toml``::
 Images everywhere are float arrays of shape (n, H, W) on the 8-bit scale [0, 255].
 """
 
-from importlib.metadata import entry_points
-
 from ..errors import SsgalleryError
 from .base import Matcher
 
 GROUP = "ssgallery.matchers"
+# The matchers shipped with ssgallery (also registered as entry points), looked up
+# without scanning installed distributions: importlib.metadata costs verify start-up.
+BUILTIN = {"eigenface": ("ssgallery.matchers.eigenface", "EigenfaceMatcher"),
+           "external": ("ssgallery.matchers.external", "ExternalMatcher")}
 
 
 def available_matchers():
     """Names of the registered matchers, sorted."""
-    return sorted(ep.name for ep in entry_points(group=GROUP))
+    from importlib.metadata import entry_points
+
+    return sorted(set(BUILTIN) | {ep.name for ep in entry_points(group=GROUP)})
 
 
 def get_matcher_class(name):
     """The matcher class registered under ``name``."""
+    if name in BUILTIN:
+        import importlib
+
+        module, cls = BUILTIN[name]
+        return getattr(importlib.import_module(module), cls)
+    from importlib.metadata import entry_points
+
     for ep in entry_points(group=GROUP):
         if ep.name == name:
             return ep.load()
