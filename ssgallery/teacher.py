@@ -98,7 +98,9 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
     C_grid : tuple of float, default=(0.1, 1, 10, 100, 1000)
         Candidate C values, increasing.
     cv : int, default=5
-        Number of stratified folds (reduced to the size of the smaller class if needed).
+        Number of stratified folds (reduced to the size of the smaller class if needed;
+        with a single sample in a class nothing can be cross-validated, every grid point
+        ties and the tie rule takes the largest C).
     scoring : {"balanced_accuracy", "roc_auc"}, default="balanced_accuracy"
         Primary CV criterion; the other one breaks ties, then the larger C wins.
     random_state : int, default=0

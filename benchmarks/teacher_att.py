@@ -1,0 +1,159 @@
+"""How the SVM teacher's choices behave on AT&T (issue 2, item 3).
+
+Protocol (DESIGN.md §4): per repetition, 20 of the 40 subjects are enrolled clients
+with 5 training images each (100 training images); each client's 5 other images are
+genuine claims, the 200 images of the 20 other subjects are impostor claims against
+every client. Eigenface features (PCA keeping 95 % variance, fitted on the training
+images). One-vs-all SVM per client (5 genuine vs 95 impostors).
+
+Prints, side by side in one run:
+1. how often each C is picked by plain CV accuracy (ties -> smallest C, what
+   GridSearchCV does) and by the teacher's balanced rule (balanced accuracy, ties by
+   AUC, then larger C), and the EER each choice gives;
+2. EER and mean #SVs of the full SVM for gamma = "paper" (1/d), "median", "cv".
+
+    OMP_NUM_THREADS=1 python benchmarks/teacher_att.py --repetitions 2
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ssgallery.datasets import att_faces_path
+from ssgallery.teacher import SimilaritySVM, select_index, select_index_plain
+
+
+def load_att(root):
+    from PIL import Image
+
+    root = Path(root)
+    subjects = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: int(p.name[1:]))
+    images, labels = [], []
+    for s in subjects:
+        for f in sorted(s.glob("*.pgm"), key=lambda p: int(p.stem)):
+            images.append(np.asarray(Image.open(f), dtype=np.float32))
+            labels.append(s.name)
+    return np.stack(images), np.array(labels)
+
+
+def features(train_images, other_images, kind="eigenface"):
+    """Eigenface features: the project's matcher (unit-RMS scaled PCA), or ``kind="pca"``
+    PCA(0.95) on pixels/255 (unscaled coefficients)."""
+    try:
+        if kind != "eigenface":
+            raise ImportError
+        from ssgallery.matchers.eigenface import EigenfaceMatcher
+
+        mat = EigenfaceMatcher().fit(train_images)
+        return mat.transform(train_images), mat.transform(other_images), "EigenfaceMatcher"
+    except ImportError:
+        from sklearn.decomposition import PCA
+
+        flat = lambda a: a.reshape(len(a), -1) / 255.0
+        pca = PCA(n_components=0.95, svd_solver="full").fit(flat(train_images))
+        return pca.transform(flat(train_images)), pca.transform(flat(other_images)), "PCA(0.95) on pixels/255"
+
+
+def eer(genuine_list, impostor_list):
+    """EER of the FRR-vs-FAR curve averaged over clients (DESIGN.md §4)."""
+    grid = np.linspace(0, 1, 10001)
+    frr = np.zeros_like(grid)
+    for g, i in zip(genuine_list, impostor_list):
+        t = np.concatenate([[-np.inf], np.unique(np.concatenate([g, i])), [np.inf]])
+        far = np.mean(i[None, :] >= t[:, None], axis=1)  # accept if score >= t
+        fr = np.mean(g[None, :] < t[:, None], axis=1)
+        order = np.argsort(far, kind="stable")
+        frr += np.interp(grid, far[order], fr[order])
+    frr /= len(genuine_list)
+    k = np.argmin(np.abs(frr - grid))
+    return 0.5 * (frr[k] + grid[k])
+
+
+def split(labels, rng, n_train=5):
+    subjects = np.unique(labels)
+    enrolled = rng.permutation(subjects)[: len(subjects) // 2]
+    tr, gen = [], []
+    for s in enrolled:
+        idx = rng.permutation(np.flatnonzero(labels == s))
+        tr += list(idx[:n_train])
+        gen += list(idx[n_train:])
+    imp = np.flatnonzero(~np.isin(labels, enrolled))
+    return np.array(tr), np.array(gen), imp, enrolled
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repetitions", type=int, default=2)
+    ap.add_argument("--data", default=str(att_faces_path()))
+    ap.add_argument("--features", choices=("eigenface", "pca"), default="eigenface",
+                    help="eigenface: the project's matcher; pca: PCA(0.95) on pixels/255")
+    args = ap.parse_args(argv)
+    if not Path(args.data).is_dir():
+        sys.exit(f"teacher_att.py: error: AT&T faces not found at {args.data}")
+    images, labels = load_att(args.data)
+    t0 = time.perf_counter()
+    grid = None
+    rules_ = [(g, r) for g in ("paper", "median") for r in ("plain accuracy", "balanced rule")]
+    picks = {k: [] for k in rules_}
+    degenerate = dict.fromkeys(rules_, 0)
+    scores_c = {k: ([], []) for k in rules_}
+    gammas = ("paper", "median", "cv")
+    res_g = {g: ([], [], [], []) for g in gammas}  # genuine, impostor, #SV, gamma_
+    for rep in range(args.repetitions):
+        rng = np.random.default_rng(rep)
+        tr, gen, imp, enrolled = split(labels, rng)
+        test = np.concatenate([gen, imp])
+        Xtr, Xte, how = features(images[tr], images[test], args.features)
+        ytr_lab, yte_lab = labels[tr], labels[test]
+        for c in enrolled:
+            y = np.where(ytr_lab == c, 1, -1)
+            g_mask = yte_lab == c
+            i_mask = ~np.isin(yte_lab, enrolled)
+            for gname in gammas:
+                svm = SimilaritySVM(gamma=gname).fit(Xtr, y)
+                f = svm.decision_function(Xte)
+                res_g[gname][0].append(f[g_mask])
+                res_g[gname][1].append(f[i_mask])
+                res_g[gname][2].append(svm.n_support_total_)
+                res_g[gname][3].append(svm.gamma_)
+                if gname in ("paper", "median"):  # C selection study
+                    cs = svm.cv_scores_
+                    grid = cs["C"]
+                    rules = {"plain accuracy": select_index_plain(cs["accuracy"][0]),
+                             "balanced rule": select_index(cs["balanced_accuracy"][0],
+                                                           cs["roc_auc"][0])}
+                    for rule, k in rules.items():
+                        key = (gname, rule)
+                        picks[key].append(grid[k])
+                        degenerate[key] += cs["balanced_accuracy"][0][k] <= 0.5 + 1e-9
+                        f2 = (svm if rule == "balanced rule" else
+                              SimilaritySVM(gamma=gname, C=grid[k]).fit(Xtr, y)).decision_function(Xte)
+                        scores_c[key][0].append(f2[g_mask])
+                        scores_c[key][1].append(f2[i_mask])
+    n = len(picks[("median", "plain accuracy")])
+    print(f"AT&T, {args.repetitions} repetition(s) x 20 clients = {n} one-vs-all SVMs "
+          f"(5 genuine vs 95 impostors each); features: {how}, d = {Xtr.shape[1]}")
+    print()
+    print("C picked by 5-fold CV:")
+    print(f"{'gamma':<8}{'rule':<16}" + "".join(f"{'C=' + format(c, 'g'):>9}" for c in grid)
+          + f"{'EER':>9}{'BA=0.5':>8}")
+    for (gname, rule), chosen in picks.items():
+        cnt = [np.sum(np.isclose(chosen, c)) for c in grid]
+        e = eer(*scores_c[(gname, rule)])
+        print(f"{gname:<8}{rule:<16}" + "".join(f"{k:>9d}" for k in cnt)
+              + f"{100 * e:>8.2f}%{degenerate[(gname, rule)]:>8d}")
+    print("(BA=0.5: picks whose CV balanced accuracy is 0.5, i.e. a one-class classifier)")
+    print()
+    print("Full SVM by gamma (C by the balanced rule):")
+    print(f"{'gamma':<8}{'mean gamma_':>14}{'mean #SV':>10}{'EER':>9}")
+    for gname in gammas:
+        gl, il, nsv, gv = res_g[gname]
+        print(f"{gname:<8}{np.mean(gv):>14.4g}{np.mean(nsv):>10.1f}{100 * eer(gl, il):>8.2f}%")
+    print(f"\n({time.perf_counter() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
