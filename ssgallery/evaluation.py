@@ -2,10 +2,13 @@
 
 :func:`evaluate` groups :class:`~ssgallery.protocol.Scores` tables by method, sweeps
 each client's own threshold (one ROC per client and repetition), averages the client
-curves on a common log-spaced FAR grid, and reports per method: EER (mean ± std over
-repetitions, each repetition's EER taken on its client-averaged curve), FRR at
-FAR = 1 % and 0.1 % on the curve averaged over all clients and repetitions, matches
-per claim and training time per client.
+curves vertically (mean FRR at each FAR), and reports per method: EER (mean ± std
+over repetitions, each repetition's EER taken exactly on its client-averaged curve),
+the mean of the clients' own EERs (a second, more lenient convention: averaging
+curves penalises a client whose one bad genuine image costs 1/k of FRR over a wide
+FAR range), FRR at FAR = 1 % and 0.1 % on the curve averaged over all clients and
+repetitions (each client at its own operating point of :func:`metrics.frr_at_far`),
+matches per claim and training time per client (SVM teacher included).
 
 :func:`roc` is what ``ssgallery roc`` calls: protocol run, score files or gallery +
 probe folder in, report folder out.
@@ -72,7 +75,9 @@ def evaluate(tables, grid=None):
     list of dict
         One per (method, m), in order of first appearance, with keys ``method``, ``m``,
         ``label``, ``repetitions``, ``clients`` (client-curves averaged), ``eer``,
-        ``eer_std``, ``eer_per_repetition``, ``frr_at_far_1pct``, ``frr_at_far_01pct``,
+        ``eer_std``, ``eer_per_repetition`` (EER of the client-averaged curve),
+        ``client_eer``, ``client_eer_std`` (mean of the clients' own EERs, mean and
+        std over repetitions), ``frr_at_far_1pct``, ``frr_at_far_01pct``,
         ``matches_mean``, ``matches_std``, ``fit_seconds_mean``, ``n_genuine``,
         ``n_impostor``, ``far_grid`` and ``frr`` (the averaged curve, arrays), and
         ``threshold_far`` / ``threshold_frr`` (mean FAR/FRR at stored per-client
@@ -81,14 +86,14 @@ def evaluate(tables, grid=None):
     grid = default_grid() if grid is None else np.asarray(grid, dtype=float)
     out = []
     for (method, m), group in _group(tables).items():
-        rep_eers, all_curves, matches, seconds, at_t = [], [], [], [], []
+        rep_eers, rep_client_eers, all_curves, matches, seconds, at_t = [], [], [], [], [], []
         n_gen = n_imp = 0
         for t in sorted(group, key=lambda t: t.repetition):
             curves = client_curves(t)
             if not curves:
                 continue
-            _, rep_frr = metrics.average_curves([(a, b) for _, a, b in curves], grid)
-            rep_eers.append(metrics.grid_eer(grid, rep_frr))
+            rep_eers.append(metrics.average_eer([(a, b) for _, a, b in curves]))
+            rep_client_eers.append(np.mean([metrics.curve_eer(a, b) for _, a, b in curves]))
             all_curves.extend((a, b) for _, a, b in curves)
             genuine = t.claimed == t.real
             n_gen += int(genuine.sum())
@@ -106,12 +111,14 @@ def evaluate(tables, grid=None):
                              f"impostor claims; nothing to evaluate")
         _, frr = metrics.average_curves(all_curves, grid)
         eer_mean, eer_std = _mean_std(rep_eers)
+        ceer_mean, ceer_std = _mean_std(rep_client_eers)
         m_mean, m_std = _mean_std(matches)
         s_mean, _ = _mean_std(seconds)
         out.append({
             "method": method, "m": m, "label": group[0].label,
             "repetitions": len(rep_eers), "clients": len(all_curves),
             "eer": eer_mean, "eer_std": eer_std, "eer_per_repetition": rep_eers,
+            "client_eer": ceer_mean, "client_eer_std": ceer_std,
             "frr_at_far_1pct": metrics.grid_frr_at(grid, frr, 0.01),
             "frr_at_far_01pct": metrics.grid_frr_at(grid, frr, 0.001),
             "matches_mean": m_mean, "matches_std": m_std, "fit_seconds_mean": s_mean,
@@ -124,6 +131,15 @@ def evaluate(tables, grid=None):
 
 
 # --------------------------------------------------------------------------- entry point
+
+def _method_order(table):
+    """Known methods in registry order (svm first), then others by name; m ascending."""
+    from .methods import METHOD_NAMES
+
+    known = table.method in METHOD_NAMES
+    rank = METHOD_NAMES.index(table.method) if known else len(METHOD_NAMES)
+    return (rank, table.method, -1 if table.m is None else table.m, table.repetition)
+
 
 def _load_faces_source(faces_dir, store_path, warn):
     """(images, labels, probe labels, source, matcher factory or None) from a faces
@@ -175,7 +191,7 @@ def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=
     if scores:
         if gallery or probes or faces_dir:
             raise InputError("--scores cannot be combined with FACES_DIR or --gallery/--probes")
-        tables = report.read_score_files(scores)
+        tables = sorted(report.read_score_files(scores), key=_method_order)
         mode, source = "scores", ", ".join(os.fspath(s) for s in scores)
     elif gallery or probes:
         if not (gallery and probes):

@@ -57,7 +57,7 @@ def roc_curve(negatives, positives):
     neg = np.sort(_scores(negatives, "negatives"))
     pos = np.sort(_scores(positives, "positives"))
     thresholds = np.append(np.unique(np.concatenate([neg, pos])), np.inf)
-    far = 1.0 - np.searchsorted(neg, thresholds, side="left") / neg.size
+    far = (neg.size - np.searchsorted(neg, thresholds, side="left")) / neg.size
     frr = np.searchsorted(pos, thresholds, side="left") / pos.size
     return far, frr, thresholds
 
@@ -154,25 +154,31 @@ def far_grid(lowest=1e-4, n=401):
     return np.concatenate([[0.0], np.logspace(np.log10(lowest), 0.0, n)])
 
 
-def frr_on_grid(far, frr, grid):
-    """FRR of one curve at each FAR of ``grid``, shape (n_grid,).
-
-    For each distinct FAR of the curve the best (lowest) FRR is kept, then FRR is
-    interpolated linearly in FAR between those operating points (a point between
-    two thresholds is reachable by randomising between them).
-    """
+def _corners(far, frr):
+    """Distinct FARs of a curve (ascending) and the lowest FRR reachable at FAR <= each."""
     far = np.asarray(far, dtype=float)
     frr = np.asarray(frr, dtype=float)
     ufar, inv = np.unique(far, return_inverse=True)
     best = np.full(ufar.shape, np.inf)
     np.minimum.at(best, inv, frr)
-    # FRR must not increase with FAR: the best point at FAR <= f is usable at f.
-    best = np.minimum.accumulate(best)
-    return np.interp(grid, ufar, best)
+    return ufar, np.minimum.accumulate(best)
+
+
+def frr_on_grid(far, frr, grid):
+    """FRR of one curve at each FAR of ``grid``, shape (n_grid,).
+
+    FRR(f) = the lowest FRR among the curve's operating points with FAR <= f: a step
+    function, the same operating point :func:`frr_at_far` picks (no interpolation
+    between thresholds). 1 where no point has FAR <= f.
+    """
+    ufar, best = _corners(far, frr)
+    # (a rounding tolerance so that FAR = 1 % picks the point with 2 of 200 accepted)
+    idx = np.searchsorted(ufar, np.asarray(grid, dtype=float) + 1e-12, side="right") - 1
+    return np.where(idx >= 0, best[np.maximum(idx, 0)], 1.0)
 
 
 def average_curves(curves, grid=None):
-    """Mean FRR of several curves on a common FAR grid.
+    """Mean FRR of several curves on a common FAR grid (vertical averaging).
 
     Parameters
     ----------
@@ -192,6 +198,25 @@ def average_curves(curves, grid=None):
     return grid, F.mean(axis=0)
 
 
+def average_eer(curves):
+    """Exact EER of the vertically averaged curve of several (far, frr) curves.
+
+    The average of the step functions of :func:`frr_on_grid` is a step function with
+    breakpoints at the curves' distinct FARs; its EER is where that staircase crosses
+    FAR = FRR. For a single curve this equals :func:`eer` (without tied scores).
+    """
+    if len(curves) == 0:
+        raise ValueError("no curves to average")
+    B = np.unique(np.concatenate([np.asarray(f, dtype=float) for f, _ in curves]))
+    _, V = average_curves(curves, B)
+    # staircase in order of decreasing FAR: (B[k], V[k]) then up to (B[k], V[k-1])
+    far = np.empty(2 * len(B) - 1)
+    frr = np.empty_like(far)
+    far[0::2], frr[0::2] = B[::-1], V[::-1]
+    far[1::2], frr[1::2] = B[:0:-1], V[-2::-1]
+    return curve_eer(far, frr)
+
+
 def grid_eer(grid, frr):
     """EER of a curve sampled on an increasing FAR grid (FRR non-increasing)."""
     grid = np.asarray(grid, dtype=float)[::-1]  # decreasing FAR = increasing threshold
@@ -206,6 +231,7 @@ def grid_frr_at(grid, frr, far):
 
 __all__ = [
     "average_curves",
+    "average_eer",
     "curve_eer",
     "det",
     "eer",

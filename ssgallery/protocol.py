@@ -153,10 +153,15 @@ def default_matcher_factory():
 
 
 def method_specs(methods, m_values):
-    """[(name, m)] for every method at every m; the full SVM once with m=None."""
+    """[(name, m)] for every method at every m; the full SVM once with m=None.
+
+    An item ``(name, m)`` of ``methods`` is taken as is (one method at one m).
+    """
     specs = []
     for name in methods:
-        if name == "svm":
+        if not isinstance(name, str):
+            specs.append((str(name[0]), None if name[0] == "svm" else int(name[1])))
+        elif name == "svm":
             specs.append((name, None))
         else:
             specs.extend((name, int(m)) for m in m_values)
@@ -196,8 +201,9 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
     ----------
     images : ndarray, shape (n, H, W), float on [0, 255]
     labels : array-like of str, shape (n,)
-    methods : sequence of str
+    methods : sequence of str or (str, int)
         Names known to :func:`ssgallery.methods.make_method`; ``"svm"`` is the teacher.
+        A pair ``(name, m)`` runs that method at that m only.
     m : int or sequence of int
         Prototypes per client; every method except ``"svm"`` runs at each value.
     n_enrolled, n_train, repetitions, seed

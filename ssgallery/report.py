@@ -188,10 +188,11 @@ def _pm(v, std, fmt="{:.1f}"):
 
 def format_table(summaries):
     """The printed table: one row per method."""
-    head = ["method", "m", "matches/claim", "EER %", "FRR@FAR=1% (%)", "FRR@FAR=0.1% (%)",
-            "fit s/client"]
+    head = ["method", "m", "matches/claim", "EER %", "client EER %", "FRR@FAR=1% (%)",
+            "FRR@FAR=0.1% (%)", "fit s/client"]
     rows = [[s["method"], "-" if s["m"] is None else str(s["m"]),
              _pm(s["matches_mean"], s["matches_std"]), _pct(s["eer"], s["eer_std"]),
+             _pct(s.get("client_eer"), s.get("client_eer_std")),
              _pct(s["frr_at_far_1pct"]), _pct(s["frr_at_far_01pct"]),
              _pm(s["fit_seconds_mean"], None, "{:.2f}")] for s in summaries]
     if any(s.get("threshold_far") is not None for s in summaries):
@@ -203,9 +204,10 @@ def format_table(summaries):
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def plot_curves(path, summaries, title=None):
+def plot_curves(path, summaries, title=None, labels=None):
     """FRR against FAR on log axes, one line per method, mean matches in the legend
-    (the paper's Fig. 4). Returns False when matplotlib is missing."""
+    (the paper's Fig. 4). ``labels`` restricts the plot to those method labels.
+    Returns False when matplotlib is missing."""
     try:
         import matplotlib
 
@@ -213,8 +215,13 @@ def plot_curves(path, summaries, title=None):
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, ax = plt.subplots(figsize=(6, 4.5), dpi=110)
-    for s in summaries:
+    if labels is not None:
+        summaries = [s for s in summaries if s["label"] in set(labels)]
+    styles = ["-", "--", "-.", ":"]
+    families = list(dict.fromkeys(s["method"] for s in summaries))
+    fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=110)
+    lowest = 1.0
+    for i, s in enumerate(summaries):
         grid, frr = s["far_grid"], s["frr"]
         keep = grid > 0
         if s["matches_mean"] is not None:
@@ -222,15 +229,19 @@ def plot_curves(path, summaries, title=None):
             label = f"{s['label']} ({s['matches_mean']:.1f} ± {std:.1f})"
         else:
             label = s["label"]
-        ax.plot(grid[keep], np.maximum(frr[keep], 1e-4), label=label, lw=1.6)
+        positive = frr[keep][frr[keep] > 0]
+        lowest = min(lowest, positive.min()) if positive.size else lowest
+        ax.step(grid[keep], np.maximum(frr[keep], 1e-4), where="post", label=label, lw=1.5,
+                ls=styles[families.index(s["method"]) % len(styles)], color=f"C{i % 10}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(grid[grid > 0][0], 1)
-    ax.set_ylim(1e-3, 1.05)
+    ax.set_ylim(max(1e-3, 0.5 * lowest), 1.05)
     ax.set_xlabel("FAR")
     ax.set_ylabel("FRR")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(title="method (matches per claim)", fontsize=8, title_fontsize=8)
+    ax.legend(title="method (matches per claim)", fontsize=8, title_fontsize=8,
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     if title:
         ax.set_title(title, fontsize=9)
     fig.tight_layout()

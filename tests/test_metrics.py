@@ -107,21 +107,37 @@ def test_eer_against_sklearn_curve(seed):
     assert abs(far - frr) < 2e-3
 
 
-def test_average_curves_and_grid_metrics():
+def test_average_curves_and_average_eer():
     grid = M.far_grid(1e-3, 50)
     assert grid[0] == 0.0 and grid[-1] == 1.0 and np.all(np.diff(grid) > 0)
-    c1 = M.roc_curve([0.0, 1.0], [1.0, 2.0])[:2]
-    c2 = M.roc_curve([0.0, 1.0], [2.0, 3.0])[:2]  # separable: FRR 0 everywhere
-    _, mean = M.average_curves([c1, c2], grid)
-    assert np.all(np.diff(mean) <= 1e-12)  # non-increasing in FAR
+    # c1: (FAR, FRR) = (1, 0), (0.5, 0), (0.5, 0.5), (0, 0.5), (0, 1)
+    c1 = M.roc_curve([0.0, 1.0], [0.5, 2.0])[:2]
+    c2 = M.roc_curve([0.0, 1.0], [2.0, 3.0])[:2]  # separable: FRR 0 at FAR 0
     one = M.frr_on_grid(*c1, grid)
     assert one[0] == 0.5 and one[-1] == 0.0
+    assert M.frr_on_grid(*c1, [0.25, 0.4999, 0.5]).tolist() == [0.5, 0.5, 0.0]  # steps
+    _, mean = M.average_curves([c1, c2], grid)
+    assert np.all(np.diff(mean) <= 0)  # non-increasing in FAR
     np.testing.assert_allclose(mean, 0.5 * one)
-    # FRR at FAR=0.25 on c1: halfway between (0, 0.5) and (0.5, 0)
-    assert M.grid_frr_at(grid, one, 0.25) == pytest.approx(0.25, abs=0.02)
-    assert M.grid_eer(grid, one) == pytest.approx(0.25, abs=0.01)
+    assert M.grid_frr_at(grid, one, 0.01) == 0.5
+    assert M.average_eer([c1]) == pytest.approx(M.eer([0.0, 1.0], [0.5, 2.0])) == 0.5
+    # mean staircase: FRR 0.25 for FAR < 0.5, else 0 -> crosses FAR = FRR at 0.25
+    assert M.average_eer([c1, c2]) == pytest.approx(0.25)
+    assert M.grid_eer(grid, mean) == pytest.approx(0.25, abs=0.01)
     with pytest.raises(ValueError):
         M.average_curves([], grid)
+    with pytest.raises(ValueError):
+        M.average_eer([])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_one_curve_averages_to_its_own_metrics(seed):
+    rng = np.random.default_rng(seed)
+    neg, pos = rng.normal(0, 1, 200), rng.normal(1.5, 1, 9)
+    far, frr, _ = M.roc_curve(neg, pos)
+    assert M.average_eer([(far, frr)]) == pytest.approx(M.eer(neg, pos), abs=1e-12)
+    for f in (0.0, 0.001, 0.01, 0.1):
+        assert M.frr_on_grid(far, frr, [f])[0] == pytest.approx(M.frr_at_far(neg, pos, f))
 
 
 def test_rejects_bad_scores():

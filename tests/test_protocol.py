@@ -60,6 +60,8 @@ def test_split_errors_are_one_line():
 
 def test_method_specs():
     assert method_specs(["svm", "ssvm"], [1, 2]) == [("svm", None), ("ssvm", 1), ("ssvm", 2)]
+    assert method_specs(["ssvm", ("nystrom", 2)], [1, 5]) == [("ssvm", 1), ("ssvm", 5),
+                                                              ("nystrom", 2)]
 
 
 def synthetic_images(n_subjects=8, per=7, shape=(12, 10), noise=30.0, seed=0):
@@ -150,3 +152,17 @@ def test_parallel_run_matches_sequential():
     b = run_protocol(images, labels, n_jobs=2, **kw)
     for x, y in zip(a, b):
         np.testing.assert_allclose(x.score, y.score, rtol=1e-6, atol=1e-8)
+
+
+def test_evaluate_one_client_equals_the_pooled_eer():
+    from ssgallery import metrics
+    from ssgallery.protocol import Scores
+
+    rng = np.random.default_rng(4)
+    pos, neg = rng.normal(1.0, 1.0, 7), rng.normal(0.0, 1.0, 53)
+    t = Scores("x", None, 0, np.array(["c"] * 60), np.array(["c"] * 7 + ["z"] * 53),
+               np.arange(60).astype(str), np.r_[pos, neg], {})
+    s = evaluate([t])[0]
+    assert s["eer"] == pytest.approx(metrics.eer(neg, pos), abs=1e-12)
+    assert s["frr_at_far_1pct"] == pytest.approx(metrics.frr_at_far(neg, pos, 0.01))
+    assert s["frr_at_far_01pct"] == pytest.approx(metrics.frr_at_far(neg, pos, 0.001))
