@@ -192,7 +192,7 @@ def _check_options(m, rho, target_far, lam, solver, init):
 
 def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=0.01,
              target_far=0.01, lam=1e-4, solver="varpro", init="class", clients=None,
-             random_state=0, progress=None):
+             cv_folds=N_FOLDS, random_state=0, progress=None):
     """Compress every enrolled client of a store into a gallery.
 
     Parameters
@@ -209,6 +209,9 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     init : {"class", "kmeans", "random"}
     clients : list of str or comma-separated str, optional
         Compress only these enrolled clients (all images still serve as impostors).
+    cv_folds : int
+        Folds of the threshold CV; 0 or 1 sets thresholds on training scores instead
+        (optimistic, but 1 + cv_folds times cheaper: for slow external matchers).
     random_state : int
     progress : callable(client_id, done, total), optional
         Called with ``(None, 0, total)`` before the first client, then after each client.
@@ -248,7 +251,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
                              "clients or add background subjects", path=store_path)
         fit = train_client(X, y, similarity, groups=store.labels, m=m, lam=lam, solver=solver, init=init,
                            bounds=bounds, rho=rho, target_far=target_far,
-                           random_state=random_state)
+                           n_folds=cv_folds, random_state=random_state)
         d, svm = fit.distiller, fit.svm
         reg = d.regressor_
         prov = {"m": len(d.beta_), "d": int(X.shape[1]), "lambda": float(lam),
@@ -259,7 +262,8 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
                 "target_far": float(target_far), "n_genuine": int(np.sum(y > 0)),
                 "n_impostor": int(np.sum(y < 0)), "m_selection": "auto" if m == "auto"
                 else "fixed", "rho": float(rho) if m == "auto" else None,
-                "threshold_method": f"{N_FOLDS}-fold CV, impostors held out by subject", **fit.cv}
+                "threshold_method": f"{fit.cv['threshold_folds']}-fold CV, impostors held out "
+                "by subject" if fit.cv["threshold_folds"] else "training scores", **fit.cv}
         images = np.clip(np.round(matcher.render(d.prototypes_)), 0, 255).astype(np.uint8)
         models.append(ClientModel(client_id=client, prototypes=d.prototypes_, beta=d.beta_,
                                   intercept=d.intercept_, threshold=fit.threshold,

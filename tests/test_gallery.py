@@ -157,10 +157,14 @@ def test_failed_compress_leaves_nothing(built, tmp_path):
 def test_compress_options(built, tmp_path):
     root = built[0]
     s = compress(root / "e.h5", tmp_path / "g1.h5", m=1, clients=["c01"], solver="paper",
-                 target_far=0.1)
+                 target_far=0.1, cv_folds=0)
     assert [r["client"] for r in s.clients] == ["c01"] and s.clients[0]["m"] == 1
     model = read_client(tmp_path / "g1.h5", "c01")
     assert model.provenance["solver"] == "paper" and model.provenance["target_far"] == 0.1
+    assert model.provenance["threshold_method"] == "training scores"
+    # 5 folds asked, but only 4 impostor subjects to hold out
+    assert read_client(root / "g.h5", "c01").provenance["threshold_method"] == \
+        "4-fold CV, impostors held out by subject"
     with pytest.raises(InputError, match="--m must be a positive integer"):
         compress(root / "e.h5", tmp_path / "g2.h5", m=0)
     assert not (tmp_path / "g2.h5").exists()

@@ -38,9 +38,13 @@ def _parse_m(ctx, param, value):
               show_default=True, help="Initial prototypes.")
 @click.option("--clients", default=None, metavar="A,B,...",
               help="Compress only these enrolled clients [all].")
+@click.option("--cv-folds", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Folds of the threshold CV; 0 = thresholds on training scores (faster, "
+              "optimistic; for slow external matchers).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(store, gallery, m, rho, target_far, lam, solver, init, clients, seed, as_json):
+def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_folds, seed,
+            as_json):
     """Train each client's SVM, distil it into m virtual prototypes, write the gallery.
 
     Per enrolled client: a one-vs-all SVM on the matcher's similarity (C by 5-fold CV),
@@ -70,8 +74,8 @@ def command(store, gallery, m, rho, target_far, lam, solver, init, clients, seed
 
     try:
         summary = compress(store, gallery, m=m, rho=rho, target_far=target_far, lam=lam,
-                           solver=solver, init=init, clients=clients, random_state=seed,
-                           progress=progress)
+                           solver=solver, init=init, clients=clients, cv_folds=cv_folds,
+                           random_state=seed, progress=progress)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
