@@ -110,16 +110,20 @@ def test_svm_sel_keeps_support_vectors_with_optimal_coefficients(problem):
 def test_svm_red_needs_rbf(problem):
     X, y, _ = problem
 
-    class L1(Similarity):
+    class Skewed(Similarity):  # not RBF, not symmetric, not PSD
         def __call__(self, A, B):
-            return np.exp(-np.abs(A[:, None] - B[None]).sum(-1))
+            D = np.abs(A[:, None] - B[None]).sum(-1)
+            return np.exp(-D) - 0.5 * np.exp(-0.1 * D) + 0.2 * np.tanh(A[:, None, 0] - B[None, :, 0])
 
-    t = SimilaritySVM(similarity=L1(), C=1.0).fit(X, y)
+    S = Skewed()(X, X)
+    assert np.linalg.eigvalsh(0.5 * (S + S.T)).min() < 0
+    t = SimilaritySVM(similarity=Skewed(), C=1.0).fit(X, y)
     with pytest.raises(SsgalleryError, match="svm-red needs an RBF similarity"):
         SVMRed(2).fit(X, y, teacher=t)
     # the others work with any similarity
-    for name in ("svm-sel", "ps-s", "ps-km", "nystrom"):
-        assert make_method(name, 2).fit(X, y, teacher=t).n_matches_ == 2
+    for name in ("svm-sel", "ps-r", "ps-b", "ps-s", "ps-km", "nystrom"):
+        est = make_method(name, 2).fit(X, y, teacher=t)
+        assert est.n_matches_ == 2 and np.all(np.isfinite(est.decision_function(X)))
 
 
 def rows_in(Z, X):
