@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from PIL import Image
 
 from ssgallery.cli import main
-from ssgallery.datasets import att_faces_path
+from ssgallery.datasets import att_faces_path, sample_faces_path
 from ssgallery.report import read_score_files, read_scores, write_scores
 
 
@@ -192,6 +192,19 @@ def test_enroll_compress_roc_in_the_working_directory(faces, tmp_path):
     # enrolled images are the probes here, so the stored thresholds must do well on them
     assert s["threshold_far"] <= 0.1 and s["threshold_frr"] <= 0.5
     assert "FAR@thr" in res.output
+
+
+def test_roc_on_the_sample_data(tmp_path):
+    faces = sample_faces_path()
+    assert faces.is_dir(), f"sample_data missing at {faces}"
+    out = tmp_path / "sample"
+    res = run(["roc", str(faces), "--repetitions", "1", "--methods", "svm,ssvm", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    summary = check_report(out, ["svm", "ssvm m=2"])
+    svm, ssvm = summary["methods"]
+    assert summary["config"]["enrolled"] == 10
+    assert svm["n_genuine"] == 10 * 5 and svm["n_impostor"] == 10 * 10 * 10
+    assert svm["matches_mean"] > 5 * ssvm["matches_mean"]
 
 
 def _att():

@@ -30,7 +30,7 @@ def _parse_methods(ctx, param, value):
 
 
 @click.command("roc")
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[FACES_DIR]")
 @click.option("--store", default="enrollment.h5", show_default=True, metavar="FILE",
               help="Enrollment store used when no FACES_DIR is given.")
 @click.option("--enrolled", type=click.IntRange(min=2), default=None, metavar="N",
@@ -62,8 +62,6 @@ def _parse_methods(ctx, param, value):
 def command(paths, store, enrolled, train_images, repetitions, seed, m, methods, out_dir,
             scores, gallery, probes, jobs, no_plot, as_json):
     """Measure what compression costs: FRR/FAR curves, EER and matches per claim.
-
-    Usage: ssgallery roc [FACES_DIR] [options], or ssgallery roc --scores FILE...
 
     Runs the paper's protocol (Sect. IV-A) on FACES_DIR (default: the enrollment
     store): per repetition a random half of the subjects are enrolled, each with
