@@ -26,7 +26,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
-from sklearn.utils.validation import check_array, check_is_fitted, check_X_y
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ssgallery.errors import InputError
 from ssgallery.similarity import RBFSimilarity, Similarity
@@ -79,6 +80,10 @@ def _py(v):
 def _balanced_accuracy(y, f):
     pos = y > 0
     return 0.5 * (np.mean(f[pos] > 0) + np.mean(f[~pos] <= 0))
+
+
+class LabelError(InputError, ValueError):
+    """Labels the one-vs-all teacher cannot use (one class, or more than two)."""
 
 
 class SimilaritySVM(ClassifierMixin, BaseEstimator):
@@ -141,6 +146,11 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
         self.scoring = scoring
         self.random_state = random_state
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # one client against the rest
+        return tags
+
     # ------------------------------------------------------------------ helpers
     def _gram_factory(self, X):
         """Return (list of gammas, function gamma -> S(X, X)) for the candidates."""
@@ -198,12 +208,15 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        X, y = check_X_y(X, y, dtype=float)
-        self.n_features_in_ = X.shape[1]
+        X, y = validate_data(self, X, y, dtype=float)
+        check_classification_targets(y)
         self.classes_ = np.unique(y)
-        if len(self.classes_) != 2:
-            raise InputError(
-                f"the SVM teacher needs two classes (genuine and impostor), got {len(self.classes_)}")
+        if len(self.classes_) > 2:
+            raise LabelError("Only binary classification is supported: the SVM teacher is one "
+                             f"client against the rest, got {len(self.classes_)} classes")
+        if len(self.classes_) < 2:
+            raise LabelError("the SVM teacher needs two classes (genuine and impostor), "
+                             "got 1 class")
         yb = np.where(y == self.classes_[1], 1, -1)
         if self.scoring not in ("balanced_accuracy", "roc_auc"):
             raise ValueError(f"scoring must be 'balanced_accuracy' or 'roc_auc', got {self.scoring!r}")
@@ -245,13 +258,12 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """g(x) = sum_i dual_coef_i s(x, sv_i) + b, shape (n,); positive = genuine."""
         check_is_fitted(self, "dual_coef_")
-        X = check_array(X, dtype=float)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, the SVM was fitted on {self.n_features_in_}")
+        X = validate_data(self, X, dtype=float, reset=False)
         return self.similarity_(X, self.support_vectors_) @ self.dual_coef_ + self.intercept_
 
     def predict(self, X):
         """Labels ``classes_[1]`` where the decision value is > 0, else ``classes_[0]``."""
+        check_is_fitted(self, "dual_coef_")
         return self.classes_[(self.decision_function(X) > 0).astype(int)]
 
 
