@@ -110,7 +110,8 @@ def command(faces_dir, store, matcher, variance, gamma, matcher_options, clients
         click.echo(f"{summary.store}: enrolled {len(summary.clients)} clients and "
                    f"{len(summary.background)} background subjects, {summary.n_images} "
                    f"images of {w}x{h}")
-    config = ", ".join(f"{k} {v}" for k, v in summary.matcher_config.items() if v is not None)
+    config = ", ".join(f"{k} {v}" for k, v in sorted(summary.matcher_config.items())
+                       if v is not None)
     click.echo(f"matcher: {summary.matcher} ({config}), d = {summary.dimension}")
     if summary.basis_stale:
         click.echo(f"warning: the {summary.matcher} basis was fitted before "

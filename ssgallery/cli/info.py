@@ -14,7 +14,8 @@ def _size(n):
 
 
 def _print_gallery(g):
-    config = ", ".join(f"{k} {v}" for k, v in g["matcher_config"].items() if v is not None)
+    config = ", ".join(f"{k} {v}" for k, v in sorted(g["matcher_config"].items())
+                       if v is not None)
     click.echo(f"gallery {g['path']}: {g['n_clients']} clients, {_size(g['file_bytes'])}, "
                f"created {g['created']} by ssgallery {g['tool_version']} "
                f"(format {g['format_version']})")
@@ -39,7 +40,8 @@ def _print_gallery(g):
 
 
 def _print_store(s):
-    config = ", ".join(f"{k} {v}" for k, v in s["matcher_config"].items() if v is not None)
+    config = ", ".join(f"{k} {v}" for k, v in sorted(s["matcher_config"].items())
+                       if v is not None)
     h, w = s["image_shape"]
     click.echo(f"store {s['path']}: {s['n_clients']} clients + {s['n_background']} background "
                f"subjects, {s['n_images']} images of {w}x{h}, {_size(s['file_bytes'])}, "
