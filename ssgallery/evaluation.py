@@ -142,13 +142,15 @@ def _method_order(table):
 
 
 def _load_faces_source(faces_dir, store_path, warn):
-    """(images, labels, probe labels, source, matcher factory or None) from a faces
-    folder or the enrollment store (whose matcher configuration is reused)."""
+    """(images, labels, probe labels, source, matcher factory or None, enrollable) from
+    a faces folder or the enrollment store (its matcher configuration is reused, and
+    its background subjects are never enrolled)."""
     if faces_dir is not None:
         from .images import load_faces
 
         faces = load_faces(faces_dir, size=None, warn=warn)  # like enroll: first image's size
-        return faces.images, faces.labels, np.asarray(faces.paths), os.fspath(faces_dir), None
+        return (faces.images, faces.labels, np.asarray(faces.paths), os.fspath(faces_dir),
+                None, None)
     if not Path(store_path).exists():
         raise InputError(f"{store_path}: no enrollment store here; give a faces folder "
                          f"(ssgallery roc FACES_DIR) or run 'ssgallery enroll FACES_DIR' first")
@@ -159,7 +161,7 @@ def _load_faces_source(faces_dir, store_path, warn):
     cls, config = get_matcher_class(store.matcher_name), dict(store.matcher_config)
     # a fresh matcher like the store's, refitted on each split's training images
     return (store.images, store.labels, np.asarray(store.paths), os.fspath(store_path),
-            lambda: cls(**config))
+            lambda: cls(**config), list(store.clients))
 
 
 def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=None,
@@ -205,14 +207,14 @@ def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=
     else:
         from .protocol import make_splits, run_protocol
 
-        images, labels, paths, source, factory = _load_faces_source(faces_dir, store_path,
-                                                                     warn)
-        splits = make_splits(labels, n_enrolled, n_train, repetitions, seed)
+        images, labels, paths, source, factory, enrollable = _load_faces_source(
+            faces_dir, store_path, warn)
+        splits = make_splits(labels, n_enrolled, n_train, repetitions, seed, enrollable)
         if progress_total:
             progress_total(len(splits) * len(splits[0].enrolled))
         tables = run_protocol(images, labels, methods, m, n_enrolled, n_train, repetitions,
                               seed, matcher_factory=factory, probe_labels=paths,
-                              progress=progress, n_jobs=n_jobs)
+                              progress=progress, n_jobs=n_jobs, enrollable=enrollable)
         mode = "protocol"
         config = {"enrolled": len(splits[0].enrolled), "train_images": int(n_train),
                   "repetitions": int(repetitions), "seed": int(seed),

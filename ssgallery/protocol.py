@@ -89,7 +89,7 @@ def _natural(names):
     return sorted(names, key=natural_key)
 
 
-def make_splits(labels, n_enrolled=None, n_train=5, repetitions=5, seed=0):
+def make_splits(labels, n_enrolled=None, n_train=5, repetitions=5, seed=0, enrollable=None):
     """The protocol's random splits.
 
     Parameters
@@ -102,6 +102,9 @@ def make_splits(labels, n_enrolled=None, n_train=5, repetitions=5, seed=0):
         Training images per client; enrolled clients need at least ``n_train + 1``.
     repetitions : int
     seed : int
+    enrollable : iterable of str or None
+        Subjects that may be enrolled (default all); the others are always impostors
+        (e.g. the background subjects of an enrollment store).
 
     Returns
     -------
@@ -113,8 +116,12 @@ def make_splits(labels, n_enrolled=None, n_train=5, repetitions=5, seed=0):
     if len(subjects) < 3:
         raise InputError(f"the protocol needs at least 3 subjects (2 enrolled, 1 impostor), "
                          f"got {len(subjects)}")
-    if n_enrolled is None:
+    allowed = set(subjects) if enrollable is None else {str(e) for e in enrollable}
+    eligible = [s for s in subjects if counts[s] >= n_train + 1 and s in allowed]
+    if n_enrolled is None:  # half of the subjects (no more than may be enrolled)
         n_enrolled = len(subjects) // 2
+        if enrollable is not None:
+            n_enrolled = max(2, min(n_enrolled, len(eligible)))
     n_enrolled, n_train, repetitions = int(n_enrolled), int(n_train), int(repetitions)
     if not 2 <= n_enrolled <= len(subjects) - 1:
         raise InputError(f"--enrolled must be between 2 and {len(subjects) - 1} "
@@ -123,7 +130,6 @@ def make_splits(labels, n_enrolled=None, n_train=5, repetitions=5, seed=0):
         raise InputError(f"--train-images must be at least 1, got {n_train}")
     if repetitions < 1:
         raise InputError(f"--repetitions must be at least 1, got {repetitions}")
-    eligible = [s for s in subjects if counts[s] >= n_train + 1]
     if len(eligible) < n_enrolled:
         raise InputError(f"only {len(eligible)} subject(s) have the {n_train + 1} images "
                          f"needed to enrol {n_enrolled} clients with {n_train} training "
@@ -194,7 +200,8 @@ def _fit_client(X, y, X_gen, X_imp, similarity, specs, random_state, method_opti
 
 def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), m=2,
                  n_enrolled=None, n_train=5, repetitions=5, seed=0, matcher_factory=None,
-                 probe_labels=None, progress=None, n_jobs=1, method_options=None):
+                 probe_labels=None, progress=None, n_jobs=1, method_options=None,
+                 enrollable=None):
     """Run the protocol and score every claim with every method.
 
     Parameters
@@ -218,6 +225,8 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
         Parallel client fits (joblib); 1 runs in this process.
     method_options : dict name -> dict, optional
         Extra keyword arguments for :func:`~ssgallery.methods.make_method`.
+    enrollable : iterable of str, optional
+        Subjects that may be enrolled (see :func:`make_splits`).
 
     Returns
     -------
@@ -239,7 +248,7 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
                     else np.asarray(probe_labels).astype(str))
     matcher_factory = matcher_factory or default_matcher_factory
     method_options = method_options or {}
-    splits = make_splits(labels, n_enrolled, n_train, repetitions, seed)
+    splits = make_splits(labels, n_enrolled, n_train, repetitions, seed, enrollable)
     tables = []
     for split in splits:
         matcher = matcher_factory().fit(images[split.train_indices()])  # training images only

@@ -52,6 +52,11 @@ def test_split_errors_are_one_line():
         make_splits(_labels(10, 8), n_enrolled=10)
     with pytest.raises(InputError, match="only 0 subject"):
         make_splits(_labels(10, 5), n_train=5)
+    # only the enrollable subjects are ever enrolled; the others are always impostors
+    for sp in make_splits(_labels(10, 8), n_enrolled=3, repetitions=4, enrollable=["p1", "p2",
+                                                                                      "p3", "p4"]):
+        assert set(sp.enrolled) <= {"p1", "p2", "p3", "p4"}
+        assert {"p0", "p5", "p9"} <= set(sp.impostor_subjects)
     # subjects with too few images can still be impostors
     labels = np.r_[_labels(4, 8), ["few"] * 2]
     for sp in make_splits(labels, n_enrolled=4, repetitions=2):
