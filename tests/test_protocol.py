@@ -171,3 +171,17 @@ def test_evaluate_one_client_equals_the_pooled_eer():
     assert s["eer"] == pytest.approx(metrics.eer(neg, pos), abs=1e-12)
     assert s["frr_at_far_1pct"] == pytest.approx(metrics.frr_at_far(neg, pos, 0.01))
     assert s["frr_at_far_01pct"] == pytest.approx(metrics.frr_at_far(neg, pos, 0.001))
+
+
+def test_every_registered_method_runs_through_the_protocol():
+    from ssgallery.methods import METHOD_NAMES
+
+    images, labels = synthetic_images(n_subjects=5, per=6, seed=3)
+    tables = run_protocol(images, labels, methods=METHOD_NAMES, m=2, n_enrolled=3, n_train=3,
+                          repetitions=1, seed=0)
+    summaries = evaluate(tables)
+    assert [s["method"] for s in summaries] == list(METHOD_NAMES)
+    for s in summaries:
+        assert 0.0 <= s["eer"] <= 1.0
+        if s["method"] != "svm":
+            assert s["matches_mean"] == 2.0
