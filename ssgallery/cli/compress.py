@@ -91,7 +91,7 @@ def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_f
     n = len(summary.clients)
     mean_m = sum(r["m"] for r in summary.clients) / n
     mean_sv = sum(r["svm_n_support"] for r in summary.clients) / n
-    click.echo(f"{summary.gallery}: {n} clients, {mean_m:g} prototypes per client on average "
+    click.echo(f"{summary.gallery}: {n} clients, {mean_m:.3g} prototypes per client on average "
                f"(the full SVMs: {mean_sv:.1f} support vectors), target FAR "
                f"{summary.target_far:g}")
     if summary.basis_stale:
