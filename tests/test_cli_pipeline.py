@@ -135,3 +135,20 @@ def test_true_subprocess(data, tmp_path):
         r = subprocess.run([exe, "info", "--json"], check=False, capture_output=True,
                            text=True, cwd=tmp_path)
         assert r.returncode == 0 and json.loads(r.stdout)["gallery"]["n_clients"] == 1
+
+
+def test_enroll_add_and_background_cli(tmp_path):
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=3)
+    bg = make_faces(str(tmp_path / "bg"), n_clients=2, n_images=3, seed=5, prefix="b")
+    store = str(tmp_path / "e.h5")
+    runner = CliRunner()
+    r = runner.invoke(main, ["enroll", faces, "--store", store, "--clients", "c00,c01",
+                             "--background", bg])
+    assert r.exit_code == 0, r.output
+    assert "enrolled 2 clients and 2 background subjects, 12 images of 24x32" in r.stdout
+    r = runner.invoke(main, ["enroll", faces, "--store", store, "--add"])
+    assert r.exit_code == 0, r.output
+    assert "added 2 client(s) (c02, c03); now 4 clients, 18 images" in r.stdout
+    assert "basis was fitted before c02, c03 were added (stale)" in r.stderr
+    r = runner.invoke(main, ["info", "--store", store])
+    assert "basis STALE" in r.stdout
