@@ -163,3 +163,41 @@ def test_att_deterministic_discriminative_and_not_psd(tmp_path):
     assert genuine > impostor + 0.2
     # not a kernel: the symmetric part has a negative eigenvalue
     assert np.linalg.eigvalsh((S + S.T) / 2).min() < -1e-3
+
+
+@pytest.mark.slow
+def test_att_enroll_compress_verify_with_the_ebgm_program(tmp_path):
+    """End to end through the CLI: the store records the command, compress trains
+    pixel-space prototypes with the real program, verify sends each probe batch and
+    the client's m prototypes in one run."""
+    paths = att_paths(range(1, 8), range(1, 11))  # skips/fails when the data is missing
+    root = tmp_path / "faces"  # client s1 (8 images), background s2 and s3 (5 each)
+    for subject, shots in (("s1", range(1, 9)), ("s2", range(1, 6)), ("s3", range(1, 6))):
+        (root / subject).mkdir(parents=True)
+        for k in shots:
+            (root / subject / f"{k}.pgm").symlink_to(att_faces_path() / subject / f"{k}.pgm")
+    log = tmp_path / "calls.log"
+    wrapper = os.path.join(os.path.dirname(__file__), "matchers", "log_calls.py")
+    command = json.dumps([sys.executable, wrapper, EBGM])
+    env = dict(os.environ, OMP_NUM_THREADS="1", MATCHER_LOG=str(log))
+    ssg = os.path.join(os.path.dirname(EBGM), "ssgallery")
+
+    def cli(*args):
+        return subprocess.run([ssg, *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, check=False)
+
+    run = cli("enroll", str(root), "--clients", "s1", "--background", "s2,s3", "--size", "46x56",
+              "--matcher", "external", "-O", f"command={command}")
+    assert run.returncode == 0, run.stderr
+    run = cli("compress", "--m", "2", "--cv-folds", "0")
+    assert run.returncode == 0, run.stderr
+    log.write_text("")
+    # unseen: s1/9.pgm and s1/10.pgm (genuine), s4/1.pgm .. s7/1.pgm (impostors)
+    probes = [paths[8], paths[9]] + [paths[10 * s] for s in range(3, 7)]
+    run = cli("verify", *probes, "--claim", "s1", "--json")
+    assert run.returncode in (0, 1), run.stderr
+    scores = [r["score"] for r in json.loads(run.stdout)["results"]]
+    assert np.mean(scores[:2]) > np.mean(scores[2:])  # genuine above impostors
+    assert log.read_text().split("\n")[:-1] == ["6 2"]  # one run: 6 probes x m = 2
+    run = cli("verify", probes[0], "--claim", "nobody")
+    assert run.returncode == 2 and "\n" not in run.stderr.strip()

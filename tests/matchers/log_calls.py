@@ -1,0 +1,21 @@
+#!/usr/bin/env python3
+"""Contract-transparent wrapper: ``log_calls.py PROGRAM [ARGS]`` appends one line per
+run to $MATCHER_LOG ("describe", or "|A| |B|" list sizes), then becomes PROGRAM."""
+import itertools
+import os
+import sys
+
+
+def count(path):
+    with open(path, encoding="utf-8") as f:
+        return sum(1 for line in f if line.strip())
+
+
+args = sys.argv[1:]
+opts = dict(itertools.pairwise(args))
+with open(os.environ["MATCHER_LOG"], "a", encoding="utf-8") as log:
+    if "--describe" in args:
+        log.write("describe\n")
+    else:
+        log.write(f"{count(opts['--probe-list'])} {count(opts['--gallery-list'])}\n")
+os.execvp(args[0], args)
