@@ -205,3 +205,16 @@ def test_shape_mismatch_is_an_input_error():
     m = fitted(FOREIGN)
     with pytest.raises(InputError, match=r"fitted on \(16, 12\)"):
         m.transform(np.zeros((1, 8, 8)))
+
+
+def test_readme_example_matcher():
+    imgs = faces(4)
+    m = fitted([sys.executable, str(HERE / "example_mad.py")], imgs)
+    assert m.get_state()["conversion"] == "exp(-d/scale)"
+    X = m.transform(imgs)
+    Z = X[:2] + 0.5
+    S = m.similarity()(X, Z)
+    mad = np.abs(X[:, None, :] - Z[None, :, :]).mean(-1)
+    np.testing.assert_allclose(S, np.exp(-mad / m.get_state()["distance_scale"]), rtol=1e-6)
+    m.similarity()(Z, X)  # symmetric: the transposed pairs come from the cache
+    assert m.n_cached_ == 8
