@@ -192,9 +192,12 @@ def main(argv=None):
         text = format_matrix(S)
         if args.out:
             tmp = args.out + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, args.out)
+            try:
+                with open(tmp, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+                os.replace(tmp, args.out)
+            except OSError as exc:
+                raise EbgmError(f"cannot write {args.out}: {exc.strerror or exc}") from None
         else:
             sys.stdout.write(text)
     except EbgmError as exc:
