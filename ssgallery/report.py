@@ -28,6 +28,7 @@ from .protocol import Scores
 
 MAGIC = "ssgallery-scores"
 PLOT = "roc.png"
+DET_PLOT = "det.png"
 
 
 def _enc(value):
@@ -204,9 +205,11 @@ def format_table(summaries):
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def plot_curves(path, summaries, title=None, labels=None):
-    """FRR against FAR on log axes, one line per method, mean matches in the legend
-    (the paper's Fig. 4). ``labels`` restricts the plot to those method labels.
+def plot_curves(path, summaries, title=None, labels=None, axes="log"):
+    """FRR against FAR, one line per method, mean matches in the legend (the paper's
+    Fig. 4). ``axes="log"``: log-log axes; ``axes="det"``: a DET plot, both rates on
+    normal-deviate axes (probit, ``scipy.special.ndtri``) with rates clipped to
+    [1e-4, 1 - 1e-4]. ``labels`` restricts the plot to those method labels.
     Returns False when matplotlib is missing."""
     try:
         import matplotlib
@@ -231,19 +234,29 @@ def plot_curves(path, summaries, title=None, labels=None):
             label = s["label"]
         positive = frr[keep][frr[keep] > 0]
         lowest = min(lowest, positive.min()) if positive.size else lowest
-        ax.step(grid[keep], np.maximum(frr[keep], 1e-4), where="post", label=label, lw=1.5,
+        x, y = grid[keep], np.maximum(frr[keep], 1e-4)
+        if axes == "det":
+            x, y = _probit(x), _probit(y)
+        ax.step(x, y, where="post", label=label, lw=1.5,
                 ls=styles[families.index(s["method"]) % len(styles)], color=f"C{i % 10}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(grid[grid > 0][0], 1)
-    ax.set_ylim(max(1e-3, 0.5 * lowest), 1.05)
+    if axes == "det":
+        ticks = np.array([1e-4, 1e-3, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95])
+        ax.set_xticks(_probit(ticks), [f"{t:g}" for t in ticks])
+        ax.set_yticks(_probit(ticks), [f"{t:g}" for t in ticks])
+        ax.set_xlim(_probit(1e-4), _probit(0.95))
+        ax.set_ylim(_probit(max(1e-3, 0.5 * lowest)), _probit(0.95))
+    else:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(grid[grid > 0][0], 1)
+        ax.set_ylim(max(1e-3, 0.5 * lowest), 1.05)
     ax.set_xlabel("FAR")
     ax.set_ylabel("FRR")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(title="method (matches per claim)", fontsize=8, title_fontsize=8,
               loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     if title:
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title if len(title) <= 90 else title[:87] + "...", fontsize=9)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
@@ -254,12 +267,20 @@ def plot_curves(path, summaries, title=None, labels=None):
     return True
 
 
+def _probit(rate):
+    """Normal deviate of a rate, clipped to [1e-4, 1 - 1e-4] (DET axes)."""
+    from scipy.special import ndtri
+
+    return ndtri(np.clip(np.asarray(rate, dtype=float), 1e-4, 1 - 1e-4))
+
+
 def write_report(out_dir, tables, summaries, *, mode="protocol", source="", config=None,
                  plot=True, warn=None):
     """Write the report folder; returns {kind: path}.
 
-    Files: ``summary.json``, ``curves.csv``, ``roc.png`` (unless matplotlib is
-    missing or ``plot`` is False) and ``scores/<method>[-m<m>].r<rep>.txt``.
+    Files: ``summary.json``, ``curves.csv``, ``roc.png`` (log axes) and ``det.png``
+    (normal-deviate axes) unless matplotlib is missing or ``plot`` is False, and
+    ``scores/<method>[-m<m>].r<rep>.txt``.
     """
     from . import __version__
 
@@ -285,6 +306,8 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
         title = f"{source} ({mode})" if source else None
         if plot_curves(out / PLOT, summaries, title=title):
             files["plot"] = os.fspath(out / PLOT)
+            plot_curves(out / DET_PLOT, summaries, title=title, axes="det")
+            files["det_plot"] = os.fspath(out / DET_PLOT)
         elif warn:
             warn("matplotlib is not installed; skipped the plot (pip install matplotlib)")
     return files

@@ -70,6 +70,7 @@ def check_report(out, labels, with_scores=True):
     assert np.all(np.diff(data[:, 0]) > 0)
     assert np.all(np.diff(data[:, 1:], axis=0) <= 1e-9)  # curves monotone
     assert (out / "roc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "det.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     if with_scores:
         assert len(list((out / "scores").glob("*.txt"))) == len(labels) * summary["config"]["repetitions"]
     return summary

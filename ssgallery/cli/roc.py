@@ -57,7 +57,7 @@ def _parse_methods(ctx, param, value):
               help="Labelled probes DIR/<client>/*.png for --gallery.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Clients trained in parallel.")
-@click.option("--no-plot", is_flag=True, help="Do not draw roc.png.")
+@click.option("--no-plot", is_flag=True, help="Do not draw roc.png and det.png.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def command(paths, store, enrolled, train_images, repetitions, seed, m, methods, out_dir,
             scores, gallery, probes, jobs, no_plot, as_json):
@@ -69,7 +69,7 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
     every image of the other subjects is an impostor claim against every client. Each
     method is trained per client, each client's threshold is swept, and the curves are
     averaged over clients and repetitions. Writes to -o: summary.json, curves.csv,
-    roc.png and scores/*.txt (4-column: claimed_id real_id probe_label score).
+    roc.png, det.png and scores/*.txt (4-column: claimed_id real_id probe_label score).
 
     \b
     Examples:
@@ -118,7 +118,7 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
         return
     click.echo(format_table(result["summaries"]))
     files = result["files"]
-    shown = [files["summary"], files["curves"]] + ([files["plot"]] if "plot" in files else [])
+    shown = [files["summary"], files["curves"]] + [files[k] for k in ("plot", "det_plot") if k in files]
     if files["scores"]:
         shown.append(f"{len(files['scores'])} score files in {out_dir}/scores/")
     click.echo("wrote " + ", ".join(shown))
