@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := demo_out
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench bench-quick lint clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,10 +29,21 @@ demo: $(STAMP)
 	@echo "Demo done. Outputs are in $(CURDIR)/$(DEMO): enrollment.h5, gallery.h5,"
 	@echo "prototypes_c03.png and the evaluation report in $(CURDIR)/$(DEMO)/report/"
 
+# Benchmarks print ratios measured side by side in one run; figures go to benchmarks/out/.
+# The whole set takes about 45 minutes on 2 cores; bench-quick about 5.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/solvers.py
 	$(BIN)/python benchmarks/verify_latency.py
-	$(BIN)/python benchmarks/paper_att.py
+	$(BIN)/python benchmarks/toy_fig2.py
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/paper_att.py --jobs 2
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/teacher_att.py --repetitions 3
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/solvers.py
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/ebgm_throughput.py
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/paper_att_ebgm.py --max-iter 4
+
+bench-quick: $(STAMP)
+	$(BIN)/python benchmarks/verify_latency.py --runs 7 --probes 300
+	$(BIN)/python benchmarks/toy_fig2.py --seeds 3
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/solvers.py --quick
 
 lint: $(STAMP)
 	$(BIN)/ruff check ssgallery tests benchmarks
