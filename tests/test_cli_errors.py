@@ -149,3 +149,15 @@ def test_usage_errors_exit_2(built):
 def test_no_files_for_info(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _fails(["info"], "no gallery.h5 or enrollment.h5 here")
+
+
+def test_matcher_cmd_usage_errors(faces):
+    _fails(["enroll", faces, "--matcher", "eigenface", "--matcher-cmd", "my-matcher"],
+           "--matcher-cmd is for --matcher external, not --matcher eigenface")
+    _fails(["enroll", faces, "--matcher", "external"],
+           "--matcher external needs the program: --matcher-cmd")
+    _fails(["enroll", faces, "--matcher-cmd", "a", "-O", "command=b"],
+           "--matcher-cmd or -O command=..., not both")
+    _fails(["enroll", faces, "--matcher-cmd", "  "], "--matcher-cmd is empty")
+    _fails(["enroll", faces, "--matcher-cmd", "no-such-matcher-program --x"],
+           "matcher program 'no-such-matcher-program' not found")

@@ -152,3 +152,36 @@ def test_enroll_add_and_background_cli(tmp_path):
     assert "basis was fitted before c02, c03 were added (stale)" in r.stderr
     r = runner.invoke(main, ["info", "--store", store])
     assert "basis STALE" in r.stdout
+
+
+MATCHERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "matchers")
+
+
+@pytest.fixture(scope="module")
+def foreign_cmd(tmp_path_factory):
+    """The foreign test matcher (a distance, not symmetric) at a path with a space."""
+    folder = tmp_path_factory.mktemp("ext") / "my matchers"
+    folder.mkdir()
+    prog = folder / "clipped corr.py"
+    shutil.copy(os.path.join(MATCHERS, "clipped_corr.py"), prog)
+    return [sys.executable, str(prog)]
+
+
+def test_enroll_matcher_cmd_external(tmp_path, foreign_cmd):
+    import shlex
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=3, shape=(16, 12))
+    store = str(tmp_path / "e.h5")
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", store, "--matcher-cmd",
+                                  shlex.join(foreign_cmd), "--json"])  # implies external
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["matcher"] == "external" and out["n_images"] == 9
+    assert out["matcher_config"]["command"] == foreign_cmd
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", store, "--matcher", "external",
+                                  "--matcher-cmd", shlex.join(foreign_cmd)])
+    assert r.exit_code == 0 and "nothing changed" in r.stdout, r.output
+    # -O command=... still works and is the same matcher (same store fingerprint)
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", store, "--matcher", "external",
+                                  "-O", f"command={json.dumps(foreign_cmd)}"])
+    assert r.exit_code == 0 and "nothing changed" in r.stdout, r.output

@@ -39,12 +39,36 @@ def _gamma(value):
         return value
 
 
+def _external_command(matcher, matcher_cmd, options, add):
+    """Resolve --matcher / --matcher-cmd / -O command=...; return the matcher name."""
+    from ..errors import InputError
+
+    if matcher_cmd is not None:
+        if matcher not in (None, "external"):
+            raise InputError(f"--matcher-cmd is for --matcher external, not --matcher {matcher}")
+        if "command" in options:
+            raise InputError("give the external matcher's command once: --matcher-cmd or "
+                             "-O command=..., not both")
+        if not matcher_cmd.strip():
+            raise InputError("--matcher-cmd is empty: give the matcher program and its "
+                             "arguments, e.g. --matcher-cmd \"my-matcher --model net.bin\"")
+        options["command"] = matcher_cmd
+        return "external"
+    if matcher == "external" and "command" not in options and not add:
+        raise InputError("--matcher external needs the program: --matcher-cmd \"PROGRAM ARGS\"")
+    return matcher or "eigenface"
+
+
 @click.command("enroll")
 @click.argument("faces_dir", type=click.Path())
 @click.option("--store", default="enrollment.h5", show_default=True, metavar="FILE",
               help="Enrollment store to write.")
-@click.option("--matcher", default="eigenface", show_default=True,
-              help="Registered matcher (eigenface, external, plug-ins).")
+@click.option("--matcher", default=None,
+              help="Registered matcher (eigenface, external, plug-ins) [eigenface; external "
+              "with --matcher-cmd].")
+@click.option("--matcher-cmd", default=None, metavar="'PROGRAM ARGS'",
+              help="external: the matcher program and its arguments, split like a shell "
+              "would (no shell runs it); implies --matcher external.")
 @click.option("--variance", type=float, default=None,
               help="eigenface: fraction of the variance the PCA keeps [0.95].")
 @click.option("--gamma", default=None,
@@ -65,8 +89,8 @@ def _gamma(value):
 @click.option("--min-images", type=click.IntRange(1), default=2, show_default=True,
               help="Fewest images a client folder may have.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(faces_dir, store, matcher, variance, gamma, matcher_options, clients, background,
-            add, strict, skip_bad, size, min_images, as_json):
+def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_options, clients,
+            background, add, strict, skip_bad, size, min_images, as_json):
     """Read FACES_DIR/<client>/*.{pgm,png,jpg,...}, fit the matcher, write the store.
 
     The store (HDF5) keeps the normalised images, client ids, each file's path and
@@ -80,10 +104,12 @@ def command(faces_dir, store, matcher, variance, gamma, matcher_options, clients
       ssgallery enroll faces/ --background impostors/ --variance 0.9
       ssgallery enroll faces/ --clients s1,s2,s3 --background s4,s5
       ssgallery enroll new_faces/ --add        # keep the PCA basis (it becomes stale)
+      ssgallery enroll faces/ --matcher external --matcher-cmd "my-matcher --model net.bin"
     """
     from ..store import enroll
 
     options = dict(matcher_options)
+    matcher = _external_command(matcher, matcher_cmd, options, add)
     if variance is not None:
         options["variance"] = variance
     if gamma is not None:
