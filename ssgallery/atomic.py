@@ -38,9 +38,8 @@ def atomic_path(path):
 
 def write_bytes_atomic(path, data):
     """Write ``data`` (bytes) to ``path`` atomically."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        handle.write(data)
 
 
 def write_text_atomic(path, text):

@@ -43,4 +43,4 @@ def get_matcher_class(name):
     raise SsgalleryError(f"unknown matcher '{name}' (registered: {known})")
 
 
-__all__ = ["Matcher", "available_matchers", "get_matcher_class", "GROUP"]
+__all__ = ["GROUP", "Matcher", "available_matchers", "get_matcher_class"]

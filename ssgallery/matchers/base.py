@@ -36,8 +36,7 @@ class Matcher:
 
     def bounds(self):
         """Box constraint on prototypes in the matcher space: ``None`` or ``(lo, hi)``
-        (scalars or arrays of shape (d,))."""
-        return None
+        (scalars or arrays of shape (d,)). The default: no box."""
 
     def render(self, Z):
         """Prototypes (m, d) in the matcher space back to images (m, H, W), float [0, 255]."""
