@@ -5,6 +5,20 @@ import contextlib
 import os
 import tempfile
 
+from .errors import SsgalleryError
+
+
+def check_writable(path):
+    """Raise :class:`SsgalleryError` unless a file can be created at ``path``.
+
+    Called before long work so that a bad output path fails at once, not after it.
+    """
+    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+    if not os.path.isdir(folder):
+        raise SsgalleryError("folder does not exist", path=folder)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise SsgalleryError("folder is not writable", path=folder)
+
 
 @contextlib.contextmanager
 def atomic_path(path):
@@ -16,7 +30,11 @@ def atomic_path(path):
     """
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise SsgalleryError(f"cannot write {os.path.basename(path)} here ({exc.strerror})",
+                             path=folder) from None
     os.close(fd)
     try:
         yield tmp
