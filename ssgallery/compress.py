@@ -30,6 +30,7 @@ from .errors import InputError, SsgalleryError
 
 N_FOLDS = 5
 AUTO_M_GRID = (10, 5, 3, 2, 1)  # --m auto: candidates, largest first (Eq. 10)
+MAX_ITER = 200  # the learner's default: L-BFGS-B iterations (varpro) / sweeps (paper)
 
 
 @dataclass
@@ -63,7 +64,8 @@ def threshold_at_far(impostor_scores, target_far):
     return at_far(impostor_scores, target_far)
 
 
-def _fit_pair(X, y, similarity, bounds, m, lam, solver, init, C, rho, random_state):
+def _fit_pair(X, y, similarity, bounds, m, lam, solver, init, C, rho, random_state,
+              max_iter=MAX_ITER):
     """SVM teacher, then its distillation to m prototypes (m="auto": Eq. 10)."""
     from .learner import SuperSparseDistiller
     from .teacher import SimilaritySVM
@@ -71,7 +73,7 @@ def _fit_pair(X, y, similarity, bounds, m, lam, solver, init, C, rho, random_sta
     svm = SimilaritySVM(similarity=similarity, C=C, random_state=random_state).fit(X, y)
     dist = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=2 if m == "auto" else m,
                                 similarity=similarity, lam=lam, solver=solver, init=init,
-                                bounds=bounds, random_state=random_state)
+                                bounds=bounds, max_iter=max_iter, random_state=random_state)
     if m == "auto":
         from .mselect import select_n_prototypes
 
@@ -106,7 +108,8 @@ def threshold_folds(y, groups, n_folds=N_FOLDS, random_state=0):
 
 
 def train_client(X, y, similarity, *, groups=None, m=2, lam=1e-4, solver="varpro", init="class",
-                 bounds=None, rho=0.01, target_far=0.01, n_folds=N_FOLDS, random_state=0):
+                 bounds=None, rho=0.01, target_far=0.01, n_folds=N_FOLDS, random_state=0,
+                 max_iter=MAX_ITER):
     """Teacher, distillation and CV thresholds for one client.
 
     Parameters
@@ -124,13 +127,15 @@ def train_client(X, y, similarity, *, groups=None, m=2, lam=1e-4, solver="varpro
     target_far : float
     n_folds : int
         Folds for the threshold (fewer when there are fewer genuine images).
+    max_iter : int
+        The learner's ``max_iter`` (varpro: L-BFGS-B iterations; paper: sweeps).
 
     Returns
     -------
     ClientFit
     """
     svm, dist = _fit_pair(X, y, similarity, bounds, m, lam, solver, init, "cv", rho,
-                          random_state)
+                          random_state, max_iter)
     m_fit = len(dist.beta_)
     folds = threshold_folds(y, groups, n_folds, random_state)
     k = int(folds.max()) + 1 if folds is not None else 0
@@ -139,7 +144,7 @@ def train_client(X, y, similarity, *, groups=None, m=2, lam=1e-4, solver="varpro
         for j in range(k):
             tr, te = folds != j, folds == j
             f_svm, f_dist = _fit_pair(X[tr], y[tr], similarity, bounds, m_fit, lam, solver,
-                                      init, svm.C_, rho, random_state)
+                                      init, svm.C_, rho, random_state, max_iter)
             neg, pos = te & (y < 0), te & (y > 0)
             imp_g.append(f_dist.decision_function(X[neg]))
             imp_s.append(f_svm.decision_function(X[neg]))
@@ -175,7 +180,7 @@ class CompressSummary:
         return dict(self.__dict__)
 
 
-def _check_options(m, rho, target_far, lam, solver, init):
+def _check_options(m, rho, target_far, lam, solver, init, max_iter=MAX_ITER):
     if m != "auto" and (isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1):
         raise InputError(f"--m must be a positive integer or 'auto', got {m!r}")
     if not 0.0 <= float(target_far) < 1.0:
@@ -188,11 +193,13 @@ def _check_options(m, rho, target_far, lam, solver, init):
         raise InputError(f"--solver must be 'varpro' or 'paper', got {solver!r}")
     if init not in ("class", "kmeans", "random"):
         raise InputError(f"--init must be 'class', 'kmeans' or 'random', got {init!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise InputError(f"--max-iter must be a positive integer, got {max_iter!r}")
 
 
 def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=0.01,
              target_far=0.01, lam=1e-4, solver="varpro", init="class", clients=None,
-             cv_folds=N_FOLDS, random_state=0, progress=None):
+             cv_folds=N_FOLDS, random_state=0, progress=None, max_iter=MAX_ITER):
     """Compress every enrolled client of a store into a gallery.
 
     Parameters
@@ -215,6 +222,10 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     random_state : int
     progress : callable(client_id, done, total), optional
         Called with ``(None, 0, total)`` before the first client, then after each client.
+    max_iter : int
+        The learner's iteration cap (varpro: L-BFGS-B iterations; paper: sweeps over
+        the m prototypes), default 200. A few (e.g. 4) keep the number of program runs
+        of a black-box matcher small.
 
     Returns
     -------
@@ -223,7 +234,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     from .gallery import write_gallery
     from .store import load_store
 
-    _check_options(m, rho, target_far, lam, solver, init)
+    _check_options(m, rho, target_far, lam, solver, init, max_iter)
     store = load_store(store_path)
     if isinstance(clients, str):
         clients = [c.strip() for c in clients.split(",") if c.strip()]
@@ -251,11 +262,11 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
                              "clients or add background subjects", path=store_path)
         fit = train_client(X, y, similarity, groups=store.labels, m=m, lam=lam, solver=solver, init=init,
                            bounds=bounds, rho=rho, target_far=target_far,
-                           n_folds=cv_folds, random_state=random_state)
+                           n_folds=cv_folds, random_state=random_state, max_iter=max_iter)
         d, svm = fit.distiller, fit.svm
         reg = d.regressor_
         prov = {"m": len(d.beta_), "d": int(X.shape[1]), "lambda": float(lam),
-                "solver": solver, "init": init, "omega": float(reg.objective_),
+                "solver": solver, "init": init, "max_iter": int(max_iter), "omega": float(reg.objective_),
                 "n_similarity_evals": int(reg.n_similarity_evals_), "n_iter": int(reg.n_iter_),
                 "svm_n_support": int(svm.n_support_total_), "svm_C": float(svm.C_),
                 "svm_intercept": float(svm.intercept_), "svm_threshold": fit.svm_threshold,

@@ -185,3 +185,14 @@ def test_enroll_matcher_cmd_external(tmp_path, foreign_cmd):
     r = CliRunner().invoke(main, ["enroll", faces, "--store", store, "--matcher", "external",
                                   "-O", f"command={json.dumps(foreign_cmd)}"])
     assert r.exit_code == 0 and "nothing changed" in r.stdout, r.output
+    # compress with a black-box matcher in reasonable time, then verify through it
+    gallery = str(tmp_path / "g.h5")
+    r = CliRunner().invoke(main, ["compress", "--store", store, "-o", gallery, "--m", "1",
+                                  "--clients", "c00", "--cv-folds", "0", "--max-iter", "2",
+                                  "--solver", "paper", "--json"])
+    assert r.exit_code == 0, r.output
+    row = json.loads(r.stdout)["clients"][0]
+    assert row["client"] == "c00" and row["m"] == 1
+    probe = os.path.join(faces, "c00", "0.png")
+    r = CliRunner().invoke(main, ["verify", probe, "--claim", "c00", "--gallery", gallery])
+    assert r.exit_code == 0 and "ACCEPT" in r.stdout, r.output

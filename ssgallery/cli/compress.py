@@ -41,10 +41,13 @@ def _parse_m(ctx, param, value):
 @click.option("--cv-folds", type=click.IntRange(min=0), default=5, show_default=True,
               help="Folds of the threshold CV; 0 = thresholds on training scores (faster, "
               "optimistic; for slow external matchers).")
+@click.option("--max-iter", type=click.IntRange(min=1), default=200, show_default=True,
+              help="Learner iterations: L-BFGS-B steps (varpro) or sweeps over the m "
+              "prototypes (paper); a few (e.g. 4) for slow external matchers.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_folds, seed,
-            as_json):
+def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_folds, max_iter,
+            seed, as_json):
     """Train each client's SVM, distil it into m virtual prototypes, write the gallery.
 
     Per enrolled client: a one-vs-all SVM on the matcher's similarity (C by 5-fold CV),
@@ -58,6 +61,7 @@ def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_f
       ssgallery compress                       # enrollment.h5 -> gallery.h5, m = 2
       ssgallery compress --m 5 --target-far 0.001 -o strict.h5
       ssgallery compress --m auto --rho 0.005
+      ssgallery compress --m 5 --cv-folds 0 --max-iter 4   # a slow external matcher
     """
     from ..compress import compress
 
@@ -75,7 +79,7 @@ def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_f
     try:
         summary = compress(store, gallery, m=m, rho=rho, target_far=target_far, lam=lam,
                            solver=solver, init=init, clients=clients, cv_folds=cv_folds,
-                           random_state=seed, progress=progress)
+                           random_state=seed, progress=progress, max_iter=max_iter)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
