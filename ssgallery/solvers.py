@@ -226,26 +226,32 @@ def solve_varpro(X, y, u, Z0, similarity, lam, repulsion=True, bounds=None,
     """
     Z0 = _project(np.array(Z0, dtype=float), bounds)
     m, d = Z0.shape
+    n = len(X)
     best = {"omega": np.inf}
     path = []
 
     cache = {}
 
-    def fun(zflat, mu):
+    def fun(zflat, mu, with_zz=False):
         Z = zflat.reshape(m, d)
         key = zflat.tobytes()
         if key in cache:  # the same point again (phase switch): no new evaluation
-            omega, grad = cache[key]
+            omega, grad, S_zz = cache[key]
         else:
-            omega, grad, beta, b = objective_and_gradient(X, y, u, Z, similarity, lam)
+            S = S_zz = None
+            if mu > 0 or with_zz:  # one similarity call for s(x_i, z_j) and s(z_k, z_j)
+                S_all = similarity(np.vstack([X, Z]), Z)  # (one external program run)
+                S, S_zz = S_all[:n], S_all[n:]
+            omega, grad, beta, b = objective_and_gradient(X, y, u, Z, similarity, lam, S=S)
             cache.clear()
-            cache[key] = omega, grad
+            cache[key] = omega, grad, S_zz
             if omega < best["omega"]:
                 best.update(omega=omega, Z=Z.copy(), beta=beta, b=b)
             path.append((similarity.n_evals, best["omega"]))
         f, g = omega, grad
         if mu > 0:
-            S_zz = similarity(Z, Z)
+            if S_zz is None:
+                S_zz = similarity(Z, Z)
             f = f + mu * 0.5 * (S_zz.sum() - np.trace(S_zz))
             g = g + mu * repulsion_gradient(Z, similarity, S_zz)
         return f, np.array(g, dtype=float).ravel()
@@ -259,7 +265,7 @@ def solve_varpro(X, y, u, Z0, similarity, lam, repulsion=True, bounds=None,
     x = Z0.ravel()
     n_iter = 0
     if repulsion and m > 1 and repulsion_iter > 0:
-        omega0 = fun(x, 0.0)[0]
+        omega0 = fun(x, 0.0, True)[0]  # also s(z_k, z_j) at Z0, for phase 1's start
         res = scipy.optimize.minimize(fun, x, args=(omega0,), jac=True, method="L-BFGS-B",
                                       bounds=lb, options=dict(opts, maxiter=repulsion_iter))
         x, n_iter = res.x, res.nit

@@ -20,9 +20,11 @@ class CountedRBF(RBFSimilarity):
     def __init__(self, gamma=1.0):
         super().__init__(gamma)
         self.count = 0
+        self.calls = 0  # one call = one run of an external matcher program
 
     def __call__(self, X, Z):
         self.count += len(X) * len(Z)
+        self.calls += 1
         return super().__call__(X, Z)
 
 
@@ -102,6 +104,30 @@ def test_n_similarity_evals_counted_exactly_varpro(repulsion):
     assert est.n_similarity_evals_ == sim.count > 0
     if not repulsion:
         assert est.n_similarity_evals_ % (30 * 3) == 0
+
+
+def test_varpro_one_similarity_call_per_evaluation_with_repulsion():
+    # the repulsion phase needs s(x_i, z_j) and s(z_k, z_j) at the same Z: one call
+    X, y = _bumps(3, n=30)
+    sim = CountedRBF(0.5)
+    est = SuperSparseRegressor(3, similarity=sim, repulsion=True, random_state=0).fit(X, y)
+    assert sim.calls == len(est.objective_path_) > 5
+    assert est.n_similarity_evals_ == sim.count
+
+
+@pytest.mark.parametrize("repulsion", [True, False])
+def test_paper_solver_similarity_calls_per_move(repulsion):
+    # Algorithm 1: the repulsion term needs s(z_k, z_j) at the pre-move z_j and the
+    # beta-step the column s(x_i, z_j) at the moved z_j, so a move costs 2 calls with
+    # repulsion (1 without); merging them would compute extra entries or stale ones
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(5, 2)), rng.normal(size=5)
+    sim = CountedRBF(0.5)
+    est = SuperSparseRegressor(3, similarity=sim, solver="paper", max_iter=2, tol=0.0,
+                               repulsion=repulsion, random_state=0).fit(X, y)
+    assert est.n_iter_ == 6
+    assert sim.calls == 1 + est.n_iter_ * (2 if repulsion else 1)
+    assert sim.count == 5 * 3 + est.n_iter_ * (5 + (2 if repulsion else 0))
 
 
 def test_heuristic_gradient_similarity_learns():
