@@ -218,3 +218,48 @@ def test_readme_example_matcher():
     np.testing.assert_allclose(S, np.exp(-mad / m.get_state()["distance_scale"]), rtol=1e-6)
     m.similarity()(Z, X)  # symmetric: the transposed pairs come from the cache
     assert m.n_cached_ == 8
+
+
+def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
+    """`kill PID` of a running ssgallery: no temporary image folder left in $TMPDIR, the
+    matcher's process group killed, no gallery written, exit 130 as for Ctrl-C."""
+    import signal
+    import subprocess
+
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    faces_dir = tmp_path / "faces"
+    for c in range(2):
+        for i, img in enumerate(faces(3, seed=c)):
+            (faces_dir / f"c{c}").mkdir(parents=True, exist_ok=True)
+            write_pgm(faces_dir / f"c{c}" / f"{i}.pgm", img)
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+    r = CliRunner().invoke(main, ["enroll", str(faces_dir), "--store", str(store),
+                                  "--matcher-cmd", shlex.join(HOSTILE + ["hang"])])
+    assert r.exit_code == 0, r.output
+    tmp, pidfile = tmp_path / "tmp", tmp_path / "pids"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp), HOSTILE_PIDFILE=str(pidfile), OMP_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, "-m", "ssgallery", "compress", "--store",
+                             str(store), "-o", str(gallery)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (pidfile.exists() and pidfile.read_text().endswith("\n")):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the matcher never started"
+            time.sleep(0.05)
+        assert any(p.name.startswith("ssgallery-img-") for p in tmp.iterdir())
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "interrupted; nothing was written" in err and "Traceback" not in err
+    assert list(tmp.iterdir()) == []
+    assert _group_gone(int(pidfile.read_text().split()[0]))
+    assert not gallery.exists()

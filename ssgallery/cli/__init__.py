@@ -2,6 +2,7 @@
 print; each lives in its own module and imports the library lazily, so ``verify``
 never pays for scikit-learn or matplotlib."""
 
+import signal
 import sys
 
 import click
@@ -15,6 +16,7 @@ class _Group(click.Group):
     def invoke(self, ctx):
         from ..errors import SsgalleryError
 
+        previous = _on_sigterm_interrupt()
         try:
             return super().invoke(ctx)
         except SsgalleryError as exc:
@@ -23,6 +25,22 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("ssgallery: interrupted; nothing was written", err=True)
             sys.exit(130)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _on_sigterm_interrupt():
+    """SIGTERM behaves like Ctrl-C (finally-blocks run: temporary folders and matcher
+    processes are cleaned up); returns the previous handler (None off the main thread)."""
+    try:
+        return signal.signal(signal.SIGTERM, _raise_interrupt)
+    except ValueError:  # not the main thread
+        return None
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
