@@ -317,12 +317,7 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
                     raise InputError(f"{exc}; use --skip-bad to skip it") from None
                 warn(f"{exc}; skipped")
                 continue
-            if size is None:
-                size = (arr.shape[1], arr.shape[0])
-            have = (arr.shape[1], arr.shape[0])
-            if have != size:
-                arr = _fit_size(arr, size, strict, path)
-                resized.append((path, have))
+            arr, size = _conform(arr, size, strict, path, resized)
             images.append(arr)
             labels.append(client)
             rel.append(path.relative_to(root).as_posix())
@@ -338,6 +333,18 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
     return FaceSet(images=np.stack(images).astype(np.float32, copy=False),
                    labels=np.array(labels, dtype=str), paths=rel, sha256=digests,
                    root=os.fspath(root))
+
+
+def _conform(arr, size, strict, path, resized):
+    """Bring ``arr`` to ``size`` (None: adopt this image's size), noting a resize in
+    ``resized`` as (path, (w, h) before); returns (image, size)."""
+    have = (arr.shape[1], arr.shape[0])
+    if size is None:
+        return arr, have
+    if have != size:
+        arr = _fit_size(arr, size, strict, path)
+        resized.append((path, have))
+    return arr, size
 
 
 def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn):
@@ -359,13 +366,7 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn):
     size = _check_size(size)
     out, resized = [], []
     for path in paths:
-        arr = _decode(_read_file(path), path)
-        if size is None:
-            size = (arr.shape[1], arr.shape[0])
-        have = (arr.shape[1], arr.shape[0])
-        if have != size:
-            arr = _fit_size(arr, size, strict, path)
-            resized.append((path, have))
+        arr, size = _conform(_decode(_read_file(path), path), size, strict, path, resized)
         out.append(arr)
     if not out:
         raise InputError("no probe images given")

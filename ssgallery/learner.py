@@ -118,6 +118,19 @@ def initial_prototypes(X, y, u, m, init, rng, restart=0):
     return Z
 
 
+# The learner options shared by SuperSparseRegressor and SuperSparseDistiller (which
+# passes them on to its regressor).
+LEARNER_PARAMS = ("n_prototypes", "similarity", "gamma", "lam", "solver", "init", "n_init",
+                  "bounds", "eta", "normalize_step", "repulsion", "max_iter", "tol",
+                  "random_state")
+
+
+def _set_learner_params(estimator, args):
+    """scikit-learn convention: store the constructor arguments unchanged."""
+    for name in LEARNER_PARAMS:
+        setattr(estimator, name, args[name])
+
+
 class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     """g(x) = sum_j beta_j s(x, z_j) + b with m jointly learned virtual prototypes.
 
@@ -182,21 +195,8 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
                  solver="varpro", init="class", prototypes_init=None, n_init=1, bounds=None,
                  eta=0.5, normalize_step=False, repulsion=True, max_iter=200, tol=1e-6,
                  random_state=None):
-        self.n_prototypes = n_prototypes
-        self.similarity = similarity
-        self.gamma = gamma
-        self.lam = lam
-        self.solver = solver
-        self.init = init
         self.prototypes_init = prototypes_init
-        self.n_init = n_init
-        self.bounds = bounds
-        self.eta = eta
-        self.normalize_step = normalize_step
-        self.repulsion = repulsion
-        self.max_iter = max_iter
-        self.tol = tol
-        self.random_state = random_state
+        _set_learner_params(self, locals())
 
     def _check_params(self):
         m = self.n_prototypes
@@ -319,28 +319,12 @@ class SuperSparseDistiller(ClassifierMixin, BaseEstimator):
                  bounds=None, eta=0.5, normalize_step=False, repulsion=True, max_iter=200,
                  tol=1e-6, random_state=None):
         self.teacher = teacher
-        self.n_prototypes = n_prototypes
         self.prefit = prefit
-        self.similarity = similarity
-        self.gamma = gamma
-        self.lam = lam
-        self.solver = solver
-        self.init = init
-        self.n_init = n_init
-        self.bounds = bounds
-        self.eta = eta
-        self.normalize_step = normalize_step
-        self.repulsion = repulsion
-        self.max_iter = max_iter
-        self.tol = tol
-        self.random_state = random_state
+        _set_learner_params(self, locals())
 
     def make_regressor(self, **overrides):
         """The unfitted :class:`SuperSparseRegressor` with this distiller's options."""
-        names = ["n_prototypes", "similarity", "gamma", "lam", "solver", "init", "n_init",
-                 "bounds", "eta", "normalize_step", "repulsion", "max_iter", "tol",
-                 "random_state"]
-        params = {k: getattr(self, k) for k in names}
+        params = {k: getattr(self, k) for k in LEARNER_PARAMS}
         params.update(overrides)
         return SuperSparseRegressor(**params)
 
