@@ -234,8 +234,11 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     from .gallery import write_gallery
     from .store import load_store
 
+    from .atomic import check_writable
+
     _check_options(m, rho, target_far, lam, solver, init, max_iter)
     store = load_store(store_path)
+    check_writable(gallery_path)  # fail now, not after training every client
     if isinstance(clients, str):
         clients = [c.strip() for c in clients.split(",") if c.strip()]
     todo = list(store.clients) if clients is None else list(clients)

@@ -152,6 +152,9 @@ def test_failed_compress_leaves_nothing(built, tmp_path):
     assert os.listdir(tmp_path) == ["g.h5"]
     with pytest.raises(SsgalleryError, match="not an enrolled client: zz"):
         compress(root / "e.h5", out, clients="c00,zz")
+    # a bad output folder fails before any training (progress is never called)
+    with pytest.raises(SsgalleryError, match="missing: folder does not exist"):
+        compress(root / "e.h5", tmp_path / "missing" / "g.h5", progress=interrupt)
 
 
 def test_compress_options(built, tmp_path):
