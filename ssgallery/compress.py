@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import InputError, SsgalleryError
+from .threads import single_threaded_blas
 
 N_FOLDS = 5
 AUTO_M_GRID = (10, 5, 3, 2, 1)  # --m auto: candidates, largest first (Eq. 10)
@@ -197,6 +198,7 @@ def _check_options(m, rho, target_far, lam, solver, init, max_iter=MAX_ITER):
         raise InputError(f"--max-iter must be a positive integer, got {max_iter!r}")
 
 
+@single_threaded_blas()
 def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=0.01,
              target_far=0.01, lam=1e-4, solver="varpro", init="class", clients=None,
              cv_folds=N_FOLDS, random_state=0, progress=None, max_iter=MAX_ITER):

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import metrics
 from .errors import InputError
+from .threads import single_threaded_blas
 
 GRID_LOWEST = 1e-4
 GRID_POINTS = 401
@@ -164,6 +165,7 @@ def _load_faces_source(faces_dir, store_path, warn):
             lambda: cls(**config), list(store.clients))
 
 
+@single_threaded_blas()
 def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=None,
         gallery=None, probes=None, methods=("svm", "ssvm", "svm-red", "svm-sel"), m=2,
         n_enrolled=None, n_train=5, repetitions=5, seed=0, n_jobs=1, progress=None,
