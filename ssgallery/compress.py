@@ -233,10 +233,9 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     -------
     CompressSummary
     """
+    from .atomic import check_writable
     from .gallery import write_gallery
     from .store import load_store
-
-    from .atomic import check_writable
 
     _check_options(m, rho, target_far, lam, solver, init, max_iter)
     store = load_store(store_path)
