@@ -12,6 +12,8 @@ Methods, all on the same EBGM similarity:
   matches per claim = number of support vectors.
 - ``ssvm``: m = 5 virtual prototypes in pixel space, moved with the heuristic gradient
   of Eq. 9 inside [0, 255] (Algorithm 1 or varpro), distilled from the SVM.
+  ``--init genuine`` starts from m - 1 genuine medoids + 1 impostor medoid instead of
+  the library's class-weighted split (see the README's EBGM section for why).
 - ``svm-sel`` / ``svm-red``: reduced-set methods. They assume a PSD kernel (SVM-sel's
   kernel PCA, SVM-red's RBF pre-image fixed point): SVM-sel is run anyway on the
   non-PSD Gram matrix (its eigenvectors then belong to negative eigenvalues too),
@@ -64,6 +66,33 @@ def ebgm_command(cache):
     return [exe, "--cache-dir", cache]
 
 
+def genuine_first_prototypes(X, y, u, m, rng):
+    """Starting prototypes (m, d): min(m - 1, #genuine) greedy medoids of the client's own
+    training images, the rest impostor medoids (``--init genuine``).
+
+    The library's ``init="class"`` splits m by class weight (balanced: 1/2 each), so with
+    m = 5 and 5 genuine training images only 2 or 3 of them start as prototypes.
+    """
+    from ssgallery.learner import initial_prototypes
+
+    pos = y > 0
+    k = min(m - 1, int(pos.sum())) if m > 1 else m
+    parts = [initial_prototypes(X[mask], np.full(mask.sum(), sign), u[mask] / u[mask].sum(),
+                                n, "class", rng)
+             for mask, sign, n in ((pos, 1.0, k), (~pos, -1.0, m - k)) if n > 0]
+    return np.vstack(parts)
+
+
+def fit_ssvm(dist, X, y, init, seed):
+    """Fit the distiller; ``init="genuine"`` starts from :func:`genuine_first_prototypes`."""
+    if init == "class":
+        return dist.fit(X, y)
+    _, targets, u, X = dist.teacher_targets(X, y)
+    Z0 = genuine_first_prototypes(X, y, u, dist.n_prototypes, np.random.default_rng(seed))
+    dist.regressor_ = dist.make_regressor(prototypes_init=Z0).fit(X, targets, sample_weight=u)
+    return dist
+
+
 def summarize(name, rows):
     e = 100 * np.mean([r["eer"] for r in rows])
     f = 100 * np.mean([r["frr1"] for r in rows])
@@ -88,6 +117,13 @@ def main():
     ap.add_argument("--repetitions", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0, help="seed of the protocol's splits")
     ap.add_argument("--clients", type=int, default=None, help="evaluate only the first N")
+    ap.add_argument("--client-ids", default=None,
+                    help="comma-separated subjects to evaluate (e.g. s24,s33,s39)")
+    ap.add_argument("--init", default="class", choices=["class", "genuine"],
+                    help="SSVM starting prototypes: the library's class-weighted split, or "
+                         "m-1 genuine medoids + 1 impostor medoid")
+    ap.add_argument("--no-repulsion", action="store_true",
+                    help="Algorithm 1 without its prototype repulsion term")
     ap.add_argument("--m", type=int, default=5)
     ap.add_argument("--solver", default="paper", choices=["paper", "varpro"])
     ap.add_argument("--max-iter", type=int, default=4)
@@ -108,7 +144,8 @@ def main():
     cache = tempfile.mkdtemp(prefix="ebgm-jets-")
     red_error = None
     print(f"AT&T + ssgallery-ebgm: {args.repetitions} repetition(s) (seed {args.seed}), m = {args.m}, solver "
-          f"{args.solver}, max_iter {args.max_iter}, eta {args.eta}, lambda {args.lam:g}",
+          f"{args.solver}, max_iter {args.max_iter}, eta {args.eta}, lambda {args.lam:g}, "
+          f"init {args.init}, repulsion {not args.no_repulsion}",
           flush=True)
     try:
         for split in splits:
@@ -126,6 +163,8 @@ def main():
                   f"({K.size / (cpu_seconds() - c0):.0f} pairs per cpu-second); smallest "
                   f"eigenvalue of the symmetrised Gram matrix {neg_eig:.3f}", flush=True)
             clients = split.enrolled[: args.clients]
+            if args.client_ids:
+                clients = [c for c in clients if c in args.client_ids.split(",")]
             for client in clients:
                 y = np.where(labels[tr] == client, 1, -1)
                 gen, imp = X[split.genuine[client]], X[split.impostors]
@@ -141,10 +180,12 @@ def main():
                 record("svm", svm, svm.n_support_total_)
                 calls, pairs = matcher.n_calls_, matcher.n_pairs_
                 t0, c0 = time.perf_counter(), cpu_seconds()
-                dist = SuperSparseDistiller(
+                dist = fit_ssvm(SuperSparseDistiller(
                     teacher=svm, prefit=True, n_prototypes=args.m, similarity=sim,
                     bounds=matcher.bounds(), solver=args.solver, lam=args.lam, eta=args.eta,
-                    max_iter=args.max_iter, random_state=split.repetition).fit(X[tr], y)
+                    max_iter=args.max_iter, repulsion=not args.no_repulsion,
+                    random_state=split.repetition), X[tr], y, args.init,
+                    split.repetition)
                 extra = {"train_wall": time.perf_counter() - t0, "train_cpu": cpu_seconds() - c0,
                          "calls": matcher.n_calls_ - calls, "pairs": matcher.n_pairs_ - pairs}
                 record("ssvm", dist, args.m, extra)
