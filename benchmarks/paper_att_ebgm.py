@@ -66,31 +66,10 @@ def ebgm_command(cache):
     return [exe, "--cache-dir", cache]
 
 
-def genuine_first_prototypes(X, y, u, m, rng):
-    """Starting prototypes (m, d): min(m - 1, #genuine) greedy medoids of the client's own
-    training images, the rest impostor medoids (``--init genuine``).
-
-    The library's ``init="class"`` splits m by class weight (balanced: 1/2 each), so with
-    m = 5 and 5 genuine training images only 2 or 3 of them start as prototypes.
-    """
-    from ssgallery.learner import initial_prototypes
-
-    pos = y > 0
-    k = min(m - 1, int(pos.sum())) if m > 1 else m
-    parts = [initial_prototypes(X[mask], np.full(mask.sum(), sign), u[mask] / u[mask].sum(),
-                                n, "class", rng)
-             for mask, sign, n in ((pos, 1.0, k), (~pos, -1.0, m - k)) if n > 0]
-    return np.vstack(parts)
-
-
 def fit_ssvm(dist, X, y, init, seed):
-    """Fit the distiller; ``init="genuine"`` starts from :func:`genuine_first_prototypes`."""
-    if init == "class":
-        return dist.fit(X, y)
-    _, targets, u, X = dist.teacher_targets(X, y)
-    Z0 = genuine_first_prototypes(X, y, u, dist.n_prototypes, np.random.default_rng(seed))
-    dist.regressor_ = dist.make_regressor(prototypes_init=Z0).fit(X, targets, sample_weight=u)
-    return dist
+    """Fit the distiller with the library's ``init`` ("class" or "genuine": min(m - 1,
+    #genuine) starting prototypes on the client's own images, the rest on impostors)."""
+    return dist.set_params(init=init).fit(X, y)
 
 
 def summarize(name, rows):
@@ -119,7 +98,7 @@ def main():
     ap.add_argument("--clients", type=int, default=None, help="evaluate only the first N")
     ap.add_argument("--client-ids", default=None,
                     help="comma-separated subjects to evaluate (e.g. s24,s33,s39)")
-    ap.add_argument("--init", default="class", choices=["class", "genuine"],
+    ap.add_argument("--init", default="genuine", choices=["class", "genuine"],
                     help="SSVM starting prototypes: the library's class-weighted split, or "
                          "m-1 genuine medoids + 1 impostor medoid")
     ap.add_argument("--no-repulsion", action="store_true",

@@ -181,6 +181,19 @@ class CompressSummary:
         return dict(self.__dict__)
 
 
+INITS = ("auto", "class", "genuine", "kmeans", "random")
+
+
+def resolve_init(init, similarity):
+    """``"auto"``: ``"class"`` for an analytic similarity (eigenface), ``"genuine"`` for a
+    black-box one (heuristic gradient): on AT&T with ssgallery-ebgm, starting m - 1
+    prototypes on the client's own images lowered the SSVM's EER from 3.46 % to 2.22 %
+    (full SVM 2.18 %; benchmarks/paper_att_ebgm.py, 2 splits)."""
+    if init != "auto":
+        return init
+    return "class" if getattr(similarity, "has_gradient", False) else "genuine"
+
+
 def _check_options(m, rho, target_far, lam, solver, init, max_iter=MAX_ITER):
     if m != "auto" and (isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1):
         raise InputError(f"--m must be a positive integer or 'auto', got {m!r}")
@@ -192,15 +205,15 @@ def _check_options(m, rho, target_far, lam, solver, init, max_iter=MAX_ITER):
         raise InputError(f"--rho must be >= 0, got {rho}")
     if solver not in ("varpro", "paper"):
         raise InputError(f"--solver must be 'varpro' or 'paper', got {solver!r}")
-    if init not in ("class", "kmeans", "random"):
-        raise InputError(f"--init must be 'class', 'kmeans' or 'random', got {init!r}")
+    if init not in INITS:
+        raise InputError(f"--init must be one of {', '.join(INITS)}, got {init!r}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise InputError(f"--max-iter must be a positive integer, got {max_iter!r}")
 
 
 @single_threaded_blas()
 def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=0.01,
-             target_far=0.01, lam=1e-4, solver="varpro", init="class", clients=None,
+             target_far=0.01, lam=1e-4, solver="varpro", init="auto", clients=None,
              cv_folds=N_FOLDS, random_state=0, progress=None, max_iter=MAX_ITER):
     """Compress every enrolled client of a store into a gallery.
 
@@ -215,7 +228,8 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     lam : float
         Ridge penalty on beta (Eq. 2).
     solver : {"varpro", "paper"}
-    init : {"class", "kmeans", "random"}
+    init : {"auto", "class", "genuine", "kmeans", "random"}
+        Starting prototypes; "auto" (default) = :func:`resolve_init`.
     clients : list of str or comma-separated str, optional
         Compress only these enrolled clients (all images still serve as impostors).
     cv_folds : int
@@ -252,6 +266,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
         raise InputError("the store has no enrolled client to compress", path=store_path)
     matcher = store.matcher()
     similarity = matcher.similarity()
+    init = resolve_init(init, similarity)
     bounds = matcher.bounds()
     X = matcher.transform(store.images)
     models, rows = [], []

@@ -67,19 +67,25 @@ def initial_prototypes(X, y, u, m, init, rng, restart=0):
     ``init="class"``: when y has both signs (distillation: genuine y > 0, impostors
     y <= 0), prototypes go to each class in proportion to its weight (at least one each
     when m >= 2), genuine first; within a class the weighted medoid first, then greedy
-    coverage. Deterministic for ``restart == 0``; restarts draw random samples of each
+    coverage. ``init="genuine"``: the same, but min(m - 1, #genuine) prototypes start on
+    genuine samples and the rest on impostors (measured better for verification with a
+    black-box matcher, where few genuine images would otherwise be left unrepresented). Deterministic for ``restart == 0``; restarts draw random samples of each
     class in the same proportions. ``"kmeans"``: weighted k-means centres. ``"random"``:
     m training samples. Repeated picks (fewer usable samples than m) get a small jitter.
     """
     d = X.shape[1]
     usable = np.flatnonzero(u > 0)
-    if init == "class":
+    if init in ("class", "genuine"):
         pos = y > 0
         groups = [usable[pos[usable]], usable[~pos[usable]]]
         groups = [g for g in groups if len(g)]
         if len(groups) == 2 and m >= 2:
-            w_pos = u[groups[0]].sum() / u[usable].sum()
-            k_pos = int(np.clip(np.floor(m * w_pos + 0.5), 1, m - 1))
+            if init == "genuine":
+                k_pos = min(m - 1, len(groups[0]))
+            else:
+                w_pos = u[groups[0]].sum() / u[usable].sum()
+                # round half up; the tolerance keeps 0.4999999999999999 from rounding down
+                k_pos = int(np.clip(np.floor(m * w_pos + 0.5 + 1e-9), 1, m - 1))
             counts = [k_pos, m - k_pos]
         else:
             counts = [m] + [0] * (len(groups) - 1)
@@ -107,7 +113,7 @@ def initial_prototypes(X, y, u, m, init, rng, restart=0):
         if n_clusters < m:
             Z = np.vstack([Z, X[rng.choice(usable, m - n_clusters)]])
     else:
-        raise ValueError(f"init must be 'class', 'kmeans' or 'random', got {init!r}")
+        raise ValueError(f"init must be 'class', 'genuine', 'kmeans' or 'random', got {init!r}")
     Z = np.array(Z, dtype=float)
     # duplicates would move together forever (zero repulsion between equal points): jitter
     _, first = np.unique(Z, axis=0, return_index=True)
@@ -150,7 +156,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     solver : {"varpro", "paper"}, default="varpro"
         "varpro": beta, b eliminated in closed form, all prototypes jointly by L-BFGS-B.
         "paper": Algorithm 1 (cyclic gradient moves, beta-step after each move).
-    init : {"class", "kmeans", "random"}, default="class"
+    init : {"class", "genuine", "kmeans", "random"}, default="class"
         Starting prototypes (see :func:`initial_prototypes`).
     prototypes_init : array of shape (n_prototypes, d), optional
         Explicit starting prototypes (warm start); overrides ``init``.

@@ -253,7 +253,7 @@ def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
             time.sleep(0.05)
         assert any(p.name.startswith("ssgallery-img-") for p in tmp.iterdir())
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()

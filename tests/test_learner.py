@@ -283,3 +283,38 @@ def test_att_faces_varpro_and_class_init_beat_paper_and_random():
     # class-aware starts ~5x lower than random ones
     assert np.mean(omega["varpro"]) < 0.3 * np.mean(omega["paper"])
     assert np.mean(omega["varpro"]) < 0.5 * np.mean(omega["random"])
+
+
+def test_genuine_init_and_half_weight_rounding():
+    """init="genuine": min(m - 1, #genuine) starts on genuine samples; init="class"
+    rounds a class weight of one half up even when it is 0.4999999999999999."""
+    from ssgallery.learner import initial_prototypes
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = np.r_[np.ones(5), -np.ones(35)]
+    u = np.where(y > 0, 0.5 / 5, 0.5 / 35)
+    u_noisy = u.copy()
+    u_noisy[:5] *= 1 - 1e-15  # genuine weight a hair under one half
+    genuine = {tuple(x) for x in X[:5]}
+
+    def n_genuine(Z):
+        return sum(tuple(z) in genuine for z in Z)
+
+    for weights in (u, u_noisy):
+        Z = initial_prototypes(X, y, weights, 5, "class", np.random.default_rng(0))
+        assert n_genuine(Z) == 3
+        Z = initial_prototypes(X, y, weights, 5, "genuine", np.random.default_rng(0))
+        assert n_genuine(Z) == 4 and len(Z) == 5
+    Z = initial_prototypes(X, y, u, 8, "genuine", np.random.default_rng(0))
+    assert n_genuine(Z) == 5  # all genuine samples, the other 3 on impostors
+
+
+def test_compress_auto_init_follows_the_gradient():
+    from ssgallery.compress import resolve_init
+    from ssgallery.similarity import CallableSimilarity, HeuristicGradient, RBFSimilarity
+
+    black_box = HeuristicGradient(CallableSimilarity(lambda X, Z: X @ Z.T))
+    assert resolve_init("auto", RBFSimilarity(1.0)) == "class"
+    assert resolve_init("auto", black_box) == "genuine"
+    assert resolve_init("kmeans", black_box) == "kmeans"

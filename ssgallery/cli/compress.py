@@ -34,8 +34,10 @@ def _parse_m(ctx, param, value):
               help="Ridge penalty on beta (Eq. 2).")
 @click.option("--solver", type=click.Choice(["varpro", "paper"]), default="varpro",
               show_default=True, help="varpro: L-BFGS-B on all prototypes; paper: Algorithm 1.")
-@click.option("--init", type=click.Choice(["class", "kmeans", "random"]), default="class",
-              show_default=True, help="Initial prototypes.")
+@click.option("--init", type=click.Choice(["auto", "class", "genuine", "kmeans", "random"]),
+              default="auto", show_default=True,
+              help="Initial prototypes. auto: 'class' (by class weight) for eigenface, "
+                   "'genuine' (m-1 on the client's own images) for black-box matchers.")
 @click.option("--clients", default=None, metavar="A,B,...",
               help="Compress only these enrolled clients [all].")
 @click.option("--cv-folds", type=click.IntRange(min=0), default=5, show_default=True,
