@@ -14,19 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ssgallery.datasets import toy_two_gaussians
 from ssgallery.methods import METHOD_NAMES, make_method
 from ssgallery.teacher import SimilaritySVM
 
 OUT = Path(__file__).resolve().parent / "out"
-
-
-def toy_problem(seed=0, n=25, spread=0.7):
-    """Same generator as tests/test_toy.py."""
-    rng = np.random.default_rng(seed)
-    n_neg = n // 2
-    X = np.vstack([rng.normal([-1, 0], spread, (n_neg, 2)),
-                   rng.normal([1, 0], spread, (n - n_neg, 2))])
-    return X, np.r_[-np.ones(n_neg), np.ones(n - n_neg)]
 
 
 def grid(X, margin=0.5, steps=100):
@@ -85,7 +77,7 @@ def main(argv=None):
     agree = {n: [] for n in names}
     n_sv = []
     for seed in range(args.seeds):
-        X, y = toy_problem(seed)
+        X, y = toy_two_gaussians(seed)
         svm = SimilaritySVM(gamma=0.25, C=1.0).fit(X, y)
         n_sv.append(svm.n_support_total_)
         _, _, G = grid(X)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from helpers import synthetic_images
 
 from ssgallery.errors import InputError
 from ssgallery.evaluation import evaluate
@@ -67,21 +68,6 @@ def test_method_specs():
     assert method_specs(["svm", "ssvm"], [1, 2]) == [("svm", None), ("ssvm", 1), ("ssvm", 2)]
     assert method_specs(["ssvm", ("nystrom", 2)], [1, 5]) == [("ssvm", 1), ("ssvm", 5),
                                                               ("nystrom", 2)]
-
-
-def synthetic_images(n_subjects=8, per=7, shape=(12, 10), noise=30.0, seed=0):
-    """Identities = smooth random patterns; images = pattern + shift of brightness + noise."""
-    rng = np.random.default_rng(seed)
-    h, w = shape
-    base = rng.uniform(60, 200, size=(n_subjects, 3, 3))
-    images, labels = [], []
-    for s in range(n_subjects):
-        big = np.kron(base[s], np.ones((h // 3 + 1, w // 3 + 1)))[:h, :w]
-        for _ in range(per):
-            img = big + rng.normal(0, noise, (h, w)) + rng.normal(0, 10)
-            images.append(np.clip(img, 0, 255))
-            labels.append(f"id{s}")
-    return np.array(images, dtype=np.float32), np.array(labels)
 
 
 def test_run_protocol_scores_every_claim_and_is_reproducible():

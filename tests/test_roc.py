@@ -9,25 +9,12 @@ import sys
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from helpers import synthetic_images
 from PIL import Image
 
 from ssgallery.cli import main
 from ssgallery.datasets import att_faces_path, sample_faces_path
 from ssgallery.report import read_score_files, read_scores, write_scores
-
-
-def synthetic_images(n_subjects, per, shape, noise, seed):
-    """Identities = blocky random patterns; images = pattern + brightness shift + noise."""
-    rng = np.random.default_rng(seed)
-    h, w = shape
-    base = rng.uniform(60, 200, size=(n_subjects, 3, 3))
-    images, labels = [], []
-    for s in range(n_subjects):
-        big = np.kron(base[s], np.ones((h // 3 + 1, w // 3 + 1)))[:h, :w]
-        for _ in range(per):
-            images.append(np.clip(big + rng.normal(0, noise, (h, w)) + rng.normal(0, 10), 0, 255))
-            labels.append(f"id{s}")
-    return np.array(images, dtype=np.float32), np.array(labels)
 
 
 @pytest.fixture(scope="module")

@@ -3,18 +3,9 @@
 import numpy as np
 import pytest
 
+from ssgallery.datasets import toy_two_gaussians
 from ssgallery.methods import METHOD_NAMES, make_method
 from ssgallery.teacher import SimilaritySVM
-
-
-def toy_problem(seed=0, n=25, spread=0.7):
-    """25 points, two Gaussian classes centred at (-1, 0) and (+1, 0) (as in Fig. 2).
-    Same generator as benchmarks/toy_fig2.py."""
-    rng = np.random.default_rng(seed)
-    n_neg = n // 2
-    X = np.vstack([rng.normal([-1, 0], spread, (n_neg, 2)),
-                   rng.normal([1, 0], spread, (n - n_neg, 2))])
-    return X, np.r_[-np.ones(n_neg), np.ones(n - n_neg)]
 
 
 def dense_grid(X, margin=0.5, steps=100):
@@ -25,7 +16,7 @@ def dense_grid(X, margin=0.5, steps=100):
 
 @pytest.fixture(scope="module")
 def toy():
-    X, y = toy_problem()
+    X, y = toy_two_gaussians()
     svm = SimilaritySVM(gamma=0.25, C=1.0).fit(X, y)
     return X, y, svm, dense_grid(X)
 
