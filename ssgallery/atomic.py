@@ -13,6 +13,8 @@ def check_writable(path):
 
     Called before long work so that a bad output path fails at once, not after it.
     """
+    if os.path.isdir(path):
+        raise SsgalleryError("is a folder, expected a file name", path=path)
     folder = os.path.dirname(os.path.abspath(os.fspath(path)))
     if not os.path.isdir(folder):
         raise SsgalleryError("folder does not exist", path=folder)
@@ -41,7 +43,10 @@ def atomic_path(path):
         with open(tmp, "rb+") as handle:
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise SsgalleryError(f"cannot write it ({exc.strerror})", path=path) from None
         with contextlib.suppress(OSError):
             dir_fd = os.open(folder, os.O_RDONLY)
             try:

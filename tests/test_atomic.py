@@ -33,3 +33,29 @@ def test_missing_folder_is_one_line_error(tmp_path):
         check_writable(target)
     with pytest.raises(SsgalleryError, match=r"nope: cannot write g\.h5 here"):
         write_text_atomic(target, "x")
+
+
+def test_output_that_is_a_folder(tmp_path):
+    with pytest.raises(SsgalleryError, match="is a folder"):
+        check_writable(tmp_path)
+
+
+def test_cli_unwritable_output_is_one_line(tmp_path, monkeypatch):
+    """An output that cannot be written (here: a folder where the PNG should go) is one
+    line naming it, exit 2, whichever layer notices."""
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+    from ssgallery.datasets import sample_faces_path
+
+    runner = CliRunner()
+    monkeypatch.chdir(tmp_path)
+    assert runner.invoke(main, ["enroll", str(sample_faces_path()), "--clients",
+                                "c01,c02,c03"]).exit_code == 0
+    assert runner.invoke(main, ["compress", "--m", "1", "--cv-folds", "0"]).exit_code == 0
+    os.mkdir("protos.png")  # `show` cannot replace a folder with its PNG
+    result = runner.invoke(main, ["show", "--claim", "c01", "-o", "protos.png"])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ssgallery: error: ")
+    assert "Traceback" not in result.output and "protos.png" in lines[0]

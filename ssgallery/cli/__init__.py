@@ -11,7 +11,8 @@ from .. import __version__
 
 
 class _Group(click.Group):
-    """Turns :class:`ssgallery.errors.SsgalleryError` into one line on stderr + exit 2."""
+    """Turns :class:`ssgallery.errors.SsgalleryError` (and any OSError) into one line on
+    stderr + exit 2; Ctrl-C and SIGTERM into "interrupted" + exit 130."""
 
     def invoke(self, ctx):
         from ..errors import SsgalleryError
@@ -25,6 +26,10 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("ssgallery: interrupted; nothing was written", err=True)
             sys.exit(130)
+        except OSError as exc:  # safety net: permissions, full disk, vanished files
+            where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+            click.echo(f"ssgallery: error: {where}{exc.strerror or exc}", err=True)
+            sys.exit(2)
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
