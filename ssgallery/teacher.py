@@ -6,7 +6,7 @@ One client against everyone else: +1 genuine, -1 impostor. The SVM is scikit-lea
 including a black-box matcher that is neither symmetric nor positive semi-definite.
 
 Two choices differ from a plain ``GridSearchCV(SVC())``, both measured on AT&T
-(docs/readme_parts/teacher_baselines.md):
+(README, "The SVM teacher, the baselines and the method registry"):
 
 - **C selection is balanced.** With ~5 % genuine samples, plain CV accuracy ties at the
   reject-everyone classifier and picks the smallest C. We rank C by mean balanced
