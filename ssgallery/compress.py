@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import InputError, SsgalleryError
+from .learner import resolve_init
 from .threads import single_threaded_blas
 
 N_FOLDS = 5
@@ -182,16 +183,6 @@ class CompressSummary:
 
 
 INITS = ("auto", "class", "genuine", "kmeans", "random")
-
-
-def resolve_init(init, similarity):
-    """``"auto"``: ``"class"`` for an analytic similarity (eigenface), ``"genuine"`` for a
-    black-box one (heuristic gradient): on AT&T with ssgallery-ebgm, starting m - 1
-    prototypes on the client's own images lowered the SSVM's EER from 3.46 % to 2.22 %
-    (full SVM 2.18 %; benchmarks/paper_att_ebgm.py, 2 splits)."""
-    if init != "auto":
-        return init
-    return "class" if getattr(similarity, "has_gradient", False) else "genuine"
 
 
 def _check_options(m, rho, target_far, lam, solver, init, max_iter=MAX_ITER):

@@ -124,6 +124,16 @@ def initial_prototypes(X, y, u, m, init, rng, restart=0):
     return Z
 
 
+def resolve_init(init, similarity):
+    """``"auto"``: ``"class"`` for an analytic similarity (eigenface), ``"genuine"`` for a
+    black-box one (heuristic gradient): on AT&T with ssgallery-ebgm, starting m - 1
+    prototypes on the client's own images lowered the SSVM's EER from 3.46 % to 2.22 %
+    (full SVM 2.18 %; benchmarks/paper_att_ebgm.py, 2 splits). Other values pass through."""
+    if init != "auto":
+        return init
+    return "class" if getattr(similarity, "has_gradient", False) else "genuine"
+
+
 # The learner options shared by SuperSparseRegressor and SuperSparseDistiller (which
 # passes them on to its regressor).
 LEARNER_PARAMS = ("n_prototypes", "similarity", "gamma", "lam", "solver", "init", "n_init",

@@ -85,7 +85,9 @@ class SuperSparseSVM(ClassifierMixin, BaseEstimator):
     **options
         Further :class:`~ssgallery.learner.SuperSparseDistiller` parameters
         (``lam``, ``init``, ``n_init``, ``bounds``, ``eta``, ``normalize_step``, ...),
-        given as the ``options`` dict.
+        given as the ``options`` dict. ``init`` defaults to ``"auto"``
+        (:func:`ssgallery.learner.resolve_init`: "class" for an analytic similarity,
+        "genuine" for a black-box one), as in ``compress``.
     """
 
     def __init__(self, n_prototypes=2, solver="varpro", random_state=0, teacher_params=None,
@@ -97,10 +99,11 @@ class SuperSparseSVM(ClassifierMixin, BaseEstimator):
         self.options = options
 
     def fit(self, X, y, teacher=None):
-        from ssgallery.learner import SuperSparseDistiller
+        from ssgallery.learner import SuperSparseDistiller, resolve_init
 
         self.teacher_ = _fit_teacher(X, y, teacher, self.random_state, self.teacher_params)
         opts = {"similarity": self.teacher_.similarity_, **(self.options or {})}
+        opts["init"] = resolve_init(opts.get("init", "auto"), opts["similarity"])
         self.distiller_ = SuperSparseDistiller(
             teacher=self.teacher_, n_prototypes=self.n_prototypes, prefit=True,
             solver=self.solver, random_state=self.random_state, **opts).fit(X, y)

@@ -318,3 +318,20 @@ def test_compress_auto_init_follows_the_gradient():
     assert resolve_init("auto", RBFSimilarity(1.0)) == "class"
     assert resolve_init("auto", black_box) == "genuine"
     assert resolve_init("kmeans", black_box) == "kmeans"
+
+
+def test_ssvm_method_resolves_auto_init_from_the_teacher_similarity():
+    from ssgallery.methods import make_method
+    from ssgallery.similarity import CallableSimilarity, HeuristicGradient
+    from ssgallery.teacher import SimilaritySVM
+
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.normal(0, 1, (30, 3)), rng.normal(2, 1, (6, 3))])
+    y = np.r_[-np.ones(30), np.ones(6)]
+    black_box = HeuristicGradient(CallableSimilarity(
+        lambda A, B: np.exp(-np.abs(A[:, None, :] - B[None, :, :]).sum(-1))))
+    for similarity, expected in (("rbf", "class"), (black_box, "genuine")):
+        teacher = SimilaritySVM(similarity=similarity, C=1.0).fit(X, y)
+        est = make_method("ssvm", 3).fit(X, y, teacher=teacher)
+        assert est.distiller_.init == expected
+    assert make_method("ssvm", 3, init="kmeans").fit(X, y, teacher=teacher).distiller_.init == "kmeans"
