@@ -31,6 +31,7 @@ from sklearn.linear_model import Lasso, Ridge
 from sklearn.utils.validation import check_array, check_is_fitted, check_X_y
 
 from ssgallery.errors import InputError, SsgalleryError
+from ssgallery.learner import balanced_weights
 from ssgallery.similarity import RBFSimilarity
 
 
@@ -46,13 +47,6 @@ def solve_pos(A, B):
 def optimal_coefficients(sim, Z, SV, alpha):
     """beta = K_zz^-1 K_zx alpha: projection of sum_i alpha_i phi(sv_i) on span phi(Z)."""
     return solve_pos(sim(Z, Z), sim(Z, SV) @ alpha)
-
-
-def balanced_weights(yb):
-    """u_i giving genuine and impostors half of the total weight each (sum 1)."""
-    pos = yb > 0
-    u = np.where(pos, 0.5 / max(pos.sum(), 1), 0.5 / max((~pos).sum(), 1))
-    return u / u.sum()
 
 
 def dissimilarity(sim, X):

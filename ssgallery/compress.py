@@ -67,12 +67,13 @@ def threshold_at_far(impostor_scores, target_far):
 
 
 def _fit_pair(X, y, similarity, bounds, m, lam, solver, init, C, rho, random_state,
-              max_iter=MAX_ITER):
-    """SVM teacher, then its distillation to m prototypes (m="auto": Eq. 10)."""
+              max_iter=MAX_ITER, gram=None):
+    """SVM teacher (``gram`` = S(X, X) if known), then its distillation to m prototypes
+    (m="auto": Eq. 10)."""
     from .learner import SuperSparseDistiller
     from .teacher import SimilaritySVM
 
-    svm = SimilaritySVM(similarity=similarity, C=C, random_state=random_state).fit(X, y)
+    svm = SimilaritySVM(similarity=similarity, C=C, random_state=random_state).fit(X, y, gram)
     dist = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=2 if m == "auto" else m,
                                 similarity=similarity, lam=lam, solver=solver, init=init,
                                 bounds=bounds, max_iter=max_iter, random_state=random_state)
@@ -111,7 +112,7 @@ def threshold_folds(y, groups, n_folds=N_FOLDS, random_state=0):
 
 def train_client(X, y, similarity, *, groups=None, m=2, lam=1e-4, solver="varpro", init="class",
                  bounds=None, rho=0.01, target_far=0.01, n_folds=N_FOLDS, random_state=0,
-                 max_iter=MAX_ITER):
+                 max_iter=MAX_ITER, gram=None):
     """Teacher, distillation and CV thresholds for one client.
 
     Parameters
@@ -131,13 +132,15 @@ def train_client(X, y, similarity, *, groups=None, m=2, lam=1e-4, solver="varpro
         Folds for the threshold (fewer when there are fewer genuine images).
     max_iter : int
         The learner's ``max_iter`` (varpro: L-BFGS-B iterations; paper: sweeps).
+    gram : ndarray of shape (n, n), optional
+        S(X, X), computed once for all clients by :func:`compress`.
 
     Returns
     -------
     ClientFit
     """
     svm, dist = _fit_pair(X, y, similarity, bounds, m, lam, solver, init, "cv", rho,
-                          random_state, max_iter)
+                          random_state, max_iter, gram)
     m_fit = len(dist.beta_)
     folds = threshold_folds(y, groups, n_folds, random_state)
     k = int(folds.max()) + 1 if folds is not None else 0
@@ -260,6 +263,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     init = resolve_init(init, similarity)
     bounds = matcher.bounds()
     X = matcher.transform(store.images)
+    gram = similarity(X, X)  # one S(X, X) serves every client's one-vs-all SVM
     models, rows = [], []
     from .gallery import ClientModel
 
@@ -272,7 +276,8 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
                              "clients or add background subjects", path=store_path)
         fit = train_client(X, y, similarity, groups=store.labels, m=m, lam=lam, solver=solver, init=init,
                            bounds=bounds, rho=rho, target_far=target_far,
-                           n_folds=cv_folds, random_state=random_state, max_iter=max_iter)
+                           n_folds=cv_folds, random_state=random_state, max_iter=max_iter,
+                           gram=gram)
         d, svm = fit.distiller, fit.svm
         reg = d.regressor_
         prov = {"m": len(d.beta_), "d": int(X.shape[1]), "lambda": float(lam),

@@ -113,7 +113,7 @@ class SuperSparseSVM(ClassifierMixin, BaseEstimator):
         self.beta_ = d.beta_
         self.intercept_ = d.intercept_
         self.similarity_ = d.similarity_
-        self.initial_prototypes_ = getattr(d.regressor_, "initial_prototypes_", None)
+        self.initial_prototypes_ = d.regressor_.initial_prototypes_
         self.n_matches_ = len(d.prototypes_)
         return self
 

@@ -140,13 +140,19 @@ def det(negatives, positives, min_rate=None):
     x, y : ndarray, shape (n_t,)
         ndtri(FAR), ndtri(FRR), in the order of :func:`roc_curve`.
     """
+    far, frr, _ = roc_curve(negatives, positives)
+    return probit(far, min_rate), probit(frr, min_rate)
+
+
+def probit(rate, min_rate=None):
+    """Normal deviate of a rate (``scipy.special.ndtri``), the DET axes' scale; rates are
+    first clipped into [min_rate, 1 - min_rate] when ``min_rate`` is given."""
     from scipy.special import ndtri
 
-    far, frr, _ = roc_curve(negatives, positives)
+    rate = np.asarray(rate, dtype=float)
     if min_rate is not None:
-        far = np.clip(far, min_rate, 1.0 - min_rate)
-        frr = np.clip(frr, min_rate, 1.0 - min_rate)
-    return ndtri(far), ndtri(frr)
+        rate = np.clip(rate, min_rate, 1.0 - min_rate)
+    return ndtri(rate)
 
 
 def far_grid(lowest=1e-4, n=401):
@@ -243,6 +249,7 @@ __all__ = [
     "grid_eer",
     "grid_frr_at",
     "hter",
+    "probit",
     "roc_curve",
     "threshold_at_far",
 ]

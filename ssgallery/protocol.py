@@ -174,13 +174,14 @@ def method_specs(methods, m_values):
     return specs
 
 
-def _fit_client(X, y, X_gen, X_imp, similarity, specs, random_state, method_options):
-    """Teacher once, then every (method, m): scores of genuine and impostor claims."""
+def _fit_client(X, y, X_gen, X_imp, similarity, specs, random_state, method_options, gram=None):
+    """Teacher once (on ``gram`` = S(X, X), shared by the clients of a repetition), then
+    every (method, m): scores of genuine and impostor claims."""
     from .methods import make_method
     from .teacher import SimilaritySVM
 
     t0 = time.perf_counter()
-    teacher = SimilaritySVM(similarity=similarity, random_state=random_state).fit(X, y)
+    teacher = SimilaritySVM(similarity=similarity, random_state=random_state).fit(X, y, gram)
     teacher_s = time.perf_counter() - t0
     out = []
     for name, m in specs:
@@ -261,8 +262,9 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
         owner = labels[split.train_indices()]
         X_imp = np.stack([feats[i] for i in split.impostors])
         rs = int(seed) * 1000 + split.repetition
+        gram = sim(X, X)  # the same training set for every client of this repetition
         jobs = [(X, np.where(owner == c, 1, -1), np.stack([feats[i] for i in split.genuine[c]]),
-                 X_imp, sim, specs, rs, method_options) for c in split.enrolled]
+                 X_imp, sim, specs, rs, method_options, gram) for c in split.enrolled]
         results = _map(jobs, n_jobs, progress)
         for k, (name, mm) in enumerate(specs):
             claimed, real, probe, score, clients = [], [], [], [], {}

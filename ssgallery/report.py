@@ -25,6 +25,7 @@ import numpy as np
 from .atomic import write_text_atomic
 from .errors import InputError
 from .protocol import Scores
+from .textfile import read_lines
 
 MAGIC = "ssgallery-scores"
 PLOT = "roc.png"
@@ -99,13 +100,7 @@ def read_scores(path):
         or no scores at all.
     """
     path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
-    except FileNotFoundError:
-        raise InputError("no such score file", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read score file ({exc})", path=path) from None
+    lines = read_lines(path, "score file")
     stem = Path(path).name
     stem = stem[: -len(Path(stem).suffix)] if Path(stem).suffix in (".txt", ".scores") else stem
     match = re.fullmatch(r"(.*)\.r(\d+)", stem)
@@ -269,9 +264,9 @@ def plot_curves(path, summaries, title=None, labels=None, axes="log"):
 
 def _probit(rate):
     """Normal deviate of a rate, clipped to [1e-4, 1 - 1e-4] (DET axes)."""
-    from scipy.special import ndtri
+    from .metrics import probit
 
-    return ndtri(np.clip(np.asarray(rate, dtype=float), 1e-4, 1 - 1e-4))
+    return probit(rate, 1e-4)
 
 
 def write_report(out_dir, tables, summaries, *, mode="protocol", source="", config=None,

@@ -37,9 +37,11 @@ GAMMA_CV_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)  # "cv": multiples of the median g
 _TIE = 1e-9
 
 
-def median_gamma(X):
-    """1 / median of the squared pairwise distances between distinct rows of X."""
-    D = RBFSimilarity(1.0).sq_distances(X, X)
+def median_gamma(X, D=None):
+    """1 / median of the squared pairwise distances between distinct rows of X
+    (``D``: those squared distances, if already computed)."""
+    if D is None:
+        D = RBFSimilarity(1.0).sq_distances(X, X)
     d = D[np.triu_indices(len(X), k=1)]
     d = d[d > 0]
     return 1.0 / float(np.median(d)) if len(d) else 1.0
@@ -152,10 +154,12 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ helpers
-    def _gram_factory(self, X):
+    def _gram_factory(self, X, gram=None):
         """Return (list of gammas, function gamma -> S(X, X)) for the candidates."""
         if isinstance(self.similarity, Similarity):
-            S = self.similarity(X, X)
+            S = self.similarity(X, X) if gram is None else np.asarray(gram, dtype=float)
+            if S.shape != (len(X), len(X)):
+                raise ValueError(f"gram has shape {S.shape}, expected {(len(X), len(X))}")
             gam = getattr(self.similarity, "gamma", None)
             return [gam], (lambda g: S), (lambda g: self.similarity)
         if self.similarity != "rbf":
@@ -169,9 +173,9 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
         elif g == "paper":
             gammas = [1.0 / X.shape[1]]
         elif g == "median":
-            gammas = [median_gamma(X)]
+            gammas = [median_gamma(X, D)]
         elif g == "cv":
-            gm = median_gamma(X)
+            gm = median_gamma(X, D)
             gammas = [f * gm for f in GAMMA_CV_FACTORS]
         else:
             raise ValueError(f"gamma must be 'paper', 'median', 'cv' or a float, got {g!r}")
@@ -201,8 +205,12 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
         return out
 
     # ------------------------------------------------------------------ API
-    def fit(self, X, y):
+    def fit(self, X, y, gram=None):
         """Fit on features X (n, d) and binary labels y (n,), e.g. +1 genuine / -1 impostor.
+
+        ``gram``: S(X, X), shape (n, n), when the caller already has it (one matrix
+        serves every one-vs-all client on the same training set); only with a
+        :class:`~ssgallery.similarity.Similarity` instance as ``similarity``.
 
         Returns
         -------
@@ -220,7 +228,9 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
         yb = np.where(y == self.classes_[1], 1, -1)
         if self.scoring not in ("balanced_accuracy", "roc_auc"):
             raise ValueError(f"scoring must be 'balanced_accuracy' or 'roc_auc', got {self.scoring!r}")
-        gammas, gram, make_sim = self._gram_factory(X)
+        if gram is not None and not isinstance(self.similarity, Similarity):
+            raise ValueError("gram is only used with a Similarity instance as similarity")
+        gammas, gram, make_sim = self._gram_factory(X, gram)
         if isinstance(self.C, str):
             if self.C != "cv":
                 raise ValueError(f"C must be 'cv' or a float, got {self.C!r}")

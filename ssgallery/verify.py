@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError
+from .textfile import read_lines
 
 
 @dataclass
@@ -36,13 +37,7 @@ def read_probe_list(list_path):
 
     Relative paths are taken relative to the current directory, like ``xargs``.
     """
-    try:
-        with open(list_path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
-    except FileNotFoundError:
-        raise InputError("no such probe list", path=list_path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read probe list ({exc})", path=list_path) from None
+    lines = read_lines(list_path, "probe list")
     paths = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
     if not paths:
         raise InputError("probe list is empty", path=list_path)

@@ -137,16 +137,19 @@ class EigenfaceMatcher(Matcher):
         self.n_components_ = d
         self.scale_ = float(np.sqrt(self.explained_variance_.mean()))
         self.n_samples_fit_ = n
-        self.gamma_ = self._resolve_gamma(self.transform(images))
+        self.gamma_ = self._resolve_gamma(lambda: self.transform(images))
         return self
 
-    def _resolve_gamma(self, Z):
+    def _resolve_gamma(self, training_features):
+        """gamma_; ``training_features()`` (the projected training images) is called only
+        for gamma="median"."""
         g = self._gamma_value()
         if g is not None:
             return g
         if self.gamma == "paper":
             return 1.0 / self.n_components_
         # "median": median squared distance over (at most 2000 seeded) training images.
+        Z = training_features()
         if len(Z) > 2000:
             Z = Z[np.random.default_rng(0).choice(len(Z), 2000, replace=False)]
         D = RBFSimilarity().sq_distances(Z, Z)[np.triu_indices(len(Z), 1)]
