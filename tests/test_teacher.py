@@ -184,3 +184,21 @@ def test_scikit_learn_estimator_checks():
     assert failed == []
     with pytest.raises(ValueError, match="Only binary"):
         SimilaritySVM(C=1.0).fit(np.arange(6.0)[:, None], [0, 1, 2, 0, 1, 2])
+
+
+def test_precomputed_gram_gives_the_same_svm():
+    """fit(X, y, gram=S(X, X)) is the same model as computing S inside fit."""
+    from ssgallery.similarity import RBFSimilarity
+
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(0, 1, (40, 4)), rng.normal(1.5, 1, (8, 4))])
+    y = np.r_[-np.ones(40), np.ones(8)]
+    sim = RBFSimilarity(0.2)
+    a = SimilaritySVM(similarity=sim).fit(X, y)
+    b = SimilaritySVM(similarity=sim).fit(X, y, gram=sim(X, X))
+    assert a.C_ == b.C_
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+    with pytest.raises(ValueError, match="gram has shape"):
+        SimilaritySVM(similarity=sim).fit(X, y, gram=np.eye(3))
+    with pytest.raises(ValueError, match="only used with a Similarity"):
+        SimilaritySVM().fit(X, y, gram=sim(X, X))
