@@ -46,7 +46,8 @@ bench-quick: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/solvers.py --quick
 
 lint: $(STAMP)
-	$(BIN)/ruff check ssgallery tests benchmarks
+	$(BIN)/ruff check ssgallery ssgallery_ebgm tests benchmarks
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) $(DEMO) .pytest_cache

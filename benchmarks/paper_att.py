@@ -37,11 +37,11 @@ def main(argv=None):
     parser.add_argument("-o", "--out", default=str(Path(__file__).parent / "out" / "paper_att"))
     args = parser.parse_args(argv)
 
+    from ssgallery.biometrics.evaluation import evaluate
+    from ssgallery.biometrics.protocol import run_protocol
+    from ssgallery.biometrics.report import format_table, plot_curves, write_report
     from ssgallery.datasets import att_faces_path
-    from ssgallery.evaluation import evaluate
-    from ssgallery.images import load_faces
-    from ssgallery.protocol import run_protocol
-    from ssgallery.report import format_table, plot_curves, write_report
+    from ssgallery.images.ingest import load_faces
 
     faces_dir = Path(args.faces) if args.faces else att_faces_path()
     if not faces_dir.is_dir():

@@ -36,10 +36,10 @@ import time
 
 import numpy as np
 
+from ssgallery.biometrics.metrics import eer, frr_at_far
+from ssgallery.biometrics.protocol import make_splits
 from ssgallery.datasets import att_faces_path
 from ssgallery.matchers.external import ExternalMatcher
-from ssgallery.metrics import eer, frr_at_far
-from ssgallery.protocol import make_splits
 
 
 def load_att(root):
@@ -110,9 +110,9 @@ def main():
     ap.add_argument("--lam", type=float, default=1e-5, help="the paper's lambda for EBGM/AT&T")
     ap.add_argument("--no-baselines", action="store_true")
     args = ap.parse_args()
-    from ssgallery.baselines import SVMRed, SVMSel
-    from ssgallery.learner import SuperSparseDistiller
-    from ssgallery.teacher import SimilaritySVM
+    from ssgallery.learn.baselines import SVMRed, SVMSel
+    from ssgallery.learn.supersparse import SuperSparseDistiller
+    from ssgallery.learn.teacher import SimilaritySVM
 
     root = att_faces_path()
     if not root.is_dir():

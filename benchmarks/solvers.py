@@ -3,7 +3,7 @@
 Protocol (DESIGN.md §4): per repetition (seeded), half of the 40 subjects are enrolled
 clients with 5 training images each; the eigenface matcher (PCA 95 %, RBF, gamma = 1/d)
 is fitted on the clients' training images; for each client the SVM teacher
-(``ssgallery.teacher.SimilaritySVM`` on the same similarity) is trained one-vs-all, and
+(``ssgallery.learn.teacher.SimilaritySVM`` on the same similarity) is trained one-vs-all, and
 its decision values are distilled into m prototypes with class-balancing weights. Each
 solver/init is run from the same start; we report, relative to ``solver="paper"`` with
 the same init in the same run (mean over clients x repetitions):
@@ -25,12 +25,12 @@ from collections import defaultdict
 
 import numpy as np
 
+from ssgallery.biometrics.metrics import eer
 from ssgallery.datasets import att_faces_path
-from ssgallery.images import load_faces
-from ssgallery.learner import SuperSparseRegressor, balanced_weights
+from ssgallery.images.ingest import load_faces
+from ssgallery.learn.supersparse import SuperSparseRegressor, balanced_weights
+from ssgallery.learn.teacher import SimilaritySVM
 from ssgallery.matchers.eigenface import EigenfaceMatcher
-from ssgallery.metrics import eer
-from ssgallery.teacher import SimilaritySVM
 
 # (label, solver, extra params); every one is run with each init
 SOLVERS = [

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ssgallery.datasets import att_faces_path
-from ssgallery.teacher import SimilaritySVM, select_index, select_index_plain
+from ssgallery.learn.teacher import SimilaritySVM, select_index, select_index_plain
 
 
 def load_att(root):

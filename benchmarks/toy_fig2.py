@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ssgallery.biometrics.methods import METHOD_NAMES, make_method
 from ssgallery.datasets import toy_two_gaussians
-from ssgallery.methods import METHOD_NAMES, make_method
-from ssgallery.teacher import SimilaritySVM
+from ssgallery.learn.teacher import SimilaritySVM
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -33,7 +33,7 @@ def render(X, y, svm, ssvm, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ssgallery.atomic import atomic_path
+    from ssgallery.formats.atomic import atomic_path
 
     gx, gy, G = grid(X)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.8), sharey=True)

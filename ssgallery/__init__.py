@@ -5,9 +5,9 @@ __version__ = "0.1.0"
 # The estimators pull in scikit-learn: export them lazily so that `import ssgallery`
 # (and the verify path) stays light.
 _LAZY = {
-    "SuperSparseRegressor": "ssgallery.learner",
-    "SuperSparseDistiller": "ssgallery.learner",
-    "select_n_prototypes": "ssgallery.mselect",
+    "SuperSparseRegressor": "ssgallery.learn.supersparse",
+    "SuperSparseDistiller": "ssgallery.learn.supersparse",
+    "select_n_prototypes": "ssgallery.learn.mselect",
 }
 
 __all__ = ["SuperSparseDistiller", "SuperSparseRegressor", "__version__", "select_n_prototypes"]

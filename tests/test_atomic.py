@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from ssgallery.atomic import atomic_path, check_writable, write_text_atomic
 from ssgallery.errors import SsgalleryError
+from ssgallery.formats.atomic import atomic_path, check_writable, write_text_atomic
 
 
 def test_write_replaces_only_on_success(tmp_path):

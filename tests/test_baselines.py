@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 from sklearn.cluster import KMeans
 
-from ssgallery.baselines import (
+from ssgallery.biometrics.methods import METHOD_NAMES, METHODS, describe_methods, make_method
+from ssgallery.errors import InputError, SsgalleryError
+from ssgallery.learn.baselines import (
     NystromLandmarks,
     PrototypeSelector,
     SVMRed,
@@ -14,10 +16,8 @@ from ssgallery.baselines import (
     balanced_weights,
     dissimilarity,
 )
-from ssgallery.errors import InputError, SsgalleryError
-from ssgallery.methods import METHOD_NAMES, METHODS, describe_methods, make_method
-from ssgallery.similarity import Similarity
-from ssgallery.teacher import SimilaritySVM
+from ssgallery.learn.similarity import Similarity
+from ssgallery.learn.teacher import SimilaritySVM
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +212,7 @@ def test_att_faces_methods_at_m2():
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"AT&T faces not found at {root} (CI needs them)")
         pytest.skip(f"AT&T faces not found at {root}")
-    from ssgallery.images import load_faces
+    from ssgallery.images.ingest import load_faces
     from ssgallery.matchers.eigenface import EigenfaceMatcher
 
     faces = load_faces(root)

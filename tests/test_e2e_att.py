@@ -29,7 +29,7 @@ def _require_att():
 
 def _eer(negatives, positives):
     try:
-        from ssgallery.metrics import eer
+        from ssgallery.biometrics.metrics import eer
     except ImportError:  # pragma: no cover - metrics is a teammate's module
         t = np.unique(np.concatenate([negatives, positives]))
         far = np.array([np.mean(negatives >= v) for v in t])
@@ -57,15 +57,15 @@ def test_att_twenty_clients_m2(tmp_path, monkeypatch):
     summary = json.loads(r.stdout)
     assert [row["m"] for row in summary["clients"]] == [2] * 20
 
-    from ssgallery.store import load_store
-    from ssgallery.teacher import SimilaritySVM
-    from ssgallery.verify import verify
+    from ssgallery.app.verify import verify
+    from ssgallery.formats.store import load_store
+    from ssgallery.learn.teacher import SimilaritySVM
 
     store = load_store("enrollment.h5")
     matcher = store.matcher()
     X = matcher.transform(store.images)
     impostor_paths = [str(ATT / s / f"{i}.pgm") for s in IMPOSTORS for i in range(1, 11)]
-    from ssgallery.images import load_image_list
+    from ssgallery.images.ingest import load_image_list
 
     gap, eers, eers_svm = [], [], []
     for c in ENROLLED:

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from ssgallery.datasets import att_faces_path
-from ssgallery.ebgm import main, score_files
-from ssgallery.ebgm.gabor import bank, responses, wave_vectors
-from ssgallery.ebgm.graph import grid_nodes
 from ssgallery.matchers.external import ExternalMatcher, write_pgm
+from ssgallery_ebgm import main, score_files
+from ssgallery_ebgm.gabor import bank, responses, wave_vectors
+from ssgallery_ebgm.graph import grid_nodes
 
 EBGM = shutil.which("ssgallery-ebgm") or os.path.join(os.path.dirname(sys.executable),
                                                       "ssgallery-ebgm")

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from ssgallery.errors import InputError, SsgalleryError
+from ssgallery.learn.similarity import RBFSimilarity
 from ssgallery.matchers import available_matchers, get_matcher_class
 from ssgallery.matchers.eigenface import EigenfaceMatcher
-from ssgallery.similarity import RBFSimilarity
 
 
 def low_rank_faces(n=40, shape=(12, 10), rank=6, seed=0):
@@ -193,7 +193,7 @@ def test_verify_path_imports_no_scikit_learn(tmp_path):
 
 @pytest.mark.slow
 def test_att_reconstruction_and_dimension():
-    from ssgallery.images import load_faces
+    from ssgallery.images.ingest import load_faces
 
     faces = load_faces(att_root())
     train = faces.images[faces.labels != "s40"]

@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import check_estimator
 
-from ssgallery.learner import SuperSparseDistiller, SuperSparseRegressor
+from ssgallery.learn.supersparse import SuperSparseDistiller, SuperSparseRegressor
 
 
 def test_regressor_passes_check_estimator_with_defaults():

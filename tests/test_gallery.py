@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 from test_store import make_faces
 
-from ssgallery.compress import compress, threshold_at_far
+from ssgallery.app.compress import compress, threshold_at_far
+from ssgallery.app.enroll import enroll
+from ssgallery.app.verify import verify
 from ssgallery.errors import FormatError, InputError, SsgalleryError
-from ssgallery.gallery import FORMAT_VERSION, gallery_summary, read_client, read_gallery
-from ssgallery.store import enroll, load_store
-from ssgallery.verify import verify
+from ssgallery.formats.gallery import FORMAT_VERSION, gallery_summary, read_client, read_gallery
+from ssgallery.formats.store import load_store
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +193,7 @@ def test_compress_auto_m(built, tmp_path):
 
 def test_verify_imports_no_sklearn_nor_matplotlib(built):
     root, faces, _, _ = built
-    code = ("import sys; from ssgallery.verify import verify; "
+    code = ("import sys; from ssgallery.app.verify import verify; "
             f"r = verify({str(root / 'g.h5')!r}, [{os.path.join(faces, 'c01', '0.png')!r}], "
             "'c01'); assert r[0].accept; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('sklearn', 'matplotlib')]; "

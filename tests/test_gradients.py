@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from ssgallery.similarity import HeuristicGradient, RBFSimilarity
-from ssgallery.solvers import (
+from ssgallery.learn.similarity import HeuristicGradient, RBFSimilarity
+from ssgallery.learn.solvers import (
     CountingSimilarity,
     beta_step,
     objective,

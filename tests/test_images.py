@@ -7,7 +7,7 @@ import pytest
 from PIL import Image
 
 from ssgallery.errors import InputError
-from ssgallery.images import (
+from ssgallery.images.ingest import (
     FaceSet,
     load_faces,
     load_image_list,

@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 from sklearn.svm import SVC
 
-from ssgallery.learner import (
+from ssgallery.learn.similarity import HeuristicGradient, RBFSimilarity
+from ssgallery.learn.solvers import beta_step, objective
+from ssgallery.learn.supersparse import (
     SuperSparseDistiller,
     SuperSparseRegressor,
     balanced_weights,
     initial_prototypes,
 )
-from ssgallery.similarity import HeuristicGradient, RBFSimilarity
-from ssgallery.solvers import beta_step, objective
 
 
 class CountedRBF(RBFSimilarity):
@@ -256,9 +256,9 @@ def test_att_faces_varpro_and_class_init_beat_paper_and_random():
     import os
 
     from ssgallery.datasets import att_faces_path
-    from ssgallery.images import load_faces
+    from ssgallery.images.ingest import load_faces
+    from ssgallery.learn.teacher import SimilaritySVM
     from ssgallery.matchers.eigenface import EigenfaceMatcher
-    from ssgallery.teacher import SimilaritySVM
 
     root = att_faces_path()
     if not (root / "s1").is_dir():
@@ -288,7 +288,7 @@ def test_att_faces_varpro_and_class_init_beat_paper_and_random():
 def test_genuine_init_and_half_weight_rounding():
     """init="genuine": min(m - 1, #genuine) starts on genuine samples; init="class"
     rounds a class weight of one half up even when it is 0.4999999999999999."""
-    from ssgallery.learner import initial_prototypes
+    from ssgallery.learn.supersparse import initial_prototypes
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 3))
@@ -311,8 +311,8 @@ def test_genuine_init_and_half_weight_rounding():
 
 
 def test_compress_auto_init_follows_the_gradient():
-    from ssgallery.compress import resolve_init
-    from ssgallery.similarity import CallableSimilarity, HeuristicGradient, RBFSimilarity
+    from ssgallery.app.compress import resolve_init
+    from ssgallery.learn.similarity import CallableSimilarity, HeuristicGradient, RBFSimilarity
 
     black_box = HeuristicGradient(CallableSimilarity(lambda X, Z: X @ Z.T))
     assert resolve_init("auto", RBFSimilarity(1.0)) == "class"
@@ -321,9 +321,9 @@ def test_compress_auto_init_follows_the_gradient():
 
 
 def test_ssvm_method_resolves_auto_init_from_the_teacher_similarity():
-    from ssgallery.methods import make_method
-    from ssgallery.similarity import CallableSimilarity, HeuristicGradient
-    from ssgallery.teacher import SimilaritySVM
+    from ssgallery.biometrics.methods import make_method
+    from ssgallery.learn.similarity import CallableSimilarity, HeuristicGradient
+    from ssgallery.learn.teacher import SimilaritySVM
 
     rng = np.random.default_rng(1)
     X = np.vstack([rng.normal(0, 1, (30, 3)), rng.normal(2, 1, (6, 3))])

@@ -5,7 +5,7 @@ import pytest
 from scipy.special import ndtri
 from sklearn import metrics as skm
 
-from ssgallery import metrics as M
+from ssgallery.biometrics import metrics as M
 
 NEG = [0.1, 0.2, 0.3, 0.4]
 POS = [0.35, 0.5, 0.6]

@@ -5,7 +5,7 @@ import pytest
 from PIL import Image
 
 from ssgallery.errors import InputError
-from ssgallery.montage import GENUINE, IMPOSTOR, beta_label, prototype_montage, save_montage
+from ssgallery.images.montage import GENUINE, IMPOSTOR, beta_label, prototype_montage, save_montage
 
 
 def protos(m=3, h=28, w=23):

@@ -5,8 +5,8 @@ import pytest
 from sklearn.svm import SVC
 
 from ssgallery import select_n_prototypes
-from ssgallery.learner import SuperSparseDistiller, SuperSparseRegressor
-from ssgallery.mselect import incremental_fits
+from ssgallery.learn.mselect import incremental_fits
+from ssgallery.learn.supersparse import SuperSparseDistiller, SuperSparseRegressor
 
 
 def _three_bumps(seed=0, n=150):

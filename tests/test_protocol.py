@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from helpers import synthetic_images
 
+from ssgallery.biometrics.evaluation import evaluate
+from ssgallery.biometrics.protocol import make_splits, method_specs, run_protocol
 from ssgallery.errors import InputError
-from ssgallery.evaluation import evaluate
-from ssgallery.protocol import make_splits, method_specs, run_protocol
 
 
 def _labels(n_subjects=10, per=8):
@@ -146,8 +146,8 @@ def test_parallel_run_matches_sequential():
 
 
 def test_evaluate_one_client_equals_the_pooled_eer():
-    from ssgallery import metrics
-    from ssgallery.protocol import Scores
+    from ssgallery.biometrics import metrics
+    from ssgallery.biometrics.scores import Scores
 
     rng = np.random.default_rng(4)
     pos, neg = rng.normal(1.0, 1.0, 7), rng.normal(0.0, 1.0, 53)
@@ -160,7 +160,7 @@ def test_evaluate_one_client_equals_the_pooled_eer():
 
 
 def test_every_registered_method_runs_through_the_protocol():
-    from ssgallery.methods import METHOD_NAMES
+    from ssgallery.biometrics.methods import METHOD_NAMES
 
     images, labels = synthetic_images(n_subjects=5, per=6, seed=3)
     tables = run_protocol(images, labels, methods=METHOD_NAMES, m=2, n_enrolled=3, n_train=3,

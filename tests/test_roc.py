@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from helpers import synthetic_images
 from PIL import Image
 
+from ssgallery.biometrics.scores import read_score_files, read_scores, write_scores
 from ssgallery.cli import main
 from ssgallery.datasets import att_faces_path, sample_faces_path
-from ssgallery.report import read_score_files, read_scores, write_scores
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_roc_on_a_faces_folder_writes_every_file_and_scores_reproduce_it(faces, 
 
 
 def test_score_files_round_trip(tmp_path):
-    from ssgallery.protocol import Scores
+    from ssgallery.biometrics.scores import Scores
 
     t = Scores("my method", 3, 1, np.array(["a b", "c"]), np.array(["a b", "x%y"]),
                np.array(["dir with space/1.png", "2"]), np.array([0.125, -1e-17]),

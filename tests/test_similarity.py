@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ssgallery.similarity import (
+from ssgallery.learn.similarity import (
     CallableSimilarity,
     HeuristicGradient,
     RBFSimilarity,

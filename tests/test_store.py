@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from ssgallery.app.enroll import enroll
 from ssgallery.errors import FormatError, InputError
-from ssgallery.store import FORMAT_VERSION, enroll, load_store, store_summary
+from ssgallery.formats.store import FORMAT_VERSION, load_store, store_summary
 
 
 def make_faces(root, n_clients=5, n_images=6, seed=0, shape=(32, 24), prefix="c"):

@@ -8,8 +8,8 @@ import pytest
 from sklearn.svm import SVC
 
 from ssgallery.errors import InputError
-from ssgallery.similarity import CallableSimilarity, RBFSimilarity, Similarity
-from ssgallery.teacher import (
+from ssgallery.learn.similarity import CallableSimilarity, RBFSimilarity, Similarity
+from ssgallery.learn.teacher import (
     SimilaritySVM,
     median_gamma,
     prior_class_weight,
@@ -188,7 +188,7 @@ def test_scikit_learn_estimator_checks():
 
 def test_precomputed_gram_gives_the_same_svm():
     """fit(X, y, gram=S(X, X)) is the same model as computing S inside fit."""
-    from ssgallery.similarity import RBFSimilarity
+    from ssgallery.learn.similarity import RBFSimilarity
 
     rng = np.random.default_rng(3)
     X = np.vstack([rng.normal(0, 1, (40, 4)), rng.normal(1.5, 1, (8, 4))])

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from ssgallery.biometrics.methods import METHOD_NAMES, make_method
 from ssgallery.datasets import toy_two_gaussians
-from ssgallery.methods import METHOD_NAMES, make_method
-from ssgallery.teacher import SimilaritySVM
+from ssgallery.learn.teacher import SimilaritySVM
 
 
 def dense_grid(X, margin=0.5, steps=100):

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .. import __version__
+from ssgallery import __version__
 
 
 class _Group(click.Group):
@@ -15,7 +15,7 @@ class _Group(click.Group):
     stderr + exit 2; Ctrl-C and SIGTERM into "interrupted" + exit 130."""
 
     def invoke(self, ctx):
-        from ..errors import SsgalleryError
+        from ssgallery.errors import SsgalleryError
 
         previous = _on_sigterm_interrupt()
         try:

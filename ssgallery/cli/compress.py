@@ -65,7 +65,7 @@ def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_f
       ssgallery compress --m auto --rho 0.005
       ssgallery compress --m 5 --cv-folds 0 --max-iter 4   # a slow external matcher
     """
-    from ..compress import compress
+    from ssgallery.app.compress import compress
 
     bar = None
 

@@ -41,7 +41,7 @@ def _gamma(value):
 
 def _external_command(matcher, matcher_cmd, options, add):
     """Resolve --matcher / --matcher-cmd / -O command=...; return the matcher name."""
-    from ..errors import InputError
+    from ssgallery.errors import InputError
 
     if matcher_cmd is not None:
         if matcher not in (None, "external"):
@@ -106,7 +106,7 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
       ssgallery enroll new_faces/ --add        # keep the PCA basis (it becomes stale)
       ssgallery enroll faces/ --matcher external --matcher-cmd "my-matcher --model net.bin"
     """
-    from ..store import enroll
+    from ssgallery.app.enroll import enroll
 
     options = dict(matcher_options)
     matcher = _external_command(matcher, matcher_cmd, options, add)

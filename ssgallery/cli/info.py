@@ -68,9 +68,9 @@ def command(gallery, store, as_json):
       ssgallery info
       ssgallery info --gallery site.h5 --json
     """
-    from ..errors import FormatError
-    from ..gallery import gallery_summary
-    from ..store import store_summary
+    from ssgallery.errors import FormatError
+    from ssgallery.formats.gallery import gallery_summary
+    from ssgallery.formats.store import store_summary
 
     if gallery is None and store is None:
         gallery = "gallery.h5" if os.path.exists("gallery.h5") else None

@@ -20,7 +20,7 @@ def _parse_m(ctx, param, value):
 
 def _parse_methods(ctx, param, value):
     names = [v.strip().lower() for v in value.split(",") if v.strip()]
-    from ..methods import METHOD_NAMES
+    from ssgallery.biometrics.methods import METHOD_NAMES
 
     bad = [n for n in names if n not in METHOD_NAMES]
     if bad or not names:
@@ -79,8 +79,8 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
       ssgallery roc --scores report/scores/*.txt -o again/
       ssgallery roc --gallery gallery.h5 --probes probes/
     """
-    from ..evaluation import roc
-    from ..report import format_table
+    from ssgallery.app.roc import roc
+    from ssgallery.biometrics.report import format_table
 
     faces_dir = None
     if scores:  # a shell glob after --scores leaves the other files as arguments

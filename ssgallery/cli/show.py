@@ -27,7 +27,7 @@ def command(claim, output, gallery, scale, as_json):
       ssgallery show --claim s17 -o prototypes_s17.png
       ssgallery show --claim c03 -o c03.png --gallery site.h5 --scale 3
     """
-    from ..gallery import show_prototypes
+    from ssgallery.app.show import show_prototypes
 
     out = show_prototypes(gallery, claim, output, scale=scale)
     if as_json:

@@ -29,11 +29,12 @@ def command(out, identities, images, seed, probes, force, check):
     """
     from pathlib import Path
 
-    from ..sample_data import separability, write_sample_data
+    from ssgallery.app.synth import difficulty, write_sample_data
 
     files = write_sample_data(out, identities=identities, images=images, seed=seed,
                               probes=probes, force=force)
     click.echo(f"wrote {len(files)} files to {out}")
     if check:
-        result = separability(Path(out) / "faces")
-        click.echo(f"full SVM EER {100 * result['eer']:.2f}% (mean d = {result['mean_d']:.1f})")
+        r = difficulty(Path(out) / "faces")
+        click.echo(f"full SVM: mean client EER {100 * r['client_eer']:.2f}%, EER of the "
+                   f"averaged curve {100 * r['eer']:.2f}% ({r['repetitions']} repetitions)")

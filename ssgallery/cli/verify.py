@@ -28,8 +28,8 @@ def command(ctx, probes, claim, gallery, list_file, strict, as_json):
       ssgallery verify probes/*.png --claim s17 --json
       ssgallery verify --list probes.txt --claim s17 --gallery site.h5
     """
-    from ..errors import InputError
-    from ..verify import read_probe_list, verify
+    from ssgallery.app.verify import read_probe_list, verify
+    from ssgallery.errors import InputError
 
     paths = list(probes)
     if list_file is not None:

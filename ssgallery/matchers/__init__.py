@@ -10,8 +10,8 @@ own with, in their ``pyproject.toml``::
 Images everywhere are float arrays of shape (n, H, W) on the 8-bit scale [0, 255].
 """
 
-from ..errors import SsgalleryError
-from .base import Matcher
+from ssgallery.errors import SsgalleryError
+from ssgallery.matchers.base import Matcher
 
 GROUP = "ssgallery.matchers"
 # The matchers shipped with ssgallery (also registered as entry points), looked up

@@ -6,7 +6,7 @@ class Matcher:
 
     A matcher is fitted once on the enrolled training images (``fit``), maps images to
     its comparison space (``transform``: PCA coefficients for eigenface, flattened
-    pixels for an external program), and exposes a :class:`ssgallery.similarity.Similarity`
+    pixels for an external program), and exposes a :class:`ssgallery.learn.similarity.Similarity`
     on that space, which the learner uses to move virtual prototypes.
 
     Subclasses set ``name`` and implement every method below. State must be plain
@@ -31,7 +31,7 @@ class Matcher:
         raise NotImplementedError
 
     def similarity(self):
-        """The :class:`~ssgallery.similarity.Similarity` on the matcher space."""
+        """The :class:`~ssgallery.learn.similarity.Similarity` on the matcher space."""
         raise NotImplementedError
 
     def bounds(self):

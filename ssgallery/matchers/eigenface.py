@@ -14,9 +14,9 @@ the data. A single scalar keeps the Euclidean geometry of eigenfaces (no whiteni
 
 import numpy as np
 
-from ..errors import InputError, SsgalleryError
-from ..similarity import RBFSimilarity
-from .base import Matcher
+from ssgallery.errors import InputError, SsgalleryError
+from ssgallery.learn.similarity import RBFSimilarity
+from ssgallery.matchers.base import Matcher
 
 GAMMA_MODES = ("paper", "median")
 

@@ -32,9 +32,9 @@ import tempfile
 
 import numpy as np
 
-from ..errors import InputError, MatcherError
-from ..similarity import CallableSimilarity, HeuristicGradient
-from .base import Matcher
+from ssgallery.errors import InputError, MatcherError
+from ssgallery.learn.similarity import CallableSimilarity, HeuristicGradient
+from ssgallery.matchers.base import Matcher
 
 PIXEL_RANGE = (0.0, 255.0)
 

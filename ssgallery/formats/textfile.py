@@ -3,7 +3,7 @@
 Standard library only: ``verify`` uses it.
 """
 
-from .errors import InputError
+from ssgallery.errors import InputError
 
 
 def read_lines(path, what):

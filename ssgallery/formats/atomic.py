@@ -5,7 +5,7 @@ import contextlib
 import os
 import tempfile
 
-from .errors import SsgalleryError
+from ssgallery.errors import SsgalleryError
 
 
 def check_writable(path):

@@ -1,6 +1,6 @@
-"""From claims' scores to the paper's figures of merit, and the ``roc`` entry point.
+"""From claims' scores to the paper's figures of merit.
 
-:func:`evaluate` groups :class:`~ssgallery.protocol.Scores` tables by method, sweeps
+:func:`evaluate` groups :class:`~ssgallery.biometrics.scores.Scores` tables by method, sweeps
 each client's own threshold (one ROC per client and repetition), averages the client
 curves vertically (mean FRR at each FAR), and reports per method: EER (mean ± std
 over repetitions, each repetition's EER taken exactly on its client-averaged curve),
@@ -9,19 +9,12 @@ curves penalises a client whose one bad genuine image costs 1/k of FRR over a wi
 FAR range), FRR at FAR = 1 % and 0.1 % on the curve averaged over all clients and
 repetitions (each client at its own operating point of :func:`metrics.frr_at_far`),
 matches per claim and training time per client (SVM teacher included).
-
-:func:`roc` is what ``ssgallery roc`` calls: protocol run, score files or gallery +
-probe folder in, report folder out.
 """
-
-import os
-from pathlib import Path
 
 import numpy as np
 
-from . import metrics
-from .errors import InputError
-from .threads import single_threaded_blas
+from ssgallery.biometrics import metrics
+from ssgallery.errors import InputError
 
 GRID_LOWEST = 1e-4
 GRID_POINTS = 401
@@ -131,101 +124,4 @@ def evaluate(tables, grid=None):
     return out
 
 
-# --------------------------------------------------------------------------- entry point
-
-def _method_order(table):
-    """Known methods in registry order (svm first), then others by name; m ascending."""
-    from .methods import METHOD_NAMES
-
-    known = table.method in METHOD_NAMES
-    rank = METHOD_NAMES.index(table.method) if known else len(METHOD_NAMES)
-    return (rank, table.method, -1 if table.m is None else table.m, table.repetition)
-
-
-def _load_faces_source(faces_dir, store_path, warn):
-    """(images, labels, probe labels, source, matcher factory or None, enrollable) from
-    a faces folder or the enrollment store (its matcher configuration is reused, and
-    its background subjects are never enrolled)."""
-    if faces_dir is not None:
-        from .images import load_faces
-
-        faces = load_faces(faces_dir, size=None, warn=warn)  # like enroll: first image's size
-        return (faces.images, faces.labels, np.asarray(faces.paths), os.fspath(faces_dir),
-                None, None)
-    if not Path(store_path).exists():
-        raise InputError(f"{store_path}: no enrollment store here; give a faces folder "
-                         f"(ssgallery roc FACES_DIR) or run 'ssgallery enroll FACES_DIR' first")
-    from .matchers import get_matcher_class
-    from .store import load_store
-
-    store = load_store(store_path)
-    cls, config = get_matcher_class(store.matcher_name), dict(store.matcher_config)
-    # a fresh matcher like the store's, refitted on each split's training images
-    return (store.images, store.labels, np.asarray(store.paths), os.fspath(store_path),
-            lambda: cls(**config), list(store.clients))
-
-
-@single_threaded_blas()
-def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=None,
-        gallery=None, probes=None, methods=("svm", "ssvm", "svm-red", "svm-sel"), m=2,
-        n_enrolled=None, n_train=5, repetitions=5, seed=0, n_jobs=1, progress=None,
-        progress_total=None, warn=None, plot=True):
-    """What ``ssgallery roc`` does: score claims, evaluate, write the report folder.
-
-    Exactly one source is used: ``scores`` (4-column score files), ``gallery`` +
-    ``probes`` (an existing gallery on a labelled probe folder), or the protocol on
-    ``faces_dir`` (default: the enrollment store ``store_path``).
-
-    Parameters
-    ----------
-    progress_total : callable(int), optional
-        Called once with the number of client fits before they start (protocol mode).
-    Other parameters: see :func:`ssgallery.protocol.run_protocol`.
-
-    Returns
-    -------
-    dict
-        ``{"summaries": [...], "files": {...}, "source": str, "mode": str, "config": {}}``.
-    """
-    from . import report
-    from .images import default_warn
-
-    warn = warn or default_warn
-    config = {}
-    if scores:
-        if gallery or probes or faces_dir:
-            raise InputError("--scores cannot be combined with FACES_DIR or --gallery/--probes")
-        tables = sorted(report.read_score_files(scores), key=_method_order)
-        mode, source = "scores", ", ".join(os.fspath(s) for s in scores)
-    elif gallery or probes:
-        if not (gallery and probes):
-            raise InputError("--gallery and --probes go together")
-        if faces_dir:
-            raise InputError("give either FACES_DIR or --gallery/--probes, not both")
-        from .protocol import score_gallery
-
-        tables = [score_gallery(gallery, probes, warn=warn)]
-        mode, source = "gallery", f"{gallery} on {probes}"
-    else:
-        from .protocol import make_splits, run_protocol
-
-        images, labels, paths, source, factory, enrollable = _load_faces_source(
-            faces_dir, store_path, warn)
-        splits = make_splits(labels, n_enrolled, n_train, repetitions, seed, enrollable)
-        if progress_total:
-            progress_total(len(splits) * len(splits[0].enrolled))
-        tables = run_protocol(images, labels, methods, m, n_enrolled, n_train, repetitions,
-                              seed, matcher_factory=factory, probe_labels=paths,
-                              progress=progress, n_jobs=n_jobs, enrollable=enrollable)
-        mode = "protocol"
-        config = {"enrolled": len(splits[0].enrolled), "train_images": int(n_train),
-                  "repetitions": int(repetitions), "seed": int(seed),
-                  "m": [int(v) for v in np.atleast_1d(m)], "methods": list(methods)}
-    summaries = evaluate(tables)
-    files = report.write_report(out_dir, tables, summaries, mode=mode, source=source,
-                                config=config, plot=plot, warn=warn)
-    return {"summaries": summaries, "files": files, "source": source, "mode": mode,
-            "config": config}
-
-
-__all__ = ["client_curves", "default_grid", "evaluate", "roc"]
+__all__ = ["client_curves", "default_grid", "evaluate"]

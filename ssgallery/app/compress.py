@@ -2,10 +2,10 @@
 
 Per enrolled client c, on the matcher features X of every image in the store:
 
-1. **Teacher.** One-vs-all :class:`~ssgallery.teacher.SimilaritySVM` (images of c = +1,
+1. **Teacher.** One-vs-all :class:`~ssgallery.learn.teacher.SimilaritySVM` (images of c = +1,
    every other client's and every background subject's images = -1), C by balanced
    5-fold CV, on the matcher's own similarity.
-2. **Distillation.** :class:`~ssgallery.learner.SuperSparseDistiller` fits m virtual
+2. **Distillation.** :class:`~ssgallery.learn.supersparse.SuperSparseDistiller` fits m virtual
    prototypes to the SVM's decision values (Eq. 2-6); ``m="auto"`` picks m by the
    incremental validation of Eq. 10.
 3. **Threshold.** The training scores of a model are optimistic, so the threshold comes
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import InputError, SsgalleryError
-from .learner import resolve_init
-from .threads import single_threaded_blas
+from ssgallery.errors import InputError, SsgalleryError
+from ssgallery.learn.supersparse import resolve_init
+from ssgallery.learn.threads import single_threaded_blas
 
 N_FOLDS = 5
 AUTO_M_GRID = (10, 5, 3, 2, 1)  # --m auto: candidates, largest first (Eq. 10)
@@ -58,7 +58,7 @@ class ClientFit:
 
 def threshold_at_far(impostor_scores, target_far):
     """Smallest threshold t with #{impostor scores >= t} <= floor(target_far * n)."""
-    from .metrics import threshold_at_far as at_far
+    from ssgallery.biometrics.metrics import threshold_at_far as at_far
 
     if len(impostor_scores) == 0:
         raise InputError("no impostor images to set a threshold: enrol at least two "
@@ -70,15 +70,15 @@ def _fit_pair(X, y, similarity, bounds, m, lam, solver, init, C, rho, random_sta
               max_iter=MAX_ITER, gram=None):
     """SVM teacher (``gram`` = S(X, X) if known), then its distillation to m prototypes
     (m="auto": Eq. 10)."""
-    from .learner import SuperSparseDistiller
-    from .teacher import SimilaritySVM
+    from ssgallery.learn.supersparse import SuperSparseDistiller
+    from ssgallery.learn.teacher import SimilaritySVM
 
     svm = SimilaritySVM(similarity=similarity, C=C, random_state=random_state).fit(X, y, gram)
     dist = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=2 if m == "auto" else m,
                                 similarity=similarity, lam=lam, solver=solver, init=init,
                                 bounds=bounds, max_iter=max_iter, random_state=random_state)
     if m == "auto":
-        from .mselect import select_n_prototypes
+        from ssgallery.learn.mselect import select_n_prototypes
 
         n_pos = int(np.sum(y > 0))
         selection = select_n_prototypes(dist, X, y, m_grid=AUTO_M_GRID, rho=rho,
@@ -241,9 +241,9 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     -------
     CompressSummary
     """
-    from .atomic import check_writable
-    from .gallery import write_gallery
-    from .store import load_store
+    from ssgallery.formats.atomic import check_writable
+    from ssgallery.formats.gallery import write_gallery
+    from ssgallery.formats.store import load_store
 
     _check_options(m, rho, target_far, lam, solver, init, max_iter)
     store = load_store(store_path)
@@ -265,7 +265,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     X = matcher.transform(store.images)
     gram = similarity(X, X)  # one S(X, X) serves every client's one-vs-all SVM
     models, rows = [], []
-    from .gallery import ClientModel
+    from ssgallery.formats.gallery import ClientModel
 
     if progress is not None:
         progress(None, 0, len(todo))

@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import KFold, StratifiedKFold, check_cv
 
-from ssgallery.learner import SuperSparseDistiller, SuperSparseRegressor
+from ssgallery.learn.supersparse import SuperSparseDistiller, SuperSparseRegressor
 
 
 class MSelection:

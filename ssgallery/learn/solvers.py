@@ -18,7 +18,7 @@ import scipy.optimize
 
 
 class CountingSimilarity:
-    """Wrap a :class:`~ssgallery.similarity.Similarity` and count evaluated entries.
+    """Wrap a :class:`~ssgallery.learn.similarity.Similarity` and count evaluated entries.
 
     Gradients are always requested with the similarity matrix ``S`` passed in, so
     they cost no extra evaluation.

@@ -2,7 +2,7 @@
 
 One client against everyone else: +1 genuine, -1 impostor. The SVM is scikit-learn's
 ``SVC(kernel="precomputed")`` on the Gram matrix of a
-:class:`~ssgallery.similarity.Similarity` (RBF by default), so any similarity works,
+:class:`~ssgallery.learn.similarity.Similarity` (RBF by default), so any similarity works,
 including a black-box matcher that is neither symmetric nor positive semi-definite.
 
 Two choices differ from a plain ``GridSearchCV(SVC())``, both measured on AT&T
@@ -30,7 +30,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ssgallery.errors import InputError
-from ssgallery.similarity import RBFSimilarity, Similarity
+from ssgallery.learn.similarity import RBFSimilarity, Similarity
 
 C_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
 GAMMA_CV_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)  # "cv": multiples of the median gamma
@@ -94,7 +94,7 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     similarity : "rbf" or Similarity, default="rbf"
-        ``"rbf"``: :class:`~ssgallery.similarity.RBFSimilarity` with width ``gamma``.
+        ``"rbf"``: :class:`~ssgallery.learn.similarity.RBFSimilarity` with width ``gamma``.
         A Similarity instance is used as given (``gamma`` is then ignored).
     gamma : "median", "paper", "cv" or float, default="median"
         RBF width. ``"paper"``: 1/d. ``"median"``: 1/median squared pairwise distance
@@ -210,7 +210,7 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
 
         ``gram``: S(X, X), shape (n, n), when the caller already has it (one matrix
         serves every one-vs-all client on the same training set); only with a
-        :class:`~ssgallery.similarity.Similarity` instance as ``similarity``.
+        :class:`~ssgallery.learn.similarity.Similarity` instance as ``similarity``.
 
         Returns
         -------

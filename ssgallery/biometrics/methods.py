@@ -2,7 +2,7 @@
 
 ``make_method(name, n_prototypes)`` returns an unfitted object with
 ``fit(X, y, teacher=None)`` (y in {-1, +1}; ``teacher`` a fitted
-:class:`~ssgallery.teacher.SimilaritySVM`, fitted on (X, y) when None, so several
+:class:`~ssgallery.learn.teacher.SimilaritySVM`, fitted on (X, y) when None, so several
 methods can share one teacher per client), ``decision_function(X)`` and, once fitted,
 ``n_matches_``: the matches one claim costs (m, or the number of SVs for the full SVM).
 """
@@ -10,8 +10,8 @@ methods can share one teacher per client), ``decision_function(X)`` and, once fi
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ssgallery.baselines import NystromLandmarks, PrototypeSelector, SVMRed, SVMSel
 from ssgallery.errors import InputError
+from ssgallery.learn.baselines import NystromLandmarks, PrototypeSelector, SVMRed, SVMSel
 
 METHODS = (
     ("svm", "the full one-vs-all SVM teacher (one match per support vector)"),
@@ -32,7 +32,7 @@ _PS = {"ps-r": "random", "ps-b": "border", "ps-s": "spanning", "ps-km": "kmedian
 def _fit_teacher(X, y, teacher, random_state, teacher_params):
     if teacher is not None:
         return teacher
-    from ssgallery.teacher import SimilaritySVM
+    from ssgallery.learn.teacher import SimilaritySVM
 
     params = {"random_state": random_state, **(teacher_params or {})}
     return SimilaritySVM(**params).fit(X, y)
@@ -45,7 +45,7 @@ class FullSVM(ClassifierMixin, BaseEstimator):
     ----------
     random_state : int, default=0
     teacher_params : dict, optional
-        Passed to :class:`~ssgallery.teacher.SimilaritySVM` when it is fitted here.
+        Passed to :class:`~ssgallery.learn.teacher.SimilaritySVM` when it is fitted here.
     """
 
     def __init__(self, random_state=0, teacher_params=None):
@@ -72,7 +72,7 @@ class FullSVM(ClassifierMixin, BaseEstimator):
 
 
 class SuperSparseSVM(ClassifierMixin, BaseEstimator):
-    """The paper's method: :class:`ssgallery.learner.SuperSparseDistiller` on a shared teacher.
+    """The paper's method: :class:`ssgallery.learn.supersparse.SuperSparseDistiller` on a shared teacher.
 
     The distiller works in the teacher's similarity (``similarity=teacher.similarity_``).
 
@@ -83,10 +83,10 @@ class SuperSparseSVM(ClassifierMixin, BaseEstimator):
     random_state : int, default=0
     teacher_params : dict, optional
     **options
-        Further :class:`~ssgallery.learner.SuperSparseDistiller` parameters
+        Further :class:`~ssgallery.learn.supersparse.SuperSparseDistiller` parameters
         (``lam``, ``init``, ``n_init``, ``bounds``, ``eta``, ``normalize_step``, ...),
         given as the ``options`` dict. ``init`` defaults to ``"auto"``
-        (:func:`ssgallery.learner.resolve_init`: "class" for an analytic similarity,
+        (:func:`ssgallery.learn.supersparse.resolve_init`: "class" for an analytic similarity,
         "genuine" for a black-box one), as in ``compress``.
     """
 
@@ -99,7 +99,7 @@ class SuperSparseSVM(ClassifierMixin, BaseEstimator):
         self.options = options
 
     def fit(self, X, y, teacher=None):
-        from ssgallery.learner import SuperSparseDistiller, resolve_init
+        from ssgallery.learn.supersparse import SuperSparseDistiller, resolve_init
 
         self.teacher_ = _fit_teacher(X, y, teacher, self.random_state, self.teacher_params)
         opts = {"similarity": self.teacher_.similarity_, **(self.options or {})}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InputError
+from ssgallery.errors import InputError
 
 IMAGE_EXTENSIONS = (".pgm", ".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 DEFAULT_SIZE = (92, 112)  # (width, height) of the AT&T faces

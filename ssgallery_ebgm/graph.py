@@ -44,7 +44,7 @@ class GraphMatcher:
     """EBGM scorer for images of one shape (H, W).
 
     Feature extraction (:meth:`probe_features`, :meth:`gallery_features`) takes the
-    complex Gabor responses of :func:`ssgallery.ebgm.gabor.responses`; :meth:`score`
+    complex Gabor responses of :func:`ssgallery_ebgm.gabor.responses`; :meth:`score`
     scores every probe against every gallery image.
     """
 

@@ -6,7 +6,7 @@ probe: g(x) = sum_j beta_j s(x, z_j) + b (Eq. 1). A claim is accepted when
 g(x) >= the client's threshold.
 
 This module is on the latency-critical path: it imports numpy, h5py and PIL (through
-:mod:`ssgallery.images`) and the matcher, never scikit-learn or matplotlib.
+:mod:`ssgallery.images.ingest`) and the matcher, never scikit-learn or matplotlib.
 """
 
 import os
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InputError
-from .textfile import read_lines
+from ssgallery.errors import InputError
+from ssgallery.formats.textfile import read_lines
 
 
 @dataclass
@@ -46,7 +46,7 @@ def read_probe_list(list_path):
 
 def load_client(gallery_path, claim):
     """The claimed client's model with its matcher (``model.matcher``)."""
-    from .gallery import read_client
+    from ssgallery.formats.gallery import read_client
 
     return read_client(gallery_path, claim)
 
@@ -87,7 +87,7 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None):
     InputError
         A bad probe image.
     """
-    from .images import default_warn, load_image_list
+    from ssgallery.images.ingest import default_warn, load_image_list
 
     probes = [os.fspath(p) for p in probes]
     if not probes:

@@ -1,159 +1,12 @@
-"""The enrollment store (HDF5, default ``enrollment.h5``): everything ``compress`` trains on.
+"""``ssgallery enroll``: scan face folders, fit the matcher, write the enrollment store."""
 
-Layout (format ``ssgallery-enrollment``, :data:`FORMAT_VERSION`)::
-
-    /            attrs: format, format_version, tool_version, created, fingerprint,
-                        matcher, matcher_config (JSON), image_shape, basis_stale,
-                        stale_clients (JSON)
-    /images      (n, H, W) uint8 (float32 when the images are not 8-bit), gzip
-    /labels      (n,) str    client id (folder name) of each image
-    /paths       (n,) str    path relative to its source root
-    /sha256      (n,) str    of the file's bytes
-    /roots       (n,) str    absolute source root the image came from
-    /clients     (k,) str    enrolled clients (verification claims are made for them)
-    /background  (j,) str    impostor-only subjects (negatives when training)
-    /matcher     matcher state (e.g. PCA mean and basis)
-
-It holds face images and stays on the training host; the gallery does not.
-"""
-
-import hashlib
-import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import FormatError, InputError
-from .gallery import build_matcher, now_utc, open_checked, read_state, write_state
-
-FORMAT = "ssgallery-enrollment"
-FORMAT_VERSION = 1
-KIND = "ssgallery enrollment store"
-
-
-@dataclass
-class EnrollmentStore:
-    """An enrollment store in memory. See the module docstring for the file layout.
-
-    Attributes
-    ----------
-    images : ndarray, shape (n, H, W), float32 on [0, 255]
-    labels : ndarray, shape (n,), str
-    paths, sha256, roots : list of str, length n
-    clients, background : list of str
-    matcher_name : str
-    matcher_config : dict
-    matcher_state : dict
-    basis_stale : bool
-        True when clients were added (``--add``) after the matcher was fitted.
-    stale_clients : list of str
-        The clients added since the matcher was fitted.
-    """
-
-    images: np.ndarray
-    labels: np.ndarray
-    paths: list
-    sha256: list
-    roots: list
-    clients: list
-    background: list
-    matcher_name: str
-    matcher_config: dict
-    matcher_state: dict
-    basis_stale: bool = False
-    stale_clients: list = field(default_factory=list)
-    created: str = ""
-    tool_version: str = ""
-    path: str = None
-
-    @property
-    def image_shape(self):
-        return tuple(int(s) for s in self.images.shape[1:])
-
-    @property
-    def fingerprint(self):
-        """sha256 over the content: images (by hash), roles, matcher name and config."""
-        role = {c: "client" for c in self.clients} | {b: "background" for b in self.background}
-        rows = sorted(zip((role.get(str(lab), "?") for lab in self.labels),
-                          map(str, self.labels), self.paths, self.sha256))
-        payload = json.dumps({"rows": rows, "matcher": self.matcher_name,
-                              "config": self.matcher_config, "shape": self.image_shape,
-                              "stale": sorted(self.stale_clients)}, sort_keys=True)
-        return hashlib.sha256(payload.encode()).hexdigest()
-
-    def matcher(self):
-        """The fitted matcher, rebuilt from the stored state."""
-        return build_matcher(self.matcher_name, self.matcher_config, self.matcher_state,
-                             self.path)
-
-    def save(self, path):
-        """Write the store to ``path`` atomically."""
-        import h5py
-
-        from . import __version__
-        from .atomic import atomic_path
-
-        images = self.images
-        if images.size and np.array_equal(images, np.round(images)) and images.min() >= 0 \
-                and images.max() <= 255:
-            images = images.astype(np.uint8)
-        else:
-            images = images.astype(np.float32)
-        strings = h5py.string_dtype()
-        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
-            f.attrs["format"] = FORMAT
-            f.attrs["format_version"] = FORMAT_VERSION
-            f.attrs["tool_version"] = __version__
-            f.attrs["created"] = now_utc()
-            f.attrs["fingerprint"] = self.fingerprint
-            f.attrs["matcher"] = self.matcher_name
-            f.attrs["matcher_config"] = json.dumps(self.matcher_config, sort_keys=True)
-            f.attrs["image_shape"] = np.asarray(self.image_shape, dtype=np.int64)
-            f.attrs["basis_stale"] = bool(self.basis_stale)
-            f.attrs["stale_clients"] = json.dumps(sorted(self.stale_clients))
-            chunks = (1,) + images.shape[1:] if len(images) else None
-            f.create_dataset("images", data=images, compression="gzip", chunks=chunks)
-            for name in ("labels", "paths", "sha256", "roots", "clients", "background"):
-                values = [str(v) for v in getattr(self, name)]
-                f.create_dataset(name, data=np.array(values, dtype=object), dtype=strings)
-            write_state(f.create_group("matcher"), self.matcher_state)
-        self.path = os.fspath(path)
-
-
-def load_store(path):
-    """Read an enrollment store.
-
-    Raises
-    ------
-    FormatError
-        One line naming the file: missing, not HDF5, foreign, corrupt, newer version.
-    """
-    path = os.fspath(path)
-    with open_checked(path, FORMAT, FORMAT_VERSION, KIND,
-                      hint=" (run 'ssgallery enroll FACES_DIR' first)") as f:
-        try:
-            strs = {name: [str(s) for s in f[name].asstr()[()]]
-                    for name in ("labels", "paths", "sha256", "roots", "clients", "background")}
-            store = EnrollmentStore(
-                images=f["images"][()].astype(np.float32),
-                labels=np.array(strs["labels"], dtype=str),
-                paths=strs["paths"], sha256=strs["sha256"], roots=strs["roots"],
-                clients=strs["clients"], background=strs["background"],
-                matcher_name=str(f.attrs["matcher"]),
-                matcher_config=json.loads(f.attrs["matcher_config"]),
-                matcher_state=read_state(f["matcher"]),
-                basis_stale=bool(f.attrs.get("basis_stale", False)),
-                stale_clients=json.loads(f.attrs.get("stale_clients", "[]")),
-                created=str(f.attrs.get("created", "")),
-                tool_version=str(f.attrs.get("tool_version", "")), path=path)
-        except (KeyError, ValueError, TypeError, OSError) as exc:
-            raise FormatError(f"corrupt {KIND}: {exc}", path=path) from None
-    n = len(store.images)
-    if store.images.ndim != 3 or any(len(v) != n for v in strs.values()
-                                     if v is not strs["clients"] and v is not strs["background"]):
-        raise FormatError(f"corrupt {KIND}: inconsistent array lengths", path=path)
-    return store
+from ssgallery.errors import FormatError, InputError
+from ssgallery.formats.store import EnrollmentStore, load_store
 
 
 @dataclass
@@ -187,7 +40,7 @@ def _split_names(value):
 
 
 def _load(root, names, *, size, strict, skip_bad, min_images, warn):
-    from .images import load_faces
+    from ssgallery.images.ingest import load_faces
 
     return load_faces(root, size=size, strict=strict, skip_bad=skip_bad,
                       min_images=min_images, clients=names, warn=warn)
@@ -224,7 +77,7 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
         Enrol the new clients of ``faces_dir`` into an existing store without refitting the
         matcher; the store records that the basis is stale.
     strict, skip_bad, size, min_images, warn
-        Passed to :func:`ssgallery.images.load_faces`.
+        Passed to :func:`ssgallery.images.ingest.load_faces`.
     progress : callable(str), optional
         Receives a one-line message per stage.
 
@@ -289,7 +142,7 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
     if add:
         return _add(old, store_path, images, labels, paths, shas, roots, clients, bg_names, say)
 
-    from .matchers import get_matcher_class
+    from ssgallery.matchers import get_matcher_class
 
     cls = get_matcher_class(matcher)
     options = dict(matcher_options or {})
@@ -362,20 +215,3 @@ def _summary(store, store_path, *, changed, new_clients, matcher=None):
         matcher=store.matcher_name, matcher_config=store.matcher_config,
         basis_stale=store.basis_stale, stale_clients=list(store.stale_clients),
         dimension=dim, fingerprint=store.fingerprint)
-
-
-def store_summary(path):
-    """What ``ssgallery info`` shows about an enrollment store, as a JSON-able dict."""
-    store = load_store(path)
-    matcher = store.matcher()
-    dim = int(matcher.transform(store.images[:1]).shape[1]) if len(store.images) else 0
-    counts = {c: int(np.sum(store.labels == c)) for c in store.clients}
-    return {"path": os.fspath(path), "created": store.created,
-            "tool_version": store.tool_version, "n_images": len(store.images),
-            "image_shape": list(store.image_shape), "n_clients": len(store.clients),
-            "clients": store.clients, "images_per_client": counts,
-            "n_background": len(store.background), "background": store.background,
-            "matcher": store.matcher_name, "matcher_config": store.matcher_config,
-            "dimension": dim, "basis_stale": store.basis_stale,
-            "stale_clients": store.stale_clients, "file_bytes": os.path.getsize(path),
-            "fingerprint": store.fingerprint}

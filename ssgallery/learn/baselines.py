@@ -1,7 +1,7 @@
 """Baselines at equal m, the paper's comparisons (Sect. IV; DESIGN.md §3).
 
 Every estimator here has ``fit(X, y, teacher=None)`` with y in {-1, +1} (``teacher``: a
-fitted :class:`~ssgallery.teacher.SimilaritySVM`, fitted on (X, y) when None) and
+fitted :class:`~ssgallery.learn.teacher.SimilaritySVM`, fitted on (X, y) when None) and
 exposes ``prototypes_`` (exactly m rows), ``beta_``, ``intercept_``, ``n_matches_`` (= m)
 and ``decision_function(X) = s(X, prototypes_) @ beta_ + intercept_``.
 
@@ -31,8 +31,8 @@ from sklearn.linear_model import Lasso, Ridge
 from sklearn.utils.validation import check_array, check_is_fitted, check_X_y
 
 from ssgallery.errors import InputError, SsgalleryError
-from ssgallery.learner import balanced_weights
-from ssgallery.similarity import RBFSimilarity
+from ssgallery.learn.similarity import RBFSimilarity
+from ssgallery.learn.supersparse import balanced_weights
 
 
 def solve_pos(A, B):
@@ -75,7 +75,7 @@ class _ReducedModel(ClassifierMixin, BaseEstimator):
         if m < 1:
             raise ValueError(f"n_prototypes must be >= 1, got {self.n_prototypes}")
         if teacher is None:
-            from ssgallery.teacher import SimilaritySVM
+            from ssgallery.learn.teacher import SimilaritySVM
 
             teacher = SimilaritySVM(random_state=self.random_state).fit(X, yb)
         check_is_fitted(teacher, "dual_coef_")

@@ -13,8 +13,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ssgallery.similarity import RBFSimilarity, Similarity
-from ssgallery.solvers import CountingSimilarity, solve_paper, solve_varpro
+from ssgallery.learn.similarity import RBFSimilarity, Similarity
+from ssgallery.learn.solvers import CountingSimilarity, solve_paper, solve_varpro
 
 _MAX_CANDIDATES = 500  # medoid search: candidates per class (subsampled above this)
 
@@ -313,7 +313,7 @@ class SuperSparseDistiller(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     teacher : classifier with ``decision_function``, optional
-        Default: ``ssgallery.teacher.SimilaritySVM()``.
+        Default: ``ssgallery.learn.teacher.SimilaritySVM()``.
     n_prototypes : int, default=2
     prefit : bool, default=False
         True: ``teacher`` is already fitted; use it as is.
@@ -357,7 +357,7 @@ class SuperSparseDistiller(ClassifierMixin, BaseEstimator):
             teacher = self.teacher
         else:
             if self.teacher is None:
-                from ssgallery.teacher import SimilaritySVM
+                from ssgallery.learn.teacher import SimilaritySVM
 
                 teacher = SimilaritySVM()
             else:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import atomic_path
-from .errors import InputError
+from ssgallery.errors import InputError
+from ssgallery.formats.atomic import atomic_path
 
 GENUINE = (30, 150, 60)     # green border: beta > 0
 IMPOSTOR = (200, 40, 40)    # red border: beta < 0

@@ -10,16 +10,17 @@ matcher (the PCA basis for eigenface) is fitted on the training images only.
 
 :func:`run_protocol` trains, per client, the SVM teacher once and every method at
 every m from it, and returns the claims' scores as :class:`Scores` tables (one per
-method and repetition): what :mod:`ssgallery.evaluation` turns into curves and EERs
-and what :mod:`ssgallery.report` writes as 4-column score files.
+method and repetition): what :mod:`ssgallery.app.roc` turns into curves and EERs
+and what :mod:`ssgallery.biometrics.report` writes as 4-column score files.
 """
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InputError
+from ssgallery.biometrics.scores import Scores
+from ssgallery.errors import InputError
 
 
 @dataclass
@@ -50,41 +51,8 @@ class Split:
         return np.concatenate([self.train[c] for c in self.enrolled])
 
 
-@dataclass
-class Scores:
-    """Claims' scores of one method in one repetition (one 4-column score file).
-
-    Attributes
-    ----------
-    method : str
-        Method name, e.g. ``"ssvm"``.
-    m : int or None
-        Prototypes per client (None for the full SVM or foreign scores).
-    repetition : int
-    claimed, real, probe : ndarray of str, shape (n,)
-        Claimed client, true identity of the probe, probe label (path or index).
-    score : ndarray of float, shape (n,)
-    clients : dict str -> dict
-        Per client ``{"matches": float, "fit_seconds": float}`` when known.
-    """
-
-    method: str
-    m: object
-    repetition: int
-    claimed: np.ndarray
-    real: np.ndarray
-    probe: np.ndarray
-    score: np.ndarray
-    clients: dict = field(default_factory=dict)
-
-    @property
-    def label(self):
-        """``"svm"``, ``"ssvm m=2"``: how the method is shown in tables and plots."""
-        return self.method if self.m is None else f"{self.method} m={self.m}"
-
-
 def _natural(names):
-    from .images import natural_key
+    from ssgallery.images.ingest import natural_key
 
     return sorted(names, key=natural_key)
 
@@ -153,7 +121,7 @@ def make_splits(labels, n_enrolled=None, n_train=5, repetitions=5, seed=0, enrol
 
 def default_matcher_factory():
     """An unfitted eigenface matcher (95 % variance, gamma = 1/d, as in the paper)."""
-    from .matchers.eigenface import EigenfaceMatcher
+    from ssgallery.matchers.eigenface import EigenfaceMatcher
 
     return EigenfaceMatcher()
 
@@ -177,8 +145,8 @@ def method_specs(methods, m_values):
 def _fit_client(X, y, X_gen, X_imp, similarity, specs, random_state, method_options, gram=None):
     """Teacher once (on ``gram`` = S(X, X), shared by the clients of a repetition), then
     every (method, m): scores of genuine and impostor claims."""
-    from .methods import make_method
-    from .teacher import SimilaritySVM
+    from ssgallery.biometrics.methods import make_method
+    from ssgallery.learn.teacher import SimilaritySVM
 
     t0 = time.perf_counter()
     teacher = SimilaritySVM(similarity=similarity, random_state=random_state).fit(X, y, gram)
@@ -210,7 +178,7 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
     images : ndarray, shape (n, H, W), float on [0, 255]
     labels : array-like of str, shape (n,)
     methods : sequence of str or (str, int)
-        Names known to :func:`ssgallery.methods.make_method`; ``"svm"`` is the teacher.
+        Names known to :func:`ssgallery.biometrics.methods.make_method`; ``"svm"`` is the teacher.
         A pair ``(name, m)`` runs that method at that m only.
     m : int or sequence of int
         Prototypes per client; every method except ``"svm"`` runs at each value.
@@ -225,7 +193,7 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
     n_jobs : int
         Parallel client fits (joblib); 1 runs in this process.
     method_options : dict name -> dict, optional
-        Extra keyword arguments for :func:`~ssgallery.methods.make_method`.
+        Extra keyword arguments for :func:`~ssgallery.biometrics.methods.make_method`.
     enrollable : iterable of str, optional
         Subjects that may be enrolled (see :func:`make_splits`).
 
@@ -302,58 +270,3 @@ def _map(jobs, n_jobs, progress):
         if progress:
             progress(1)
     return out
-
-
-def score_gallery(gallery_path, probes_dir, warn=None):
-    """Score every probe of a labelled folder against every client of a gallery.
-
-    ``probes_dir/<subject>/*.png``: a probe is a genuine claim for the client with its
-    subject's name and an impostor claim against every other client (so probes of
-    subjects not in the gallery are impostors against every client).
-
-    Returns
-    -------
-    Scores
-        Method ``"gallery"``, repetition 0; ``clients[c]`` holds ``matches`` (m) and
-        the gallery's ``threshold``.
-    """
-    from .gallery import read_client, read_gallery
-    from .images import load_faces
-
-    info = read_gallery(gallery_path, arrays=True)
-    ids = _natural(info.clients)
-    if not ids:
-        raise InputError("gallery has no clients", path=gallery_path)
-    first = read_client(gallery_path, ids[0])  # the matcher, rebuilt once
-    h, w = (int(v) for v in first.header["image_shape"])
-    kwargs = {} if warn is None else {"warn": warn}
-    faces = load_faces(probes_dir, size=(w, h), **kwargs)
-    feats = first.matcher.transform(faces.images)
-    subjects = faces.labels.astype(str)
-    if not set(subjects) & set(ids):
-        raise InputError(f"no probe subject folder matches a gallery client (gallery: "
-                         f"{', '.join(ids[:5])}...)", path=probes_dir)
-    claimed, real, probe, score, clients = [], [], [], [], {}
-    for c in ids:
-        model = info.clients[c]
-        g = model.decision_function(feats, model.similarity_function(first.matcher))
-        claimed.append(np.full(len(g), c))
-        real.append(subjects)
-        probe.append(np.asarray(faces.paths).astype(str))
-        score.append(g)
-        clients[c] = {"matches": float(model.n_prototypes), "threshold": model.threshold}
-    m_values = {int(info.clients[c].n_prototypes) for c in ids}
-    return Scores("gallery", m_values.pop() if len(m_values) == 1 else None, 0,
-                  np.concatenate(claimed), np.concatenate(real), np.concatenate(probe),
-                  np.concatenate(score).astype(float), clients)
-
-
-__all__ = [
-    "Scores",
-    "Split",
-    "default_matcher_factory",
-    "make_splits",
-    "method_specs",
-    "run_protocol",
-    "score_gallery",
-]

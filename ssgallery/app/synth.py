@@ -1,0 +1,29 @@
+"""``ssgallery synth``: write a synthetic face set and, optionally, measure how hard it is."""
+
+from ssgallery.images.synth import write_sample_data
+
+__all__ = ["difficulty", "write_sample_data"]
+
+
+def difficulty(faces_dir, repetitions=5, seed=0, n_train=5):
+    """How hard a face folder is: the full SVM's figures under the paper's protocol.
+
+    Runs :func:`ssgallery.biometrics.protocol.run_protocol` with the SVM teacher only
+    (eigenface matcher, defaults) and evaluates it with
+    :func:`ssgallery.biometrics.evaluation.evaluate`: the same code as ``ssgallery roc``.
+
+    Returns
+    -------
+    dict
+        ``client_eer`` (mean client EER), ``eer`` (EER of the client-averaged curve),
+        ``repetitions`` and ``clients`` (client models evaluated).
+    """
+    from ssgallery.biometrics.evaluation import evaluate
+    from ssgallery.biometrics.protocol import run_protocol
+    from ssgallery.images.ingest import load_faces
+
+    faces = load_faces(faces_dir, size=None, min_images=n_train + 1)
+    tables = run_protocol(faces.images, faces.labels, methods=("svm",), n_train=n_train,
+                          repetitions=repetitions, seed=seed)
+    (summary,) = evaluate(tables)
+    return {key: summary[key] for key in ("client_eer", "eer", "repetitions", "clients")}
