@@ -1,8 +1,10 @@
 """Where the real face data lives.
 
-The AT&T (ORL) database is read in place, never copied into the repository: from
-``$SSGALLERY_ATT_FACES`` if set, else ``../shared/data/att_faces`` beside the
-repository checkout.
+The data sets are read in place, never copied into the repository. Each is found at
+its own variable if set (``$SSGALLERY_ATT_FACES``, ``$SSGALLERY_LFW``), else under
+``$SSGALLERY_DATA`` if set, else under ``../shared/data`` beside the repository
+checkout: ``att_faces/`` (AT&T/ORL, 40 subjects) and ``lfw/`` (Labeled Faces in the
+Wild, 158 people).
 """
 
 import os
@@ -10,16 +12,28 @@ from pathlib import Path
 
 import numpy as np
 
+ENV_DATA = "SSGALLERY_DATA"
 ENV_ATT = "SSGALLERY_ATT_FACES"
+ENV_LFW = "SSGALLERY_LFW"
+
+
+def _data_path(env, folder):
+    if os.environ.get(env):
+        return Path(os.environ[env])
+    if os.environ.get(ENV_DATA):
+        return Path(os.environ[ENV_DATA]) / folder
+    repo = Path(__file__).resolve().parent.parent
+    return repo.parent / "shared" / "data" / folder
 
 
 def att_faces_path():
     """Path of the AT&T faces folder (``s1``..``s40``); may not exist."""
-    env = os.environ.get(ENV_ATT)
-    if env:
-        return Path(env)
-    repo = Path(__file__).resolve().parent.parent
-    return repo.parent / "shared" / "data" / "att_faces"
+    return _data_path(ENV_ATT, "att_faces")
+
+
+def lfw_path():
+    """Path of the LFW face-crop folder (``<Person_Name>/*.png``); may not exist."""
+    return _data_path(ENV_LFW, "lfw")
 
 
 def sample_faces_path():

@@ -1,6 +1,9 @@
 """Small data builders shared by several test modules."""
 
+import os
+
 import numpy as np
+from PIL import Image
 
 
 def synthetic_images(n_subjects=8, per=7, shape=(12, 10), noise=30.0, seed=0):
@@ -18,3 +21,19 @@ def synthetic_images(n_subjects=8, per=7, shape=(12, 10), noise=30.0, seed=0):
             images.append(np.clip(big + rng.normal(0, noise, (h, w)) + rng.normal(0, 10), 0, 255))
             labels.append(f"id{s}")
     return np.array(images, dtype=np.float32), np.array(labels)
+
+
+def make_faces(root, n_clients=5, n_images=6, seed=0, shape=(32, 24), prefix="c"):
+    """Tiny synthetic face folders ROOT/<prefix>NN/*.png: each identity is a fixed 8x6
+    block pattern, each image adds pixel noise. Separable, deterministic."""
+    rng = np.random.default_rng(seed)
+    h, w = shape
+    for c in range(n_clients):
+        base = rng.uniform(40, 200, size=(8, 6))
+        folder = os.path.join(root, f"{prefix}{c:02d}")
+        os.makedirs(folder, exist_ok=True)
+        for i in range(n_images):
+            img = np.kron(base, np.ones((h // 8, w // 6))) + rng.normal(0, 25, size=(h, w))
+            Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(
+                os.path.join(folder, f"{i}.png"))
+    return root

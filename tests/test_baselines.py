@@ -197,21 +197,13 @@ def test_registry():
 
 
 @pytest.mark.slow
-def test_att_faces_methods_at_m2():
+def test_att_faces_methods_at_m2(att_faces):
     """Real faces: AT&T s1..s20 enrolled (first 5 images), s21..s40 impostors, eigenface
     matcher, 4 clients. Measured AUCs (per client): svm, ssvm, svm-red 0.999-1.000;
     ps-r 0.49-0.91."""
-    import os
-
     from sklearn.metrics import roc_auc_score
 
-    from ssgallery.datasets import att_faces_path
-
-    root = att_faces_path()
-    if not (root / "s1").is_dir():
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"AT&T faces not found at {root} (CI needs them)")
-        pytest.skip(f"AT&T faces not found at {root}")
+    root = att_faces
     from ssgallery.images.ingest import load_faces
     from ssgallery.matchers.eigenface import EigenfaceMatcher
 

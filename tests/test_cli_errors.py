@@ -6,7 +6,7 @@ import shutil
 import h5py
 import pytest
 from click.testing import CliRunner
-from test_store import make_faces
+from helpers import make_faces
 
 from ssgallery.cli import main
 

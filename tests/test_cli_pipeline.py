@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from test_store import make_faces
+from helpers import make_faces
 
 from ssgallery.cli import main
 from ssgallery.datasets import sample_faces_path

@@ -9,7 +9,6 @@ import sys
 import numpy as np
 import pytest
 
-from ssgallery.datasets import att_faces_path
 from ssgallery.matchers.external import ExternalMatcher, write_pgm
 from ssgallery_ebgm import main, score_files
 from ssgallery_ebgm.gabor import bank, responses, wave_vectors
@@ -132,18 +131,13 @@ def test_real_process_through_the_external_client(images):
 
 # --------------------------------------------------------------------------- AT&T (slow)
 
-def att_paths(subjects, shots):
-    root = att_faces_path()
-    if not root.is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"AT&T faces missing at {root} (set SSGALLERY_ATT_FACES)")
-        pytest.skip(f"AT&T faces not found at {root}")
+def att_paths(root, subjects, shots):
     return [str(root / f"s{s}" / f"{k}.pgm") for s in subjects for k in shots]
 
 
 @pytest.mark.slow
-def test_att_deterministic_discriminative_and_not_psd(tmp_path):
-    paths = att_paths(range(1, 11), (1, 2, 3, 4))
+def test_att_deterministic_discriminative_and_not_psd(tmp_path, att_faces):
+    paths = att_paths(att_faces, range(1, 11), (1, 2, 3, 4))
     lst = write_list(tmp_path / "att.txt", paths)
     runs = []
     for i in range(2):
@@ -166,16 +160,16 @@ def test_att_deterministic_discriminative_and_not_psd(tmp_path):
 
 
 @pytest.mark.slow
-def test_att_enroll_compress_verify_with_the_ebgm_program(tmp_path):
+def test_att_enroll_compress_verify_with_the_ebgm_program(tmp_path, att_faces):
     """End to end through the CLI: the store records the command, compress trains
     pixel-space prototypes with the real program, verify sends each probe batch and
     the client's m prototypes in one run."""
-    paths = att_paths(range(1, 8), range(1, 11))  # skips/fails when the data is missing
+    paths = att_paths(att_faces, range(1, 8), range(1, 11))
     root = tmp_path / "faces"  # client s1 (8 images), background s2 and s3 (5 each)
     for subject, shots in (("s1", range(1, 9)), ("s2", range(1, 6)), ("s3", range(1, 6))):
         (root / subject).mkdir(parents=True)
         for k in shots:
-            (root / subject / f"{k}.pgm").symlink_to(att_faces_path() / subject / f"{k}.pgm")
+            (root / subject / f"{k}.pgm").symlink_to(att_faces / subject / f"{k}.pgm")
     log = tmp_path / "calls.log"
     wrapper = os.path.join(os.path.dirname(__file__), "matchers", "log_calls.py")
     command = json.dumps([sys.executable, wrapper, EBGM])

@@ -1,7 +1,6 @@
 """Eigenface matcher: PCA basis, scaling, RBF similarity, rendering, state round trip."""
 
 import json
-import os
 import subprocess
 import sys
 
@@ -21,17 +20,6 @@ def low_rank_faces(n=40, shape=(12, 10), rank=6, seed=0):
     coef = rng.normal(size=(n, rank)) * np.linspace(15, 3, rank)
     X = 128 + coef @ basis + rng.normal(scale=0.5, size=(n, basis.shape[1]))
     return np.clip(X, 0, 255).reshape((n,) + shape).astype(np.float32)
-
-
-def att_root():
-    from ssgallery.datasets import att_faces_path
-
-    root = att_faces_path()
-    if not (root / "s1").is_dir():
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"AT&T faces missing at {root} (set SSGALLERY_ATT_FACES)")
-        pytest.skip(f"AT&T faces not found at {root}")
-    return root
 
 
 def test_registered_as_entry_point():
@@ -192,10 +180,10 @@ def test_verify_path_imports_no_scikit_learn(tmp_path):
 
 
 @pytest.mark.slow
-def test_att_reconstruction_and_dimension():
+def test_att_reconstruction_and_dimension(att_faces):
     from ssgallery.images.ingest import load_faces
 
-    faces = load_faces(att_root())
+    faces = load_faces(att_faces)
     train = faces.images[faces.labels != "s40"]
     m = EigenfaceMatcher().fit(train[::2])  # 195 images
     assert 60 <= m.n_components_ <= 130  # paper: d = 56 on average with 100 images

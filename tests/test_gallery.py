@@ -9,7 +9,7 @@ import sys
 import h5py
 import numpy as np
 import pytest
-from test_store import make_faces
+from helpers import make_faces
 
 from ssgallery.app.compress import compress, threshold_at_far
 from ssgallery.app.enroll import enroll

@@ -251,20 +251,13 @@ def test_distiller_prefit_teacher_and_labels():
 
 
 @pytest.mark.slow
-def test_att_faces_varpro_and_class_init_beat_paper_and_random():
+def test_att_faces_varpro_and_class_init_beat_paper_and_random(att_faces):
     """Real faces (AT&T, eigenface features, SVM teacher), 3 clients, m = 2."""
-    import os
-
-    from ssgallery.datasets import att_faces_path
     from ssgallery.images.ingest import load_faces
     from ssgallery.learn.teacher import SimilaritySVM
     from ssgallery.matchers.eigenface import EigenfaceMatcher
 
-    root = att_faces_path()
-    if not (root / "s1").is_dir():
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"AT&T faces not found at {root} (CI needs them)")
-        pytest.skip(f"AT&T faces not found at {root}")
+    root = att_faces
     subjects = [f"s{i}" for i in range(1, 21)]
     faces = load_faces(root, clients=subjects)
     train = np.concatenate([np.flatnonzero(faces.labels == s)[:5] for s in subjects])

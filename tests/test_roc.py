@@ -14,7 +14,7 @@ from PIL import Image
 
 from ssgallery.biometrics.scores import read_score_files, read_scores, write_scores
 from ssgallery.cli import main
-from ssgallery.datasets import att_faces_path, sample_faces_path
+from ssgallery.datasets import sample_faces_path
 
 
 @pytest.fixture(scope="module")
@@ -199,18 +199,9 @@ def test_roc_on_the_sample_data(tmp_path):
     assert svm["matches_mean"] > 5 * ssvm["matches_mean"]
 
 
-def _att():
-    path = att_faces_path()
-    if not path.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"AT&T faces missing at {path} (set SSGALLERY_ATT_FACES)")
-        pytest.skip(f"AT&T faces not found at {path}")
-    return path
-
-
 @pytest.mark.slow
-def test_roc_on_att_one_repetition(tmp_path):
-    att = _att()
+def test_roc_on_att_one_repetition(tmp_path, att_faces):
+    att = att_faces
     out = tmp_path / "att"
     proc = subprocess.run(
         [sys.executable, "-m", "ssgallery", "roc", str(att), "--repetitions", "1",

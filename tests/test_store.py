@@ -6,27 +6,12 @@ import os
 import h5py
 import numpy as np
 import pytest
+from helpers import make_faces
 from PIL import Image
 
 from ssgallery.app.enroll import enroll
 from ssgallery.errors import FormatError, InputError
 from ssgallery.formats.store import FORMAT_VERSION, load_store, store_summary
-
-
-def make_faces(root, n_clients=5, n_images=6, seed=0, shape=(32, 24), prefix="c"):
-    """Tiny synthetic face folders ROOT/<prefix>NN/*.png: each identity is a fixed 8x6
-    block pattern, each image adds pixel noise. Separable, deterministic."""
-    rng = np.random.default_rng(seed)
-    h, w = shape
-    for c in range(n_clients):
-        base = rng.uniform(40, 200, size=(8, 6))
-        folder = os.path.join(root, f"{prefix}{c:02d}")
-        os.makedirs(folder, exist_ok=True)
-        for i in range(n_images):
-            img = np.kron(base, np.ones((h // 8, w // 6))) + rng.normal(0, 25, size=(h, w))
-            Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(
-                os.path.join(folder, f"{i}.png"))
-    return root
 
 
 @pytest.fixture
