@@ -91,6 +91,32 @@ def test_read_client_and_scores(built):
     assert results[0].score == pytest.approx(g[i])
 
 
+def test_normalization_stored_and_read_back(built, tmp_path):
+    root, _, summary, _ = built
+    row = next(r for r in summary.clients if r["client"] == "c01")
+    norm = row["normalization"]
+    # Z-norm of the 24 held-out impostor scores (every impostor is held out once)
+    assert norm["kind"] == "znorm" and norm["n"] == 24 and norm["std"] > 0
+    assert norm["mean"] < row["threshold"]
+    model = read_client(root / "g.h5", "c01")
+    assert model.normalization == norm
+    assert read_gallery(root / "g.h5").clients["c01"].normalization == norm
+    assert model.normalize([norm["mean"], norm["mean"] + 2 * norm["std"]]) == \
+        pytest.approx([0.0, 2.0])
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes((root / "g.h5").read_bytes())
+    with h5py.File(bad, "a") as f:
+        f["clients/c01"].attrs["normalization"] = json.dumps({"kind": "znorm", "mean": 0.0,
+                                                             "std": 0.0})
+        del f["clients/c02"].attrs["normalization"]  # a gallery from before: None
+    with pytest.raises(FormatError, match="corrupt gallery: client 'c01'.*std <= 0"):
+        read_client(bad, "c01")
+    old = read_client(bad, "c02")
+    assert old.normalization is None
+    with pytest.raises(ValueError, match="no known score normalisation"):
+        old.normalize([0.0])
+
+
 def test_unknown_client_and_bad_galleries(built, tmp_path):
     root = built[0]
     with pytest.raises(SsgalleryError, match=r"g.h5: unknown client 'nobody' \(known: c00, "

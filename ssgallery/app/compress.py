@@ -47,6 +47,12 @@ class ClientFit:
         At the target FAR, from cross-validated impostor scores.
     cv : dict
         Achieved CV FAR/FRR of both models at their thresholds, fold counts.
+    normalization : dict
+        Z-norm parameters of the distilled model's scores, ``{"kind": "znorm", "mean",
+        "std", "n"}``, from the same held-out impostor scores as the threshold.
+    heldout : dict
+        The held-out scores of the distilled model: ``impostor`` (n_imp,), ``genuine``
+        (n_gen,), ``impostor_subject`` (n_imp,) (what calibration across clients needs).
     """
 
     svm: object
@@ -54,6 +60,26 @@ class ClientFit:
     threshold: float
     svm_threshold: float
     cv: dict = field(default_factory=dict)
+    normalization: dict = None
+    heldout: dict = field(default_factory=dict)
+
+
+def znorm_parameters(impostor_scores):
+    """Z-norm parameters of one client's impostor scores: mean and standard deviation.
+
+    ``(g(x) - mean) / std`` makes the client's impostor scores zero-mean, unit-variance,
+    so one threshold can serve every client (score normalisation, e.g. Auckenthaler et
+    al. 2000). The std is floored at 1e-12 so a degenerate client cannot divide by 0.
+
+    Returns
+    -------
+    dict
+        ``{"kind": "znorm", "mean": float, "std": float, "n": int}``
+    """
+    s = np.asarray(impostor_scores, dtype=float)
+    return {"kind": "znorm", "mean": float(np.mean(s)),
+            "std": float(max(np.std(s, ddof=1) if s.size > 1 else 0.0, 1e-12)),
+            "n": int(s.size)}
 
 
 def threshold_at_far(impostor_scores, target_far):
@@ -157,8 +183,11 @@ def train_client(X, y, similarity, *, groups=None, m=2, lam=1e-4, solver="varpro
             gen_s.append(f_svm.decision_function(X[pos]))
         imp_g, imp_s = np.concatenate(imp_g), np.concatenate(imp_s)
         gen_g, gen_s = np.concatenate(gen_g), np.concatenate(gen_s)
+        imp_subject = np.concatenate([np.asarray(groups)[(folds == j) & (y < 0)]
+                                      for j in range(k)]) if groups is not None else None
     else:  # too few images or impostor subjects to hold out: training scores
         neg = y < 0
+        imp_subject = np.asarray(groups)[neg] if groups is not None else None
         imp_g, imp_s = dist.decision_function(X[neg]), svm.decision_function(X[neg])
         gen_g, gen_s = dist.decision_function(X[~neg]), svm.decision_function(X[~neg])
     t, t_svm = threshold_at_far(imp_g, target_far), threshold_at_far(imp_s, target_far)
@@ -166,7 +195,10 @@ def train_client(X, y, similarity, *, groups=None, m=2, lam=1e-4, solver="varpro
           "cv_far": float(np.mean(imp_g >= t)), "cv_frr": float(np.mean(gen_g < t)),
           "svm_cv_far": float(np.mean(imp_s >= t_svm)),
           "svm_cv_frr": float(np.mean(gen_s < t_svm))}
-    return ClientFit(svm=svm, distiller=dist, threshold=t, svm_threshold=t_svm, cv=cv)
+    return ClientFit(svm=svm, distiller=dist, threshold=t, svm_threshold=t_svm, cv=cv,
+                     normalization=znorm_parameters(imp_g),
+                     heldout={"impostor": imp_g, "genuine": gen_g,
+                              "impostor_subject": imp_subject})
 
 
 @dataclass
@@ -294,12 +326,13 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
         models.append(ClientModel(client_id=client, prototypes=d.prototypes_, beta=d.beta_,
                                   intercept=d.intercept_, threshold=fit.threshold,
                                   similarity=similarity.params(), provenance=prov,
-                                  prototype_images=images))
+                                  prototype_images=images, normalization=fit.normalization))
         rows.append({"client": client, "m": prov["m"], "threshold": fit.threshold,
                      "beta": [float(b) for b in d.beta_], "intercept": float(d.intercept_),
                      "svm_n_support": prov["svm_n_support"], "svm_threshold": fit.svm_threshold,
                      "cv_far": fit.cv["cv_far"], "cv_frr": fit.cv["cv_frr"],
-                     "svm_cv_frr": fit.cv["svm_cv_frr"], "omega": prov["omega"]})
+                     "svm_cv_frr": fit.cv["svm_cv_frr"], "omega": prov["omega"],
+                     "normalization": fit.normalization})
         if progress is not None:
             progress(client, i + 1, len(todo))
     write_gallery(gallery_path, matcher_name=store.matcher_name,

@@ -10,7 +10,8 @@ Layout (format ``ssgallery-gallery``, :data:`FORMAT_VERSION`)::
     /clients/<client_id>    prototypes (m, d) float64 in the matcher space,
                             prototype_images (m, H, W) uint8 (rendered, for `show`),
                             beta (m,); attrs intercept, threshold, similarity (JSON),
-                            provenance (m, lambda, solver, init, omega, ...)
+                            provenance (m, lambda, solver, init, omega, ...),
+                            normalization (JSON, e.g. {"kind": "znorm", "mean", "std", "n"})
 
 No face image of any client is stored, only virtual prototypes. Nothing is pickled:
 :func:`read_client` reads the header, the matcher state and one client group with h5py
@@ -59,6 +60,10 @@ class ClientModel:
         How the model was trained (m, lambda, solver, SVM #SVs, ...).
     prototype_images : ndarray, shape (m, H, W), uint8, or None
         The prototypes rendered as images (read only when asked for).
+    normalization : dict or None
+        Per-client score normalisation, e.g. ``{"kind": "znorm", "mean": mu, "std": sd,
+        "n": n}`` from held-out impostor scores: :meth:`normalize` maps g(x) to
+        (g(x) - mu) / sd, comparable across clients. None in galleries written before.
     """
 
     client_id: str
@@ -69,6 +74,7 @@ class ClientModel:
     similarity: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     prototype_images: np.ndarray = None
+    normalization: dict = None
 
     @property
     def n_prototypes(self):
@@ -86,6 +92,20 @@ class ClientModel:
         """g(x) for features (n, d) in the matcher space, shape (n,). m matches per probe."""
         S = similarity(np.asarray(features, dtype=float), self.prototypes)
         return S @ self.beta + self.intercept
+
+    def normalize(self, scores):
+        """Normalised scores (Z-norm: (g - mean) / std), shape of ``scores``.
+
+        Raises
+        ------
+        ValueError
+            The model has no normalisation or one of an unknown kind.
+        """
+        norm = self.normalization or {}
+        if norm.get("kind") != "znorm":
+            raise ValueError(f"client '{self.client_id}' has no known score normalisation "
+                             f"({norm.get('kind')!r})")
+        return (np.asarray(scores, dtype=float) - norm["mean"]) / norm["std"]
 
 
 @dataclass
@@ -149,6 +169,18 @@ def _write_client(g, model):
     g.attrs["threshold"] = float(model.threshold)
     g.attrs["similarity"] = json.dumps(model.similarity, sort_keys=True)
     g.attrs["provenance"] = json.dumps(model.provenance, sort_keys=True)
+    if model.normalization is not None:
+        g.attrs["normalization"] = json.dumps(model.normalization, sort_keys=True)
+
+
+def _check_normalization(norm):
+    """A stored normalisation is a dict; a Z-norm has a finite mean and a std > 0."""
+    if not isinstance(norm, dict):
+        raise TypeError("normalization is not a JSON object")
+    if norm.get("kind") == "znorm" and not (np.isfinite(float(norm["mean"]))
+                                            and float(norm["std"]) > 0):
+        raise ValueError("normalization has a non-finite mean or a std <= 0")
+    return norm
 
 
 def _read_client_attrs(g, client_id, path):
@@ -157,7 +189,9 @@ def _read_client_attrs(g, client_id, path):
             client_id=client_id, prototypes=None, beta=None,
             intercept=float(g.attrs["intercept"]), threshold=float(g.attrs["threshold"]),
             similarity=json.loads(_attr_str(g.attrs["similarity"])),
-            provenance=json.loads(_attr_str(g.attrs.get("provenance", "{}"))))
+            provenance=json.loads(_attr_str(g.attrs.get("provenance", "{}"))),
+            normalization=(_check_normalization(json.loads(_attr_str(g.attrs["normalization"])))
+                           if "normalization" in g.attrs else None))
     except (KeyError, ValueError, TypeError) as exc:
         raise FormatError(f"corrupt gallery: client '{client_id}': {exc}", path=path) from None
 
