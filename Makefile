@@ -6,12 +6,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := demo_out
 
-.PHONY: demo test bench bench-quick lint clean
+.PHONY: demo test bench bench-quick lint docs clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,plot]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,plot,docs]'
 	@touch $(STAMP)
 
 test: $(STAMP)
@@ -49,5 +49,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check ssgallery ssgallery_ebgm tests benchmarks
 	$(BIN)/lint-imports
 
+# The documentation site (mkdocs-material) into site/; --strict turns every warning
+# (a broken link, a page missing from the nav, a docstring griffe cannot parse) into an error.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) $(DEMO) .pytest_cache
+	rm -rf $(VENV) $(DEMO) .pytest_cache site
