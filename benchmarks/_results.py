@@ -1,0 +1,117 @@
+"""Benchmark result pages: each benchmark writes its own page of the documentation site.
+
+NOTE TO BENCHMARK AUTHORS: end your script with one call of :func:`write_page`, e.g.::
+
+    from _results import markdown_table, write_page
+    write_page("my_bench", "What it measures", markdown_table(head, rows),
+               notes="One paragraph: protocol, convention of each column.",
+               output=printed_text, figures=[png_path])
+
+It writes ``docs/benchmarks/<name>.md`` with the figures, the exact command that
+produced them (from ``sys.argv`` and ``OMP_NUM_THREADS``), the git commit
+(``git rev-parse --short HEAD``, ``-dirty`` when the tree has changes) and the date, and
+rewrites ``docs/benchmarks/index.md`` listing every page. Commit the generated pages
+(they are docs) and add new ones to the ``nav`` of ``mkdocs.yml``. Numbers quoted in the
+README must come from one of these pages. Pages are plain markdown: no measured number
+is typed by hand.
+"""
+
+import datetime
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PAGES = REPO / "docs" / "benchmarks"
+_MARK = "<!-- written by benchmarks/_results.py: rerun the command to update, do not edit -->"
+
+
+def git_commit(repo=REPO):
+    """Short commit id of ``repo``'s HEAD, with ``-dirty`` when tracked files changed."""
+    def git(*args):
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
+                              text=True, check=False).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return commit + ("-dirty" if dirty else "")
+
+
+def command_line(argv=None):
+    """The command as typed from the repository root, with ``OMP_NUM_THREADS`` if set."""
+    argv = list(sys.argv if argv is None else argv)
+    script = Path(argv[0]).resolve()
+    try:
+        argv[0] = str(script.relative_to(REPO))
+    except ValueError:
+        pass
+    threads = os.environ.get("OMP_NUM_THREADS")
+    prefix = f"OMP_NUM_THREADS={threads} " if threads else ""
+    return prefix + "python " + shlex.join(argv)
+
+
+def markdown_table(head, rows):
+    """A markdown table from a header and rows of cells (converted with ``str``)."""
+    esc = lambda cell: str(cell).replace("|", "\\|")
+    lines = ["| " + " | ".join(map(esc, head)) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(map(esc, row)) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def text_table(text):
+    """A markdown table from a fixed-width text table whose columns are separated by
+    at least two spaces (a line of dashes under the header is skipped)."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    cells = [re.split(r"\s{2,}", ln.strip()) for ln in lines if not set(ln) <= {"-", " "}]
+    return markdown_table(cells[0], cells[1:])
+
+
+def write_page(name, title, table_markdown, notes="", command=None, output=None,
+               figures=()):
+    """Write ``docs/benchmarks/<name>.md`` and refresh the index; returns the page path.
+
+    ``figures`` are image files copied beside the page (``<name>-<file name>``);
+    ``output`` is the script's printed text, shown verbatim under the table.
+    """
+    PAGES.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [f"# {title}", "", _MARK, "",
+             "```bash", command or command_line(), "```", "",
+             (f"Commit `{git_commit()}`, {now}, {os.cpu_count()} CPUs, "
+              f"Python {platform.python_version()}."), "", table_markdown.strip(), ""]
+    if notes:
+        parts += [notes.strip(), ""]
+    for fig in map(Path, figures):
+        if fig.exists():
+            target = PAGES / f"{name}-{fig.name}"
+            shutil.copyfile(fig, target)
+            parts += [f"![{title}]({target.name})", ""]
+    if output:
+        parts += ["Printed output:", "", "```text", output.strip(), "```", ""]
+    page = PAGES / f"{name}.md"
+    page.write_text("\n".join(parts))
+    write_index()
+    print(f"wrote {page.relative_to(REPO)}")
+    return page
+
+
+def write_index():
+    """``docs/benchmarks/index.md``: one line per benchmark page, with its title."""
+    rows = []
+    for page in sorted(PAGES.glob("*.md")):
+        if page.name == "index.md":
+            continue
+        first = page.read_text().splitlines()[0] if page.stat().st_size else page.stem
+        commit = re.search(r"Commit `([^`]+)`, ([^,]+),", page.read_text())
+        when = f" (commit `{commit.group(1)}`, {commit.group(2)})" if commit else ""
+        rows.append(f"- [{first.lstrip('# ')}]({page.name}){when}")
+    text = ["# Benchmarks", "", _MARK, "",
+            ("Each page is written by the benchmark script it names, with the exact "
+             "command, the commit and the date; rerun the command to update it. "
+             "Ratios are measured side by side in one run on the machine stated."), ""]
+    (PAGES / "index.md").write_text("\n".join(text + rows) + "\n")
