@@ -49,7 +49,7 @@ def _load_faces_source(faces_dir, store_path, warn):
 def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=None,
         gallery=None, probes=None, methods=("svm", "ssvm", "svm-red", "svm-sel"), m=2,
         n_enrolled=None, n_train=5, repetitions=5, seed=0, n_jobs=1, progress=None,
-        progress_total=None, warn=None, plot=True):
+        progress_total=None, warn=None, plot=True, identification=True):
     """What ``ssgallery roc`` does: score claims, evaluate, write the report folder.
 
     Exactly one source is used: ``scores`` (4-column score files), ``gallery`` +
@@ -60,12 +60,15 @@ def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=
     ----------
     progress_total : callable(int), optional
         Called once with the number of client fits before they start (protocol mode).
+    identification : bool
+        In protocol mode, also search every probe against every client (CMC, DIR).
     Other parameters: see :func:`ssgallery.biometrics.protocol.run_protocol`.
 
     Returns
     -------
     dict
-        ``{"summaries": [...], "files": {...}, "source": str, "mode": str, "config": {}}``.
+        ``{"summaries": [...], "identification": [...] or None, "files": {...},
+        "source": str, "mode": str, "config": {}}``.
     """
     from ssgallery.biometrics import report
     from ssgallery.images.ingest import default_warn
@@ -95,16 +98,23 @@ def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=
             progress_total(len(splits) * len(splits[0].enrolled))
         tables = run_protocol(images, labels, methods, m, n_enrolled, n_train, repetitions,
                               seed, matcher_factory=factory, probe_labels=paths,
-                              progress=progress, n_jobs=n_jobs, enrollable=enrollable)
+                              progress=progress, n_jobs=n_jobs, enrollable=enrollable,
+                              identification=identification)
         mode = "protocol"
         config = {"enrolled": len(splits[0].enrolled), "train_images": int(n_train),
                   "repetitions": int(repetitions), "seed": int(seed),
                   "m": [int(v) for v in np.atleast_1d(m)], "methods": list(methods)}
     summaries = evaluate(tables)
+    searches = [t.search for t in tables if t.search is not None]
+    found = None
+    if searches:
+        from ssgallery.biometrics.identification import evaluate_identification
+
+        found = evaluate_identification(searches)
     files = report.write_report(out_dir, tables, summaries, mode=mode, source=source,
-                                config=config, plot=plot, warn=warn)
-    return {"summaries": summaries, "files": files, "source": source, "mode": mode,
-            "config": config}
+                                config=config, plot=plot, warn=warn, identification=found)
+    return {"summaries": summaries, "identification": found, "files": files,
+            "source": source, "mode": mode, "config": config}
 
 
 

@@ -144,7 +144,7 @@ def method_specs(methods, m_values):
 
 def _fit_client(X, y, X_gen, X_imp, similarity, specs, random_state, method_options, gram=None):
     """Teacher once (on ``gram`` = S(X, X), shared by the clients of a repetition), then
-    every (method, m): scores of genuine and impostor claims."""
+    every (method, m): scores of the genuine probes ``X_gen`` and the impostor claims."""
     from ssgallery.biometrics.methods import make_method
     from ssgallery.learn.teacher import SimilaritySVM
 
@@ -170,7 +170,7 @@ def _fit_client(X, y, X_gen, X_imp, similarity, specs, random_state, method_opti
 def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), m=2,
                  n_enrolled=None, n_train=5, repetitions=5, seed=0, matcher_factory=None,
                  probe_labels=None, progress=None, n_jobs=1, method_options=None,
-                 enrollable=None):
+                 enrollable=None, identification=False):
     """Run the protocol and score every claim with every method.
 
     Parameters
@@ -196,11 +196,17 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
         Extra keyword arguments for :func:`~ssgallery.biometrics.methods.make_method`.
     enrollable : iterable of str, optional
         Subjects that may be enrolled (see :func:`make_splits`).
+    identification : bool
+        Also search: score every genuine probe against every client (not only its own),
+        so that each table carries a full search in ``table.search``.
 
     Returns
     -------
     list of Scores
-        One per (method, m, repetition), methods in the order given.
+        One per (method, m, repetition), methods in the order given. The verification
+        claims: genuine probes against their own client, impostors against every client.
+        With ``identification``, ``table.search`` is a :class:`Scores` of every probe
+        (genuine and impostor) against every client.
     """
     images = np.asarray(images)
     labels = np.asarray(labels).astype(str)
@@ -231,25 +237,55 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
         X_imp = np.stack([feats[i] for i in split.impostors])
         rs = int(seed) * 1000 + split.repetition
         gram = sim(X, X)  # the same training set for every client of this repetition
-        jobs = [(X, np.where(owner == c, 1, -1), np.stack([feats[i] for i in split.genuine[c]]),
+        gen_idx = np.concatenate([split.genuine[c] for c in split.enrolled])
+        X_gen = np.stack([feats[i] for i in gen_idx])
+        own = {c: np.isin(gen_idx, split.genuine[c]) for c in split.enrolled}
+        jobs = [(X, np.where(owner == c, 1, -1), X_gen if identification else X_gen[own[c]],
                  X_imp, sim, specs, rs, method_options, gram) for c in split.enrolled]
         results = _map(jobs, n_jobs, progress)
-        for k, (name, mm) in enumerate(specs):
-            claimed, real, probe, score, clients = [], [], [], [], {}
-            for c, res in zip(split.enrolled, results):
-                gen, imp, matches, secs = res[k]
-                idx = np.concatenate([split.genuine[c], split.impostors])
-                claimed.append(np.full(len(idx), c))
-                real.append(labels[idx])
-                probe.append(probe_labels[idx])
-                score.append(np.concatenate([gen, imp]))
-                clients[c] = {"matches": matches, "fit_seconds": secs}
-            tables.append(Scores(name, mm, split.repetition, np.concatenate(claimed),
-                                 np.concatenate(real), np.concatenate(probe),
-                                 np.concatenate(score).astype(float), clients))
+        for k, spec in enumerate(specs):
+            per_client = {c: res[k] for c, res in zip(split.enrolled, results)}
+            table = _claims_table(spec, split, labels, probe_labels, per_client,
+                                  {c: own[c] if identification else slice(None)
+                                   for c in split.enrolled})
+            if identification:
+                table.search = _search_table(spec, split, labels, probe_labels, gen_idx,
+                                             per_client)
+            tables.append(table)
     order = {spec: i for i, spec in enumerate(specs)}
     tables.sort(key=lambda t: (order[(t.method, t.m)], t.repetition))
     return tables
+
+
+def _claims_table(spec, split, labels, probe_labels, per_client, own_rows):
+    """The verification claims of one (method, m) in one repetition."""
+    claimed, real, probe, score, clients = [], [], [], [], {}
+    for c in split.enrolled:
+        gen, imp, matches, secs = per_client[c]
+        idx = np.concatenate([split.genuine[c], split.impostors])
+        claimed.append(np.full(len(idx), c))
+        real.append(labels[idx])
+        probe.append(probe_labels[idx])
+        score.append(np.concatenate([gen[own_rows[c]], imp]))
+        clients[c] = {"matches": matches, "fit_seconds": secs}
+    return Scores(spec[0], spec[1], split.repetition, np.concatenate(claimed),
+                  np.concatenate(real), np.concatenate(probe),
+                  np.concatenate(score).astype(float), clients)
+
+
+def _search_table(spec, split, labels, probe_labels, gen_idx, per_client):
+    """Every test probe (genuine of any client, impostor) against every client."""
+    idx = np.concatenate([gen_idx, split.impostors])
+    claimed, score = [], []
+    for c in split.enrolled:
+        gen, imp, _, _ = per_client[c]
+        claimed.append(np.full(len(idx), c))
+        score.append(np.concatenate([gen, imp]))
+    n = len(split.enrolled)
+    clients = {c: {"matches": per_client[c][2]} for c in split.enrolled}
+    return Scores(spec[0], spec[1], split.repetition, np.concatenate(claimed),
+                  np.tile(labels[idx], n), np.tile(probe_labels[idx], n),
+                  np.concatenate(score).astype(float), clients)
 
 
 def _map(jobs, n_jobs, progress):

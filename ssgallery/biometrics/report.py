@@ -46,6 +46,25 @@ def _pm(v, std, fmt="{:.1f}"):
     return fmt.format(v) + (" ± " + fmt.format(std) if std is not None else "")
 
 
+def format_identification_table(summaries):
+    """The printed identification table: one row per method."""
+    head = ["method", "m", "matches/search", "rank-1 %", "rank-5 %", "rank-10 %", "DIR@FAR=1% (%)"]
+
+    def at(s, r):
+        return _pct(s["cmc"][r - 1]) if len(s["cmc"]) >= r else "—"
+
+    rows = [[s["method"], "-" if s["m"] is None else str(s["m"]),
+             _pm(s["matches_per_search"], None, "{:,.0f}"), at(s, 1), at(s, 5), at(s, 10),
+             _pct(s["dir"]) if s["dir"] is not None else "—"] for s in summaries]
+    return _format_rows(head, rows)
+
+
+def _format_rows(head, rows):
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    line = lambda r: "  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip()
+    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
 def format_table(summaries):
     """The printed table: one row per method."""
     head = ["method", "m", "matches/claim", "EER %", "client EER %", "FRR@FAR=1% (%)",
@@ -59,9 +78,7 @@ def format_table(summaries):
         head += ["FAR@thr %", "FRR@thr %"]
         for r, s in zip(rows, summaries):
             r += [_pct(s.get("threshold_far")), _pct(s.get("threshold_frr"))]
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    line = lambda r: "  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip()
-    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
+    return _format_rows(head, rows)
 
 
 def plot_curves(path, summaries, title=None, labels=None, axes="log"):
@@ -116,14 +133,21 @@ def plot_curves(path, summaries, title=None, labels=None, axes="log"):
               loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     if title:
         ax.set_title(title if len(title) <= 90 else title[:87] + "...", fontsize=9)
+    save_figure(fig, path)
+    return True
+
+
+def save_figure(fig, path):
+    """Save a matplotlib figure as PNG atomically and close it."""
+    import matplotlib.pyplot as plt
+
+    from ssgallery.formats.atomic import write_bytes_atomic
+
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)
-    from ssgallery.formats.atomic import write_bytes_atomic
-
     write_bytes_atomic(path, buf.getvalue())
-    return True
 
 
 def _probit(rate):
@@ -134,12 +158,15 @@ def _probit(rate):
 
 
 def write_report(out_dir, tables, summaries, *, mode="protocol", source="", config=None,
-                 plot=True, warn=None):
+                 plot=True, warn=None, identification=None):
     """Write the report folder; returns {kind: path}.
 
     Files: ``summary.json``, ``curves.csv``, ``roc.png`` (log axes) and ``det.png``
     (normal-deviate axes) unless matplotlib is missing or ``plot`` is False, and
-    ``scores/<method>[-m<m>].r<rep>.txt``.
+    ``scores/<method>[-m<m>].r<rep>.txt``; with ``identification`` (summaries of
+    :func:`ssgallery.biometrics.identification.evaluate_identification` of the tables'
+    full searches), also ``identification/<method>[-m<m>].r<rep>.txt``, ``cmc.png``
+    and the ``identification`` section of ``summary.json``.
     """
     from ssgallery import __version__
 
@@ -157,10 +184,23 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
     summary = {"tool": "ssgallery roc", "tool_version": __version__, "mode": mode,
                "source": source, "config": config or {},
                "methods": [_jsonable(s) for s in summaries]}
+    if identification:
+        summary["identification"] = identification
     files["summary"] = os.fspath(out / "summary.json")
     write_text_atomic(files["summary"], json.dumps(summary, indent=2) + "\n")
     files["curves"] = os.fspath(out / "curves.csv")
     write_text_atomic(files["curves"], format_curves(summaries))
+    searches = [t.search for t in tables if t.search is not None]
+    if searches:
+        from ssgallery.biometrics.identification import (
+            evaluate_identification,
+            write_identification,
+        )
+
+        summary["identification"] = evaluate_identification(searches)
+        write_text_atomic(files["summary"], json.dumps(summary, indent=2) + "\n")
+        files.update(write_identification(out, searches, summary["identification"],
+                                          plot=plot))
     if plot:
         title = f"{source} ({mode})" if source else None
         if plot_curves(out / PLOT, summaries, title=title):
@@ -174,6 +214,7 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
 
 __all__ = [
     "format_curves",
+    "format_identification_table",
     "format_table",
     "plot_curves",
     "write_report",

@@ -44,6 +44,9 @@ class Scores:
     score : ndarray of float, shape (n,)
     clients : dict str -> dict
         Per client ``{"matches": float, "fit_seconds": float}`` when known.
+    search : Scores or None
+        The same method's full search (every probe against every client), when the
+        protocol ran one (identification).
     """
 
     method: str
@@ -54,6 +57,7 @@ class Scores:
     probe: np.ndarray
     score: np.ndarray
     clients: dict = field(default_factory=dict)
+    search: object = None
 
     @property
     def label(self):

@@ -57,10 +57,13 @@ def _parse_methods(ctx, param, value):
               help="Labelled probes DIR/<client>/*.png for --gallery.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Clients trained in parallel.")
-@click.option("--no-plot", is_flag=True, help="Do not draw roc.png and det.png.")
+@click.option("--identification/--no-identification", default=True, show_default=True,
+              help="Protocol mode: also search every probe against every client (closed-set "
+              "CMC, open-set DIR at FAR 1 %, cmc.png, identification/*.txt).")
+@click.option("--no-plot", is_flag=True, help="Do not draw the plots.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def command(paths, store, enrolled, train_images, repetitions, seed, m, methods, out_dir,
-            scores, gallery, probes, jobs, no_plot, as_json):
+            scores, gallery, probes, jobs, identification, no_plot, as_json):
     """Measure what compression costs: FRR/FAR curves, EER and matches per claim.
 
     Runs the paper's protocol (Sect. IV-A) on FACES_DIR (default: the enrollment
@@ -70,6 +73,9 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
     method is trained per client, each client's threshold is swept, and the curves are
     averaged over clients and repetitions. Writes to -o: summary.json, curves.csv,
     roc.png, det.png and scores/*.txt (4-column: claimed_id real_id probe_label score).
+    In protocol mode every probe is also searched against every client
+    (identification): closed-set CMC, open-set DIR at FAR = 1 %, cmc.png and
+    identification/*.txt (every probe against every client).
 
     \b
     Examples:
@@ -80,7 +86,7 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
       ssgallery roc --gallery gallery.h5 --probes probes/
     """
     from ssgallery.app.roc import roc
-    from ssgallery.biometrics.report import format_table
+    from ssgallery.biometrics.report import format_identification_table, format_table
 
     faces_dir = None
     if scores:  # a shell glob after --scores leaves the other files as arguments
@@ -108,7 +114,7 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
                      n_enrolled=enrolled, n_train=train_images, repetitions=repetitions,
                      seed=seed, n_jobs=jobs, progress=progress, progress_total=total,
                      warn=lambda msg: click.echo(f"ssgallery: warning: {msg}", err=True),
-                     plot=not no_plot)
+                     plot=not no_plot, identification=identification)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
@@ -117,8 +123,15 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
             click.echo(handle.read().rstrip())
         return
     click.echo(format_table(result["summaries"]))
+    if result["identification"]:
+        click.echo("\nidentification (every probe against every client):")
+        click.echo(format_identification_table(result["identification"]))
     files = result["files"]
-    shown = [files["summary"], files["curves"]] + [files[k] for k in ("plot", "det_plot") if k in files]
+    shown = [files["summary"], files["curves"]] + [
+        files[k] for k in ("plot", "det_plot", "cmc_plot") if k in files]
     if files["scores"]:
         shown.append(f"{len(files['scores'])} score files in {out_dir}/scores/")
+    if files.get("identification_scores"):
+        shown.append(f"{len(files['identification_scores'])} full-search score files in "
+                     f"{out_dir}/identification/")
     click.echo("wrote " + ", ".join(shown))
