@@ -1,11 +1,56 @@
-"""Atomic writes: all or nothing, and one-line errors for bad output paths."""
+"""The one writer (formats/atomic.py): all or nothing, same kind only, locks, symlinks,
+permission bits, stale temporaries, truthful interrupts. Real files and processes."""
 
 import os
+import stat
+import subprocess
+import sys
+import textwrap
+import time
 
+import filelock
 import pytest
+from helpers import make_faces
 
 from ssgallery.errors import SsgalleryError
-from ssgallery.formats.atomic import atomic_path, check_writable, write_text_atomic
+from ssgallery.formats.atomic import (
+    TMP_MARK,
+    atomic_path,
+    check_writable,
+    forget_written,
+    write_text_atomic,
+    written_paths,
+)
+
+
+def _cli(*args, env=None, **kwargs):
+    return subprocess.run([sys.executable, "-m", "ssgallery", *map(str, args)],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env=dict(os.environ, **(env or {})), **kwargs)
+
+
+def _run(*args):
+    """The CLI in this process: (exit code, output)."""
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.output
+
+
+def _listing(folder):
+    return sorted(os.listdir(folder))
+
+
+@pytest.fixture
+def enrolled(tmp_path):
+    """A store (3 clients) and its gallery, written by the CLI."""
+    make_faces(tmp_path / "faces", n_clients=3, n_images=5)
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+    assert _run("enroll", tmp_path / "faces", "--store", store)[0] == 0
+    assert _run("compress", "--store", store, "-o", gallery, "--m", 1, "--cv-folds", 0)[0] == 0
+    return store, gallery
 
 
 def test_write_replaces_only_on_success(tmp_path):
@@ -16,7 +61,7 @@ def test_write_replaces_only_on_success(tmp_path):
             handle.write("half")
         raise RuntimeError("crash while writing")
     assert target.read_text() == "first"
-    assert sorted(os.listdir(tmp_path)) == ["out.txt"]  # no temporary file left
+    assert _listing(tmp_path) == ["out.txt"]  # no temporary file left
 
 
 def test_interrupt_leaves_no_file(tmp_path):
@@ -29,10 +74,9 @@ def test_interrupt_leaves_no_file(tmp_path):
 
 def test_missing_folder_is_one_line_error(tmp_path):
     target = tmp_path / "nope" / "g.h5"
-    with pytest.raises(SsgalleryError, match="nope: folder does not exist"):
-        check_writable(target)
-    with pytest.raises(SsgalleryError, match=r"nope: cannot write g\.h5 here"):
-        write_text_atomic(target, "x")
+    for call in (lambda: check_writable(target), lambda: write_text_atomic(target, "x")):
+        with pytest.raises(SsgalleryError, match="nope: folder does not exist"):
+            call()
 
 
 def test_output_that_is_a_folder(tmp_path):
@@ -40,22 +84,189 @@ def test_output_that_is_a_folder(tmp_path):
         check_writable(tmp_path)
 
 
-def test_cli_unwritable_output_is_one_line(tmp_path, monkeypatch):
-    """An output that cannot be written (here: a folder where the PNG should go) is one
-    line naming it, exit 2, whichever layer notices."""
-    from click.testing import CliRunner
+def test_special_files_are_never_replaced(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "null.h5"
+    link.symlink_to("/dev/null")
+    for path, what in ((fifo, "a FIFO"), (link, "a character device"),
+                       ("/dev/null", "a character device")):
+        for force in (False, True):
+            with pytest.raises(SsgalleryError, match=f"is {what}; refusing to replace it"):
+                write_text_atomic(path, "x", force=force)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and os.path.islink(link)
 
-    from ssgallery.cli import main
-    from ssgallery.datasets import sample_faces_path
 
-    runner = CliRunner()
-    monkeypatch.chdir(tmp_path)
-    assert runner.invoke(main, ["enroll", str(sample_faces_path()), "--clients",
-                                "c01,c02,c03"]).exit_code == 0
-    assert runner.invoke(main, ["compress", "--m", "1", "--cv-folds", "0"]).exit_code == 0
-    os.mkdir("protos.png")  # `show` cannot replace a folder with its PNG
-    result = runner.invoke(main, ["show", "--claim", "c01", "-o", "protos.png"])
-    assert result.exit_code == 2, result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ssgallery: error: ")
-    assert "Traceback" not in result.output and "protos.png" in lines[0]
+def test_kinds_store_gallery_foreign(enrolled, tmp_path):
+    """A store is never replaced by a gallery (nor the reverse), even with --force; a
+    foreign file only with --force; a device never."""
+    store, gallery = enrolled
+    store_bytes, gallery_bytes = store.read_bytes(), gallery.read_bytes()
+    for args in (["--store", store, "-o", store], ["--store", store, "-o", store, "--force"]):
+        code, out = _run("compress", *args, "--m", 1, "--cv-folds", 0)
+        assert code == 2 and "not an ssgallery gallery but an ssgallery enrollment store" \
+            in out and len(out.splitlines()) == 1, out
+    code, out = _run("enroll", tmp_path / "faces", "--store", gallery, "--force")
+    assert code == 2 and "ssgallery gallery" in out, out
+    assert store.read_bytes() == store_bytes and gallery.read_bytes() == gallery_bytes
+
+    notes = tmp_path / "notes.h5"
+    notes.write_text("my notes\n")
+    code, out = _run("compress", "--store", store, "-o", notes, "--m", 1, "--cv-folds", 0)
+    assert code == 2 and "refusing to replace it unless forced" in out
+    assert notes.read_text() == "my notes\n"
+    assert _run("compress", "--store", store, "-o", notes, "--m", 1, "--cv-folds", 0,
+                "--force")[0] == 0
+    assert notes.read_bytes()[:4] == b"\x89HDF"
+    code, out = _run("compress", "--store", store, "-o", "/dev/null", "--force")
+    assert code == 2 and "/dev/null: is a character device" in out
+
+
+def test_report_files_of_another_kind_are_kept(tmp_path, enrolled):
+    store, _ = enrolled
+    out_dir = tmp_path / "report"
+    out_dir.mkdir()
+    (out_dir / "summary.json").write_text('{"mine": 1}\n')
+    args = ["roc", "--store", store, "--methods", "svm", "--repetitions", 1, "--train-images",
+            2, "--enrolled", 2, "--no-plot", "-o", out_dir]
+    code, out = _run(*args)
+    assert code == 2 and "summary.json: exists and is not an output of this kind" in out, out
+    assert (out_dir / "summary.json").read_text() == '{"mine": 1}\n'
+    assert _run(*args, "--force")[0] == 0
+    assert _run(*args)[0] == 0  # now it is roc's own summary: replaced freely
+
+
+def test_symlinked_output_updates_its_target(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "g.txt").write_text("old")
+    link = tmp_path / "g.txt"
+    link.symlink_to(real / "g.txt")
+    write_text_atomic(link, "new")
+    assert os.path.islink(link) and (real / "g.txt").read_text() == "new"
+    assert _listing(real) == ["g.txt"] and _listing(tmp_path) == ["g.txt", "real"]
+
+
+def test_permission_bits_kept_new_files_follow_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        new = tmp_path / "new.txt"
+        write_text_atomic(new, "x")
+        assert stat.S_IMODE(os.stat(new).st_mode) == 0o644
+        os.chmod(new, 0o640)
+        write_text_atomic(new, "y")
+        assert stat.S_IMODE(os.stat(new).st_mode) == 0o640 and new.read_text() == "y"
+    finally:
+        os.umask(old)
+
+
+def test_stale_temporary_of_a_killed_run_is_removed(tmp_path):
+    """SIGKILL a real writer in the middle of a write; the next writer removes its
+    temporary file and keeps a live process's one."""
+    target = tmp_path / "out.txt"
+    code = textwrap.dedent(f"""
+        import time
+        from ssgallery.formats.atomic import atomic_path
+        with atomic_path({str(target)!r}) as tmp:
+            open(tmp, "wb").write(b"half")
+            print(tmp, flush=True)
+            time.sleep(60)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    tmp = child.stdout.readline().strip()
+    child.kill()
+    child.wait(timeout=10)
+    assert os.path.basename(tmp).startswith("out.txt" + TMP_MARK) and os.path.exists(tmp)
+    live = tmp_path / f"out.txt{TMP_MARK}{os.getppid()}-feed"  # a live process's
+    live.write_bytes(b"")
+    write_text_atomic(target, "done")
+    assert not os.path.exists(tmp) and live.exists() and target.read_text() == "done"
+
+
+def _wait_for(path, text, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and text in path.read_text():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_concurrent_enroll_add_both_land(tmp_path):
+    """Two real `enroll --add` processes on one store: the second waits for the lock,
+    re-reads the store and appends; both clients are in the store at the end."""
+    from ssgallery.formats.store import load_store
+
+    make_faces(tmp_path / "faces", n_clients=3, n_images=4)
+    make_faces(tmp_path / "a", n_clients=1, n_images=4, seed=1, prefix="a")
+    make_faces(tmp_path / "b", n_clients=1, n_images=4, seed=2, prefix="b")
+    store = tmp_path / "e.h5"
+    assert _cli("enroll", tmp_path / "faces", "--store", store).returncode == 0
+    held = filelock.FileLock(f"{store}.lock")
+    held.acquire()  # both runs must wait for it: they truly overlap
+    procs = []
+    try:
+        for name in ("a", "b"):
+            with open(tmp_path / f"{name}.err", "w") as err:
+                procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "ssgallery", "enroll", str(tmp_path / name),
+                     "--add", "--store", str(store)], stdout=subprocess.DEVNULL, stderr=err))
+        for name in ("a", "b"):
+            assert _wait_for(tmp_path / f"{name}.err", "another ssgallery run is writing it")
+        assert all(p.poll() is None for p in procs)
+    finally:
+        held.release()
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    assert sorted(load_store(store).clients) == ["a00", "b00", "c00", "c01", "c02"]
+
+
+def test_lock_timeout_fails_clearly(tmp_path):
+    make_faces(tmp_path / "faces", n_clients=3, n_images=4)
+    store = tmp_path / "e.h5"
+    with filelock.FileLock(f"{store}.lock"):
+        r = _cli("enroll", tmp_path / "faces", "--store", store,
+                 env={"SSGALLERY_LOCK_TIMEOUT": "0.5"})
+    assert r.returncode == 2 and not store.exists()
+    assert r.stderr.strip().splitlines()[-1].startswith(f"ssgallery: error: {store}: another "
+                                                        "ssgallery run has been writing it")
+
+
+SIGNAL_AT_RENAME = """
+import os, signal, sys
+real = os.replace
+def replace(a, b):
+    if b.endswith(".h5"):
+        os.kill(os.getpid(), signal.SIG{when})
+    real(a, b)
+os.replace = replace
+from ssgallery.cli import main
+main(sys.argv[1:], prog_name="ssgallery")
+"""
+
+
+@pytest.mark.parametrize("sig", ["TERM", "INT"])
+def test_signal_during_final_rename_is_truthful(tmp_path, sig):
+    """The signal arrives while the store is being renamed into place: the rename
+    completes (signals are held back around it), exit 130, and the message says the
+    store was replaced."""
+    from ssgallery.formats.store import load_store
+
+    make_faces(tmp_path / "faces", n_clients=3, n_images=4)
+    store = tmp_path / "e.h5"
+    r = subprocess.run([sys.executable, "-c", SIGNAL_AT_RENAME.format(when=sig), "enroll",
+                        str(tmp_path / "faces"), "--store", str(store)],
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 130, r.stderr
+    assert r.stderr.strip() == f"ssgallery: interrupted after writing {store} (complete, " \
+        "replaced)"
+    assert len(load_store(store).clients) == 3
+
+
+def test_written_paths_records_replacements(tmp_path):
+    forget_written()
+    write_text_atomic(tmp_path / "a.txt", "a")
+    with pytest.raises(KeyboardInterrupt), atomic_path(tmp_path / "b.txt"):
+        raise KeyboardInterrupt
+    assert written_paths() == [str(tmp_path / "a.txt")]
+    forget_written()
+    assert written_paths() == []

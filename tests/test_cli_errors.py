@@ -63,7 +63,8 @@ def test_disguised_and_truncated_images(faces, tmp_path):
     with open(good, "wb") as fh:
         fh.write(data[: len(data) // 2])
     _fails(["enroll", faces, "--store", str(tmp_path / "e.h5")], f"{good}: truncated image")
-    assert os.listdir(tmp_path) == ["faces"]  # nothing written
+    # nothing written (the store's lock file stays, as lock files do)
+    assert sorted(os.listdir(tmp_path)) == ["e.h5.lock", "faces"]
 
 
 def test_empty_root_missing_root_and_too_few_images(tmp_path, faces):
@@ -151,7 +152,8 @@ def test_no_files_for_info(tmp_path, monkeypatch):
     _fails(["info"], "no gallery.h5 or enrollment.h5 here")
 
 
-def test_matcher_cmd_usage_errors(faces):
+def test_matcher_cmd_usage_errors(faces, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default store (and its lock) would land here
     _fails(["enroll", faces, "--matcher", "eigenface", "--matcher-cmd", "my-matcher"],
            "--matcher-cmd is for --matcher external, not --matcher eigenface")
     _fails(["enroll", faces, "--matcher", "external"],

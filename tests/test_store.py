@@ -146,4 +146,5 @@ def test_bad_store_files(faces, tmp_path):
         enroll(faces, text)
     assert text.read_text() == "hello\n"
     assert sorted(os.listdir(tmp_path)) == ["corrupt.h5", "faces", "foreign.h5", "good.h5",
-                                            "newer.h5", "text.h5", "truncated.h5"]
+                                            "good.h5.lock", "newer.h5", "text.h5",
+                                            "text.h5.lock", "truncated.h5"]

@@ -240,7 +240,7 @@ def _check_options(m, rho, target_far, lam, solver, init, max_iter=MAX_ITER):
 @single_threaded_blas()
 def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=0.01,
              target_far=0.01, lam=1e-4, solver="varpro", init="auto", clients=None,
-             cv_folds=N_FOLDS, random_state=0, progress=None, max_iter=MAX_ITER):
+             cv_folds=N_FOLDS, random_state=0, progress=None, max_iter=MAX_ITER, force=False):
     """Compress every enrolled client of a store into a gallery.
 
     Parameters
@@ -268,18 +268,21 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
         The learner's iteration cap (varpro: L-BFGS-B iterations; paper: sweeps over
         the m prototypes), default 200. A few (e.g. 4) keep the number of program runs
         of a black-box matcher small.
+    force : bool
+        Replace a file at ``gallery_path`` that is not an ssgallery file. A store, a
+        folder or a special file there is always refused, before any training.
 
     Returns
     -------
     CompressSummary
     """
     from ssgallery.formats.atomic import check_writable
-    from ssgallery.formats.gallery import write_gallery
+    from ssgallery.formats.gallery import FORMAT, write_gallery
     from ssgallery.formats.store import load_store
 
     _check_options(m, rho, target_far, lam, solver, init, max_iter)
     store = load_store(store_path)
-    check_writable(gallery_path)  # fail now, not after training every client
+    check_writable(gallery_path, FORMAT, force)  # fail now, not after training every client
     if isinstance(clients, str):
         clients = [c.strip() for c in clients.split(",") if c.strip()]
     todo = list(store.clients) if clients is None else list(clients)
@@ -340,7 +343,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
                   image_shape=store.image_shape, clients=models,
                   attrs={"target_far": float(target_far), "store": os.path.abspath(store_path),
                          "store_fingerprint": store.fingerprint,
-                         "basis_stale": bool(store.basis_stale)})
+                         "basis_stale": bool(store.basis_stale)}, force=force)
     return CompressSummary(gallery=os.fspath(gallery_path), store=os.fspath(store_path),
                            matcher=store.matcher_name, dimension=int(X.shape[1]),
                            target_far=float(target_far), clients=rows,

@@ -54,10 +54,28 @@ def _scan_subjects(root):
     return sorted(e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
 
 
+@dataclass
+class _Sources:
+    """What both modes of :func:`enroll` start from: the images read and the old store."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    paths: list
+    shas: list
+    roots: list
+    clients: list
+    bg_names: list
+    old: EnrollmentStore = None
+
+
 def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matcher_options=None,
            clients=None, background=None, add=False, strict=False, skip_bad=False, size=None,
-           min_images=2, warn=None, progress=None):
+           min_images=2, warn=None, progress=None, force=False):
     """Scan ``faces_dir/<client>/*``, fit the matcher and write the enrollment store.
+
+    The store's lock (``<store>.lock``) is held from reading the old store to writing
+    the new one, so concurrent runs on one store serialise: a second ``add`` waits,
+    then re-reads the store and appends to it.
 
     Parameters
     ----------
@@ -80,13 +98,48 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
         Passed to :func:`ssgallery.images.ingest.load_faces`.
     progress : callable(str), optional
         Receives a one-line message per stage.
+    force : bool
+        Replace a file at ``store_path`` that is not an ssgallery file (never a gallery).
 
     Returns
     -------
     EnrollSummary
         ``changed`` is False when the store already held exactly this content.
     """
+    from ssgallery.formats.atomic import output_lock
+
     say = progress or (lambda message: None)
+    names = _resolve_names(faces_dir, clients, background)  # bad names: no lock file made
+    with output_lock(store_path, wait=warn or say):
+        src = _read_sources(faces_dir, store_path, names, add=add, strict=strict,
+                            skip_bad=skip_bad, size=size, min_images=min_images, warn=warn,
+                            say=say, force=force)
+        if add:
+            return _add(src, store_path, say)
+        return _enroll_fresh(src, store_path, matcher, matcher_options, say, force)
+
+
+def _old_store(store_path, add, force):
+    """The store at ``store_path`` (None if there is none, or a foreign file to be
+    replaced with ``force``); refuses a gallery or a special file there at once."""
+    from ssgallery.formats.atomic import check_writable, hdf5_format
+    from ssgallery.formats.store import FORMAT
+
+    exists = os.path.exists(store_path)
+    if add and not exists:
+        raise FormatError("no such ssgallery enrollment store to add to (drop --add to "
+                          "create it)", path=store_path)
+    if exists and not add:
+        check_writable(store_path, FORMAT, force)
+        if force and hdf5_format(store_path) != FORMAT:
+            return None  # a foreign file the caller asked to replace
+    # foreign / newer / corrupt -> FormatError, never clobber
+    return load_store(store_path) if exists else None
+
+
+def _resolve_names(faces_dir, clients, background):
+    """(clients, background folder or None, background names) checked against the
+    subfolders of ``faces_dir``."""
     faces_dir = os.fspath(faces_dir)
     clients = _split_names(clients)
     bg_dir, bg_names = None, []
@@ -104,13 +157,15 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
     overlap = sorted(set(clients) & set(bg_names))
     if overlap:
         raise InputError(f"{', '.join(overlap)} named both as client and as background")
+    return clients, bg_dir, bg_names
 
-    old = None
-    if os.path.exists(store_path):
-        old = load_store(store_path)  # foreign / newer / corrupt -> FormatError, never clobber
-    elif add:
-        raise FormatError("no such ssgallery enrollment store to add to (drop --add to "
-                          "create it)", path=store_path)
+
+def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, min_images,
+                  warn, say, force):
+    """The shared front of both modes: old store, images (clients + background)."""
+    faces_dir = os.fspath(faces_dir)
+    clients, bg_dir, bg_names = names
+    old = _old_store(store_path, add, force)
     if add:  # new images take the store's size (resized with a warning unless --strict)
         size = old.image_shape[::-1]
 
@@ -118,8 +173,7 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
     faces = _load(faces_dir, clients + bg_names, size=size, strict=strict, skip_bad=skip_bad,
                   min_images=min_images, warn=warn)
     shape = faces.images.shape[1:]
-    root_abs = os.path.abspath(faces_dir)
-    parts = [(faces, [root_abs] * len(faces.labels))]
+    parts = [(faces, [os.path.abspath(faces_dir)] * len(faces.labels))]
     if bg_dir is not None:
         say(f"reading background {bg_dir}")
         bg = _load(bg_dir, None, size=shape[::-1], strict=strict, skip_bad=skip_bad,
@@ -130,18 +184,19 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
             raise InputError(f"background subject(s) {', '.join(clash[:5])} have the same name "
                              f"as clients", path=bg_dir)
         parts.append((bg, [os.path.abspath(bg_dir)] * len(bg.labels)))
-    images = np.concatenate([p.images for p, _ in parts]).astype(np.float32)
     labels = np.concatenate([np.asarray(p.labels, dtype=str) for p, _ in parts])
-    paths = [str(x) for p, _ in parts for x in p.paths]
-    shas = [str(x) for p, _ in parts for x in p.sha256]
-    roots = [r for _, rs in parts for r in rs]
     present = set(map(str, labels))
-    clients = [c for c in clients if c in present]  # --skip-bad may have dropped a client
-    bg_names = [b for b in bg_names if b in present]
+    return _Sources(
+        images=np.concatenate([p.images for p, _ in parts]).astype(np.float32), labels=labels,
+        paths=[str(x) for p, _ in parts for x in p.paths],
+        shas=[str(x) for p, _ in parts for x in p.sha256],
+        roots=[r for _, rs in parts for r in rs],
+        clients=[c for c in clients if c in present],  # --skip-bad may have dropped a client
+        bg_names=[b for b in bg_names if b in present], old=old)
 
-    if add:
-        return _add(old, store_path, images, labels, paths, shas, roots, clients, bg_names, say)
 
+def _enroll_fresh(src, store_path, matcher, matcher_options, say, force):
+    """Fresh enrolment: fit the matcher on every image, write the store."""
     from ssgallery.matchers import get_matcher_class
 
     cls = get_matcher_class(matcher)
@@ -150,24 +205,28 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
         instance = cls(**options)
     except TypeError as exc:
         raise InputError(f"bad option for matcher '{matcher}': {exc}") from None
-    candidate = EnrollmentStore(images=images, labels=labels, paths=paths, sha256=shas,
-                                roots=roots, clients=clients, background=bg_names,
-                                matcher_name=matcher, matcher_config=instance.get_config(),
-                                matcher_state={})
+    candidate = EnrollmentStore(images=src.images, labels=src.labels, paths=src.paths,
+                                sha256=src.shas, roots=src.roots, clients=src.clients,
+                                background=src.bg_names, matcher_name=matcher,
+                                matcher_config=instance.get_config(), matcher_state={})
+    old = src.old
     if old is not None and old.fingerprint == candidate.fingerprint:
         say("nothing changed: the store already holds exactly these images and settings")
         return _summary(old, store_path, changed=False, new_clients=[])
-    say(f"fitting the {matcher} matcher on {len(images)} images")
-    instance.fit(images)
+    say(f"fitting the {matcher} matcher on {len(src.images)} images")
+    instance.fit(src.images)
     candidate.matcher_config = instance.get_config()
     candidate.matcher_state = instance.get_state()
-    candidate.save(store_path)
-    new = sorted(set(clients) - set(old.clients)) if old is not None else list(clients)
+    candidate.save(store_path, force=force)
+    new = sorted(set(src.clients) - set(old.clients)) if old is not None else list(src.clients)
     return _summary(candidate, store_path, changed=True, new_clients=new, matcher=instance)
 
 
-def _add(old, store_path, images, labels, paths, shas, roots, clients, bg_names, say):
+def _add(src, store_path, say):
     """``--add``: append new subjects, keep the fitted matcher, record that it is stale."""
+    old, images, labels, paths, shas, roots = (src.old, src.images, src.labels, src.paths,
+                                               src.shas, src.roots)
+    clients, bg_names = src.clients, src.bg_names
     known = set(old.clients) | set(old.background)
     old_rows = {}
     for lab, p, h in zip(old.labels, old.paths, old.sha256):

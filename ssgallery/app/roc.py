@@ -49,7 +49,7 @@ def _load_faces_source(faces_dir, store_path, warn):
 def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=None,
         gallery=None, probes=None, methods=("svm", "ssvm", "svm-red", "svm-sel"), m=2,
         n_enrolled=None, n_train=5, repetitions=5, seed=0, n_jobs=1, progress=None,
-        progress_total=None, warn=None, plot=True, identification=True):
+        progress_total=None, warn=None, plot=True, identification=True, force=False):
     """What ``ssgallery roc`` does: score claims, evaluate, write the report folder.
 
     Exactly one source is used: ``scores`` (4-column score files), ``gallery`` +
@@ -62,6 +62,8 @@ def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=
         Called once with the number of client fits before they start (protocol mode).
     identification : bool
         In protocol mode, also search every probe against every client (CMC, DIR).
+    force : bool
+        Replace report files that were not written by ``ssgallery roc``.
     Other parameters: see :func:`ssgallery.biometrics.protocol.run_protocol`.
 
     Returns
@@ -112,7 +114,8 @@ def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=
 
         found = evaluate_identification(searches)
     files = report.write_report(out_dir, tables, summaries, mode=mode, source=source,
-                                config=config, plot=plot, warn=warn, identification=found)
+                                config=config, plot=plot, warn=warn, identification=found,
+                                force=force)
     return {"summaries": summaries, "identification": found, "files": files,
             "source": source, "mode": mode, "config": config}
 

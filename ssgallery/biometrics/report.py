@@ -11,8 +11,9 @@ import numpy as np
 
 from ssgallery.biometrics.scores import scores_filename, write_scores
 from ssgallery.errors import InputError
-from ssgallery.formats.atomic import write_text_atomic
+from ssgallery.formats.atomic import PNG_SIGNATURE, has_prefix, write_text_atomic
 
+SUMMARY_HEAD = b'{\n  "tool": "ssgallery roc"'
 PLOT = "roc.png"
 DET_PLOT = "det.png"
 
@@ -81,12 +82,13 @@ def format_table(summaries):
     return _format_rows(head, rows)
 
 
-def plot_curves(path, summaries, title=None, labels=None, axes="log"):
+def plot_curves(path, summaries, title=None, labels=None, axes="log", force=False):
     """FRR against FAR, one line per method, mean matches in the legend (the paper's
     Fig. 4). ``axes="log"``: log-log axes; ``axes="det"``: a DET plot, both rates on
     normal-deviate axes (probit, ``scipy.special.ndtri``) with rates clipped to
     [1e-4, 1 - 1e-4]. ``labels`` restricts the plot to those method labels.
-    Returns False when matplotlib is missing."""
+    Returns False when matplotlib is missing. An existing file is replaced only when
+    it is a PNG, or with ``force``."""
     try:
         import matplotlib
 
@@ -133,12 +135,13 @@ def plot_curves(path, summaries, title=None, labels=None, axes="log"):
               loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     if title:
         ax.set_title(title if len(title) <= 90 else title[:87] + "...", fontsize=9)
-    save_figure(fig, path)
+    save_figure(fig, path, force)
     return True
 
 
-def save_figure(fig, path):
-    """Save a matplotlib figure as PNG atomically and close it."""
+def save_figure(fig, path, force=False):
+    """Save a matplotlib figure as PNG atomically and close it; an existing file is
+    replaced only when it is a PNG, or with ``force``."""
     import matplotlib.pyplot as plt
 
     from ssgallery.formats.atomic import write_bytes_atomic
@@ -147,7 +150,7 @@ def save_figure(fig, path):
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)
-    write_bytes_atomic(path, buf.getvalue())
+    write_bytes_atomic(path, buf.getvalue(), has_prefix(PNG_SIGNATURE), force)
 
 
 def _probit(rate):
@@ -158,7 +161,7 @@ def _probit(rate):
 
 
 def write_report(out_dir, tables, summaries, *, mode="protocol", source="", config=None,
-                 plot=True, warn=None, identification=None):
+                 plot=True, warn=None, identification=None, force=False):
     """Write the report folder; returns {kind: path}.
 
     Files: ``summary.json``, ``curves.csv``, ``roc.png`` (log axes) and ``det.png``
@@ -166,7 +169,8 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
     ``scores/<method>[-m<m>].r<rep>.txt``; with ``identification`` (summaries of
     :func:`ssgallery.biometrics.identification.evaluate_identification` of the tables'
     full searches), also ``identification/<method>[-m<m>].r<rep>.txt``, ``cmc.png``
-    and the ``identification`` section of ``summary.json``.
+    and the ``identification`` section of ``summary.json``. Existing files are replaced
+    only when they are files of the same kind written by ssgallery, or with ``force``.
     """
     from ssgallery import __version__
 
@@ -179,7 +183,7 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
     if mode != "scores":  # never overwrite the inputs of a --scores run
         for t in tables:
             p = out / "scores" / scores_filename(t)
-            write_scores(p, t)
+            write_scores(p, t, force)
             files["scores"].append(os.fspath(p))
     summary = {"tool": "ssgallery roc", "tool_version": __version__, "mode": mode,
                "source": source, "config": config or {},
@@ -187,9 +191,10 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
     if identification:
         summary["identification"] = identification
     files["summary"] = os.fspath(out / "summary.json")
-    write_text_atomic(files["summary"], json.dumps(summary, indent=2) + "\n")
+    write_text_atomic(files["summary"], json.dumps(summary, indent=2) + "\n",
+                      has_prefix(SUMMARY_HEAD), force)
     files["curves"] = os.fspath(out / "curves.csv")
-    write_text_atomic(files["curves"], format_curves(summaries))
+    write_text_atomic(files["curves"], format_curves(summaries), has_prefix(b"far,"), force)
     searches = [t.search for t in tables if t.search is not None]
     if searches:
         from ssgallery.biometrics.identification import (
@@ -198,14 +203,15 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
         )
 
         summary["identification"] = evaluate_identification(searches)
-        write_text_atomic(files["summary"], json.dumps(summary, indent=2) + "\n")
+        write_text_atomic(files["summary"], json.dumps(summary, indent=2) + "\n",
+                          has_prefix(SUMMARY_HEAD), force)
         files.update(write_identification(out, searches, summary["identification"],
                                           plot=plot))
     if plot:
         title = f"{source} ({mode})" if source else None
-        if plot_curves(out / PLOT, summaries, title=title):
+        if plot_curves(out / PLOT, summaries, title=title, force=force):
             files["plot"] = os.fspath(out / PLOT)
-            plot_curves(out / DET_PLOT, summaries, title=title, axes="det")
+            plot_curves(out / DET_PLOT, summaries, title=title, axes="det", force=force)
             files["det_plot"] = os.fspath(out / DET_PLOT)
         elif warn:
             warn("matplotlib is not installed; skipped the plot (pip install matplotlib)")

@@ -22,7 +22,7 @@ from urllib.parse import unquote
 import numpy as np
 
 from ssgallery.errors import InputError
-from ssgallery.formats.atomic import write_text_atomic
+from ssgallery.formats.atomic import has_prefix, write_text_atomic
 from ssgallery.formats.textfile import read_lines
 
 MAGIC = "ssgallery-scores"
@@ -99,9 +99,10 @@ def format_scores(table):
     return out.getvalue()
 
 
-def write_scores(path, table):
-    """Write one score file atomically."""
-    write_text_atomic(path, format_scores(table))
+def write_scores(path, table, force=False):
+    """Write one score file atomically; an existing file is replaced only when it is a
+    score file written by ssgallery, or with ``force``."""
+    write_text_atomic(path, format_scores(table), has_prefix(f"# {MAGIC} ".encode()), force)
 
 
 def _meta(text):

@@ -16,34 +16,62 @@ class _Group(click.Group):
 
     def invoke(self, ctx):
         from ssgallery.errors import SsgalleryError
+        from ssgallery.formats.atomic import forget_written
 
+        forget_written()
+        _signalled.clear()
         previous = _on_sigterm_interrupt()
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
         except SsgalleryError as exc:
             click.echo(f"ssgallery: error: {exc}", err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:
-            click.echo("ssgallery: interrupted; nothing was written", err=True)
-            sys.exit(130)
+            _exit_interrupted()
+        except click.exceptions.Exit:
+            if _signalled:  # an interrupt swallowed by a library (e.g. inside h5py)
+                _exit_interrupted()
+            raise
         except OSError as exc:  # safety net: permissions, full disk, vanished files
             where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
             click.echo(f"ssgallery: error: {where}{exc.strerror or exc}", err=True)
             sys.exit(2)
         finally:
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
+            for signum, handler in (previous or {}).items():
+                signal.signal(signum, handler)
+        if _signalled:
+            _exit_interrupted()
+        return result
+
+
+_signalled = set()  # signals received during this command
+
+
+def _exit_interrupted():
+    """Exit 130 saying truthfully which outputs were replaced before the interrupt."""
+    from ssgallery.formats.atomic import written_paths
+
+    done = written_paths()
+    if done:
+        click.echo(f"ssgallery: interrupted after writing {', '.join(done)} (complete, "
+                   f"replaced)", err=True)
+    else:
+        click.echo("ssgallery: interrupted; nothing was written", err=True)
+    sys.exit(130)
 
 
 def _raise_interrupt(signum, frame):
+    _signalled.add(signum)
     raise KeyboardInterrupt
 
 
 def _on_sigterm_interrupt():
     """SIGTERM behaves like Ctrl-C (finally-blocks run: temporary folders and matcher
-    processes are cleaned up); returns the previous handler (None off the main thread)."""
+    processes are cleaned up), and both are remembered so that an interrupt a library
+    swallows still ends the command with 130; returns the previous handlers (None off
+    the main thread)."""
     try:
-        return signal.signal(signal.SIGTERM, _raise_interrupt)
+        return {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGTERM, signal.SIGINT)}
     except ValueError:  # not the main thread
         return None
 

@@ -47,9 +47,11 @@ def _parse_m(ctx, param, value):
               help="Learner iterations: L-BFGS-B steps (varpro) or sweeps over the m "
               "prototypes (paper); a few (e.g. 4) for slow external matchers.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--force", is_flag=True, help="Replace an existing -o file that is not an "
+              "ssgallery gallery (never a store, a folder or a device).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_folds, max_iter,
-            seed, as_json):
+            seed, force, as_json):
     """Train each client's SVM, distil it into m virtual prototypes, write the gallery.
 
     Per enrolled client: a one-vs-all SVM on the matcher's similarity (C by 5-fold CV),
@@ -81,7 +83,8 @@ def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_f
     try:
         summary = compress(store, gallery, m=m, rho=rho, target_far=target_far, lam=lam,
                            solver=solver, init=init, clients=clients, cv_folds=cv_folds,
-                           random_state=seed, progress=progress, max_iter=max_iter)
+                           random_state=seed, progress=progress, max_iter=max_iter,
+                           force=force)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

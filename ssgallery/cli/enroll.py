@@ -88,9 +88,11 @@ def _external_command(matcher, matcher_cmd, options, add):
               help="Common image size [the first image's].")
 @click.option("--min-images", type=click.IntRange(1), default=2, show_default=True,
               help="Fewest images a client folder may have.")
+@click.option("--force", is_flag=True, help="Replace an existing --store file that is not an "
+              "ssgallery enrollment store (never a gallery, a folder or a device).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_options, clients,
-            background, add, strict, skip_bad, size, min_images, as_json):
+            background, add, strict, skip_bad, size, min_images, force, as_json):
     """Read FACES_DIR/<client>/*.{pgm,png,jpg,...}, fit the matcher, write the store.
 
     The store (HDF5) keeps the normalised images, client ids, each file's path and
@@ -120,7 +122,8 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
 
     summary = enroll(faces_dir, store, matcher=matcher, matcher_options=options,
                      clients=clients, background=background, add=add, strict=strict,
-                     skip_bad=skip_bad, size=size, min_images=min_images, warn=warn)
+                     skip_bad=skip_bad, size=size, min_images=min_images, warn=warn,
+                     force=force)
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2))
         return

@@ -61,9 +61,12 @@ def _parse_methods(ctx, param, value):
               help="Protocol mode: also search every probe against every client (closed-set "
               "CMC, open-set DIR at FAR 1 %, cmc.png, identification/*.txt).")
 @click.option("--no-plot", is_flag=True, help="Do not draw the plots.")
+@click.option("--force", is_flag=True, help="Replace report files that were not written by "
+              "ssgallery roc (never a folder or a device).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def command(paths, store, enrolled, train_images, repetitions, seed, m, methods, out_dir,
-            scores, gallery, probes, jobs, identification, no_plot, as_json):
+            scores, gallery, probes, jobs, identification, no_plot, force,
+            as_json):
     """Measure what compression costs: FRR/FAR curves, EER and matches per claim.
 
     Runs the paper's protocol (Sect. IV-A) on FACES_DIR (default: the enrollment
@@ -114,7 +117,7 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
                      n_enrolled=enrolled, n_train=train_images, repetitions=repetitions,
                      seed=seed, n_jobs=jobs, progress=progress, progress_total=total,
                      warn=lambda msg: click.echo(f"ssgallery: warning: {msg}", err=True),
-                     plot=not no_plot, identification=identification)
+                     plot=not no_plot, identification=identification, force=force)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

@@ -1,70 +1,329 @@
-"""Atomic file writes (DESIGN.md §5): temporary file in the same folder, flush, fsync,
-rename. A crash or Ctrl-C never leaves a half-written output behind."""
+"""The one file writer of ssgallery (DESIGN.md §5): nothing half-written, nothing lost.
+
+Every output (store, gallery, report files, montages) is written by :func:`atomic_path`:
+
+- **same kind only**: an existing output is replaced only by an output of the same kind
+  (:func:`check_writable`): a store is never replaced by a gallery nor the reverse, a
+  file that is not an ssgallery output of that kind only with ``force``, a device node,
+  FIFO, socket or folder never;
+- **atomic**: the whole file is written to a temporary file beside the (symlink-resolved)
+  target, flushed, fsynced and renamed onto it; a symlinked output updates its target;
+- **permissions**: an existing output keeps its permission bits; a new one follows the
+  umask (like any file the user creates);
+- **locks**: writers of the same store or gallery take ``<target>.lock`` (the
+  ``filelock`` package); :func:`output_lock` lets a read-modify-write (``enroll --add``)
+  hold it from the read to the rename;
+- **stale temporary files** (``<name>.ssgallery-tmp-<pid>-<token>``) of a run that died
+  (SIGKILL, power loss) are removed by the next writer of the same output;
+- **signals**: SIGINT/SIGTERM are held back around the final rename, and every completed
+  replacement is recorded (:func:`written_paths`) so that an interrupted command can
+  say truthfully whether its output was replaced.
+"""
 
 import contextlib
 import os
-import tempfile
+import secrets
+import signal
+import stat
+import threading
 
-from ssgallery.errors import SsgalleryError
+from ssgallery.errors import FormatError, SsgalleryError
+
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+TMP_MARK = ".ssgallery-tmp-"
+LOCK_TIMEOUT_ENV = "SSGALLERY_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT = 600.0
+
+_written = []  # targets replaced since forget_written(), in order
+_locks = {}  # lock file path -> filelock.FileLock (reentrant per instance)
+_locks_guard = threading.Lock()
 
 
-def check_writable(path):
-    """Raise :class:`SsgalleryError` unless a file can be created at ``path``.
+# --------------------------------------------------------------------------- kinds
+def _special_name(mode):
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
-    Called before long work so that a bad output path fails at once, not after it.
+
+def hdf5_format(path):
+    """The ``format`` attribute of an HDF5 file, "" for HDF5 without it, None for a
+    file that is not a readable HDF5 file."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+        if head != HDF5_SIGNATURE:  # ssgallery never writes a user block
+            return None
+        import h5py
+
+        with h5py.File(path, "r") as f:
+            value = f.attrs.get("format", "")
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _kind_label(fmt):
+    labels = {"ssgallery-enrollment": "an ssgallery enrollment store",
+              "ssgallery-gallery": "an ssgallery gallery"}
+    return labels.get(fmt, f"a '{fmt}' file")
+
+
+def check_writable(path, kind=None, force=False):
+    """Raise :class:`SsgalleryError` unless an output of ``kind`` may be written at ``path``.
+
+    Called before long work so that a bad output fails at once, and again by
+    :func:`atomic_path` just before writing.
+
+    Parameters
+    ----------
+    path : str or Path
+    kind : str, callable or None
+        str: the ssgallery HDF5 format tag the output will carry (e.g.
+        ``"ssgallery-gallery"``); an existing file is of the same kind when it carries
+        the same tag. callable(path) -> bool: True when the existing file is an output
+        of the same kind (e.g. a PNG signature). None: any regular file is replaced.
+    force : bool
+        Replace an existing regular file that is not an output of the same kind. Never
+        replaces another kind of ssgallery file, a folder or a special file.
     """
-    if os.path.isdir(path):
+    path = os.fspath(path)
+    try:
+        st = os.stat(path)  # follows a symlink: the target is what would be replaced
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise SsgalleryError(f"cannot write it ({exc.strerror})", path=path) from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
         raise SsgalleryError("is a folder, expected a file name", path=path)
-    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+    target = os.path.realpath(path)
+    folder = os.path.dirname(target)
     if not os.path.isdir(folder):
         raise SsgalleryError("folder does not exist", path=folder)
     if not os.access(folder, os.W_OK | os.X_OK):
         raise SsgalleryError("folder is not writable", path=folder)
+    if st is None:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise SsgalleryError(f"is {_special_name(st.st_mode)}; refusing to replace it",
+                             path=path)
+    if kind is None:
+        return
+    if callable(kind):
+        if not kind(target) and not force:
+            raise SsgalleryError("exists and is not an output of this kind; refusing to "
+                                 "replace it unless forced", path=path)
+        return
+    found = hdf5_format(target)
+    if found == kind:
+        return
+    if found and found.startswith("ssgallery"):
+        raise FormatError(f"not {_kind_label(kind)} but {_kind_label(found)}; refusing to "
+                          f"replace it, even forced (choose another name)", path=path)
+    if not force:
+        raise FormatError(f"not {_kind_label(kind)} (not written by ssgallery); refusing to "
+                          f"replace it unless forced", path=path)
+
+
+def has_prefix(*prefixes):
+    """A ``kind`` for :func:`check_writable`: the existing file starts with one of
+    ``prefixes`` (bytes), e.g. the PNG signature."""
+
+    def same_kind(path):
+        with contextlib.suppress(OSError), open(path, "rb") as handle:
+            head = handle.read(max(len(p) for p in prefixes))
+            return any(head.startswith(p) for p in prefixes)
+        return False
+
+    return same_kind
+
+
+# --------------------------------------------------------------------------- locks
+def _lock_timeout():
+    try:
+        return float(os.environ.get(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT))
+    except ValueError:
+        return DEFAULT_LOCK_TIMEOUT
 
 
 @contextlib.contextmanager
-def atomic_path(path):
-    """Yield a temporary path beside ``path``; on success it replaces ``path``.
+def output_lock(path, wait=None):
+    """Hold ``<target>.lock`` (``target`` = ``path`` with symlinks resolved).
+
+    Reentrant in one thread (the store writer inside ``enroll --add`` takes it again).
+    Waits up to ``$SSGALLERY_LOCK_TIMEOUT`` seconds (default 600) for another run;
+    ``wait(message)`` is called once if it has to wait. Raises :class:`SsgalleryError`
+    when the lock cannot be had.
+    """
+    import filelock
+
+    name = os.path.realpath(os.fspath(path)) + ".lock"
+    with _locks_guard:
+        lock = _locks.setdefault(name, filelock.FileLock(name))
+    try:
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            if wait is not None:
+                wait(f"{path}: another ssgallery run is writing it; waiting for it to finish")
+            lock.acquire(timeout=_lock_timeout())
+    except filelock.Timeout:
+        raise SsgalleryError(f"another ssgallery run has been writing it for more than "
+                             f"{_lock_timeout():g} s (lock {name}); try again later",
+                             path=path) from None
+    except OSError as exc:
+        raise SsgalleryError(f"cannot take the lock {name} ({exc.strerror})",
+                             path=path) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+# --------------------------------------------------------------------------- temporaries
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def remove_stale_temporaries(target):
+    """Remove ``<target>.ssgallery-tmp-<pid>-*`` files whose process is dead; returns
+    the removed paths."""
+    folder, base = os.path.split(target)
+    prefix = base + TMP_MARK
+    removed = []
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if not entry.name.startswith(prefix) or not entry.is_file(follow_symlinks=False):
+                continue
+            pid = entry.name[len(prefix):].split("-", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    removed.append(entry.path)
+    return removed
+
+
+def _create_temporary(target, shown):
+    folder, base = os.path.split(target)
+    tmp = os.path.join(folder, f"{base}{TMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
+    try:  # mode 0666 minus the umask, like any new file of the user
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666))
+    except OSError as exc:
+        raise SsgalleryError(f"cannot write {os.path.basename(shown)} here ({exc.strerror})",
+                             path=folder) from None
+    return tmp
+
+
+# --------------------------------------------------------------------------- the writer
+def written_paths():
+    """Outputs replaced (renamed into place) since the last :func:`forget_written`."""
+    return list(_written)
+
+
+def forget_written():
+    _written.clear()
+
+
+@contextlib.contextmanager
+def _signals_deferred():
+    """Hold SIGINT/SIGTERM back for the duration (main thread), then deliver them.
+
+    Blocking with ``signal.pthread_sigmask`` alone is not enough in CPython: the
+    kernel hands a process-directed signal to any thread that does not block it (BLAS
+    and HDF5 threads do not), and the Python handler then runs in the main thread at
+    the next bytecode, i.e. in the middle of the rename. So the Python-level handlers
+    are swapped for one that only records the signal.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending = []
+    watched = (signal.SIGINT, signal.SIGTERM)
+    old = {s: signal.signal(s, lambda signum, frame: pending.append(signum)) for s in watched}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        for s in dict.fromkeys(pending):
+            signal.raise_signal(s)  # the restored handler runs now
+
+
+def _fsync(path, flags=os.O_RDONLY):
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _install(tmp, target, shown):
+    """fsync ``tmp``, give it the mode of the output it replaces, rename it onto
+    ``target`` with SIGINT/SIGTERM held back, record the replacement."""
+    _fsync(tmp)
+    with contextlib.suppress(FileNotFoundError):
+        st = os.stat(target)
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        if hasattr(os, "chown") and os.geteuid() == 0:
+            with contextlib.suppress(OSError):
+                os.chown(tmp, st.st_uid, st.st_gid)
+    with _signals_deferred():
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise SsgalleryError(f"cannot write it ({exc.strerror})", path=shown) from None
+        _written.append(shown)
+    with contextlib.suppress(OSError):
+        _fsync(os.path.dirname(target))
+
+
+@contextlib.contextmanager
+def atomic_path(path, kind=None, force=False, lock=False):
+    """Yield a temporary path beside ``path``'s target; on success it replaces it.
 
     The caller writes the whole file to the yielded path (e.g. with ``h5py.File(tmp,
     "w")``) and closes it inside the ``with`` block. On any exception, including
-    ``KeyboardInterrupt``, the temporary file is removed and ``path`` is untouched.
+    ``KeyboardInterrupt``, the temporary file is removed and the output is untouched.
+
+    Parameters
+    ----------
+    path : str or Path
+        The output; a symlink is followed (its target is replaced).
+    kind, force
+        See :func:`check_writable`.
+    lock : bool
+        Hold ``<target>.lock`` while writing (stores and galleries).
     """
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise SsgalleryError(f"cannot write {os.path.basename(path)} here ({exc.strerror})",
-                             path=folder) from None
-    os.close(fd)
-    try:
-        yield tmp
-        with open(tmp, "rb+") as handle:
-            handle.flush()
-            os.fsync(handle.fileno())
+    shown = os.fspath(path)
+    target = os.path.realpath(shown)
+    with output_lock(shown) if lock else contextlib.nullcontext():
+        check_writable(shown, kind, force)
+        remove_stale_temporaries(target)
+        tmp = _create_temporary(target, shown)
         try:
-            os.replace(tmp, path)
-        except OSError as exc:
-            raise SsgalleryError(f"cannot write it ({exc.strerror})", path=path) from None
-        with contextlib.suppress(OSError):
-            dir_fd = os.open(folder, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+            yield tmp
+            _install(tmp, target, shown)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
 
-def write_bytes_atomic(path, data):
+def write_bytes_atomic(path, data, kind=None, force=False):
     """Write ``data`` (bytes) to ``path`` atomically."""
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+    with atomic_path(path, kind, force) as tmp, open(tmp, "wb") as handle:
         handle.write(data)
 
 
-def write_text_atomic(path, text):
+def write_text_atomic(path, text, kind=None, force=False):
     """Write ``text`` (str, UTF-8) to ``path`` atomically."""
-    write_bytes_atomic(path, text.encode("utf-8"))
+    write_bytes_atomic(path, text.encode("utf-8"), kind, force)

@@ -122,7 +122,7 @@ class Gallery:
 
 
 def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_shape,
-                  clients, attrs=None):
+                  clients, attrs=None, force=False):
     """Write a gallery atomically (a crash or Ctrl-C leaves ``path`` untouched).
 
     Parameters
@@ -137,13 +137,16 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
     clients : list of ClientModel
     attrs : dict, optional
         Extra root attributes (numbers / strings), e.g. target_far, store.
+    force : bool
+        Replace an existing file that is not an ssgallery file (never a store: see
+        :func:`ssgallery.formats.atomic.check_writable`).
     """
     import h5py
 
     from ssgallery import __version__
     from ssgallery.formats.atomic import atomic_path
 
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+    with atomic_path(path, FORMAT, force, lock=True) as tmp, h5py.File(tmp, "w") as f:
         f.attrs["format"] = FORMAT
         f.attrs["format_version"] = FORMAT_VERSION
         f.attrs["tool_version"] = __version__

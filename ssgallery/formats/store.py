@@ -87,8 +87,13 @@ class EnrollmentStore:
         return build_matcher(self.matcher_name, self.matcher_config, self.matcher_state,
                              self.path)
 
-    def save(self, path):
-        """Write the store to ``path`` atomically."""
+    def save(self, path, force=False):
+        """Write the store to ``path`` atomically, holding its lock.
+
+        An existing file at ``path`` is replaced only when it is an enrollment store, or
+        with ``force`` when it is not an ssgallery file (never a gallery: see
+        :func:`ssgallery.formats.atomic.check_writable`).
+        """
         import h5py
 
         from ssgallery import __version__
@@ -101,7 +106,7 @@ class EnrollmentStore:
         else:
             images = images.astype(np.float32)
         strings = h5py.string_dtype()
-        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        with atomic_path(path, FORMAT, force, lock=True) as tmp, h5py.File(tmp, "w") as f:
             f.attrs["format"] = FORMAT
             f.attrs["format_version"] = FORMAT_VERSION
             f.attrs["tool_version"] = __version__

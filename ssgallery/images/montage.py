@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ssgallery.errors import InputError
-from ssgallery.formats.atomic import atomic_path
+from ssgallery.formats.atomic import PNG_SIGNATURE, atomic_path, has_prefix
 
 GENUINE = (30, 150, 60)     # green border: beta > 0
 IMPOSTOR = (200, 40, 40)    # red border: beta < 0
@@ -112,6 +112,6 @@ def save_montage(path, images, beta, title=None, **kwargs):
     if not path.parent.is_dir():
         raise InputError("folder does not exist", path=path.parent)
     img = prototype_montage(images, beta, title=title, **kwargs)
-    with atomic_path(path) as tmp:
+    with atomic_path(path, has_prefix(PNG_SIGNATURE) if fmt == "PNG" else None) as tmp:
         img.save(tmp, format=fmt)
     return path
