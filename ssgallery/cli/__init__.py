@@ -86,6 +86,7 @@ def main():
       ssgallery enroll faces/          # faces/<client>/*.pgm|png|jpg -> enrollment.h5
       ssgallery compress --m 2         # per-client SVM -> 2 virtual prototypes -> gallery.h5
       ssgallery verify probe.png --claim 17   # m matches; exit 0 accept, 1 reject
+      ssgallery identify probe.png --top 5    # 1:N search over every client
       ssgallery roc                    # FRR/FAR, EER, matches per claim vs baselines
       ssgallery info                   # clients, m, bytes per client vs the full SVM
       ssgallery show --claim 17 -o protos.png
@@ -97,7 +98,7 @@ def main():
 def _register():
     import importlib
 
-    for module in ("enroll", "compress", "verify", "info", "show", "synth", "roc"):
+    for module in ("enroll", "compress", "verify", "identify", "info", "show", "synth", "roc"):
         try:
             mod = importlib.import_module(f".{module}", __name__)
         except ModuleNotFoundError as exc:  # a command still being built

@@ -12,6 +12,8 @@ Layout (format ``ssgallery-gallery``, :data:`FORMAT_VERSION`)::
                             beta (m,); attrs intercept, threshold, similarity (JSON),
                             provenance (m, lambda, solver, init, omega, ...),
                             normalization (JSON, e.g. {"kind": "znorm", "mean", "std", "n"})
+    /index                  every client's model stacked for 1:N search
+                            (:mod:`ssgallery.formats.search_index`)
 
 No face image of any client is stored, only virtual prototypes. Nothing is pickled:
 :func:`read_client` reads the header, the matcher state and one client group with h5py
@@ -33,6 +35,7 @@ from ssgallery.formats.hdf5 import (
     read_state,
     write_state,
 )
+from ssgallery.formats.search_index import read_index, write_index
 
 FORMAT = "ssgallery-gallery"
 FORMAT_VERSION = 1
@@ -160,6 +163,7 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
         group = f.create_group("clients")
         for model in clients:
             _write_client(group.create_group(model.client_id), model)
+        write_index(f, clients)
 
 
 def _write_client(g, model):
@@ -267,6 +271,29 @@ def read_client(path, client_id, *, images=False, matcher=True):
     model.header = header
     model.matcher = build_matcher(matcher_name, matcher_config, state, path) if matcher else None
     return model
+
+
+def read_search(path):
+    """Read what a 1:N search needs: the header, the matcher and the stacked index
+    (:mod:`ssgallery.formats.search_index`), in a few contiguous reads.
+
+    Returns
+    -------
+    index : SearchIndex
+    matcher : Matcher
+    header : dict
+    """
+    path = os.fspath(path)
+    with open_checked(path, FORMAT, FORMAT_VERSION, "ssgallery gallery",
+                      hint=" (run 'ssgallery compress' first)") as f:
+        try:
+            header = _header(f)
+            index = read_index(f, path)
+            state = read_state(f["matcher"])
+        except (KeyError, ValueError, TypeError, OSError) as exc:
+            raise FormatError(f"corrupt gallery: {exc}", path=path) from None
+    matcher = build_matcher(header["matcher"], json.loads(header["matcher_config"]), state, path)
+    return index, matcher, header
 
 
 def read_gallery(path, *, arrays=False):

@@ -1,0 +1,123 @@
+"""``identify``: 1:N search, "who is this, if anyone?", over a compressed gallery.
+
+Every probe is scored against every client in one similarity block over the gallery's
+stacked search index (:mod:`ssgallery.formats.search_index`): N x m matches per probe.
+Candidates are ranked on Z-normalised scores when every client has its normalisation
+(so that scores of different clients are comparable), else on raw scores; the output
+says which. In the open set, the top candidate is reported only when its raw score
+passes that client's own verification threshold; otherwise the probe is "unknown".
+
+On a light path like ``verify``: numpy, h5py, PIL and the matcher only.
+"""
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ssgallery.errors import InputError
+
+
+@dataclass
+class Candidate:
+    """One client in a probe's ranked list."""
+
+    client: str
+    rank: int
+    score: float
+    normalized: float
+    threshold: float
+    passes: bool
+
+    def to_dict(self):
+        return dict(self.__dict__)
+
+
+@dataclass
+class IdentifyResult:
+    """One probe's search result: ``identified`` is a client id or None (unknown)."""
+
+    probe: str
+    identified: object
+    candidates: list = field(default_factory=list)
+
+    def to_dict(self):
+        return {"probe": self.probe, "identified": self.identified,
+                "candidates": [c.to_dict() for c in self.candidates]}
+
+
+def rank_clients(index, scores, top):
+    """Candidates of each probe: the ``top`` best clients on normalised scores.
+
+    Parameters
+    ----------
+    index : SearchIndex
+    scores : ndarray, shape (n, N)
+        Raw scores g_k(x).
+    top : int
+
+    Returns
+    -------
+    list (n) of list of Candidate
+    """
+    normalized = index.normalize(scores)
+    top = min(int(top), index.n_clients)
+    # ties broken by client order (stable sort on the negated scores)
+    order = np.argsort(-normalized, axis=1, kind="stable")[:, :top]
+    out = []
+    for i, row in enumerate(order):
+        out.append([Candidate(client=str(index.client_ids[k]), rank=r + 1,
+                              score=float(scores[i, k]), normalized=float(normalized[i, k]),
+                              threshold=float(index.threshold[k]),
+                              passes=bool(scores[i, k] >= index.threshold[k]))
+                    for r, k in enumerate(row)])
+    return out
+
+
+def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=None):
+    """Search probe images among every client of a gallery.
+
+    Parameters
+    ----------
+    gallery_path : str or Path
+    probes : list of str or Path
+        Probe image files; scored in one batch.
+    top : int
+        Candidates to return per probe.
+    open_set : bool
+        Report "unknown" (``identified = None``) when the best candidate does not pass
+        its client's threshold; in the closed set the best candidate is always returned.
+    strict, warn
+        As for :func:`ssgallery.app.verify.verify`.
+
+    Returns
+    -------
+    results : list of IdentifyResult
+        In the order of ``probes``.
+    ranking : str
+        ``"znorm"`` when candidates are ranked on Z-normalised scores, else ``"raw"``.
+    """
+    from ssgallery.formats.gallery import read_search
+    from ssgallery.images.ingest import default_warn, load_image_list
+
+    probes = [os.fspath(p) for p in probes]
+    if not probes:
+        raise InputError("no probe images given")
+    if int(top) < 1:
+        raise InputError(f"the number of candidates must be at least 1, got {top}")
+    index, matcher, header = read_search(gallery_path)
+    if index.n_clients == 0:
+        raise InputError("the gallery has no clients", path=gallery_path)
+    h, w = (int(v) for v in header["image_shape"])
+    images = load_image_list(probes, size=(w, h), strict=strict, warn=warn or default_warn)
+    features = matcher.transform(np.asarray(images, dtype=np.float32))
+    scores = index.decision_function(features, matcher.similarity())
+    results = []
+    for probe, candidates in zip(probes, rank_clients(index, scores, top)):
+        best = candidates[0]
+        found = best.client if (best.passes or not open_set) else None
+        results.append(IdentifyResult(probe=probe, identified=found, candidates=candidates))
+    return results, ("znorm" if index.normalized else "raw")
+
+
+__all__ = ["Candidate", "IdentifyResult", "identify", "rank_clients"]

@@ -1,0 +1,78 @@
+"""``ssgallery identify``: who is this, if anyone? Exit 0 if every probe is identified,
+1 if any is unknown (open set), 2 on error."""
+
+import click
+
+
+@click.command("identify")
+@click.argument("probes", nargs=-1, type=click.Path())
+@click.option("--gallery", default="gallery.h5", show_default=True, metavar="FILE",
+              help="Gallery written by `ssgallery compress`.")
+@click.option("--top", type=click.IntRange(min=1), default=5, show_default=True, metavar="K",
+              help="Candidates shown per probe.")
+@click.option("--open-set", is_flag=True, help="Say 'unknown' when the best candidate does "
+              "not pass its client's threshold (default: closed set, always a best match).")
+@click.option("--list", "list_file", default=None, type=click.Path(), metavar="FILE",
+              help="Also search the probes listed in FILE (one path per line).")
+@click.option("--strict", is_flag=True, help="Refuse probes of another size than the "
+              "gallery's instead of resizing them.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.pass_context
+def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json):
+    """Search PROBE images among every client of the gallery.
+
+    Each probe is scored against every client (N x m matches) in one batch and the
+    best K clients are listed. Scores of different clients are ranked after each
+    client's Z-normalisation when the gallery has it (the output says "ranking:
+    znorm" or "ranking: raw"). With --open-set, a probe whose best candidate does not
+    pass that client's verification threshold is "unknown".
+    Exit status: 0 every probe identified, 1 some unknown, 2 error.
+
+    \b
+    Examples:
+      ssgallery identify probe.png
+      ssgallery identify probes/*.png --top 3 --open-set
+      ssgallery identify --list probes.txt --gallery site.h5 --json
+    """
+    from ssgallery.app.identify import identify
+    from ssgallery.app.verify import read_probe_list
+    from ssgallery.errors import InputError
+
+    paths = list(probes)
+    if list_file is not None:
+        paths += read_probe_list(list_file)
+    if not paths:
+        raise InputError("no probe images given (PROBE arguments or --list FILE)")
+
+    def warn(message):
+        click.echo(f"ssgallery: warning: {message}", err=True)
+
+    results, ranking = identify(gallery, paths, top=top, open_set=open_set, strict=strict,
+                                warn=warn)
+    everyone = all(r.identified is not None for r in results)
+    if as_json:
+        import json
+
+        click.echo(json.dumps({"gallery": gallery, "ranking": ranking, "open_set": open_set,
+                               "all_identified": everyone,
+                               "results": [r.to_dict() for r in results]}, indent=2))
+    else:
+        click.echo(_format(results, ranking))
+    ctx.exit(0 if everyone else 1)
+
+
+def _format(results, ranking):
+    lines = [f"ranking: {ranking}"]
+    for r in results:
+        verdict = f"IDENTIFIED {r.identified}" if r.identified is not None else "UNKNOWN"
+        lines.append(f"{_safe(r.probe)}  {verdict}")
+        for c in r.candidates:
+            mark = ">=" if c.passes else "< "
+            lines.append(f"  {c.rank:>3}. {_safe(c.client):<20} normalised {c.normalized:+8.3f}"
+                         f"  score {c.score:+.4f} {mark} threshold {c.threshold:+.4f}")
+    return "\n".join(lines)
+
+
+def _safe(text):
+    """Control characters escaped, so a file name cannot print a fake result line."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text))

@@ -1,0 +1,162 @@
+"""The gallery's search index: every client's model stacked for 1:N identification.
+
+Layout (group ``/index`` of a gallery, written by
+:func:`ssgallery.formats.gallery.write_gallery` from the client models)::
+
+    /index/client_ids      (N,) UTF-8 strings, the order of every per-client array
+    /index/prototypes      (P, d) float64, all clients' prototypes, client after client
+    /index/beta            (P,) float64
+    /index/offsets         (N + 1,) int64: client k owns rows offsets[k]:offsets[k+1]
+    /index/intercept       (N,) float64
+    /index/threshold       (N,) float64
+    /index/gamma           (N,) float64: the client's RBF gamma, NaN for the matcher's own
+    /index/norm_mean, norm_std   (N,) float64: Z-norm parameters, NaN when absent
+
+Reading it for a search is a handful of contiguous reads whatever N (no group per
+client is opened), and scoring a batch of probes is one similarity block (n, P) and
+one segment sum: g_k(x) = sum_{j in k} beta_j s(x, z_j) + b_k (Eq. 1).
+Numpy and h5py only (on the ``identify`` path).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ssgallery.errors import FormatError
+
+GROUP = "index"
+_ARRAYS = ("prototypes", "beta", "offsets", "intercept", "threshold", "gamma", "norm_mean",
+           "norm_std")
+
+
+@dataclass
+class SearchIndex:
+    """All clients' models, stacked (see the module docstring for the arrays)."""
+
+    client_ids: np.ndarray
+    prototypes: np.ndarray
+    beta: np.ndarray
+    offsets: np.ndarray
+    intercept: np.ndarray
+    threshold: np.ndarray
+    gamma: np.ndarray
+    norm_mean: np.ndarray
+    norm_std: np.ndarray
+
+    @property
+    def n_clients(self):
+        return len(self.client_ids)
+
+    @property
+    def normalized(self):
+        """True when every client has Z-norm parameters (scores comparable across clients)."""
+        return bool(np.all(np.isfinite(self.norm_mean)) and np.all(self.norm_std > 0))
+
+    def decision_function(self, features, similarity=None):
+        """g_k(x) of every probe for every client, shape (n, N).
+
+        Parameters
+        ----------
+        features : ndarray, shape (n, d)
+            Probes in the matcher space.
+        similarity : callable (X, Z) -> (n, P), optional
+            Used for clients without an RBF gamma (the matcher's own similarity).
+        """
+        X = np.asarray(features, dtype=float)
+        owner = np.repeat(np.arange(self.n_clients), np.diff(self.offsets))
+        gamma = self.gamma[owner]
+        rbf = np.isfinite(gamma)
+        S = np.empty((len(X), len(self.beta)))
+        if rbf.any():
+            Z = self.prototypes[rbf]
+            d2 = ((X * X).sum(1)[:, None] - 2.0 * X @ Z.T + (Z * Z).sum(1)[None, :])
+            S[:, rbf] = np.exp(-gamma[rbf] * np.maximum(d2, 0.0))
+        if not rbf.all():
+            if similarity is None:
+                raise FormatError("the search index needs the matcher's similarity")
+            S[:, ~rbf] = similarity(X, self.prototypes[~rbf])
+        return np.add.reduceat(S * self.beta, self.offsets[:-1], axis=1) + self.intercept
+
+    def normalize(self, scores):
+        """Z-normalised scores (n, N); raw scores when some client has no normalisation."""
+        if not self.normalized:
+            return np.asarray(scores, dtype=float)
+        return (np.asarray(scores, dtype=float) - self.norm_mean) / self.norm_std
+
+
+def build_index(models):
+    """Stack client models (:class:`ssgallery.formats.gallery.ClientModel`) in id order."""
+    models = sorted(models, key=lambda model: model.client_id)
+    sizes = [len(model.beta) for model in models]
+
+    def norm(model, key):
+        info = model.normalization or {}
+        return float(info[key]) if info.get("kind") == "znorm" else np.nan
+
+    def gamma(model):
+        kind = (model.similarity or {}).get("kind")
+        return float(model.similarity["gamma"]) if kind == "rbf" else np.nan
+
+    dim = models[0].prototypes.shape[1] if models else 0
+    return SearchIndex(
+        client_ids=np.array([model.client_id for model in models], dtype=object),
+        prototypes=(np.concatenate([model.prototypes for model in models]).astype(np.float64)
+                    if models else np.zeros((0, dim))),
+        beta=np.concatenate([model.beta for model in models]).astype(np.float64)
+        if models else np.zeros(0),
+        offsets=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+        intercept=np.array([model.intercept for model in models], dtype=np.float64),
+        threshold=np.array([model.threshold for model in models], dtype=np.float64),
+        gamma=np.array([gamma(model) for model in models], dtype=np.float64),
+        norm_mean=np.array([norm(model, "mean") for model in models], dtype=np.float64),
+        norm_std=np.array([norm(model, "std") for model in models], dtype=np.float64))
+
+
+def write_index(h5file, models):
+    """Write ``/index`` into an open, writable gallery file."""
+    import h5py
+
+    index = build_index(models)
+    group = h5file.create_group(GROUP)
+    group.create_dataset("client_ids", data=index.client_ids.astype(str).tolist(),
+                         dtype=h5py.string_dtype("utf-8"))
+    for name in _ARRAYS:
+        group.create_dataset(name, data=getattr(index, name))
+    return group
+
+
+def read_index(h5file, path=None):
+    """Read ``/index`` from an open gallery file and check its consistency.
+
+    Raises
+    ------
+    FormatError
+        No index (a gallery written before identification existed) or inconsistent
+        arrays.
+    """
+    if GROUP not in h5file:
+        raise FormatError("gallery has no search index; re-run 'ssgallery compress'",
+                          path=path)
+    group = h5file[GROUP]
+    try:
+        ids = np.array([v.decode("utf-8") if isinstance(v, bytes) else str(v)
+                        for v in group["client_ids"][()]], dtype=object)
+        arrays = {name: group[name][()] for name in _ARRAYS}
+    except (KeyError, ValueError, TypeError, OSError) as exc:
+        raise FormatError(f"corrupt search index: {exc}", path=path) from None
+    index = SearchIndex(client_ids=ids, **arrays)
+    _check(index, path)
+    return index
+
+
+def _check(index, path):
+    n, p = index.n_clients, len(index.beta)
+    off = index.offsets
+    ok = (index.prototypes.ndim == 2 and len(index.prototypes) == p and off.shape == (n + 1,)
+          and off[0] == 0 and off[-1] == p and np.all(np.diff(off) >= 1)
+          and all(getattr(index, a).shape == (n,) for a in
+                  ("intercept", "threshold", "gamma", "norm_mean", "norm_std")))
+    finite = ok and all(np.all(np.isfinite(getattr(index, a))) for a in
+                        ("prototypes", "beta", "intercept", "threshold"))
+    if not finite or np.any(index.gamma <= 0):
+        raise FormatError("corrupt search index: inconsistent or non-finite arrays", path=path)

@@ -1,0 +1,91 @@
+"""1:N search over a compressed gallery: the stacked index and `ssgallery identify`."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from ssgallery.cli import main
+from ssgallery.datasets import sample_faces_path
+from ssgallery.formats.gallery import read_client, read_gallery, read_search
+
+PROBES = sample_faces_path().parent / "probes"
+
+
+@pytest.fixture(scope="module")
+def gallery(tmp_path_factory):
+    """The sample data enrolled and compressed at m = 2 (20 clients)."""
+    folder = tmp_path_factory.mktemp("identify")
+    runner = CliRunner()
+    store, path = str(folder / "e.h5"), str(folder / "g.h5")
+    for args in (["enroll", str(sample_faces_path()), "--store", store],
+                 ["compress", "--store", store, "-o", path, "--m", "2"]):
+        res = runner.invoke(main, args)
+        assert res.exit_code == 0, res.output
+    return path
+
+
+def test_index_scores_equal_each_clients_own_model(gallery):
+    index, matcher, _ = read_search(gallery)
+    clients = sorted(read_gallery(gallery).clients)
+    assert list(index.client_ids) == clients and index.normalized
+    images = [str(p) for p in sorted(PROBES.iterdir())]
+    from ssgallery.images.ingest import load_image_list
+
+    features = matcher.transform(load_image_list(images, size=(92, 112)))
+    scores = index.decision_function(features, matcher.similarity())
+    assert scores.shape == (len(images), len(clients))
+    for k, client in enumerate(clients):
+        model = read_client(gallery, client)
+        own = model.decision_function(features, model.similarity_function(model.matcher))
+        assert np.allclose(scores[:, k], own, rtol=0, atol=1e-10)
+        assert index.threshold[k] == model.threshold
+        assert np.allclose(index.normalize(scores)[:, k], model.normalize(own))
+
+
+def test_identify_finds_the_enrolled_and_refuses_strangers(gallery):
+    genuine = sorted(PROBES.glob("c0*_genuine_*.png"))
+    strangers = sorted(PROBES.glob("unknown*.png"))
+    runner = CliRunner()
+    res = runner.invoke(main, ["identify", *map(str, genuine), "--gallery", gallery, "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["ranking"] == "znorm" and out["all_identified"]
+    for r in out["results"]:
+        expected = r["probe"].rsplit("/", 1)[1].split("_")[0]
+        assert r["identified"] == expected
+        assert [c["rank"] for c in r["candidates"]] == [1, 2, 3, 4, 5]
+        normalized = [c["normalized"] for c in r["candidates"]]
+        assert normalized == sorted(normalized, reverse=True)
+    res = runner.invoke(main, ["identify", *map(str, strangers), "--gallery", gallery,
+                               "--open-set", "--top", "2", "--json"])
+    assert res.exit_code == 1, res.output
+    found = json.loads(res.stdout)["results"]
+    assert sum(r["identified"] is None for r in found) >= len(strangers) // 2
+    for r in found:  # a stranger is reported only when the best client's threshold passes
+        best = r["candidates"][0]
+        assert (r["identified"] == best["client"]) == best["passes"]
+    # closed set: a stranger still gets a best match
+    res = runner.invoke(main, ["identify", str(strangers[0]), "--gallery", gallery])
+    assert res.exit_code == 0 and "IDENTIFIED" in res.output
+
+
+def test_identify_escapes_control_characters_in_probe_names(gallery, tmp_path):
+    import shutil
+
+    odd = tmp_path / "x\nc03  IDENTIFIED c03.png"
+    shutil.copy(PROBES / "unknown1_1.png", odd)
+    res = CliRunner().invoke(main, ["identify", str(odd), "--gallery", gallery, "--open-set"])
+    assert res.exit_code == 1
+    assert all(not line.startswith("c03") for line in res.output.splitlines())
+    assert "\\n" in res.output
+
+
+def test_identify_usage_errors(gallery, tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(main, ["identify", "--gallery", gallery])
+    assert res.exit_code == 2 and "no probe images" in res.output
+    res = runner.invoke(main, ["identify", str(PROBES / "unknown1_1.png"), "--gallery",
+                               str(tmp_path / "missing.h5")])
+    assert res.exit_code == 2 and "missing.h5" in res.output
