@@ -1,0 +1,161 @@
+"""1:N search cost: the compressed gallery (m = 2) against the full SVMs, side by side.
+
+For galleries of 100, 1,000 and 10,000 identities it measures, in one run:
+
+* similarity evaluations per search: N x m for the compressed gallery against the sum
+  of every client's support vectors for the full SVMs;
+* search latency per probe on one core (after loading; batches of one probe, the
+  latency an operator sees), through the same code path as ``ssgallery identify``
+  (:class:`ssgallery.formats.search_index.SearchIndex`);
+* cold-start wall time of ``ssgallery identify`` on one probe (process start, gallery
+  read, search) for the 10,000-client gallery against a 20-client gallery.
+
+How the galleries are built (say it plainly: only shapes matter for cost). An
+eigenface matcher is fitted on 200 AT&T faces (synthetic faces when AT&T is absent);
+per client, the
+m = 2 prototypes and the SVM's support vectors are points of that PCA space drawn
+from the face distribution (Gaussian with the PCA variances), and the number of
+support vectors per client is the mean measured on the sample-data gallery by a real
+compress (``--svs`` overrides). Accuracy is not measured here: rank-1 figures come from
+``ssgallery roc`` (protocol mode, identification), see the accuracy table printed by
+``benchmarks/paper_att.py``-style runs in the docs.
+
+    OMP_NUM_THREADS=1 python benchmarks/identify.py
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _results import markdown_table, write_page
+
+from ssgallery.formats.gallery import ClientModel, write_gallery
+from ssgallery.formats.search_index import build_index
+from ssgallery.images.synth import generate
+from ssgallery.matchers.eigenface import EigenfaceMatcher
+
+
+def fake_models(n_clients, per_client, matcher, rng):
+    """Client models with ``per_client`` prototypes drawn from the face distribution."""
+    d = matcher.n_components_
+    std = np.sqrt(matcher.explained_variance_) / matcher.scale_
+    models = []
+    for k in range(n_clients):
+        models.append(ClientModel(
+            client_id=f"id{k:05d}", prototypes=rng.normal(size=(per_client, d)) * std,
+            beta=rng.normal(size=per_client), intercept=float(rng.normal()),
+            threshold=float(rng.normal()),
+            similarity={"kind": "rbf", "gamma": float(matcher.gamma_)},
+            normalization={"kind": "znorm", "mean": float(rng.normal()), "std": 1.0, "n": 100}))
+    return models
+
+
+def latency(index, features, repeats):
+    """Median seconds per single-probe search (scores for every client + ranking)."""
+    times = []
+    for _ in range(repeats):
+        for x in features:
+            t0 = time.perf_counter()
+            scores = index.normalize(index.decision_function(x[None, :]))
+            np.argsort(-scores, axis=1)[:, :5]
+            times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def cold_start(gallery, probe, runs=5):
+    exe = Path(sys.executable).parent / "ssgallery"
+    walls = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([str(exe), "identify", probe, "--gallery", gallery], check=False,
+                       capture_output=True)
+        walls.append(time.perf_counter() - t0)
+    return float(np.median(walls))
+
+
+def face_images():
+    """AT&T faces when present (a realistic PCA dimension), else synthetic faces."""
+    from ssgallery.datasets import att_faces_path
+    from ssgallery.images.ingest import load_faces
+
+    if (att_faces_path() / "s1").is_dir():
+        return load_faces(att_faces_path()).images, "AT&T"
+    return generate(identities=60, images=5, seed=0)[0], "synthetic faces"
+
+
+def measured_svs():
+    """Mean support vectors per client of a real compress of the sample data."""
+    from ssgallery.datasets import sample_faces_path
+    from ssgallery.images.ingest import load_faces
+    from ssgallery.learn.teacher import SimilaritySVM
+
+    faces = load_faces(sample_faces_path())
+    matcher = EigenfaceMatcher().fit(faces.images)
+    X = matcher.transform(faces.images)
+    counts = [SimilaritySVM(similarity=matcher.similarity(), random_state=0)
+              .fit(X, np.where(faces.labels == c, 1, -1)).n_support_total_
+              for c in faces.clients[:5]]
+    return round(np.mean(counts))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="100,1000,10000")
+    ap.add_argument("--m", type=int, default=2)
+    ap.add_argument("--svs", type=int, default=None, help="support vectors per client")
+    ap.add_argument("--probes", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args(argv)
+    rng = np.random.default_rng(0)
+    images, source = face_images()
+    matcher = EigenfaceMatcher().fit(images[:200])
+    features = matcher.transform(images[200:200 + args.probes])
+    svs = args.svs or measured_svs()
+    print(f"{source}: eigenface d = {matcher.n_components_}, m = {args.m}, SVM support vectors per "
+          f"client = {svs}, {len(features)} probes, one probe per search")
+    rows, sizes = [], [int(s) for s in args.sizes.split(",")]
+    for n in sizes:
+        small = build_index(fake_models(n, args.m, matcher, rng))
+        full = build_index(fake_models(n, svs, matcher, rng))
+        t_small, t_full = latency(small, features, args.repeats), latency(full, features, 1)
+        rows.append([f"{n:,}", f"{n * args.m:,}", f"{n * svs:,}", f"{n * svs / (n * args.m):.0f}x",
+                     f"{1e3 * t_small:.2f}", f"{1e3 * t_full:.2f}", f"{t_full / t_small:.1f}x"])
+        print(" | ".join(rows[-1]), flush=True)
+    head = ["identities", "evaluations m=2", "evaluations SVM", "ratio", "ms/probe m=2",
+            "ms/probe SVM", "speed-up"]
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = os.path.join(tmp, "probe.png")
+        from PIL import Image
+
+        Image.fromarray(images[-1].astype(np.uint8)).save(probe)
+        walls = {}
+        for n in (20, max(sizes)):
+            path = os.path.join(tmp, f"g{n}.h5")
+            write_gallery(path, matcher_name="eigenface", matcher_config=matcher.get_config(),
+                          matcher_state=matcher.get_state(), image_shape=images.shape[1:],
+                          clients=fake_models(n, args.m, matcher, rng))
+            walls[n] = cold_start(path, probe)
+    cold = (f"cold start of `ssgallery identify` on one probe: {walls[max(sizes)]:.2f} s with "
+            f"{max(sizes):,} clients vs {walls[20]:.2f} s with 20 clients "
+            f"({walls[max(sizes)] / walls[20]:.2f}x)")
+    print(cold)
+    write_page("identify", "1:N search cost: m = 2 against the full SVM",
+               markdown_table(head, rows),
+               notes=("Similarity evaluations per search (N x m against the sum of the "
+                      "clients' support vectors) and the median latency of a one-probe "
+                      "search on one core after loading, through SearchIndex (the code of "
+                      "`ssgallery identify`). Galleries are built from points drawn in a "
+                      "real eigenface space (shapes are what matter for cost); the SVM's "
+                      "support vectors per client are the mean of real SVMs trained on the "
+                      "sample data. " + cold + "."))
+
+
+if __name__ == "__main__":
+    main()
