@@ -46,11 +46,12 @@ def test_gallery_layout_and_provenance(built):
         assert g["prototype_images"].shape == (2, 32, 24)
         assert g["prototype_images"].dtype == np.uint8
         prov = json.loads(g.attrs["provenance"])
-        # nothing is pickled: every dataset is numeric
+        # nothing is pickled: every dataset is numeric or fixed-length bytes (the
+        # search index's UTF-8 client ids)
         kinds = []
         f.visititems(lambda name, obj: kinds.append(obj.dtype.kind)
                      if isinstance(obj, h5py.Dataset) else None)
-        assert set(kinds) <= set("fiu")
+        assert set(kinds) <= set("fiuS")
     for key in ("m", "lambda", "solver", "init", "omega", "n_similarity_evals", "svm_n_support",
                 "svm_threshold", "svm_C", "target_far", "cv_far", "cv_frr"):
         assert key in prov, key

@@ -3,7 +3,7 @@
 Layout (group ``/index`` of a gallery, written by
 :func:`ssgallery.formats.gallery.write_gallery` from the client models)::
 
-    /index/client_ids      (N,) UTF-8 strings, the order of every per-client array
+    /index/client_ids      (N,) fixed-length UTF-8 bytes, the order of every per-client array
     /index/prototypes      (P, d) float64, all clients' prototypes, client after client
     /index/beta            (P,) float64
     /index/offsets         (N + 1,) int64: client k owns rows offsets[k]:offsets[k+1]
@@ -114,12 +114,12 @@ def build_index(models):
 
 def write_index(h5file, models):
     """Write ``/index`` into an open, writable gallery file."""
-    import h5py
-
     index = build_index(models)
     group = h5file.create_group(GROUP)
-    group.create_dataset("client_ids", data=index.client_ids.astype(str).tolist(),
-                         dtype=h5py.string_dtype("utf-8"))
+    # fixed-length UTF-8 bytes: one contiguous read, nothing but numbers and bytes
+    encoded = [str(c).encode("utf-8") for c in index.client_ids]
+    width = max((len(e) for e in encoded), default=1)
+    group.create_dataset("client_ids", data=np.array(encoded, dtype=f"S{width}"))
     for name in _ARRAYS:
         group.create_dataset(name, data=getattr(index, name))
     return group
