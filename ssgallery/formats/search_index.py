@@ -63,19 +63,28 @@ class SearchIndex:
             Used for clients without an RBF gamma (the matcher's own similarity).
         """
         X = np.asarray(features, dtype=float)
-        owner = np.repeat(np.arange(self.n_clients), np.diff(self.offsets))
-        gamma = self.gamma[owner]
-        rbf = np.isfinite(gamma)
-        S = np.empty((len(X), len(self.beta)))
-        if rbf.any():
-            Z = self.prototypes[rbf]
-            d2 = ((X * X).sum(1)[:, None] - 2.0 * X @ Z.T + (Z * Z).sum(1)[None, :])
-            S[:, rbf] = np.exp(-gamma[rbf] * np.maximum(d2, 0.0))
-        if not rbf.all():
+        gamma, sq_norms, rbf = self._columns()
+        if rbf.all():  # the usual case: one (n, P) block, no copies of the prototypes
+            d2 = (X * X).sum(1)[:, None] - 2.0 * X @ self.prototypes.T + sq_norms
+            S = np.exp(-gamma * np.maximum(d2, 0.0))
+        else:
+            S = np.empty((len(X), len(self.beta)))
+            if rbf.any():
+                d2 = ((X * X).sum(1)[:, None] - 2.0 * X @ self.prototypes[rbf].T
+                      + sq_norms[rbf])
+                S[:, rbf] = np.exp(-gamma[rbf] * np.maximum(d2, 0.0))
             if similarity is None:
                 raise FormatError("the search index needs the matcher's similarity")
             S[:, ~rbf] = similarity(X, self.prototypes[~rbf])
         return np.add.reduceat(S * self.beta, self.offsets[:-1], axis=1) + self.intercept
+
+    def _columns(self):
+        """Per prototype: gamma, squared norm, RBF mask (computed once per index)."""
+        if getattr(self, "_cached_columns", None) is None:
+            owner = np.repeat(np.arange(self.n_clients), np.diff(self.offsets))
+            gamma = self.gamma[owner]
+            self._cached_columns = (gamma, (self.prototypes ** 2).sum(1), np.isfinite(gamma))
+        return self._cached_columns
 
     def normalize(self, scores):
         """Z-normalised scores (n, N); raw scores when some client has no normalisation."""
