@@ -30,3 +30,7 @@ class FormatError(SsgalleryError):
 
 class MatcherError(SsgalleryError):
     """A matcher (plugin or external program) failed or answered garbage."""
+
+
+class NotRenderableError(MatcherError):
+    """The matcher's prototypes cannot be drawn as images (e.g. deep descriptors)."""

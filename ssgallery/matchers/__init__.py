@@ -1,7 +1,8 @@
 """Matcher plugins: what turns face images into things a similarity compares.
 
 A matcher is a class registered in the ``ssgallery.matchers`` entry-point group
-(``eigenface`` and ``external`` ship with ssgallery). Third-party packages add their
+(``eigenface``, ``external`` and ``dlib`` ship with ssgallery; ``dlib`` needs the
+``ssgallery[dlib]`` extra). Third-party packages add their
 own with, in their ``pyproject.toml``::
 
     [project.entry-points."ssgallery.matchers"]
@@ -17,7 +18,8 @@ GROUP = "ssgallery.matchers"
 # The matchers shipped with ssgallery (also registered as entry points), looked up
 # without scanning installed distributions: importlib.metadata costs verify start-up.
 BUILTIN = {"eigenface": ("ssgallery.matchers.eigenface", "EigenfaceMatcher"),
-           "external": ("ssgallery.matchers.external", "ExternalMatcher")}
+           "external": ("ssgallery.matchers.external", "ExternalMatcher"),
+           "dlib": ("ssgallery.matchers.deep", "DlibMatcher")}
 
 
 def available_matchers():
