@@ -148,3 +148,47 @@ def test_bad_store_files(faces, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["corrupt.h5", "faces", "foreign.h5", "good.h5",
                                             "good.h5.lock", "newer.h5", "text.h5",
                                             "text.h5.lock", "truncated.h5"]
+
+
+def test_features_are_cached_at_enroll_and_used_by_compress(faces, tmp_path, monkeypatch):
+    from ssgallery.app.compress import compress
+    from ssgallery.formats.gallery import read_client
+
+    path = tmp_path / "e.h5"
+    enroll(faces, path, clients="c00,c01,c02")
+    store = load_store(path)
+    np.testing.assert_array_equal(store.features, store.matcher().transform(store.images))
+    # --add appends the new images' features under the kept matcher
+    enroll(faces, path, add=True)
+    store = load_store(path)
+    assert store.features.shape == (30, store.features.shape[1])
+    np.testing.assert_array_equal(store.features, store.matcher().transform(store.images))
+    compress(path, tmp_path / "cached.h5", clients="c03")
+    # a store without the cache (older files) gives the same gallery: compress recomputes
+    with h5py.File(path, "a") as f:
+        del f["features"]
+    assert load_store(path).features is None
+    compress(path, tmp_path / "recomputed.h5", clients="c03")
+    a, b = (read_client(tmp_path / g, "c03", matcher=False) for g in ("cached.h5",
+                                                                       "recomputed.h5"))
+    np.testing.assert_array_equal(a.prototypes, b.prototypes)
+    assert a.threshold == b.threshold
+    # with the cache, compress never maps images through the matcher
+    enroll(faces, path)
+    from ssgallery.matchers.eigenface import EigenfaceMatcher
+
+    def refuse(self, images):
+        raise AssertionError("transform called")
+
+    monkeypatch.setattr(EigenfaceMatcher, "transform", refuse)
+    compress(path, tmp_path / "g.h5", clients="c00")
+
+
+def test_corrupt_feature_cache_is_refused(faces, tmp_path):
+    path = tmp_path / "e.h5"
+    enroll(faces, path)
+    with h5py.File(path, "a") as f:
+        del f["features"]
+        f["features"] = np.zeros((3, 2))
+    with pytest.raises(FormatError, match="features"):
+        load_store(path)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ssgallery.errors import InputError, SsgalleryError
+from ssgallery.errors import InputError, NotRenderableError, SsgalleryError
 from ssgallery.learn.supersparse import resolve_init
 from ssgallery.learn.threads import single_threaded_blas
 
@@ -220,6 +220,15 @@ class CompressSummary:
 INITS = ("auto", "class", "genuine", "kmeans", "random")
 
 
+def _rendered(matcher, prototypes):
+    """Prototypes drawn as uint8 images (m, H, W) for ``show``; None for a matcher whose
+    space cannot be drawn (deep descriptors)."""
+    try:
+        return np.clip(np.round(matcher.render(prototypes)), 0, 255).astype(np.uint8)
+    except NotRenderableError:
+        return None
+
+
 def _check_options(m, rho, target_far, lam, solver, init, max_iter=MAX_ITER):
     if m != "auto" and (isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1):
         raise InputError(f"--m must be a positive integer or 'auto', got {m!r}")
@@ -297,7 +306,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     similarity = matcher.similarity()
     init = resolve_init(init, similarity)
     bounds = matcher.bounds()
-    X = matcher.transform(store.images)
+    X = store.matcher_features(matcher)  # cached at enroll
     gram = similarity(X, X)  # one S(X, X) serves every client's one-vs-all SVM
     models, rows = [], []
     from ssgallery.formats.gallery import ClientModel
@@ -325,7 +334,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
                 else "fixed", "rho": float(rho) if m == "auto" else None,
                 "threshold_method": f"{fit.cv['threshold_folds']}-fold CV, impostors held out "
                 "by subject" if fit.cv["threshold_folds"] else "training scores", **fit.cv}
-        images = np.clip(np.round(matcher.render(d.prototypes_)), 0, 255).astype(np.uint8)
+        images = _rendered(matcher, d.prototypes_)
         models.append(ClientModel(client_id=client, prototypes=d.prototypes_, beta=d.beta_,
                                   intercept=d.intercept_, threshold=fit.threshold,
                                   similarity=similarity.params(), provenance=prov,

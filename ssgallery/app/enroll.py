@@ -217,6 +217,7 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, say, force):
     instance.fit(src.images)
     candidate.matcher_config = instance.get_config()
     candidate.matcher_state = instance.get_state()
+    candidate.features = instance.transform(src.images)  # computed once, here
     candidate.save(store_path, force=force)
     new = sorted(set(src.clients) - set(old.clients)) if old is not None else list(src.clients)
     return _summary(candidate, store_path, changed=True, new_clients=new, matcher=instance)
@@ -257,6 +258,8 @@ def _add(src, store_path, say):
         matcher_name=old.matcher_name, matcher_config=old.matcher_config,
         matcher_state=old.matcher_state, basis_stale=True,
         stale_clients=sorted(set(old.stale_clients) | set(new_clients) | set(new_bg)))
+    if old.features is not None:  # the matcher is kept, so old features stay valid
+        store.features = np.concatenate([old.features, old.matcher().transform(images[keep])])
     say(f"added {len(new_clients)} client(s) without refitting the {old.matcher_name} "
         f"matcher: its basis is stale (re-run enroll without --add to refit)")
     store.save(store_path)
@@ -264,9 +267,7 @@ def _add(src, store_path, say):
 
 
 def _summary(store, store_path, *, changed, new_clients, matcher=None):
-    if matcher is None:
-        matcher = store.matcher()
-    dim = int(matcher.transform(store.images[:1]).shape[1]) if len(store.images) else 0
+    dim = store.dimension(matcher)
     return EnrollSummary(
         store=os.fspath(store_path), changed=changed, n_images=len(store.images),
         clients=list(store.clients), background=list(store.background),

@@ -2,7 +2,7 @@
 
 import os
 
-from ssgallery.errors import FormatError
+from ssgallery.errors import NotRenderableError
 from ssgallery.formats.gallery import read_client
 
 
@@ -13,8 +13,11 @@ def show_prototypes(gallery_path, claim, out_path, *, scale=2):
 
     model = read_client(gallery_path, claim, images=True, matcher=False)
     if model.prototype_images is None:
-        raise FormatError(f"client '{claim}' has no rendered prototype images",
-                          path=gallery_path)
+        matcher = model.header.get("matcher", "?")
+        raise NotRenderableError(f"nothing to show for client '{claim}': the {matcher} "
+                                 "matcher's prototypes are not images and cannot be drawn "
+                                 "(a gallery never stores a face); see 'ssgallery info'",
+                                 path=gallery_path)
     title = (f"client {claim}: b = {model.intercept:+.3g}, threshold = "
              f"{model.threshold:+.3g}, m = {model.n_prototypes}")
     save_montage(out_path, model.prototype_images, model.beta, title=title, scale=scale)

@@ -13,6 +13,9 @@ Layout (format ``ssgallery-enrollment``, :data:`FORMAT_VERSION`)::
     /clients     (k,) str    enrolled clients (verification claims are made for them)
     /background  (j,) str    impostor-only subjects (negatives when training)
     /matcher     matcher state (e.g. PCA mean and basis)
+    /features    (n, d) float64  matcher.transform of every image, computed once at enroll
+                 (optional: stores written before it existed lack it; compress then
+                 recomputes them)
 
 It holds face images and stays on the training host; the gallery does not.
 """
@@ -49,6 +52,8 @@ class EnrollmentStore:
         True when clients were added (``--add``) after the matcher was fitted.
     stale_clients : list of str
         The clients added since the matcher was fitted.
+    features : ndarray, shape (n, d), float64, or None
+        The stored matcher's features of every image (``None``: not cached).
     """
 
     images: np.ndarray
@@ -66,6 +71,7 @@ class EnrollmentStore:
     created: str = ""
     tool_version: str = ""
     path: str = None
+    features: np.ndarray = None
 
     @property
     def image_shape(self):
@@ -86,6 +92,20 @@ class EnrollmentStore:
         """The fitted matcher, rebuilt from the stored state."""
         return build_matcher(self.matcher_name, self.matcher_config, self.matcher_state,
                              self.path)
+
+    def matcher_features(self, matcher=None):
+        """Features (n, d) of every image: the cached ones, else ``matcher.transform``."""
+        if self.features is not None:
+            return self.features
+        return (matcher or self.matcher()).transform(self.images)
+
+    def dimension(self, matcher=None):
+        """d of the matcher space (0 without images); from the cache when there is one."""
+        if self.features is not None:
+            return int(self.features.shape[1])
+        if not len(self.images):
+            return 0
+        return int((matcher or self.matcher()).transform(self.images[:1]).shape[1])
 
     def save(self, path, force=False):
         """Write the store to ``path`` atomically, holding its lock.
@@ -123,6 +143,8 @@ class EnrollmentStore:
                 values = [str(v) for v in getattr(self, name)]
                 f.create_dataset(name, data=np.array(values, dtype=object), dtype=strings)
             write_state(f.create_group("matcher"), self.matcher_state)
+            if self.features is not None:
+                f.create_dataset("features", data=np.asarray(self.features, dtype=np.float64))
         self.path = os.fspath(path)
 
 
@@ -151,21 +173,25 @@ def load_store(path):
                 basis_stale=bool(f.attrs.get("basis_stale", False)),
                 stale_clients=json.loads(f.attrs.get("stale_clients", "[]")),
                 created=str(f.attrs.get("created", "")),
-                tool_version=str(f.attrs.get("tool_version", "")), path=path)
+                tool_version=str(f.attrs.get("tool_version", "")), path=path,
+                features=f["features"][()] if "features" in f else None)
         except (KeyError, ValueError, TypeError, OSError) as exc:
             raise FormatError(f"corrupt {KIND}: {exc}", path=path) from None
     n = len(store.images)
     if store.images.ndim != 3 or any(len(v) != n for v in strs.values()
                                      if v is not strs["clients"] and v is not strs["background"]):
         raise FormatError(f"corrupt {KIND}: inconsistent array lengths", path=path)
+    if store.features is not None and (store.features.ndim != 2 or len(store.features) != n):
+        raise FormatError(f"corrupt {KIND}: features {store.features.shape} for {n} images",
+                          path=path)
     return store
 
 
 def store_summary(path):
     """What ``ssgallery info`` shows about an enrollment store, as a JSON-able dict."""
     store = load_store(path)
-    matcher = store.matcher()
-    dim = int(matcher.transform(store.images[:1]).shape[1]) if len(store.images) else 0
+    matcher = store.matcher()  # checks the stored state
+    dim = store.dimension(matcher)
     counts = {c: int(np.sum(store.labels == c)) for c in store.clients}
     return {"path": os.fspath(path), "created": store.created,
             "tool_version": store.tool_version, "n_images": len(store.images),

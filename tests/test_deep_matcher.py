@@ -1,0 +1,188 @@
+"""The dlib matcher (issue 10 item 1) on real LFW crops: descriptors, similarity and its
+gradient, state, quality, and the CLI end to end. Skipped only without the extra."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("dlib", reason="the dlib matcher needs the extra: "
+                    "pip install 'ssgallery[dlib]'")
+if importlib.util.find_spec("face_recognition_models") is None:
+    pytest.skip("the dlib matcher needs the extra: pip install 'ssgallery[dlib]' "
+                "(face-recognition-models missing)", allow_module_level=True)
+
+from click.testing import CliRunner
+from PIL import Image
+
+from ssgallery.biometrics.metrics import eer
+from ssgallery.cli import main
+from ssgallery.datasets import lfw_path
+from ssgallery.errors import FormatError, MatcherError, NotRenderableError
+from ssgallery.matchers import deep, get_matcher_class
+from ssgallery.matchers.deep import FALLBACK_QUALITY, DlibMatcher
+
+PEOPLE = ["Abdullah_Gul", "Carlos_Moya", "Gray_Davis", "Jean-David_Levitte",
+          "Joschka_Fischer", "Meryl_Streep", "Pierce_Brosnan", "Tang_Jiaxuan"]
+PER = 6
+
+
+@pytest.fixture
+def fresh_cache():
+    """An empty descriptor cache for one test (restored after it)."""
+    saved = dict(deep._CACHE)
+    deep._CACHE.clear()
+    yield
+    deep._CACHE.clear()
+    deep._CACHE.update(saved)
+
+
+def lfw_root():
+    root = lfw_path()
+    if not (root / PEOPLE[0]).is_dir():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"LFW faces missing at {root} (set SSGALLERY_LFW)")
+        pytest.skip(f"LFW faces not found at {root} (set SSGALLERY_LFW)")
+    return root
+
+
+def person_files(root, person):
+    return sorted((root / person).glob("*.png"))
+
+
+@pytest.fixture(scope="module")
+def lfw():
+    """The first PER images of each of PEOPLE, a matcher fitted on them, and their
+    descriptors (computed once for the module)."""
+    root = lfw_root()
+    images, labels = [], []
+    for p in PEOPLE:
+        for f in person_files(root, p)[:PER]:
+            images.append(np.asarray(Image.open(f).convert("L"), dtype=np.float32))
+            labels.append(p)
+    X = np.stack(images)
+    matcher = DlibMatcher().fit(X)
+    return {"root": root, "X": X, "y": np.array(labels), "matcher": matcher,
+            "D": matcher.transform(X)}
+
+
+def test_registered_and_imported_lazily():
+    assert get_matcher_class("dlib") is DlibMatcher
+    code = ("import sys, ssgallery.matchers.deep, ssgallery.app.verify; "
+            "print('dlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_missing_extra_is_one_clear_error(monkeypatch, lfw):
+    monkeypatch.setitem(sys.modules, "dlib", None)  # import dlib -> ImportError
+    with pytest.raises(MatcherError, match=r"pip install 'ssgallery\[dlib\]'"):
+        DlibMatcher().fit(lfw["X"][:2])
+
+
+def test_descriptors_shape_finite_deterministic(lfw, fresh_cache):
+    D = lfw["D"]
+    assert D.shape == (len(lfw["X"]), 128) and D.dtype == np.float64
+    assert np.all(np.isfinite(D)) and np.all(np.linalg.norm(D, axis=1) > 0.5)
+    np.testing.assert_array_equal(lfw["matcher"].transform(lfw["X"][:3]), D[:3])
+    # one image alone (H, W) is a batch of one
+    np.testing.assert_array_equal(lfw["matcher"].transform(lfw["X"][0]), D[:1])
+
+
+def test_same_person_closer_and_pair_eer(lfw):
+    D, y = lfw["D"], lfw["y"]
+    dist = np.sqrt(lfw["matcher"].similarity().sq_distances(D, D))
+    iu = np.triu_indices(len(D), 1)
+    same = (y[:, None] == y[None])[iu]
+    gen, imp = dist[iu][same], dist[iu][~same]
+    assert gen.mean() < 0.7 * imp.mean()
+    assert eer(-imp, -gen) < 0.05  # 48 images, 120 genuine pairs
+
+
+def test_gamma_rules(lfw):
+    m = lfw["matcher"]
+    D = lfw["D"]
+    d2 = m.similarity().sq_distances(D, D)[np.triu_indices(len(D), 1)]
+    assert m.gamma_ == pytest.approx(1 / np.median(d2))
+    assert DlibMatcher(gamma="paper").fit(lfw["X"]).gamma_ == 1 / 128
+    assert DlibMatcher(gamma=2.5).fit(lfw["X"]).gamma_ == 2.5
+    with pytest.raises(Exception, match="gamma"):
+        DlibMatcher(gamma="wide").fit(lfw["X"])
+
+
+def test_similarity_gradient_matches_finite_differences(lfw):
+    sim = lfw["matcher"].similarity()
+    X, Z = lfw["D"][:5], lfw["D"][[10, 20]] + 0.01
+    G = sim.gradient(X, Z)  # (n, m, d): ds(x_i, z_j)/dz_j
+    eps = 1e-6
+    rng = np.random.default_rng(0)
+    for k in rng.choice(128, 6, replace=False):
+        Zp, Zm = Z.copy(), Z.copy()
+        Zp[:, k] += eps
+        Zm[:, k] -= eps
+        fd = (sim(X, Zp) - sim(X, Zm)) / (2 * eps)
+        np.testing.assert_allclose(G[:, :, k], fd, rtol=1e-5, atol=1e-9)
+
+
+def test_state_round_trip_and_model_digests(lfw, fresh_cache):
+    m = lfw["matcher"]
+    state = m.get_state()
+    assert all(np.isscalar(v) or isinstance(v, (str, np.ndarray)) for v in state.values())
+    back = DlibMatcher.from_state(m.get_config(), state)
+    np.testing.assert_array_equal(back.transform(lfw["X"][:2]), lfw["D"][:2])
+    assert back.gamma_ == m.gamma_ and back.quality_threshold_ == m.quality_threshold_
+    other = dict(state, sha256_recognition="0" * 64)  # fitted with other weights
+    with pytest.raises(FormatError, match="recognition model"):
+        DlibMatcher.from_state(m.get_config(), other).transform(lfw["X"][:1])
+
+
+def test_quality_and_is_face(lfw):
+    m = lfw["matcher"]
+    q = m.quality(lfw["X"])
+    assert q.shape == (len(lfw["X"]),)
+    assert np.mean(q > 0) > 0.8  # most LFW crops are detected with confidence
+    assert m.quality_threshold_ <= 0
+    assert np.mean(m.is_face(lfw["X"])) >= 0.95
+    flat = np.full((1, 100, 75), 128.0)  # nothing to detect: whole-image fallback
+    assert m.quality(flat)[0] == FALLBACK_QUALITY
+    assert np.all(np.isfinite(m.transform(flat)))
+    assert DlibMatcher(detect=False).fit(lfw["X"][:4]).quality(lfw["X"][:2]).tolist() == \
+        [FALLBACK_QUALITY] * 2
+
+
+def test_render_refuses(lfw):
+    with pytest.raises(NotRenderableError, match="descriptor space"):
+        lfw["matcher"].render(lfw["D"][:2])
+
+
+def test_cli_enroll_compress_verify(lfw, tmp_path):
+    faces = tmp_path / "faces"
+    for p in PEOPLE:  # links to the shared data: no image is copied
+        (faces / p).mkdir(parents=True)
+        for f in person_files(lfw["root"], p)[:PER]:
+            (faces / p / f.name).symlink_to(f)
+    claim = PEOPLE[0]
+    genuine = person_files(lfw["root"], claim)[PER]  # held out
+    impostor = person_files(lfw["root"], "Andre_Agassi")[0]  # not enrolled
+    store, gallery = str(tmp_path / "e.h5"), str(tmp_path / "g.h5")
+    run = CliRunner().invoke
+    r = run(main, ["enroll", str(faces), "--matcher", "dlib", "--store", store])
+    assert r.exit_code == 0, r.output
+    import h5py
+
+    with h5py.File(store) as f:
+        assert f["features"].shape == (len(PEOPLE) * PER, 128)
+    r = run(main, ["compress", "--store", store, "-o", gallery, "--m", "2"])
+    assert r.exit_code == 0, r.output
+    r = run(main, ["verify", str(genuine), str(impostor), "--claim", claim,
+                   "--gallery", gallery])
+    lines = r.stdout.splitlines()
+    assert "ACCEPT" in lines[0] and "REJECT" in lines[1], r.output
+    r = run(main, ["show", "--gallery", gallery, "--claim", claim, "-o",
+                   str(tmp_path / "p.png")])
+    assert r.exit_code == 2 and "cannot be drawn" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output
