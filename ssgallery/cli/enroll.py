@@ -64,15 +64,16 @@ def _external_command(matcher, matcher_cmd, options, add):
 @click.option("--store", default="enrollment.h5", show_default=True, metavar="FILE",
               help="Enrollment store to write.")
 @click.option("--matcher", default=None,
-              help="Registered matcher (eigenface, external, plug-ins) [eigenface; external "
-              "with --matcher-cmd].")
+              help="Registered matcher (eigenface, dlib, external, plug-ins) [eigenface; "
+              "external with --matcher-cmd].")
 @click.option("--matcher-cmd", default=None, metavar="'PROGRAM ARGS'",
               help="external: the matcher program and its arguments, split like a shell "
               "would (no shell runs it); implies --matcher external.")
 @click.option("--variance", type=float, default=None,
               help="eigenface: fraction of the variance the PCA keeps [0.95].")
 @click.option("--gamma", default=None,
-              help="eigenface: RBF width: 'paper' (1/d), 'median' or a number [paper].")
+              help="eigenface, dlib: RBF width: 'paper' (1/d), 'median' or a number "
+              "[eigenface: paper; dlib: median].")
 @click.option("-O", "--matcher-option", "matcher_options", multiple=True, metavar="KEY=VALUE",
               callback=_parse_options, help="Any matcher option (repeatable; JSON values).")
 @click.option("--clients", default=None, metavar="A,B,...",
