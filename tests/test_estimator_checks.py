@@ -31,3 +31,14 @@ def test_regressor_is_deterministic_with_seed():
     b = SuperSparseRegressor(3, init="random", random_state=7).fit(X, y)
     np.testing.assert_array_equal(a.prototypes_, b.prototypes_)
     assert a.n_similarity_evals_ == b.n_similarity_evals_
+
+
+def test_distiller_passes_check_estimator():
+    """Binary-only classifier distilled from a fixed-C SVM teacher (C fixed to keep it fast)."""
+    from ssgallery.learn.teacher import SimilaritySVM
+
+    results = check_estimator(SuperSparseDistiller(SimilaritySVM(C=1.0)), on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in results
+              if r["status"] == "failed"]
+    assert failed == []
+    assert sum(r["status"] == "passed" for r in results) >= 40

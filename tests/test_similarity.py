@@ -8,6 +8,7 @@ from ssgallery.learn.similarity import (
     HeuristicGradient,
     RBFSimilarity,
     Similarity,
+    median_gamma,
 )
 
 
@@ -75,3 +76,23 @@ def test_base_similarity_has_no_gradient():
         Similarity().gradient(*_data())
     assert RBFSimilarity(0.5).params() == {"kind": "rbf", "gamma": 0.5}
     assert HeuristicGradient(RBFSimilarity(0.5)).has_gradient is False
+
+
+def test_median_gamma_one_rule_for_zero_distances_and_large_sets():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6, 3))
+    D = RBFSimilarity().sq_distances(X, X)[np.triu_indices(6, 1)]
+    assert median_gamma(X) == pytest.approx(1 / np.median(D))
+    # repeated rows add distance-0 pairs, left out: X plus two copies of X[0] gives the
+    # median of D with the 5 distances from X[0] counted three times
+    D0 = RBFSimilarity().sq_distances(X[:1], X[1:])[0]
+    expected = 1 / np.median(np.concatenate([D, D0, D0]))
+    assert median_gamma(np.vstack([X, X[:1], X[:1]])) == pytest.approx(expected)
+    assert median_gamma(np.ones((4, 3))) == 1.0  # all rows coincide: any width, 1.0
+    # given distances are used as given
+    assert median_gamma(X, 4 * RBFSimilarity().sq_distances(X, X)) == pytest.approx(
+        median_gamma(X) / 4)
+    # above max_samples rows: a seeded subset, the same on every call
+    big = rng.normal(size=(50, 3))
+    sub = median_gamma(big, max_samples=20)
+    assert sub == median_gamma(big, max_samples=20) and sub != median_gamma(big)

@@ -8,10 +8,14 @@ import pytest
 from sklearn.svm import SVC
 
 from ssgallery.errors import InputError
-from ssgallery.learn.similarity import CallableSimilarity, RBFSimilarity, Similarity
+from ssgallery.learn.similarity import (
+    CallableSimilarity,
+    RBFSimilarity,
+    Similarity,
+    median_gamma,
+)
 from ssgallery.learn.teacher import (
     SimilaritySVM,
-    median_gamma,
     prior_class_weight,
     select_index,
     select_index_plain,

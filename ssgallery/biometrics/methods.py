@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ssgallery.errors import InputError
+from ssgallery.learn.base import BinaryDecisionMixin, ReadThrough
 from ssgallery.learn.baselines import NystromLandmarks, PrototypeSelector, SVMRed, SVMSel
 
 METHODS = (
@@ -38,7 +39,7 @@ def _fit_teacher(X, y, teacher, random_state, teacher_params):
     return SimilaritySVM(**params).fit(X, y)
 
 
-class FullSVM(ClassifierMixin, BaseEstimator):
+class FullSVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     """The teacher itself as a method: ``n_matches_`` = number of support vectors.
 
     Parameters
@@ -46,7 +47,22 @@ class FullSVM(ClassifierMixin, BaseEstimator):
     random_state : int, default=0
     teacher_params : dict, optional
         Passed to :class:`~ssgallery.learn.teacher.SimilaritySVM` when it is fitted here.
+
+    Attributes
+    ----------
+    teacher_ : SimilaritySVM
+    classes_, similarity_, intercept_
+        ``teacher_``'s.
+    prototypes_, beta_
+        ``teacher_.support_vectors_`` and ``teacher_.dual_coef_``.
+    n_matches_ : int
     """
+
+    classes_ = ReadThrough("teacher_")
+    similarity_ = ReadThrough("teacher_")
+    intercept_ = ReadThrough("teacher_")
+    prototypes_ = ReadThrough("teacher_", "support_vectors_")
+    beta_ = ReadThrough("teacher_", "dual_coef_")
 
     def __init__(self, random_state=0, teacher_params=None):
         self.random_state = random_state
@@ -54,24 +70,15 @@ class FullSVM(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, teacher=None):
         self.teacher_ = _fit_teacher(X, y, teacher, self.random_state, self.teacher_params)
-        t = self.teacher_
-        self.classes_ = t.classes_
-        self.prototypes_ = t.support_vectors_
-        self.beta_ = t.dual_coef_
-        self.intercept_ = t.intercept_
-        self.similarity_ = t.similarity_
-        self.n_matches_ = t.n_support_total_
+        self.n_matches_ = self.teacher_.n_support_total_
         return self
 
     def decision_function(self, X):
         check_is_fitted(self, "teacher_")
         return self.teacher_.decision_function(X)
 
-    def predict(self, X):
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
 
-
-class SuperSparseSVM(ClassifierMixin, BaseEstimator):
+class SuperSparseSVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     """The paper's method: :class:`ssgallery.learn.supersparse.SuperSparseDistiller` on a shared teacher.
 
     The distiller works in the teacher's similarity (``similarity=teacher.similarity_``).
@@ -88,7 +95,24 @@ class SuperSparseSVM(ClassifierMixin, BaseEstimator):
         given as the ``options`` dict. ``init`` defaults to ``"auto"``
         (:func:`ssgallery.learn.supersparse.resolve_init`: "class" for an analytic similarity,
         "genuine" for a black-box one), as in ``compress``.
+
+    Attributes
+    ----------
+    teacher_ : SimilaritySVM
+    distiller_ : SuperSparseDistiller
+        Fitted with ``prefit=True`` on ``teacher_``.
+    classes_, prototypes_, initial_prototypes_, beta_, intercept_, similarity_
+        ``distiller_``'s.
+    n_matches_ : int
+        m.
     """
+
+    classes_ = ReadThrough("distiller_")
+    prototypes_ = ReadThrough("distiller_")
+    initial_prototypes_ = ReadThrough("distiller_")
+    beta_ = ReadThrough("distiller_")
+    intercept_ = ReadThrough("distiller_")
+    similarity_ = ReadThrough("distiller_")
 
     def __init__(self, n_prototypes=2, solver="varpro", random_state=0, teacher_params=None,
                  options=None):
@@ -107,22 +131,12 @@ class SuperSparseSVM(ClassifierMixin, BaseEstimator):
         self.distiller_ = SuperSparseDistiller(
             teacher=self.teacher_, n_prototypes=self.n_prototypes, prefit=True,
             solver=self.solver, random_state=self.random_state, **opts).fit(X, y)
-        d = self.distiller_
-        self.classes_ = d.classes_
-        self.prototypes_ = d.prototypes_
-        self.beta_ = d.beta_
-        self.intercept_ = d.intercept_
-        self.similarity_ = d.similarity_
-        self.initial_prototypes_ = d.regressor_.initial_prototypes_
-        self.n_matches_ = len(d.prototypes_)
+        self.n_matches_ = len(self.distiller_.prototypes_)
         return self
 
     def decision_function(self, X):
         check_is_fitted(self, "distiller_")
         return self.distiller_.decision_function(X)
-
-    def predict(self, X):
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
 
 
 def make_method(name, n_prototypes, random_state=0, **options):

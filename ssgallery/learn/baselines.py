@@ -1,4 +1,4 @@
-"""Baselines at equal m, the paper's comparisons (Sect. IV; DESIGN.md §3).
+"""Baselines at equal m, the paper's comparisons (Sect. IV).
 
 Every estimator here has ``fit(X, y, teacher=None)`` with y in {-1, +1} (``teacher``: a
 fitted :class:`~ssgallery.learn.teacher.SimilaritySVM`, fitted on (X, y) when None) and
@@ -24,29 +24,23 @@ the hyperplane normal only); the threshold is client-specific anyway.
 """
 
 import numpy as np
-import scipy.linalg
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.cluster import KMeans
 from sklearn.linear_model import Lasso, Ridge
 from sklearn.utils.validation import check_array, check_is_fitted, check_X_y
 
 from ssgallery.errors import InputError, SsgalleryError
+from ssgallery.learn.base import BinaryDecisionMixin, binary_classes
 from ssgallery.learn.similarity import RBFSimilarity
+from ssgallery.learn.solvers import solve_psd
 from ssgallery.learn.supersparse import balanced_weights
 
 
-def solve_pos(A, B):
-    """Solve A x = B for a symmetric (ideally positive definite) A; least squares if singular."""
-    A = 0.5 * (A + A.T)
-    try:
-        return scipy.linalg.solve(A, B, assume_a="pos")
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
-        return np.linalg.lstsq(A, B, rcond=None)[0]
-
-
 def optimal_coefficients(sim, Z, SV, alpha):
-    """beta = K_zz^-1 K_zx alpha: projection of sum_i alpha_i phi(sv_i) on span phi(Z)."""
-    return solve_pos(sim(Z, Z), sim(Z, SV) @ alpha)
+    """beta = K_zz^-1 K_zx alpha: projection of sum_i alpha_i phi(sv_i) on span phi(Z)
+    (K_zz symmetrised: a black-box similarity need not be symmetric)."""
+    K = sim(Z, Z)
+    return solve_psd(0.5 * (K + K.T), sim(Z, SV) @ alpha)
 
 
 def dissimilarity(sim, X):
@@ -61,16 +55,14 @@ def dissimilarity(sim, X):
     return np.sqrt(np.maximum(d[:, None] + d[None, :] - 2.0 * S, 0.0))
 
 
-class _ReducedModel(ClassifierMixin, BaseEstimator):
+class _ReducedModel(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     """Shared fit plumbing and the m-match decision function."""
 
     def _setup(self, X, y, teacher):
         X, y = check_X_y(X, y, dtype=float)
         self.n_features_in_ = X.shape[1]
-        self.classes_ = np.unique(y)
-        if len(self.classes_) != 2:
-            raise InputError(f"{type(self).__name__} needs two classes, got {len(self.classes_)}")
-        yb = np.where(y == self.classes_[1], 1, -1)
+        self.classes_, yb = binary_classes(y, type(self).__name__)
+        yb = yb.astype(int)
         m = int(self.n_prototypes)
         if m < 1:
             raise ValueError(f"n_prototypes must be >= 1, got {self.n_prototypes}")
@@ -95,9 +87,6 @@ class _ReducedModel(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "prototypes_")
         X = check_array(X, dtype=float)
         return self.similarity_(X, self.prototypes_) @ self.beta_ + self.intercept_
-
-    def predict(self, X):
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
 
 
 def _pad_with_training(X, teacher, chosen, m):
@@ -296,7 +285,7 @@ class PrototypeSelector(_TargetRegression):
     regressor : {"ridge", "lasso"}, default="ridge"
         Fitted on s(x, prototypes) against the teacher's decision values with class-balanced
         sample weights (sum 1). Ridge minimises sum_i u_i r_i^2 + alpha ||beta||^2 (the
-        learner's Eq. 2 with the prototypes fixed); LASSO is scikit-learn's.
+        learner's Eq. 2 (eq:objective) with the prototypes fixed); LASSO is scikit-learn's.
     alpha : float, optional
         Regularisation; default 1e-4 (ridge, = the learner's default lambda) or 1e-3 (LASSO).
     random_state : int, default=0

@@ -1,4 +1,4 @@
-"""Choosing the number of prototypes m (paper Eq. 10, incremental CV).
+"""Choosing the number of prototypes m (paper Eq. 8 (eq:xval-m), incremental CV).
 
 L(m) = l(m) + rho * m, with l(m) a validation loss. For a decreasing grid
 m_1 > ... > m_K, each fold fits m_1 prototypes, then repeatedly drops the prototypes
@@ -42,7 +42,7 @@ class MSelection:
 
 
 def incremental_fits(regressor, X, y, u, m_grid):
-    """Fit the grid m_1 > ... > m_K with warm starts (Eq. 10 procedure).
+    """Fit the grid m_1 > ... > m_K with warm starts (Eq. 8 (eq:xval-m) procedure).
 
     Parameters
     ----------
@@ -79,7 +79,7 @@ def _loss(kind, pred, target, labels, u):
 
 def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5,
                         sample_weight=None, loss="mse", random_state=0, refit=True):
-    """Pick m minimising L(m) = l(m) + rho m on validation folds (Eq. 10).
+    """Pick m minimising L(m) = l(m) + rho m on validation folds (Eq. 8 (eq:xval-m)).
 
     Parameters
     ----------
@@ -152,7 +152,6 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
         if isinstance(estimator, SuperSparseDistiller):
             dist.set_params(n_prototypes=best_m)
             dist.teacher_, dist.regressor_ = teacher, model
-            dist._set_from_regressor()
             best = dist
         else:
             best = model

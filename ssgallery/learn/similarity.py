@@ -4,12 +4,12 @@ A similarity maps two batches to a matrix, ``S = sim(X, Z)`` with ``S[i, j] =
 s(X[i], Z[j])``, shape (n, m). The learner never assumes it is symmetric or positive
 semi-definite. Where the similarity is differentiable it also gives the gradient of
 s(x_i, z_j) with respect to z_j; a black-box similarity gets the paper's heuristic
-gradient (Eq. 9) through :class:`HeuristicGradient`.
+gradient (Eq. 7 (eq:similarity-grad)) through :class:`HeuristicGradient`.
 
 Two gradient entry points, both vectorised over all (i, j):
 
 - ``gradient(X, Z, S=None)`` -> (n, m, d): ds(x_i, z_j)/dz_j. Needed by the full
-  Eq. 5 + Eq. 6 form; memory n*m*d.
+  Eq. 5 (eq:gradient-z) + Eq. 6 (eq:final-gradient) form; memory n*m*d.
 - ``contract_gradient(X, Z, W, S=None)`` -> (m, d): sum_i W[i, j] ds(x_i, z_j)/dz_j.
   All the reduced (envelope) gradient needs; memory (n + m) * d.
 """
@@ -93,6 +93,43 @@ class RBFSimilarity(Similarity):
         return f"RBFSimilarity(gamma={self.gamma:g})"
 
 
+MEDIAN_GAMMA_MAX_SAMPLES = 2000
+
+
+def median_gamma(X, D=None, max_samples=MEDIAN_GAMMA_MAX_SAMPLES):
+    """The "median" RBF width: 1 / median squared distance between distinct rows of X.
+
+    The one rule used by every ``gamma="median"`` (estimators, SVM teacher, eigenface):
+    the median is taken over the pairs (i < j) of rows, leaving out pairs at distance 0
+    (repeated rows carry no scale); above ``max_samples`` rows, over a seeded random
+    subset of that many rows. When every row coincides, any width gives the same
+    similarities and the result is 1.0.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+    D : ndarray of shape (n, n), optional
+        The squared distances between the rows of X, if already computed.
+    max_samples : int, default=2000
+
+    Returns
+    -------
+    float
+    """
+    n = len(X)
+    rows = None
+    if n > max_samples:
+        rows = np.sort(np.random.default_rng(0).choice(n, max_samples, replace=False))
+    if D is None:
+        Xs = np.asarray(X, dtype=float) if rows is None else np.asarray(X, dtype=float)[rows]
+        D = RBFSimilarity().sq_distances(Xs, Xs)
+    elif rows is not None:
+        D = D[np.ix_(rows, rows)]
+    d = D[np.triu_indices(len(D), k=1)]
+    d = d[d > 0]
+    return 1.0 / float(np.median(d)) if len(d) else 1.0
+
+
 class CallableSimilarity(Similarity):
     """Wrap a function ``f(X, Z) -> (n, m)`` (e.g. an external matcher) as a Similarity."""
 
@@ -112,7 +149,8 @@ class CallableSimilarity(Similarity):
 
 
 class HeuristicGradient(Similarity):
-    """Adapter giving a black-box similarity the paper's heuristic gradient (Eq. 9).
+    """Adapter giving a black-box similarity the paper's heuristic gradient
+    (Eq. 7 (eq:similarity-grad)).
 
     ds(x_i, z_j)/dz_j ~= s(x_i, z_j) (x_i - z_j): moving z_j linearly towards x_i
     raises the similarity, which holds for images (paper, Sect. III).
@@ -136,7 +174,7 @@ class HeuristicGradient(Similarity):
         Z = np.asarray(Z, dtype=float)
         if S is None:
             S = self(X, Z)
-        return S[:, :, None] * (X[:, None, :] - Z[None, :, :])  # Eq. 9
+        return S[:, :, None] * (X[:, None, :] - Z[None, :, :])  # Eq. 7 (eq:similarity-grad)
 
     def contract_gradient(self, X, Z, W, S=None):
         X = np.asarray(X, dtype=float)
@@ -144,7 +182,7 @@ class HeuristicGradient(Similarity):
         if S is None:
             S = self(X, Z)
         WS = W * S
-        return WS.T @ X - WS.sum(0)[:, None] * Z  # Eq. 9, summed over i
+        return WS.T @ X - WS.sum(0)[:, None] * Z  # Eq. 7 (eq:similarity-grad), summed over i
 
     def __repr__(self):
         return f"HeuristicGradient({self.base!r})"

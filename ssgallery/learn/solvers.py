@@ -1,6 +1,7 @@
-"""Numerical core of the super-sparse learner (paper Sect. III, DESIGN.md §3).
+"""Numerical core of the super-sparse learner (paper Sect. III; docs/method.md).
 
-Objective (Eq. 2/3), with sample weights u (the estimators normalise them to sum 1):
+Objective (Eq. 2 (eq:objective); Eq. 3 (eq:objective-matrix) in matrix form), with
+sample weights u (the estimators normalise them to sum 1):
 
     Omega(beta, b, Z) = sum_i u_i (g(x_i) - y_i)^2 + lam * beta'beta,
     g(x) = sum_j beta_j s(x, z_j) + b.
@@ -40,8 +41,13 @@ class CountingSimilarity:
         return self.similarity.contract_gradient(X, Z, W, S)
 
 
-def _solve_M(M, rhs):
-    """Solve M x = rhs for the symmetric PSD (m+1)x(m+1) matrix of Eq. 4, never inverting."""
+def solve_psd(M, rhs):
+    """Solve M x = rhs for a symmetric positive semi-definite M, never inverting.
+
+    Cholesky (only the upper triangle of M is read); least squares when M is singular
+    or ill-conditioned (e.g. duplicate prototypes with lam = 0). Used for the
+    (m+1)x(m+1) system of Eq. 4 (eq:beta) and for the baselines' beta = K_zz^-1 K_zx alpha.
+    """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
@@ -52,7 +58,7 @@ def _solve_M(M, rhs):
 
 
 def beta_system(S, y, u, lam):
-    """The (m+1)x(m+1) system of Eq. 4: returns ``M``, right-hand side, ``A = [S, 1]``."""
+    """The (m+1)x(m+1) system of Eq. 4 (eq:beta): returns ``M``, right-hand side, ``A = [S, 1]``."""
     n, m = S.shape
     A = np.hstack([S, np.ones((n, 1))])
     UA = u[:, None] * A
@@ -62,7 +68,7 @@ def beta_system(S, y, u, lam):
 
 
 def beta_step(S, y, u, lam):
-    """Eq. 4: optimal (beta, b) for fixed prototypes.
+    """Eq. 4 (eq:beta): optimal (beta, b) for fixed prototypes.
 
     Parameters
     ----------
@@ -79,12 +85,12 @@ def beta_step(S, y, u, lam):
     b : float
     """
     M, rhs, _ = beta_system(S, y, u, lam)
-    theta = _solve_M(M, rhs)
+    theta = solve_psd(M, rhs)
     return theta[:-1], float(theta[-1])
 
 
 def objective(S, y, u, beta, b, lam):
-    """Eq. 2: sum_i u_i (g(x_i) - y_i)^2 + lam beta'beta."""
+    """Eq. 2 (eq:objective): sum_i u_i (g(x_i) - y_i)^2 + lam beta'beta."""
     r = S @ beta + b - y
     return float(u @ (r * r) + lam * beta @ beta)
 
@@ -100,9 +106,10 @@ def objective_and_gradient(X, y, u, Z, similarity, lam, form="reduced", S=None):
     similarity : Similarity or CountingSimilarity
     lam : float
     form : {"reduced", "full"}
-        "full": Eq. 5 with dbeta/dz_j, db/dz_j from Eq. 6 (solves with M).
+        "full": Eq. 5 (eq:gradient-z) with dbeta/dz_j, db/dz_j from Eq. 6
+        (eq:final-gradient) (solves with M).
         "reduced": the envelope form 2 beta_j sum_i u_i (g_i - y_i) ds(x_i, z_j)/dz_j
-        (the Eq. 6 terms vanish because the beta-step is exact).
+        (the Eq. 6 (eq:final-gradient) terms vanish because the beta-step is exact).
     S : ndarray of shape (n, m), optional
         Precomputed similarity matrix.
 
@@ -116,7 +123,7 @@ def objective_and_gradient(X, y, u, Z, similarity, lam, form="reduced", S=None):
     if S is None:
         S = similarity(X, Z)
     M, rhs, A = beta_system(S, y, u, lam)
-    theta = _solve_M(M, rhs)
+    theta = solve_psd(M, rhs)
     beta, b = theta[:-1], float(theta[-1])
     r = S @ beta + b - y  # g - y
     omega = float(u @ (r * r) + lam * beta @ beta)
@@ -128,12 +135,13 @@ def objective_and_gradient(X, y, u, Z, similarity, lam, form="reduced", S=None):
         G = similarity.gradient(X, Z, S)  # (n, m, d): ds(x_i, z_j)/dz_j
         UG = u[:, None, None] * G
         rUG = np.einsum("i,ijd->jd", r, UG)  # (m, d): (g - y)' U dS_j/dz_j
-        # Eq. 6 right-hand sides for all j at once: beta_j [S'; 1'] U dS_j + [V'; 0'] U dS_j
+        # Eq. 6 (eq:final-gradient) right-hand sides for all j at once:
+        # beta_j [S'; 1'] U dS_j + [V'; 0'] U dS_j
         R = np.einsum("ik,ijd->kjd", A, UG) * beta[None, :, None]  # (m+1, m, d)
         R[np.arange(m), np.arange(m), :] += rUG
-        dtheta = -_solve_M(M, R.reshape(m + 1, m * d)).reshape(m + 1, m, d)
+        dtheta = -solve_psd(M, R.reshape(m + 1, m * d)).reshape(m + 1, m, d)
         dbeta, db = dtheta[:-1], dtheta[-1]
-        # Eq. 5: 2 (g-y)' U (beta_j dS_j + S dbeta + 1 db) + 2 lam beta' dbeta
+        # Eq. 5 (eq:gradient-z): 2 (g-y)' U (beta_j dS_j + S dbeta + 1 db) + 2 lam beta' dbeta
         Ur = u * r
         grad = 2.0 * (beta[:, None] * rUG
                       + np.einsum("k,kjd->jd", S.T @ Ur, dbeta)
@@ -183,7 +191,7 @@ def solve_paper(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=False,
         t += 1
         r = S @ beta + b - y
         zj = Z[j:j + 1]
-        # Eq. 5 (reduced form) for prototype j only: O(n), S[:, j] is cached
+        # Eq. 5 (eq:gradient-z) (reduced form) for prototype j only: O(n), S[:, j] is cached
         W = (2.0 * beta[j] * u * r)[:, None]
         g = similarity.contract_gradient(X, zj, W, S[:, j:j + 1])[0]
         if normalize_step:
@@ -198,7 +206,7 @@ def solve_paper(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=False,
             step = step + rep / t ** 2  # penalty for close prototypes, 1/t^2 decay
         Z[j] = _project(Z[j] - step, bounds)
         S[:, j] = similarity(X, Z[j:j + 1])[:, 0]
-        beta, b = beta_step(S, y, u, lam)  # Eq. 4 after every move
+        beta, b = beta_step(S, y, u, lam)  # Eq. 4 (eq:beta) after every move
         new = objective(S, y, u, beta, b, lam)
         path.append((similarity.n_evals, new))
         done = abs(new - omega) < tol

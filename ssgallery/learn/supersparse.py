@@ -1,19 +1,22 @@
-"""Super-sparse learning in similarity spaces (paper Sect. III, DESIGN.md §3).
+"""Super-sparse learning in similarity spaces (paper Sect. III; docs/method.md).
 
 :class:`SuperSparseRegressor` fits g(x) = sum_j beta_j s(x, z_j) + b with m virtual
-prototypes z_j by minimising Eq. 2; :class:`SuperSparseDistiller` distils a teacher
-classifier (an SVM) into such a function, using the teacher's decision values as
-targets (the paper's footnote) and class-balancing weights.
+prototypes z_j by minimising Eq. 2 (eq:objective); :class:`SuperSparseDistiller` distils
+a teacher classifier (an SVM) into such a function, using the teacher's decision values
+as targets (the paper's footnote) and class-balancing weights.
 """
 
-import numbers
+from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ssgallery.learn.similarity import RBFSimilarity, Similarity
+from ssgallery.learn.base import BinaryDecisionMixin, ReadThrough, binary_classes
+from ssgallery.learn.similarity import RBFSimilarity, Similarity, median_gamma
 from ssgallery.learn.solvers import CountingSimilarity, solve_paper, solve_varpro
 
 _MAX_CANDIDATES = 500  # medoid search: candidates per class (subsampled above this)
@@ -23,23 +26,15 @@ def resolve_similarity(similarity, gamma, X):
     """The :class:`Similarity` to use on data ``X`` (n, d).
 
     ``similarity`` is ``"rbf"`` or a Similarity instance (then ``gamma`` is ignored).
-    ``gamma``: ``"paper"`` (1/d), ``"median"`` (1 / median squared distance) or a float.
+    ``gamma``: ``"paper"`` (1/d), ``"median"``
+    (:func:`~ssgallery.learn.similarity.median_gamma`) or a positive float.
     """
     if isinstance(similarity, Similarity):
         return similarity
-    if similarity != "rbf":
-        raise ValueError(f"similarity must be 'rbf' or a Similarity instance, got {similarity!r}")
-    if isinstance(gamma, str):
-        if gamma == "paper":
-            return RBFSimilarity(1.0 / X.shape[1])
-        if gamma == "median":
-            Xs = X[np.random.default_rng(0).permutation(len(X))[:1000]]
-            D = RBFSimilarity().sq_distances(Xs, Xs)[np.triu_indices(len(Xs), 1)]
-            med = np.median(D) if D.size else 0.0
-            return RBFSimilarity(1.0 / med if med > 0 else 1.0)
-        raise ValueError(f"gamma must be 'paper', 'median' or a positive number, got {gamma!r}")
-    if not isinstance(gamma, numbers.Real) or gamma <= 0:
-        raise ValueError(f"gamma must be 'paper', 'median' or a positive number, got {gamma!r}")
+    if gamma == "paper":
+        return RBFSimilarity(1.0 / X.shape[1])
+    if gamma == "median":
+        return RBFSimilarity(median_gamma(X))
     return RBFSimilarity(float(gamma))
 
 
@@ -126,31 +121,41 @@ def initial_prototypes(X, y, u, m, init, rng, restart=0):
 
 def resolve_init(init, similarity):
     """``"auto"``: ``"class"`` for an analytic similarity (eigenface), ``"genuine"`` for a
-    black-box one (heuristic gradient): on AT&T with ssgallery-ebgm, starting m - 1
-    prototypes on the client's own images lowered the SSVM's EER from 3.46 % to 2.22 %
-    (full SVM 2.18 %; benchmarks/paper_att_ebgm.py, 2 splits). Other values pass through."""
+    black-box one (heuristic gradient, Eq. 7 (eq:similarity-grad)), where starting m - 1
+    prototypes on the client's own images leaves fewer genuine images unrepresented
+    (benchmarks/paper_att_ebgm.py measures it). Other values pass through."""
     if init != "auto":
         return init
     return "class" if getattr(similarity, "has_gradient", False) else "genuine"
 
 
+INITS = ("class", "genuine", "kmeans", "random")
+
 # The learner options shared by SuperSparseRegressor and SuperSparseDistiller (which
-# passes them on to its regressor).
-LEARNER_PARAMS = ("n_prototypes", "similarity", "gamma", "lam", "solver", "init", "n_init",
-                  "bounds", "eta", "normalize_step", "repulsion", "max_iter", "tol",
-                  "random_state")
-
-
-def _set_learner_params(estimator, args):
-    """scikit-learn convention: store the constructor arguments unchanged."""
-    for name in LEARNER_PARAMS:
-        setattr(estimator, name, args[name])
+# passes them on to its regressor), with their valid values.
+LEARNER_CONSTRAINTS = {
+    "n_prototypes": [Interval(Integral, 1, None, closed="left")],
+    "similarity": [StrOptions({"rbf"}), Similarity],
+    "gamma": [StrOptions({"paper", "median"}), Interval(Real, 0, None, closed="neither")],
+    "lam": [Interval(Real, 0, None, closed="left")],
+    "solver": [StrOptions({"varpro", "paper"})],
+    "init": [StrOptions(set(INITS))],
+    "n_init": [Interval(Integral, 1, None, closed="left")],
+    "bounds": ["array-like", None],
+    "eta": [Interval(Real, 0, None, closed="neither")],
+    "normalize_step": ["boolean"],
+    "repulsion": ["boolean"],
+    "max_iter": [Interval(Integral, 0, None, closed="left")],
+    "tol": [Interval(Real, 0, None, closed="left")],
+    "random_state": ["random_state"],
+}
+LEARNER_PARAMS = tuple(LEARNER_CONSTRAINTS)
 
 
 class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     """g(x) = sum_j beta_j s(x, z_j) + b with m jointly learned virtual prototypes.
 
-    Minimises Eq. 2, Omega = sum_i u_i (g(x_i) - y_i)^2 + lam beta'beta, over beta, b
+    Minimises Eq. 2 (eq:objective), Omega = sum_i u_i (g(x_i) - y_i)^2 + lam beta'beta, over beta, b
     and the prototypes z_j. Sample weights are normalised to sum 1, so Omega is a
     weighted mean squared error plus the ridge term.
 
@@ -207,24 +212,30 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     n_features_in_ : int
     """
 
+    _parameter_constraints: ClassVar[dict] = {**LEARNER_CONSTRAINTS,
+                                              "prototypes_init": ["array-like", None]}
+
     def __init__(self, n_prototypes=2, *, similarity="rbf", gamma="paper", lam=1e-4,
                  solver="varpro", init="class", prototypes_init=None, n_init=1, bounds=None,
                  eta=0.5, normalize_step=False, repulsion=True, max_iter=200, tol=1e-6,
                  random_state=None):
+        self.n_prototypes = n_prototypes
+        self.similarity = similarity
+        self.gamma = gamma
+        self.lam = lam
+        self.solver = solver
+        self.init = init
         self.prototypes_init = prototypes_init
-        _set_learner_params(self, locals())
+        self.n_init = n_init
+        self.bounds = bounds
+        self.eta = eta
+        self.normalize_step = normalize_step
+        self.repulsion = repulsion
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
 
-    def _check_params(self):
-        m = self.n_prototypes
-        if not isinstance(m, numbers.Integral) or m < 1:
-            raise ValueError(f"n_prototypes must be a positive integer, got {m!r}")
-        if self.solver not in ("varpro", "paper"):
-            raise ValueError(f"solver must be 'varpro' or 'paper', got {self.solver!r}")
-        if not isinstance(self.n_init, numbers.Integral) or self.n_init < 1:
-            raise ValueError(f"n_init must be a positive integer, got {self.n_init!r}")
-        if self.lam < 0:
-            raise ValueError(f"lam must be >= 0, got {self.lam!r}")
-
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit prototypes, beta and b.
 
@@ -233,13 +244,12 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         X : array-like of shape (n, d)
         y : array-like of shape (n,)
         sample_weight : array-like of shape (n,), optional
-            u_i of Eq. 2 (normalised to sum 1).
+            u_i of Eq. 2 (eq:objective), normalised to sum 1.
 
         Returns
         -------
         self
         """
-        self._check_params()
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         u = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         if u.sum() <= 0:
@@ -304,11 +314,13 @@ def balanced_weights(labels):
     return u / u.sum()
 
 
-class SuperSparseDistiller(ClassifierMixin, BaseEstimator):
+class SuperSparseDistiller(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     """Distil a teacher classifier into m virtual prototypes (paper Sect. III, footnote).
 
     The teacher's decision values on the training points are the regression targets;
     sample weights give genuine and impostor classes half of the total weight each.
+    The fitted function is the :class:`SuperSparseRegressor` in ``regressor_``; its
+    fitted attributes are read through, not copied.
 
     Parameters
     ----------
@@ -317,8 +329,8 @@ class SuperSparseDistiller(ClassifierMixin, BaseEstimator):
     n_prototypes : int, default=2
     prefit : bool, default=False
         True: ``teacher`` is already fitted; use it as is.
-    similarity, gamma, lam, solver, init, n_init, bounds, eta, normalize_step,
-    repulsion, max_iter, tol, random_state
+    similarity, gamma, lam, solver, init, n_init, bounds, eta, normalize_step, \
+repulsion, max_iter, tol, random_state
         Passed to :class:`SuperSparseRegressor`.
 
     Attributes
@@ -327,16 +339,50 @@ class SuperSparseDistiller(ClassifierMixin, BaseEstimator):
         The negative (impostor) and positive (genuine) labels.
     teacher_ : the fitted teacher
     regressor_ : SuperSparseRegressor
-    prototypes_, beta_, intercept_ : as in the regressor
+        The fitted function g(x).
+    prototypes_, initial_prototypes_, beta_, intercept_, similarity_, n_iter_
+        ``regressor_``'s.
+    n_features_in_ : int
     """
+
+    _parameter_constraints: ClassVar[dict] = {
+        **LEARNER_CONSTRAINTS,
+        "teacher": [HasMethods(["fit", "decision_function"]), None],
+        "prefit": ["boolean"],
+    }
+
+    prototypes_ = ReadThrough("regressor_")
+    initial_prototypes_ = ReadThrough("regressor_")
+    beta_ = ReadThrough("regressor_")
+    intercept_ = ReadThrough("regressor_")
+    similarity_ = ReadThrough("regressor_")
+    n_iter_ = ReadThrough("regressor_")
 
     def __init__(self, teacher=None, n_prototypes=2, *, prefit=False, similarity="rbf",
                  gamma="paper", lam=1e-4, solver="varpro", init="class", n_init=1,
                  bounds=None, eta=0.5, normalize_step=False, repulsion=True, max_iter=200,
                  tol=1e-6, random_state=None):
         self.teacher = teacher
+        self.n_prototypes = n_prototypes
         self.prefit = prefit
-        _set_learner_params(self, locals())
+        self.similarity = similarity
+        self.gamma = gamma
+        self.lam = lam
+        self.solver = solver
+        self.init = init
+        self.n_init = n_init
+        self.bounds = bounds
+        self.eta = eta
+        self.normalize_step = normalize_step
+        self.repulsion = repulsion
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # one client against the rest
+        return tags
 
     def make_regressor(self, **overrides):
         """The unfitted :class:`SuperSparseRegressor` with this distiller's options."""
@@ -345,12 +391,13 @@ class SuperSparseDistiller(ClassifierMixin, BaseEstimator):
         return SuperSparseRegressor(**params)
 
     def teacher_targets(self, X, y):
-        """Fit the teacher (unless prefit) and return (teacher_, targets, weights, labels)."""
+        """Fit the teacher (unless prefit); return (teacher, targets, weights, X).
+
+        Sets ``classes_`` and ``n_features_in_``. ``targets`` are the teacher's decision
+        values on X and ``weights`` the class-balanced sample weights, both shape (n,).
+        """
         X, y = validate_data(self, X, y, dtype=np.float64)
-        self.classes_ = np.unique(y)
-        if len(self.classes_) != 2:
-            raise ValueError(f"need exactly two classes, got {len(self.classes_)}")
-        labels = np.where(y == self.classes_[1], 1.0, -1.0)
+        self.classes_, labels = binary_classes(y, "the distiller")
         if self.prefit:
             if self.teacher is None:
                 raise ValueError("prefit=True needs a fitted teacher")
@@ -366,6 +413,7 @@ class SuperSparseDistiller(ClassifierMixin, BaseEstimator):
         targets = np.asarray(teacher.decision_function(X), dtype=float).ravel()
         return teacher, targets, balanced_weights(labels), X
 
+    @_fit_context(prefer_skip_nested_validation=False)  # a given teacher validates its own
     def fit(self, X, y):
         """Fit the teacher, then the super-sparse regressor on its decision values.
 
@@ -380,22 +428,10 @@ class SuperSparseDistiller(ClassifierMixin, BaseEstimator):
         """
         self.teacher_, targets, u, X = self.teacher_targets(X, y)
         self.regressor_ = self.make_regressor().fit(X, targets, sample_weight=u)
-        self._set_from_regressor()
         return self
-
-    def _set_from_regressor(self):
-        r = self.regressor_
-        self.prototypes_ = r.prototypes_
-        self.beta_ = r.beta_
-        self.intercept_ = r.intercept_
-        self.similarity_ = r.similarity_
 
     def decision_function(self, X):
         """g(x), shape (n,): > 0 for the positive class."""
         check_is_fitted(self, "regressor_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self.regressor_.predict(X)
-
-    def predict(self, X):
-        """Class labels, shape (n,)."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]

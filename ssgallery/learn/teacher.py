@@ -19,32 +19,23 @@ Non-symmetric similarities: SVC needs a symmetric Gram matrix, so training uses
 (S + S^T)/2. Predictions use s(x, sv) in the matcher's own orientation (probe first).
 """
 
-import numbers
+from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ssgallery.errors import InputError
-from ssgallery.learn.similarity import RBFSimilarity, Similarity
+from ssgallery.learn.base import BinaryDecisionMixin, binary_classes
+from ssgallery.learn.similarity import RBFSimilarity, Similarity, median_gamma
 
 C_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
 GAMMA_CV_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)  # "cv": multiples of the median gamma
 _TIE = 1e-9
-
-
-def median_gamma(X, D=None):
-    """1 / median of the squared pairwise distances between distinct rows of X
-    (``D``: those squared distances, if already computed)."""
-    if D is None:
-        D = RBFSimilarity(1.0).sq_distances(X, X)
-    d = D[np.triu_indices(len(X), k=1)]
-    d = d[d > 0]
-    return 1.0 / float(np.median(d)) if len(d) else 1.0
 
 
 def prior_class_weight(y):
@@ -84,11 +75,46 @@ def _balanced_accuracy(y, f):
     return 0.5 * (np.mean(f[pos] > 0) + np.mean(f[~pos] <= 0))
 
 
-class LabelError(InputError, ValueError):
-    """Labels the one-vs-all teacher cannot use (one class, or more than two)."""
+class _GivenGram:
+    """A Similarity instance: one candidate, its Gram matrix S(X, X) (given or computed)."""
+
+    def __init__(self, similarity, X, gram=None):
+        self.similarity = similarity
+        self.S = similarity(X, X) if gram is None else np.asarray(gram, dtype=float)
+        if self.S.shape != (len(X), len(X)):
+            raise ValueError(f"gram has shape {self.S.shape}, expected {(len(X), len(X))}")
+        self.gammas = [getattr(similarity, "gamma", None)]
+
+    def gram(self, gamma):
+        return self.S
+
+    def make_similarity(self, gamma):
+        return self.similarity
 
 
-class SimilaritySVM(ClassifierMixin, BaseEstimator):
+class _RBFGrams:
+    """RBF candidates: squared distances D once, then S = exp(-gamma D) per gamma."""
+
+    def __init__(self, X, gamma):
+        self.D = RBFSimilarity(1.0).sq_distances(X, X)
+        if gamma == "paper":
+            self.gammas = [1.0 / X.shape[1]]
+        elif gamma == "median":
+            self.gammas = [median_gamma(X, self.D)]
+        elif gamma == "cv":
+            gm = median_gamma(X, self.D)
+            self.gammas = [f * gm for f in GAMMA_CV_FACTORS]
+        else:
+            self.gammas = [float(gamma)]
+
+    def gram(self, gamma):
+        return np.exp(-gamma * self.D)
+
+    def make_similarity(self, gamma):
+        return RBFSimilarity(gamma)
+
+
+class SimilaritySVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     """One-vs-all SVM on a similarity, with balanced C selection and prior class weights.
 
     Parameters
@@ -97,8 +123,9 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
         ``"rbf"``: :class:`~ssgallery.learn.similarity.RBFSimilarity` with width ``gamma``.
         A Similarity instance is used as given (``gamma`` is then ignored).
     gamma : "median", "paper", "cv" or float, default="median"
-        RBF width. ``"paper"``: 1/d. ``"median"``: 1/median squared pairwise distance
-        of the training rows. ``"cv"``: chosen jointly with C over
+        RBF width. ``"paper"``: 1/d. ``"median"``:
+        :func:`~ssgallery.learn.similarity.median_gamma` of the training rows.
+        ``"cv"``: chosen jointly with C over
         ``GAMMA_CV_FACTORS`` x the median gamma.
     C : "cv" or float, default="cv"
         SVM regularisation; ``"cv"`` selects it from ``C_grid`` by ``cv``-fold CV.
@@ -138,6 +165,16 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
         (n_gamma, n_C) mean fold scores}``; None when nothing was cross-validated.
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "similarity": [StrOptions({"rbf"}), Similarity],
+        "gamma": [StrOptions({"median", "paper", "cv"}), Interval(Real, 0, None, closed="neither")],
+        "C": [StrOptions({"cv"}), Interval(Real, 0, None, closed="neither")],
+        "C_grid": ["array-like"],
+        "cv": [Interval(Integral, 2, None, closed="left")],
+        "scoring": [StrOptions({"balanced_accuracy", "roc_auc"})],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, similarity="rbf", gamma="median", C="cv", C_grid=C_GRID, cv=5,
                  scoring="balanced_accuracy", random_state=0):
         self.similarity = similarity
@@ -154,32 +191,12 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ helpers
-    def _gram_factory(self, X, gram=None):
-        """Return (list of gammas, function gamma -> S(X, X)) for the candidates."""
+    def _candidates(self, X, gram=None):
+        """The similarities fit tries: ``.gammas`` (None for a given Similarity),
+        ``.gram(gamma)`` -> S(X, X) and ``.make_similarity(gamma)``."""
         if isinstance(self.similarity, Similarity):
-            S = self.similarity(X, X) if gram is None else np.asarray(gram, dtype=float)
-            if S.shape != (len(X), len(X)):
-                raise ValueError(f"gram has shape {S.shape}, expected {(len(X), len(X))}")
-            gam = getattr(self.similarity, "gamma", None)
-            return [gam], (lambda g: S), (lambda g: self.similarity)
-        if self.similarity != "rbf":
-            raise ValueError(f"similarity must be 'rbf' or a Similarity, got {self.similarity!r}")
-        D = RBFSimilarity(1.0).sq_distances(X, X)
-        g = self.gamma
-        if isinstance(g, numbers.Real) and not isinstance(g, bool):
-            if g <= 0:
-                raise ValueError(f"gamma must be > 0, got {g}")
-            gammas = [float(g)]
-        elif g == "paper":
-            gammas = [1.0 / X.shape[1]]
-        elif g == "median":
-            gammas = [median_gamma(X, D)]
-        elif g == "cv":
-            gm = median_gamma(X, D)
-            gammas = [f * gm for f in GAMMA_CV_FACTORS]
-        else:
-            raise ValueError(f"gamma must be 'paper', 'median', 'cv' or a float, got {g!r}")
-        return gammas, (lambda gm: np.exp(-gm * D)), (lambda gm: RBFSimilarity(gm))
+            return _GivenGram(self.similarity, X, gram)
+        return _RBFGrams(X, self.gamma)
 
     def _svc(self, C, y):
         cw = prior_class_weight(y)
@@ -205,6 +222,7 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
         return out
 
     # ------------------------------------------------------------------ API
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, gram=None):
         """Fit on features X (n, d) and binary labels y (n,), e.g. +1 genuine / -1 impostor.
 
@@ -217,28 +235,15 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
         self
         """
         X, y = validate_data(self, X, y, dtype=float)
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        if len(self.classes_) > 2:
-            raise LabelError("Only binary classification is supported: the SVM teacher is one "
-                             f"client against the rest, got {len(self.classes_)} classes")
-        if len(self.classes_) < 2:
-            raise LabelError("the SVM teacher needs two classes (genuine and impostor), "
-                             "got 1 class")
-        yb = np.where(y == self.classes_[1], 1, -1)
-        if self.scoring not in ("balanced_accuracy", "roc_auc"):
-            raise ValueError(f"scoring must be 'balanced_accuracy' or 'roc_auc', got {self.scoring!r}")
+        self.classes_, yb = binary_classes(y, "the SVM teacher")
+        yb = yb.astype(int)
         if gram is not None and not isinstance(self.similarity, Similarity):
             raise ValueError("gram is only used with a Similarity instance as similarity")
-        gammas, gram, make_sim = self._gram_factory(X, gram)
-        if isinstance(self.C, str):
-            if self.C != "cv":
-                raise ValueError(f"C must be 'cv' or a float, got {self.C!r}")
-            C_values = [float(c) for c in self.C_grid]
-        else:
-            C_values = [float(self.C)]
+        cand = self._candidates(X, gram)
+        gammas = cand.gammas
+        C_values = [float(c) for c in self.C_grid] if self.C == "cv" else [float(self.C)]
         if len(gammas) * len(C_values) > 1:
-            per_g = [self._cv_scores(gram(g), yb, C_values) for g in gammas]
+            per_g = [self._cv_scores(cand.gram(g), yb, C_values) for g in gammas]
             self.cv_scores_ = {"C": np.array(C_values), "gamma": np.array(gammas, dtype=float)}
             for key in ("accuracy", "balanced_accuracy", "roc_auc"):
                 self.cv_scores_[key] = np.array([s[key] for s in per_g])
@@ -252,8 +257,8 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
             gi, ci = 0, 0
         self.gamma_ = None if gammas[gi] is None else float(gammas[gi])
         self.C_ = C_values[ci]
-        self.similarity_ = make_sim(self.gamma_)
-        S = gram(self.gamma_)
+        self.similarity_ = cand.make_similarity(self.gamma_)
+        S = cand.gram(self.gamma_)
         svc, cw = self._svc(self.C_, yb)
         svc.fit(0.5 * (S + S.T), yb)  # symmetrised Gram matrix (non-symmetric matchers)
         self.class_weight_ = {_py(self.classes_[1] if k == 1 else self.classes_[0]): v
@@ -271,16 +276,10 @@ class SimilaritySVM(ClassifierMixin, BaseEstimator):
         X = validate_data(self, X, dtype=float, reset=False)
         return self.similarity_(X, self.support_vectors_) @ self.dual_coef_ + self.intercept_
 
-    def predict(self, X):
-        """Labels ``classes_[1]`` where the decision value is > 0, else ``classes_[0]``."""
-        check_is_fitted(self, "dual_coef_")
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
-
 
 __all__ = [
     "C_GRID",
     "SimilaritySVM",
-    "median_gamma",
     "prior_class_weight",
     "select_index",
     "select_index_plain",

@@ -15,7 +15,7 @@ the data. A single scalar keeps the Euclidean geometry of eigenfaces (no whiteni
 import numpy as np
 
 from ssgallery.errors import InputError, SsgalleryError
-from ssgallery.learn.similarity import RBFSimilarity
+from ssgallery.learn.similarity import RBFSimilarity, median_gamma
 from ssgallery.matchers.base import Matcher
 
 GAMMA_MODES = ("paper", "median")
@@ -32,7 +32,8 @@ class EigenfaceMatcher(Matcher):
         Number of components; overrides ``variance`` when given.
     gamma : "paper", "median" or float
         RBF width: "paper" = 1/d (the paper's choice, libsvm's default); "median" =
-        1 / median squared distance between training images in PCA space; a positive
+        :func:`~ssgallery.learn.similarity.median_gamma` of the training images in PCA
+        space; a positive
         float is used as is (in the scaled PCA space).
 
     Attributes
@@ -148,15 +149,7 @@ class EigenfaceMatcher(Matcher):
             return g
         if self.gamma == "paper":
             return 1.0 / self.n_components_
-        # "median": median squared distance over (at most 2000 seeded) training images.
-        Z = training_features()
-        if len(Z) > 2000:
-            Z = Z[np.random.default_rng(0).choice(len(Z), 2000, replace=False)]
-        D = RBFSimilarity().sq_distances(Z, Z)[np.triu_indices(len(Z), 1)]
-        med = float(np.median(D))
-        if med <= 0:
-            raise InputError("eigenface: cannot set gamma='median', training images coincide")
-        return 1.0 / med
+        return median_gamma(training_features())
 
     def _check_fitted(self):
         if not hasattr(self, "components_"):
