@@ -1,10 +1,10 @@
 """Algorithm 1 ("paper") against variable projection ("varpro") on AT&T faces.
 
-Protocol (DESIGN.md §4): per repetition (seeded), half of the 40 subjects are enrolled
-clients with 5 training images each; the eigenface matcher (PCA 95 %, RBF, gamma = 1/d)
-is fitted on the clients' training images; for each client the SVM teacher
-(``ssgallery.learn.teacher.SimilaritySVM`` on the same similarity) is trained one-vs-all, and
-its decision values are distilled into m prototypes with class-balancing weights. Each
+Protocol (the library's ``make_splits``, Sect. IV-A): per repetition (seeded), half of
+the 40 subjects are enrolled clients with 5 training images each; the eigenface matcher
+(PCA 95 %, RBF, gamma = 1/d) is fitted on the clients' training images; for each client
+the SVM teacher (``ssgallery.learn.teacher.SimilaritySVM`` on the same similarity) is
+trained one-vs-all, and its decision values are distilled into m prototypes with class-balancing weights. Each
 solver/init is run from the same start; we report, relative to ``solver="paper"`` with
 the same init in the same run (mean over clients x repetitions):
 
@@ -26,6 +26,7 @@ from collections import defaultdict
 import numpy as np
 
 from ssgallery.biometrics.metrics import eer
+from ssgallery.biometrics.protocol import make_splits
 from ssgallery.datasets import att_faces_path
 from ssgallery.images.ingest import load_faces
 from ssgallery.learn.supersparse import SuperSparseRegressor, balanced_weights
@@ -41,19 +42,6 @@ SOLVERS = [
 INITS = ["class", "kmeans", "random"]
 
 
-def split(labels, rng, k=5):
-    """Clients (half the subjects), per-client k training indices, test indices."""
-    subjects = np.array(sorted(set(labels)))
-    rng.shuffle(subjects)
-    clients, others = subjects[: len(subjects) // 2], subjects[len(subjects) // 2:]
-    train, test = {}, {}
-    for c in clients:
-        idx = rng.permutation(np.flatnonzero(labels == c))
-        train[c], test[c] = np.sort(idx[:k]), np.sort(idx[k:])
-    impostors = np.flatnonzero(np.isin(labels, others))
-    return list(clients), train, test, impostors
-
-
 def steps_to_reach(path, target):
     """Similarity evaluations at which a (evals, Omega) path first reaches <= target."""
     hit = np.flatnonzero(path[:, 1] <= target * (1 + 1e-12))
@@ -65,10 +53,10 @@ def run(args):
     labels = faces.labels
     rows = defaultdict(list)  # (m, label, init) -> list of dicts
     teacher_eer = []
-    for rep in range(args.repetitions):
-        rng = np.random.default_rng(args.seed + rep)
-        clients, train, test, impostors = split(labels, rng)
-        tr = np.concatenate([train[c] for c in clients])
+    splits = make_splits(labels, n_train=5, repetitions=args.repetitions, seed=args.seed)
+    for rep, sp in enumerate(splits):
+        clients, test, impostors = sp.enrolled, sp.genuine, sp.impostors
+        tr = sp.train_indices()
         matcher = EigenfaceMatcher().fit(faces.images[tr])
         sim = matcher.similarity()
         F = matcher.transform(faces.images)

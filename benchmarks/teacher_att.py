@@ -1,8 +1,8 @@
 """How the SVM teacher's choices behave on AT&T (issue 2, item 3).
 
-Protocol (DESIGN.md §4): per repetition, 20 of the 40 subjects are enrolled clients
-with 5 training images each (100 training images); each client's 5 other images are
-genuine claims, the 200 images of the 20 other subjects are impostor claims against
+Protocol (the library's ``make_splits``, Sect. IV-A): per repetition, 20 of the 40
+subjects are enrolled clients with 5 training images each (100 training images); each
+client's 5 other images are genuine claims, the 200 images of the 20 other subjects are impostor claims against
 every client. Eigenface features (PCA keeping 95 % variance, fitted on the training
 images). One-vs-all SVM per client (5 genuine vs 95 impostors).
 
@@ -22,66 +22,33 @@ from pathlib import Path
 
 import numpy as np
 
+from ssgallery.biometrics.metrics import average_eer, roc_curve
+from ssgallery.biometrics.protocol import make_splits
 from ssgallery.datasets import att_faces_path
+from ssgallery.images.ingest import load_faces
 from ssgallery.learn.teacher import SimilaritySVM, select_index, select_index_plain
-
-
-def load_att(root):
-    from PIL import Image
-
-    root = Path(root)
-    subjects = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: int(p.name[1:]))
-    images, labels = [], []
-    for s in subjects:
-        for f in sorted(s.glob("*.pgm"), key=lambda p: int(p.stem)):
-            images.append(np.asarray(Image.open(f), dtype=np.float32))
-            labels.append(s.name)
-    return np.stack(images), np.array(labels)
+from ssgallery.matchers.eigenface import EigenfaceMatcher
 
 
 def features(train_images, other_images, kind="eigenface"):
     """Eigenface features: the project's matcher (unit-RMS scaled PCA), or ``kind="pca"``
     PCA(0.95) on pixels/255 (unscaled coefficients)."""
-    try:
-        if kind != "eigenface":
-            raise ImportError
-        from ssgallery.matchers.eigenface import EigenfaceMatcher
-
+    if kind == "eigenface":
         mat = EigenfaceMatcher().fit(train_images)
         return mat.transform(train_images), mat.transform(other_images), "EigenfaceMatcher"
-    except ImportError:
-        from sklearn.decomposition import PCA
+    from sklearn.decomposition import PCA
 
-        flat = lambda a: a.reshape(len(a), -1) / 255.0
-        pca = PCA(n_components=0.95, svd_solver="full").fit(flat(train_images))
-        return pca.transform(flat(train_images)), pca.transform(flat(other_images)), "PCA(0.95) on pixels/255"
+    def flat(a):
+        return a.reshape(len(a), -1) / 255.0
 
-
-def eer(genuine_list, impostor_list):
-    """EER of the FRR-vs-FAR curve averaged over clients (DESIGN.md §4)."""
-    grid = np.linspace(0, 1, 10001)
-    frr = np.zeros_like(grid)
-    for g, i in zip(genuine_list, impostor_list):
-        t = np.concatenate([[-np.inf], np.unique(np.concatenate([g, i])), [np.inf]])
-        far = np.mean(i[None, :] >= t[:, None], axis=1)  # accept if score >= t
-        fr = np.mean(g[None, :] < t[:, None], axis=1)
-        order = np.argsort(far, kind="stable")
-        frr += np.interp(grid, far[order], fr[order])
-    frr /= len(genuine_list)
-    k = np.argmin(np.abs(frr - grid))
-    return 0.5 * (frr[k] + grid[k])
+    pca = PCA(n_components=0.95, svd_solver="full").fit(flat(train_images))
+    return (pca.transform(flat(train_images)), pca.transform(flat(other_images)),
+            "PCA(0.95) on pixels/255")
 
 
-def split(labels, rng, n_train=5):
-    subjects = np.unique(labels)
-    enrolled = rng.permutation(subjects)[: len(subjects) // 2]
-    tr, gen = [], []
-    for s in enrolled:
-        idx = rng.permutation(np.flatnonzero(labels == s))
-        tr += list(idx[:n_train])
-        gen += list(idx[n_train:])
-    imp = np.flatnonzero(~np.isin(labels, enrolled))
-    return np.array(tr), np.array(gen), imp, enrolled
+def averaged_eer(genuine_list, impostor_list):
+    """EER of the FRR-vs-FAR curve averaged over clients (the library's convention)."""
+    return average_eer([roc_curve(i, g)[:2] for g, i in zip(genuine_list, impostor_list)])
 
 
 def main(argv=None):
@@ -93,7 +60,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if not Path(args.data).is_dir():
         sys.exit(f"teacher_att.py: error: AT&T faces not found at {args.data}")
-    images, labels = load_att(args.data)
+    faces = load_faces(args.data, size=None)
+    images, labels = faces.images, np.asarray(faces.labels)
     t0 = time.perf_counter()
     grid = None
     rules_ = [(g, r) for g in ("paper", "median") for r in ("plain accuracy", "balanced rule")]
@@ -102,10 +70,9 @@ def main(argv=None):
     scores_c = {k: ([], []) for k in rules_}
     gammas = ("paper", "median", "cv")
     res_g = {g: ([], [], [], []) for g in gammas}  # genuine, impostor, #SV, gamma_
-    for rep in range(args.repetitions):
-        rng = np.random.default_rng(rep)
-        tr, gen, imp, enrolled = split(labels, rng)
-        test = np.concatenate([gen, imp])
+    for sp in make_splits(labels, n_train=5, repetitions=args.repetitions, seed=0):
+        enrolled, tr = sp.enrolled, sp.train_indices()
+        test = np.concatenate([*(sp.genuine[c] for c in enrolled), sp.impostors])
         Xtr, Xte, how = features(images[tr], images[test], args.features)
         ytr_lab, yte_lab = labels[tr], labels[test]
         for c in enrolled:
@@ -142,7 +109,7 @@ def main(argv=None):
           + f"{'EER':>9}{'BA=0.5':>8}")
     for (gname, rule), chosen in picks.items():
         cnt = [np.sum(np.isclose(chosen, c)) for c in grid]
-        e = eer(*scores_c[(gname, rule)])
+        e = averaged_eer(*scores_c[(gname, rule)])
         print(f"{gname:<8}{rule:<16}" + "".join(f"{k:>9d}" for k in cnt)
               + f"{100 * e:>8.2f}%{degenerate[(gname, rule)]:>8d}")
     print("(BA=0.5: picks whose CV balanced accuracy is 0.5, i.e. a one-class classifier)")
@@ -151,7 +118,8 @@ def main(argv=None):
     print(f"{'gamma':<8}{'mean gamma_':>14}{'mean #SV':>10}{'EER':>9}")
     for gname in gammas:
         gl, il, nsv, gv = res_g[gname]
-        print(f"{gname:<8}{np.mean(gv):>14.4g}{np.mean(nsv):>10.1f}{100 * eer(gl, il):>8.2f}%")
+        e = averaged_eer(gl, il)
+        print(f"{gname:<8}{np.mean(gv):>14.4g}{np.mean(nsv):>10.1f}{100 * e:>8.2f}%")
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 
 
