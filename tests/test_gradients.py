@@ -1,4 +1,5 @@
-"""Eq. 4-6: the beta-step and both z-step gradient forms, against references."""
+"""Eqs. 4 (eq:beta) to 6 (eq:final-gradient): the beta-step and both z-step gradient
+forms, against references."""
 
 import numpy as np
 import pytest
@@ -58,14 +59,36 @@ def test_reduced_full_and_finite_differences_agree(seed, m, lam):
     assert _rel(g_full, g_fd) <= 1e-5
 
 
-def test_full_form_differs_from_reduced_away_from_beta_optimum():
-    """Sanity: the Eq. 6 terms matter in general; they cancel only at the beta optimum."""
+def test_full_form_extra_terms_vanish_only_at_the_beta_optimum():
+    """Eq. 5 (eq:gradient-z) in full = the reduced form + 2 c' dtheta/dz_j, with
+    c = dOmega/dtheta for theta = (beta, b) and dtheta/dz_j from Eq. 6 (eq:final-gradient).
+    c = 0 at the beta-step, so the forms agree there for any gradient model (the
+    heuristic one too); away from it c != 0 and theta moves with z: the term is not 0."""
     X, y, u, Z = _problem(3, m=3)
-    sim = RBFSimilarity(gamma=0.25)
-    _, g, _, _ = objective_and_gradient(X, y, u, Z, sim, 1e-3, form="full")
-    # the full form computed with the heuristic gradient stays finite and of the same shape
-    _, gh, _, _ = objective_and_gradient(X, y, u, Z, HeuristicGradient(sim), 1e-3, form="full")
-    assert g.shape == gh.shape == Z.shape and np.all(np.isfinite(gh))
+    sim, lam = RBFSimilarity(gamma=0.25), 1e-3
+    for s in (sim, HeuristicGradient(sim)):
+        _, g_full, _, _ = objective_and_gradient(X, y, u, Z, s, lam, form="full")
+        _, g_red, _, _ = objective_and_gradient(X, y, u, Z, s, lam, form="reduced")
+        assert _rel(g_full, g_red) <= 1e-8
+
+    def theta_star(Z):
+        return np.append(*beta_step(sim(X, Z), y, u, lam))
+
+    A = np.hstack([sim(X, Z), np.ones((len(X), 1))])
+
+    def c(theta):  # dOmega/dtheta
+        grad = 2 * A.T @ (u * (A @ theta - y))
+        grad[:-1] += 2 * lam * theta[:-1]
+        return grad
+
+    h, Zp, Zm = 1e-6, Z.copy(), Z.copy()
+    Zp[0, 0] += h
+    Zm[0, 0] -= h
+    dtheta = (theta_star(Zp) - theta_star(Zm)) / (2 * h)  # theta moves with z_0
+    assert np.linalg.norm(dtheta) > 1e-2
+    assert np.linalg.norm(c(theta_star(Z))) < 1e-10
+    away = theta_star(Z) + 0.1
+    assert abs(c(away) @ dtheta) > 1e-3
     with pytest.raises(ValueError, match="form"):
         objective_and_gradient(X, y, u, Z, sim, 1e-3, form="other")
 
@@ -76,7 +99,8 @@ def test_beta_step_matches_lstsq_on_augmented_system(seed, lam):
     X, y, u, Z = _problem(seed, m=5)
     S = RBFSimilarity(gamma=0.25)(X, Z)
     beta, b = beta_step(S, y, u, lam)
-    # Eq. 2 as one least-squares problem: rows sqrt(u_i) [S_i, 1], plus sqrt(lam) I rows
+    # Eq. 2 (eq:objective) as one least-squares problem: rows sqrt(u_i) [S_i, 1], plus
+    # sqrt(lam) I rows
     n, m = S.shape
     A = np.hstack([S, np.ones((n, 1))]) * np.sqrt(u)[:, None]
     R = np.hstack([np.sqrt(lam) * np.eye(m), np.zeros((m, 1))])
@@ -107,7 +131,8 @@ def test_heuristic_gradient_is_eq9():
     S = base(X, Z)
     for i in range(6):
         for j in range(2):
-            np.testing.assert_allclose(G[i, j], S[i, j] * (X[i] - Z[j]))  # Eq. 9
+            # Eq. 7 (eq:similarity-grad)
+            np.testing.assert_allclose(G[i, j], S[i, j] * (X[i] - Z[j]))
     W = rng.normal(size=(6, 2))
     np.testing.assert_allclose(h.contract_gradient(X, Z, W), np.einsum("ij,ijd->jd", W, G))
     # for the RBF, the analytic gradient is 2 gamma times the heuristic one
