@@ -2,7 +2,7 @@
 
 The matcher is the ``ssgallery-ebgm`` program, reached only through the external
 contract (:class:`ssgallery.matchers.external.ExternalMatcher`), with its Gabor
-responses cached across calls (``--cache-dir``). Protocol (DESIGN.md §4): 20 enrolled
+responses cached across calls (``--cache-dir``). Protocol (Sect. IV-A): 20 enrolled
 clients with 5 training images each, their other 5 images are genuine claims, the 200
 images of the 20 other subjects are impostor claims against every client.
 
@@ -11,7 +11,8 @@ Methods, all on the same EBGM similarity:
 - ``svm``: the full one-vs-all SVM on the non-PSD EBGM Gram matrix (C by 5-fold CV);
   matches per claim = number of support vectors.
 - ``ssvm``: m = 5 virtual prototypes in pixel space, moved with the heuristic gradient
-  of Eq. 9 inside [0, 255] (Algorithm 1 or varpro), distilled from the SVM.
+  of Eq. 7 (eq:similarity-grad) inside [0, 255] (Algorithm 1 or varpro), distilled from
+  the SVM.
   ``--init genuine`` starts from m - 1 genuine medoids + 1 impostor medoid instead of
   the library's class-weighted split (see the README's EBGM section for why).
 - ``svm-sel`` / ``svm-red``: reduced-set methods. They assume a PSD kernel (SVM-sel's

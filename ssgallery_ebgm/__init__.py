@@ -1,6 +1,6 @@
 """``ssgallery-ebgm``: a reference Elastic Bunch Graph Matching face matcher.
 
-It speaks the external-matcher contract of ssgallery (DESIGN.md §2) and is used by
+It speaks the external-matcher contract of ssgallery (docs/formats.md) and is used by
 ssgallery only through it, exactly like a third-party program::
 
     ssgallery-ebgm --probe-list A.txt --gallery-list B.txt [--out S.txt]

@@ -163,7 +163,7 @@ def test_ridge_fits_the_teacher_outputs_with_balanced_weights(problem):
     est = PrototypeSelector(4, "spanning", alpha=lam).fit(X, y, teacher=t)
     u = balanced_weights(y)
     assert u[y > 0].sum() == pytest.approx(0.5) and u[y < 0].sum() == pytest.approx(0.5)
-    # Eq. 4 with the prototypes fixed: weighted ridge, bias unpenalised
+    # Eq. 4 (eq:beta) with the prototypes fixed: weighted ridge, bias unpenalised
     A = np.c_[t.similarity_(X, est.prototypes_), np.ones(len(X))]
     M = A.T @ (u[:, None] * A) + lam * np.diag([1, 1, 1, 1, 0])
     sol = np.linalg.solve(M, A.T @ (u * t.decision_function(X)))

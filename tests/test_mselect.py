@@ -1,4 +1,4 @@
-"""Incremental selection of the number of prototypes (Eq. 10)."""
+"""Incremental selection of the number of prototypes (Eq. 8 (eq:xval-m))."""
 
 import numpy as np
 import pytest

@@ -1,8 +1,8 @@
-"""``verify``: score probe images against one claimed client (DESIGN.md §1, §5).
+"""``verify``: score probe images against one claimed client.
 
 Reads the gallery's header, its matcher state and the claimed client's group only,
 maps the probes to the matcher space in one batch, and computes m similarities per
-probe: g(x) = sum_j beta_j s(x, z_j) + b (Eq. 1). A claim is accepted when
+probe: g(x) = sum_j beta_j s(x, z_j) + b (Eq. 1 (g(x))). A claim is accepted when
 g(x) >= the client's threshold.
 
 This module is on the latency-critical path: it imports numpy, h5py and PIL (through

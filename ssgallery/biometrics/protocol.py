@@ -1,4 +1,4 @@
-"""The paper's face-verification protocol (Sect. IV-A, DESIGN.md §4) and its runner.
+"""The paper's face-verification protocol (Sect. IV-A) and its runner.
 
 Per repetition (seeded): a random half of the subjects are enrolled clients, the
 others appear only as impostors at test time. Each client gets ``n_train`` random

@@ -25,13 +25,14 @@ def _parse_m(ctx, param, value):
 @click.option("-o", "--output", "gallery", default="gallery.h5", show_default=True,
               metavar="FILE", help="Gallery to write.")
 @click.option("--m", "m", default="2", show_default=True, callback=_parse_m, metavar="M|auto",
-              help="Virtual prototypes per client; 'auto' picks m by validation (Eq. 10).")
+              help="Virtual prototypes per client; 'auto' picks m by validation "
+                   "(Eq. 8 (eq:xval-m)).")
 @click.option("--rho", type=click.FloatRange(min=0), default=0.01, show_default=True,
               help="With --m auto: price of one prototype in units of validation loss.")
 @click.option("--target-far", type=click.FloatRange(0, 1, max_open=True), default=0.01,
               show_default=True, help="False acceptance rate the per-client thresholds aim at.")
 @click.option("--lam", type=click.FloatRange(min=0), default=1e-4, show_default=True,
-              help="Ridge penalty on beta (Eq. 2).")
+              help="Ridge penalty on beta (Eq. 2 (eq:objective)).")
 @click.option("--solver", type=click.Choice(["varpro", "paper"]), default="varpro",
               show_default=True, help="varpro: L-BFGS-B on all prototypes; paper: Algorithm 1.")
 @click.option("--init", type=click.Choice(["auto", "class", "genuine", "kmeans", "random"]),

@@ -1,4 +1,4 @@
-"""The one file writer of ssgallery (DESIGN.md §5): nothing half-written, nothing lost.
+"""The one file writer of ssgallery: nothing half-written, nothing lost.
 
 Every output (store, gallery, report files, montages) is written by :func:`atomic_path`:
 

@@ -45,7 +45,7 @@ FORMAT_VERSION = 1
 
 @dataclass
 class ClientModel:
-    """One client's compressed model: g(x) = sum_j beta_j s(x, z_j) + b (Eq. 1).
+    """One client's compressed model: g(x) = sum_j beta_j s(x, z_j) + b (Eq. 1 (g(x))).
 
     Attributes
     ----------

@@ -1,5 +1,5 @@
 """Image ingestion: scanning ``ROOT/<client>/*.{pgm,png,jpg,...}``, reading, validating
-and normalising face images (DESIGN.md §1, issue 3 item 3).
+and normalising face images.
 
 Every image becomes a float32 array (H, W) on the 8-bit grey scale [0, 255]. Sizes are
 given PIL-style as ``(width, height)``; arrays are ``(height, width)``. Every problem a

@@ -1,4 +1,4 @@
-"""The matcher contract inside Python (DESIGN.md §2)."""
+"""The matcher contract inside Python (the external program's: docs/formats.md)."""
 
 
 class Matcher:

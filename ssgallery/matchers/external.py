@@ -1,4 +1,4 @@
-"""A matcher that is a program: the external-matcher contract (DESIGN.md §2).
+"""A matcher that is a program: the external-matcher contract (docs/formats.md).
 
 ::
 
@@ -15,8 +15,8 @@ after it exits. Every failure is a one-line :class:`~ssgallery.errors.MatcherErr
 naming the program.
 
 A *distance* is turned into a similarity ``s = exp(-d / scale)`` (positive and larger
-for closer pairs, as the heuristic gradient of Eq. 9 assumes), with ``scale`` the
-median distance between training images measured once at ``fit`` (or the
+for closer pairs, as the heuristic gradient of Eq. 7 (eq:similarity-grad) assumes), with
+``scale`` the median distance between training images measured once at ``fit`` (or the
 ``distance_scale`` parameter); the conversion and the scale are part of the state.
 """
 
@@ -85,8 +85,8 @@ class ExternalMatcher(Matcher):
     """Black-box matcher reached through the external contract; prototypes are images.
 
     Features are the flattened pixels (d = H * W); prototypes move in pixel space
-    inside the box [0, 255] with the heuristic gradient of Eq. 9. One call of the
-    similarity scores all n x m pairs with one run of the program (pairs whose images
+    inside the box [0, 255] with the heuristic gradient of Eq. 7 (eq:similarity-grad). One
+    call of the similarity scores all n x m pairs with one run of the program (pairs whose images
     have not changed since an earlier call come from a content-hash cache).
 
     Parameters
@@ -348,7 +348,7 @@ class ExternalMatcher(Matcher):
         return images.reshape(len(images), -1)
 
     def similarity(self):
-        """The program's similarity with the heuristic gradient of Eq. 9."""
+        """The program's similarity with the heuristic gradient of Eq. 7 (eq:similarity-grad)."""
         return HeuristicGradient(CallableSimilarity(self._score_features,
                                                     name=f"external:{self.program}"))
 
