@@ -37,3 +37,16 @@ def make_faces(root, n_clients=5, n_images=6, seed=0, shape=(32, 24), prefix="c"
             Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(
                 os.path.join(folder, f"{i}.png"))
     return root
+
+
+def heavy_imports(code):
+    """Run ``code`` in a fresh interpreter; return the sorted list of the heavy packages
+    (scikit-learn, scipy, matplotlib) it imported: what the verify path must not load."""
+    import subprocess
+    import sys
+
+    probe = (code + "\nimport sys\nprint(sorted({m.split('.')[0] for m in sys.modules}"
+             " & {'sklearn', 'scipy', 'matplotlib'}))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True)
+    return out.stdout.strip().splitlines()[-1]

@@ -50,7 +50,9 @@ def test_montage_wraps_into_rows():
 def test_montage_clips_out_of_range_rendering():
     imgs = protos(2)
     imgs[0, 0, 0], imgs[1, 0, 0] = -40, 400
-    prototype_montage(imgs, [1, -1])  # no error, clipped
+    clipped = np.asarray(prototype_montage(np.clip(imgs, 0, 255), [1, -1]))
+    # the same picture as clipping first (not a uint8 wrap-around: -40 -> 216)
+    np.testing.assert_array_equal(np.asarray(prototype_montage(imgs, [1, -1])), clipped)
 
 
 @pytest.mark.parametrize("images, beta, word", [

@@ -30,6 +30,12 @@ def faces(tmp_path_factory):
     return root
 
 
+@pytest.fixture
+def plotting():
+    """The report's roc.png and det.png need matplotlib (the 'plot' extra)."""
+    return pytest.importorskip("matplotlib")
+
+
 def run(args, cwd=None):
     runner = CliRunner()
     if cwd is None:
@@ -63,7 +69,8 @@ def check_report(out, labels, with_scores=True):
     return summary
 
 
-def test_roc_on_a_faces_folder_writes_every_file_and_scores_reproduce_it(faces, tmp_path):
+def test_roc_on_a_faces_folder_writes_every_file_and_scores_reproduce_it(faces, tmp_path,
+                                                                         plotting):
     out = tmp_path / "report"
     res = run([ "roc", str(faces), "--enrolled", "4", "--train-images", "3", "--repetitions",
                "2", "--methods", "svm,ssvm,svm-red", "--m", "1,2", "-o", str(out)])
@@ -159,7 +166,7 @@ def test_usage_errors(tmp_path):
     assert res.exit_code == 2 and "expected one FACES_DIR" in res.output
 
 
-def test_enroll_compress_roc_in_the_working_directory(faces, tmp_path):
+def test_enroll_compress_roc_in_the_working_directory(faces, tmp_path, plotting):
     """``ssgallery enroll faces/ && ssgallery compress --m 2 && ssgallery roc`` as written,
     then the compressed gallery on a labelled probe folder."""
     res = run(["enroll", str(faces), "--background", "id6,id7"], cwd=tmp_path)
@@ -186,7 +193,7 @@ def test_enroll_compress_roc_in_the_working_directory(faces, tmp_path):
     assert "FAR@thr" in res.output
 
 
-def test_roc_on_the_sample_data(tmp_path):
+def test_roc_on_the_sample_data(tmp_path, plotting):
     faces = sample_faces_path()
     assert faces.is_dir(), f"sample_data missing at {faces}"
     out = tmp_path / "sample"
@@ -200,7 +207,7 @@ def test_roc_on_the_sample_data(tmp_path):
 
 
 @pytest.mark.slow
-def test_roc_on_att_one_repetition(tmp_path, att_faces):
+def test_roc_on_att_one_repetition(tmp_path, att_faces, plotting):
     att = att_faces
     out = tmp_path / "att"
     proc = subprocess.run(

@@ -92,12 +92,14 @@ def make_splits(labels, n_enrolled=None, n_train=5, repetitions=5, seed=0, enrol
             n_enrolled = max(2, min(n_enrolled, len(eligible)))
     n_enrolled, n_train, repetitions = int(n_enrolled), int(n_train), int(repetitions)
     if not 2 <= n_enrolled <= len(subjects) - 1:
-        raise InputError(f"--enrolled must be between 2 and {len(subjects) - 1} "
-                         f"(there are {len(subjects)} subjects), got {n_enrolled}")
+        raise InputError(f"the number of enrolled clients must be between 2 and "
+                         f"{len(subjects) - 1} (there are {len(subjects)} subjects), "
+                         f"got {n_enrolled}")
     if n_train < 1:
-        raise InputError(f"--train-images must be at least 1, got {n_train}")
+        raise InputError("the number of training images per client must be at least 1, "
+                         f"got {n_train}")
     if repetitions < 1:
-        raise InputError(f"--repetitions must be at least 1, got {repetitions}")
+        raise InputError(f"the number of repetitions must be at least 1, got {repetitions}")
     if len(eligible) < n_enrolled:
         raise InputError(f"only {len(eligible)} subject(s) have the {n_train + 1} images "
                          f"needed to enrol {n_enrolled} clients with {n_train} training "
@@ -215,7 +217,7 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
                          f"{len(labels)} labels")
     m_values = [m] if np.isscalar(m) else list(m)
     if any(int(v) < 1 for v in m_values):
-        raise InputError(f"--m must be at least 1, got {m_values}")
+        raise InputError(f"the number of prototypes m must be at least 1, got {m_values}")
     if len(methods) == 0:
         raise InputError("no methods to compare")
     specs = method_specs(methods, m_values)
