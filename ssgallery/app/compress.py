@@ -1,4 +1,4 @@
-"""``compress``: enrollment store -> gallery, one client at a time (DESIGN.md §1, §3).
+"""``compress``: enrollment store -> gallery, one client at a time.
 
 Per enrolled client c, on the matcher features X of every image in the store:
 
@@ -6,8 +6,9 @@ Per enrolled client c, on the matcher features X of every image in the store:
    every other client's and every background subject's images = -1), C by balanced
    5-fold CV, on the matcher's own similarity.
 2. **Distillation.** :class:`~ssgallery.learn.supersparse.SuperSparseDistiller` fits m virtual
-   prototypes to the SVM's decision values (Eq. 2-6); ``m="auto"`` picks m by the
-   incremental validation of Eq. 10.
+   prototypes to the SVM's decision values (Eqs. 2 (eq:objective) to 6
+   (eq:final-gradient)); ``m="auto"`` picks m by the incremental validation of Eq. 8
+   (eq:xval-m).
 3. **Threshold.** The training scores of a model are optimistic, so the threshold comes
    from cross-validated impostor scores: 5 folds, impostors split by subject (a
    held-out impostor is a person the fold's model never saw, as at verification time),
@@ -31,7 +32,7 @@ from ssgallery.learn.supersparse import resolve_init
 from ssgallery.learn.threads import single_threaded_blas
 
 N_FOLDS = 5
-AUTO_M_GRID = (10, 5, 3, 2, 1)  # --m auto: candidates, largest first (Eq. 10)
+AUTO_M_GRID = (10, 5, 3, 2, 1)  # --m auto: candidates, largest first (Eq. 8 (eq:xval-m))
 MAX_ITER = 200  # the learner's default: L-BFGS-B iterations (varpro) / sweeps (paper)
 
 
@@ -95,7 +96,7 @@ def threshold_at_far(impostor_scores, target_far):
 def _fit_pair(X, y, similarity, bounds, m, lam, solver, init, C, rho, random_state,
               max_iter=MAX_ITER, gram=None):
     """SVM teacher (``gram`` = S(X, X) if known), then its distillation to m prototypes
-    (m="auto": Eq. 10)."""
+    (m="auto": Eq. 8 (eq:xval-m))."""
     from ssgallery.learn.supersparse import SuperSparseDistiller
     from ssgallery.learn.teacher import SimilaritySVM
 
@@ -256,12 +257,12 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     ----------
     store_path, gallery_path : str or Path
     m : int or "auto"
-        Prototypes per client; "auto" = Eq. 10 with penalty ``rho`` per prototype.
+        Prototypes per client; "auto" = Eq. 8 (eq:xval-m) with penalty ``rho`` per prototype.
     rho : float
     target_far : float
         False acceptance rate the per-client thresholds aim at (CV estimate).
     lam : float
-        Ridge penalty on beta (Eq. 2).
+        Ridge penalty on beta (Eq. 2 (eq:objective)).
     solver : {"varpro", "paper"}
     init : {"auto", "class", "genuine", "kmeans", "random"}
         Starting prototypes; "auto" (default) = :func:`resolve_init`.
