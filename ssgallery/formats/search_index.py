@@ -14,7 +14,7 @@ Layout (group ``/index`` of a gallery, written by
 
 Reading it for a search is a handful of contiguous reads whatever N (no group per
 client is opened), and scoring a batch of probes is one similarity block (n, P) and
-one segment sum: g_k(x) = sum_{j in k} beta_j s(x, z_j) + b_k (Eq. 1).
+one segment sum: g_k(x) = sum_{j in k} beta_j s(x, z_j) + b_k (Eq. 1 (g(x))).
 Numpy and h5py only (on the ``identify`` path).
 """
 

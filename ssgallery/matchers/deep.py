@@ -19,8 +19,8 @@ Pipeline, per image (grey, float on [0, 255]):
 Similarity: s(x, z) = exp(−γ ||x − z||²) on descriptors (:class:`RBFSimilarity`, analytic
 gradient), so prototypes are learned in descriptor space as eigenface prototypes are
 learned in PCA space. γ follows the eigenface rules; the default here is "median"
-(1 / median squared distance between training descriptors): dlib descriptors have a
-fixed scale where the paper's γ = 1/d = 1/128 makes every similarity nearly 1.
+(:func:`~ssgallery.learn.similarity.median_gamma` of the training descriptors): dlib
+descriptors have a fixed scale where the paper's γ = 1/d = 1/128 makes every similarity nearly 1.
 
 Quality (failure to acquire). :meth:`DlibMatcher.quality` is the detector score of the
 face used (higher is more face-like); an image where nothing was detected gets
@@ -48,7 +48,7 @@ from ssgallery.errors import (
     NotRenderableError,
     SsgalleryError,
 )
-from ssgallery.learn.similarity import RBFSimilarity
+from ssgallery.learn.similarity import RBFSimilarity, median_gamma
 from ssgallery.matchers.base import Matcher
 
 GAMMA_MODES = ("paper", "median")
@@ -132,7 +132,8 @@ class DlibMatcher(Matcher):
     Parameters
     ----------
     gamma : "median", "paper" or float
-        RBF width: "median" = 1 / median squared distance between training descriptors;
+        RBF width: "median" = :func:`~ssgallery.learn.similarity.median_gamma` of the
+        training descriptors;
         "paper" = 1/d with d = 128; a positive float is used as is.
     detect : bool
         Run the face detector; False always uses the whole image as the face box (for
@@ -278,22 +279,12 @@ class DlibMatcher(Matcher):
         self._models_checked = True
         D, q = self.describe(U)
         if g is None:
-            g = 1.0 / DIM if self.gamma == "paper" else self._median_gamma(D)
+            g = 1.0 / DIM if self.gamma == "paper" else median_gamma(D)
         self.gamma_ = float(g)
         self.quality_threshold_ = float(min(0.0, np.quantile(q, QUALITY_QUANTILE)))
         self.n_components_ = DIM
         self.n_samples_fit_ = len(U)
         return self
-
-    @staticmethod
-    def _median_gamma(D):
-        if len(D) > 2000:
-            D = D[np.random.default_rng(0).choice(len(D), 2000, replace=False)]
-        d2 = RBFSimilarity().sq_distances(D, D)[np.triu_indices(len(D), 1)]
-        med = float(np.median(d2))
-        if med <= 0:
-            raise InputError("dlib: cannot set gamma='median', training descriptors coincide")
-        return 1.0 / med
 
     # ------------------------------------------------------------------ the contract
     def transform(self, images):
