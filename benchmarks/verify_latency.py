@@ -1,16 +1,20 @@
 """Latency and throughput of ``ssgallery verify``, measured side by side in one run.
 
 1. Start-up latency: wall time of a real ``ssgallery verify PROBE --claim ID`` process
-   (one probe, a 20-client gallery) divided by the wall time of
-   ``python -c "import numpy, h5py, PIL.Image"`` (the floor any Python verifier pays),
-   medians of N alternated runs. Target: <= 1.5x.
+   (one probe) divided by the wall time of ``python -c "import numpy, h5py, PIL.Image"``
+   (the floor any Python verifier pays), medians of N alternated runs. Target: <= 1.5x.
+   Four verifiers alternate in the same loop: this tree on a 20-client and on a
+   10,000-client gallery (format 2: digests, semantic checks), and the baseline tree
+   (``--baseline REF``, default the last commit before gallery format 2: no integrity
+   checks) on galleries of the same two sizes written by its own code. Targets: this
+   tree <= 1.1x the baseline; 10,000 clients as fast as 20 (constant group opens).
 2. Throughput: one ``ssgallery verify --list FILE`` process scoring 1,000 probes,
    in probes per second (start-up included), and the per-probe cost after start-up.
 
-The gallery is built from sample_data/ (20 clients, m = 2) in a temporary folder,
-unless --gallery is given.
+The 20-client galleries are built from sample_data/ (m = 2) in a temporary folder; the
+10,000-client ones repeat client c03's model under 10,000 ids.
 
-    python benchmarks/verify_latency.py [--runs 15] [--probes 1000] [--gallery G --claim ID]
+    python benchmarks/verify_latency.py [--runs 15] [--probes 1000] [--baseline REF]
 """
 
 import argparse
@@ -23,10 +27,42 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+BASELINE = "220bbc3"  # main before the gallery format 2 (issue 8)
+N_BIG = 10_000
+
+# Run inside a tree (the current one or the baseline's): copy c03 under N_BIG ids.
+REPLICATE = """
+import sys
+from ssgallery.formats.gallery import ClientModel, read_client, write_gallery
+from ssgallery.formats.hdf5 import read_state
+import h5py, json
+src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+model = read_client(src, "c03", images=True, matcher=False)
+with h5py.File(src) as f:
+    state = read_state(f["matcher"])
+    state = state[0] if isinstance(state, tuple) else state
+    attrs = {k: f.attrs[k] for k in ("target_far",)}
+clients = []
+for i in range(n):
+    m = ClientModel(**{k: getattr(model, k) for k in (
+        "prototypes", "beta", "intercept", "threshold", "similarity", "provenance",
+        "prototype_images")}, client_id=f"c{i:05d}")
+    clients.append(m)
+write_gallery(dst, matcher_name=model.header["matcher"],
+              matcher_config=json.loads(model.header["matcher_config"]),
+              matcher_state=state, image_shape=model.header["image_shape"], clients=clients,
+              attrs=attrs)
+"""
 
 
-def _wall(cmd, cwd=None):
+def _env(pythonpath=None):
     env = dict(os.environ, OMP_NUM_THREADS="1")
+    if pythonpath:
+        env["PYTHONPATH"] = str(pythonpath)
+    return env
+
+
+def _wall(cmd, env, cwd=None):
     t = time.perf_counter()
     out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - t
@@ -35,52 +71,83 @@ def _wall(cmd, cwd=None):
     return elapsed
 
 
-def _ssgallery():
-    exe = Path(sys.executable).with_name("ssgallery")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "ssgallery"]
+def _build(work, tree):
+    """enroll + compress sample_data with the code at ``tree`` (None: this tree), then the
+    10,000-client copy; returns (gallery 20, gallery 10k)."""
+    work.mkdir(parents=True)
+    cli = [sys.executable, "-m", "ssgallery"]
+    env = _env(tree)
+    for args in (["enroll", str(REPO / "sample_data" / "faces")], ["compress", "--m", "2"]):
+        subprocess.run(cli + args, cwd=work, check=True, capture_output=True, env=env)
+    big = work / "big.h5"
+    subprocess.run([sys.executable, "-c", REPLICATE, str(work / "gallery.h5"), str(big),
+                    str(N_BIG)], check=True, env=env, cwd=work)
+    return work / "gallery.h5", big
 
 
-def _build_gallery(work):
-    faces = REPO / "sample_data" / "faces"
-    cli = _ssgallery()
-    for args in (["enroll", str(faces)], ["compress", "--m", "2"]):
-        subprocess.run(cli + args, cwd=work, check=True, capture_output=True,
-                       env=dict(os.environ, OMP_NUM_THREADS="1"))
-    return Path(work) / "gallery.h5"
+def _checkout(ref, where):
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "ssgallery"],
+                             check=True, capture_output=True).stdout
+    where.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
+    return where
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--probes", type=int, default=1000)
-    ap.add_argument("--gallery", default=None)
+    ap.add_argument("--baseline", default=BASELINE, help="git ref of the baseline tree")
     ap.add_argument("--claim", default="c03")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as work:
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
         t = time.perf_counter()
-        gallery = Path(args.gallery) if args.gallery else _build_gallery(work)
-        if not args.gallery:
-            print(f"built a 20-client gallery from sample_data/ in {time.perf_counter() - t:.1f} s")
+        new20, new_big = _build(work / "new", None)
+        old_tree = _checkout(args.baseline, work / "old_tree")
+        old20, old_big = _build(work / "old", old_tree)
+        print(f"built 20- and {N_BIG}-client galleries with this tree and with "
+              f"{args.baseline} in {time.perf_counter() - t:.1f} s")
         probes = sorted((REPO / "sample_data" / "probes").glob("*.png"))
         probes += sorted((REPO / "sample_data" / "faces").glob("*/*.png"))
         probe = str(probes[0])
-        verify = _ssgallery() + ["verify", "--claim", args.claim, "--gallery", str(gallery)]
-        floor = [sys.executable, "-c", "import numpy, h5py, PIL.Image"]
-        _wall(verify + [probe])  # warm the file cache once
-        base, ver = [], []
-        for _ in range(args.runs):  # alternate, so load changes hit both alike
-            base.append(_wall(floor))
-            ver.append(_wall(verify + [probe]))
-        b, v = statistics.median(base), statistics.median(ver)
-        print(f"start-up, median of {args.runs} runs:")
-        print(f"  python -c 'import numpy, h5py, PIL.Image'   {b * 1000:7.0f} ms")
-        print(f"  ssgallery verify (1 probe, 20-client gallery) {v * 1000:7.0f} ms")
-        print(f"  ratio                                        {v / b:7.2f}x  (target <= 1.5x)")
+        cli = [sys.executable, "-m", "ssgallery", "verify"]
+        cases = {  # name -> (command, env)
+            "floor": ([sys.executable, "-c", "import numpy, h5py, PIL.Image"], _env()),
+            f"baseline {args.baseline}, 20 clients": (
+                cli + [probe, "--claim", args.claim, "--gallery", str(old20)], _env(old_tree)),
+            "this tree, 20 clients": (
+                cli + [probe, "--claim", args.claim, "--gallery", str(new20)], _env()),
+            f"baseline {args.baseline}, {N_BIG} clients": (
+                cli + [probe, "--claim", "c00042", "--gallery", str(old_big)], _env(old_tree)),
+            f"this tree, {N_BIG} clients": (
+                cli + [probe, "--claim", "c00042", "--gallery", str(new_big)], _env()),
+        }
+        for cmd, env in cases.values():
+            _wall(cmd, env)  # warm the file cache once
+        times = {name: [] for name in cases}
+        for _ in range(args.runs):  # alternate, so load changes hit all alike
+            for name, (cmd, env) in cases.items():
+                times[name].append(_wall(cmd, env))
+        med = {name: statistics.median(v) for name, v in times.items()}
+        floor = med["floor"]
+        print(f"start-up, median of {args.runs} alternated runs (1 probe):")
+        for name, value in med.items():
+            print(f"  {name:<40} {value * 1000:7.0f} ms  {value / floor:5.2f}x floor")
+        for n in ("20", str(N_BIG)):
+            new = med[f"this tree, {n} clients"]
+            old = med[f"baseline {args.baseline}, {n} clients"]
+            print(f"  this tree / baseline, {n} clients: {new / old:.3f}  (target <= 1.1)")
+        print(f"  this tree, {N_BIG} / 20 clients: "
+              f"{med[f'this tree, {N_BIG} clients'] / med['this tree, 20 clients']:.3f}")
 
-        listing = Path(work) / "probes.txt"
+        listing = work / "probes.txt"
         paths = [str(probes[i % len(probes)]) for i in range(args.probes)]
         listing.write_text("\n".join(paths) + "\n")
-        batch = statistics.median(_wall(verify + ["--list", str(listing)]) for _ in range(3))
+        v = med["this tree, 20 clients"]
+        batch = statistics.median(_wall(cli + ["--claim", args.claim, "--gallery", str(new20),
+                                               "--list", str(listing)], _env())
+                                  for _ in range(3))
         print(f"batch of {args.probes} probes in one process (median of 3): {batch:.2f} s = "
               f"{args.probes / batch:.0f} probes/s; "
               f"{(batch - v) / (args.probes - 1) * 1000:.2f} ms per extra probe")

@@ -93,7 +93,7 @@ def test_bad_store(tmp_path, built):
     with h5py.File(corrupt, "a") as f:
         del f["images"]
     _fails(["compress", "--store", str(corrupt), "-o", str(tmp_path / "g.h5")],
-           f"{corrupt}: corrupt ssgallery enrollment store")
+           f"{corrupt}: integrity check failed: the store's content does not match")
     _fails(["compress", "--store", built[2], "--clients", "zz", "-o", str(tmp_path / "g.h5")],
            "not an enrolled client: zz")
     assert sorted(os.listdir(tmp_path)) == ["corrupt.h5", "foreign.h5"]  # no gallery, no temp

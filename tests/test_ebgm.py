@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -161,7 +162,8 @@ def test_att_deterministic_discriminative_and_not_psd(tmp_path, att_faces):
 
 @pytest.mark.slow
 def test_att_enroll_compress_verify_with_the_ebgm_program(tmp_path, att_faces):
-    """End to end through the CLI: the store records the command, compress trains
+    """End to end through the CLI: the host names the program ($SSGALLERY_MATCHER_CMD; the
+    store and gallery hold only its contract digest), compress trains
     pixel-space prototypes with the real program, verify sends each probe batch and
     the client's m prototypes in one run."""
     paths = att_paths(att_faces, range(1, 8), range(1, 11))
@@ -172,8 +174,9 @@ def test_att_enroll_compress_verify_with_the_ebgm_program(tmp_path, att_faces):
             (root / subject / f"{k}.pgm").symlink_to(att_faces / subject / f"{k}.pgm")
     log = tmp_path / "calls.log"
     wrapper = os.path.join(os.path.dirname(__file__), "matchers", "log_calls.py")
-    command = json.dumps([sys.executable, wrapper, EBGM])
-    env = dict(os.environ, OMP_NUM_THREADS="1", MATCHER_LOG=str(log))
+    command = shlex.join([sys.executable, wrapper, EBGM])
+    env = dict(os.environ, OMP_NUM_THREADS="1", MATCHER_LOG=str(log),
+               SSGALLERY_MATCHER_CMD=command)
     ssg = os.path.join(os.path.dirname(EBGM), "ssgallery")
 
     def cli(*args):
@@ -181,7 +184,7 @@ def test_att_enroll_compress_verify_with_the_ebgm_program(tmp_path, att_faces):
                               text=True, check=False)
 
     run = cli("enroll", str(root), "--clients", "s1", "--background", "s2,s3", "--size", "46x56",
-              "--matcher", "external", "-O", f"command={command}")
+              "--matcher", "external")
     assert run.returncode == 0, run.stderr
     run = cli("compress", "--m", "2", "--cv-folds", "0")
     assert run.returncode == 0, run.stderr
@@ -192,6 +195,8 @@ def test_att_enroll_compress_verify_with_the_ebgm_program(tmp_path, att_faces):
     assert run.returncode in (0, 1), run.stderr
     scores = [r["score"] for r in json.loads(run.stdout)["results"]]
     assert np.mean(scores[:2]) > np.mean(scores[2:])  # genuine above impostors
-    assert log.read_text().split("\n")[:-1] == ["6 2"]  # one run: 6 probes x m = 2
+    # the host's program first proves its contract (--describe), then one scoring run:
+    # 6 probes x m = 2
+    assert log.read_text().split("\n")[:-1] == ["describe", "6 2"]
     run = cli("verify", probes[0], "--claim", "nobody")
     assert run.returncode == 2 and "\n" not in run.stderr.strip()

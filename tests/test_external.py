@@ -14,6 +14,7 @@ import pytest
 from ssgallery.errors import MatcherError
 from ssgallery.matchers import get_matcher_class
 from ssgallery.matchers.external import ExternalMatcher, write_pgm
+from ssgallery.matchers.host import HostMatcher
 
 HERE = Path(__file__).resolve().parent / "matchers"
 FOREIGN = [sys.executable, str(HERE / "clipped_corr.py")]
@@ -90,8 +91,12 @@ def test_state_round_trip_rebuilds_the_program(tmp_path):
     X = m.transform(imgs)
     S = m.similarity()(X[:2], X)
     config = json.loads(json.dumps(m.get_config()))  # what a gallery stores
-    assert config["command"] == FOREIGN
-    again = ExternalMatcher.from_state(config, m.get_state())
+    assert "command" not in config and "cache_dir" not in config  # host settings, never data
+    state = m.get_state()
+    assert len(state["contract_sha256"]) == 64 and FOREIGN[-1] not in json.dumps(
+        {k: v for k, v in state.items() if isinstance(v, str)})
+    again = ExternalMatcher.from_state(config, state).attach_host(
+        HostMatcher(FOREIGN, str(tmp_path / "cache")))
     assert again.image_shape == m.image_shape
     np.testing.assert_array_equal(again.similarity()(X[:2], X), S)
     assert again.n_calls_ == 0  # answered from the persistent cache
@@ -195,7 +200,7 @@ def test_missing_and_not_executable_programs(tmp_path):
     script.chmod(0o644)
     with pytest.raises(MatcherError, match=r"is not executable"):
         fitted([str(script)])
-    with pytest.raises(MatcherError, match=r"command is empty"):
+    with pytest.raises(MatcherError, match=r"matcher command .*is empty"):
         fitted("  ")
 
 
@@ -241,7 +246,8 @@ def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
     assert r.exit_code == 0, r.output
     tmp, pidfile = tmp_path / "tmp", tmp_path / "pids"
     tmp.mkdir()
-    env = dict(os.environ, TMPDIR=str(tmp), HOSTILE_PIDFILE=str(pidfile), OMP_NUM_THREADS="1")
+    env = dict(os.environ, TMPDIR=str(tmp), HOSTILE_PIDFILE=str(pidfile), OMP_NUM_THREADS="1",
+               SSGALLERY_MATCHER_CMD=shlex.join(HOSTILE + ["hang"]))  # the host names it
     proc = subprocess.Popen([sys.executable, "-m", "ssgallery", "compress", "--store",
                              str(store), "-o", str(gallery)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -48,8 +48,11 @@ def test_gallery_layout_and_provenance(built):
         # search index's UTF-8 client ids)
         kinds = []
         f.visititems(lambda name, obj: kinds.append(obj.dtype.kind)
-                     if isinstance(obj, h5py.Dataset) else None)
+                     if isinstance(obj, h5py.Dataset) and name != "client_index" else None)
         assert set(kinds) <= set("fiuS")
+        index = f["client_index"][()]  # (id bytes, sha256 hex) rows, sorted by id
+        assert index.dtype.names == ("id", "digest")
+        assert [i.decode() for i in index["id"]] == [f"c{c:02d}" for c in range(5)]
     for key in ("m", "lambda", "solver", "init", "omega", "n_similarity_evals", "svm_n_support",
                 "svm_threshold", "svm_C", "target_far", "cv_far", "cv_frr"):
         assert key in prov, key
@@ -134,7 +137,8 @@ def test_unknown_client_and_bad_galleries(built, tmp_path):
     corrupt.write_bytes((root / "g.h5").read_bytes())
     with h5py.File(corrupt, "a") as f:
         del f["clients/c01/beta"]
-    with pytest.raises(FormatError, match="corrupt gallery"):
+    with pytest.raises(FormatError, match="corrupt.h5: integrity check failed: client 'c01' "
+                       "does not match its digest"):
         read_client(corrupt, "c01")
     read_client(corrupt, "c02")  # the other clients stay readable
 

@@ -250,7 +250,8 @@ def _check_options(m, rho, target_far, lam, solver, init, max_iter=MAX_ITER):
 @single_threaded_blas()
 def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=0.01,
              target_far=0.01, lam=1e-4, solver="varpro", init="auto", clients=None,
-             cv_folds=N_FOLDS, random_state=0, progress=None, max_iter=MAX_ITER, force=False):
+             cv_folds=N_FOLDS, random_state=0, progress=None, max_iter=MAX_ITER, force=False,
+             key_file=None, matcher_cmd=None):
     """Compress every enrolled client of a store into a gallery.
 
     Parameters
@@ -281,6 +282,12 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     force : bool
         Replace a file at ``gallery_path`` that is not an ssgallery file. A store, a
         folder or a special file there is always refused, before any training.
+    key_file : str, optional
+        The host's signing key (default ``$SSGALLERY_KEY_FILE``; none: unsigned gallery).
+    matcher_cmd : str or list, optional
+        The host's external matcher program (default ``$SSGALLERY_MATCHER_CMD`` or the
+        configuration file, :mod:`ssgallery.matchers.host`); its contract must be the
+        store's.
 
     Returns
     -------
@@ -288,9 +295,12 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     """
     from ssgallery.formats.atomic import check_writable
     from ssgallery.formats.gallery import FORMAT, write_gallery
+    from ssgallery.formats.integrity import load_key
     from ssgallery.formats.store import load_store
+    from ssgallery.matchers.host import host_matcher
 
     _check_options(m, rho, target_far, lam, solver, init, max_iter)
+    key = load_key(key_file)
     store = load_store(store_path)
     check_writable(gallery_path, FORMAT, force)  # fail now, not after training every client
     if isinstance(clients, str):
@@ -303,7 +313,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
                              f"(enrolled: {shown})", path=store_path)
     if not todo:
         raise InputError("the store has no enrolled client to compress", path=store_path)
-    matcher = store.matcher()
+    matcher = store.matcher(host=host_matcher(matcher_cmd))
     similarity = matcher.similarity()
     init = resolve_init(init, similarity)
     bounds = matcher.bounds()
@@ -350,7 +360,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
             progress(client, i + 1, len(todo))
     write_gallery(gallery_path, matcher_name=store.matcher_name,
                   matcher_config=store.matcher_config, matcher_state=store.matcher_state,
-                  image_shape=store.image_shape, clients=models,
+                  image_shape=store.image_shape, clients=models, key=key,
                   attrs={"target_far": float(target_far), "store": os.path.abspath(store_path),
                          "store_fingerprint": store.fingerprint,
                          "basis_stale": bool(store.basis_stale)}, force=force)

@@ -201,6 +201,11 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, say, force):
 
     cls = get_matcher_class(matcher)
     options = dict(matcher_options or {})
+    if matcher == "external" and options.get("command") is None:
+        from ssgallery.matchers.host import host_matcher
+
+        host = host_matcher()  # $SSGALLERY_MATCHER_CMD or the configuration file
+        options.update(command=host.argv, cache_dir=options.get("cache_dir", host.cache_dir))
     try:
         instance = cls(**options)
     except TypeError as exc:

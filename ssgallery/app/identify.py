@@ -98,6 +98,7 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
         ``"znorm"`` when candidates are ranked on Z-normalised scores, else ``"raw"``.
     """
     from ssgallery.formats.gallery import read_search
+    from ssgallery.formats.integrity import load_key
     from ssgallery.images.ingest import default_warn, load_image_list
 
     probes = [os.fspath(p) for p in probes]
@@ -105,7 +106,7 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
         raise InputError("no probe images given")
     if int(top) < 1:
         raise InputError(f"the number of candidates must be at least 1, got {top}")
-    index, matcher, header = read_search(gallery_path)
+    index, matcher, header = read_search(gallery_path, key=load_key())  # $SSGALLERY_KEY_FILE
     if index.n_clients == 0:
         raise InputError("the gallery has no clients", path=gallery_path)
     h, w = (int(v) for v in header["image_shape"])

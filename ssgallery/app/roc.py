@@ -22,7 +22,7 @@ def _method_order(table):
     return (rank, table.method, -1 if table.m is None else table.m, table.repetition)
 
 
-def _load_faces_source(faces_dir, store_path, warn):
+def _load_faces_source(faces_dir, store_path, warn, matcher_cmd=None):
     """(images, labels, probe labels, source, matcher factory or None, enrollable) from
     a faces folder or the enrollment store (its matcher configuration is reused, and
     its background subjects are never enrolled)."""
@@ -37,19 +37,22 @@ def _load_faces_source(faces_dir, store_path, warn):
                          f"(ssgallery roc FACES_DIR) or run 'ssgallery enroll FACES_DIR' first")
     from ssgallery.formats.store import load_store
     from ssgallery.matchers import get_matcher_class
+    from ssgallery.matchers.host import host_matcher
 
     store = load_store(store_path)
     cls, config = get_matcher_class(store.matcher_name), dict(store.matcher_config)
-    # a fresh matcher like the store's, refitted on each split's training images
+    host = host_matcher(matcher_cmd) if store.matcher_name == "external" else None
+    # a fresh matcher like the store's (the host's program), refitted on each split
     return (store.images, store.labels, np.asarray(store.paths), os.fspath(store_path),
-            lambda: cls(**config), list(store.clients))
+            lambda: cls(**config).attach_host(host), list(store.clients))
 
 
 @single_threaded_blas()
 def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=None,
         gallery=None, probes=None, methods=("svm", "ssvm", "svm-red", "svm-sel"), m=2,
         n_enrolled=None, n_train=5, repetitions=5, seed=0, n_jobs=1, progress=None,
-        progress_total=None, warn=None, plot=True, identification=True, force=False):
+        progress_total=None, warn=None, plot=True, identification=True, force=False,
+        key_file=None, matcher_cmd=None):
     """What ``ssgallery roc`` does: score claims, evaluate, write the report folder.
 
     Exactly one source is used: ``scores`` (4-column score files), ``gallery`` +
@@ -64,6 +67,9 @@ def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=
         In protocol mode, also search every probe against every client (CMC, DIR).
     force : bool
         Replace report files that were not written by ``ssgallery roc``.
+    key_file, matcher_cmd : str, optional
+        The host's signing key and external matcher program (see
+        :func:`ssgallery.app.verify.load_client`).
     Other parameters: see :func:`ssgallery.biometrics.protocol.run_protocol`.
 
     Returns
@@ -88,13 +94,14 @@ def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=
         if faces_dir:
             raise InputError("give either FACES_DIR or --gallery/--probes, not both")
 
-        tables = [score_gallery(gallery, probes, warn=warn)]
+        tables = [score_gallery(gallery, probes, warn=warn, key_file=key_file,
+                                matcher_cmd=matcher_cmd)]
         mode, source = "gallery", f"{gallery} on {probes}"
     else:
         from ssgallery.biometrics.protocol import make_splits, run_protocol
 
         images, labels, paths, source, factory, enrollable = _load_faces_source(
-            faces_dir, store_path, warn)
+            faces_dir, store_path, warn, matcher_cmd)
         splits = make_splits(labels, n_enrolled, n_train, repetitions, seed, enrollable)
         if progress_total:
             progress_total(len(splits) * len(splits[0].enrolled))
@@ -122,7 +129,7 @@ def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=
 
 
 
-def score_gallery(gallery_path, probes_dir, warn=None):
+def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cmd=None):
     """Score every probe of a labelled folder against every client of a gallery.
 
     ``probes_dir/<subject>/*.png``: a probe is a genuine claim for the client with its
@@ -135,18 +142,22 @@ def score_gallery(gallery_path, probes_dir, warn=None):
         Method ``"gallery"``, repetition 0; ``clients[c]`` holds ``matches`` (m) and
         the gallery's ``threshold``.
     """
-    from ssgallery.formats.gallery import read_client, read_gallery
+    from ssgallery.formats.gallery import read_gallery
+    from ssgallery.formats.integrity import load_key
     from ssgallery.images.ingest import load_faces, natural_key
+    from ssgallery.matchers.host import host_matcher
 
-    info = read_gallery(gallery_path, arrays=True)
+    host = host_matcher(matcher_cmd) if matcher_cmd is not None else None
+    info = read_gallery(gallery_path, arrays=True, key=load_key(key_file), host=host,
+                        matcher=True)
     ids = sorted(info.clients, key=natural_key)
     if not ids:
         raise InputError("gallery has no clients", path=gallery_path)
-    first = read_client(gallery_path, ids[0])  # the matcher, rebuilt once
-    h, w = (int(v) for v in first.header["image_shape"])
+    h, w = (int(v) for v in info.header["image_shape"])
     kwargs = {} if warn is None else {"warn": warn}
     faces = load_faces(probes_dir, size=(w, h), **kwargs)
-    feats = first.matcher.transform(faces.images)
+    matcher = info.matcher
+    feats = matcher.transform(faces.images)
     subjects = faces.labels.astype(str)
     if not set(subjects) & set(ids):
         raise InputError(f"no probe subject folder matches a gallery client (gallery: "
@@ -154,7 +165,7 @@ def score_gallery(gallery_path, probes_dir, warn=None):
     claimed, real, probe, score, clients = [], [], [], [], {}
     for c in ids:
         model = info.clients[c]
-        g = model.decision_function(feats, model.similarity_function(first.matcher))
+        g = model.decision_function(feats, model.similarity_function(matcher))
         claimed.append(np.full(len(g), c))
         real.append(subjects)
         probe.append(np.asarray(faces.paths).astype(str))

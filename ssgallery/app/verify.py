@@ -44,11 +44,21 @@ def read_probe_list(list_path):
     return paths
 
 
-def load_client(gallery_path, claim):
-    """The claimed client's model with its matcher (``model.matcher``)."""
-    from ssgallery.formats.gallery import read_client
+def load_client(gallery_path, claim, *, key_file=None, matcher_cmd=None):
+    """The claimed client's model with its matcher (``model.matcher``), checked.
 
-    return read_client(gallery_path, claim)
+    ``key_file`` (default ``$SSGALLERY_KEY_FILE``): the host's signing key; ``matcher_cmd``
+    (default ``$SSGALLERY_MATCHER_CMD`` or the configuration file): the host's external
+    matcher program (see :mod:`ssgallery.matchers.host`)."""
+    from ssgallery.formats.gallery import read_client
+    from ssgallery.formats.integrity import load_key
+
+    host = None
+    if matcher_cmd is not None:
+        from ssgallery.matchers.host import host_matcher
+
+        host = host_matcher(matcher_cmd)
+    return read_client(gallery_path, claim, key=load_key(key_file), host=host)
 
 
 def score_images(model, images):
@@ -58,7 +68,8 @@ def score_images(model, images):
     return model.decision_function(features, model.similarity_function(matcher))
 
 
-def verify(gallery_path, probes, claim, *, strict=False, warn=None):
+def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=None,
+           matcher_cmd=None):
     """Verify probe images against a claimed identity.
 
     Parameters
@@ -72,6 +83,8 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None):
         Refuse probes whose size differs from the gallery's images instead of resizing.
     warn : callable(str), optional
         Receives warnings (e.g. resized probes).
+    key_file, matcher_cmd : str, optional
+        See :func:`load_client`.
 
     Returns
     -------
@@ -92,7 +105,7 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None):
     probes = [os.fspath(p) for p in probes]
     if not probes:
         raise InputError("no probe images given")
-    model = load_client(gallery_path, claim)
+    model = load_client(gallery_path, claim, key_file=key_file, matcher_cmd=matcher_cmd)
     h, w = (int(v) for v in model.header["image_shape"])
     images = load_image_list(probes, size=(w, h), strict=strict, warn=warn or default_warn)
     scores = score_images(model, images)

@@ -5,6 +5,8 @@ import sys
 
 import click
 
+from ssgallery.cli.options import key_file_option, matcher_cmd_option
+
 
 def _parse_m(ctx, param, value):
     if value == "auto":
@@ -51,8 +53,10 @@ def _parse_m(ctx, param, value):
 @click.option("--force", is_flag=True, help="Replace an existing -o file that is not an "
               "ssgallery gallery (never a store, a folder or a device).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@key_file_option
+@matcher_cmd_option
 def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_folds, max_iter,
-            seed, force, as_json):
+            seed, force, as_json, key_file, matcher_cmd):
     """Train each client's SVM, distil it into m virtual prototypes, write the gallery.
 
     Per enrolled client: a one-vs-all SVM on the matcher's similarity (C by 5-fold CV),
@@ -85,7 +89,7 @@ def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_f
         summary = compress(store, gallery, m=m, rho=rho, target_far=target_far, lam=lam,
                            solver=solver, init=init, clients=clients, cv_folds=cv_folds,
                            random_state=seed, progress=progress, max_iter=max_iter,
-                           force=force)
+                           force=force, key_file=key_file, matcher_cmd=matcher_cmd)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

@@ -52,10 +52,16 @@ def _external_command(matcher, matcher_cmd, options, add):
         if not matcher_cmd.strip():
             raise InputError("--matcher-cmd is empty: give the matcher program and its "
                              "arguments, e.g. --matcher-cmd \"my-matcher --model net.bin\"")
-        options["command"] = matcher_cmd
+        from ssgallery.matchers.host import split_command
+
+        options["command"] = split_command(matcher_cmd, "--matcher-cmd")
         return "external"
     if matcher == "external" and "command" not in options and not add:
-        raise InputError("--matcher external needs the program: --matcher-cmd \"PROGRAM ARGS\"")
+        from ssgallery.matchers.host import host_matcher
+
+        if host_matcher().argv is None:
+            raise InputError("--matcher external needs the program: --matcher-cmd "
+                             "\"PROGRAM ARGS\" (or $SSGALLERY_MATCHER_CMD)")
     return matcher or "eigenface"
 
 
@@ -67,8 +73,11 @@ def _external_command(matcher, matcher_cmd, options, add):
               help="Registered matcher (eigenface, dlib, external, plug-ins) [eigenface; "
               "external with --matcher-cmd].")
 @click.option("--matcher-cmd", default=None, metavar="'PROGRAM ARGS'",
-              help="external: the matcher program and its arguments, split like a shell "
-              "would (no shell runs it); implies --matcher external.")
+              help="external: the matcher program and its arguments on this host, split "
+              "like a shell would (no shell runs it); implies --matcher external. The store "
+              "records only a digest of the program's --describe answer, never the command: "
+              "compress, verify and roc name the program again (--matcher-cmd, "
+              "$SSGALLERY_MATCHER_CMD or the configuration file).")
 @click.option("--variance", type=float, default=None,
               help="eigenface: fraction of the variance the PCA keeps [0.95].")
 @click.option("--gamma", default=None,

@@ -4,6 +4,8 @@ import sys
 
 import click
 
+from ssgallery.cli.options import key_file_option, matcher_cmd_option
+
 DEFAULT_METHODS = "svm,ssvm,svm-red,svm-sel"
 
 
@@ -64,9 +66,11 @@ def _parse_methods(ctx, param, value):
 @click.option("--force", is_flag=True, help="Replace report files that were not written by "
               "ssgallery roc (never a folder or a device).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@key_file_option
+@matcher_cmd_option
 def command(paths, store, enrolled, train_images, repetitions, seed, m, methods, out_dir,
             scores, gallery, probes, jobs, identification, no_plot, force,
-            as_json):
+            as_json, key_file, matcher_cmd):
     """Measure what compression costs: FRR/FAR curves, EER and matches per claim.
 
     Runs the paper's protocol (Sect. IV-A) on FACES_DIR (default: the enrollment
@@ -117,7 +121,8 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
                      n_enrolled=enrolled, n_train=train_images, repetitions=repetitions,
                      seed=seed, n_jobs=jobs, progress=progress, progress_total=total,
                      warn=lambda msg: click.echo(f"ssgallery: warning: {msg}", err=True),
-                     plot=not no_plot, identification=identification, force=force)
+                     plot=not no_plot, identification=identification, force=force,
+                     key_file=key_file, matcher_cmd=matcher_cmd)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

@@ -3,6 +3,8 @@ accepted, 1 if any is rejected, 2 on error (like grep)."""
 
 import click
 
+from ssgallery.cli.options import key_file_option, matcher_cmd_option
+
 
 @click.command("verify")
 @click.argument("probes", nargs=-1, type=click.Path())
@@ -14,8 +16,10 @@ import click
 @click.option("--strict", is_flag=True, help="Refuse probes of another size than the "
               "gallery's instead of resizing them.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@key_file_option
+@matcher_cmd_option
 @click.pass_context
-def command(ctx, probes, claim, gallery, list_file, strict, as_json):
+def command(ctx, probes, claim, gallery, list_file, strict, as_json, key_file, matcher_cmd):
     """Score PROBE images against the claimed client's prototypes.
 
     Only the claimed client's model and the matcher are read from the gallery; each
@@ -40,7 +44,8 @@ def command(ctx, probes, claim, gallery, list_file, strict, as_json):
     def warn(message):
         click.echo(f"ssgallery: warning: {message}", err=True)
 
-    results = verify(gallery, paths, claim, strict=strict, warn=warn)
+    results = verify(gallery, paths, claim, strict=strict, warn=warn, key_file=key_file,
+                     matcher_cmd=matcher_cmd)
     accepted = all(r.accept for r in results)
     if as_json:
         import json

@@ -1,12 +1,16 @@
 """The gallery file (HDF5, default ``gallery.h5``): what a verification host deploys.
 
-Layout (format ``ssgallery-gallery``, :data:`FORMAT_VERSION`)::
+Layout (format ``ssgallery-gallery``, :data:`FORMAT_VERSION` = 2)::
 
     /                       attrs: format, format_version, tool_version, created,
-                                   matcher (name), matcher_config (JSON), image_shape,
-                                   target_far, store (path it was compressed from)
+                                   matcher (name), matcher_config (JSON, never a command),
+                                   image_shape, target_far, store (path it was compressed
+                                   from), section_digests (JSON: {"matcher": sha256, ...}),
+                                   digest (root digest), hmac (optional signature)
     /matcher                matcher state: arrays as datasets, numbers/strings as attrs
                             (e.g. PCA mean and basis for eigenface)
+    /client_index           (N,) rows (id: UTF-8 bytes, digest: SHA-256 hex of the
+                            client's group), sorted by id
     /clients/<client_id>    prototypes (m, d) float64 in the matcher space,
                             prototype_images (m, H, W) uint8 (rendered, for `show`),
                             beta (m,); attrs intercept, threshold, similarity (JSON),
@@ -14,6 +18,18 @@ Layout (format ``ssgallery-gallery``, :data:`FORMAT_VERSION`)::
                             normalization (JSON, e.g. {"kind": "znorm", "mean", "std", "n"})
     /index                  every client's model stacked for 1:N search
                             (:mod:`ssgallery.formats.search_index`)
+
+Integrity (:mod:`ssgallery.formats.integrity`): ``digest`` = SHA-256 over the root
+attributes (but ``digest``/``hmac``; they include ``section_digests``, so the matcher
+state's digest and any other section's, such as a future ``/index``) and the bytes of
+``/client_index``; each client's group has its digest in the index. A writer adding a
+section puts its :func:`~ssgallery.formats.integrity.node_digest` into
+``section_digests`` before the root digest is computed; its readers check it.
+:func:`read_client` checks the signature (when the host has a key), the root digest, the
+matcher's digest and the one client's digest, then the values (:func:`check_model`):
+finite, consistent shapes, m >= 1, gamma > 0, prototypes plausible in the matcher space,
+and a threshold that some probes pass and some fail. It opens a constant number of
+groups whatever the number of clients.
 
 No face image of any client is stored, only virtual prototypes. Nothing is pickled:
 :func:`read_client` reads the header, the matcher state and one client group with h5py
@@ -27,9 +43,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ssgallery.errors import FormatError, SsgalleryError
+from ssgallery.formats import integrity
 from ssgallery.formats.hdf5 import (
     _attr_str,
     build_matcher,
+    client_id_problem,
+    decode_state,
     now_utc,
     open_checked,
     read_state,
@@ -38,7 +57,10 @@ from ssgallery.formats.hdf5 import (
 from ssgallery.formats.search_index import read_index, write_index
 
 FORMAT = "ssgallery-gallery"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+KIND = "ssgallery gallery"
+_OPEN = {"hint": " (run 'ssgallery compress' first)",
+         "rewrite": "re-run 'ssgallery compress' to write it"}
 
 
 # ----------------------------------------------------------------------------- client models
@@ -124,8 +146,10 @@ class Gallery:
     matcher_state_bytes: int = 0
 
 
+# ----------------------------------------------------------------------------- writing
+
 def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_shape,
-                  clients, attrs=None, force=False):
+                  clients, attrs=None, force=False, key=None):
     """Write a gallery atomically (a crash or Ctrl-C leaves ``path`` untouched).
 
     Parameters
@@ -133,7 +157,7 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
     path : str or Path
     matcher_name : str
     matcher_config : dict
-        JSON-serialisable matcher constructor parameters.
+        JSON-serialisable matcher constructor parameters (never a command).
     matcher_state : dict
         Arrays / numbers / strings (see :meth:`ssgallery.matchers.Matcher.get_state`).
     image_shape : tuple (H, W)
@@ -143,12 +167,18 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
     force : bool
         Replace an existing file that is not an ssgallery file (never a store: see
         :func:`ssgallery.formats.atomic.check_writable`).
+    key : bytes, optional
+        The host's signing key: the root digest gets an HMAC-SHA256 (root attr ``hmac``).
     """
     import h5py
 
     from ssgallery import __version__
     from ssgallery.formats.atomic import atomic_path
 
+    for model in clients:
+        problem = client_id_problem(model.client_id)
+        if problem:
+            raise SsgalleryError(f"cannot store client {model.client_id!r}: {problem}")
     with atomic_path(path, FORMAT, force, lock=True) as tmp, h5py.File(tmp, "w") as f:
         f.attrs["format"] = FORMAT
         f.attrs["format_version"] = FORMAT_VERSION
@@ -157,13 +187,26 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
         f.attrs["matcher"] = matcher_name
         f.attrs["matcher_config"] = json.dumps(matcher_config, sort_keys=True)
         f.attrs["image_shape"] = np.asarray(image_shape, dtype=np.int64)
-        for key, value in (attrs or {}).items():
-            f.attrs[key] = value
+        for name, value in (attrs or {}).items():
+            f.attrs[name] = value
         write_state(f.create_group("matcher"), matcher_state)
         group = f.create_group("clients")
         for model in clients:
             _write_client(group.create_group(model.client_id), model)
         write_index(f, clients)
+        # digests of what a reader gets back: computed by reading the written file
+        sections = {"matcher": read_state(f["matcher"])[1],
+                    "index": integrity.node_digest(f["index"])}
+        rows = sorted((cid.encode("utf-8"), integrity.node_digest(group[cid]))
+                      for cid in group)
+        width = max([len(r[0]) for r in rows] + [1])
+        index = np.array(rows, dtype=[("id", f"S{width}"), ("digest", "S64")])
+        f.create_dataset("client_index", data=index)
+        f.attrs["section_digests"] = json.dumps(sections, sort_keys=True)
+        digest = integrity.root_digest(dict(f.attrs.items()), f["client_index"][()])
+        f.attrs["digest"] = digest
+        if key is not None:
+            f.attrs["hmac"] = integrity.sign(digest, key)
 
 
 def _write_client(g, model):
@@ -190,38 +233,103 @@ def _check_normalization(norm):
     return norm
 
 
-def _read_client_attrs(g, client_id, path):
+# ----------------------------------------------------------------------------- reading
+
+def _model_from(client_id, arrays, attrs, path):
     try:
-        return ClientModel(
-            client_id=client_id, prototypes=None, beta=None,
-            intercept=float(g.attrs["intercept"]), threshold=float(g.attrs["threshold"]),
-            similarity=json.loads(_attr_str(g.attrs["similarity"])),
-            provenance=json.loads(_attr_str(g.attrs.get("provenance", "{}"))),
-            normalization=(_check_normalization(json.loads(_attr_str(g.attrs["normalization"])))
-                           if "normalization" in g.attrs else None))
+        model = ClientModel(
+            client_id=client_id, prototypes=arrays["prototypes"], beta=arrays["beta"],
+            intercept=float(attrs["intercept"]), threshold=float(attrs["threshold"]),
+            similarity=json.loads(_attr_str(attrs["similarity"])),
+            provenance=json.loads(_attr_str(attrs.get("provenance", "{}"))),
+            prototype_images=arrays.get("prototype_images"),
+            normalization=(_check_normalization(json.loads(_attr_str(attrs["normalization"])))
+                           if "normalization" in attrs else None))
     except (KeyError, ValueError, TypeError) as exc:
         raise FormatError(f"corrupt gallery: client '{client_id}': {exc}", path=path) from None
+    if not isinstance(model.similarity, dict) or not isinstance(model.provenance, dict):
+        raise FormatError(f"corrupt gallery: client '{client_id}': similarity and provenance "
+                          "must be JSON objects", path=path)
+    return model
 
 
-def _header(f):
+def _header(attrs, path):
     header = {}
-    for key, value in f.attrs.items():
+    for name, value in attrs.items():
         if isinstance(value, np.ndarray):
             value = value.tolist()
         elif isinstance(value, np.generic):
             value = value.item()
-        header[key] = _attr_str(value) if isinstance(value, bytes) else value
-    return header
+        header[name] = _attr_str(value) if isinstance(value, bytes) else value
+    try:
+        shape = tuple(int(v) for v in header["image_shape"])
+        config = json.loads(header["matcher_config"])
+        if len(shape) != 2 or min(shape) < 1 or not isinstance(config, dict) \
+                or not isinstance(header["matcher"], str):
+            raise ValueError("bad image_shape, matcher or matcher_config")
+    except (KeyError, ValueError, TypeError) as exc:
+        raise FormatError(f"corrupt gallery header: {exc}", path=path) from None
+    header["image_shape"] = list(shape)
+    return header, config
+
+
+def _open_verified(f, path, key):
+    """Root attributes, header, matcher config, section digests and client index of an
+    open gallery, after checking the signature (with a key) and the root digest."""
+    attrs = dict(f.attrs.items())
+    digest = _attr_str(attrs.get("digest"))
+    integrity.check_signature(attrs, digest or "", key, "gallery", path)
+    index = integrity.check_node(f, "client_index", path)[()]
+    if index.dtype.names != ("id", "digest") or index.ndim != 1 \
+            or index.dtype["id"].kind != "S" or index.dtype["digest"] != np.dtype("S64"):
+        raise FormatError("corrupt gallery: bad client index", path=path)
+    integrity.check_digest(integrity.root_digest(attrs, index), digest,
+                           "the header or the client index", path)
+    header, config = _header(attrs, path)
+    sections = integrity.section_digests(attrs, path)
+    return header, config, sections, index
+
+
+def _index_ids(index, path):
+    try:
+        return [i.decode("utf-8") for i in index["id"]]
+    except UnicodeDecodeError:
+        raise FormatError("corrupt gallery: a client id in the index is not UTF-8",
+                          path=path) from None
+
+
+def _read_matcher(f, header, config, sections, path, host):
+    arrays, attrs, digest = integrity.read_group(integrity.check_node(f, "matcher", path), path)
+    integrity.check_digest(digest, sections.get("matcher"), "the matcher state", path)
+    try:
+        state = decode_state(arrays, attrs)
+    except (ValueError, TypeError) as exc:
+        raise FormatError(f"corrupt matcher state: {exc}", path=path) from None
+    matcher = build_matcher(header["matcher"], config, state, path, host=host)
+    shape = getattr(matcher, "image_shape", None)
+    if shape is not None and list(shape) != header["image_shape"]:
+        raise FormatError(f"corrupt gallery: image_shape {header['image_shape']} differs from "
+                          f"the matcher's {list(shape)}", path=path)
+    return matcher, state
+
+
+def _read_one(clients, client_id, expected, path):
+    g = integrity.check_node(clients, client_id, path)
+    arrays, attrs, digest = integrity.read_group(g, path)
+    integrity.check_digest(digest, expected, f"client '{client_id}'", path)
+    return _model_from(client_id, arrays, attrs, path)
 
 
 def _unknown_client(path, client_id, known):
-    known = sorted(known)
-    shown = ", ".join(known[:8]) + (f", ... ({len(known)} in all)" if len(known) > 8 else "")
-    return SsgalleryError(f"unknown client '{client_id}' (known: {shown or 'none'})",
+    from ssgallery.safeio import printable
+
+    shown = ", ".join(printable(k) for k in known[:8]) + (
+        f", ... ({len(known)} in all)" if len(known) > 8 else "")
+    return SsgalleryError(f"unknown client '{printable(client_id)}' (known: {shown or 'none'})",
                           path=path)
 
 
-def read_client(path, client_id, *, images=False, matcher=True):
+def read_client(path, client_id, *, images=False, matcher=True, key=None, host=None):
     """Read one client's model and the gallery's matcher, and nothing else.
 
     Parameters
@@ -229,10 +337,15 @@ def read_client(path, client_id, *, images=False, matcher=True):
     path : str or Path
         The gallery file.
     client_id : str
+        A name looked up in the client index, never an HDF5 path.
     images : bool
-        Also read the rendered prototype images (for ``show``).
+        Keep the rendered prototype images (for ``show``).
     matcher : bool
         Rebuild the matcher from the stored state (attribute ``matcher`` of the result).
+    key : bytes, optional
+        The host's signing key: an unsigned or wrongly signed gallery is refused.
+    host : HostMatcher, optional
+        The host's matcher program (default: from the environment / configuration).
 
     Returns
     -------
@@ -242,40 +355,40 @@ def read_client(path, client_id, *, images=False, matcher=True):
     Raises
     ------
     FormatError
-        Missing, foreign, corrupt or newer gallery.
+        Missing, foreign, corrupt, edited, unsigned (with a key), older or newer gallery,
+        or insane values.
     SsgalleryError
         Unknown client id (the message lists a few known ids).
     """
     path = os.fspath(path)
-    with open_checked(path, FORMAT, FORMAT_VERSION, "ssgallery gallery",
-                      hint=" (run 'ssgallery compress' first)") as f:
+    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN) as f:
         try:
-            clients = f["clients"]
-            header = _header(f)
-            matcher_name = header["matcher"]
-            matcher_config = json.loads(header["matcher_config"])
-            if client_id not in clients:
-                raise _unknown_client(path, client_id, clients.keys())
-            g = clients[client_id]
-            model = _read_client_attrs(g, client_id, path)
-            model.prototypes = g["prototypes"][()]
-            model.beta = g["beta"][()]
-            if images and "prototype_images" in g:
-                model.prototype_images = g["prototype_images"][()]
-            state = read_state(f["matcher"]) if matcher else None
+            header, config, sections, index = _open_verified(f, path, key)
+            want = client_id.encode("utf-8", "surrogateescape") \
+                if isinstance(client_id, str) else b""
+            row = int(np.searchsorted(index["id"], want))
+            if client_id_problem(client_id) or row >= len(index) or index["id"][row] != want:
+                raise _unknown_client(path, client_id, _index_ids(index, path))
+            expected = index["digest"][row].decode("ascii", "replace")
+            clients = integrity.check_node(f, "clients", path)
+            model = _read_one(clients, client_id, expected, path)
+            built = _read_matcher(f, header, config, sections, path, host)[0] \
+                if matcher else None
         except (KeyError, ValueError, TypeError, OSError) as exc:
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
-    if model.prototypes.ndim != 2 or model.beta.shape != (model.prototypes.shape[0],):
-        raise FormatError(f"corrupt gallery: client '{client_id}' has inconsistent shapes",
-                          path=path)
+    check_model(model, built, path)
+    if not images:
+        model.prototype_images = None
     model.header = header
-    model.matcher = build_matcher(matcher_name, matcher_config, state, path) if matcher else None
+    model.matcher = built
     return model
 
 
-def read_search(path):
+def read_search(path, *, key=None, host=None):
     """Read what a 1:N search needs: the header, the matcher and the stacked index
-    (:mod:`ssgallery.formats.search_index`), in a few contiguous reads.
+    (:mod:`ssgallery.formats.search_index`), in a few contiguous reads, all checked
+    (signature with ``key``, root digest, matcher and index digests; see
+    :func:`read_client` for ``key`` and ``host``).
 
     Returns
     -------
@@ -284,25 +397,29 @@ def read_search(path):
     header : dict
     """
     path = os.fspath(path)
-    with open_checked(path, FORMAT, FORMAT_VERSION, "ssgallery gallery",
-                      hint=" (run 'ssgallery compress' first)") as f:
+    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN) as f:
         try:
-            header = _header(f)
+            header, config, sections, _ = _open_verified(f, path, key)
+            integrity.check_digest(integrity.node_digest(integrity.check_node(f, "index", path),
+                                                         path),
+                                   sections.get("index"), "the search index", path)
             index = read_index(f, path)
-            state = read_state(f["matcher"])
+            matcher = _read_matcher(f, header, config, sections, path, host)[0]
         except (KeyError, ValueError, TypeError, OSError) as exc:
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
-    matcher = build_matcher(header["matcher"], json.loads(header["matcher_config"]), state, path)
     return index, matcher, header
 
 
-def read_gallery(path, *, arrays=False):
-    """Read the header and every client's attributes (for ``info``).
+def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False):
+    """Read the header and every client (for ``info``, ``roc --gallery``), all checked.
 
     Parameters
     ----------
     arrays : bool
-        Also read prototypes and beta of every client.
+        Keep prototypes and beta of every client.
+    key, host : see :func:`read_client`.
+    matcher : bool
+        Also rebuild the matcher (attribute ``matcher`` of the result).
 
     Returns
     -------
@@ -311,30 +428,104 @@ def read_gallery(path, *, arrays=False):
         what verification needs per client) and ``bytes_images`` (rendered images).
     """
     path = os.fspath(path)
-    with open_checked(path, FORMAT, FORMAT_VERSION, "ssgallery gallery",
-                      hint=" (run 'ssgallery compress' first)") as f:
+    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN) as f:
         try:
-            header = _header(f)
+            header, config, sections, index = _open_verified(f, path, key)
+            built, state = _read_matcher(f, header, config, sections, path, host)
+            clients = integrity.check_node(f, "clients", path)
+            ids = _index_ids(index, path)
+            if sorted(clients) != sorted(ids):
+                extra = sorted(set(clients) ^ set(ids))[:3]
+                raise FormatError(f"integrity check failed: the client groups and the client "
+                                  f"index differ ({', '.join(map(repr, extra))})", path=path)
             out = {}
-            for client_id, g in f["clients"].items():
-                model = _read_client_attrs(g, client_id, path)
-                protos, beta = g["prototypes"], g["beta"]
-                model.provenance["bytes_model"] = int(protos.size * protos.dtype.itemsize
-                                                      + beta.size * beta.dtype.itemsize + 16)
-                model.provenance["bytes_images"] = (int(g["prototype_images"].size)
-                                                    if "prototype_images" in g else 0)
-                model.provenance.setdefault("m", int(beta.shape[0]))
-                model.provenance.setdefault("d", int(protos.shape[1]))
-                if arrays:
-                    model.prototypes, model.beta = protos[()], beta[()]
-                out[client_id] = model
-            state_bytes = sum(int(d.size * d.dtype.itemsize) for d in f["matcher"].values())
-            gallery = Gallery(path=path, header=header, matcher_name=header["matcher"],
-                              matcher_config=json.loads(header["matcher_config"]),
-                              clients=out, matcher_state_bytes=state_bytes)
+            for cid, expected in zip(ids, index["digest"]):
+                model = _read_one(clients, cid, expected.decode("ascii", "replace"), path)
+                check_model(model, built, path)
+                _account(model, arrays)
+                out[cid] = model
         except (KeyError, ValueError, TypeError, OSError) as exc:
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
+    state_bytes = sum(int(v.nbytes) for v in state.values() if isinstance(v, np.ndarray))
+    gallery = Gallery(path=path, header=header, matcher_name=header["matcher"],
+                      matcher_config=config, clients=out, matcher_state_bytes=state_bytes)
+    gallery.matcher = built if matcher else None
     return gallery
+
+
+def _account(model, arrays):
+    protos, beta = model.prototypes, model.beta
+    model.provenance["bytes_model"] = int(protos.nbytes + beta.nbytes + 16)
+    model.provenance["bytes_images"] = (int(model.prototype_images.size)
+                                        if model.prototype_images is not None else 0)
+    model.provenance.setdefault("m", int(beta.shape[0]))
+    model.provenance.setdefault("d", int(protos.shape[1]))
+    model.prototype_images = None
+    if not arrays:
+        model.prototypes = model.beta = None
+
+
+# ----------------------------------------------------------------------------- sanity
+
+def check_model(model, matcher, path=None):
+    """Refuse a client model whose values cannot come from ``compress``.
+
+    Checks: float arrays, prototypes (m, d) with m >= 1 and d the matcher's dimension,
+    beta (m,), every value finite, an RBF gamma > 0, prototypes plausible in the
+    matcher space (:meth:`~ssgallery.matchers.Matcher.check_prototypes`), and a threshold
+    strictly inside the range of g(x) = sum_j beta_j s(x, z_j) + b (Eq. 1) that the
+    similarity's bounds allow: at or below the lowest possible score every probe would
+    be accepted, above the highest none.
+
+    Raises
+    ------
+    FormatError
+        One line naming the file and the client.
+    """
+    from ssgallery.safeio import printable
+
+    who = f"refused: client '{printable(model.client_id)}'"
+    P, beta = np.asarray(model.prototypes), np.asarray(model.beta)
+    if P.dtype.kind != "f" or beta.dtype.kind != "f" or P.ndim != 2 or P.shape[0] < 1 \
+            or beta.shape != (P.shape[0],):
+        raise FormatError(f"{who} has inconsistent prototypes {P.shape} / beta {beta.shape}",
+                          path=path)
+    d = matcher.dimension() if matcher is not None else None
+    if d is not None and P.shape[1] != d:
+        raise FormatError(f"{who} has prototypes of dimension {P.shape[1]}, the matcher's is "
+                          f"{d}", path=path)
+    b, t = model.intercept, model.threshold
+    if not (np.isfinite(P).all() and np.isfinite(beta).all() and np.isfinite([b, t]).all()):
+        raise FormatError(f"{who} has NaN or infinite values", path=path)
+    bounds = _similarity_bounds(model, matcher, who, path)
+    if matcher is not None:
+        try:
+            matcher.check_prototypes(P)
+        except SsgalleryError as exc:
+            raise FormatError(f"{who}: {exc}", path=path) from None
+    if bounds is not None and np.isfinite(bounds).all():
+        lo, hi = beta * bounds[0], beta * bounds[1]
+        g_min, g_max = b + np.minimum(lo, hi).sum(), b + np.maximum(lo, hi).sum()
+        if t <= g_min:
+            raise FormatError(f"{who} would accept every probe (threshold {t:.6g} <= lowest "
+                              f"possible score {g_min:.6g})", path=path)
+        if t > g_max:
+            raise FormatError(f"{who} can never accept a probe (threshold {t:.6g} > highest "
+                              f"possible score {g_max:.6g})", path=path)
+
+
+def _similarity_bounds(model, matcher, who, path):
+    kind = model.similarity.get("kind")
+    if kind == "rbf":
+        gamma = model.similarity.get("gamma")
+        if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) \
+                or not (np.isfinite(gamma) and gamma > 0):
+            raise FormatError(f"{who} has an RBF gamma that is not a positive number",
+                              path=path)
+        return (0.0, 1.0)
+    if not isinstance(kind, str):
+        raise FormatError(f"{who} has no similarity kind", path=path)
+    return None if matcher is None else matcher.similarity_range()
 
 
 def gallery_summary(path):

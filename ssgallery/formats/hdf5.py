@@ -10,6 +10,7 @@ import os
 import numpy as np
 
 from ssgallery.errors import FormatError, SsgalleryError
+from ssgallery.matchers.base import Matcher
 
 _JSON_KEYS = "_json_keys"
 
@@ -21,19 +22,29 @@ def now_utc():
     return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
-def open_checked(path, fmt, version, kind, hint=""):
-    """Open ``path`` read-only after checking it is an ssgallery file of format ``fmt``.
+def open_checked(path, fmt, version, kind, hint="", rewrite=""):
+    """Open ``path`` read-only after checking it is an ssgallery file of format ``fmt``
+    and version ``version``.
 
-    Raises :class:`FormatError` (one line naming the file) when it is missing, not
-    HDF5, of another format, or of a newer format version.
+    Raises :class:`FormatError` (one line naming the file) when it is missing, not a
+    regular file, not HDF5, of another format, of an older format version (``rewrite``
+    says how to write it anew) or of a newer one.
     """
+    import stat
+
     import h5py
 
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FormatError(f"no such {kind}{hint}", path=path)
-    if os.path.isdir(path):
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise FormatError(f"no such {kind}{hint}", path=path) from None
+    except OSError as exc:
+        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
+    if stat.S_ISDIR(mode):
         raise FormatError(f"is a folder, expected an {kind} file", path=path)
+    if not stat.S_ISREG(mode):
+        raise FormatError(f"not a regular file, expected an {kind} file", path=path)
     try:
         handle = h5py.File(path, "r")
     except OSError:
@@ -53,6 +64,11 @@ def open_checked(path, fmt, version, kind, hint=""):
         handle.close()
         raise FormatError(f"{kind} format version {found_version} is newer than this ssgallery "
                           f"supports ({version}); upgrade ssgallery", path=path)
+    if found_version < version:
+        handle.close()
+        raise FormatError(f"{kind} format version {found_version} has no integrity digest and "
+                          f"is no longer read; {rewrite or 'write it again'} (version {version})",
+                          path=path)
     return handle
 
 
@@ -78,11 +94,22 @@ def write_state(group, state):
     group.attrs[_JSON_KEYS] = json.dumps(json_keys)
 
 
-def read_state(group):
-    """Inverse of :func:`write_state`."""
-    json_keys = set(json.loads(_attr_str(group.attrs.get(_JSON_KEYS, "[]"))))
-    state = {key: group[key][()] for key in group}
-    for key, value in group.attrs.items():
+def read_state(group, path=None):
+    """Inverse of :func:`write_state`: (state, digest of the group).
+
+    Every member must be a hard link to a plain dataset (see
+    :func:`ssgallery.formats.integrity.read_group`)."""
+    from ssgallery.formats.integrity import read_group
+
+    arrays, attrs, digest = read_group(group, path)
+    return decode_state(arrays, attrs), digest
+
+
+def decode_state(arrays, attrs):
+    """The state dict from a group's datasets and attributes (see :func:`write_state`)."""
+    json_keys = set(json.loads(_attr_str(attrs.get(_JSON_KEYS, "[]"))))
+    state = dict(arrays)
+    for key, value in attrs.items():
         if key == _JSON_KEYS:
             continue
         if key in json_keys:
@@ -96,8 +123,11 @@ def read_state(group):
     return state
 
 
-def build_matcher(name, config, state, path=None):
-    """Rebuild a fitted matcher from what a store or gallery holds."""
+def build_matcher(name, config, state, path=None, host=None):
+    """Rebuild a fitted matcher from what a store or gallery holds, bound to the host's
+    settings ``host`` (:class:`ssgallery.matchers.host.HostMatcher`; default: from the
+    environment and configuration file, see :func:`ssgallery.matchers.host.host_matcher`).
+    """
     from ssgallery.matchers import get_matcher_class
 
     try:
@@ -105,8 +135,41 @@ def build_matcher(name, config, state, path=None):
     except SsgalleryError as exc:
         raise FormatError(f"needs {exc}", path=path) from None
     try:
-        return cls.from_state(config, state)
-    except SsgalleryError:
-        raise
-    except (KeyError, ValueError, TypeError) as exc:
+        matcher = cls.from_state(config, state)
+    except SsgalleryError as exc:
+        raise FormatError(f"bad matcher state for '{name}': {exc}", path=path) from None
+    except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
         raise FormatError(f"corrupt matcher state for '{name}': {exc}", path=path) from None
+    if type(matcher).attach_host is not Matcher.attach_host:  # only matchers that run programs
+        from ssgallery.matchers.host import host_matcher
+
+        matcher.attach_host(host if host is not None else host_matcher())
+    return matcher
+
+
+MAX_CLIENT_ID_BYTES = 200
+
+
+def client_id_problem(name):
+    """Why ``name`` cannot be a client id (None when it can).
+
+    A client id is a name, never a path: valid UTF-8 of 1 to 200 bytes, without ``/``,
+    ``\\``, control characters, a leading dot, or leading/trailing white space."""
+    if not isinstance(name, str) or not name:
+        return "empty client id"
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "client id is not valid UTF-8"
+    if size > MAX_CLIENT_ID_BYTES:
+        return f"client id longer than {MAX_CLIENT_ID_BYTES} bytes"
+    if "/" in name or "\\" in name:
+        return "client id contains a slash"
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or ord(c) in (0x2028, 0x2029)
+           for c in name):
+        return "client id contains a control character"
+    if name.startswith("."):
+        return "client id starts with a dot"
+    if name != name.strip():
+        return "client id starts or ends with white space"
+    return None

@@ -1,10 +1,10 @@
 """The enrollment store (HDF5, default ``enrollment.h5``): everything ``compress`` trains on.
 
-Layout (format ``ssgallery-enrollment``, :data:`FORMAT_VERSION`)::
+Layout (format ``ssgallery-enrollment``, :data:`FORMAT_VERSION` = 2)::
 
     /            attrs: format, format_version, tool_version, created, fingerprint,
-                        matcher, matcher_config (JSON), image_shape, basis_stale,
-                        stale_clients (JSON)
+                        matcher, matcher_config (JSON, never a command), image_shape,
+                        basis_stale, stale_clients (JSON), digest
     /images      (n, H, W) uint8 (float32 when the images are not 8-bit), gzip
     /labels      (n,) str    client id (folder name) of each image
     /paths       (n,) str    path relative to its source root
@@ -18,6 +18,11 @@ Layout (format ``ssgallery-enrollment``, :data:`FORMAT_VERSION`)::
                  recomputes them)
 
 It holds face images and stays on the training host; the gallery does not.
+
+Integrity: the root attribute ``digest`` is the SHA-256 of the whole content
+(:func:`ssgallery.formats.integrity.node_digest` of the root group: every attribute but
+``digest``/``hmac`` and every dataset and group, recursively); :func:`load_store` checks it
+before using anything, and refuses links to other files and virtual datasets.
 """
 
 import hashlib
@@ -28,11 +33,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ssgallery.errors import FormatError
-from ssgallery.formats.hdf5 import build_matcher, now_utc, open_checked, read_state, write_state
+from ssgallery.formats import integrity
+from ssgallery.formats.hdf5 import (
+    build_matcher,
+    client_id_problem,
+    now_utc,
+    open_checked,
+    read_state,
+    write_state,
+)
 
 FORMAT = "ssgallery-enrollment"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 KIND = "ssgallery enrollment store"
+_OPEN = {"hint": " (run 'ssgallery enroll FACES_DIR' first)",
+         "rewrite": "re-run 'ssgallery enroll FACES_DIR' to write it"}
 
 
 @dataclass
@@ -88,10 +103,11 @@ class EnrollmentStore:
                               "stale": sorted(self.stale_clients)}, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()
 
-    def matcher(self):
-        """The fitted matcher, rebuilt from the stored state."""
+    def matcher(self, host=None):
+        """The fitted matcher, rebuilt from the stored state (``host``: the host's matcher
+        program, see :func:`ssgallery.formats.hdf5.build_matcher`)."""
         return build_matcher(self.matcher_name, self.matcher_config, self.matcher_state,
-                             self.path)
+                             self.path, host=host)
 
     def matcher_features(self, matcher=None):
         """Features (n, d) of every image: the cached ones, else ``matcher.transform``."""
@@ -145,6 +161,7 @@ class EnrollmentStore:
             write_state(f.create_group("matcher"), self.matcher_state)
             if self.features is not None:
                 f.create_dataset("features", data=np.asarray(self.features, dtype=np.float64))
+            f.attrs["digest"] = integrity.node_digest(f, exclude=integrity.ROOT_EXCLUDED)
         self.path = os.fspath(path)
 
 
@@ -157,9 +174,11 @@ def load_store(path):
         One line naming the file: missing, not HDF5, foreign, corrupt, newer version.
     """
     path = os.fspath(path)
-    with open_checked(path, FORMAT, FORMAT_VERSION, KIND,
-                      hint=" (run 'ssgallery enroll FACES_DIR' first)") as f:
+    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN) as f:
         try:
+            digest = integrity.node_digest(f, path, exclude=integrity.ROOT_EXCLUDED)
+            integrity.check_digest(digest, integrity.attr_text(f.attrs.get("digest")),
+                                   "the store's content", path)
             strs = {name: [str(s) for s in f[name].asstr()[()]]
                     for name in ("labels", "paths", "sha256", "roots", "clients", "background")}
             store = EnrollmentStore(
@@ -169,7 +188,7 @@ def load_store(path):
                 clients=strs["clients"], background=strs["background"],
                 matcher_name=str(f.attrs["matcher"]),
                 matcher_config=json.loads(f.attrs["matcher_config"]),
-                matcher_state=read_state(f["matcher"]),
+                matcher_state=read_state(f["matcher"], path)[0],
                 basis_stale=bool(f.attrs.get("basis_stale", False)),
                 stale_clients=json.loads(f.attrs.get("stale_clients", "[]")),
                 created=str(f.attrs.get("created", "")),
@@ -184,6 +203,12 @@ def load_store(path):
     if store.features is not None and (store.features.ndim != 2 or len(store.features) != n):
         raise FormatError(f"corrupt {KIND}: features {store.features.shape} for {n} images",
                           path=path)
+    bad = next((c for c in store.clients + store.background if client_id_problem(c)), None)
+    if bad is not None or not np.isfinite(store.images).all() or (
+            store.features is not None and not np.isfinite(store.features).all()):
+        what = f"client id {bad!r}: {client_id_problem(bad)}" if bad is not None \
+            else "NaN or infinite pixels or features"
+        raise FormatError(f"corrupt {KIND}: {what}", path=path)
     return store
 
 

@@ -52,5 +52,25 @@ class Matcher:
 
     @classmethod
     def from_state(cls, config, state):
-        """Rebuild a fitted matcher from :meth:`get_config` and :meth:`get_state`."""
+        """Rebuild a fitted matcher from :meth:`get_config` and :meth:`get_state`.
+
+        ``config`` and ``state`` come from a file: never take a program to run from them
+        (the host names programs, see :meth:`attach_host`), and raise
+        :class:`~ssgallery.errors.SsgalleryError` on values that are not sane."""
         raise NotImplementedError
+
+    # -- optional hooks (defaults: nothing to do / nothing known) ----------------------
+    def attach_host(self, host):
+        """Bind the host's settings (:class:`ssgallery.matchers.host.HostMatcher`): the
+        program an external matcher runs. Returns self."""
+        return self
+
+    def dimension(self):
+        """d, the dimension of the matcher space, or None when unknown."""
+
+    def similarity_range(self):
+        """(lo, hi): bounds of the matcher's own similarity s(x, z), or None."""
+
+    def check_prototypes(self, Z):
+        """Raise :class:`~ssgallery.errors.SsgalleryError` unless prototypes (m, d) read
+        from a gallery are plausible in this matcher's space. Default: nothing."""

@@ -217,14 +217,55 @@ class EigenfaceMatcher(Matcher):
         except KeyError as exc:
             raise SsgalleryError(f"eigenface: matcher state lacks '{exc.args[0]}'") from None
         d, p = self.components_.shape if self.components_.ndim == 2 else (0, -1)
-        if (len(self.image_shape) != 2 or p != int(np.prod(self.image_shape))
+        if (len(self.image_shape) != 2 or min(self.image_shape) < 1
+                or p != int(np.prod(self.image_shape))
                 or self.mean_.shape != (p,) or self.explained_variance_.shape != (d,)
                 or d < 1 or not self.scale_ > 0 or not self.gamma_ > 0):
             raise SsgalleryError("eigenface: matcher state is inconsistent "
                                  f"(components {self.components_.shape}, mean "
                                  f"{self.mean_.shape}, image shape {self.image_shape})")
         self.n_components_ = d
+        self._check_state()
         return self
+
+    def _check_state(self):
+        """Values a fit can produce: finite, mean on the pixel scale, orthonormal axes
+        (row norms and V Vᵀ r ≈ r for a fixed random r: O(d p), not O(d² p))."""
+        V = self.components_
+        problem = None
+        if not (np.isfinite(self.scale_) and np.isfinite(self.gamma_)
+                and np.isfinite(self.explained_variance_).all()
+                and np.isfinite(V).all() and np.isfinite(self.mean_).all()):
+            problem = "NaN or infinite values"
+        elif self.mean_.min() < -1.0 or self.mean_.max() > 256.0:
+            problem = "a mean image outside the pixel range"
+        else:
+            norms = np.sqrt(np.einsum("ij,ij->i", V, V, dtype=np.float64))
+            r = np.random.default_rng(0).standard_normal(len(V))
+            back = V @ (V.T @ r.astype(np.float32)).astype(np.float64)
+            if np.abs(norms - 1).max() > 1e-3 or np.linalg.norm(back - r) > \
+                    1e-3 * np.linalg.norm(r):
+                problem = "principal axes that are not orthonormal"
+        if problem:
+            raise SsgalleryError(f"eigenface: matcher state has {problem}")
+
+    def dimension(self):
+        self._check_fitted()
+        return self.n_components_
+
+    def similarity_range(self):
+        """RBF: s in (0, 1]."""
+        return (0.0, 1.0)
+
+    def check_prototypes(self, Z):
+        """Prototypes must lie within twice the radius of the images' ball in PCA space:
+        any image x on [0, 255] has ||coefficients|| <= 255 sqrt(p) / scale_."""
+        self._check_fitted()
+        radius = 2.0 * 255.0 * np.sqrt(self.components_.shape[1]) / self.scale_
+        norms = np.linalg.norm(np.asarray(Z, dtype=np.float64), axis=1)
+        if norms.size and not norms.max() <= radius:
+            raise SsgalleryError(f"eigenface: a prototype lies far outside face space "
+                                 f"(norm {norms.max():.4g} > {radius:.4g})")
 
     def __repr__(self):
         fitted = f", d={self.n_components_}, gamma_={self.gamma_:.4g}" \

@@ -8,11 +8,20 @@
     PROGRAM --describe
         {"kind": "similarity"|"distance", "symmetric": bool, "range": [lo, hi]}
 
+The program is named by the host that runs ssgallery (:mod:`ssgallery.matchers.host`:
+an option, ``$SSGALLERY_MATCHER_CMD`` or a configuration file), never by a store or a
+gallery: they hold only the matcher's name and ``contract_sha256``, the SHA-256 of the
+program's ``--describe`` JSON and of the stored matcher parameters. Before the first
+scoring run the host's program is asked to describe itself, and a different digest is
+refused (:class:`~ssgallery.errors.MatcherError`, one line).
+
 The program runs without a shell, in its own process group, with a timeout of
 ``timeout_base + timeout_per_pair * |A| * |B|`` seconds; on timeout (or Ctrl-C) the
 whole group is killed, and any process the program left behind in its group is killed
-after it exits. Every failure is a one-line :class:`~ssgallery.errors.MatcherError`
-naming the program.
+after it exits. Its output (stdout or the answer file) may hold at most
+:data:`MAX_ANSWER_BASE` + :data:`MAX_ANSWER_PER_PAIR` bytes per scored pair; a longer
+answer is refused and the program killed. Every failure is a one-line
+:class:`~ssgallery.errors.MatcherError` naming the program.
 
 A *distance* is turned into a similarity ``s = exp(-d / scale)`` (positive and larger
 for closer pairs, as the heuristic gradient of Eq. 7 (eq:similarity-grad) assumes), with
@@ -23,20 +32,27 @@ for closer pairs, as the heuristic gradient of Eq. 7 (eq:similarity-grad) assume
 import hashlib
 import json
 import os
+import selectors
 import shlex
 import shutil
 import signal
 import sqlite3
 import subprocess
 import tempfile
+import time
 
 import numpy as np
 
 from ssgallery.errors import InputError, MatcherError
 from ssgallery.learn.similarity import CallableSimilarity, HeuristicGradient
 from ssgallery.matchers.base import Matcher
+from ssgallery.matchers.host import CMD_ENV, split_command
+from ssgallery.safeio import printable, read_regular
 
 PIXEL_RANGE = (0.0, 255.0)
+MAX_ANSWER_BASE = 1 << 20  # bytes of a program's output, plus ...
+MAX_ANSWER_PER_PAIR = 64  # ... this many per scored pair
+MAX_STDERR_KEPT = 1 << 16  # the tail of stderr kept for messages
 
 
 def _as_str(value):
@@ -91,15 +107,17 @@ class ExternalMatcher(Matcher):
 
     Parameters
     ----------
-    command : str or list of str
+    command : str or list of str or None
         The program and its fixed arguments (a string is split with :func:`shlex.split`).
+        Host configuration: never stored; a matcher rebuilt from a file has None until
+        :meth:`attach_host` names the program.
     timeout_base : float
         Seconds allowed to every run, plus ...
     timeout_per_pair : float
         ... this many seconds per scored pair.
     cache_dir : str or None
         Folder of a persistent answer cache (SQLite) shared across runs; None keeps
-        the cache in memory only.
+        the cache in memory only. Host configuration: never stored.
     distance_scale : float or None
         Scale of ``exp(-d / scale)`` for programs that report a distance; None
         measures it at :meth:`fit` (median distance between training images).
@@ -107,7 +125,11 @@ class ExternalMatcher(Matcher):
     Attributes
     ----------
     description_ : dict
-        The program's ``--describe`` answer.
+        The program's ``--describe`` answer (kind, symmetric, range).
+    contract_sha256_ : str
+        SHA-256 of the whole ``--describe`` JSON and :meth:`get_config` (see
+        :func:`contract_digest`); a rebuilt matcher runs only a program whose contract
+        has this digest.
     image_shape : tuple of int
         (H, W) of the images it was fitted on.
     n_calls_, n_pairs_, n_cached_ : int
@@ -116,7 +138,7 @@ class ExternalMatcher(Matcher):
 
     name = "external"
 
-    def __init__(self, command, timeout_base=60.0, timeout_per_pair=0.01, cache_dir=None,
+    def __init__(self, command=None, timeout_base=60.0, timeout_per_pair=0.01, cache_dir=None,
                  distance_scale=None):
         self.command = command
         self.timeout_base = timeout_base
@@ -125,23 +147,25 @@ class ExternalMatcher(Matcher):
         self.distance_scale = distance_scale
         self.n_calls_ = self.n_pairs_ = self.n_cached_ = 0
         self._cache = {}
+        self._contract_checked = True  # False once rebuilt from a file (from_state)
 
     # -- the program -----------------------------------------------------------------
     @property
     def argv(self):
         """The command as an argument list."""
-        cmd = self.command
-        if isinstance(cmd, np.ndarray):
-            cmd = [_as_str(c) for c in cmd.ravel()]
-        argv = shlex.split(cmd) if isinstance(cmd, (str, bytes)) else [_as_str(c) for c in cmd]
-        if not argv:
-            raise MatcherError("the external matcher command is empty (use --matcher-cmd)")
-        return argv
+        if self.command is None:
+            raise MatcherError("the external matcher's program is not named on this host "
+                               f"(a file never names it): set ${CMD_ENV} or give the "
+                               "matcher command option")
+        try:
+            return split_command(self.command, "this host")
+        except InputError as exc:
+            raise MatcherError(str(exc)) from None
 
     @property
     def program(self):
         """The program's name for messages: the command, shortened."""
-        text = shlex.join(self.argv)
+        text = printable(shlex.join(self.argv))
         return text if len(text) <= 120 else text[:117] + "..."
 
     def _resolve(self):
@@ -162,47 +186,75 @@ class ExternalMatcher(Matcher):
         argv = self._resolve() + list(args)
         timeout = float(self.timeout_base) + float(self.timeout_per_pair) * n_pairs
         prog = self.program
+        limit = answer_limit(n_pairs)
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:
             raise MatcherError(f"cannot start matcher {prog}: {exc.strerror or exc}") from None
         try:
-            out, err = proc.communicate(timeout=timeout)
+            out, err = _communicate(proc, timeout, limit)
         except subprocess.TimeoutExpired:
-            _kill_group(proc.pid)
-            proc.communicate()
             raise MatcherError(f"matcher {prog} timed out after {timeout:.3g} s on {n_pairs} "
                                "pairs and was killed (raise timeout_base / timeout_per_pair)") from None
+        except OverflowError:
+            raise MatcherError(f"matcher {prog} wrote more than {limit} bytes on stdout and "
+                               "was killed") from None
         finally:  # also on Ctrl-C: never leave the program or its children behind
             _kill_group(proc.pid)
             if proc.returncode is None:
                 proc.wait()
+            for pipe in (proc.stdout, proc.stderr):
+                pipe.close()
         if proc.returncode != 0:
             lines = err.decode("utf-8", "replace").strip().splitlines()
-            last = f": {lines[-1].strip()[:300]}" if lines else " (no message on stderr)"
+            last = f": {printable(lines[-1].strip()[:300])}" if lines else \
+                " (no message on stderr)"
             if proc.returncode < 0:
                 name = signal.Signals(-proc.returncode).name
                 raise MatcherError(f"matcher {prog} was killed by {name}{last}")
             raise MatcherError(f"matcher {prog} failed with exit status {proc.returncode}{last}")
         return out
 
+    def _ask_describe(self):
+        """Run ``PROGRAM --describe``; return (normalised description, contract digest)."""
+        out = self.run(["--describe"])
+        try:
+            raw = json.loads(out.decode("utf-8"))
+            kind = raw["kind"]
+            desc = {"kind": kind, "symmetric": bool(raw.get("symmetric", False)),
+                    "range": [float(v) for v in raw.get("range", [-np.inf, np.inf])]}
+        except (ValueError, KeyError, TypeError):
+            raise MatcherError(f"matcher {self.program} --describe did not "
+                               "print a JSON object with a 'kind'") from None
+        if kind not in ("similarity", "distance"):
+            raise MatcherError(f"matcher {self.program} --describe: kind must "
+                               f"be 'similarity' or 'distance', not {kind!r}")
+        if len(desc["range"]) != 2 or np.isnan(desc["range"]).any() \
+                or not desc["range"][0] < desc["range"][1]:
+            raise MatcherError(f"matcher {self.program} --describe: range must be [lo, hi] "
+                               "with lo < hi")
+        return desc, contract_digest(raw, self.get_config())
+
     def describe(self):
         """The program's ``--describe`` answer (asked once), validated."""
         if getattr(self, "description_", None) is None:
-            out = self.run(["--describe"])
-            try:
-                desc = json.loads(out.decode("utf-8"))
-                kind = desc["kind"]
-            except (ValueError, KeyError, TypeError):
-                raise MatcherError(f"matcher {self.program} --describe did not "
-                                   "print a JSON object with a 'kind'") from None
-            if kind not in ("similarity", "distance"):
-                raise MatcherError(f"matcher {self.program} --describe: kind must "
-                                   f"be 'similarity' or 'distance', not {kind!r}")
-            self.description_ = {"kind": kind, "symmetric": bool(desc.get("symmetric", False)),
-                                 "range": [float(v) for v in desc.get("range", [-np.inf, np.inf])]}
+            self.description_, self.contract_sha256_ = self._ask_describe()
+            self._contract_checked = True
         return self.description_
+
+    def _check_contract(self):
+        """Before the first scoring run of a matcher rebuilt from a file: the host's
+        program must have the contract the file was made with."""
+        if getattr(self, "_contract_checked", False):
+            return
+        desc, digest = self._ask_describe()
+        if digest != self.contract_sha256_ or desc != self.description_:
+            raise MatcherError(f"matcher {self.program} is not the file's matcher: its "
+                               f"contract digest is {digest[:12]}..., the file was made with "
+                               f"{self.contract_sha256_[:12]}... (name the same program, "
+                               "version and model on this host)")
+        self._contract_checked = True
 
     def score_paths(self, probe_paths, gallery_paths, workdir=None):
         """Raw program answers (n, m) for image files, one run (no conversion, no cache)."""
@@ -219,15 +271,15 @@ class ExternalMatcher(Matcher):
                 with open(lists[-1], "w", encoding="utf-8") as handle:
                     handle.writelines(os.path.abspath(p) + "\n" for p in paths)
             out_path = os.path.join(tmp, "scores.txt")
+            self._check_contract()
             stdout = self.run(["--probe-list", lists[0], "--gallery-list", lists[1],
                                "--out", out_path], n_pairs=shape[0] * shape[1])
             self.n_calls_ += 1
             self.n_pairs_ += shape[0] * shape[1]
-            if os.path.exists(out_path):
-                with open(out_path, encoding="utf-8", errors="replace") as handle:
-                    text = handle.read()
-            else:
-                text = stdout.decode("utf-8", "replace")
+            if os.path.lexists(out_path):
+                stdout = read_regular(out_path, f"answer file of matcher {self.program}",
+                                      answer_limit(shape[0] * shape[1]), error=MatcherError)
+            text = stdout.decode("utf-8", "replace")
             return parse_matrix(text, shape, self.program)
 
     def score_images(self, X, Y):
@@ -361,9 +413,11 @@ class ExternalMatcher(Matcher):
         return np.clip(Z, *PIXEL_RANGE).reshape((len(Z),) + tuple(self.image_shape))
 
     def get_config(self):
-        return {"command": self.argv, "timeout_base": float(self.timeout_base),
-                "timeout_per_pair": float(self.timeout_per_pair), "cache_dir": self.cache_dir,
-                "distance_scale": self.distance_scale}
+        """Stored parameters: no command and no cache folder (host configuration)."""
+        return {"timeout_base": float(self.timeout_base),
+                "timeout_per_pair": float(self.timeout_per_pair),
+                "distance_scale": None if self.distance_scale is None
+                else float(self.distance_scale)}
 
     def get_state(self):
         self._check_fitted()
@@ -373,25 +427,112 @@ class ExternalMatcher(Matcher):
                 "kind": kind, "symmetric": int(desc["symmetric"]),
                 "range": np.asarray(desc["range"], dtype=float),
                 "conversion": "exp(-d/scale)" if kind == "distance" else "identity",
-                "distance_scale": float(self._scale())}
+                "distance_scale": float(self._scale()),
+                "contract_sha256": self.contract_sha256_}
 
     @classmethod
     def from_state(cls, config, state):
+        """Rebuild from a file: never takes a command from it (see :meth:`attach_host`)."""
         config = dict(config)
-        self = cls(**{k: config[k] for k in ("command", "timeout_base", "timeout_per_pair",
-                                            "cache_dir", "distance_scale") if k in config})
         try:
+            self = cls(timeout_base=_positive(config.get("timeout_base", 60.0)),
+                       timeout_per_pair=_positive(config.get("timeout_per_pair", 0.01),
+                                                  allow_zero=True),
+                       distance_scale=None if config.get("distance_scale") is None
+                       else _positive(config["distance_scale"]))
             self.image_shape = tuple(int(s) for s in np.asarray(state["image_shape"]))
             self.description_ = {"kind": _as_str(state["kind"]),
                                  "symmetric": bool(np.asarray(state["symmetric"])),
                                  "range": [float(v) for v in np.asarray(state["range"])]}
-            self.distance_scale_ = float(np.asarray(state["distance_scale"]))
+            self.distance_scale_ = _positive(np.asarray(state["distance_scale"]))
+            self.contract_sha256_ = _as_str(state["contract_sha256"])
+            self._contract_checked = False
         except (KeyError, TypeError, ValueError) as exc:
-            raise MatcherError(f"external matcher state is incomplete: {exc}") from None
+            raise MatcherError(f"external matcher state is incomplete or insane: {exc}") \
+                from None
+        lo, hi = self.description_["range"]
+        if (len(self.image_shape) != 2 or min(self.image_shape) < 1
+                or self.description_["kind"] not in ("similarity", "distance")
+                or not lo < hi or len(self.contract_sha256_) != 64):
+            raise MatcherError("external matcher state is inconsistent (image shape, kind, "
+                               "range or contract digest)")
         return self
 
+    def attach_host(self, host):
+        """Run the host's program (``host.argv``, None: none named) with its cache folder;
+        its contract is checked against :attr:`contract_sha256_` before the first run."""
+        self.command = host.argv
+        self.cache_dir = host.cache_dir
+        return self
+
+    def dimension(self):
+        self._check_fitted()
+        return int(np.prod(self.image_shape))
+
+    def similarity_range(self):
+        """Bounds of s: the described range, through exp(-d / scale) for a distance."""
+        lo, hi = self.describe()["range"]
+        if self.describe()["kind"] == "distance":
+            return (float(np.exp(-hi / self._scale())), float(np.exp(-lo / self._scale())))
+        return (lo, hi)
+
+    def check_prototypes(self, Z):
+        """Prototypes are images: inside the pixel box."""
+        Z = np.asarray(Z, dtype=float)
+        if Z.size and (Z.min() < PIXEL_RANGE[0] or Z.max() > PIXEL_RANGE[1]):
+            raise MatcherError("external matcher prototypes lie outside the pixel range "
+                               f"[{PIXEL_RANGE[0]:g}, {PIXEL_RANGE[1]:g}]")
+
     def __repr__(self):
-        return f"ExternalMatcher(command={shlex.join(self.argv)!r})"
+        cmd = "None" if self.command is None else repr(shlex.join(self.argv))
+        return f"ExternalMatcher(command={cmd})"
+
+
+def _positive(value, allow_zero=False):
+    v = float(np.asarray(value))
+    if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        raise ValueError(f"expected a positive finite number, got {v!r}")
+    return v
+
+
+def contract_digest(describe_json, config):
+    """SHA-256 (hex) of a program's whole ``--describe`` JSON and the stored config."""
+    text = json.dumps({"describe": describe_json, "config": config}, sort_keys=True,
+                      separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def answer_limit(n_pairs):
+    """Most bytes a program's answer may hold for ``n_pairs`` scored pairs."""
+    return MAX_ANSWER_BASE + MAX_ANSWER_PER_PAIR * int(n_pairs)
+
+
+def _communicate(proc, timeout, limit):
+    """Like ``proc.communicate(timeout)`` with stdout capped at ``limit`` bytes (raises
+    OverflowError) and only the tail of stderr kept; waits for the exit."""
+    deadline = time.monotonic() + timeout
+    out, err = bytearray(), bytearray()
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        while sel.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise subprocess.TimeoutExpired(proc.args, timeout)
+            for key, _ in sel.select(remaining):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                key.data.extend(chunk)
+                if key.data is out and len(out) > limit:
+                    raise OverflowError
+                if key.data is err and len(err) > MAX_STDERR_KEPT:
+                    del err[:-MAX_STDERR_KEPT]
+    proc.stdout.close()
+    proc.stderr.close()
+    proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    return bytes(out), bytes(err)
 
 
 def _kill_group(pgid):

@@ -1,0 +1,239 @@
+"""Content digests, link checks and HMAC signatures of ssgallery's HDF5 files.
+
+Both file kinds (store and gallery, format version 2) carry SHA-256 digests of their
+content, computed from what a reader gets back from HDF5 (so writing and checking
+share one code path: the writer computes them by reading the written file back):
+
+* :func:`node_digest` of a group: its attributes (sorted by name, each tagged with its
+  type) and, recursively, each member's name and digest; of a dataset: its dtype,
+  shape and bytes. Only hard links to plain (non-virtual, internal) datasets and groups
+  are read: a soft link, an external link, a virtual dataset or a dataset stored in an
+  external raw file is refused (:func:`check_node`), so a file never makes ssgallery
+  read another file.
+* the root ``digest`` attribute: SHA-256 over the canonical root attributes (every
+  root attribute but ``digest`` and ``hmac``) and the bytes of the sections the file
+  format names (the gallery's ``/client_index``); other sections' digests are root
+  attributes (``section_digests``), so they are covered without being read.
+* an optional root ``hmac``: HMAC-SHA256 of the ``digest`` (hex, ASCII) with the
+  host's key (:func:`load_key`). With a key configured, readers refuse unsigned or
+  wrongly signed files.
+
+Standard library, numpy and h5py only (on the ``verify`` path).
+"""
+
+import hashlib
+import hmac as _hmac
+import json
+import os
+import stat
+
+import numpy as np
+
+from ssgallery.errors import FormatError, SsgalleryError
+
+KEY_ENV = "SSGALLERY_KEY_FILE"
+MAX_KEY_BYTES = 4096
+MIN_KEY_BYTES = 16
+ROOT_EXCLUDED = ("digest", "hmac")
+
+
+# ----------------------------------------------------------------------------- canonical bytes
+
+def _update_value(h, value):
+    """Feed one attribute value into ``h``, tagged with its type."""
+    if isinstance(value, bytes):
+        h.update(b"b%d:" % len(value) + value)
+    elif isinstance(value, str):
+        data = value.encode("utf-8", "surrogatepass")
+        h.update(b"s%d:" % len(data) + data)
+    else:
+        _update_array(h, np.asarray(value))
+
+
+def _update_array(h, arr):
+    if arr.dtype.kind == "O":  # variable-length strings (store datasets)
+        h.update(b"o" + repr(arr.shape).encode() + b":")
+        for item in arr.ravel():
+            _update_value(h, item)
+        return
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    head = f"a{arr.dtype.str}{arr.shape}:".encode()
+    h.update(head)
+    h.update(arr.tobytes())
+
+
+def attrs_digest(attrs, exclude=()):
+    """SHA-256 (hex) over the attributes ``attrs`` (a mapping), sorted by name."""
+    h = hashlib.sha256(b"attrs\0")
+    for name in sorted(attrs):
+        if name in exclude:
+            continue
+        key = name.encode("utf-8", "surrogatepass")
+        h.update(b"k%d:" % len(key) + key)
+        _update_value(h, attrs[name])
+    return h.hexdigest()
+
+
+def array_digest(arr):
+    """SHA-256 (hex) of one array's dtype, shape and bytes."""
+    h = hashlib.sha256(b"array\0")
+    _update_array(h, np.asarray(arr))
+    return h.hexdigest()
+
+
+# ----------------------------------------------------------------------------- links
+
+def check_node(parent, name, path=None):
+    """``parent[name]`` after checking it is a hard link to an internal object.
+
+    Raises
+    ------
+    FormatError
+        Missing member, soft or external link, virtual dataset, external raw storage.
+    """
+    import h5py
+
+    where = f"{parent.name.rstrip('/')}/{name}"
+    link = parent.get(name, getlink=True)
+    if link is None:
+        raise FormatError(f"corrupt file: {where} is missing", path=path)
+    if not isinstance(link, h5py.HardLink):
+        kind = "an external link" if isinstance(link, h5py.ExternalLink) else "a soft link"
+        raise FormatError(f"refused: {where} is {kind} (links are never followed)", path=path)
+    node = parent[name]
+    if isinstance(node, h5py.Dataset) and (node.is_virtual or node.external):
+        raise FormatError(f"refused: {where} is a virtual or externally stored dataset",
+                          path=path)
+    return node
+
+
+def node_digest(node, path=None, exclude=()):
+    """SHA-256 (hex) of a group (attributes + members, recursively) or a dataset.
+
+    Returns
+    -------
+    digest : str
+    """
+    import h5py
+
+    h = hashlib.sha256()
+    if isinstance(node, h5py.Dataset):
+        h.update(b"dataset\0" + attrs_digest(node.attrs).encode())
+        _update_array(h, node[()])
+        return h.hexdigest()
+    h.update(b"group\0" + attrs_digest(node.attrs, exclude).encode())
+    for name in sorted(node):
+        child = check_node(node, name, path)
+        key = name.encode("utf-8", "surrogatepass")
+        h.update(b"m%d:" % len(key) + key + node_digest(child, path).encode())
+    return h.hexdigest()
+
+
+def read_group(group, path=None):
+    """Datasets (name -> array) and attributes (name -> value) of a flat group, with the
+    group's digest: one pass, every link checked.
+
+    Returns
+    -------
+    arrays : dict
+    attrs : dict
+    digest : str
+    """
+    import h5py
+
+    h = hashlib.sha256()
+    attrs = dict(group.attrs.items())
+    h.update(b"group\0" + attrs_digest(attrs).encode())
+    arrays = {}
+    for name in sorted(group):
+        child = check_node(group, name, path)
+        if not isinstance(child, h5py.Dataset):
+            raise FormatError(f"corrupt file: {child.name} is a group, expected a dataset",
+                              path=path)
+        arrays[name] = child[()]
+        sub = hashlib.sha256(b"dataset\0" + attrs_digest(child.attrs).encode())
+        _update_array(sub, arrays[name])
+        key = name.encode("utf-8", "surrogatepass")
+        h.update(b"m%d:" % len(key) + key + sub.hexdigest().encode())
+    return arrays, attrs, h.hexdigest()
+
+
+def root_digest(root_attrs, *sections):
+    """The root digest: canonical root attributes (without ``digest``/``hmac``) and the
+    bytes of ``sections`` (arrays, e.g. the gallery's client index), in order."""
+    h = hashlib.sha256(b"ssgallery-root\0" + attrs_digest(root_attrs, ROOT_EXCLUDED).encode())
+    for arr in sections:
+        h.update(array_digest(arr).encode())
+    return h.hexdigest()
+
+
+def section_digests(root_attrs, path=None):
+    """The root attribute ``section_digests`` (JSON name -> hex) as a dict."""
+    raw = root_attrs.get("section_digests")
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    try:
+        value = json.loads(raw) if raw is not None else None
+    except ValueError:
+        value = None
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise FormatError("corrupt file: bad or missing section digests", path=path)
+    return value
+
+
+def attr_text(value):
+    return value.decode("ascii", "replace") if isinstance(value, bytes) else value
+
+
+def check_digest(found, expected, what, path=None):
+    """Raise one line naming ``what`` unless the two digests agree."""
+    if not isinstance(expected, str) or not _hmac.compare_digest(found, expected):
+        raise FormatError(f"integrity check failed: {what} does not match its digest "
+                          "(the file was edited or is damaged)", path=path)
+
+
+# ----------------------------------------------------------------------------- signatures
+
+def load_key(key_file=None):
+    """The host's signing key: ``key_file`` or ``$SSGALLERY_KEY_FILE`` (None: no key).
+
+    The file's bytes are the key (16 to 4096 bytes; a regular file).
+    """
+    key_file = key_file or os.environ.get(KEY_ENV) or None
+    if key_file is None:
+        return None
+    try:
+        fd = os.open(key_file, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise SsgalleryError(f"cannot read the key file ({exc.strerror})", path=key_file) \
+            from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise SsgalleryError("key file is not a regular file", path=key_file)
+        key = handle.read(MAX_KEY_BYTES + 1)
+    if not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
+        raise SsgalleryError(f"key file must hold {MIN_KEY_BYTES} to {MAX_KEY_BYTES} bytes, "
+                             f"it holds {len(key)}", path=key_file)
+    return key
+
+
+def sign(digest, key):
+    """HMAC-SHA256 (hex) of a root digest."""
+    return _hmac.new(key, digest.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def check_signature(root_attrs, digest, key, kind, path=None):
+    """With a key: refuse an unsigned or wrongly signed file. Without: nothing."""
+    if key is None:
+        return
+    found = root_attrs.get("hmac")
+    if found is None:
+        raise FormatError(f"{kind} is not signed, and a signing key is configured "
+                          f"(${KEY_ENV} or --key-file)", path=path)
+    if isinstance(found, bytes):
+        found = found.decode("ascii", "replace")
+    if not _hmac.compare_digest(str(found), sign(digest, key)):
+        raise FormatError(f"{kind} signature does not match the configured key "
+                          "(signed with another key, or edited)", path=path)

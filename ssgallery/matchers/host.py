@@ -1,0 +1,116 @@
+"""What the verification host says about its matcher program (never read from a file).
+
+A store or gallery names its matcher (e.g. ``external``) and holds a SHA-256 digest of
+the program's contract, never a command. The host that runs ssgallery names the
+program, first found of:
+
+1. the ``--matcher-cmd 'PROGRAM ARGS'`` option (``matcher_cmd`` in the library);
+2. the environment variable ``SSGALLERY_MATCHER_CMD``;
+3. the configuration file ``$SSGALLERY_CONFIG`` (default
+   ``$XDG_CONFIG_HOME/ssgallery/config.toml``, i.e. ``~/.config/ssgallery/config.toml``)::
+
+       [external]
+       command = "my-matcher --model /opt/models/net.bin"   # or a list of strings
+       cache_dir = "/var/cache/ssgallery"                   # optional answer cache
+
+A command string is split like a shell would (:func:`shlex.split`), but no shell runs it.
+"""
+
+import os
+import shlex
+from dataclasses import dataclass
+
+from ssgallery.errors import InputError
+
+CMD_ENV = "SSGALLERY_MATCHER_CMD"
+CONFIG_ENV = "SSGALLERY_CONFIG"
+
+
+@dataclass
+class HostMatcher:
+    """The host's external matcher settings.
+
+    Attributes
+    ----------
+    argv : list of str or None
+        The program and its arguments (None: the host names none).
+    cache_dir : str or None
+        Folder of the persistent answer cache.
+    source : str
+        Where ``argv`` came from (for messages).
+    """
+
+    argv: list = None
+    cache_dir: str = None
+    source: str = "nowhere"
+
+
+def split_command(command, source):
+    """A command (string or list) as an argument list; one-line error when it cannot be."""
+    if isinstance(command, (list, tuple)):
+        argv = [str(c) for c in command]
+    elif isinstance(command, str):
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise InputError(f"cannot parse the matcher command from {source} "
+                             f"({exc}): {command[:80]!r}") from None
+    else:
+        raise InputError(f"the matcher command from {source} must be a string or a list")
+    if not argv or not argv[0].strip():
+        raise InputError(f"the matcher command from {source} is empty")
+    return argv
+
+
+def _config_path():
+    path = os.environ.get(CONFIG_ENV)
+    if path:
+        return path, True
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "ssgallery", "config.toml"), False
+
+
+def _read_config():
+    import tomllib
+
+    from ssgallery.safeio import read_regular
+
+    path, explicit = _config_path()
+    if not explicit and not os.path.exists(path):
+        return {}, path
+    data = read_regular(path, "ssgallery configuration file", 1 << 20)
+    try:
+        table = tomllib.loads(data.decode("utf-8")).get("external", {})
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"not a valid TOML configuration ({exc})", path=path) from None
+    if not isinstance(table, dict):
+        raise InputError("[external] must be a table", path=path)
+    return table, path
+
+
+def host_matcher(matcher_cmd=None):
+    """The host's external matcher settings (see the module docstring for the order).
+
+    Parameters
+    ----------
+    matcher_cmd : str or list of str, optional
+        The command given on the command line / by the caller; wins over the rest.
+
+    Returns
+    -------
+    HostMatcher
+    """
+    table, config_path = _read_config()
+    cache_dir = table.get("cache_dir")
+    if cache_dir is not None and not isinstance(cache_dir, str):
+        raise InputError("[external] cache_dir must be a string", path=config_path)
+    if matcher_cmd is not None:
+        return HostMatcher(split_command(matcher_cmd, "--matcher-cmd"), cache_dir,
+                           "--matcher-cmd")
+    if os.environ.get(CMD_ENV):
+        return HostMatcher(split_command(os.environ[CMD_ENV], f"${CMD_ENV}"), cache_dir,
+                           f"${CMD_ENV}")
+    if "command" in table:
+        return HostMatcher(split_command(table["command"], config_path), cache_dir,
+                           config_path)
+    return HostMatcher(None, cache_dir)

@@ -1,0 +1,330 @@
+"""Trust the verdict (issue 8, part A): no code from data, gallery/store format 2 digests,
+signatures, semantic checks, links. Real files edited with h5py, real processes."""
+
+import json
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from helpers import make_faces
+
+from ssgallery.app.compress import compress
+from ssgallery.app.enroll import enroll
+from ssgallery.app.verify import verify
+from ssgallery.cli import main
+from ssgallery.errors import FormatError, MatcherError, SsgalleryError
+from ssgallery.formats import integrity
+from ssgallery.formats.gallery import read_client, read_gallery
+from ssgallery.formats.store import load_store
+
+MATCHERS = Path(__file__).resolve().parent / "matchers"
+FOREIGN = [sys.executable, str(MATCHERS / "clipped_corr.py")]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("trust")
+    faces = make_faces(str(root / "faces"), n_clients=4, n_images=5)
+    enroll(faces, root / "e.h5")
+    compress(root / "e.h5", root / "g.h5", m=2)
+    return root, faces
+
+
+@pytest.fixture(scope="module")
+def external(tmp_path_factory):
+    """A store and gallery made with the foreign external matcher (host-named)."""
+    root = tmp_path_factory.mktemp("ext")
+    faces = make_faces(str(root / "faces"), n_clients=3, n_images=3, shape=(16, 12))
+    enroll(faces, root / "e.h5", matcher="external", matcher_options={"command": FOREIGN})
+    compress(root / "e.h5", root / "g.h5", m=1, clients="c00", cv_folds=0, max_iter=2,
+             solver="paper", matcher_cmd=FOREIGN)
+    return root, faces
+
+
+def _names(f):
+    names = []
+    f.visit(names.append)
+    return names
+
+
+def _copy(src, dst):
+    shutil.copy(src, dst)
+    return dst
+
+
+def _rehash(path):
+    """Make an edited gallery consistent again (what an attacker without the key can do)."""
+    with h5py.File(path, "a") as f:
+        sections = json.loads(f.attrs["section_digests"])
+        sections["matcher"] = integrity.read_group(f["matcher"])[2]
+        f.attrs["section_digests"] = json.dumps(sections, sort_keys=True)
+        rows = sorted((c.encode(), integrity.node_digest(f["clients"][c])) for c in f["clients"])
+        width = max(len(r[0]) for r in rows)
+        del f["client_index"]
+        f.create_dataset("client_index",
+                         data=np.array(rows, dtype=[("id", f"S{width}"), ("digest", "S64")]))
+        f.attrs["digest"] = integrity.root_digest(dict(f.attrs.items()), f["client_index"][()])
+
+
+# ----------------------------------------------------------------------------- no code from data
+
+def test_files_hold_no_command(external):
+    root, _ = external
+    for name in ("e.h5", "g.h5"):
+        with h5py.File(root / name) as f:
+            objects = [f] + [f[n] for n in _names(f)]
+            text = [str(v) for o in objects for v in o.attrs.values()]
+            text += [str(o[()]) for o in objects if isinstance(o, h5py.Dataset)]
+        assert not any("clipped_corr" in t for t in text), name
+        with h5py.File(root / name) as f:
+            assert "command" not in json.loads(f.attrs["matcher_config"])
+    store = load_store(root / "e.h5")
+    assert "command" not in store.matcher_config
+    assert len(store.matcher_state["contract_sha256"]) == 64
+
+
+def test_edited_gallery_runs_nothing(external, tmp_path):
+    """A gallery edited to name `sh -c 'id > FILE'` runs nothing, with or without re-hash."""
+    root, faces = external
+    marker = tmp_path / "pwned"
+    evil = ["sh", "-c", f"id > {shlex.quote(str(marker))}"]
+    probe = os.path.join(faces, "c00", "0.png")
+    for rehash in (False, True):
+        g = _copy(root / "g.h5", tmp_path / f"evil{rehash}.h5")
+        with h5py.File(g, "a") as f:
+            config = json.loads(f.attrs["matcher_config"])
+            f.attrs["matcher_config"] = json.dumps(dict(config, command=evil))
+            f["matcher"].attrs["command"] = json.dumps(evil)
+        if rehash:
+            _rehash(g)
+        r = CliRunner().invoke(main, ["verify", probe, "--claim", "c00", "--gallery", str(g)],
+                               env={"SSGALLERY_MATCHER_CMD": None, "SSGALLERY_CONFIG": None,
+                                    "XDG_CONFIG_HOME": str(tmp_path)})
+        assert r.exit_code == 2, r.output
+        message = r.stderr.strip()
+        assert "\n" not in message
+        assert ("integrity check failed" in message) != rehash
+        if rehash:
+            assert "program is not named on this host" in message
+        assert not marker.exists()
+
+
+def test_host_matcher_must_match_the_contract(external, tmp_path):
+    root, faces = external
+    probe = os.path.join(faces, "c00", "0.png")
+    ok = verify(root / "g.h5", [probe], "c00", matcher_cmd=FOREIGN)
+    assert ok[0].accept
+    other = [sys.executable, str(MATCHERS / "hostile.py"), "nan"]  # a similarity in [0, 1]
+    with pytest.raises(MatcherError, match=r"is not the file's matcher: its contract digest"):
+        verify(root / "g.h5", [probe], "c00", matcher_cmd=shlex.join(other))
+    # the configuration file names it too
+    config = tmp_path / "config.toml"
+    config.write_text(f"[external]\ncommand = {json.dumps(FOREIGN)}\n")
+    os.environ["SSGALLERY_CONFIG"] = str(config)
+    try:
+        assert verify(root / "g.h5", [probe], "c00")[0].accept
+    finally:
+        del os.environ["SSGALLERY_CONFIG"]
+
+
+def test_matcher_cmd_that_does_not_parse(external):
+    root, faces = external
+    probe = os.path.join(faces, "c00", "0.png")
+    for cmd in (["verify", probe, "--claim", "c00", "--gallery", str(root / "g.h5")],
+                ["enroll", faces, "--store", str(root / "x.h5")]):
+        r = CliRunner().invoke(main, cmd + ["--matcher-cmd", "x 'unclosed"])
+        assert r.exit_code == 2, r.output
+        assert r.stderr.count("\n") == 1 and "cannot parse the matcher command" in r.stderr
+    assert not (root / "x.h5").exists()
+
+
+def test_matcher_output_is_bounded(tmp_path):
+    """A program that answers gigabytes is killed after the documented limit."""
+    from ssgallery.matchers.external import ExternalMatcher, answer_limit
+
+    prog = tmp_path / "chatty.py"
+    prog.write_text("import sys, json\n"
+                    "if '--describe' in sys.argv:\n"
+                    "    print(json.dumps({'kind': 'similarity', 'range': [0, 1]}))\n"
+                    "else:\n"
+                    "    sys.stdout.write('0.5 ' * (1 << 22))\n")
+    m = ExternalMatcher([sys.executable, str(prog)]).fit(np.zeros((2, 4, 4)) + [[[0]], [[9]]])
+    with pytest.raises(MatcherError, match=rf"wrote more than {answer_limit(2)} bytes"):
+        m.score_images(np.zeros((1, 4, 4)), np.ones((2, 4, 4)))
+
+
+# ----------------------------------------------------------------------------- integrity
+
+def test_v2_digests_are_checked_and_one_client_is_read(built, tmp_path):
+    root, _ = built
+    model = read_client(root / "g.h5", "c01")
+    assert model.header["format_version"] == 2 and len(model.header["digest"]) == 64
+    g = _copy(root / "g.h5", tmp_path / "g.h5")
+    with h5py.File(g, "a") as f:
+        f["clients/c02/beta"][0] += 1e-9
+    read_client(g, "c01")  # another client's edit does not stop c01
+    with pytest.raises(FormatError, match=r"g.h5: integrity check failed: client 'c02'"):
+        read_client(g, "c02")
+    with pytest.raises(FormatError, match=r"client 'c02'"):
+        read_gallery(g)
+    for edit, what in ((lambda f: f.attrs.__setitem__("target_far", 0.5), "the header"),
+                       (lambda f: f["matcher/mean"].__setitem__(0, 7.0), "the matcher state")):
+        g = _copy(root / "g.h5", tmp_path / "h.h5")
+        with h5py.File(g, "a") as f:
+            edit(f)
+        with pytest.raises(FormatError, match=f"integrity check failed: {what}"):
+            read_client(g, "c01")
+
+
+def test_injected_client_is_unknown_or_refused(built, tmp_path):
+    root, _ = built
+    g = _copy(root / "g.h5", tmp_path / "g.h5")
+    with h5py.File(g, "a") as f:
+        f.copy(f["clients/c01"], "clients/evil")
+        f["clients/evil"].attrs["threshold"] = -1e300
+    with pytest.raises(SsgalleryError, match=r"unknown client 'evil'"):
+        read_client(g, "evil")
+    with pytest.raises(FormatError, match=r"client groups and the client index differ"):
+        read_gallery(g)
+    _rehash(g)  # consistent, but the model accepts everyone
+    with pytest.raises(FormatError, match=r"client 'evil' would accept every probe"):
+        read_client(g, "evil")
+
+
+@pytest.mark.parametrize("client, name, value, message", [
+    ("c01", "threshold", -1e9, "would accept every probe"),
+    ("c01", "threshold", -np.inf, "NaN or infinite"),
+    ("c01", "threshold", np.nan, "NaN or infinite"),
+    ("c01", "threshold", 1e9, "can never accept"),
+    ("c01", "intercept", 1e9, "would accept every probe"),
+    ("c01", "similarity", json.dumps({"kind": "rbf", "gamma": -1.0}), "gamma"),
+    ("c01", "beta", [np.inf, 1.0], "NaN or infinite"),
+    ("c01", "beta", [1.0], "inconsistent prototypes"),
+    ("c01", "prototypes", "zero-m", "inconsistent prototypes"),
+    ("c01", "prototypes", "wrong-d", "dimension"),
+    ("c01", "prototypes", "far", "far outside face space"),
+    ("matcher", "components", "flip", "not orthonormal"),
+    ("matcher", "mean", "nan", "NaN or infinite"),
+    ("header", "image_shape", None, "image_shape"),
+])
+def test_rehashed_insane_values_are_refused(built, tmp_path, client, name, value, message):
+    """Even a consistently re-hashed edit cannot make NaN, inf or accept-all."""
+    root, faces = built
+    g = _copy(root / "g.h5", tmp_path / "g.h5")
+    with h5py.File(g, "a") as f:
+        grp = f["clients/c01"]
+        if client == "header":
+            del f.attrs[name]
+        elif client == "matcher":
+            arr = f["matcher"][name][()]
+            if value == "flip":
+                arr[0, 5] = 1e3
+            else:
+                arr[3] = np.nan
+            del f["matcher"][name]
+            f["matcher"].create_dataset(name, data=arr)
+        elif name in ("beta", "prototypes"):
+            arr = grp[name][()]
+            if isinstance(value, str):
+                arr = {"zero-m": arr[:0], "wrong-d": arr[:, :-1], "far": arr * 1e6}[value]
+            else:
+                arr = np.asarray(value, dtype=float)
+            del grp[name]
+            grp.create_dataset(name, data=arr)
+        else:
+            grp.attrs[name] = value
+    _rehash(g)
+    probe = os.path.join(faces, "c01", "0.png")
+    with pytest.raises(FormatError, match=message) as info:
+        verify(g, [probe], "c01")
+    assert "\n" not in str(info.value) and str(g) in str(info.value)
+
+
+@pytest.mark.parametrize("claim", ["/clients/c01", "c01/", "./c01", ".", "/matcher", "",
+                                   "clients", "c01\n", "../g"])
+def test_claims_are_names_not_paths(built, claim):
+    root, faces = built
+    probe = os.path.join(faces, "c01", "0.png")
+    r = CliRunner().invoke(main, ["verify", probe, "--claim", claim, "--gallery",
+                                  str(root / "g.h5")])
+    assert r.exit_code == 2 and "unknown client" in r.stderr, r.output
+    assert r.stderr.count("\n") == 1
+
+
+def test_links_and_virtual_datasets_are_not_followed(built, tmp_path):
+    root, _ = built
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f["beta"] = np.array([1.0, 1.0])
+    for kind in ("external", "soft", "virtual"):
+        g = _copy(root / "g.h5", tmp_path / f"{kind}.h5")
+        with h5py.File(g, "a") as f:
+            del f["clients/c01/beta"]
+            if kind == "external":
+                f["clients/c01/beta"] = h5py.ExternalLink(str(other), "beta")
+            elif kind == "soft":
+                f["clients/c01/beta"] = h5py.SoftLink("/clients/c02/beta")
+            else:
+                layout = h5py.VirtualLayout(shape=(2,), dtype="f8")
+                layout[:] = h5py.VirtualSource(str(other), "beta", shape=(2,))
+                f["clients/c01"].create_virtual_dataset("beta", layout)
+        _rehash_ok = kind != "external"  # node_digest itself refuses the link
+        with pytest.raises(FormatError, match=r"refused: /clients/c01/beta is (an external "
+                           r"link|a soft link|a virtual)"):
+            if _rehash_ok:
+                _rehash(g)
+            read_client(g, "c01")
+
+
+def test_signing(built, tmp_path, monkeypatch):
+    root, faces = built
+    key, other = tmp_path / "key", tmp_path / "other"
+    key.write_bytes(os.urandom(32))
+    other.write_bytes(os.urandom(32))
+    probe = os.path.join(faces, "c01", "0.png")
+    signed = tmp_path / "signed.h5"
+    compress(root / "e.h5", signed, m=1, clients="c01", cv_folds=0, key_file=str(key))
+    assert verify(signed, [probe], "c01", key_file=str(key))[0].accept
+    with pytest.raises(FormatError, match="signature does not match the configured key"):
+        verify(signed, [probe], "c01", key_file=str(other))
+    with pytest.raises(FormatError, match="gallery is not signed"):
+        verify(root / "g.h5", [probe], "c01", key_file=str(key))
+    monkeypatch.setenv("SSGALLERY_KEY_FILE", str(key))  # the environment names the key
+    with pytest.raises(FormatError, match="gallery is not signed"):
+        verify(root / "g.h5", [probe], "c01")
+    g = _copy(signed, tmp_path / "resigned.h5")
+    with h5py.File(g, "a") as f:
+        f["clients/c01"].attrs["threshold"] = f["clients/c01"].attrs["threshold"] - 0.01
+    _rehash(g)  # consistent digests, but the old signature
+    with pytest.raises(FormatError, match="signature does not match"):
+        verify(g, [probe], "c01")
+    short = tmp_path / "short"
+    short.write_bytes(b"abc")
+    with pytest.raises(SsgalleryError, match="key file must hold 16 to 4096 bytes"):
+        verify(signed, [probe], "c01", key_file=str(short))
+    with pytest.raises(SsgalleryError, match="key file is not a regular file|FIFO"):
+        verify(signed, [probe], "c01", key_file="/dev/zero")
+
+
+def test_version_1_and_store_digest(built, tmp_path):
+    root, _ = built
+    for name, again in (("g.h5", "re-run 'ssgallery compress'"),
+                        ("e.h5", "re-run 'ssgallery enroll FACES_DIR'")):
+        old = _copy(root / name, tmp_path / name)
+        with h5py.File(old, "a") as f:
+            f.attrs["format_version"] = 1
+        loader = (lambda p: read_client(p, "c01")) if name == "g.h5" else load_store
+        with pytest.raises(FormatError, match=f"format version 1 has no integrity digest.*"
+                           f"{again}"):
+            loader(old)
+    store = _copy(root / "e.h5", tmp_path / "s.h5")
+    with h5py.File(store, "a") as f:
+        f["images"][0, 0, 0] = (int(f["images"][0, 0, 0]) + 1) % 256
+    with pytest.raises(FormatError, match="integrity check failed: the store's content"):
+        load_store(store)
