@@ -7,7 +7,7 @@ import os
 import h5py
 import numpy as np
 import pytest
-from helpers import heavy_imports, make_faces
+from helpers import heavy_imports, make_faces, rehash_gallery
 
 from ssgallery.app.compress import compress, threshold_at_far, threshold_folds
 from ssgallery.app.enroll import enroll
@@ -110,6 +110,7 @@ def test_normalization_stored_and_read_back(built, tmp_path):
         f["clients/c01"].attrs["normalization"] = json.dumps({"kind": "znorm", "mean": 0.0,
                                                              "std": 0.0})
         del f["clients/c02"].attrs["normalization"]  # a gallery from before: None
+    rehash_gallery(bad)  # consistent digests: the value check must refuse it
     with pytest.raises(FormatError, match="corrupt gallery: client 'c01'.*std <= 0"):
         read_client(bad, "c01")
     old = read_client(bad, "c02")

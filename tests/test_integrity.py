@@ -12,14 +12,13 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import make_faces
+from helpers import make_faces, rehash_gallery
 
 from ssgallery.app.compress import compress
 from ssgallery.app.enroll import enroll
 from ssgallery.app.verify import verify
 from ssgallery.cli import main
 from ssgallery.errors import FormatError, MatcherError, SsgalleryError
-from ssgallery.formats import integrity
 from ssgallery.formats.gallery import read_client, read_gallery
 from ssgallery.formats.store import load_store
 
@@ -58,20 +57,6 @@ def _copy(src, dst):
     return dst
 
 
-def _rehash(path):
-    """Make an edited gallery consistent again (what an attacker without the key can do)."""
-    with h5py.File(path, "a") as f:
-        sections = json.loads(f.attrs["section_digests"])
-        sections["matcher"] = integrity.read_group(f["matcher"])[2]
-        f.attrs["section_digests"] = json.dumps(sections, sort_keys=True)
-        rows = sorted((c.encode(), integrity.node_digest(f["clients"][c])) for c in f["clients"])
-        width = max(len(r[0]) for r in rows)
-        del f["client_index"]
-        f.create_dataset("client_index",
-                         data=np.array(rows, dtype=[("id", f"S{width}"), ("digest", "S64")]))
-        f.attrs["digest"] = integrity.root_digest(dict(f.attrs.items()), f["client_index"][()])
-
-
 # ----------------------------------------------------------------------------- no code from data
 
 def test_files_hold_no_command(external):
@@ -102,7 +87,7 @@ def test_edited_gallery_runs_nothing(external, tmp_path):
             f.attrs["matcher_config"] = json.dumps(dict(config, command=evil))
             f["matcher"].attrs["command"] = json.dumps(evil)
         if rehash:
-            _rehash(g)
+            rehash_gallery(g)
         r = CliRunner().invoke(main, ["verify", probe, "--claim", "c00", "--gallery", str(g)],
                                env={"SSGALLERY_MATCHER_CMD": None, "SSGALLERY_CONFIG": None,
                                     "XDG_CONFIG_HOME": str(tmp_path)})
@@ -192,7 +177,7 @@ def test_injected_client_is_unknown_or_refused(built, tmp_path):
         read_client(g, "evil")
     with pytest.raises(FormatError, match=r"client groups and the client index differ"):
         read_gallery(g)
-    _rehash(g)  # consistent, but the model accepts everyone
+    rehash_gallery(g)  # consistent, but the model accepts everyone
     with pytest.raises(FormatError, match=r"client 'evil' would accept every probe"):
         read_client(g, "evil")
 
@@ -239,7 +224,7 @@ def test_rehashed_insane_values_are_refused(built, tmp_path, client, name, value
             grp.create_dataset(name, data=arr)
         else:
             grp.attrs[name] = value
-    _rehash(g)
+    rehash_gallery(g)
     probe = os.path.join(faces, "c01", "0.png")
     with pytest.raises(FormatError, match=message) as info:
         verify(g, [probe], "c01")
@@ -278,7 +263,7 @@ def test_links_and_virtual_datasets_are_not_followed(built, tmp_path):
         with pytest.raises(FormatError, match=r"refused: /clients/c01/beta is (an external "
                            r"link|a soft link|a virtual)"):
             if _rehash_ok:
-                _rehash(g)
+                rehash_gallery(g)
             read_client(g, "c01")
 
 
@@ -301,7 +286,7 @@ def test_signing(built, tmp_path, monkeypatch):
     g = _copy(signed, tmp_path / "resigned.h5")
     with h5py.File(g, "a") as f:
         f["clients/c01"].attrs["threshold"] = f["clients/c01"].attrs["threshold"] - 0.01
-    _rehash(g)  # consistent digests, but the old signature
+    rehash_gallery(g)  # consistent digests, but the old signature
     with pytest.raises(FormatError, match="signature does not match"):
         verify(g, [probe], "c01")
     short = tmp_path / "short"
