@@ -73,3 +73,13 @@ def rehash_gallery(path):
         f.create_dataset("client_index",
                          data=np.array(rows, dtype=[("id", f"S{width}"), ("digest", "S64")]))
         f.attrs["digest"] = integrity.root_digest(dict(f.attrs.items()), f["client_index"][()])
+
+
+def rehash_store(path):
+    """Make an edited enrollment store's digest consistent again (see rehash_gallery)."""
+    import h5py
+
+    from ssgallery.formats import integrity
+
+    with h5py.File(path, "a") as f:
+        f.attrs["digest"] = integrity.node_digest(f, exclude=integrity.ROOT_EXCLUDED)

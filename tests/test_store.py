@@ -6,7 +6,7 @@ import os
 import h5py
 import numpy as np
 import pytest
-from helpers import make_faces
+from helpers import make_faces, rehash_store
 from PIL import Image
 
 from ssgallery.app.enroll import enroll
@@ -168,6 +168,7 @@ def test_features_are_cached_at_enroll_and_used_by_compress(faces, tmp_path, mon
     # a store without the cache (older files) gives the same gallery: compress recomputes
     with h5py.File(path, "a") as f:
         del f["features"]
+    rehash_store(path)  # a store written before the cache existed
     assert load_store(path).features is None
     compress(path, tmp_path / "recomputed.h5", clients="c03")
     a, b = (read_client(tmp_path / g, "c03", matcher=False) for g in ("cached.h5",
@@ -191,5 +192,6 @@ def test_corrupt_feature_cache_is_refused(faces, tmp_path):
     with h5py.File(path, "a") as f:
         del f["features"]
         f["features"] = np.zeros((3, 2))
+    rehash_store(path)  # consistent digest: the shape check must refuse it
     with pytest.raises(FormatError, match="features"):
         load_store(path)
