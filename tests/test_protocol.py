@@ -174,3 +174,16 @@ def test_every_registered_method_runs_through_the_protocol():
         assert 0.0 <= s["eer"] <= 1.0
         if s["method"] != "svm":
             assert s["matches_mean"] == 2.0
+
+
+def test_method_variants_share_the_teacher_and_carry_their_own_name():
+    images, labels = synthetic_images(6, 6, seed=5)
+    kw = {"m": 2, "n_enrolled": 3, "n_train": 3, "repetitions": 1, "seed": 2}
+    variants = {"ssvm-strong": {"method": "ssvm", "lam": 10.0, "lam_scale": "none"}}
+    mixed = run_protocol(images, labels, methods=("ssvm", "ssvm-strong"),
+                         method_options=variants, **kw)
+    assert [(t.method, t.m) for t in mixed] == [("ssvm", 2), ("ssvm-strong", 2)]
+    alone = run_protocol(images, labels, methods=("ssvm",),
+                         method_options={"ssvm": {"lam": 10.0, "lam_scale": "none"}}, **kw)
+    np.testing.assert_array_equal(mixed[1].score, alone[0].score)
+    assert not np.allclose(mixed[0].score, mixed[1].score)  # the variant's options apply

@@ -160,7 +160,8 @@ def _fit_client(X, y, X_gen, X_imp, similarity, specs, random_state, method_opti
             model, matches = teacher, teacher.n_support_total_
         else:
             opts = dict(method_options.get(name, {}))
-            model = make_method(name, m, random_state=random_state, **opts)
+            model = make_method(opts.pop("method", name), m, random_state=random_state,
+                                **opts)
             model.fit(X, y, teacher=teacher)
             matches = model.n_matches_
         fit_s = time.perf_counter() - t0
@@ -196,6 +197,9 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
         Parallel client fits (joblib); 1 runs in this process.
     method_options : dict name -> dict, optional
         Extra keyword arguments for :func:`~ssgallery.biometrics.methods.make_method`.
+        A ``"method"`` entry makes ``name`` a variant of that registry method (e.g.
+        ``{"ssvm-lam6": {"method": "ssvm", "lam": 1e-6}}``), so several settings of one
+        method share each client's teacher; its tables carry the variant's name.
     enrollable : iterable of str, optional
         Subjects that may be enrolled (see :func:`make_splits`).
     identification : bool

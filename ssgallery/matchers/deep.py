@@ -36,6 +36,7 @@ client's image, so :meth:`DlibMatcher.render` raises :class:`NotRenderableError`
 
 import hashlib
 import importlib.util
+import json
 import math
 import os
 
@@ -119,6 +120,38 @@ def load_models():
         except RuntimeError as exc:
             raise MatcherError(f"dlib could not load its models: {exc}") from None
     return _MODELS["detector"], _MODELS["landmarks"], _MODELS["recognition"]
+
+
+def save_cache(path):
+    """Write this process's descriptor cache to ``path`` (``.npz``), with the SHA-256 of
+    the installed weights, so that another process (a benchmark's next run) can
+    :func:`load_cache` it instead of recomputing every descriptor. Returns the number of
+    images written."""
+    keys = list(_CACHE)
+    desc = np.full((len(keys), DIM), np.nan)
+    for i, key in enumerate(keys):
+        if _CACHE[key][0] is not None:
+            desc[i] = _CACHE[key][0]
+    np.savez(path, detect=np.array([k[0] for k in keys], dtype=bool),
+             shape=np.array([k[1] for k in keys], dtype=np.int64).reshape(-1, 2),
+             digest=np.array([np.frombuffer(k[2], np.uint8) for k in keys],
+                            dtype=np.uint8).reshape(-1, 16), descriptor=desc,
+             quality=np.array([_CACHE[k][1] for k in keys], dtype=float),
+             model_sha256=np.array(json.dumps(model_digests(), sort_keys=True)))
+    return len(keys)
+
+
+def load_cache(path):
+    """Add the descriptors saved by :func:`save_cache` to this process's cache; returns
+    the number of images added (0 when the file was made with other weights)."""
+    with np.load(path) as f:
+        if json.loads(str(f["model_sha256"])) != model_digests():
+            return 0
+        rows = zip(f["detect"], f["shape"], f["digest"], f["descriptor"], f["quality"])
+        for detect, shape, digest, desc, quality in rows:
+            key = (bool(detect), tuple(int(s) for s in shape), digest.tobytes())
+            _CACHE[key] = (None if np.isnan(desc[0]) else desc.copy(), float(quality))
+        return len(f["quality"])
 
 
 def upsample_factor(shape):
