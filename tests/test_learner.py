@@ -11,6 +11,7 @@ from ssgallery.learn.supersparse import (
     SuperSparseRegressor,
     balanced_weights,
     initial_prototypes,
+    similarity_scale,
 )
 
 
@@ -41,7 +42,7 @@ def _bumps(seed=0, n=120):
 def _omega(est, X, y, u=None):
     u = np.full(len(X), 1 / len(X)) if u is None else u / u.sum()
     S = est.similarity_(X, est.prototypes_)
-    return objective(S, y, u, est.beta_, est.intercept_, est.lam)
+    return objective(S, y, u, est.beta_, est.intercept_, est.lam_)
 
 
 @pytest.mark.parametrize("solver", ["varpro", "paper"])
@@ -52,7 +53,7 @@ def test_recovers_two_bumps(solver):
     assert est.score(X, y) > 0.99
     # beta_, intercept_ are the exact beta-step for the final prototypes
     beta, _ = beta_step(est.similarity_(X, est.prototypes_), y, np.full(len(X), 1 / len(X)),
-                        est.lam)
+                        est.lam_)
     np.testing.assert_allclose(est.beta_, beta, rtol=1e-8)
     assert est.objective_ == pytest.approx(_omega(est, X, y), rel=1e-10)
     assert est.objective_path_[-1, 1] == pytest.approx(est.objective_, rel=1e-12)
@@ -333,3 +334,49 @@ def test_ssvm_method_resolves_auto_init_from_the_teacher_similarity():
         est = make_method("ssvm", 3).fit(X, y, teacher=teacher)
         assert est.distiller_.init == expected
     assert make_method("ssvm", 3, init="kmeans").fit(X, y, teacher=teacher).distiller_.init == "kmeans"
+
+
+class ScaledRBF(RBFSimilarity):
+    """a * exp(-gamma ||x - z||^2): the same similarity on another scale."""
+
+    def __init__(self, gamma=1.0, a=1.0):
+        super().__init__(gamma)
+        self.a = a
+
+    def __call__(self, X, Z):
+        return self.a * super().__call__(X, Z)
+
+    def gradient(self, X, Z, S=None):
+        return super().gradient(X, Z, None if S is None else S / self.a) * self.a
+
+    def contract_gradient(self, X, Z, W, S=None):
+        return super().contract_gradient(X, Z, W, None if S is None else S / self.a) * self.a
+
+
+def test_similarity_scale_is_the_weighted_column_variance_and_scales_with_a_squared():
+    X, _ = _bumps(3, n=60)
+    u = np.random.default_rng(0).uniform(0.5, 1.5, 60)
+    u /= u.sum()
+    S = RBFSimilarity(0.5)(X, X)
+    by_hand = sum(u[j] * u @ (S[:, j] - u @ S[:, j]) ** 2 for j in range(60))
+    assert similarity_scale(X, u, RBFSimilarity(0.5)) == pytest.approx(by_hand, rel=1e-12)
+    assert similarity_scale(X, u, ScaledRBF(0.5, 7.0)) == pytest.approx(49 * by_hand,
+                                                                       rel=1e-12)
+
+
+def test_relative_lam_makes_the_fit_invariant_to_the_similarity_scale():
+    X, y = _bumps(4, n=80)
+    fits = []
+    for a in (1.0, 20.0):
+        fits.append(SuperSparseRegressor(3, similarity=ScaledRBF(0.5, a), lam=1e-2,
+                                         lam_scale="gram", repulsion=False,
+                                         random_state=0).fit(X, y))
+    assert fits[1].lam_ == pytest.approx(400 * fits[0].lam_, rel=1e-9)
+    np.testing.assert_allclose(fits[1].predict(X), fits[0].predict(X), atol=1e-9)
+    # absolute lam: the same ridge bites 400 times harder on the smaller similarity
+    absolute = [SuperSparseRegressor(3, similarity=ScaledRBF(0.5, a), lam=fits[0].lam_,
+                                     lam_scale="none", repulsion=False,
+                                     random_state=0).fit(X, y)
+                for a in (1.0, 0.05)]
+    assert absolute[0].lam_ == fits[0].lam_
+    assert np.abs(absolute[1].predict(X) - absolute[0].predict(X)).max() > 0.1

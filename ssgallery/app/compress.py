@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ssgallery.errors import InputError, NotRenderableError, SsgalleryError
+from ssgallery.learn.defaults import DEFAULT_LAM
 from ssgallery.learn.supersparse import resolve_init
 from ssgallery.learn.threads import single_threaded_blas
 
@@ -137,7 +138,7 @@ def threshold_folds(y, groups, n_folds=N_FOLDS, random_state=0):
     return folds
 
 
-def train_client(X, y, similarity, *, groups=None, m=2, lam=1e-4, solver="varpro", init="class",
+def train_client(X, y, similarity, *, groups=None, m=2, lam=DEFAULT_LAM, solver="varpro", init="class",
                  bounds=None, rho=0.01, target_far=0.01, n_folds=N_FOLDS, random_state=0,
                  max_iter=MAX_ITER, gram=None):
     """Teacher, distillation and CV thresholds for one client.
@@ -249,7 +250,7 @@ def _check_options(m, rho, target_far, lam, solver, init, max_iter=MAX_ITER):
 
 @single_threaded_blas()
 def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=0.01,
-             target_far=0.01, lam=1e-4, solver="varpro", init="auto", clients=None,
+             target_far=0.01, lam=DEFAULT_LAM, solver="varpro", init="auto", clients=None,
              cv_folds=N_FOLDS, random_state=0, progress=None, max_iter=MAX_ITER, force=False,
              key_file=None, matcher_cmd=None):
     """Compress every enrolled client of a store into a gallery.

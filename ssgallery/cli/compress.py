@@ -6,6 +6,7 @@ import sys
 import click
 
 from ssgallery.cli.options import key_file_option, matcher_cmd_option
+from ssgallery.learn.defaults import DEFAULT_LAM
 
 
 def _parse_m(ctx, param, value):
@@ -33,8 +34,9 @@ def _parse_m(ctx, param, value):
               help="With --m auto: price of one prototype in units of validation loss.")
 @click.option("--target-far", type=click.FloatRange(0, 1, max_open=True), default=0.01,
               show_default=True, help="False acceptance rate the per-client thresholds aim at.")
-@click.option("--lam", type=click.FloatRange(min=0), default=1e-4, show_default=True,
-              help="Ridge penalty on beta (Eq. 2 (eq:objective)).")
+@click.option("--lam", type=click.FloatRange(min=0), default=DEFAULT_LAM, show_default=True,
+              help="Ridge penalty on beta (Eq. 2 (eq:objective)), in the units of the "
+                   "learner's lam_scale (default: relative to the spread of the similarities).")
 @click.option("--solver", type=click.Choice(["varpro", "paper"]), default="varpro",
               show_default=True, help="varpro: L-BFGS-B on all prototypes; paper: Algorithm 1.")
 @click.option("--init", type=click.Choice(["auto", "class", "genuine", "kmeans", "random"]),

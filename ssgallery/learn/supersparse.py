@@ -16,10 +16,13 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ssgallery.learn.base import BinaryDecisionMixin, ReadThrough, binary_classes
+from ssgallery.learn.defaults import DEFAULT_LAM, DEFAULT_LAM_SCALE, DEFAULT_N_INIT
 from ssgallery.learn.similarity import RBFSimilarity, Similarity, median_gamma
 from ssgallery.learn.solvers import CountingSimilarity, solve_paper, solve_varpro
 
 _MAX_CANDIDATES = 500  # medoid search: candidates per class (subsampled above this)
+_MAX_SCALE_COLUMNS = 500  # similarity_scale: training points used as columns
+LAM_SCALES = ("gram", "none")
 
 
 def resolve_similarity(similarity, gamma, X):
@@ -36,6 +39,39 @@ def resolve_similarity(similarity, gamma, X):
     if gamma == "median":
         return RBFSimilarity(median_gamma(X))
     return RBFSimilarity(float(gamma))
+
+
+def similarity_scale(X, u, similarity, rng=None):
+    """Mean diagonal of the weighted, centred similarity Gram: the scale of the data term
+    of Eq. 2 (eq:objective) in beta, for prototypes on the training points.
+
+    sum_j u_j Var_u(s(., x_j)), with Var_u(s(., x_j)) = sum_i u_i (s(x_i, x_j) - sbar_j)^2
+    and sbar_j = sum_i u_i s(x_i, x_j) (the unpenalised bias absorbs the mean). With S
+    scaled by a, the optimal beta scales by 1/a and lam beta'beta by 1/a^2; ``lam`` times
+    this scale is invariant to a (and to the targets' scale: beta and both terms of
+    Eq. 2 scale together; the repulsion penalty aside). Above ``_MAX_SCALE_COLUMNS``
+    points, that many columns are drawn with probability u (seeded) and averaged.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    u : ndarray of shape (n,), sums to 1
+    similarity : Similarity
+    rng : numpy Generator, optional (default seeded with 0)
+
+    Returns
+    -------
+    float, >= 0
+    """
+    if len(X) <= _MAX_SCALE_COLUMNS:
+        cols, w = np.arange(len(X)), u
+    else:
+        rng = np.random.default_rng(0) if rng is None else rng
+        cols = rng.choice(len(X), _MAX_SCALE_COLUMNS, p=u)
+        w = np.full(len(cols), 1.0 / len(cols))
+    S = np.asarray(similarity(X, X[cols]), dtype=float)  # (n, c)
+    centred = S - u @ S
+    return float(w @ (u @ (centred * centred)))
 
 
 def _greedy_medoids(X, u, k, rng):
@@ -138,6 +174,7 @@ LEARNER_CONSTRAINTS = {
     "similarity": [StrOptions({"rbf"}), Similarity],
     "gamma": [StrOptions({"paper", "median"}), Interval(Real, 0, None, closed="neither")],
     "lam": [Interval(Real, 0, None, closed="left")],
+    "lam_scale": [StrOptions(set(LAM_SCALES))],
     "solver": [StrOptions({"varpro", "paper"})],
     "init": [StrOptions(set(INITS))],
     "n_init": [Interval(Integral, 1, None, closed="left")],
@@ -166,8 +203,12 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     similarity : "rbf" or Similarity, default="rbf"
     gamma : "paper", "median" or float, default="paper"
         RBF width when ``similarity="rbf"``: 1/d, 1/median squared distance, or a value.
-    lam : float, default=1e-4
-        Ridge penalty on beta (bias unpenalised).
+    lam : float, default=DEFAULT_LAM
+        Ridge penalty on beta (bias unpenalised), relative to :func:`similarity_scale`
+        (``lam_scale="gram"``) or absolute (``lam_scale="none"``).
+    lam_scale : {"gram", "none"}, default=DEFAULT_LAM_SCALE
+        "gram": the penalty of Eq. 2 (eq:objective) is ``lam * similarity_scale(X, u)``,
+        the same relative strength whatever the similarity's spread; "none": ``lam``.
     solver : {"varpro", "paper"}, default="varpro"
         "varpro": beta, b eliminated in closed form, all prototypes jointly by L-BFGS-B.
         "paper": Algorithm 1 (cyclic gradient moves, beta-step after each move).
@@ -175,7 +216,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         Starting prototypes (see :func:`initial_prototypes`).
     prototypes_init : array of shape (n_prototypes, d), optional
         Explicit starting prototypes (warm start); overrides ``init``.
-    n_init : int, default=1
+    n_init : int, default=DEFAULT_N_INIT
         Restarts; the one with the lowest training Omega is kept.
     bounds : None or (lo, hi), default=None
         Box constraint on the prototypes (scalars or arrays of shape (d,)).
@@ -199,6 +240,8 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         Where the kept run started.
     beta_ : ndarray of shape (m,)
     intercept_ : float
+    lam_ : float
+        The absolute ridge penalty of Eq. 2 (eq:objective) used in the fit.
     objective_ : float
         Final training Omega.
     objective_path_ : ndarray of shape (k, 2)
@@ -215,14 +258,16 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     _parameter_constraints: ClassVar[dict] = {**LEARNER_CONSTRAINTS,
                                               "prototypes_init": ["array-like", None]}
 
-    def __init__(self, n_prototypes=2, *, similarity="rbf", gamma="paper", lam=1e-4,
-                 solver="varpro", init="class", prototypes_init=None, n_init=1, bounds=None,
+    def __init__(self, n_prototypes=2, *, similarity="rbf", gamma="paper", lam=DEFAULT_LAM,
+                 lam_scale=DEFAULT_LAM_SCALE, solver="varpro", init="class",
+                 prototypes_init=None, n_init=DEFAULT_N_INIT, bounds=None,
                  eta=0.5, normalize_step=False, repulsion=True, max_iter=200, tol=1e-6,
                  random_state=None):
         self.n_prototypes = n_prototypes
         self.similarity = similarity
         self.gamma = gamma
         self.lam = lam
+        self.lam_scale = lam_scale
         self.solver = solver
         self.init = init
         self.prototypes_init = prototypes_init
@@ -261,6 +306,9 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         bounds = None
         if self.bounds is not None:
             bounds = (np.asarray(self.bounds[0], float), np.asarray(self.bounds[1], float))
+        self.lam_ = float(self.lam)
+        if self.lam_scale == "gram" and self.lam_ > 0:
+            self.lam_ *= similarity_scale(X, u, self.similarity_)
         counter = CountingSimilarity(self.similarity_)
         best = None
         for restart in range(self.n_init):
@@ -272,11 +320,11 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
                 Z0 = initial_prototypes(X, y, u, m, self.init, rng, restart)
             start = counter.n_evals
             if self.solver == "paper":
-                out = solve_paper(X, y, u, Z0, counter, self.lam, eta=self.eta,
+                out = solve_paper(X, y, u, Z0, counter, self.lam_, eta=self.eta,
                                   normalize_step=self.normalize_step, repulsion=self.repulsion,
                                   bounds=bounds, max_iter=self.max_iter, tol=self.tol)
             else:
-                out = solve_varpro(X, y, u, Z0, counter, self.lam, repulsion=self.repulsion,
+                out = solve_varpro(X, y, u, Z0, counter, self.lam_, repulsion=self.repulsion,
                                    bounds=bounds, max_iter=self.max_iter, tol=self.tol)
             if best is None or out[3] < best[0][3]:
                 best = (out, start, Z0)
@@ -329,7 +377,7 @@ class SuperSparseDistiller(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     n_prototypes : int, default=2
     prefit : bool, default=False
         True: ``teacher`` is already fitted; use it as is.
-    similarity, gamma, lam, solver, init, n_init, bounds, eta, normalize_step, \
+    similarity, gamma, lam, lam_scale, solver, init, n_init, bounds, eta, normalize_step, \
 repulsion, max_iter, tol, random_state
         Passed to :class:`SuperSparseRegressor`.
 
@@ -359,7 +407,8 @@ repulsion, max_iter, tol, random_state
     n_iter_ = ReadThrough("regressor_")
 
     def __init__(self, teacher=None, n_prototypes=2, *, prefit=False, similarity="rbf",
-                 gamma="paper", lam=1e-4, solver="varpro", init="class", n_init=1,
+                 gamma="paper", lam=DEFAULT_LAM, lam_scale=DEFAULT_LAM_SCALE, solver="varpro",
+                 init="class", n_init=DEFAULT_N_INIT,
                  bounds=None, eta=0.5, normalize_step=False, repulsion=True, max_iter=200,
                  tol=1e-6, random_state=None):
         self.teacher = teacher
@@ -368,6 +417,7 @@ repulsion, max_iter, tol, random_state
         self.similarity = similarity
         self.gamma = gamma
         self.lam = lam
+        self.lam_scale = lam_scale
         self.solver = solver
         self.init = init
         self.n_init = n_init
