@@ -89,3 +89,36 @@ def test_identify_usage_errors(gallery, tmp_path):
     res = runner.invoke(main, ["identify", str(PROBES / "unknown1_1.png"), "--gallery",
                                str(tmp_path / "missing.h5")])
     assert res.exit_code == 2 and "missing.h5" in res.output
+
+
+def test_identify_refuses_a_tampered_index(gallery, tmp_path):
+    import shutil
+
+    import h5py
+
+    edited = tmp_path / "edited.h5"
+    shutil.copy(gallery, edited)
+    with h5py.File(edited, "r+") as f:  # every client passes: threshold -1e9
+        f["index/threshold"][...] = -1e9
+    res = CliRunner().invoke(main, ["identify", str(PROBES / "unknown1_1.png"), "--gallery",
+                                    str(edited), "--open-set"])
+    assert res.exit_code == 2 and "edited.h5" in res.output and "IDENTIFIED" not in res.output
+
+
+def test_identify_with_a_signing_key(tmp_path):
+    key = tmp_path / "key"
+    key.write_bytes(b"k" * 32)
+    runner = CliRunner()
+    store, path = str(tmp_path / "e.h5"), str(tmp_path / "g.h5")
+    faces = sample_faces_path()
+    for args in (["enroll", str(faces), "--store", store, "--clients", "c01,c02,c03,c04,c05"],
+                 ["compress", "--store", store, "-o", path, "--key-file", str(key)]):
+        res = runner.invoke(main, args)
+        assert res.exit_code == 0, res.output
+    probe = str(PROBES / "c03_genuine_1.png")
+    res = runner.invoke(main, ["identify", probe, "--gallery", path, "--key-file", str(key)])
+    assert res.exit_code == 0 and "IDENTIFIED c03" in res.output
+    other = tmp_path / "other"
+    other.write_bytes(b"o" * 32)
+    res = runner.invoke(main, ["identify", probe, "--gallery", path, "--key-file", str(other)])
+    assert res.exit_code == 2 and "IDENTIFIED" not in res.output

@@ -74,7 +74,8 @@ def rank_clients(index, scores, top):
     return out
 
 
-def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=None):
+def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=None,
+             key_file=None, matcher_cmd=None):
     """Search probe images among every client of a gallery.
 
     Parameters
@@ -87,7 +88,7 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
     open_set : bool
         Report "unknown" (``identified = None``) when the best candidate does not pass
         its client's threshold; in the closed set the best candidate is always returned.
-    strict, warn
+    strict, warn, key_file, matcher_cmd
         As for :func:`ssgallery.app.verify.verify`.
 
     Returns
@@ -97,8 +98,8 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
     ranking : str
         ``"znorm"`` when candidates are ranked on Z-normalised scores, else ``"raw"``.
     """
+    from ssgallery.app.verify import host_settings
     from ssgallery.formats.gallery import read_search
-    from ssgallery.formats.integrity import load_key
     from ssgallery.images.ingest import default_warn, load_image_list
 
     probes = [os.fspath(p) for p in probes]
@@ -106,7 +107,7 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
         raise InputError("no probe images given")
     if int(top) < 1:
         raise InputError(f"the number of candidates must be at least 1, got {top}")
-    index, matcher, header = read_search(gallery_path, key=load_key())  # $SSGALLERY_KEY_FILE
+    index, matcher, header = read_search(gallery_path, **host_settings(key_file, matcher_cmd))
     if index.n_clients == 0:
         raise InputError("the gallery has no clients", path=gallery_path)
     h, w = (int(v) for v in header["image_shape"])

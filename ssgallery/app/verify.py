@@ -51,6 +51,15 @@ def load_client(gallery_path, claim, *, key_file=None, matcher_cmd=None):
     (default ``$SSGALLERY_MATCHER_CMD`` or the configuration file): the host's external
     matcher program (see :mod:`ssgallery.matchers.host`)."""
     from ssgallery.formats.gallery import read_client
+
+    return read_client(gallery_path, claim, **host_settings(key_file, matcher_cmd))
+
+
+def host_settings(key_file=None, matcher_cmd=None):
+    """What this host brings to a gallery read: ``{"key": ..., "host": ...}`` for
+    :func:`ssgallery.formats.gallery.read_client` and ``read_search`` (the signing key,
+    default ``$SSGALLERY_KEY_FILE``; the external matcher program, see
+    :mod:`ssgallery.matchers.host`)."""
     from ssgallery.formats.integrity import load_key
 
     host = None
@@ -58,7 +67,7 @@ def load_client(gallery_path, claim, *, key_file=None, matcher_cmd=None):
         from ssgallery.matchers.host import host_matcher
 
         host = host_matcher(matcher_cmd)
-    return read_client(gallery_path, claim, key=load_key(key_file), host=host)
+    return {"key": load_key(key_file), "host": host}
 
 
 def score_images(model, images):

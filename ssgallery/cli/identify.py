@@ -3,6 +3,8 @@
 
 import click
 
+from ssgallery.cli.options import key_file_option, matcher_cmd_option
+
 
 @click.command("identify")
 @click.argument("probes", nargs=-1, type=click.Path())
@@ -17,8 +19,11 @@ import click
 @click.option("--strict", is_flag=True, help="Refuse probes of another size than the "
               "gallery's instead of resizing them.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@key_file_option
+@matcher_cmd_option
 @click.pass_context
-def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json):
+def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, key_file,
+            matcher_cmd):
     """Search PROBE images among every client of the gallery.
 
     Each probe is scored against every client (N x m matches) in one batch and the
@@ -48,7 +53,7 @@ def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json):
         click.echo(f"ssgallery: warning: {message}", err=True)
 
     results, ranking = identify(gallery, paths, top=top, open_set=open_set, strict=strict,
-                                warn=warn)
+                                warn=warn, key_file=key_file, matcher_cmd=matcher_cmd)
     everyone = all(r.identified is not None for r in results)
     if as_json:
         import json
