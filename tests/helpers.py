@@ -83,3 +83,26 @@ def rehash_store(path):
 
     with h5py.File(path, "a") as f:
         f.attrs["digest"] = integrity.node_digest(f, exclude=integrity.ROOT_EXCLUDED)
+
+
+def write_non_faces(folder, shape=(112, 92), seed=0):
+    """Images that are not faces, as files: all black, all white, uniform greys, uniform
+    and Gaussian noise, 2x2 ASCII PGMs and a 12000x12000 blank PNG. Returns
+    {name: path}; ``shape`` (H, W) is the size of the array-made ones."""
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    arrays = {"black": np.zeros(shape), "white": np.full(shape, 255.0),
+              "grey64": np.full(shape, 64.0), "grey128": np.full(shape, 128.0),
+              "grey200": np.full(shape, 200.0), "noise": rng.uniform(0, 255, shape),
+              "gauss_noise": np.clip(rng.normal(110, 25, shape), 0, 255)}
+    paths = {}
+    for name, array in arrays.items():
+        paths[name] = os.path.join(folder, f"{name}.png")
+        Image.fromarray(array.astype(np.uint8)).save(paths[name])
+    for i, values in enumerate(["0 255 255 0", "10 200 30 90", "128 128 128 128"]):
+        paths[f"pgm2x2_{i}"] = os.path.join(folder, f"pgm2x2_{i}.pgm")
+        with open(paths[f"pgm2x2_{i}"], "w") as handle:
+            handle.write(f"P2\n2 2\n255\n{values}\n")
+    paths["blank12000"] = os.path.join(folder, "blank12000.png")
+    Image.new("L", (12000, 12000), 0).save(paths["blank12000"])
+    return paths

@@ -143,5 +143,24 @@ def test_one_curve_averages_to_its_own_metrics(seed):
 def test_rejects_bad_scores():
     with pytest.raises(ValueError, match="empty"):
         M.eer([], [1.0])
-    with pytest.raises(ValueError, match="non-finite"):
-        M.eer([np.nan], [1.0])
+    with pytest.raises(ValueError, match="infinite"):
+        M.eer([np.inf], [1.0])
+
+
+def test_failures_to_acquire_count_as_rejections_like_bob_measure():
+    """NaN = failure to acquire: an FTA genuine claim is rejected at every threshold
+    (FRR), an FTA impostor claim too (never in FAR's numerator, always in its
+    denominator); the two FTA rates are reported apart."""
+    neg, pos = [0.0, 1.0, np.nan, 2.0], [1.5, np.nan, 3.0, np.nan]
+    assert M.fta_rates(neg, pos) == (0.25, 0.5)
+    assert M.farfrr(neg, pos, -10.0) == (0.75, 0.5)
+    assert M.farfrr(neg, pos, 1.5) == (0.25, 0.5)
+    far, frr, t = M.roc_curve(neg, pos)
+    np.testing.assert_allclose(t, [0.0, 1.0, 1.5, 2.0, 3.0, np.inf])
+    np.testing.assert_allclose(far, [0.75, 0.5, 0.25, 0.25, 0.0, 0.0])
+    np.testing.assert_allclose(frr, [0.5, 0.5, 0.5, 0.75, 0.75, 1.0])
+    # the threshold at FAR <= 25 %: one of the four impostor claims may be accepted
+    assert M.farfrr(neg, pos, M.threshold_at_far(neg, 0.25))[0] == 0.25
+    assert M.threshold_at_far([np.nan, np.nan], 0.5) == -np.inf
+    all_fta = M.roc_curve([np.nan], [np.nan])
+    assert (all_fta[0].tolist(), all_fta[1].tolist()) == ([0.0], [1.0])

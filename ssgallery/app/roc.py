@@ -134,7 +134,8 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
 
     ``probes_dir/<subject>/*.png``: a probe is a genuine claim for the client with its
     subject's name and an impostor claim against every other client (so probes of
-    subjects not in the gallery are impostors against every client).
+    subjects not in the gallery are impostors against every client). A probe that is
+    not a face for the gallery's matcher is a failure to acquire (score NaN).
 
     Returns
     -------
@@ -156,8 +157,11 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
     h, w = (int(v) for v in info.header["image_shape"])
     kwargs = {} if warn is None else {"warn": warn}
     faces = load_faces(probes_dir, size=(w, h), **kwargs)
+    from ssgallery.app.verify import failures_to_acquire
+
     matcher = info.matcher
     feats = matcher.transform(faces.images)
+    fta = failures_to_acquire(matcher, faces.images)[0]  # scored NaN: rejected
     subjects = faces.labels.astype(str)
     if not set(subjects) & set(ids):
         raise InputError(f"no probe subject folder matches a gallery client (gallery: "
@@ -169,7 +173,7 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
         claimed.append(np.full(len(g), c))
         real.append(subjects)
         probe.append(np.asarray(faces.paths).astype(str))
-        score.append(g)
+        score.append(np.where(fta, np.nan, g))
         clients[c] = {"matches": float(model.n_prototypes), "threshold": model.threshold}
     m_values = {int(info.clients[c].n_prototypes) for c in ids}
     return Scores("gallery", m_values.pop() if len(m_values) == 1 else None, 0,

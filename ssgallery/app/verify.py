@@ -5,6 +5,12 @@ maps the probes to the matcher space in one batch, and computes m similarities p
 probe: g(x) = sum_j beta_j s(x, z_j) + b (Eq. 1 (g(x))). A claim is accepted when
 g(x) >= the client's threshold.
 
+Failure to acquire (FTA): a probe that is not a usable face is never scored and never
+accepted. It is one when the matcher says it is not a face in its own terms
+(:meth:`ssgallery.matchers.base.Matcher.is_face`: for eigenface, too far from face
+space), or when the file is so small that it was enlarged more than
+1 / :data:`MIN_SCALE` times in a dimension to the gallery's size (no face detail left).
+
 This module is on the latency-critical path: it imports numpy, h5py and PIL (through
 :mod:`ssgallery.images.ingest`) and the matcher, never scikit-learn or matplotlib.
 """
@@ -17,19 +23,61 @@ import numpy as np
 from ssgallery.errors import InputError
 from ssgallery.formats.textfile import read_lines
 
+MIN_SCALE = 0.25  # a probe smaller than a quarter of the gallery's width or height: FTA
+ACCEPT, REJECT, FTA = "accept", "reject", "failure-to-acquire"
+
 
 @dataclass
 class VerifyResult:
-    """One probe's verdict."""
+    """One probe's verdict: ``status`` is ACCEPT, REJECT or FTA; ``score`` is None for a
+    failure to acquire (never scored), ``quality`` the matcher's (None if it has no
+    measure) and ``reason`` says why a probe failed to acquire."""
 
     probe: str
     claim: str
     score: float
     threshold: float
     accept: bool
+    status: str = ACCEPT
+    quality: float = None
+    reason: str = None
 
     def to_dict(self):
         return dict(self.__dict__)
+
+
+def failures_to_acquire(matcher, images, sizes=None):
+    """Which probes (n, H, W) fail to acquire, and why.
+
+    Parameters
+    ----------
+    matcher : Matcher
+    images : ndarray, shape (n, H, W)
+    sizes : ndarray, shape (n, 2), optional
+        (width, height) of each file before it was resized to the gallery's size.
+
+    Returns
+    -------
+    fta : ndarray of bool, shape (n,)
+    quality : ndarray of float, shape (n,) (NaN: the matcher has no measure)
+    reasons : list of str or None
+    """
+    from ssgallery.matchers.base import face_check
+
+    ok, quality = face_check(matcher, images)
+    fta = ~ok
+    limit = getattr(matcher, "quality_threshold_", None)
+    reasons = [None if not bad else f"not a face for the {matcher.name} matcher" + (
+               f" (quality {q:.3g} < {limit:.3g})" if limit is not None else "")
+               for bad, q in zip(fta, quality)]
+    if sizes is not None:
+        h, w = images.shape[1:]
+        for i, (sw, sh) in enumerate(np.asarray(sizes)):
+            if sw < MIN_SCALE * w or sh < MIN_SCALE * h:
+                fta[i] = True
+                reasons[i] = f"too small to hold a face ({sw}x{sh}, the gallery's faces " \
+                    f"are {w}x{h})"
+    return fta, quality, reasons
 
 
 def read_probe_list(list_path):
@@ -98,7 +146,8 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=Non
     Returns
     -------
     list of VerifyResult
-        In the order of ``probes``.
+        In the order of ``probes``; failures to acquire (:func:`failures_to_acquire`)
+        are never scored and never accepted.
 
     Raises
     ------
@@ -116,7 +165,27 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=Non
         raise InputError("no probe images given")
     model = load_client(gallery_path, claim, key_file=key_file, matcher_cmd=matcher_cmd)
     h, w = (int(v) for v in model.header["image_shape"])
-    images = load_image_list(probes, size=(w, h), strict=strict, warn=warn or default_warn)
-    scores = score_images(model, images)
-    return [VerifyResult(probe=p, claim=claim, score=float(s), threshold=model.threshold,
-                         accept=bool(s >= model.threshold)) for p, s in zip(probes, scores)]
+    images, sizes = load_image_list(probes, size=(w, h), strict=strict,
+                                    warn=warn or default_warn, return_sizes=True)
+    fta, quality, reasons = failures_to_acquire(model.matcher, images, sizes)
+    scores = np.full(len(images), np.nan)
+    if not fta.all():
+        scores[~fta] = score_images(model, images[~fta])
+    out = []
+    for p, s, bad, q, why in zip(probes, scores, fta, quality, reasons):
+        status = FTA if bad else (ACCEPT if s >= model.threshold else REJECT)
+        out.append(VerifyResult(probe=p, claim=claim, score=None if bad else float(s),
+                                threshold=model.threshold, accept=status == ACCEPT,
+                                status=status, quality=None if np.isnan(q) else float(q),
+                                reason=why))
+    return out
+
+
+def exit_status(results):
+    """The batch rule of ``verify``: 1 if any probe is rejected, else 3 if any failed to
+    acquire, else 0 (every claim accepted). A script's ``verify && open`` opens only
+    when every probe was accepted."""
+    statuses = {r.status for r in results}
+    if REJECT in statuses:
+        return 1
+    return 3 if FTA in statuses else 0

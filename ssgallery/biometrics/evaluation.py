@@ -73,7 +73,9 @@ def evaluate(tables, grid=None):
         ``client_eer``, ``client_eer_std`` (mean of the clients' own EERs, mean and
         std over repetitions), ``frr_at_far_1pct``, ``frr_at_far_01pct``,
         ``matches_mean``, ``matches_std``, ``fit_seconds_mean``, ``n_genuine``,
-        ``n_impostor``, ``far_grid`` and ``frr`` (the averaged curve, arrays), and
+        ``n_impostor``, ``fta_genuine`` and ``fta_impostor`` (failure-to-acquire rates:
+        such claims count as rejected, see :mod:`~ssgallery.biometrics.metrics`),
+        ``far_grid`` and ``frr`` (the averaged curve, arrays), and
         ``threshold_far`` / ``threshold_frr`` (mean FAR/FRR at stored per-client
         thresholds, gallery mode only, else None).
     """
@@ -81,7 +83,7 @@ def evaluate(tables, grid=None):
     out = []
     for (method, m), group in _group(tables).items():
         rep_eers, rep_client_eers, all_curves, matches, seconds, at_t = [], [], [], [], [], []
-        n_gen = n_imp = 0
+        n_gen = n_imp = fta_gen = fta_imp = 0
         for t in sorted(group, key=lambda t: t.repetition):
             curves = client_curves(t)
             if not curves:
@@ -92,6 +94,8 @@ def evaluate(tables, grid=None):
             genuine = t.claimed == t.real
             n_gen += int(genuine.sum())
             n_imp += int((~genuine).sum())
+            fta_gen += int(np.isnan(t.score[genuine]).sum())
+            fta_imp += int(np.isnan(t.score[~genuine]).sum())
             for c, info in t.clients.items():
                 matches.append(info.get("matches"))
                 seconds.append(info.get("fit_seconds"))
@@ -117,6 +121,8 @@ def evaluate(tables, grid=None):
             "frr_at_far_01pct": metrics.grid_frr_at(grid, frr, 0.001),
             "matches_mean": m_mean, "matches_std": m_std, "fit_seconds_mean": s_mean,
             "n_genuine": n_gen, "n_impostor": n_imp,
+            "fta_genuine": fta_gen / n_gen if n_gen else None,
+            "fta_impostor": fta_imp / n_imp if n_imp else None,
             "threshold_far": float(np.mean([a for a, _ in at_t])) if at_t else None,
             "threshold_frr": float(np.mean([b for _, b in at_t])) if at_t else None,
             "far_grid": grid, "frr": frr,

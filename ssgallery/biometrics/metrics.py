@@ -6,6 +6,11 @@ are genuine scores, and a claim is accepted when ``score >= threshold``.
 - FAR(t) = fraction of negatives accepted = #{neg >= t} / #neg
 - FRR(t) = fraction of positives rejected = #{pos < t} / #pos
 
+Failures to acquire (a probe that was not a usable face, never scored) are NaN
+scores and are counted as bob.measure counts them: rejected at every threshold, so an
+FTA genuine claim is a false rejection and an FTA impostor claim a correct rejection;
+:func:`fta_rates` reports both rates separately. Infinite scores are refused.
+
 Curves are returned in order of increasing threshold, so FAR decreases from 1 to 0
 and FRR increases from 0 to 1. :func:`average_curves` brings per-client curves
 onto a common FAR grid so they can be averaged over clients and repetitions
@@ -20,9 +25,16 @@ def _scores(values, name):
     a = np.asarray(values, dtype=float).ravel()
     if a.size == 0:
         raise ValueError(f"{name} is empty")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} contains non-finite scores")
+    if np.isinf(a).any():
+        raise ValueError(f"{name} contains infinite scores")
     return a
+
+
+def fta_rates(negatives, positives):
+    """Failure-to-acquire rates (NaN scores): (impostor FTA rate, genuine FTA rate)."""
+    neg = _scores(negatives, "negatives")
+    pos = _scores(positives, "positives")
+    return float(np.mean(np.isnan(neg))), float(np.mean(np.isnan(pos)))
 
 
 def farfrr(negatives, positives, threshold):
@@ -32,6 +44,7 @@ def farfrr(negatives, positives, threshold):
     ----------
     negatives, positives : array-like, shape (n_neg,), (n_pos,)
         Impostor and genuine scores.
+        Impostor and genuine scores; NaN is a failure to acquire (never accepted).
     threshold : float
         Claims with ``score >= threshold`` are accepted.
 
@@ -41,24 +54,28 @@ def farfrr(negatives, positives, threshold):
     """
     neg = _scores(negatives, "negatives")
     pos = _scores(positives, "positives")
-    return float(np.mean(neg >= threshold)), float(np.mean(pos < threshold))
+    return float(np.mean(neg >= threshold)), float(np.mean(~(pos >= threshold)))
 
 
 def roc_curve(negatives, positives):
     """FAR and FRR at every distinct threshold.
 
     The thresholds are the distinct scores (increasing) followed by ``+inf``, so the
-    curve runs from (FAR, FRR) = (1, 0) to (0, 1).
+    curve runs from (FAR, FRR) = (1, 0) to (0, 1); with failures to acquire (NaN) from
+    (1 - impostor FTA rate, genuine FTA rate).
 
     Returns
     -------
     far, frr, thresholds : ndarray, shape (n_t,)
     """
-    neg = np.sort(_scores(negatives, "negatives"))
-    pos = np.sort(_scores(positives, "positives"))
+    neg_all = _scores(negatives, "negatives")
+    pos_all = _scores(positives, "positives")
+    neg = np.sort(neg_all[~np.isnan(neg_all)])
+    pos = np.sort(pos_all[~np.isnan(pos_all)])
     thresholds = np.append(np.unique(np.concatenate([neg, pos])), np.inf)
-    far = (neg.size - np.searchsorted(neg, thresholds, side="left")) / neg.size
-    frr = np.searchsorted(pos, thresholds, side="left") / pos.size
+    far = (neg.size - np.searchsorted(neg, thresholds, side="left")) / neg_all.size
+    frr = (np.searchsorted(pos, thresholds, side="left") + (pos_all.size - pos.size)) \
+        / pos_all.size
     return far, frr, thresholds
 
 
@@ -106,10 +123,11 @@ def threshold_at_far(negatives, far):
     """
     if not 0.0 <= far <= 1.0:
         raise ValueError(f"far must be in [0, 1], got {far}")
-    neg = np.sort(_scores(negatives, "negatives"))[::-1]
-    k = int(np.floor(far * neg.size + 1e-9))
+    neg_all = _scores(negatives, "negatives")
+    neg = np.sort(neg_all[~np.isnan(neg_all)])[::-1]  # failures to acquire: never accepted
+    k = int(np.floor(far * neg_all.size + 1e-9))
     if k >= neg.size:
-        return float(neg[-1])
+        return float(neg[-1]) if neg.size else -np.inf
     return float(np.nextafter(neg[k], np.inf))
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from ssgallery.biometrics.scores import Scores
 from ssgallery.errors import InputError
+from ssgallery.matchers.base import face_check
 
 
 @dataclass
@@ -210,8 +211,10 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
     -------
     list of Scores
         One per (method, m, repetition), methods in the order given. The verification
-        claims: genuine probes against their own client, impostors against every client.
-        With ``identification``, ``table.search`` is a :class:`Scores` of every probe
+        claims: genuine probes against their own client, impostors against every client;
+        a claim whose probe is not a face for the repetition's matcher
+        (:meth:`~ssgallery.matchers.base.Matcher.is_face`) scores NaN, a failure to
+        acquire (the search tables keep every score). With ``identification``, ``table.search`` is a :class:`Scores` of every probe
         (genuine and impostor) against every client.
     """
     images = np.asarray(images)
@@ -238,6 +241,9 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
                                 + [split.genuine[c] for c in split.enrolled])
         F = matcher.transform(images[needed])
         feats = dict(zip(needed.tolist(), F))
+        fta = np.zeros(len(images), dtype=bool)  # test probes that are not faces for it
+        claims = needed[len(split.train_indices()):]
+        fta[claims] = ~face_check(matcher, images[claims])[0]
         X = np.stack([feats[i] for i in split.train_indices()])
         owner = labels[split.train_indices()]
         X_imp = np.stack([feats[i] for i in split.impostors])
@@ -253,7 +259,7 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
             per_client = {c: res[k] for c, res in zip(split.enrolled, results)}
             table = _claims_table(spec, split, labels, probe_labels, per_client,
                                   {c: own[c] if identification else slice(None)
-                                   for c in split.enrolled})
+                                   for c in split.enrolled}, fta)
             if identification:
                 table.search = _search_table(spec, split, labels, probe_labels, gen_idx,
                                              per_client)
@@ -263,8 +269,9 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
     return tables
 
 
-def _claims_table(spec, split, labels, probe_labels, per_client, own_rows):
-    """The verification claims of one (method, m) in one repetition."""
+def _claims_table(spec, split, labels, probe_labels, per_client, own_rows, fta):
+    """The verification claims of one (method, m) in one repetition; claims whose
+    probe failed to acquire (``fta``, per image) score NaN (never accepted)."""
     claimed, real, probe, score, clients = [], [], [], [], {}
     for c in split.enrolled:
         gen, imp, matches, secs = per_client[c]
@@ -272,7 +279,7 @@ def _claims_table(spec, split, labels, probe_labels, per_client, own_rows):
         claimed.append(np.full(len(idx), c))
         real.append(labels[idx])
         probe.append(probe_labels[idx])
-        score.append(np.concatenate([gen[own_rows[c]], imp]))
+        score.append(np.where(fta[idx], np.nan, np.concatenate([gen[own_rows[c]], imp])))
         clients[c] = {"matches": matches, "fit_seconds": secs}
     return Scores(spec[0], spec[1], split.repetition, np.concatenate(claimed),
                   np.concatenate(real), np.concatenate(probe),

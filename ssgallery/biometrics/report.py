@@ -67,13 +67,15 @@ def _format_rows(head, rows):
 
 
 def format_table(summaries):
-    """The printed table: one row per method."""
+    """The printed table: one row per method (FTA: failure-to-acquire rates of the
+    genuine and the impostor claims, counted as rejections in the other columns)."""
     head = ["method", "m", "matches/claim", "EER %", "client EER %", "FRR@FAR=1% (%)",
-            "FRR@FAR=0.1% (%)", "fit s/client"]
+            "FRR@FAR=0.1% (%)", "FTA gen %", "FTA imp %", "fit s/client"]
     rows = [[s["method"], "-" if s["m"] is None else str(s["m"]),
              _pm(s["matches_mean"], s["matches_std"]), _pct(s["eer"], s["eer_std"]),
              _pct(s.get("client_eer"), s.get("client_eer_std")),
              _pct(s["frr_at_far_1pct"]), _pct(s["frr_at_far_01pct"]),
+             _pct(s.get("fta_genuine")), _pct(s.get("fta_impostor")),
              _pm(s["fit_seconds_mean"], None, "{:.2f}")] for s in summaries]
     if any(s.get("threshold_far") is not None for s in summaries):
         head += ["FAR@thr %", "FRR@thr %"]

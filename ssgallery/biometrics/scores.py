@@ -130,8 +130,8 @@ def read_scores(path):
     Raises
     ------
     InputError
-        Missing or unreadable file, a line without 4 fields, a non-numeric score,
-        or no scores at all.
+        Missing or unreadable file, a line without 4 fields, a non-numeric or infinite
+        score, or no scores at all. ``nan`` is a failure to acquire.
     """
     path = os.fspath(path)
     lines = read_lines(path, "score file")
@@ -165,8 +165,8 @@ def read_scores(path):
         except ValueError:
             raise InputError(f"line {lineno}: score '{fields[3]}' is not a number",
                              path=path) from None
-        if not np.isfinite(score):
-            raise InputError(f"line {lineno}: score is not finite", path=path)
+        if np.isinf(score):  # nan: a failure to acquire (never scored)
+            raise InputError(f"line {lineno}: score is infinite", path=path)
         rows.append((_dec(fields[0]), _dec(fields[1]), _dec(fields[2]), score))
     if not rows:
         raise InputError("score file has no scores", path=path)

@@ -1,5 +1,6 @@
 """``ssgallery verify``: accept or reject identity claims. Exit 0 if every claim is
-accepted, 1 if any is rejected, 2 on error (like grep)."""
+accepted, 1 if any is rejected, 3 if none is rejected but a probe failed to acquire
+(not a usable face), 2 on error."""
 
 import click
 
@@ -23,8 +24,11 @@ def command(ctx, probes, claim, gallery, list_file, strict, as_json, key_file, m
     """Score PROBE images against the claimed client's prototypes.
 
     Only the claimed client's model and the matcher are read from the gallery; each
-    probe costs m matches. Prints score, threshold and ACCEPT/REJECT per probe.
-    Exit status: 0 all accepted, 1 some rejected, 2 error.
+    probe costs m matches. Prints score, threshold and ACCEPT/REJECT per probe, or
+    FAILURE-TO-ACQUIRE for a probe that is not a usable face for the gallery's
+    matcher (never scored, never accepted).
+    Exit status: 0 all accepted, 1 some rejected, 3 none rejected but some failed to
+    acquire, 2 error.
 
     \b
     Examples:
@@ -32,7 +36,7 @@ def command(ctx, probes, claim, gallery, list_file, strict, as_json, key_file, m
       ssgallery verify probes/*.png --claim s17 --json
       ssgallery verify --list probes.txt --claim s17 --gallery site.h5
     """
-    from ssgallery.app.verify import read_probe_list, verify
+    from ssgallery.app.verify import FTA, exit_status, read_probe_list, verify
     from ssgallery.errors import InputError
 
     paths = list(probes)
@@ -46,18 +50,27 @@ def command(ctx, probes, claim, gallery, list_file, strict, as_json, key_file, m
 
     results = verify(gallery, paths, claim, strict=strict, warn=warn, key_file=key_file,
                      matcher_cmd=matcher_cmd)
-    accepted = all(r.accept for r in results)
+    status = exit_status(results)
+    n_fta = sum(r.status == FTA for r in results)
     if as_json:
         import json
 
-        click.echo(json.dumps({"gallery": gallery, "claim": claim, "all_accepted": accepted,
+        click.echo(json.dumps({"gallery": gallery, "claim": claim,
+                               "all_accepted": status == 0, "failures_to_acquire": n_fta,
+                               "exit_status": status,
                                "results": [r.to_dict() for r in results]}, indent=2))
     else:
         width = min(max(len(r.probe) for r in results), 60)
-        lines = [f"{r.probe:<{width}}  score {r.score:+.4f}  threshold {r.threshold:+.4f}  "
-                 f"{'ACCEPT' if r.accept else 'REJECT'}" for r in results]
-        click.echo("\n".join(lines))
+        click.echo("\n".join(_line(r, width) for r in results))
         if len(results) > 1:
             n_acc = sum(r.accept for r in results)
-            click.echo(f"claim {claim}: {n_acc} of {len(results)} accepted")
-    ctx.exit(0 if accepted else 1)
+            fta = f", {n_fta} failed to acquire" if n_fta else ""
+            click.echo(f"claim {claim}: {n_acc} of {len(results)} accepted{fta}")
+    ctx.exit(status)
+
+
+def _line(r, width):
+    if r.score is None:
+        return f"{r.probe:<{width}}  FAILURE-TO-ACQUIRE  {r.reason}"
+    return (f"{r.probe:<{width}}  score {r.score:+.4f}  threshold {r.threshold:+.4f}  "
+            f"{'ACCEPT' if r.accept else 'REJECT'}")

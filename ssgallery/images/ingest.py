@@ -347,7 +347,8 @@ def _conform(arr, size, strict, path, resized):
     return arr, size
 
 
-def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn):
+def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
+                    return_sizes=False):
     """Read probe images into one array.
 
     Parameters
@@ -358,15 +359,20 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn):
     strict : bool
         Refuse images of another size instead of resizing them.
     warn : callable(str)
+    return_sizes : bool
+        Also return each file's own size before any resize.
 
     Returns
     -------
     images : ndarray, shape (n, H, W), float32 on [0, 255]
+    sizes : ndarray, shape (n, 2), int, (width, height) as read; only with ``return_sizes``
     """
     size = _check_size(size)
-    out, resized = [], []
+    out, resized, sizes = [], [], []
     for path in paths:
-        arr, size = _conform(_decode(_read_file(path), path), size, strict, path, resized)
+        arr = _decode(_read_file(path), path)
+        sizes.append((arr.shape[1], arr.shape[0]))
+        arr, size = _conform(arr, size, strict, path, resized)
         out.append(arr)
     if not out:
         raise InputError("no probe images given")
@@ -374,4 +380,5 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn):
         first, have = resized[0]
         warn(f"resized {len(resized)} probe image(s) to {_fmt_size(size)} (first: {first} "
              f"was {_fmt_size(have)})")
-    return np.stack(out).astype(np.float32, copy=False)
+    images = np.stack(out).astype(np.float32, copy=False)
+    return (images, np.asarray(sizes, dtype=np.int64)) if return_sizes else images

@@ -1,5 +1,7 @@
 """The matcher contract inside Python (the external program's: docs/formats.md)."""
 
+import numpy as np
+
 
 class Matcher:
     """Base class of matcher plugins.
@@ -42,6 +44,23 @@ class Matcher:
         """Prototypes (m, d) in the matcher space back to images (m, H, W), float [0, 255]."""
         raise NotImplementedError
 
+    # -- failure to acquire (optional; defaults: no measure, every image acquired) -----
+    quality_threshold_ = None
+
+    def quality(self, images):
+        """How face-like each image (n, H, W) is in this matcher's own terms, shape (n,),
+        higher is more face-like; NaN where the matcher has no measure (the default)."""
+        return np.full(len(images), np.nan)
+
+    def is_face(self, images):
+        """Whether each image (n, H, W) is acquired (a usable face), shape (n,), bool.
+        A probe that is not is a failure to acquire: never scored, never accepted.
+        Default: ``quality >= quality_threshold_`` when the matcher has a threshold,
+        else every image."""
+        if self.quality_threshold_ is None:
+            return np.ones(len(images), dtype=bool)
+        return np.asarray(self.quality(images)) >= self.quality_threshold_
+
     def get_config(self):
         """Constructor parameters, a dict of JSON-serialisable values."""
         raise NotImplementedError
@@ -74,3 +93,15 @@ class Matcher:
     def check_prototypes(self, Z):
         """Raise :class:`~ssgallery.errors.SsgalleryError` unless prototypes (m, d) read
         from a gallery are plausible in this matcher's space. Default: nothing."""
+
+
+def face_check(matcher, images):
+    """(is_face (n,) bool, quality (n,) float) of images (n, H, W) for any matcher:
+    one without :meth:`Matcher.quality` / :meth:`Matcher.is_face` (a duck-typed
+    plug-in) acquires every image, quality NaN."""
+    n = len(images)
+    quality = getattr(matcher, "quality", None)
+    is_face = getattr(matcher, "is_face", None)
+    q = np.full(n, np.nan) if quality is None else np.asarray(quality(images), dtype=float)
+    ok = np.ones(n, dtype=bool) if is_face is None else np.asarray(is_face(images), dtype=bool)
+    return ok, q

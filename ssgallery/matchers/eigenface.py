@@ -10,6 +10,16 @@ are therefore divided by one scalar, ``scale_`` = the RMS standard deviation of 
 components, so that they have unit variance on average. Then, over pairs of training
 images, E||x − z||² ≈ 2d and γ = 1/d gives a typical similarity of about e^-2 whatever
 the data. A single scalar keeps the Euclidean geometry of eigenfaces (no whitening).
+
+Failure to acquire. A probe is a face for this matcher when face space explains it
+(Turk & Pentland 1991, "using eigenfaces to detect faces"; Moghaddam & Pentland 1997
+for the two parts): (a) its distance from face space (DFFS, the PCA reconstruction
+error) relative to its own contrast, so that uniform, black, white and noise images
+(whose contrast is zero or lies outside face space) are refused, and (b) its
+distance in face space (DIFS, the Mahalanobis norm of its coefficients), so that
+images inside face space but far beyond any face are refused. Both limits are
+calibrated at fit time on held-out training images (k-fold PCA refits: training
+images' own DFFS is several times smaller than a new face's), times a margin.
 """
 
 import numpy as np
@@ -19,6 +29,35 @@ from ssgallery.learn.similarity import RBFSimilarity, median_gamma
 from ssgallery.matchers.base import Matcher
 
 GAMMA_MODES = ("paper", "median")
+# Failure-to-acquire calibration (see the module docstring); margins chosen by
+# measurement on AT&T and the sample data (docs/security.md gives the command).
+QUALITY_FOLDS = 5
+QUALITY_MAX_IMAGES = 600
+RELATIVE_DFFS_MARGIN = 1.25
+RELATIVE_DFFS_CAP = 0.95  # 90 % of the probe's contrast energy outside face space
+DIFS_MARGIN = 1.5
+
+
+def _pca(X):
+    """Mean (p,), variances (r,) and axes (r, p) of the rows of X (n, p)."""
+    mean = X.mean(0)
+    # SVD of the (n, p) centred data; n << p for faces, so this is the cheap side.
+    _, s, Vt = np.linalg.svd(X - mean, full_matrices=False)
+    return mean, s ** 2 / max(len(X) - 1, 1), Vt
+
+
+def face_space_distances(X, mean, components, variance):
+    """Per row of X (n, p): DFFS relative to the row's contrast (RMS residual / pixel
+    standard deviation; inf for a uniform image) and DIFS (RMS of the coefficients
+    in units of their training standard deviations). Two arrays of shape (n,)."""
+    Xc = X - mean
+    Z = Xc @ components.T
+    dffs = np.sqrt(np.mean((Xc - Z @ components) ** 2, axis=1))
+    contrast = X.std(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.where(contrast > 1e-6, dffs / contrast, np.inf)
+    difs = np.sqrt(np.mean(Z ** 2 / variance, axis=1))
+    return relative, difs
 
 
 class EigenfaceMatcher(Matcher):
@@ -110,11 +149,7 @@ class EigenfaceMatcher(Matcher):
         if n < 2:
             raise InputError(f"eigenface: need at least 2 training images, got {n}")
         self.image_shape = tuple(int(s) for s in np.shape(images)[1:])
-        mean = X.mean(0)
-        Xc = X - mean
-        # SVD of the (n, p) centred data; n << p for faces, so this is the cheap side.
-        _, s, Vt = np.linalg.svd(Xc, full_matrices=False)
-        var = s ** 2 / (n - 1)
+        mean, var, Vt = _pca(X)
         rank = int(np.sum(var > var[0] * 1e-10)) if var[0] > 0 else 0
         if rank == 0:
             raise InputError("eigenface: training images are all identical")
@@ -139,7 +174,45 @@ class EigenfaceMatcher(Matcher):
         self.scale_ = float(np.sqrt(self.explained_variance_.mean()))
         self.n_samples_fit_ = n
         self.gamma_ = self._resolve_gamma(lambda: self.transform(images))
+        self._fit_quality(X)
         return self
+
+    def _fit_quality(self, X):
+        """The failure-to-acquire limits ``max_relative_dffs_`` and ``max_difs_`` from
+        k-fold held-out training images (at most QUALITY_MAX_IMAGES, seeded)."""
+        idx = np.random.default_rng(0).permutation(len(X))[:QUALITY_MAX_IMAGES]
+        relative, difs = [], []
+        for fold in np.array_split(idx, min(QUALITY_FOLDS, len(idx))):
+            rest = np.setdiff1d(idx, fold)
+            mean, var, Vt = _pca(X[rest])
+            keep = min(self.n_components_, int(np.sum(var > var[0] * 1e-10)))
+            if keep >= 1:
+                r, f = face_space_distances(X[fold], mean, Vt[:keep], var[:keep])
+                relative.append(r)
+                difs.append(f)
+        difs.append(face_space_distances(X, self.mean_, self.components_,
+                                         self.explained_variance_)[1])
+        relative = np.concatenate(relative) if relative else np.empty(0)
+        relative = relative[np.isfinite(relative)]  # a uniform training image says nothing
+        self.max_relative_dffs_ = float(min(RELATIVE_DFFS_MARGIN * relative.max(),
+                                            RELATIVE_DFFS_CAP)) if relative.size \
+            else RELATIVE_DFFS_CAP
+        self.max_difs_ = float(DIFS_MARGIN * np.max(np.concatenate(difs)))
+        self.quality_threshold_ = 1.0
+
+    def quality(self, images):
+        """Face-likeness of images (n, H, W), shape (n,): min(max_relative_dffs_ /
+        relative DFFS, max_difs_ / DIFS); 0 for a uniform image, >= 1 is a face
+        (:meth:`is_face`), NaN for a matcher from a file without the limits."""
+        self._check_fitted()
+        X = self._check_images(images)
+        if self.quality_threshold_ is None:
+            return np.full(len(X), np.nan)
+        relative, difs = face_space_distances(X, self.mean_.astype(np.float64),
+                                              self.components_.astype(np.float64),
+                                              self.explained_variance_)
+        with np.errstate(divide="ignore"):
+            return np.minimum(self.max_relative_dffs_ / relative, self.max_difs_ / difs)
 
     def _resolve_gamma(self, training_features):
         """gamma_; ``training_features()`` (the projected training images) is called only
@@ -196,7 +269,9 @@ class EigenfaceMatcher(Matcher):
                 "explained_variance_ratio": self.explained_variance_ratio_,
                 "scale": float(self.scale_), "gamma": float(self.gamma_),
                 "image_shape": np.asarray(self.image_shape, dtype=np.int64),
-                "n_samples_fit": int(self.n_samples_fit_)}
+                "n_samples_fit": int(self.n_samples_fit_),
+                "max_relative_dffs": float(self.max_relative_dffs_),
+                "max_difs": float(self.max_difs_)}
 
     @classmethod
     def from_state(cls, config, state):
@@ -214,6 +289,13 @@ class EigenfaceMatcher(Matcher):
             self.gamma_ = float(np.asarray(state["gamma"]))
             self.image_shape = tuple(int(s) for s in np.asarray(state["image_shape"]))
             self.n_samples_fit_ = int(np.asarray(state.get("n_samples_fit", 0)))
+            if "max_relative_dffs" in state:  # files before failure to acquire: no limits
+                self.max_relative_dffs_ = float(np.asarray(state["max_relative_dffs"]))
+                self.max_difs_ = float(np.asarray(state["max_difs"]))
+                if not (0 < self.max_relative_dffs_ < np.inf and 0 < self.max_difs_ < np.inf):
+                    raise SsgalleryError("eigenface: failure-to-acquire limits must be "
+                                         "positive and finite")
+                self.quality_threshold_ = 1.0
         except KeyError as exc:
             raise SsgalleryError(f"eigenface: matcher state lacks '{exc.args[0]}'") from None
         d, p = self.components_.shape if self.components_.ndim == 2 else (0, -1)

@@ -1,0 +1,152 @@
+"""Failure to acquire: probes must be faces. The eigenface matcher's face-space limits,
+verify's FAILURE-TO-ACQUIRE verdict and exit status 3, roc's bob.measure counting."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from helpers import write_non_faces
+
+from ssgallery.biometrics.protocol import make_splits
+from ssgallery.cli import main
+from ssgallery.datasets import sample_faces_path
+from ssgallery.images.ingest import load_faces, load_image_list
+from ssgallery.matchers.eigenface import EigenfaceMatcher
+
+PROBES = sample_faces_path().parent / "probes"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """sample_data enrolled and compressed (3 clients), plus the non-face corpus."""
+    root = tmp_path_factory.mktemp("fta")
+    store, gallery = str(root / "e.h5"), str(root / "g.h5")
+    runner = CliRunner()
+    assert runner.invoke(main, ["enroll", str(sample_faces_path()), "--store", store]) \
+        .exit_code == 0
+    assert runner.invoke(main, ["compress", "--store", store, "-o", gallery, "--m", "2",
+                                "--clients", "c01,c02,c03"]).exit_code == 0
+    return {"root": root, "store": store, "gallery": gallery,
+            "non_faces": write_non_faces(str(root / "nonfaces"))}
+
+
+def _verify(built, *args):
+    result = CliRunner().invoke(main, ["verify", "--gallery", built["gallery"], *map(str, args)])
+    return result.exit_code, result.stdout
+
+
+def test_eigenface_limits_sample_data(built):
+    """Every sample probe (genuine and unknown people) is a face; every non-face is not."""
+    faces = load_faces(sample_faces_path(), size=None)
+    matcher = EigenfaceMatcher().fit(faces.images)
+    assert 0 < matcher.max_relative_dffs_ <= 0.95 and matcher.max_difs_ > 0
+    size = faces.images.shape[1:][::-1]
+    probes = load_image_list(sorted(PROBES.glob("*.png")), size=size)
+    assert len(probes) == 10 and matcher.is_face(probes).all()
+    assert matcher.is_face(faces.images).all()
+    for name, path in built["non_faces"].items():
+        if name.startswith("pgm2x2"):
+            continue  # too small to hold a face: verify's size rule (below)
+        image = load_image_list([path], size=size, warn=lambda message: None)
+        assert not matcher.is_face(image)[0], name
+        assert matcher.quality(image)[0] < 1.0
+
+
+def test_state_round_trip_and_older_files():
+    images = load_faces(sample_faces_path(), size=None).images
+    matcher = EigenfaceMatcher().fit(images)
+    again = EigenfaceMatcher.from_state(matcher.get_config(), matcher.get_state())
+    np.testing.assert_array_equal(again.quality(images[:5]), matcher.quality(images[:5]))
+    state = {k: v for k, v in matcher.get_state().items()
+             if k not in ("max_relative_dffs", "max_difs")}  # a file from before FTA
+    older = EigenfaceMatcher.from_state(matcher.get_config(), state)
+    assert np.isnan(older.quality(images[:2])).all() and older.is_face(np.zeros((2, 112, 92))).all()
+    for bad in (0.0, -1.0, np.inf, np.nan):
+        with pytest.raises(Exception, match="failure-to-acquire limits"):
+            EigenfaceMatcher.from_state(matcher.get_config(),
+                                        dict(matcher.get_state(), max_difs=bad))
+
+
+def test_verify_reports_failure_to_acquire(built):
+    genuine = sorted(str(p) for p in PROBES.glob("c03_genuine_*.png"))
+    other = sorted(str(p) for p in PROBES.glob("c01_genuine_*.png"))
+    non_faces = built["non_faces"]
+    assert _verify(built, *genuine, "--claim", "c03")[0] == 0
+    for name, path in non_faces.items():
+        code, out = _verify(built, path, "--claim", "c03")
+        assert code == 3 and "FAILURE-TO-ACQUIRE" in out and "ACCEPT" not in out, name
+        reason = "too small to hold a face (2x2" if name.startswith("pgm2x2") else \
+            "not a face for the eigenface matcher (quality"
+        assert reason in out, (name, out)
+    # the batch rule: any REJECT -> 1; else any FTA -> 3; else 0
+    code, out = _verify(built, *genuine, non_faces["black"], "--claim", "c03")
+    assert code == 3 and out.splitlines()[-1] == "claim c03: 2 of 3 accepted, 1 failed to " \
+        "acquire"
+    assert _verify(built, *genuine, *other, non_faces["noise"], "--claim", "c03")[0] == 1
+    code, out = _verify(built, genuine[0], non_faces["white"], "--claim", "c03", "--json")
+    data = json.loads(out)
+    assert code == 3 and data["exit_status"] == 3 and data["failures_to_acquire"] == 1
+    assert not data["all_accepted"]
+    fta = data["results"][1]
+    assert fta["status"] == "failure-to-acquire" and fta["score"] is None
+    assert fta["accept"] is False and fta["quality"] == 0.0
+    assert data["results"][0]["status"] == "accept" and data["results"][0]["quality"] >= 1
+
+
+def test_roc_counts_failures_to_acquire_like_bob_measure(built, tmp_path):
+    """A genuine non-face probe is a rejected genuine claim, an impostor non-face a
+    rejected impostor claim; both FTA rates are in summary.json and the table."""
+    probes = tmp_path / "probes"
+    for client in ("c01", "c02", "c03"):
+        (probes / client).mkdir(parents=True)
+        for p in PROBES.glob(f"{client}_genuine_*.png"):
+            shutil.copy(p, probes / client / p.name)
+    shutil.copy(built["non_faces"]["black"], probes / "c03" / "black.png")
+    (probes / "stranger").mkdir()
+    for name in ("noise", "grey128"):
+        shutil.copy(built["non_faces"][name], probes / "stranger" / f"{name}.png")
+    shutil.copy(next(PROBES.glob("unknown1_*.png")), probes / "stranger" / "u.png")
+    out = tmp_path / "report"
+    result = CliRunner().invoke(main, ["roc", "--gallery", built["gallery"], "--probes",
+                                       str(probes), "-o", str(out), "--no-plot"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())["methods"][0]
+    # 7 genuine claims (2 + 2 + 3), one FTA; impostors: 7 * 2 + 3 * 3 = 23 claims, of
+    # which the black probe against c01, c02 and noise, grey against all 3 fail: 8
+    assert summary["n_genuine"] == 7 and summary["fta_genuine"] == pytest.approx(1 / 7)
+    assert summary["n_impostor"] == 23 and summary["fta_impostor"] == pytest.approx(8 / 23)
+    assert summary["eer"] > 0  # the black genuine probe is rejected at every threshold
+    assert "FTA gen %" in result.stdout and "14.29" in result.stdout
+    scores = next((out / "scores").glob("gallery*.txt")).read_text()
+    assert scores.count(" nan\n") == 9
+
+
+@pytest.mark.slow
+def test_att_protocol_genuine_probes_are_never_fta(att_faces):
+    """The AT&T protocol (5 repetitions, 20 clients x 5 training images): no test image
+    (genuine or impostor) fails to acquire; the non-faces all do."""
+    faces = load_faces(att_faces, size=None)
+    labels = np.asarray(faces.labels).astype(str)
+    fta = total = 0
+    for split in make_splits(labels, None, 5, 5, 0):
+        matcher = EigenfaceMatcher().fit(faces.images[split.train_indices()])
+        test = np.setdiff1d(np.arange(len(labels)), split.train_indices())
+        fta += int((~matcher.is_face(faces.images[test])).sum())
+        total += len(test)
+    assert (fta, total) == (0, 1500)
+
+
+def test_is_face_default_for_plugins():
+    from ssgallery.matchers.base import Matcher, face_check
+
+    class Plain(Matcher):
+        pass
+
+    class Duck:  # not even a Matcher subclass
+        pass
+
+    for matcher in (Plain(), Duck()):
+        ok, quality = face_check(matcher, np.zeros((3, 4, 4)))
+        assert ok.tolist() == [True] * 3 and np.isnan(quality).all()
