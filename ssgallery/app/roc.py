@@ -143,6 +143,7 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
         Method ``"gallery"``, repetition 0; ``clients[c]`` holds ``matches`` (m) and
         the gallery's ``threshold``.
     """
+    from ssgallery.app.verify import failures_to_acquire
     from ssgallery.formats.gallery import read_gallery
     from ssgallery.formats.integrity import load_key
     from ssgallery.images.ingest import load_faces, natural_key
@@ -157,8 +158,6 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
     h, w = (int(v) for v in info.header["image_shape"])
     kwargs = {} if warn is None else {"warn": warn}
     faces = load_faces(probes_dir, size=(w, h), **kwargs)
-    from ssgallery.app.verify import failures_to_acquire
-
     matcher = info.matcher
     feats = matcher.transform(faces.images)
     fta = failures_to_acquire(matcher, faces.images)[0]  # scored NaN: rejected
