@@ -163,7 +163,7 @@ def test_threshold_at_far():
         threshold_at_far([], 0.01)
 
 
-def test_failed_compress_leaves_nothing(built, tmp_path):
+def test_failed_compress_leaves_no_gallery_only_committed_parts(built, tmp_path):
     root = built[0]
     out = tmp_path / "g.h5"
 
@@ -171,15 +171,16 @@ def test_failed_compress_leaves_nothing(built, tmp_path):
         if done == 2:
             raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match="2 finished client"):
         compress(root / "e.h5", out, progress=interrupt)
-    assert os.listdir(tmp_path) == []
+    assert os.listdir(tmp_path) == ["g.h5.parts"]  # no gallery, two committed clients
+    assert len(os.listdir(tmp_path / "g.h5.parts")) == 2
     # an existing gallery survives a failing run untouched
     out.write_bytes((root / "g.h5").read_bytes())
     with pytest.raises(KeyboardInterrupt):
         compress(root / "e.h5", out, progress=interrupt)
     assert out.read_bytes() == (root / "g.h5").read_bytes()
-    assert os.listdir(tmp_path) == ["g.h5"]
+    assert sorted(os.listdir(tmp_path)) == ["g.h5", "g.h5.parts"]
     with pytest.raises(SsgalleryError, match="not an enrolled client: zz"):
         compress(root / "e.h5", out, clients="c00,zz")
     # a bad output folder fails before any training (progress is never called)

@@ -1,206 +1,56 @@
 """``compress``: enrollment store -> gallery, one client at a time.
 
-Per enrolled client c, on the matcher features X of every image in the store:
+The steps, one function each: check the options (:func:`_check_options`), open the
+store lazily and plan the clients (:func:`_prepare`), compute the features once in
+chunks (:func:`_features`), build each client's bounded job
+(:mod:`ssgallery.app.training_sets`, :func:`_jobs`), train the jobs on a backend
+(:func:`ssgallery.app.parallel.run_jobs`: this process, ``jobs`` local processes or a Dask
+cluster; :func:`ssgallery.app.client_training.train_job`), commit each finished client
+to ``<gallery>.parts/`` (:mod:`ssgallery.app.parts`), then assemble and write the gallery
+once, atomically (:func:`_write`). Only this process writes files.
 
-1. **Teacher.** One-vs-all :class:`~ssgallery.learn.teacher.SimilaritySVM` (images of c = +1,
-   every other client's and every background subject's images = -1), C by balanced
-   5-fold CV, on the matcher's own similarity.
-2. **Distillation.** :class:`~ssgallery.learn.supersparse.SuperSparseDistiller` fits m virtual
-   prototypes to the SVM's decision values (Eqs. 2 (eq:objective) to 6
-   (eq:final-gradient)); ``m="auto"`` picks m by the incremental validation of Eq. 8
-   (eq:xval-m).
-3. **Threshold.** The training scores of a model are optimistic, so the threshold comes
-   from cross-validated impostor scores: 5 folds, impostors split by subject (a
-   held-out impostor is a person the fold's model never saw, as at verification time),
-   genuine images spread evenly; on each fold the SVM (C fixed to the one chosen in
-   step 1) and the distilled model are refitted on the other folds and score the
-   held-out images. The threshold is the smallest one at which
-   at most ``floor(target_far * n_impostors)`` of those held-out impostor scores are
-   accepted (accept when g(x) >= threshold). The same is done for the full SVM, and
-   its threshold and #SVs are stored next to the prototypes for comparison.
-
-The gallery is written once, atomically, at the end: an error or Ctrl-C leaves nothing.
+Resumable: after Ctrl-C, SIGKILL or a lost worker, ``resume=True`` reuses the committed
+parts whose store fingerprint and options match and trains only the missing clients.
+Incremental: ``update=True`` copies the clients of the existing gallery that were trained
+with the same options on the same matcher basis and trains only the others (e.g. the
+clients added by ``enroll --add``); when the basis has changed it names the stale clients.
 """
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from ssgallery.app.client_training import (  # noqa: F401  (threshold_at_far: public here)
+    MAX_ITER,
+    N_FOLDS,
+    ClientJob,
+    threshold_at_far,
+    train_job,
+)
+from ssgallery.app.parallel import check_backend, run_jobs
+from ssgallery.app.parts import PartsFolder, options_digest, run_key
+from ssgallery.app.training_sets import (
+    DEFAULT_MAX_IMPOSTORS,
+    check_cap,
+    cohort_distances,
+    subject_means,
+    training_rows,
+)
 from ssgallery.errors import InputError, NotRenderableError, SsgalleryError
 from ssgallery.learn.defaults import DEFAULT_LAM
 from ssgallery.learn.supersparse import resolve_init
-from ssgallery.learn.threads import single_threaded_blas
 
-N_FOLDS = 5
-AUTO_M_GRID = (10, 5, 3, 2, 1)  # --m auto: candidates, largest first (Eq. 8 (eq:xval-m))
-MAX_ITER = 200  # the learner's default: L-BFGS-B iterations (varpro) / sweeps (paper)
+FEATURE_BUDGET = 256 * 2**20  # bytes: features of every image kept in memory below this
+CHUNK = 1024  # images per read/transform chunk
 
 
-@dataclass
-class ClientFit:
-    """Everything trained for one client (what :func:`train_client` returns).
+class CompressInterrupted(KeyboardInterrupt):
+    """Ctrl-C/SIGTERM during compress; ``parts`` clients are committed in ``parts_dir``."""
 
-    Attributes
-    ----------
-    svm : SimilaritySVM
-    distiller : SuperSparseDistiller
-    threshold, svm_threshold : float
-        At the target FAR, from cross-validated impostor scores.
-    cv : dict
-        Achieved CV FAR/FRR of both models at their thresholds, fold counts.
-    normalization : dict
-        Z-norm parameters of the distilled model's scores, ``{"kind": "znorm", "mean",
-        "std", "n"}``, from the same held-out impostor scores as the threshold.
-    heldout : dict
-        The held-out scores of the distilled model: ``impostor`` (n_imp,), ``genuine``
-        (n_gen,), ``impostor_subject`` (n_imp,) (what calibration across clients needs).
-    """
-
-    svm: object
-    distiller: object
-    threshold: float
-    svm_threshold: float
-    cv: dict = field(default_factory=dict)
-    normalization: dict = None
-    heldout: dict = field(default_factory=dict)
-
-
-def znorm_parameters(impostor_scores):
-    """Z-norm parameters of one client's impostor scores: mean and standard deviation.
-
-    ``(g(x) - mean) / std`` makes the client's impostor scores zero-mean, unit-variance,
-    so one threshold can serve every client (score normalisation, e.g. Auckenthaler et
-    al. 2000). The std is floored at 1e-12 so a degenerate client cannot divide by 0.
-
-    Returns
-    -------
-    dict
-        ``{"kind": "znorm", "mean": float, "std": float, "n": int}``
-    """
-    s = np.asarray(impostor_scores, dtype=float)
-    return {"kind": "znorm", "mean": float(np.mean(s)),
-            "std": float(max(np.std(s, ddof=1) if s.size > 1 else 0.0, 1e-12)),
-            "n": int(s.size)}
-
-
-def threshold_at_far(impostor_scores, target_far):
-    """Smallest threshold t with #{impostor scores >= t} <= floor(target_far * n)."""
-    from ssgallery.biometrics.metrics import threshold_at_far as at_far
-
-    if len(impostor_scores) == 0:
-        raise InputError("no impostor images to set a threshold: enrol at least two "
-                         "clients or add background subjects")
-    return at_far(impostor_scores, target_far)
-
-
-def _fit_pair(X, y, similarity, bounds, m, lam, solver, init, C, rho, random_state,
-              max_iter=MAX_ITER, gram=None):
-    """SVM teacher (``gram`` = S(X, X) if known), then its distillation to m prototypes
-    (m="auto": Eq. 8 (eq:xval-m))."""
-    from ssgallery.learn.supersparse import SuperSparseDistiller
-    from ssgallery.learn.teacher import SimilaritySVM
-
-    svm = SimilaritySVM(similarity=similarity, C=C, random_state=random_state).fit(X, y, gram)
-    dist = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=2 if m == "auto" else m,
-                                similarity=similarity, lam=lam, solver=solver, init=init,
-                                bounds=bounds, max_iter=max_iter, random_state=random_state)
-    if m == "auto":
-        from ssgallery.learn.mselect import select_n_prototypes
-
-        n_pos = int(np.sum(y > 0))
-        selection = select_n_prototypes(dist, X, y, m_grid=AUTO_M_GRID, rho=rho,
-                                        cv=max(2, min(N_FOLDS, n_pos)), random_state=random_state)
-        return svm, selection.best_estimator_
-    return svm, dist.fit(X, y)
-
-
-def threshold_folds(y, groups, n_folds=N_FOLDS, random_state=0):
-    """Fold index per sample for the threshold CV, or None when it cannot be done.
-
-    Impostors are split by subject (``groups``): a held-out impostor is someone the
-    fold's model never saw, as at verification time. Genuine images are spread over
-    the folds one by one. Shape (n,), values 0..k-1 with k = min(n_folds, #genuine,
-    #impostor subjects) >= 2.
-    """
-    y = np.asarray(y)
-    groups = np.asarray(groups if groups is not None else np.arange(len(y))).astype(str)
-    pos = np.flatnonzero(y > 0)
-    subjects = np.unique(groups[y < 0])
-    k = min(n_folds, len(pos), len(subjects))
-    if k < 2:
-        return None
-    rng = np.random.default_rng(random_state)
-    folds = np.empty(len(y), dtype=int)
-    for j, subject in enumerate(rng.permutation(subjects)):
-        folds[(groups == subject) & (y < 0)] = j % k
-    folds[rng.permutation(pos)] = np.arange(len(pos)) % k
-    return folds
-
-
-def train_client(X, y, similarity, *, groups=None, m=2, lam=DEFAULT_LAM, solver="varpro", init="class",
-                 bounds=None, rho=0.01, target_far=0.01, n_folds=N_FOLDS, random_state=0,
-                 max_iter=MAX_ITER, gram=None):
-    """Teacher, distillation and CV thresholds for one client.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n, d)
-        Matcher features of every training image.
-    y : ndarray of shape (n,)
-        +1 for the client's images, -1 for everyone else's.
-    similarity : Similarity
-        The matcher's similarity on X.
-    groups : ndarray of shape (n,), optional
-        Subject of each image; impostors are held out by subject (default: by image).
-    m : int or "auto"
-    lam, solver, init, bounds, rho : learner options
-    target_far : float
-    n_folds : int
-        Folds for the threshold (fewer when there are fewer genuine images).
-    max_iter : int
-        The learner's ``max_iter`` (varpro: L-BFGS-B iterations; paper: sweeps).
-    gram : ndarray of shape (n, n), optional
-        S(X, X), computed once for all clients by :func:`compress`.
-
-    Returns
-    -------
-    ClientFit
-    """
-    svm, dist = _fit_pair(X, y, similarity, bounds, m, lam, solver, init, "cv", rho,
-                          random_state, max_iter, gram)
-    m_fit = len(dist.beta_)
-    folds = threshold_folds(y, groups, n_folds, random_state)
-    k = int(folds.max()) + 1 if folds is not None else 0
-    if folds is not None:
-        imp_g, imp_s, gen_g, gen_s = [], [], [], []
-        for j in range(k):
-            tr, te = folds != j, folds == j
-            f_svm, f_dist = _fit_pair(X[tr], y[tr], similarity, bounds, m_fit, lam, solver,
-                                      init, svm.C_, rho, random_state, max_iter)
-            neg, pos = te & (y < 0), te & (y > 0)
-            imp_g.append(f_dist.decision_function(X[neg]))
-            imp_s.append(f_svm.decision_function(X[neg]))
-            gen_g.append(f_dist.decision_function(X[pos]))
-            gen_s.append(f_svm.decision_function(X[pos]))
-        imp_g, imp_s = np.concatenate(imp_g), np.concatenate(imp_s)
-        gen_g, gen_s = np.concatenate(gen_g), np.concatenate(gen_s)
-        imp_subject = np.concatenate([np.asarray(groups)[(folds == j) & (y < 0)]
-                                      for j in range(k)]) if groups is not None else None
-    else:  # too few images or impostor subjects to hold out: training scores
-        neg = y < 0
-        imp_subject = np.asarray(groups)[neg] if groups is not None else None
-        imp_g, imp_s = dist.decision_function(X[neg]), svm.decision_function(X[neg])
-        gen_g, gen_s = dist.decision_function(X[~neg]), svm.decision_function(X[~neg])
-    t, t_svm = threshold_at_far(imp_g, target_far), threshold_at_far(imp_s, target_far)
-    cv = {"threshold_folds": k,
-          "cv_far": float(np.mean(imp_g >= t)), "cv_frr": float(np.mean(gen_g < t)),
-          "svm_cv_far": float(np.mean(imp_s >= t_svm)),
-          "svm_cv_frr": float(np.mean(gen_s < t_svm))}
-    return ClientFit(svm=svm, distiller=dist, threshold=t, svm_threshold=t_svm, cv=cv,
-                     normalization=znorm_parameters(imp_g),
-                     heldout={"impostor": imp_g, "genuine": gen_g,
-                              "impostor_subject": imp_subject})
+    def __init__(self, parts_dir, parts):
+        super().__init__(f"{parts} finished client(s) kept in {parts_dir}")
+        self.parts_dir, self.parts = parts_dir, parts
 
 
 @dataclass
@@ -214,21 +64,17 @@ class CompressSummary:
     target_far: float
     clients: list  # one dict per client: id, m, threshold, svm_n_support, ...
     basis_stale: bool = False
+    trained: list = None  # clients trained by this run (the others were resumed or kept)
+    kept: list = None  # clients copied from the existing gallery (update)
+    resumed: list = None  # clients read from committed parts (resume)
+    jobs: int = 1
+    scheduler: str = None
 
     def to_dict(self):
         return dict(self.__dict__)
 
 
 INITS = ("auto", "class", "genuine", "kmeans", "random")
-
-
-def _rendered(matcher, prototypes):
-    """Prototypes drawn as uint8 images (m, H, W) for ``show``; None for a matcher whose
-    space cannot be drawn (deep descriptors)."""
-    try:
-        return np.clip(np.round(matcher.render(prototypes)), 0, 255).astype(np.uint8)
-    except NotRenderableError:
-        return None
 
 
 def _check_options(m, rho, target_far, lam, solver, init, max_iter=MAX_ITER):
@@ -248,12 +94,196 @@ def _check_options(m, rho, target_far, lam, solver, init, max_iter=MAX_ITER):
         raise InputError(f"--max-iter must be a positive integer, got {max_iter!r}")
 
 
-@single_threaded_blas()
+@dataclass
+class _Plan:
+    """What every step of one compress run shares."""
+
+    store: object
+    matcher: object
+    similarity: object
+    bounds: object
+    todo: list
+    options: dict
+    codes: np.ndarray = None  # subject code of every store row
+    X: np.ndarray = None  # features of every row (None: read per block)
+    gram: np.ndarray = None  # S(X, X) when no client is capped
+    distance: object = None  # cohort distances
+    subjects: np.ndarray = None  # subject of each code
+
+
+def _parse_clients(clients):
+    if isinstance(clients, str):
+        clients = [c.strip() for c in clients.split(",") if c.strip()]
+    return None if clients is None else list(clients)
+
+
+def _prepare(store_path, gallery_path, clients, options, force=False, matcher_cmd=None):
+    """Open the store (images stay on disk), check the clients, resolve the matcher."""
+    from ssgallery.formats.atomic import check_writable
+    from ssgallery.formats.gallery import FORMAT
+    from ssgallery.formats.store import load_store
+
+    store = load_store(store_path, images=False)
+    check_writable(gallery_path, FORMAT, force)  # fail now, not after training every client
+    todo = list(store.clients) if clients is None else clients
+    unknown = [c for c in todo if c not in store.clients]
+    if unknown:
+        shown = ", ".join(store.clients[:8]) + (", ..." if len(store.clients) > 8 else "")
+        raise SsgalleryError(f"not an enrolled client: {', '.join(unknown[:5])} "
+                             f"(enrolled: {shown})", path=store_path)
+    if not todo:
+        raise InputError("the store has no enrolled client to compress", path=store_path)
+    from ssgallery.matchers.host import host_matcher
+
+    matcher = store.matcher(host=host_matcher(matcher_cmd))
+    similarity = matcher.similarity()
+    options = dict(options, init=resolve_init(options["init"], similarity))
+    subjects, codes = np.unique(store.labels, return_inverse=True)
+    return _Plan(store=store, matcher=matcher, similarity=similarity, bounds=matcher.bounds(),
+                 todo=todo, options=options, codes=codes, subjects=subjects)
+
+
+def _feature_chunks(plan):
+    """Yield ``(start, features of rows start..start+k)`` over the store, chunk by chunk."""
+    cached = getattr(plan.store, "features", None)
+    for start, images in plan.store.images.chunks(CHUNK):
+        yield start, (cached[start:start + len(images)] if cached is not None
+                      else plan.matcher.transform(images))
+
+
+def _features(plan):
+    """Features of every row when they fit :data:`FEATURE_BUDGET` (computed once, in
+    chunks), else None (each job reads and transforms its own rows)."""
+    cached = getattr(plan.store, "features", None)
+    if cached is not None:
+        return np.asarray(cached, dtype=float)
+    n = len(plan.store.images)
+    d = plan.matcher.transform(plan.store.images[:1]).shape[1]
+    if n * d * 8 > FEATURE_BUDGET:
+        return None
+    X = np.empty((n, d))
+    for start, F in _feature_chunks(plan):
+        X[start:start + len(F)] = F
+    return X
+
+
+def _block(plan, rows):
+    if plan.X is not None:
+        return plan.X[rows]
+    return plan.matcher.transform(plan.store.images[rows])
+
+
+def _setup_blocks(plan):
+    """Features, cohort distances, and the one shared S(X, X) when no client is capped."""
+    o = plan.options
+    plan.X = _features(plan)
+    counts = np.bincount(plan.codes)[np.searchsorted(plan.subjects, plan.todo)]
+    capped = bool(o["max_impostors"]) and len(plan.codes) - counts.min() > o["max_impostors"]
+    if capped and o["impostors"] == "cohort":
+        chunks = ((0, plan.X),) if plan.X is not None else _feature_chunks(plan)
+        plan.distance = cohort_distances(subject_means(plan.codes, chunks))
+    if not capped:  # every client trains on every row: one S(X, X) serves them all
+        X = plan.X if plan.X is not None else _block(plan, np.arange(len(plan.codes)))
+        plan.X, plan.gram = X, plan.similarity(X, X)
+
+
+def _jobs(plan, clients):
+    """One bounded :class:`ClientJob` per client, built lazily (blocks read on demand)."""
+    o = plan.options
+    index = {s: i for i, s in enumerate(plan.subjects)}
+    for client in clients:
+        rows, capped = training_rows(plan.codes, index[client], client_id=client,
+                                     max_impostors=o["max_impostors"],
+                                     impostors=o["impostors"], seed=o["seed"],
+                                     subject_distance=plan.distance)
+        labels = plan.store.labels[rows]
+        y = np.where(labels == client, 1, -1)
+        if not np.any(y < 0):
+            raise InputError(f"client '{client}' has no impostor images: enrol at least two "
+                             "clients or add background subjects", path=plan.store.path)
+        yield ClientJob(client=client, X=_block(plan, rows), y=y, groups=labels,
+                        similarity=plan.similarity, bounds=plan.bounds, options=o,
+                        gram=plan.gram, capped=capped)
+
+
+def _rendered(matcher, prototypes):
+    """Prototypes drawn as uint8 images (m, H, W) for ``show``; None for a matcher whose
+    space cannot be drawn (deep descriptors)."""
+    try:
+        return np.clip(np.round(matcher.render(prototypes)), 0, 255).astype(np.uint8)
+    except NotRenderableError:
+        return None
+
+
+def _model(plan, result):
+    """A :class:`ClientModel` from a result (prototype images rendered here, if drawable)."""
+    from ssgallery.formats.gallery import ClientModel
+
+    images = _rendered(plan.matcher, result.prototypes)
+    return ClientModel(client_id=result.client, prototypes=result.prototypes, beta=result.beta,
+                       intercept=result.intercept, threshold=result.threshold,
+                       similarity=plan.similarity.params(), provenance=result.provenance,
+                       prototype_images=images, normalization=result.normalization)
+
+
+def _kept_from_gallery(plan, gallery_path, key=None):
+    """Clients of the existing gallery to copy: same options, same matcher basis."""
+    from ssgallery.app.parts import ClientResult
+    from ssgallery.formats.gallery import read_gallery
+    from ssgallery.formats.hdf5 import state_digest
+
+    if not os.path.exists(gallery_path):
+        return {}
+    old = read_gallery(gallery_path, arrays=True, key=key)
+    enrolled = set(plan.store.clients)
+    ours = [c for c in old.clients if c in enrolled]
+    if old.header.get("matcher_digest") != state_digest(plan.store.matcher_state) \
+            or old.matcher_name != plan.store.matcher_name:
+        shown = ", ".join(sorted(ours)[:10]) + (f", ... ({len(ours)} in all)"
+                                                if len(ours) > 10 else "")
+        raise InputError("the matcher basis changed since the gallery was written; stale "
+                         f"clients: {shown or 'none'}: compress them all again",
+                         path=gallery_path)
+    digest = options_digest(plan.options)
+    kept = {}
+    for c in ours:
+        model = old.clients[c]
+        if model.provenance.get("options_digest") == digest or c not in plan.todo:
+            from ssgallery.app.client_training import summary_row
+
+            prov = {k: v for k, v in model.provenance.items()
+                    if k not in ("bytes_model", "bytes_images")}
+            kept[c] = ClientResult(client=c, prototypes=model.prototypes, beta=model.beta,
+                                   intercept=model.intercept, threshold=model.threshold,
+                                   provenance=prov, normalization=model.normalization,
+                                   row=summary_row(c, prov, model.threshold, model.beta,
+                                                   model.intercept, model.normalization))
+    return kept
+
+
+def _write(plan, gallery_path, store_path, results, force=False, key=None):
+    """Assemble the models (sorted by client id) and write the gallery atomically."""
+    from ssgallery.formats.gallery import write_gallery
+    from ssgallery.formats.hdf5 import state_digest
+
+    store = plan.store
+    write_gallery(gallery_path, matcher_name=store.matcher_name,
+                  matcher_config=store.matcher_config, matcher_state=store.matcher_state,
+                  image_shape=store.image_shape,
+                  clients=[_model(plan, results[c]) for c in sorted(results)], key=key,
+                  attrs={"target_far": float(plan.options["target_far"]),
+                         "store": os.path.abspath(store_path),
+                         "store_fingerprint": store.fingerprint,
+                         "matcher_digest": state_digest(store.matcher_state),
+                         "basis_stale": bool(store.basis_stale)}, force=force)
+
+
 def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=0.01,
              target_far=0.01, lam=DEFAULT_LAM, solver="varpro", init="auto", clients=None,
-             cv_folds=N_FOLDS, random_state=0, progress=None, max_iter=MAX_ITER, force=False,
-             key_file=None, matcher_cmd=None):
-    """Compress every enrolled client of a store into a gallery.
+             cv_folds=N_FOLDS, random_state=0, progress=None, max_iter=MAX_ITER,
+             max_impostors=DEFAULT_MAX_IMPOSTORS, impostors="sample", jobs=1, scheduler=None,
+             resume=False, update=False, force=False, key_file=None, matcher_cmd=None):
+    """Compress the enrolled clients of a store into a gallery.
 
     Parameters
     ----------
@@ -269,7 +299,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     init : {"auto", "class", "genuine", "kmeans", "random"}
         Starting prototypes; "auto" (default) = :func:`resolve_init`.
     clients : list of str or comma-separated str, optional
-        Compress only these enrolled clients (all images still serve as impostors).
+        Compress only these enrolled clients (the others still serve as impostors).
     cv_folds : int
         Folds of the threshold CV; 0 or 1 sets thresholds on training scores instead
         (optimistic, but 1 + cv_folds times cheaper: for slow external matchers).
@@ -277,9 +307,21 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     progress : callable(client_id, done, total), optional
         Called with ``(None, 0, total)`` before the first client, then after each client.
     max_iter : int
-        The learner's iteration cap (varpro: L-BFGS-B iterations; paper: sweeps over
-        the m prototypes), default 200. A few (e.g. 4) keep the number of program runs
-        of a black-box matcher small.
+        The learner's iteration cap (varpro: L-BFGS-B iterations; paper: sweeps).
+    max_impostors : int or None
+        K: each client trains on its own images and at most K impostor images
+        (:mod:`ssgallery.app.training_sets`); None or 0 = all. Default 1000.
+    impostors : {"sample", "cohort"}
+        Which impostors when the cap bites: stratified seeded sample or nearest subjects.
+    jobs : int
+        Local worker processes (joblib/loky); -1 = one per core.
+    scheduler : str, optional
+        Address of a Dask distributed scheduler that runs the per-client jobs.
+    resume : bool
+        Reuse the committed parts of an interrupted run with the same store and options.
+    update : bool
+        Copy the existing gallery's clients trained with the same options on the same
+        matcher basis; train only the others.
     force : bool
         Replace a file at ``gallery_path`` that is not an ssgallery file. A store, a
         folder or a special file there is always refused, before any training.
@@ -294,78 +336,62 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     -------
     CompressSummary
     """
-    from ssgallery.formats.atomic import check_writable
-    from ssgallery.formats.gallery import FORMAT, write_gallery
-    from ssgallery.formats.integrity import load_key
-    from ssgallery.formats.store import load_store
-    from ssgallery.matchers.host import host_matcher
-
     _check_options(m, rho, target_far, lam, solver, init, max_iter)
-    key = load_key(key_file)
-    store = load_store(store_path)
-    check_writable(gallery_path, FORMAT, force)  # fail now, not after training every client
-    if isinstance(clients, str):
-        clients = [c.strip() for c in clients.split(",") if c.strip()]
-    todo = list(store.clients) if clients is None else list(clients)
-    unknown = [c for c in todo if c not in store.clients]
-    if unknown:
-        shown = ", ".join(store.clients[:8]) + (", ..." if len(store.clients) > 8 else "")
-        raise SsgalleryError(f"not an enrolled client: {', '.join(unknown[:5])} "
-                             f"(enrolled: {shown})", path=store_path)
-    if not todo:
-        raise InputError("the store has no enrolled client to compress", path=store_path)
-    matcher = store.matcher(host=host_matcher(matcher_cmd))
-    similarity = matcher.similarity()
-    init = resolve_init(init, similarity)
-    bounds = matcher.bounds()
-    X = store.matcher_features(matcher)  # cached at enroll
-    gram = similarity(X, X)  # one S(X, X) serves every client's one-vs-all SVM
-    models, rows = [], []
-    from ssgallery.formats.gallery import ClientModel
+    check_cap(max_impostors, impostors)
+    check_backend(jobs, scheduler)
+    options = {"m": m, "rho": float(rho), "target_far": float(target_far), "lam": float(lam),
+               "solver": solver, "init": init, "cv_folds": int(cv_folds),
+               "seed": int(random_state), "max_iter": int(max_iter),
+               "max_impostors": int(max_impostors or 0), "impostors": impostors}
+    from ssgallery.formats.integrity import load_key
 
+    key = load_key(key_file)
+    plan = _prepare(store_path, gallery_path, _parse_clients(clients), options, force,
+                    matcher_cmd)
+    results = _kept_from_gallery(plan, gallery_path, key) if update else {}
+    kept = sorted(results)
+    parts, keys = PartsFolder(gallery_path), {}
+    fingerprint, digest = plan.store.fingerprint, options_digest(plan.options)
+    for c in plan.todo:
+        keys[c] = run_key(c, fingerprint, plan.options)
+    if not resume:
+        parts.remove()
+    resumed = [c for c in plan.todo if c not in results
+               and _resume_one(parts, c, keys[c], results)]
+    todo = [c for c in plan.todo if c not in results]
     if progress is not None:
         progress(None, 0, len(todo))
-    for i, client in enumerate(todo):
-        y = np.where(store.labels == client, 1, -1)
-        if not np.any(y < 0):
-            raise InputError(f"client '{client}' has no impostor images: enrol at least two "
-                             "clients or add background subjects", path=store_path)
-        fit = train_client(X, y, similarity, groups=store.labels, m=m, lam=lam, solver=solver, init=init,
-                           bounds=bounds, rho=rho, target_far=target_far,
-                           n_folds=cv_folds, random_state=random_state, max_iter=max_iter,
-                           gram=gram)
-        d, svm = fit.distiller, fit.svm
-        reg = d.regressor_
-        prov = {"m": len(d.beta_), "d": int(X.shape[1]), "lambda": float(lam),
-                "solver": solver, "init": init, "max_iter": int(max_iter), "omega": float(reg.objective_),
-                "n_similarity_evals": int(reg.n_similarity_evals_), "n_iter": int(reg.n_iter_),
-                "svm_n_support": int(svm.n_support_total_), "svm_C": float(svm.C_),
-                "svm_intercept": float(svm.intercept_), "svm_threshold": fit.svm_threshold,
-                "target_far": float(target_far), "n_genuine": int(np.sum(y > 0)),
-                "n_impostor": int(np.sum(y < 0)), "m_selection": "auto" if m == "auto"
-                else "fixed", "rho": float(rho) if m == "auto" else None,
-                "threshold_method": f"{fit.cv['threshold_folds']}-fold CV, impostors held out "
-                "by subject" if fit.cv["threshold_folds"] else "training scores", **fit.cv}
-        images = _rendered(matcher, d.prototypes_)
-        models.append(ClientModel(client_id=client, prototypes=d.prototypes_, beta=d.beta_,
-                                  intercept=d.intercept_, threshold=fit.threshold,
-                                  similarity=similarity.params(), provenance=prov,
-                                  prototype_images=images, normalization=fit.normalization))
-        rows.append({"client": client, "m": prov["m"], "threshold": fit.threshold,
-                     "beta": [float(b) for b in d.beta_], "intercept": float(d.intercept_),
-                     "svm_n_support": prov["svm_n_support"], "svm_threshold": fit.svm_threshold,
-                     "cv_far": fit.cv["cv_far"], "cv_frr": fit.cv["cv_frr"],
-                     "svm_cv_frr": fit.cv["svm_cv_frr"], "omega": prov["omega"],
-                     "normalization": fit.normalization})
-        if progress is not None:
-            progress(client, i + 1, len(todo))
-    write_gallery(gallery_path, matcher_name=store.matcher_name,
-                  matcher_config=store.matcher_config, matcher_state=store.matcher_state,
-                  image_shape=store.image_shape, clients=models, key=key,
-                  attrs={"target_far": float(target_far), "store": os.path.abspath(store_path),
-                         "store_fingerprint": store.fingerprint,
-                         "basis_stale": bool(store.basis_stale)}, force=force)
+    if todo:
+        _setup_blocks(plan)
+    try:
+        for done, result in enumerate(run_jobs(train_job, _jobs(plan, todo), n_jobs=jobs,
+                                               scheduler=scheduler), 1):
+            result.provenance["options_digest"] = digest
+            result.provenance["store_fingerprint"] = fingerprint
+            parts.write(result, keys[result.client])
+            results[result.client] = result
+            if progress is not None:
+                progress(result.client, done, len(todo))
+    except KeyboardInterrupt:
+        n = parts.count()
+        if n:
+            raise CompressInterrupted(parts.path, n) from None
+        raise
+    _write(plan, gallery_path, store_path, results, force, key)
+    parts.remove()
+    order = [c for c in plan.todo] + [c for c in sorted(results) if c not in plan.todo]
     return CompressSummary(gallery=os.fspath(gallery_path), store=os.fspath(store_path),
-                           matcher=store.matcher_name, dimension=int(X.shape[1]),
-                           target_far=float(target_far), clients=rows,
-                           basis_stale=bool(store.basis_stale))
+                           matcher=plan.store.matcher_name,
+                           dimension=int(next(iter(results.values())).prototypes.shape[1]),
+                           target_far=float(target_far),
+                           clients=[results[c].row | {"seconds": results[c].seconds}
+                                    for c in order],
+                           basis_stale=bool(plan.store.basis_stale), trained=todo, kept=kept,
+                           resumed=resumed, jobs=jobs, scheduler=scheduler)
+
+
+def _resume_one(parts, client, key, results):
+    result = parts.read(client, key)
+    if result is not None:
+        results[client] = result
+    return result is not None

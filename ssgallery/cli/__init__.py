@@ -26,8 +26,8 @@ class _Group(click.Group):
         except SsgalleryError as exc:
             click.echo(f"ssgallery: error: {exc}", err=True)
             sys.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            _exit_interrupted()
+        except KeyboardInterrupt as exc:
+            _exit_interrupted(str(exc))
         except click.exceptions.Exit:
             if _signalled:  # an interrupt swallowed by a library (e.g. inside h5py)
                 _exit_interrupted()
@@ -47,12 +47,15 @@ class _Group(click.Group):
 _signalled = set()  # signals received during this command
 
 
-def _exit_interrupted():
-    """Exit 130 saying truthfully which outputs were replaced before the interrupt."""
+def _exit_interrupted(note=""):
+    """Exit 130 saying truthfully which outputs were replaced before the interrupt
+    (``note``: what the command kept instead, e.g. the committed clients of compress)."""
     from ssgallery.formats.atomic import written_paths
 
     done = written_paths()
-    if done:
+    if note:
+        click.echo(f"ssgallery: interrupted; {note}", err=True)
+    elif done:
         click.echo(f"ssgallery: interrupted after writing {', '.join(done)} (complete, "
                    f"replaced)", err=True)
     else:

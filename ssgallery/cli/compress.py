@@ -51,6 +51,23 @@ def _parse_m(ctx, param, value):
 @click.option("--max-iter", type=click.IntRange(min=1), default=200, show_default=True,
               help="Learner iterations: L-BFGS-B steps (varpro) or sweeps over the m "
               "prototypes (paper); a few (e.g. 4) for slow external matchers.")
+@click.option("--max-impostors", type=click.IntRange(min=0), default=1000, show_default=True,
+              metavar="K", help="Each client trains on its own images and at most K impostor "
+              "images (0 = all). Galleries of up to K + 1 people's images are not capped.")
+@click.option("--impostors", type=click.Choice(["sample", "cohort"]), default="sample",
+              show_default=True, help="Which impostors when capped: a seeded sample "
+              "stratified over subjects, or the subjects nearest to the client.")
+@click.option("--jobs", type=int, default=1, show_default=True, metavar="N",
+              help="Train clients in N local processes (-1: one per core).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Train clients on a Dask cluster (tcp://host:8786; needs the "
+              "'distributed' extra; see docs/scale.md).")
+@click.option("--resume", is_flag=True,
+              help="Continue an interrupted run: reuse the clients committed in "
+              "GALLERY.parts/ with the same store and options.")
+@click.option("--update", is_flag=True,
+              help="Keep the existing gallery's clients trained with the same options on "
+              "the same matcher basis; train only the others (e.g. after enroll --add).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option("--force", is_flag=True, help="Replace an existing -o file that is not an "
               "ssgallery gallery (never a store, a folder or a device).")
@@ -58,14 +75,17 @@ def _parse_m(ctx, param, value):
 @key_file_option
 @matcher_cmd_option
 def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_folds, max_iter,
-            seed, force, as_json, key_file, matcher_cmd):
+            max_impostors, impostors, jobs, scheduler, resume, update, seed, force, as_json,
+            key_file, matcher_cmd):
     """Train each client's SVM, distil it into m virtual prototypes, write the gallery.
 
     Per enrolled client: a one-vs-all SVM on the matcher's similarity (C by 5-fold CV),
     distilled into m prototypes with weights beta and bias b (the SVM's decision
     values are the targets), and a threshold at --target-far estimated from 5-fold
     cross-validated impostor scores. The gallery holds no face image, only the
-    prototypes (and their rendering), and is written at the end, atomically.
+    prototypes (and their rendering), and is written at the end, atomically;
+    finished clients are committed to GALLERY.parts/ meanwhile (--resume).
+    Each client trains on its own images and at most --max-impostors others.
 
     \b
     Examples:
@@ -73,8 +93,11 @@ def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_f
       ssgallery compress --m 5 --target-far 0.001 -o strict.h5
       ssgallery compress --m auto --rho 0.005
       ssgallery compress --m 5 --cv-folds 0 --max-iter 4   # a slow external matcher
+      ssgallery compress --jobs 2              # two local processes, same gallery
+      ssgallery compress --resume              # after Ctrl-C: only the missing clients
+      ssgallery compress --update              # after enroll --add: only the new clients
     """
-    from ssgallery.app.compress import compress
+    from ssgallery.app.compress import CompressInterrupted, compress
 
     bar = None
 
@@ -91,7 +114,12 @@ def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_f
         summary = compress(store, gallery, m=m, rho=rho, target_far=target_far, lam=lam,
                            solver=solver, init=init, clients=clients, cv_folds=cv_folds,
                            random_state=seed, progress=progress, max_iter=max_iter,
-                           force=force, key_file=key_file, matcher_cmd=matcher_cmd)
+                           max_impostors=max_impostors, impostors=impostors, jobs=jobs,
+                           scheduler=scheduler, resume=resume, update=update, force=force,
+                           key_file=key_file, matcher_cmd=matcher_cmd)
+    except CompressInterrupted as exc:
+        raise KeyboardInterrupt(f"{exc}; 'ssgallery compress --resume' with the same "
+                                "options continues") from None
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
@@ -105,6 +133,9 @@ def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_f
                    f"{row['cv_far']:>7.3f} {row['cv_frr']:>7.3f}   {row['svm_n_support']:>8} "
                    f"{row['svm_threshold']:>8.4f} {row['svm_cv_frr']:>8.3f}")
     n = len(summary.clients)
+    if summary.kept or summary.resumed:
+        click.echo(f"trained {len(summary.trained)} client(s); kept {len(summary.kept)} from "
+                   f"the gallery, resumed {len(summary.resumed)} from committed parts")
     mean_m = sum(r["m"] for r in summary.clients) / n
     mean_sv = sum(r["svm_n_support"] for r in summary.clients) / n
     click.echo(f"{summary.gallery}: {n} clients, {mean_m:.3g} prototypes per client on average "

@@ -173,3 +173,26 @@ def client_id_problem(name):
     if name != name.strip():
         return "client id starts or ends with white space"
     return None
+
+
+def state_digest(state):
+    """SHA-256 hex of a matcher state dict (arrays by dtype, shape and bytes; other values
+    as JSON): equal digests = the same matcher basis (``compress --update`` compares the
+    gallery's and the store's)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for key in sorted(state):
+        value = state[key]
+        h.update(key.encode() + b"\0")
+        if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+            h.update(f"{value.dtype.str}{value.shape}".encode())
+            h.update(np.ascontiguousarray(value).tobytes())
+        else:
+            if isinstance(value, np.ndarray):
+                value = value.tolist()
+            elif isinstance(value, np.generic):
+                value = value.item()
+            h.update(json.dumps(value, sort_keys=True).encode())
+        h.update(b"\0")
+    return h.hexdigest()

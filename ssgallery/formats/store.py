@@ -165,8 +165,52 @@ class EnrollmentStore:
         self.path = os.fspath(path)
 
 
-def load_store(path):
+class StoreImages:
+    """The store's ``/images`` read on demand, in slices (``images=False`` in
+    :func:`load_store`): ``len``, ``shape``, ``dtype`` and ``[rows]`` like an array.
+
+    ``images[a:b]`` and ``images[index_array]`` open the file, read only those rows
+    (h5py slicing) and return float32 (k, H, W) in the order asked for.
+    """
+
+    def __init__(self, path, shape, integer=False):
+        self.path = os.fspath(path)
+        self.shape = tuple(int(s) for s in shape)
+        self.integer = bool(integer)  # stored as integers (always finite)
+        self.dtype = np.dtype(np.float32)
+        self.ndim = len(self.shape)
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __getitem__(self, rows):
+        import h5py
+
+        with h5py.File(self.path, "r") as f:
+            data = f["images"]
+            if isinstance(rows, slice):
+                return data[rows].astype(np.float32)
+            rows = np.asarray(rows, dtype=np.int64).ravel()
+            if rows.size == 0:
+                return np.zeros((0,) + self.shape[1:], dtype=np.float32)
+            order, inverse = np.unique(rows, return_inverse=True)  # h5py wants increasing
+            return data[order][inverse].astype(np.float32)
+
+    def chunks(self, size=2048):
+        """Yield ``(start, images[start:start + size])`` over the whole store."""
+        for start in range(0, len(self), size):
+            yield start, self[start:start + size]
+
+
+def load_store(path, images=True):
     """Read an enrollment store.
+
+    Parameters
+    ----------
+    path : str or Path
+    images : bool
+        Read every image into memory (float32); False leaves a :class:`StoreImages` that
+        reads the rows asked for (large stores: ``compress`` reads slices).
 
     Raises
     ------
@@ -182,7 +226,9 @@ def load_store(path):
             strs = {name: [str(s) for s in f[name].asstr()[()]]
                     for name in ("labels", "paths", "sha256", "roots", "clients", "background")}
             store = EnrollmentStore(
-                images=f["images"][()].astype(np.float32),
+                images=(f["images"][()].astype(np.float32) if images
+                        else StoreImages(path, f["images"].shape,
+                                        f["images"].dtype.kind in "iu")),
                 labels=np.array(strs["labels"], dtype=str),
                 paths=strs["paths"], sha256=strs["sha256"], roots=strs["roots"],
                 clients=strs["clients"], background=strs["background"],
@@ -204,12 +250,19 @@ def load_store(path):
         raise FormatError(f"corrupt {KIND}: features {store.features.shape} for {n} images",
                           path=path)
     bad = next((c for c in store.clients + store.background if client_id_problem(c)), None)
-    if bad is not None or not np.isfinite(store.images).all() or (
+    if bad is not None or not _finite_images(store.images) or (
             store.features is not None and not np.isfinite(store.features).all()):
         what = f"client id {bad!r}: {client_id_problem(bad)}" if bad is not None \
             else "NaN or infinite pixels or features"
         raise FormatError(f"corrupt {KIND}: {what}", path=path)
     return store
+
+
+def _finite_images(images):
+    """No NaN/inf pixel; a lazily read store is checked chunk by chunk unless 8-bit."""
+    if isinstance(images, StoreImages):
+        return images.integer or all(np.isfinite(c).all() for _, c in images.chunks())
+    return bool(np.isfinite(images).all())
 
 
 def store_summary(path):

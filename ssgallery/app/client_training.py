@@ -1,0 +1,286 @@
+"""Training one client of ``compress`` (the per-client job run by every backend).
+
+Per client c, on the matcher features X of its bounded training set
+(:mod:`ssgallery.app.training_sets`: its own images and at most K impostors):
+
+1. **Teacher.** One-vs-all :class:`~ssgallery.learn.teacher.SimilaritySVM` (images of c = +1,
+   the impostor images = -1), C by balanced 5-fold CV, on the matcher's own similarity.
+2. **Distillation.** :class:`~ssgallery.learn.supersparse.SuperSparseDistiller` fits m virtual
+   prototypes to the SVM's decision values (Eqs. 2 (eq:objective) to 6
+   (eq:final-gradient)); ``m="auto"`` picks m by the incremental validation of Eq. 8
+   (eq:xval-m).
+3. **Threshold.** The training scores of a model are optimistic, so the threshold comes
+   from cross-validated impostor scores: 5 folds, impostors split by subject (a
+   held-out impostor is a person the fold's model never saw, as at verification time),
+   genuine images spread evenly; on each fold the SVM (C fixed to the one chosen in
+   step 1) and the distilled model are refitted on the other folds and score the
+   held-out images. The threshold is the smallest one at which
+   at most ``floor(target_far * n_impostors)`` of those held-out impostor scores are
+   accepted (accept when g(x) >= threshold). The same is done for the full SVM, and
+   its threshold and #SVs are stored next to the prototypes for comparison.
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ssgallery.app.parts import ClientResult
+from ssgallery.errors import InputError
+from ssgallery.learn.defaults import DEFAULT_LAM
+from ssgallery.learn.threads import single_threaded_blas
+
+N_FOLDS = 5
+AUTO_M_GRID = (10, 5, 3, 2, 1)  # --m auto: candidates, largest first (Eq. 8 (eq:xval-m))
+MAX_ITER = 200  # the learner's default: L-BFGS-B iterations (varpro) / sweeps (paper)
+
+
+@dataclass
+class ClientFit:
+    """Everything trained for one client (what :func:`train_client` returns).
+
+    Attributes
+    ----------
+    svm : SimilaritySVM
+    distiller : SuperSparseDistiller
+    threshold, svm_threshold : float
+        At the target FAR, from cross-validated impostor scores.
+    cv : dict
+        Achieved CV FAR/FRR of both models at their thresholds, fold counts.
+    normalization : dict
+        Z-norm parameters of the distilled model's scores, ``{"kind": "znorm", "mean",
+        "std", "n"}``, from the same held-out impostor scores as the threshold.
+    heldout : dict
+        The held-out scores of the distilled model: ``impostor`` (n_imp,), ``genuine``
+        (n_gen,), ``impostor_subject`` (n_imp,) (what calibration across clients needs).
+    """
+
+    svm: object
+    distiller: object
+    threshold: float
+    svm_threshold: float
+    cv: dict = field(default_factory=dict)
+    normalization: dict = None
+    heldout: dict = field(default_factory=dict)
+
+
+def znorm_parameters(impostor_scores):
+    """Z-norm parameters of one client's impostor scores: mean and standard deviation.
+
+    ``(g(x) - mean) / std`` makes the client's impostor scores zero-mean, unit-variance,
+    so one threshold can serve every client (score normalisation, e.g. Auckenthaler et
+    al. 2000). The std is floored at 1e-12 so a degenerate client cannot divide by 0.
+
+    Returns
+    -------
+    dict
+        ``{"kind": "znorm", "mean": float, "std": float, "n": int}``
+    """
+    s = np.asarray(impostor_scores, dtype=float)
+    return {"kind": "znorm", "mean": float(np.mean(s)),
+            "std": float(max(np.std(s, ddof=1) if s.size > 1 else 0.0, 1e-12)),
+            "n": int(s.size)}
+
+
+def threshold_at_far(impostor_scores, target_far):
+    """Smallest threshold t with #{impostor scores >= t} <= floor(target_far * n)."""
+    from ssgallery.biometrics.metrics import threshold_at_far as at_far
+
+    if len(impostor_scores) == 0:
+        raise InputError("no impostor images to set a threshold: enrol at least two "
+                         "clients or add background subjects")
+    return at_far(impostor_scores, target_far)
+
+
+def _fit_pair(X, y, similarity, bounds, m, lam, solver, init, C, rho, random_state,
+              max_iter=MAX_ITER, gram=None):
+    """SVM teacher (``gram`` = S(X, X) if known), then its distillation to m prototypes
+    (m="auto": Eq. 8 (eq:xval-m))."""
+    from ssgallery.learn.supersparse import SuperSparseDistiller
+    from ssgallery.learn.teacher import SimilaritySVM
+
+    svm = SimilaritySVM(similarity=similarity, C=C, random_state=random_state).fit(X, y, gram)
+    dist = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=2 if m == "auto" else m,
+                                similarity=similarity, lam=lam, solver=solver, init=init,
+                                bounds=bounds, max_iter=max_iter, random_state=random_state)
+    if m == "auto":
+        from ssgallery.learn.mselect import select_n_prototypes
+
+        n_pos = int(np.sum(y > 0))
+        selection = select_n_prototypes(dist, X, y, m_grid=AUTO_M_GRID, rho=rho,
+                                        cv=max(2, min(N_FOLDS, n_pos)), random_state=random_state)
+        return svm, selection.best_estimator_
+    return svm, dist.fit(X, y)
+
+
+def threshold_folds(y, groups, n_folds=N_FOLDS, random_state=0):
+    """Fold index per sample for the threshold CV, or None when it cannot be done.
+
+    Impostors are split by subject (``groups``): a held-out impostor is someone the
+    fold's model never saw, as at verification time. Genuine images are spread over
+    the folds one by one. Shape (n,), values 0..k-1 with k = min(n_folds, #genuine,
+    #impostor subjects) >= 2.
+    """
+    y = np.asarray(y)
+    groups = np.asarray(groups if groups is not None else np.arange(len(y))).astype(str)
+    pos = np.flatnonzero(y > 0)
+    subjects = np.unique(groups[y < 0])
+    k = min(n_folds, len(pos), len(subjects))
+    if k < 2:
+        return None
+    rng = np.random.default_rng(random_state)
+    folds = np.empty(len(y), dtype=int)
+    for j, subject in enumerate(rng.permutation(subjects)):
+        folds[(groups == subject) & (y < 0)] = j % k
+    folds[rng.permutation(pos)] = np.arange(len(pos)) % k
+    return folds
+
+
+def train_client(X, y, similarity, *, groups=None, m=2, lam=DEFAULT_LAM, solver="varpro",
+                 init="class",
+                 bounds=None, rho=0.01, target_far=0.01, n_folds=N_FOLDS, random_state=0,
+                 max_iter=MAX_ITER, gram=None):
+    """Teacher, distillation and CV thresholds for one client.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Matcher features of every training image.
+    y : ndarray of shape (n,)
+        +1 for the client's images, -1 for everyone else's.
+    similarity : Similarity
+        The matcher's similarity on X.
+    groups : ndarray of shape (n,), optional
+        Subject of each image; impostors are held out by subject (default: by image).
+    m : int or "auto"
+    lam, solver, init, bounds, rho : learner options
+    target_far : float
+    n_folds : int
+        Folds for the threshold (fewer when there are fewer genuine images).
+    max_iter : int
+        The learner's ``max_iter`` (varpro: L-BFGS-B iterations; paper: sweeps).
+    gram : ndarray of shape (n, n), optional
+        S(X, X), computed once for all clients by :func:`compress`.
+
+    Returns
+    -------
+    ClientFit
+    """
+    svm, dist = _fit_pair(X, y, similarity, bounds, m, lam, solver, init, "cv", rho,
+                          random_state, max_iter, gram)
+    m_fit = len(dist.beta_)
+    folds = threshold_folds(y, groups, n_folds, random_state)
+    k = int(folds.max()) + 1 if folds is not None else 0
+    if folds is not None:
+        imp_g, imp_s, gen_g, gen_s = [], [], [], []
+        for j in range(k):
+            tr, te = folds != j, folds == j
+            f_svm, f_dist = _fit_pair(X[tr], y[tr], similarity, bounds, m_fit, lam, solver,
+                                      init, svm.C_, rho, random_state, max_iter)
+            neg, pos = te & (y < 0), te & (y > 0)
+            imp_g.append(f_dist.decision_function(X[neg]))
+            imp_s.append(f_svm.decision_function(X[neg]))
+            gen_g.append(f_dist.decision_function(X[pos]))
+            gen_s.append(f_svm.decision_function(X[pos]))
+        imp_g, imp_s = np.concatenate(imp_g), np.concatenate(imp_s)
+        gen_g, gen_s = np.concatenate(gen_g), np.concatenate(gen_s)
+        imp_subject = np.concatenate([np.asarray(groups)[(folds == j) & (y < 0)]
+                                      for j in range(k)]) if groups is not None else None
+    else:  # too few images or impostor subjects to hold out: training scores
+        neg = y < 0
+        imp_subject = np.asarray(groups)[neg] if groups is not None else None
+        imp_g, imp_s = dist.decision_function(X[neg]), svm.decision_function(X[neg])
+        gen_g, gen_s = dist.decision_function(X[~neg]), svm.decision_function(X[~neg])
+    t, t_svm = threshold_at_far(imp_g, target_far), threshold_at_far(imp_s, target_far)
+    cv = {"threshold_folds": k,
+          "cv_far": float(np.mean(imp_g >= t)), "cv_frr": float(np.mean(gen_g < t)),
+          "svm_cv_far": float(np.mean(imp_s >= t_svm)),
+          "svm_cv_frr": float(np.mean(gen_s < t_svm))}
+    return ClientFit(svm=svm, distiller=dist, threshold=t, svm_threshold=t_svm, cv=cv,
+                     normalization=znorm_parameters(imp_g),
+                     heldout={"impostor": imp_g, "genuine": gen_g,
+                              "impostor_subject": imp_subject})
+
+
+@dataclass
+class ClientJob:
+    """Everything one client's training needs, bounded by the impostor cap.
+
+    Attributes
+    ----------
+    client : str
+    X : ndarray of shape (k, d)
+        Features of the client's training rows (own images + at most K impostors).
+    y : ndarray of shape (k,)
+        +1 own images, -1 impostors.
+    groups : ndarray of shape (k,)
+        Subject of each row (impostors are held out by subject).
+    similarity, bounds :
+        The matcher's similarity and box on its space.
+    options : dict
+        The run's training options (m, lam, solver, init, ..., seed).
+    gram : ndarray of shape (k, k), optional
+        S(X, X) when the caller shares one matrix between clients (uncapped runs).
+    capped : bool
+        True when the impostor cap left impostor images out.
+    """
+
+    client: str
+    X: np.ndarray
+    y: np.ndarray
+    groups: np.ndarray
+    similarity: object
+    bounds: object
+    options: dict
+    gram: np.ndarray = None
+    capped: bool = False
+
+
+def client_provenance(job, fit):
+    """The provenance dict stored with a client's model: how it was trained."""
+    o, d, svm, reg = job.options, fit.distiller, fit.svm, fit.distiller.regressor_
+    k = fit.cv["threshold_folds"]
+    return {"m": len(d.beta_), "d": int(job.X.shape[1]), "lambda": float(o["lam"]),
+            "solver": o["solver"], "init": o["init"], "max_iter": int(o["max_iter"]),
+            "omega": float(reg.objective_), "n_similarity_evals": int(reg.n_similarity_evals_),
+            "n_iter": int(reg.n_iter_), "svm_n_support": int(svm.n_support_total_),
+            "svm_C": float(svm.C_), "svm_intercept": float(svm.intercept_),
+            "svm_threshold": fit.svm_threshold, "target_far": float(o["target_far"]),
+            "n_genuine": int(np.sum(job.y > 0)), "n_impostor": int(np.sum(job.y < 0)),
+            "m_selection": "auto" if o["m"] == "auto" else "fixed",
+            "rho": float(o["rho"]) if o["m"] == "auto" else None,
+            "impostors": o["impostors"], "max_impostors": o["max_impostors"],
+            "impostors_capped": bool(job.capped),
+            "threshold_method": f"{k}-fold CV, impostors held out by subject" if k
+            else "training scores", **fit.cv}
+
+
+def summary_row(client, result_prov, threshold, beta, intercept, normalization=None):
+    """One client's line of the compress summary."""
+    p = result_prov
+    return {"client": client, "m": p["m"], "threshold": float(threshold),
+            "normalization": normalization,
+            "beta": [float(b) for b in beta], "intercept": float(intercept),
+            "svm_n_support": p["svm_n_support"], "svm_threshold": p["svm_threshold"],
+            "cv_far": p["cv_far"], "cv_frr": p["cv_frr"], "svm_cv_frr": p["svm_cv_frr"],
+            "omega": p["omega"], "n_impostor": p["n_impostor"]}
+
+
+def train_job(job):
+    """Train one client (any process): :func:`train_client` -> :class:`ClientResult`."""
+    start = time.perf_counter()
+    o = job.options
+    with single_threaded_blas():
+        fit = train_client(job.X, job.y, job.similarity, groups=job.groups, m=o["m"],
+                           lam=o["lam"], solver=o["solver"], init=o["init"], bounds=job.bounds,
+                           rho=o["rho"], target_far=o["target_far"], n_folds=o["cv_folds"],
+                           random_state=o["seed"], max_iter=o["max_iter"], gram=job.gram)
+    d = fit.distiller
+    prov = client_provenance(job, fit)
+    return ClientResult(client=job.client, prototypes=np.asarray(d.prototypes_, dtype=float),
+                        beta=np.asarray(d.beta_, dtype=float), intercept=float(d.intercept_),
+                        threshold=float(fit.threshold), provenance=prov,
+                        normalization=fit.normalization,
+                        row=summary_row(job.client, prov, fit.threshold, d.beta_, d.intercept_,
+                                        fit.normalization),
+                        seconds=time.perf_counter() - start)

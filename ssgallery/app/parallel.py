@@ -1,0 +1,74 @@
+"""Running per-client jobs: in this process, in local worker processes (joblib, loky) or on
+a Dask distributed cluster.
+
+Every backend yields results as they finish, and keeps only a few jobs in flight
+(about two per worker), so the jobs -- bounded per-client blocks built lazily by the
+caller -- never all sit in memory. Results depend only on their job, never on the
+backend or the number of workers; the caller alone writes files.
+"""
+
+from ssgallery.errors import InputError
+
+
+def check_backend(n_jobs, scheduler):
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
+        raise InputError(f"jobs must be a positive integer or -1 (all cores), got {n_jobs!r}")
+    if scheduler is not None and n_jobs != 1:
+        raise InputError("give either a number of local jobs or a scheduler address, not both")
+
+
+def run_jobs(func, jobs, *, n_jobs=1, scheduler=None):
+    """Yield ``func(job)`` for every job, in completion order.
+
+    Parameters
+    ----------
+    func : callable
+        A module-level function (it is pickled by reference to the workers).
+    jobs : iterable
+        Consumed lazily.
+    n_jobs : int
+        Local worker processes (joblib's loky backend); 1 = in this process.
+    scheduler : str, optional
+        Address of a Dask distributed scheduler (``tcp://host:8786``).
+    """
+    check_backend(n_jobs, scheduler)
+    if scheduler is not None:
+        yield from _run_dask(func, jobs, scheduler)
+    elif n_jobs == 1:
+        for job in jobs:
+            yield func(job)
+    else:
+        from joblib import Parallel, delayed
+
+        parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered",
+                            pre_dispatch="2*n_jobs")
+        yield from parallel(delayed(func)(job) for job in jobs)
+
+
+def _run_dask(func, jobs, address):
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise InputError("a Dask scheduler needs the 'distributed' extra: "
+                         "pip install 'ssgallery[distributed]'") from None
+    try:
+        client = Client(address, timeout="20s", set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise InputError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    try:
+        window = 2 * max(1, sum(client.nthreads().values()))
+        jobs = iter(jobs)
+        pending = as_completed()
+        for job in jobs:
+            pending.add(client.submit(func, job, pure=False))
+            if pending.count() >= window:
+                break
+        for future in pending:
+            result = future.result()
+            future.release()
+            job = next(jobs, None)
+            if job is not None:
+                pending.add(client.submit(func, job, pure=False))
+            yield result
+    finally:
+        client.close()

@@ -1,0 +1,112 @@
+"""Per-client results of a ``compress`` run, committed as they finish (resumable runs).
+
+The gallery is one HDF5 file, which cannot be modified in place safely under SIGKILL, so
+each finished client goes to a sidecar folder ``<gallery>.parts/<client digest>.npz``,
+written atomically (:mod:`ssgallery.formats.atomic`). The gallery itself is written
+atomically at the end from the parts, and the folder is then removed. At every moment
+the gallery file is either the previous one or the new complete one.
+
+A part records the key of what produced it (store fingerprint, training options,
+client id); a resumed run reuses only the parts whose key matches and redoes the rest.
+"""
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class ClientResult:
+    """One client's trained model as plain arrays and JSON-able values (what a worker
+    returns, what a part holds).
+
+    Attributes
+    ----------
+    client : str
+    prototypes : ndarray of shape (m, d)
+    beta : ndarray of shape (m,)
+    intercept, threshold : float
+    provenance : dict
+    normalization : dict or None
+        Score normalisation parameters (:func:`~ssgallery.app.client_training.znorm_parameters`).
+    row : dict
+        The client's line of the summary (m, threshold, CV FAR/FRR, ...).
+    seconds : float
+        Wall time of the training (not stored in the gallery).
+    """
+
+    client: str
+    prototypes: np.ndarray
+    beta: np.ndarray
+    intercept: float
+    threshold: float
+    provenance: dict = field(default_factory=dict)
+    normalization: dict = None
+    row: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def run_key(client, store_fingerprint, options):
+    """SHA-256 hex naming what trains a client: store content, options, client id."""
+    payload = json.dumps({"client": client, "store": store_fingerprint, "options": options},
+                         sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def options_digest(options):
+    """SHA-256 hex of the training options (stored in each client's provenance)."""
+    return hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()
+
+
+class PartsFolder:
+    """``<gallery>.parts/``: one ``.npz`` per finished client, written atomically."""
+
+    def __init__(self, gallery_path):
+        self.path = os.fspath(gallery_path) + ".parts"
+
+    def _file(self, client):
+        return os.path.join(self.path, hashlib.sha256(client.encode()).hexdigest()[:32] + ".npz")
+
+    def write(self, result, key):
+        """Commit one client's result (atomic: the part is whole or absent)."""
+        from ssgallery.formats.atomic import atomic_path
+
+        os.makedirs(self.path, exist_ok=True)
+        meta = {"client": result.client, "key": key, "intercept": float(result.intercept),
+                "threshold": float(result.threshold), "provenance": result.provenance,
+                "normalization": result.normalization, "row": result.row, "seconds": float(result.seconds)}
+        with atomic_path(self._file(result.client)) as tmp, open(tmp, "wb") as handle:
+            np.savez(handle, prototypes=np.asarray(result.prototypes, dtype=np.float64),
+                     beta=np.asarray(result.beta, dtype=np.float64),
+                     meta=np.array(json.dumps(meta, sort_keys=True)))
+
+    def read(self, client, key):
+        """The committed result of ``client`` if its key matches, else None."""
+        try:
+            with np.load(self._file(client), allow_pickle=False) as data:
+                meta = json.loads(str(data["meta"]))
+                if meta.get("key") != key or meta.get("client") != client:
+                    return None
+                return ClientResult(client=client, prototypes=data["prototypes"],
+                                    beta=data["beta"], intercept=meta["intercept"],
+                                    threshold=meta["threshold"],
+                                    provenance=meta["provenance"],
+                                    normalization=meta.get("normalization"), row=meta["row"],
+                                    seconds=meta["seconds"])
+        except (OSError, ValueError, KeyError, TypeError):  # absent or unreadable: redo it
+            return None
+
+    def count(self):
+        """Number of committed parts."""
+        with contextlib.suppress(OSError):
+            return sum(1 for n in os.listdir(self.path) if n.endswith(".npz"))
+        return 0
+
+    def remove(self):
+        """Remove the folder (after the gallery was written)."""
+        shutil.rmtree(self.path, ignore_errors=True)

@@ -1,0 +1,104 @@
+"""compress at scale: bounded impostor sets, parallel jobs identical to serial, resumable
+and incremental runs."""
+
+import h5py
+import numpy as np
+import pytest
+
+from ssgallery.app.compress import compress
+from ssgallery.app.enroll import enroll
+from ssgallery.app.training_sets import cohort_distances, subject_means, training_rows
+from ssgallery.errors import InputError
+
+
+def _arrays(path):
+    """Every client's arrays and numeric attrs of a gallery, for exact comparison."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        for cid, g in f["clients"].items():
+            out[cid] = {k: g[k][()] for k in g} | {
+                k: g.attrs[k] for k in ("intercept", "threshold")}
+    return out
+
+
+def assert_same_gallery(a, b):
+    A, B = _arrays(a), _arrays(b)
+    assert sorted(A) == sorted(B)
+    for cid in A:
+        for key in A[cid]:
+            np.testing.assert_array_equal(A[cid][key], B[cid][key], err_msg=f"{cid}/{key}")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from helpers import make_faces
+
+    root = tmp_path_factory.mktemp("scale")
+    faces = make_faces(str(root / "faces"), n_clients=10, n_images=5, seed=3)
+    enroll(faces, root / "e.h5")
+    return root / "e.h5"
+
+
+# ----------------------------------------------------------------- training sets
+def test_uncapped_rows_are_every_row_in_store_order():
+    codes = np.repeat(np.arange(5), 4)
+    rows, capped = training_rows(codes, 2, max_impostors=16)
+    assert not capped and rows.tolist() == list(range(20))
+    rows, capped = training_rows(codes, 2, max_impostors=0)
+    assert not capped and len(rows) == 20
+
+
+def test_sample_is_stratified_seeded_and_per_client():
+    codes = np.repeat(np.arange(30), [3 + (s % 4) for s in range(30)])
+    rows, capped = training_rows(codes, 7, max_impostors=40, seed=1, client_id="c07")
+    assert capped and np.all(np.diff(rows) > 0)
+    own = np.flatnonzero(codes == 7)
+    assert set(own) <= set(rows) and len(rows) == len(own) + 40
+    per_subject = np.bincount(codes[rows][codes[rows] != 7], minlength=30)
+    per_subject = np.delete(per_subject, 7)
+    assert per_subject.min() >= 1 and per_subject.max() - per_subject.min() <= 1  # 29 subjects
+    again, _ = training_rows(codes, 7, max_impostors=40, seed=1, client_id="c07")
+    np.testing.assert_array_equal(rows, again)
+    other, _ = training_rows(codes, 7, max_impostors=40, seed=2, client_id="c07")
+    assert not np.array_equal(rows, other)
+    few, _ = training_rows(codes, 7, max_impostors=10, seed=1, client_id="c07")
+    assert len(np.unique(codes[few])) == 11  # 10 impostor subjects, one image each
+
+
+def test_cohort_takes_the_nearest_subjects():
+    codes = np.repeat(np.arange(6), 3)
+    centres = np.array([0.0, 10.0, 1.0, 5.0, 2.0, 20.0])
+    F = (centres[codes] + np.tile([-0.1, 0.0, 0.1], 6))[:, None]
+    means = subject_means(codes, [(0, F[:7]), (7, F[7:])])
+    np.testing.assert_allclose(means[:, 0], centres)
+    rows, capped = training_rows(codes, 0, max_impostors=6, impostors="cohort",
+                                 subject_distance=cohort_distances(means))
+    assert capped and sorted(set(codes[rows])) == [0, 2, 4]  # the two nearest subjects
+
+
+# ----------------------------------------------------------------- compress
+def test_cap_recorded_in_provenance_and_uncapped_default(store, tmp_path):
+    from ssgallery.formats.gallery import read_gallery
+
+    s = compress(store, tmp_path / "cap.h5", m=1, clients="c01,c02", max_impostors=12,
+                 cv_folds=2)
+    prov = read_gallery(tmp_path / "cap.h5").clients["c01"].provenance
+    assert prov["n_impostor"] == 12 and prov["impostors_capped"]
+    assert prov["max_impostors"] == 12 and prov["impostors"] == "sample"
+    assert [r["n_impostor"] for r in s.clients] == [12, 12]
+    compress(store, tmp_path / "all.h5", m=1, clients="c01", cv_folds=2)
+    prov = read_gallery(tmp_path / "all.h5").clients["c01"].provenance
+    assert prov["n_impostor"] == 45 and not prov["impostors_capped"]
+    assert prov["max_impostors"] == 1000
+    with pytest.raises(InputError, match="impostors must be one of"):
+        compress(store, tmp_path / "x.h5", impostors="nearest")
+
+
+def test_jobs_2_gives_the_same_gallery_as_jobs_1(store, tmp_path):
+    opts = {"m": 2, "max_impostors": 20, "cv_folds": 3, "clients": "c00,c01,c02,c03,c04"}
+    one = compress(store, tmp_path / "one.h5", jobs=1, **opts)
+    two = compress(store, tmp_path / "two.h5", jobs=2, **opts)
+    assert_same_gallery(tmp_path / "one.h5", tmp_path / "two.h5")
+    assert [r["client"] for r in one.clients] == [r["client"] for r in two.clients]
+    cohort = compress(store, tmp_path / "cohort.h5", jobs=2, impostors="cohort", **opts)
+    assert all(r["n_impostor"] == 20 for r in cohort.clients)
