@@ -143,3 +143,14 @@ def test_synth_command(tmp_path):
     assert "already exists and is not empty" in res.output
     res = runner.invoke(main, ["synth", str(tmp_path / "t"), "--identities", "0"])
     assert res.exit_code == 2 and "x>=1" in res.output
+
+
+def test_parallel_synth_writes_the_same_files(tmp_path):
+    serial = sd.write_sample_data(tmp_path / "a", identities=30, images=2, probes=0)
+    parallel = sd.write_sample_data(tmp_path / "b", identities=30, images=2, probes=0, jobs=2)
+    assert [p.relative_to(tmp_path / "a") for p in serial] == \
+        [p.relative_to(tmp_path / "b") for p in parallel]
+    for a, b in zip(serial, parallel, strict=True):
+        assert a.read_bytes() == b.read_bytes()
+    with pytest.raises(SsgalleryError, match="jobs must be"):
+        sd.write_sample_data(tmp_path / "c", identities=2, jobs=0)

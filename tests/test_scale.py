@@ -102,3 +102,113 @@ def test_jobs_2_gives_the_same_gallery_as_jobs_1(store, tmp_path):
     assert [r["client"] for r in one.clients] == [r["client"] for r in two.clients]
     cohort = compress(store, tmp_path / "cohort.h5", jobs=2, impostors="cohort", **opts)
     assert all(r["n_impostor"] == 20 for r in cohort.clients)
+
+
+# ----------------------------------------------------------------- resumable, incremental
+def test_sigkilled_run_resumes_to_the_same_gallery(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers import make_faces
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=14, n_images=5, seed=5)
+    enroll(faces, tmp_path / "e.h5")
+    args = ["--store", str(tmp_path / "e.h5"), "--m", "2", "--cv-folds", "5"]
+    gallery, parts = tmp_path / "g.h5", tmp_path / "g.h5.parts"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, "-m", "ssgallery", "compress", *args,
+                             "-o", str(gallery)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    def committed():
+        return len([n for n in os.listdir(parts) if n.endswith(".npz")]) if parts.is_dir() else 0
+
+    try:
+        deadline = time.monotonic() + 120
+        while committed() < 2:
+            assert proc.poll() is None, "compress finished before it could be killed"
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not gallery.exists()  # killed: no gallery, only committed parts
+    n = committed()
+    assert 2 <= n < 14
+    resumed = compress(tmp_path / "e.h5", gallery, m=2, cv_folds=5, resume=True)
+    assert len(resumed.resumed) == n and len(resumed.trained) == 14 - n
+    assert not parts.exists()  # removed after the gallery was written
+    compress(tmp_path / "e.h5", tmp_path / "whole.h5", m=2, cv_folds=5)
+    assert_same_gallery(gallery, tmp_path / "whole.h5")
+
+
+def test_resume_ignores_parts_of_other_options(store, tmp_path):
+    from ssgallery.app.parts import PartsFolder
+
+    out = tmp_path / "g.h5"
+
+    def stop(client, done, total):
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        compress(store, out, m=1, cv_folds=2, clients="c00,c01,c02", progress=stop)
+    assert PartsFolder(out).count() == 2
+    s = compress(store, out, m=2, cv_folds=2, clients="c00,c01,c02", resume=True)
+    assert s.resumed == [] and len(s.trained) == 3  # other options: nothing reused
+
+
+def test_update_trains_only_new_clients_and_names_stale_ones(tmp_path):
+    import shutil
+
+    from helpers import make_faces
+
+    from ssgallery.formats.gallery import read_gallery
+
+    faces = tmp_path / "faces"
+    make_faces(str(tmp_path / "all"), n_clients=8, n_images=5, seed=9)
+    faces.mkdir()
+    for c in range(6):
+        shutil.copytree(tmp_path / "all" / f"c{c:02d}", faces / f"c{c:02d}")
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+    enroll(faces, store)
+    compress(store, gallery, m=1, cv_folds=2)
+    before = _arrays(gallery)
+    for c in (6, 7):
+        shutil.copytree(tmp_path / "all" / f"c{c:02d}", faces / f"c{c:02d}")
+    enroll(faces, store, add=True)  # the matcher basis is kept
+    s = compress(store, gallery, m=1, cv_folds=2, update=True)
+    assert s.trained == ["c06", "c07"] and s.kept == [f"c{c:02d}" for c in range(6)]
+    after = _arrays(gallery)
+    assert sorted(after) == [f"c{c:02d}" for c in range(8)]
+    for cid, arrays in before.items():  # copied, not retrained
+        for key, value in arrays.items():
+            np.testing.assert_array_equal(after[cid][key], value)
+    assert read_gallery(gallery).clients["c07"].provenance["n_impostor"] == 35
+    enroll(faces, store)  # refit: a new basis
+    with pytest.raises(InputError, match="matcher basis changed.*stale clients: c00, c01"):
+        compress(store, gallery, m=1, cv_folds=2, update=True)
+
+
+# ----------------------------------------------------------------- Dask
+def test_dask_local_cluster_gives_the_serial_gallery(store, tmp_path, monkeypatch):
+    pytest.importorskip("distributed", reason="the 'distributed' extra is not installed")
+    from distributed import LocalCluster
+
+    opts = {"m": 2, "max_impostors": 20, "cv_folds": 3, "clients": "c00,c01,c02,c03"}
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        s = compress(store, tmp_path / "dask.h5", scheduler=cluster.scheduler_address, **opts)
+    assert s.scheduler == cluster.scheduler_address
+    compress(store, tmp_path / "serial.h5", **opts)
+    assert_same_gallery(tmp_path / "dask.h5", tmp_path / "serial.h5")
+    from ssgallery.app import parallel
+
+    monkeypatch.setattr(parallel, "CONNECT_TIMEOUT", "2s")
+    with pytest.raises(InputError, match="cannot reach the Dask scheduler"):
+        compress(store, tmp_path / "x.h5", scheduler="tcp://127.0.0.1:9", **opts)

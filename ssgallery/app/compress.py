@@ -40,6 +40,7 @@ from ssgallery.app.training_sets import (
 from ssgallery.errors import InputError, NotRenderableError, SsgalleryError
 from ssgallery.learn.defaults import DEFAULT_LAM
 from ssgallery.learn.supersparse import resolve_init
+from ssgallery.learn.threads import single_threaded_blas
 
 FEATURE_BUDGET = 256 * 2**20  # bytes: features of every image kept in memory below this
 CHUNK = 1024  # images per read/transform chunk
@@ -278,6 +279,7 @@ def _write(plan, gallery_path, store_path, results, force=False, key=None):
                          "basis_stale": bool(store.basis_stale)}, force=force)
 
 
+@single_threaded_blas()
 def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=0.01,
              target_far=0.01, lam=DEFAULT_LAM, solver="varpro", init="auto", clients=None,
              cv_folds=N_FOLDS, random_state=0, progress=None, max_iter=MAX_ITER,

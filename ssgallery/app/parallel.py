@@ -9,6 +9,8 @@ backend or the number of workers; the caller alone writes files.
 
 from ssgallery.errors import InputError
 
+CONNECT_TIMEOUT = "20s"  # to reach a Dask scheduler
+
 
 def check_backend(n_jobs, scheduler):
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
@@ -52,17 +54,20 @@ def _run_dask(func, jobs, address):
         raise InputError("a Dask scheduler needs the 'distributed' extra: "
                          "pip install 'ssgallery[distributed]'") from None
     try:
-        client = Client(address, timeout="20s", set_as_default=False)
+        client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
     except (OSError, TimeoutError) as exc:
         raise InputError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     try:
         window = 2 * max(1, sum(client.nthreads().values()))
         jobs = iter(jobs)
-        pending = as_completed()
+        first = []
         for job in jobs:
-            pending.add(client.submit(func, job, pure=False))
-            if pending.count() >= window:
+            first.append(client.submit(func, job, pure=False))
+            if len(first) >= window:
                 break
+        if not first:
+            return
+        pending = as_completed(first, loop=client.loop)
         for future in pending:
             result = future.result()
             future.release()

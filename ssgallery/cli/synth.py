@@ -12,10 +12,12 @@ import click
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option("--probes", type=click.IntRange(min=0), default=2, show_default=True,
               help="Probe images per probe identity (c01..c03 and two unknown people).")
+@click.option("--jobs", type=click.IntRange(min=-1), default=1, show_default=True,
+              metavar="N", help="Render in N processes (-1: one per core).")
 @click.option("--force", is_flag=True, help="Replace an existing faces/ and probes/.")
 @click.option("--check", is_flag=True,
               help="Then print the full SVM's EER on the new faces (5 repetitions).")
-def command(out, identities, images, seed, probes, force, check):
+def command(out, identities, images, seed, probes, jobs, force, check):
     """Generate synthetic grey-scale faces (92x112) into OUT/faces and OUT/probes.
 
     Deterministic from --seed. OUT/faces/<client>/NN.png is the layout `enroll`
@@ -26,13 +28,14 @@ def command(out, identities, images, seed, probes, force, check):
     Examples:
       ssgallery synth faces_demo                       # 20 identities x 10 images
       ssgallery synth big --identities 100 --images 8 --seed 3
+      ssgallery synth huge --identities 10000 --images 6 --jobs 2   # a few minutes
     """
     from pathlib import Path
 
     from ssgallery.app.synth import difficulty, write_sample_data
 
     files = write_sample_data(out, identities=identities, images=images, seed=seed,
-                              probes=probes, force=force)
+                              probes=probes, force=force, jobs=jobs)
     click.echo(f"wrote {len(files)} files to {out}")
     if check:
         r = difficulty(Path(out) / "faces")

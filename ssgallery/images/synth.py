@@ -79,10 +79,24 @@ def _ellipse(u, v, cx, cy, a, b):
     return (np.sqrt(((u - cx) / a) ** 2 + ((v - cy) / b) ** 2) - 1.0) * np.minimum(a, b)
 
 
+_REACH = 15.0  # canonical pixels: beyond this a stroke's coverage is < 1e-5 (no grey level)
+
+
 def _curve(u, v, xs, ys, half_width):
-    """Signed distance to a thick polyline through points (xs, ys) (dense sampling)."""
-    d2 = (u[..., None] - xs) ** 2 + (v[..., None] - ys) ** 2
-    return np.sqrt(d2.min(-1)) - half_width
+    """Signed distance to a thick polyline through points (xs, ys) (dense sampling).
+
+    Computed only near the polyline (within :data:`_REACH` of its bounding box, where
+    the anti-aliased coverage is not ~0); +inf elsewhere (coverage 0)."""
+    xs, ys = np.asarray(xs, dtype=float), np.broadcast_to(np.asarray(ys, dtype=float),
+                                                          np.shape(xs))
+    reach = _REACH + half_width
+    near = ((u > xs.min() - reach) & (u < xs.max() + reach)
+            & (v > ys.min() - reach) & (v < ys.max() + reach))
+    out = np.full(u.shape, np.inf)
+    un, vn = u[near], v[near]
+    d2 = (un[:, None] - xs) ** 2 + (vn[:, None] - ys) ** 2
+    out[near] = np.sqrt(d2.min(-1)) - half_width
+    return out
 
 
 def _paint(img, alpha, tone):
@@ -246,8 +260,31 @@ probes/                images that are not in faces/:
 """
 
 
+def _identities_pngs(seed, start, stop, images):
+    """PNG bytes of every gallery image of identities start..stop-1 (one parallel job)."""
+    return [[_png_bytes(face_image(seed, i, k)) for k in range(images)]
+            for i in range(start, stop)]
+
+
+def _all_identity_pngs(seed, identities, images, jobs):
+    """Yield the PNG bytes of each identity in order; ``jobs`` > 1 renders them in that
+    many processes (joblib), in blocks of identities."""
+    block = 25
+    starts = range(0, identities, block)
+    if jobs == 1 or identities <= block:
+        for start in starts:
+            yield from _identities_pngs(seed, start, min(start + block, identities), images)
+        return
+    from joblib import Parallel, delayed
+
+    run = Parallel(n_jobs=jobs, return_as="generator", pre_dispatch="2*n_jobs")
+    for out in run(delayed(_identities_pngs)(seed, s, min(s + block, identities), images)
+                   for s in starts):
+        yield from out
+
+
 def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2,
-                      force=False):
+                      force=False, jobs=1):
     """Write ``out/faces``, ``out/probes`` and ``out/README.txt``.
 
     The two folders are built beside their final place and renamed into it, so a crash
@@ -255,6 +292,8 @@ def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2
     ``force``. Returns the list of written files (Paths).
     """
     _check_counts(identities, images, probes)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
+        raise SsgalleryError(f"synth: jobs must be a positive integer or -1, got {jobs!r}")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError("exists and is not a folder", path=out)
@@ -271,11 +310,12 @@ def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2
     written = []
     try:
         faces_tmp = tmp[out / "faces"]
-        for i, name in enumerate(client_names(identities)):
+        pngs = _all_identity_pngs(seed, identities, images, jobs)
+        for name, data in zip(client_names(identities), pngs, strict=True):
             (faces_tmp / name).mkdir()
-            for k in range(images):
+            for k, png in enumerate(data):
                 f = faces_tmp / name / f"{k + 1:02d}.png"
-                f.write_bytes(_png_bytes(face_image(seed, i, k)))
+                f.write_bytes(png)
                 written.append(out / "faces" / name / f.name)
         for fname, arr in probe_images(identities, seed, probes).items():
             (tmp[out / "probes"] / fname).write_bytes(_png_bytes(arr))
