@@ -5,6 +5,7 @@ ssgallery only through it, exactly like a third-party program::
 
     ssgallery-ebgm --probe-list A.txt --gallery-list B.txt [--out S.txt]
     ssgallery-ebgm --describe
+    ssgallery-ebgm --serve       # persistent mode: JSON-line requests on stdin/stdout
 
 Lists hold one image path per line (.pgm/.png/.jpg read with Pillow as 8-bit grey, or a
 float ``.npy`` of shape (H, W) on the [0, 255] scale). The output is the |A| x |B|
@@ -26,7 +27,7 @@ from .gabor import responses
 from .graph import GraphMatcher
 
 PROG = "ssgallery-ebgm"
-DESCRIPTION = {"kind": "similarity", "symmetric": False, "range": [-1.0, 1.0]}
+DESCRIPTION = {"kind": "similarity", "symmetric": False, "range": [-1.0, 1.0], "serve": True}
 
 
 class EbgmError(Exception):
@@ -158,6 +159,10 @@ def _parser():
     p.add_argument("--gallery-list", help="text file, one gallery image path per line")
     p.add_argument("--out", help="write the |probes| x |gallery| matrix here (default stdout)")
     p.add_argument("--describe", action="store_true", help="print the matcher's JSON description")
+    p.add_argument("--serve", action="store_true",
+                   help="persistent mode: read one JSON request per line on stdin "
+                   '({"probe_list", "gallery_list", "out"}), write the matrix to "out" and '
+                   'answer {"ok": true} or {"error": ...} on stdout; exit at end of input')
     p.add_argument("--cache-dir", help="keep the Gabor responses of image files (not .npy) here "
                    "across calls, keyed by content (3.3 MB per 92x112 image)")
     return p
@@ -177,29 +182,57 @@ def _keep_heap():
         pass
 
 
+def _answer(probe_list, gallery_list, out, cache_dir):
+    """Score the lists; write the matrix to ``out`` (atomically) or stdout."""
+    S = score_files(read_list(probe_list), read_list(gallery_list), cache_dir=cache_dir)
+    text = format_matrix(S)
+    if out:
+        tmp = out + ".tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, out)
+        except OSError as exc:
+            raise EbgmError(f"cannot write {out}: {exc.strerror or exc}") from None
+    else:
+        sys.stdout.write(text)
+
+
+def serve(stdin, stdout, cache_dir=None):
+    """The persistent mode: one JSON request per input line, one JSON answer per line."""
+    for line in stdin:
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+            if not isinstance(req, dict) or not req.get("out"):
+                raise EbgmError("a request needs probe_list, gallery_list and out")
+            _answer(req.get("probe_list"), req.get("gallery_list"), req["out"], cache_dir)
+            reply = {"ok": True}
+        except (EbgmError, ValueError, TypeError) as exc:
+            reply = {"error": " ".join(str(exc).split())}
+        stdout.write(json.dumps(reply) + "\n")
+        stdout.flush()
+    return 0
+
+
 def main(argv=None):
     """Console entry point; returns the exit status."""
     args = _parser().parse_args(argv)
     if args.describe:
         print(json.dumps(DESCRIPTION))
         return 0
+    if args.serve:
+        _keep_heap()
+        try:
+            return serve(sys.stdin, sys.stdout, args.cache_dir)
+        except KeyboardInterrupt:
+            return 130
     if not args.probe_list or not args.gallery_list:
         _parser().error("--probe-list and --gallery-list are required (or --describe)")
     _keep_heap()
     try:
-        S = score_files(read_list(args.probe_list), read_list(args.gallery_list),
-                        cache_dir=args.cache_dir)
-        text = format_matrix(S)
-        if args.out:
-            tmp = args.out + ".tmp"
-            try:
-                with open(tmp, "w", encoding="utf-8") as handle:
-                    handle.write(text)
-                os.replace(tmp, args.out)
-            except OSError as exc:
-                raise EbgmError(f"cannot write {args.out}: {exc.strerror or exc}") from None
-        else:
-            sys.stdout.write(text)
+        _answer(args.probe_list, args.gallery_list, args.out, args.cache_dir)
     except EbgmError as exc:
         print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2

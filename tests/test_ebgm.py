@@ -90,7 +90,8 @@ def test_cli_contract_with_out_and_stdout(images, tmp_path, capsys):
     lst = write_list(tmp_path / "a list.txt", images[:3])
     assert main(["--describe"]) == 0
     desc = json.loads(capsys.readouterr().out)
-    assert desc == {"kind": "similarity", "symmetric": False, "range": [-1.0, 1.0]}
+    assert desc == {"kind": "similarity", "symmetric": False, "range": [-1.0, 1.0],
+                    "serve": True}
     assert main(["--probe-list", lst, "--gallery-list", lst]) == 0
     printed = np.loadtxt(capsys.readouterr().out.splitlines())
     out = tmp_path / "S.txt"
@@ -200,3 +201,24 @@ def test_att_enroll_compress_verify_with_the_ebgm_program(tmp_path, att_faces):
     assert log.read_text().split("\n")[:-1] == ["describe", "6 2"]
     run = cli("verify", probes[0], "--claim", "nobody")
     assert run.returncode == 2 and "\n" not in run.stderr.strip()
+
+
+def test_serve_answers_requests_until_end_of_input(images, tmp_path):
+    import io
+
+    from ssgallery_ebgm import serve
+
+    lst = write_list(tmp_path / "a.txt", images[:3])
+    requests = [{"probe_list": lst, "gallery_list": lst, "out": str(tmp_path / "S1.txt")},
+                {"probe_list": str(tmp_path / "none.txt"), "gallery_list": lst,
+                 "out": str(tmp_path / "S2.txt")}, "not json"]
+    stdin = io.StringIO("".join((r if isinstance(r, str) else json.dumps(r)) + "\n"
+                                for r in requests))
+    stdout = io.StringIO()
+    assert serve(stdin, stdout) == 0
+    replies = [json.loads(line) for line in stdout.getvalue().splitlines()]
+    assert replies[0] == {"ok": True} and "cannot read list" in replies[1]["error"]
+    assert "error" in replies[2] and len(replies) == 3
+    assert main(["--probe-list", lst, "--gallery-list", lst, "--out",
+                 str(tmp_path / "S0.txt")]) == 0
+    np.testing.assert_array_equal(np.loadtxt(tmp_path / "S1.txt"), np.loadtxt(tmp_path / "S0.txt"))

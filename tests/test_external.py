@@ -269,3 +269,42 @@ def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
     assert list(tmp.iterdir()) == []
     assert _group_gone(int(pidfile.read_text().split()[0]))
     assert not gallery.exists()
+
+
+SERVE_MAD = [sys.executable, str(HERE / "serve_mad.py")]
+
+
+def test_persistent_mode_starts_the_program_once(tmp_path, monkeypatch):
+    log = tmp_path / "log"
+    monkeypatch.setenv("MAD_SERVE_LOG", str(log))
+    served = fitted(SERVE_MAD)  # fitting a distance scores once (its scale)
+    oneshot = fitted(SERVE_MAD, serve=False)
+    log.unlink()
+    X = faces(5, seed=1).reshape(5, -1)
+    sims = [served.similarity()(X[i:i + 2], X) for i in range(3)]
+    assert served.n_calls_ == 1 + 3 and served.n_starts_ == 1
+    for i, S in enumerate(sims):
+        np.testing.assert_allclose(S, oneshot.similarity()(X[i:i + 2], X), rtol=1e-12)
+    assert oneshot.n_starts_ == oneshot.n_calls_ == 1 + 3
+    events = log.read_text().split()
+    assert events.count("start") == 3 and events.count("request") == 3 + 3
+    # a served program that dies is restarted on the next call
+    served._server.proc.kill()
+    served._server.proc.wait()
+    served._cache.clear()
+    np.testing.assert_allclose(served.similarity()(X[:2], X), sims[0], rtol=1e-12)
+    assert served.n_starts_ == 2
+    served.close()
+    assert served._server is None
+
+
+def test_persistent_mode_reports_failures(tmp_path):
+    served = fitted(SERVE_MAD)
+    bad = tmp_path / "missing.txt"
+    from ssgallery.matchers.serve import MatcherServer
+
+    server = MatcherServer(served._resolve(), served.program)
+    with pytest.raises(MatcherError, match="failed: .*missing.txt"):
+        server.request(str(bad), str(bad), str(tmp_path / "out.txt"), timeout=30)
+    server.close()
+    assert not server.alive()

@@ -212,3 +212,26 @@ def test_dask_local_cluster_gives_the_serial_gallery(store, tmp_path, monkeypatc
     monkeypatch.setattr(parallel, "CONNECT_TIMEOUT", "2s")
     with pytest.raises(InputError, match="cannot reach the Dask scheduler"):
         compress(store, tmp_path / "x.h5", scheduler="tcp://127.0.0.1:9", **opts)
+
+
+# ----------------------------------------------------------------- black-box matchers
+def test_served_external_matcher_same_gallery_far_fewer_program_runs(tmp_path):
+    import sys
+    from pathlib import Path
+
+    from helpers import make_faces
+
+    serve_mad = [sys.executable, str(Path(__file__).parent / "matchers" / "serve_mad.py")]
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=3, seed=2,
+                       shape=(16, 12))
+    runs = {}
+    for serve in (True, False):
+        store = tmp_path / f"e{serve}.h5"
+        enroll(faces, store, matcher="external",
+               matcher_options={"command": serve_mad, "serve": serve})
+        s = compress(store, tmp_path / f"g{serve}.h5", m=1, cv_folds=0, max_iter=2)
+        runs[serve] = s.program_runs
+    assert_same_gallery(tmp_path / "gTrue.h5", tmp_path / "gFalse.h5")
+    # enroll's matcher may have started the shared program already: at most one start
+    assert runs[True]["starts"] <= 1 and runs[False]["starts"] == runs[False]["calls"]
+    assert runs[False]["starts"] >= 10 and runs[True]["calls"] == runs[False]["calls"]

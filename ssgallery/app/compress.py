@@ -70,6 +70,7 @@ class CompressSummary:
     resumed: list = None  # clients read from committed parts (resume)
     jobs: int = 1
     scheduler: str = None
+    program_runs: dict = None  # external matcher in this process: {"starts", "calls"}
 
     def to_dict(self):
         return dict(self.__dict__)
@@ -379,6 +380,9 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
         if n:
             raise CompressInterrupted(parts.path, n) from None
         raise
+    finally:
+        if hasattr(plan.matcher, "close"):  # a served external program
+            plan.matcher.close()
     _write(plan, gallery_path, store_path, results, force, key)
     parts.remove()
     order = [c for c in plan.todo] + [c for c in sorted(results) if c not in plan.todo]
@@ -389,7 +393,15 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
                            clients=[results[c].row | {"seconds": results[c].seconds}
                                     for c in order],
                            basis_stale=bool(plan.store.basis_stale), trained=todo, kept=kept,
-                           resumed=resumed, jobs=jobs, scheduler=scheduler)
+                           resumed=resumed, jobs=jobs, scheduler=scheduler,
+                           program_runs=_program_runs(plan.matcher, jobs, scheduler))
+
+
+def _program_runs(matcher, jobs, scheduler):
+    """Program starts and scoring calls of an external matcher run in this process."""
+    if not hasattr(matcher, "n_starts_") or jobs != 1 or scheduler is not None:
+        return None
+    return {"starts": int(matcher.n_starts_), "calls": int(matcher.n_calls_)}
 
 
 def _resume_one(parts, client, key, results):

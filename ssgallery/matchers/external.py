@@ -6,7 +6,11 @@
         lists: one path per line (.pgm/.png, or float32 .npy for prototypes)
         S.txt: |A| x |B| whitespace-separated similarity matrix in list order; exit 0
     PROGRAM --describe
-        {"kind": "similarity"|"distance", "symmetric": bool, "range": [lo, hi]}
+        {"kind": "similarity"|"distance", "symmetric": bool, "range": [lo, hi],
+         "serve": bool (optional)}
+    PROGRAM --serve   (only when --describe says "serve": true)
+        started once; answers the same requests as JSON lines on stdin/stdout
+        (:mod:`ssgallery.matchers.serve`)
 
 The program is named by the host that runs ssgallery (:mod:`ssgallery.matchers.host`:
 an option, ``$SSGALLERY_MATCHER_CMD`` or a configuration file), never by a store or a
@@ -133,21 +137,54 @@ class ExternalMatcher(Matcher):
     image_shape : tuple of int
         (H, W) of the images it was fitted on.
     n_calls_, n_pairs_, n_cached_ : int
-        Program runs, pairs scored by the program, pairs answered by the cache.
+        Scoring calls of the program (runs, or requests to the served program), pairs
+        scored by the program, pairs answered by the cache.
+    n_starts_ : int
+        Program processes started (``--describe`` excluded): one per scoring call in
+        one-shot mode, one per ssgallery process in persistent mode.
     """
 
     name = "external"
 
     def __init__(self, command=None, timeout_base=60.0, timeout_per_pair=0.01, cache_dir=None,
-                 distance_scale=None):
+                 distance_scale=None, serve=True):
         self.command = command
         self.timeout_base = timeout_base
         self.timeout_per_pair = timeout_per_pair
         self.cache_dir = cache_dir
         self.distance_scale = distance_scale
-        self.n_calls_ = self.n_pairs_ = self.n_cached_ = 0
+        self.serve = serve
+        self.n_calls_ = self.n_pairs_ = self.n_cached_ = self.n_starts_ = 0
         self._cache = {}
         self._contract_checked = True  # False once rebuilt from a file (from_state)
+        self._server = None
+
+    def __getstate__(self):  # a worker process starts its own program
+        state = dict(self.__dict__)
+        state["_server"] = None
+        return state
+
+    def close(self):
+        """Stop the served program, if one runs (it is also stopped at exit)."""
+        if self._server is not None:
+            from ssgallery.matchers.serve import close_shared
+
+            close_shared(self.argv)
+            self._server = None
+
+    def _serves(self):
+        """True when the program is to be used in persistent mode."""
+        return bool(self.serve) and self._offers()
+
+    def _offers(self):
+        """True when the program's ``--describe`` says ``"serve": true`` (asked once)."""
+        if getattr(self, "serve_offered_", None) is None:
+            out = self.run(["--describe"])
+            try:
+                self.serve_offered_ = bool(json.loads(out.decode("utf-8")).get("serve", False))
+            except (ValueError, AttributeError):
+                self.serve_offered_ = False
+        return self.serve_offered_
 
     # -- the program -----------------------------------------------------------------
     @property
@@ -234,6 +271,7 @@ class ExternalMatcher(Matcher):
                 or not desc["range"][0] < desc["range"][1]:
             raise MatcherError(f"matcher {self.program} --describe: range must be [lo, hi] "
                                "with lo < hi")
+        self.serve_offered_ = raw.get("serve") is True
         return desc, contract_digest(raw, self.get_config())
 
     def describe(self):
@@ -272,8 +310,19 @@ class ExternalMatcher(Matcher):
                     handle.writelines(os.path.abspath(p) + "\n" for p in paths)
             out_path = os.path.join(tmp, "scores.txt")
             self._check_contract()
-            stdout = self.run(["--probe-list", lists[0], "--gallery-list", lists[1],
-                               "--out", out_path], n_pairs=shape[0] * shape[1])
+            n_pairs = shape[0] * shape[1]
+            if self._serves():
+                from ssgallery.matchers.serve import shared_server
+
+                stdout = b""
+                self._server, started = shared_server(self._resolve(), self.program)
+                self.n_starts_ += int(started)
+                self._server.request(lists[0], lists[1], out_path, timeout=float(
+                    self.timeout_base) + float(self.timeout_per_pair) * n_pairs)
+            else:
+                stdout = self.run(["--probe-list", lists[0], "--gallery-list", lists[1],
+                                   "--out", out_path], n_pairs=n_pairs)
+                self.n_starts_ += 1
             self.n_calls_ += 1
             self.n_pairs_ += shape[0] * shape[1]
             if os.path.lexists(out_path):
@@ -417,7 +466,7 @@ class ExternalMatcher(Matcher):
         return {"timeout_base": float(self.timeout_base),
                 "timeout_per_pair": float(self.timeout_per_pair),
                 "distance_scale": None if self.distance_scale is None
-                else float(self.distance_scale)}
+                else float(self.distance_scale), "serve": bool(self.serve)}
 
     def get_state(self):
         self._check_fitted()
@@ -428,7 +477,7 @@ class ExternalMatcher(Matcher):
                 "range": np.asarray(desc["range"], dtype=float),
                 "conversion": "exp(-d/scale)" if kind == "distance" else "identity",
                 "distance_scale": float(self._scale()),
-                "contract_sha256": self.contract_sha256_}
+                "contract_sha256": self.contract_sha256_, "serve_offered": int(self._offers())}
 
     @classmethod
     def from_state(cls, config, state):
@@ -439,7 +488,8 @@ class ExternalMatcher(Matcher):
                        timeout_per_pair=_positive(config.get("timeout_per_pair", 0.01),
                                                   allow_zero=True),
                        distance_scale=None if config.get("distance_scale") is None
-                       else _positive(config["distance_scale"]))
+                       else _positive(config["distance_scale"]),
+                       serve=bool(config.get("serve", True)))
             self.image_shape = tuple(int(s) for s in np.asarray(state["image_shape"]))
             self.description_ = {"kind": _as_str(state["kind"]),
                                  "symmetric": bool(np.asarray(state["symmetric"])),
@@ -447,6 +497,8 @@ class ExternalMatcher(Matcher):
             self.distance_scale_ = _positive(np.asarray(state["distance_scale"]))
             self.contract_sha256_ = _as_str(state["contract_sha256"])
             self._contract_checked = False
+            if "serve_offered" in state:  # files written before the persistent mode: ask
+                self.serve_offered_ = bool(np.asarray(state["serve_offered"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise MatcherError(f"external matcher state is incomplete or insane: {exc}") \
                 from None

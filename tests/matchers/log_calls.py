@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Contract-transparent wrapper: ``log_calls.py PROGRAM [ARGS]`` appends one line per
-run to $MATCHER_LOG ("describe", or "|A| |B|" list sizes), then becomes PROGRAM."""
+run to $MATCHER_LOG ("describe", or "|A| |B|" list sizes), then becomes PROGRAM. It
+offers the one-shot contract only (it removes "serve" from the description), so that
+every scoring call is one logged run."""
 import itertools
+import json
 import os
+import subprocess
 import sys
 
 
@@ -16,6 +20,9 @@ opts = dict(itertools.pairwise(args))
 with open(os.environ["MATCHER_LOG"], "a", encoding="utf-8") as log:
     if "--describe" in args:
         log.write("describe\n")
+        desc = json.loads(subprocess.run(args, capture_output=True, check=True).stdout)
+        desc.pop("serve", None)
+        sys.exit(print(json.dumps(desc)))
     else:
         log.write(f"{count(opts['--probe-list'])} {count(opts['--gallery-list'])}\n")
 os.execvp(args[0], args)
