@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ssgallery.app.client_training import (  # noqa: F401  (threshold_at_far: public here)
+from ssgallery.app.client_training import (  # noqa: F401  (threshold_*: public here)
     MAX_ITER,
     N_FOLDS,
     ClientJob,
     threshold_at_far,
+    threshold_folds,
     train_job,
 )
 from ssgallery.app.parallel import check_backend, run_jobs
