@@ -229,7 +229,8 @@ def test_served_external_matcher_same_gallery_far_fewer_program_runs(tmp_path):
         store = tmp_path / f"e{serve}.h5"
         enroll(faces, store, matcher="external",
                matcher_options={"command": serve_mad, "serve": serve})
-        s = compress(store, tmp_path / f"g{serve}.h5", m=1, cv_folds=0, max_iter=2)
+        s = compress(store, tmp_path / f"g{serve}.h5", m=1, cv_folds=0, max_iter=2,
+                     matcher_cmd=serve_mad)
         runs[serve] = s.program_runs
     assert_same_gallery(tmp_path / "gTrue.h5", tmp_path / "gFalse.h5")
     # enroll's matcher may have started the shared program already: at most one start
