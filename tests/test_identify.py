@@ -122,3 +122,25 @@ def test_identify_with_a_signing_key(tmp_path):
     other.write_bytes(b"o" * 32)
     res = runner.invoke(main, ["identify", probe, "--gallery", path, "--key-file", str(other)])
     assert res.exit_code == 2 and "IDENTIFIED" not in res.output
+
+
+def test_identify_never_searches_a_non_face(gallery, tmp_path):
+    from helpers import write_non_faces
+
+    non_faces = write_non_faces(str(tmp_path / "nonfaces"))
+    genuine = str(PROBES / "c03_genuine_1.png")
+    runner = CliRunner()
+    for name, path in non_faces.items():
+        res = runner.invoke(main, ["identify", genuine, path, "--gallery", gallery, "--json"])
+        assert res.exit_code == 3, (name, res.output)  # nobody unknown, one FTA
+        first, second = json.loads(res.stdout)["results"]
+        assert first["identified"] == "c03" and not first["failed_to_acquire"]
+        assert second["failed_to_acquire"] and second["identified"] is None, name
+        assert second["candidates"] == [] and second["reason"]
+    res = runner.invoke(main, ["identify", non_faces["black"], "--gallery", gallery])
+    assert res.exit_code == 3 and "FAILURE-TO-ACQUIRE" in res.output
+    # an unknown person in the open set outranks a failure to acquire: exit 1
+    res = runner.invoke(main, ["identify", str(PROBES / "unknown1_1.png"), non_faces["white"],
+                               "--gallery", gallery, "--open-set", "--json"])
+    found = json.loads(res.stdout)["results"]
+    assert res.exit_code == (1 if found[0]["identified"] is None else 3)

@@ -5,7 +5,9 @@ stacked search index (:mod:`ssgallery.formats.search_index`): N x m matches per 
 Candidates are ranked on Z-normalised scores when every client has its normalisation
 (so that scores of different clients are comparable), else on raw scores; the output
 says which. In the open set, the top candidate is reported only when its raw score
-passes that client's own verification threshold; otherwise the probe is "unknown".
+passes that client's own verification threshold; otherwise the probe is "unknown". A
+probe that is not a usable face (:func:`ssgallery.app.verify.failures_to_acquire`) is
+never searched: it is a failure to acquire.
 
 On a light path like ``verify``: numpy, h5py, PIL and the matcher only.
 """
@@ -35,15 +37,27 @@ class Candidate:
 
 @dataclass
 class IdentifyResult:
-    """One probe's search result: ``identified`` is a client id or None (unknown)."""
+    """One probe's search result: ``identified`` is a client id or None (unknown, or a
+    failure to acquire: then ``reason`` says why and there are no candidates)."""
 
     probe: str
     identified: object
     candidates: list = field(default_factory=list)
+    failed_to_acquire: bool = False
+    reason: str = None
 
     def to_dict(self):
         return {"probe": self.probe, "identified": self.identified,
+                "failed_to_acquire": self.failed_to_acquire, "reason": self.reason,
                 "candidates": [c.to_dict() for c in self.candidates]}
+
+
+def exit_status(results):
+    """The batch rule of ``identify``, as ``verify``'s: 1 if any probe is unknown, else 3
+    if any failed to acquire, else 0 (every probe identified)."""
+    if any(r.identified is None and not r.failed_to_acquire for r in results):
+        return 1
+    return 3 if any(r.failed_to_acquire for r in results) else 0
 
 
 def rank_clients(index, scores, top):
@@ -98,7 +112,7 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
     ranking : str
         ``"znorm"`` when candidates are ranked on Z-normalised scores, else ``"raw"``.
     """
-    from ssgallery.app.verify import host_settings
+    from ssgallery.app.verify import failures_to_acquire, host_settings
     from ssgallery.formats.gallery import read_search
     from ssgallery.images.ingest import default_warn, load_image_list
 
@@ -111,15 +125,20 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
     if index.n_clients == 0:
         raise InputError("the gallery has no clients", path=gallery_path)
     h, w = (int(v) for v in header["image_shape"])
-    images = load_image_list(probes, size=(w, h), strict=strict, warn=warn or default_warn)
-    features = matcher.transform(np.asarray(images, dtype=np.float32))
-    scores = index.decision_function(features, matcher.similarity())
-    results = []
-    for probe, candidates in zip(probes, rank_clients(index, scores, top)):
-        best = candidates[0]
-        found = best.client if (best.passes or not open_set) else None
-        results.append(IdentifyResult(probe=probe, identified=found, candidates=candidates))
+    images, sizes = load_image_list(probes, size=(w, h), strict=strict,
+                                    warn=warn or default_warn, return_sizes=True)
+    fta, _, reasons = failures_to_acquire(matcher, images, sizes)  # never searched
+    results = [IdentifyResult(probe=p, identified=None, failed_to_acquire=True, reason=why)
+               for p, why in zip(probes, reasons)]
+    if not fta.all():
+        features = matcher.transform(np.asarray(images[~fta], dtype=np.float32))
+        scores = index.decision_function(features, matcher.similarity())
+        for i, candidates in zip(np.flatnonzero(~fta), rank_clients(index, scores, top)):
+            best = candidates[0]
+            found = best.client if (best.passes or not open_set) else None
+            results[i] = IdentifyResult(probe=probes[i], identified=found,
+                                        candidates=candidates)
     return results, ("znorm" if index.normalized else "raw")
 
 
-__all__ = ["Candidate", "IdentifyResult", "identify", "rank_clients"]
+__all__ = ["Candidate", "IdentifyResult", "exit_status", "identify", "rank_clients"]

@@ -1,5 +1,6 @@
 """``ssgallery identify``: who is this, if anyone? Exit 0 if every probe is identified,
-1 if any is unknown (open set), 2 on error."""
+1 if any is unknown (open set), 3 if none is unknown but a probe failed to acquire, 2 on
+error (the rule of ``verify``)."""
 
 import click
 
@@ -31,7 +32,9 @@ def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, key
     client's Z-normalisation when the gallery has it (the output says "ranking:
     znorm" or "ranking: raw"). With --open-set, a probe whose best candidate does not
     pass that client's verification threshold is "unknown".
-    Exit status: 0 every probe identified, 1 some unknown, 2 error.
+    A probe that is not a usable face is a FAILURE-TO-ACQUIRE and is never searched.
+    Exit status: 0 every probe identified, 1 some unknown, 3 none unknown but some
+    failed to acquire, 2 error.
 
     \b
     Examples:
@@ -39,7 +42,7 @@ def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, key
       ssgallery identify probes/*.png --top 3 --open-set
       ssgallery identify --list probes.txt --gallery site.h5 --json
     """
-    from ssgallery.app.identify import identify
+    from ssgallery.app.identify import exit_status, identify
     from ssgallery.app.verify import read_probe_list
     from ssgallery.errors import InputError
 
@@ -54,22 +57,25 @@ def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, key
 
     results, ranking = identify(gallery, paths, top=top, open_set=open_set, strict=strict,
                                 warn=warn, key_file=key_file, matcher_cmd=matcher_cmd)
-    everyone = all(r.identified is not None for r in results)
+    status = exit_status(results)
     if as_json:
         import json
 
         click.echo(json.dumps({"gallery": gallery, "ranking": ranking, "open_set": open_set,
-                               "all_identified": everyone,
+                               "all_identified": status == 0,
                                "results": [r.to_dict() for r in results]}, indent=2))
     else:
         click.echo(_format(results, ranking))
-    ctx.exit(0 if everyone else 1)
+    ctx.exit(status)
 
 
 def _format(results, ranking):
     lines = [f"ranking: {ranking}"]
     for r in results:
-        verdict = f"IDENTIFIED {r.identified}" if r.identified is not None else "UNKNOWN"
+        if r.failed_to_acquire:
+            lines.append(f"{_safe(r.probe)}  FAILURE-TO-ACQUIRE ({_safe(r.reason)})")
+            continue
+        verdict = f"IDENTIFIED {_safe(r.identified)}" if r.identified is not None else "UNKNOWN"
         lines.append(f"{_safe(r.probe)}  {verdict}")
         for c in r.candidates:
             mark = ">=" if c.passes else "< "
