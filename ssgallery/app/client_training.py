@@ -268,7 +268,7 @@ def summary_row(client, result_prov, threshold, beta, intercept, normalization=N
 
 def train_job(job):
     """Train one client (any process): :func:`train_client` -> :class:`ClientResult`."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     o = job.options
     with single_threaded_blas():
         fit = train_client(job.X, job.y, job.similarity, groups=job.groups, m=o["m"],
@@ -283,4 +283,5 @@ def train_job(job):
                         normalization=fit.normalization,
                         row=summary_row(job.client, prov, fit.threshold, d.beta_, d.intercept_,
                                         fit.normalization),
-                        seconds=time.perf_counter() - start)
+                        seconds=time.perf_counter() - start,
+                        cpu_seconds=time.process_time() - cpu)

@@ -391,7 +391,8 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
                            matcher=plan.store.matcher_name,
                            dimension=int(next(iter(results.values())).prototypes.shape[1]),
                            target_far=float(target_far),
-                           clients=[results[c].row | {"seconds": results[c].seconds}
+                           clients=[results[c].row | {"seconds": results[c].seconds,
+                                                     "cpu_seconds": results[c].cpu_seconds}
                                     for c in order],
                            basis_stale=bool(plan.store.basis_stale), trained=todo, kept=kept,
                            resumed=resumed, jobs=jobs, scheduler=scheduler,

@@ -36,8 +36,9 @@ class ClientResult:
         Score normalisation parameters (:func:`~ssgallery.app.client_training.znorm_parameters`).
     row : dict
         The client's line of the summary (m, threshold, CV FAR/FRR, ...).
-    seconds : float
-        Wall time of the training (not stored in the gallery).
+    seconds, cpu_seconds : float
+        Wall and CPU time of the training (CPU: of the process that trained it; not
+        stored in the gallery).
     """
 
     client: str
@@ -49,6 +50,7 @@ class ClientResult:
     normalization: dict = None
     row: dict = field(default_factory=dict)
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
 
 
 def run_key(client, store_fingerprint, options):
@@ -79,7 +81,8 @@ class PartsFolder:
         os.makedirs(self.path, exist_ok=True)
         meta = {"client": result.client, "key": key, "intercept": float(result.intercept),
                 "threshold": float(result.threshold), "provenance": result.provenance,
-                "normalization": result.normalization, "row": result.row, "seconds": float(result.seconds)}
+                "normalization": result.normalization, "row": result.row, "seconds": float(result.seconds),
+                "cpu_seconds": float(result.cpu_seconds)}
         with atomic_path(self._file(result.client)) as tmp, open(tmp, "wb") as handle:
             np.savez(handle, prototypes=np.asarray(result.prototypes, dtype=np.float64),
                      beta=np.asarray(result.beta, dtype=np.float64),
@@ -97,7 +100,8 @@ class PartsFolder:
                                     threshold=meta["threshold"],
                                     provenance=meta["provenance"],
                                     normalization=meta.get("normalization"), row=meta["row"],
-                                    seconds=meta["seconds"])
+                                    seconds=meta["seconds"],
+                                    cpu_seconds=meta.get("cpu_seconds", 0.0))
         except (OSError, ValueError, KeyError, TypeError):  # absent or unreadable: redo it
             return None
 
