@@ -7,6 +7,13 @@ NOTE TO BENCHMARK AUTHORS: end your script with one call of :func:`write_page`, 
                notes="One paragraph: protocol, convention of each column.",
                output=printed_text, figures=[png_path])
 
+or, for a script that prints its tables, keep what it prints as the page::
+
+    if __name__ == "__main__":
+        with printed() as out:
+            main()
+        write_page("my_bench", "What it measures", notes=__doc__, output=out.getvalue())
+
 It writes ``docs/benchmarks/<name>.md`` with the figures, the exact command that
 produced them (from ``sys.argv`` and ``OMP_NUM_THREADS``), the git commit
 (``git rev-parse --short HEAD``, ``-dirty`` when the tree has changes) and the date, and
@@ -16,7 +23,9 @@ README must come from one of these pages. Pages are plain markdown: no measured 
 is typed by hand.
 """
 
+import contextlib
 import datetime
+import io
 import os
 import platform
 import re
@@ -71,12 +80,38 @@ def text_table(text):
     return markdown_table(cells[0], cells[1:])
 
 
-def write_page(name, title, table_markdown, notes="", command=None, output=None,
+class _Tee(io.TextIOBase):
+    def __init__(self, stream):
+        self.stream, self.text = stream, io.StringIO()
+
+    def write(self, s):
+        self.text.write(s)
+        return self.stream.write(s)
+
+    def flush(self):
+        self.stream.flush()
+
+
+@contextlib.contextmanager
+def printed():
+    """Copy what is printed to stdout inside the block into a StringIO (yielded)."""
+    tee, saved = _Tee(sys.stdout), sys.stdout
+    sys.stdout = tee
+    try:
+        yield tee.text
+    finally:
+        sys.stdout = saved
+
+
+def write_page(name, title, table_markdown="", notes="", command=None, output=None,
                figures=()):
     """Write ``docs/benchmarks/<name>.md`` and refresh the index; returns the page path.
 
-    ``figures`` are image files copied beside the page (``<name>-<file name>``);
-    ``output`` is the script's printed text, shown verbatim under the table.
+    ``table_markdown`` is the results table (see :func:`markdown_table`,
+    :func:`text_table`); ``notes`` markdown under it (protocol, conventions);
+    ``command`` defaults to :func:`command_line`; ``output`` is the script's printed
+    text, shown verbatim; ``figures`` are image files copied beside the page
+    (``<name>-<file name>``).
     """
     PAGES.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -92,7 +127,8 @@ def write_page(name, title, table_markdown, notes="", command=None, output=None,
             shutil.copyfile(fig, target)
             parts += [f"![{title}]({target.name})", ""]
     if output:
-        parts += ["Printed output:", "", "```text", output.strip(), "```", ""]
+        parts += ["Printed output:" if table_markdown.strip() else "", "",
+                  "```text", output.strip(), "```", ""]
     page = PAGES / f"{name}.md"
     page.write_text("\n".join(parts))
     write_index()

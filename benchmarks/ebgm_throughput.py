@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+from _results import printed, write_page
+
 from ssgallery.datasets import att_faces_path
 
 
@@ -71,4 +73,7 @@ def _write(folder, name, paths):
 
 
 if __name__ == "__main__":
-    main()
+    with printed() as out:
+        main()
+    write_page("ebgm_throughput", "Throughput of ssgallery-ebgm",
+               notes=__doc__.split("\n", 1)[1], output=out.getvalue())

@@ -24,6 +24,7 @@ import time
 from collections import defaultdict
 
 import numpy as np
+from _results import printed, write_page
 
 from ssgallery.biometrics.metrics import eer
 from ssgallery.biometrics.protocol import make_splits
@@ -180,4 +181,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    with printed() as out:
+        main()
+    write_page("solvers", "Algorithm 1 against varpro on AT&T",
+               notes=__doc__.split("\n", 1)[1], output=out.getvalue())

@@ -39,6 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _results import printed, write_page
+
 REPO = Path(__file__).resolve().parent.parent
 BASELINE = "220bbc3"  # main before the gallery format 2 (issue 8)
 N_BIG = 10_000
@@ -230,4 +232,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    with printed() as out:
+        main()
+    write_page("verify_latency", "Latency and throughput of ssgallery verify",
+               notes=__doc__.split("\n", 1)[1], output=out.getvalue())
