@@ -117,7 +117,8 @@ def write_page(name, title, table_markdown="", notes="", command=None, output=No
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [f"# {title}", "", _MARK, "",
              "```bash", command or command_line(), "```", "",
-             (f"Commit `{git_commit()}`, {now}, {os.cpu_count()} CPUs, "
+             (f"Commit `{git_commit()}`, {now}, {os.cpu_count()} CPUs "
+              f"(load average {os.getloadavg()[0]:.1f} when written), "
               f"Python {platform.python_version()}."), "", table_markdown.strip(), ""]
     if notes:
         parts += [notes.strip(), ""]
