@@ -41,13 +41,15 @@ _MARK = "<!-- written by benchmarks/_results.py: rerun the command to update, do
 
 
 def git_commit(repo=REPO):
-    """Short commit id of ``repo``'s HEAD, with ``-dirty`` when tracked files changed."""
+    """Short commit id of ``repo``'s HEAD, with ``-dirty`` when tracked files changed
+    (the generated pages under ``docs/benchmarks`` do not count)."""
     def git(*args):
         return subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
                               text=True, check=False).stdout.strip()
 
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--untracked-files=no")
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                ":(exclude)docs/benchmarks")
     return commit + ("-dirty" if dirty else "")
 
 
