@@ -12,7 +12,8 @@ or, for a script that prints its tables, keep what it prints as the page::
     if __name__ == "__main__":
         with printed() as out:
             main()
-        write_page("my_bench", "What it measures", notes=__doc__, output=out.getvalue())
+        write_page("my_bench", "What it measures", notes=docstring(__doc__),
+                   output=out.getvalue())
 
 It writes ``docs/benchmarks/<name>.md`` with the figures, the exact command that
 produced them (from ``sys.argv`` and ``OMP_NUM_THREADS``), the git commit
@@ -103,6 +104,13 @@ def printed():
         yield tee.text
     finally:
         sys.stdout = saved
+
+
+def docstring(doc):
+    """A script's docstring without its first line, as a preformatted block (it is
+    plain text, not markdown)."""
+    body = doc.split("\n", 1)[1].strip("\n") if "\n" in doc else ""
+    return f"```text\n{body}\n```" if body.strip() else ""
 
 
 def write_page(name, title, table_markdown="", notes="", command=None, output=None,

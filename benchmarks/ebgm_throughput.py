@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from _results import printed, write_page
+from _results import docstring, printed, write_page
 
 from ssgallery.datasets import att_faces_path
 
@@ -76,4 +76,4 @@ if __name__ == "__main__":
     with printed() as out:
         main()
     write_page("ebgm_throughput", "Throughput of ssgallery-ebgm",
-               notes=__doc__.split("\n", 1)[1], output=out.getvalue())
+               notes=docstring(__doc__), output=out.getvalue())

@@ -36,7 +36,7 @@ import tempfile
 import time
 
 import numpy as np
-from _results import printed, write_page
+from _results import docstring, printed, write_page
 
 from ssgallery.biometrics.metrics import eer, frr_at_far
 from ssgallery.biometrics.protocol import make_splits
@@ -202,4 +202,4 @@ if __name__ == "__main__":
     with printed() as out:
         main()
     write_page("paper_att_ebgm", "The paper's AT&T experiment with the EBGM matcher",
-               notes=__doc__.split("\n", 1)[1], output=out.getvalue())
+               notes=docstring(__doc__), output=out.getvalue())

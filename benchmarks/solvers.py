@@ -24,7 +24,7 @@ import time
 from collections import defaultdict
 
 import numpy as np
-from _results import printed, write_page
+from _results import docstring, printed, write_page
 
 from ssgallery.biometrics.metrics import eer
 from ssgallery.biometrics.protocol import make_splits
@@ -184,4 +184,4 @@ if __name__ == "__main__":
     with printed() as out:
         main()
     write_page("solvers", "Algorithm 1 against varpro on AT&T",
-               notes=__doc__.split("\n", 1)[1], output=out.getvalue())
+               notes=docstring(__doc__), output=out.getvalue())

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _results import printed, write_page
+from _results import docstring, printed, write_page
 
 from ssgallery.biometrics.metrics import average_eer, roc_curve
 from ssgallery.biometrics.protocol import make_splits
@@ -128,4 +128,4 @@ if __name__ == "__main__":
     with printed() as out:
         main()
     write_page("teacher_att", "The SVM teacher's choices of C and gamma on AT&T",
-               notes=__doc__.split("\n", 1)[1], output=out.getvalue())
+               notes=docstring(__doc__), output=out.getvalue())

@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from _results import printed, write_page
+from _results import docstring, printed, write_page
 
 from ssgallery.biometrics.methods import METHOD_NAMES, make_method
 from ssgallery.datasets import toy_two_gaussians
@@ -102,5 +102,5 @@ if __name__ == "__main__":
     with printed() as out:
         main()
     write_page("toy_fig2", "Toy reproduction of the paper's Fig. 2 (m = 2)",
-               notes=__doc__.split("\n", 1)[1], output=out.getvalue(),
+               notes=docstring(__doc__), output=out.getvalue(),
                figures=[OUT / "toy_fig2.png"])

@@ -39,7 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _results import printed, write_page
+from _results import docstring, printed, write_page
 
 REPO = Path(__file__).resolve().parent.parent
 BASELINE = "220bbc3"  # main before the gallery format 2 (issue 8)
@@ -235,4 +235,4 @@ if __name__ == "__main__":
     with printed() as out:
         main()
     write_page("verify_latency", "Latency and throughput of ssgallery verify",
-               notes=__doc__.split("\n", 1)[1], output=out.getvalue())
+               notes=docstring(__doc__), output=out.getvalue())
