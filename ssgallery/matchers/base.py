@@ -1,4 +1,4 @@
-"""The matcher contract inside Python (the external program's: docs/formats.md)."""
+"""The matcher contract inside Python (the external program's: docs/external-matcher.md)."""
 
 import numpy as np
 

@@ -1,4 +1,4 @@
-"""A matcher that is a program: the external-matcher contract (docs/formats.md).
+"""A matcher that is a program: the external-matcher contract (docs/external-matcher.md).
 
 ::
 
