@@ -1,5 +1,6 @@
 """Small data builders shared by several test modules."""
 
+import contextlib
 import os
 
 import numpy as np
@@ -73,6 +74,7 @@ def rehash_gallery(path):
         f.create_dataset("client_index",
                          data=np.array(rows, dtype=[("id", f"S{width}"), ("digest", "S64")]))
         f.attrs["digest"] = integrity.root_digest(dict(f.attrs.items()), f["client_index"][()])
+    reseal(path)
 
 
 def rehash_store(path):
@@ -83,6 +85,15 @@ def rehash_store(path):
 
     with h5py.File(path, "a") as f:
         f.attrs["digest"] = integrity.node_digest(f, exclude=integrity.ROOT_EXCLUDED)
+    reseal(path)
+
+
+def reseal(path):
+    """Re-seal a store or gallery edited with h5py (what anybody who can write the file
+    can do): the raw-bytes seal passes, the checks inside the file must refuse the edit."""
+    from ssgallery.formats.seal import seal_file
+
+    seal_file(path)
 
 
 def write_non_faces(folder, shape=(112, 92), seed=0):
@@ -106,3 +117,13 @@ def write_non_faces(folder, shape=(112, 92), seed=0):
     paths["blank12000"] = os.path.join(folder, "blank12000.png")
     Image.new("L", (12000, 12000), 0).save(paths["blank12000"])
     return paths
+
+
+@contextlib.contextmanager
+def edit_h5(path):
+    """Edit a store or gallery with h5py, then re-seal it (see :func:`reseal`)."""
+    import h5py
+
+    with h5py.File(path, "a") as f:
+        yield f
+    reseal(path)

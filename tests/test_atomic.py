@@ -117,7 +117,7 @@ def test_kinds_store_gallery_foreign(enrolled, tmp_path):
     assert notes.read_text() == "my notes\n"
     assert _run("compress", "--store", store, "-o", notes, "--m", 1, "--cv-folds", 0,
                 "--force")[0] == 0
-    assert notes.read_bytes()[:4] == b"\x89HDF"
+    assert notes.read_bytes()[:14] == b"SSGALLERY-SEAL"
     code, out = _run("compress", "--store", store, "-o", "/dev/null", "--force")
     assert code == 2 and "/dev/null: is a character device" in out
 

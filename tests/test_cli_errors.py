@@ -3,10 +3,9 @@
 import os
 import shutil
 
-import h5py
 import pytest
 from click.testing import CliRunner
-from helpers import make_faces
+from helpers import edit_h5, make_faces
 
 from ssgallery.cli import main
 
@@ -90,7 +89,7 @@ def test_bad_store(tmp_path, built):
            "'ssgallery-gallery'")
     corrupt = tmp_path / "corrupt.h5"
     shutil.copy(built[2], corrupt)
-    with h5py.File(corrupt, "a") as f:
+    with edit_h5(corrupt) as f:
         del f["images"]
     _fails(["compress", "--store", str(corrupt), "-o", str(tmp_path / "g.h5")],
            f"{corrupt}: integrity check failed: the store's content does not match")
@@ -113,7 +112,7 @@ def test_bad_gallery_and_unknown_claim(tmp_path, built):
     _fails(["verify", probe, "--claim", "c01", "--gallery", str(corrupt)], f"{corrupt}: ")
     newer = tmp_path / "newer.h5"
     shutil.copy(gallery, newer)
-    with h5py.File(newer, "a") as f:
+    with edit_h5(newer) as f:
         f.attrs["format_version"] = 99
     _fails(["verify", probe, "--claim", "c01", "--gallery", str(newer)],
            "format version 99 is newer")

@@ -7,7 +7,7 @@ import os
 import h5py
 import numpy as np
 import pytest
-from helpers import heavy_imports, make_faces, rehash_gallery
+from helpers import edit_h5, heavy_imports, make_faces, rehash_gallery
 
 from ssgallery.app.compress import compress, threshold_at_far, threshold_folds
 from ssgallery.app.enroll import enroll
@@ -106,7 +106,7 @@ def test_normalization_stored_and_read_back(built, tmp_path):
         pytest.approx([0.0, 2.0])
     bad = tmp_path / "bad.h5"
     bad.write_bytes((root / "g.h5").read_bytes())
-    with h5py.File(bad, "a") as f:
+    with edit_h5(bad) as f:
         f["clients/c01"].attrs["normalization"] = json.dumps({"kind": "znorm", "mean": 0.0,
                                                              "std": 0.0})
         del f["clients/c02"].attrs["normalization"]  # a gallery from before: None
@@ -130,13 +130,13 @@ def test_unknown_client_and_bad_galleries(built, tmp_path):
         read_client(root / "e.h5", "c00")  # a store is not a gallery
     newer = tmp_path / "newer.h5"
     newer.write_bytes((root / "g.h5").read_bytes())
-    with h5py.File(newer, "a") as f:
+    with edit_h5(newer) as f:
         f.attrs["format_version"] = FORMAT_VERSION + 1
     with pytest.raises(FormatError, match="newer than this ssgallery supports"):
         read_gallery(newer)
     corrupt = tmp_path / "corrupt.h5"
     corrupt.write_bytes((root / "g.h5").read_bytes())
-    with h5py.File(corrupt, "a") as f:
+    with edit_h5(corrupt) as f:
         del f["clients/c01/beta"]
     with pytest.raises(FormatError, match="corrupt.h5: integrity check failed: client 'c01' "
                        "does not match its digest"):

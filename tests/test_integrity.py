@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import make_faces, rehash_gallery
+from helpers import edit_h5, make_faces, rehash_gallery
 
 from ssgallery.app.compress import compress
 from ssgallery.app.enroll import enroll
@@ -82,7 +82,7 @@ def test_edited_gallery_runs_nothing(external, tmp_path):
     probe = os.path.join(faces, "c00", "0.png")
     for rehash in (False, True):
         g = _copy(root / "g.h5", tmp_path / f"evil{rehash}.h5")
-        with h5py.File(g, "a") as f:
+        with edit_h5(g) as f:
             config = json.loads(f.attrs["matcher_config"])
             f.attrs["matcher_config"] = json.dumps(dict(config, command=evil))
             f["matcher"].attrs["command"] = json.dumps(evil)
@@ -151,7 +151,7 @@ def test_v2_digests_are_checked_and_one_client_is_read(built, tmp_path):
     model = read_client(root / "g.h5", "c01")
     assert model.header["format_version"] == 2 and len(model.header["digest"]) == 64
     g = _copy(root / "g.h5", tmp_path / "g.h5")
-    with h5py.File(g, "a") as f:
+    with edit_h5(g) as f:
         f["clients/c02/beta"][0] += 1e-9
     read_client(g, "c01")  # another client's edit does not stop c01
     with pytest.raises(FormatError, match=r"g.h5: integrity check failed: client 'c02'"):
@@ -161,7 +161,7 @@ def test_v2_digests_are_checked_and_one_client_is_read(built, tmp_path):
     for edit, what in ((lambda f: f.attrs.__setitem__("target_far", 0.5), "the header"),
                        (lambda f: f["matcher/mean"].__setitem__(0, 7.0), "the matcher state")):
         g = _copy(root / "g.h5", tmp_path / "h.h5")
-        with h5py.File(g, "a") as f:
+        with edit_h5(g) as f:
             edit(f)
         with pytest.raises(FormatError, match=f"integrity check failed: {what}"):
             read_client(g, "c01")
@@ -170,7 +170,7 @@ def test_v2_digests_are_checked_and_one_client_is_read(built, tmp_path):
 def test_injected_client_is_unknown_or_refused(built, tmp_path):
     root, _ = built
     g = _copy(root / "g.h5", tmp_path / "g.h5")
-    with h5py.File(g, "a") as f:
+    with edit_h5(g) as f:
         f.copy(f["clients/c01"], "clients/evil")
         f["clients/evil"].attrs["threshold"] = -1e300
     with pytest.raises(SsgalleryError, match=r"unknown client 'evil'"):
@@ -202,7 +202,7 @@ def test_rehashed_insane_values_are_refused(built, tmp_path, client, name, value
     """Even a consistently re-hashed edit cannot make NaN, inf or accept-all."""
     root, faces = built
     g = _copy(root / "g.h5", tmp_path / "g.h5")
-    with h5py.File(g, "a") as f:
+    with edit_h5(g) as f:
         grp = f["clients/c01"]
         if client == "header":
             del f.attrs[name]
@@ -249,7 +249,7 @@ def test_links_and_virtual_datasets_are_not_followed(built, tmp_path):
         f["beta"] = np.array([1.0, 1.0])
     for kind in ("external", "soft", "virtual"):
         g = _copy(root / "g.h5", tmp_path / f"{kind}.h5")
-        with h5py.File(g, "a") as f:
+        with edit_h5(g) as f:
             del f["clients/c01/beta"]
             if kind == "external":
                 f["clients/c01/beta"] = h5py.ExternalLink(str(other), "beta")
@@ -284,7 +284,7 @@ def test_signing(built, tmp_path, monkeypatch):
     with pytest.raises(FormatError, match="gallery is not signed"):
         verify(root / "g.h5", [probe], "c01")
     g = _copy(signed, tmp_path / "resigned.h5")
-    with h5py.File(g, "a") as f:
+    with edit_h5(g) as f:
         f["clients/c01"].attrs["threshold"] = f["clients/c01"].attrs["threshold"] - 0.01
     rehash_gallery(g)  # consistent digests, but the old signature
     with pytest.raises(FormatError, match="signature does not match"):
@@ -302,14 +302,14 @@ def test_version_1_and_store_digest(built, tmp_path):
     for name, again in (("g.h5", "re-run 'ssgallery compress'"),
                         ("e.h5", "re-run 'ssgallery enroll FACES_DIR'")):
         old = _copy(root / name, tmp_path / name)
-        with h5py.File(old, "a") as f:
+        with edit_h5(old) as f:
             f.attrs["format_version"] = 1
         loader = (lambda p: read_client(p, "c01")) if name == "g.h5" else load_store
         with pytest.raises(FormatError, match=f"format version 1 has no integrity digest.*"
                            f"{again}"):
             loader(old)
     store = _copy(root / "e.h5", tmp_path / "s.h5")
-    with h5py.File(store, "a") as f:
+    with edit_h5(store) as f:
         f["images"][0, 0, 0] = (int(f["images"][0, 0, 0]) + 1) % 256
     with pytest.raises(FormatError, match="integrity check failed: the store's content"):
         load_store(store)

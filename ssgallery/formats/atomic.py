@@ -29,7 +29,6 @@ import threading
 
 from ssgallery.errors import FormatError, SsgalleryError
 
-HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 TMP_MARK = ".ssgallery-tmp-"
 LOCK_TIMEOUT_ENV = "SSGALLERY_LOCK_TIMEOUT"
@@ -50,18 +49,17 @@ def _special_name(mode):
 
 
 def hdf5_format(path):
-    """The ``format`` attribute of an HDF5 file, "" for HDF5 without it, None for a
-    file that is not a readable HDF5 file."""
+    """The ``format`` attribute of a sealed ssgallery HDF5 file, "" for one without it,
+    None for any other file (never parsed: see :mod:`ssgallery.formats.seal`)."""
+    from ssgallery.formats.seal import check_seal
+
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(8)
-        if head != HDF5_SIGNATURE:  # ssgallery never writes a user block
-            return None
+        check_seal(path)
         import h5py
 
         with h5py.File(path, "r") as f:
             value = f.attrs.get("format", "")
-    except (OSError, RuntimeError, ValueError):
+    except (SsgalleryError, OSError, RuntimeError, ValueError):
         return None
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
@@ -299,7 +297,8 @@ def atomic_path(path, kind=None, force=False, lock=False):
     path : str or Path
         The output; a symlink is followed (its target is replaced).
     kind, force
-        See :func:`check_writable`.
+        See :func:`check_writable`. With a format tag (str) the file is an HDF5 file
+        created with ``userblock_size=512``, sealed here (:mod:`ssgallery.formats.seal`).
     lock : bool
         Hold ``<target>.lock`` while writing (stores and galleries).
     """
@@ -311,6 +310,10 @@ def atomic_path(path, kind=None, force=False, lock=False):
         tmp = _create_temporary(target, shown)
         try:
             yield tmp
+            if isinstance(kind, str):  # an ssgallery HDF5 file: seal its bytes
+                from ssgallery.formats.seal import seal_file
+
+                seal_file(tmp)
             _install(tmp, target, shown)
         except BaseException:
             with contextlib.suppress(OSError):

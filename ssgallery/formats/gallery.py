@@ -174,12 +174,14 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
 
     from ssgallery import __version__
     from ssgallery.formats.atomic import atomic_path
+    from ssgallery.formats.seal import USERBLOCK
 
     for model in clients:
         problem = client_id_problem(model.client_id)
         if problem:
             raise SsgalleryError(f"cannot store client {model.client_id!r}: {problem}")
-    with atomic_path(path, FORMAT, force, lock=True) as tmp, h5py.File(tmp, "w") as f:
+    with atomic_path(path, FORMAT, force, lock=True) as tmp, \
+            h5py.File(tmp, "w", userblock_size=USERBLOCK) as f:
         f.attrs["format"] = FORMAT
         f.attrs["format_version"] = FORMAT_VERSION
         f.attrs["tool_version"] = __version__

@@ -34,6 +34,8 @@ def open_checked(path, fmt, version, kind, hint="", rewrite=""):
 
     import h5py
 
+    from ssgallery.formats.seal import check_seal
+
     path = os.fspath(path)
     try:
         mode = os.stat(path).st_mode
@@ -45,6 +47,7 @@ def open_checked(path, fmt, version, kind, hint="", rewrite=""):
         raise FormatError(f"is a folder, expected an {kind} file", path=path)
     if not stat.S_ISREG(mode):
         raise FormatError(f"not a regular file, expected an {kind} file", path=path)
+    check_seal(path, kind)  # raw bytes first: HDF5 never parses a damaged file
     try:
         handle = h5py.File(path, "r")
     except OSError:

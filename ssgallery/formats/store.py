@@ -134,6 +134,7 @@ class EnrollmentStore:
 
         from ssgallery import __version__
         from ssgallery.formats.atomic import atomic_path
+        from ssgallery.formats.seal import USERBLOCK
 
         images = self.images
         if images.size and np.array_equal(images, np.round(images)) and images.min() >= 0 \
@@ -142,7 +143,8 @@ class EnrollmentStore:
         else:
             images = images.astype(np.float32)
         strings = h5py.string_dtype()
-        with atomic_path(path, FORMAT, force, lock=True) as tmp, h5py.File(tmp, "w") as f:
+        with atomic_path(path, FORMAT, force, lock=True) as tmp, \
+                h5py.File(tmp, "w", userblock_size=USERBLOCK) as f:
             f.attrs["format"] = FORMAT
             f.attrs["format_version"] = FORMAT_VERSION
             f.attrs["tool_version"] = __version__

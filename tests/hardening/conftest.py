@@ -1,0 +1,98 @@
+"""The hardening selection (issue 8 item 6): generated hostile corpora, run through the
+real CLI in worker processes that are killed when they hang. ``pytest -m hardening``
+runs only these; ``make test`` runs them with the rest. Each test prints its counts."""
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+WORKER = r"""
+import json, sys
+from click.testing import CliRunner
+from ssgallery.cli import main
+runner = CliRunner()
+for line in sys.stdin:
+    r = runner.invoke(main, json.loads(line))
+    exc = r.exception
+    crash = None if exc is None or isinstance(exc, SystemExit) else repr(exc)
+    print(json.dumps({"code": r.exit_code, "stdout": r.stdout, "stderr": r.stderr,
+                      "crash": crash}), flush=True)
+"""
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/hardening/" in str(item.fspath).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.hardening)
+
+
+class Workers:
+    """Runs CLI invocations in a long-lived worker process (one interpreter start for
+    many runs); a run that does not answer within ``timeout`` seconds is a hang: the
+    worker's whole process group is killed with SIGKILL and a new worker started."""
+
+    def __init__(self, timeout=30.0, env=None):
+        self.timeout = timeout
+        self.env = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
+        self.proc = None
+        self.hangs = 0
+
+    def _start(self):
+        self.proc = subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, env=self.env, start_new_session=True)
+
+    def run(self, args):
+        """{"code", "stdout", "stderr", "crash"} or {"hang": True}."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        self.proc.stdin.write(json.dumps([str(a) for a in args]) + "\n")
+        self.proc.stdin.flush()
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                line = self.proc.stdout.readline()
+                if line:
+                    return json.loads(line)
+                break  # the worker died
+        self.close()
+        self.hangs += 1
+        return {"hang": True}
+
+    def close(self):
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+            self.proc = None
+
+
+@pytest.fixture
+def workers():
+    pool = Workers()
+    yield pool
+    pool.close()
+
+
+def clean_error(result):
+    """Exit 2 with exactly one line on stderr, ``ssgallery: error: ...``."""
+    lines = result.get("stderr", "").strip().splitlines()
+    return (result.get("code") == 2 and len(lines) == 1
+            and lines[0].startswith("ssgallery: error: ") and not result.get("crash"))
+
+
+def report(title, counts):
+    """Print the counts (pytest -s or the captured output of a failure shows them)."""
+    line = f"{title}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+    print(line)
+    return line

@@ -1,0 +1,145 @@
+"""Signals at random moments of a write, concurrent writers, hostile matcher programs:
+real processes, real signals."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import clean_error, report
+from helpers import make_faces
+
+from ssgallery.formats.atomic import TMP_MARK
+from ssgallery.formats.store import load_store
+
+MATCHERS = Path(__file__).resolve().parents[1] / "matchers"
+ENV = dict(os.environ, OMP_NUM_THREADS="1")
+
+
+def _cli(*args):
+    return [sys.executable, "-m", "ssgallery", *map(str, args)]
+
+
+def _leftovers(folder):
+    return [n for n in os.listdir(folder) if TMP_MARK in n]
+
+
+def test_signals_at_random_moments_of_enroll(tmp_path):
+    """SIGTERM or SIGINT at a random moment (fixed seed) of `enroll` over an existing
+    store: exit 0 or 130; the message says whether the store was replaced, and it is
+    true; the store is always whole (the old one or the new one); no temporary file."""
+    old_faces = make_faces(str(tmp_path / "old"), n_clients=3, n_images=4, seed=1)
+    new_faces = make_faces(str(tmp_path / "new"), n_clients=4, n_images=4, seed=2)
+    store = tmp_path / "e.h5"
+    assert subprocess.run(_cli("enroll", old_faces, "--store", store), env=ENV,
+                          capture_output=True, check=False).returncode == 0
+    original = store.read_bytes()
+    t0 = time.monotonic()
+    subprocess.run(_cli("enroll", new_faces, "--store", tmp_path / "probe.h5"), env=ENV,
+                   capture_output=True, check=False)
+    duration = time.monotonic() - t0
+    rng = np.random.default_rng(11)
+    counts = {"finished": 0, "interrupted, nothing written": 0,
+              "interrupted after the write": 0, "killed outside the command": 0,
+              "untruthful or broken": 0}
+    broken = []
+    for trial in range(8):
+        store.write_bytes(original)
+        proc = subprocess.Popen(_cli("enroll", new_faces, "--store", store), env=ENV,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(float(rng.uniform(0.3, 1.1)) * duration)
+        proc.send_signal(signal.SIGTERM if trial % 2 == 0 else signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        clients = set(load_store(store).clients)  # always a whole store
+        replaced = store.read_bytes() != original
+        if proc.returncode == 0 and replaced and len(clients) == 4:
+            counts["finished"] += 1
+        elif proc.returncode == 130 and "nothing was written" in err and not replaced:
+            counts["interrupted, nothing written"] += 1
+        elif proc.returncode == 130 and f"after writing {store}" in err and replaced \
+                and len(clients) == 4:
+            counts["interrupted after the write"] += 1
+        elif proc.returncode < 0 and err == "" and len(clients) in (3, 4):
+            # the signal came while Python started or exited, when the default action
+            # (death by the signal) is in force: no message, the store whole (old or new)
+            counts["killed outside the command"] += 1
+        else:
+            counts["untruthful or broken"] += 1
+            broken.append((proc.returncode, err, replaced))
+        assert _leftovers(tmp_path) == []
+    line = report("signals during enroll: 8", counts)
+    assert counts["untruthful or broken"] == 0, (line, broken)
+
+
+def test_concurrent_writers(tmp_path):
+    """Four `enroll --add` runs started together on one store: all four clients land.
+    Two `compress` runs on one gallery: both succeed, the gallery is whole."""
+    base = make_faces(str(tmp_path / "base"), n_clients=3, n_images=4)
+    store = tmp_path / "e.h5"
+    assert subprocess.run(_cli("enroll", base, "--store", store), env=ENV,
+                          capture_output=True, check=False).returncode == 0
+    folders = [make_faces(str(tmp_path / f"new{i}"), n_clients=1, n_images=4, seed=10 + i,
+                          prefix=f"n{i}_") for i in range(4)]
+    procs = [subprocess.Popen(_cli("enroll", f, "--add", "--store", store), env=ENV,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for f in folders]
+    codes = [p.wait(timeout=300) for p in procs]
+    clients = set(load_store(store).clients)
+    added = sum(f"n{i}_00" in clients for i in range(4))
+    gallery = tmp_path / "g.h5"
+    procs = [subprocess.Popen(_cli("compress", "--store", store, "-o", gallery, "--m", 1,
+                                   "--cv-folds", 0, "--max-iter", 3, "--seed", s), env=ENV,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for s in (0, 1)]
+    compress_codes = [p.wait(timeout=300) for p in procs]
+    info = subprocess.run(_cli("info", "--gallery", gallery), env=ENV, capture_output=True,
+                          check=False)
+    report("concurrent writers", {"enroll --add runs": 4, "landed": added,
+                                  "compress runs": 2,
+                                  "succeeded": compress_codes.count(0)})
+    assert codes == [0] * 4 and added == 4
+    assert compress_codes == [0, 0] and info.returncode == 0
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("mode", ["crash", "garbage", "wrong_shape", "nan", "no_output",
+                                  "bad_describe", "hang"])
+def test_hostile_matchers(tmp_path, mode):
+    """A misbehaving external matcher program: one clean line, exit 2, within its
+    timeout; a hanging one is killed with its whole process group."""
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=3, shape=(16, 12))
+    cmd = f"{sys.executable} {MATCHERS / 'hostile.py'} {mode}"
+    pidfile = tmp_path / "pids"
+    env = dict(ENV, HOSTILE_PIDFILE=str(pidfile))
+    store = tmp_path / "e.h5"
+    r = subprocess.run(_cli("enroll", faces, "--store", store, "--matcher-cmd", cmd,
+                            "-O", "timeout_base=3", "-O", "timeout_per_pair=0"),
+                       env=env, capture_output=True, text=True, timeout=120, check=False)
+    t0 = time.monotonic()
+    if mode != "bad_describe":  # --describe answers well: the damage comes at scoring
+        assert r.returncode == 0, r.stderr
+        r = subprocess.run(_cli("compress", "--store", store, "-o", tmp_path / "g.h5",
+                                "--matcher-cmd", cmd, "--m", 1, "--cv-folds", 0,
+                                "--max-iter", 1), env=env, capture_output=True, text=True,
+                           timeout=120, check=False)
+    elapsed = time.monotonic() - t0
+    result = {"code": r.returncode, "stderr": r.stderr, "stdout": r.stdout}
+    assert clean_error(result), result
+    assert not (tmp_path / "g.h5").exists()
+    if mode == "hang":
+        assert elapsed < 60
+        for pid in map(int, pidfile.read_text().split()[1:]):  # the matcher and its child
+            assert _dead(pid), pid
+
+
+def _dead(pid):
+    """Gone, or a zombie waiting for a parent that does not reap (PID 1 in a container)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            return any(line.startswith("State:") and "Z" in line for line in handle)
+    except FileNotFoundError:
+        return True
