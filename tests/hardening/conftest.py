@@ -85,10 +85,14 @@ def workers():
 
 
 def clean_error(result):
-    """Exit 2 with exactly one line on stderr, ``ssgallery: error: ...``."""
-    lines = result.get("stderr", "").strip().splitlines()
-    return (result.get("code") == 2 and len(lines) == 1
-            and lines[0].startswith("ssgallery: error: ") and not result.get("crash"))
+    """Exit 2, stderr ending in exactly one line ``ssgallery: error: ...`` (a progress
+    label such as "compressing" may come before it), no traceback."""
+    stderr = result.get("stderr", "")
+    lines = stderr.strip().splitlines()
+    return (result.get("code") == 2 and bool(lines) and not result.get("crash")
+            and lines[-1].startswith("ssgallery: error: ")
+            and sum(line.startswith("ssgallery: error: ") for line in lines) == 1
+            and "Traceback" not in stderr)
 
 
 def report(title, counts):
