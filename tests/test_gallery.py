@@ -57,6 +57,9 @@ def test_gallery_layout_and_provenance(built):
                 "svm_threshold", "svm_C", "target_far", "cv_far", "cv_frr"):
         assert key in prov, key
     assert prov["m"] == 2 and prov["solver"] == "varpro" and prov["target_far"] == 0.01
+    assert prov["lambda_abs"] > 0 and prov["n_init"] >= 1
+    if prov["lam_scale"] == "none":
+        assert prov["lambda_abs"] == prov["lambda"]
     assert prov["svm_n_support"] > 2 and prov["n_genuine"] == 6 and prov["n_impostor"] == 24
 
 

@@ -66,7 +66,7 @@ def test_varpro_descends_from_its_start_and_beats_paper_raw_step():
     est = SuperSparseRegressor(3, gamma=0.5, init="random", random_state=3).fit(X, y)
     u = np.full(len(X), 1 / len(X))
     S0 = est.similarity_(X, est.initial_prototypes_)
-    omega0 = objective(S0, y, u, *beta_step(S0, y, u, est.lam), est.lam)
+    omega0 = objective(S0, y, u, *beta_step(S0, y, u, est.lam_), est.lam_)
     path = est.objective_path_
     assert np.all(np.diff(path[:, 0]) > 0)  # evaluations strictly accumulate
     assert path[0, 1] == pytest.approx(omega0, rel=1e-10)
@@ -94,7 +94,7 @@ def test_n_similarity_evals_counted_exactly_paper():
     X, y = rng.normal(size=(5, 2)), rng.normal(size=5)
     sim = CountedRBF(0.5)
     est = SuperSparseRegressor(2, similarity=sim, solver="paper", max_iter=1, tol=0.0,
-                               random_state=0).fit(X, y)
+                               lam_scale="none", random_state=0).fit(X, y)
     # start: 5 x 2; each of the 2 moves: 1 repulsion entry + a new column of 5
     assert est.n_similarity_evals_ == 10 + 2 * (1 + 5) == sim.count
     assert est.n_iter_ == 2
@@ -106,8 +106,11 @@ def test_n_similarity_evals_counted_exactly_varpro(repulsion):
     X, y = _bumps(3, n=30)
     sim = CountedRBF(0.5)
     est = SuperSparseRegressor(3, similarity=sim, repulsion=repulsion, n_init=2,
-                               random_state=0).fit(X, y)
+                               lam_scale="none", random_state=0).fit(X, y)
     assert est.n_similarity_evals_ == sim.count > 0
+    relative = SuperSparseRegressor(3, similarity=CountedRBF(0.5), repulsion=repulsion,
+                                    n_init=2, lam_scale="gram", random_state=0).fit(X, y)
+    assert relative.n_similarity_evals_ == relative.similarity_.count > 30 * 30
     if not repulsion:
         assert est.n_similarity_evals_ % (30 * 3) == 0
 
@@ -116,7 +119,8 @@ def test_varpro_one_similarity_call_per_evaluation_with_repulsion():
     # the repulsion phase needs s(x_i, z_j) and s(z_k, z_j) at the same Z: one call
     X, y = _bumps(3, n=30)
     sim = CountedRBF(0.5)
-    est = SuperSparseRegressor(3, similarity=sim, repulsion=True, random_state=0).fit(X, y)
+    est = SuperSparseRegressor(3, similarity=sim, repulsion=True, lam_scale="none",
+                               random_state=0).fit(X, y)
     assert sim.calls == len(est.objective_path_) > 5
     assert est.n_similarity_evals_ == sim.count
 
@@ -130,7 +134,7 @@ def test_paper_solver_similarity_calls_per_move(repulsion):
     X, y = rng.normal(size=(5, 2)), rng.normal(size=5)
     sim = CountedRBF(0.5)
     est = SuperSparseRegressor(3, similarity=sim, solver="paper", max_iter=2, tol=0.0,
-                               repulsion=repulsion, random_state=0).fit(X, y)
+                               repulsion=repulsion, lam_scale="none", random_state=0).fit(X, y)
     assert est.n_iter_ == 6
     assert sim.calls == 1 + est.n_iter_ * (2 if repulsion else 1)
     assert sim.count == 5 * 3 + est.n_iter_ * (5 + (2 if repulsion else 0))

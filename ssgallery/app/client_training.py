@@ -241,7 +241,8 @@ def client_provenance(job, fit):
     o, d, svm, reg = job.options, fit.distiller, fit.svm, fit.distiller.regressor_
     k = fit.cv["threshold_folds"]
     return {"m": len(d.beta_), "d": int(job.X.shape[1]), "lambda": float(o["lam"]),
-            "solver": o["solver"], "init": o["init"], "max_iter": int(o["max_iter"]),
+            "lam_scale": reg.lam_scale, "lambda_abs": float(reg.lam_),
+            "n_init": int(reg.n_init), "solver": o["solver"], "init": o["init"], "max_iter": int(o["max_iter"]),
             "omega": float(reg.objective_), "n_similarity_evals": int(reg.n_similarity_evals_),
             "n_iter": int(reg.n_iter_), "svm_n_support": int(svm.n_support_total_),
             "svm_C": float(svm.C_), "svm_intercept": float(svm.intercept_),

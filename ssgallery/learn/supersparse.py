@@ -248,7 +248,8 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         Rows (cumulative similarity evaluations, Omega) for the kept run (varpro: the
         best Omega so far at each objective evaluation; paper: Omega after each move).
     n_similarity_evals_ : int
-        Every s(x, z) entry computed over all restarts, z-z repulsion entries included.
+        Every s(x, z) entry computed over all restarts, z-z repulsion entries and the
+        similarity scale (``lam_scale="gram"``) included.
     n_iter_ : int
     similarity_ : Similarity
         The resolved similarity.
@@ -306,10 +307,10 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         bounds = None
         if self.bounds is not None:
             bounds = (np.asarray(self.bounds[0], float), np.asarray(self.bounds[1], float))
-        self.lam_ = float(self.lam)
-        if self.lam_scale == "gram" and self.lam_ > 0:
-            self.lam_ *= similarity_scale(X, u, self.similarity_)
         counter = CountingSimilarity(self.similarity_)
+        self.lam_ = float(self.lam)
+        if self.lam_scale == "gram" and self.lam_ > 0:  # its entries count as evaluations
+            self.lam_ *= similarity_scale(X, u, counter)
         best = None
         for restart in range(self.n_init):
             if self.prototypes_init is not None and restart == 0:
