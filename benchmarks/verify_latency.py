@@ -25,7 +25,7 @@ the child processes (``resource.getrusage(RUSAGE_CHILDREN)``, user + system) doe
 and is printed beside the dlib wall times.
 
     python benchmarks/verify_latency.py [--runs 15] [--probes 1000] [--baseline REF]
-        [--no-dlib] [--dlib-runs 5] [--dlib-probes 100]
+        [--no-dlib | --only-dlib] [--dlib-runs 5] [--dlib-probes 100]
 """
 
 import argparse
@@ -172,11 +172,14 @@ def main():
     ap.add_argument("--baseline", default=BASELINE, help="git ref of the baseline tree")
     ap.add_argument("--claim", default="c03")
     ap.add_argument("--no-dlib", action="store_true", help="skip the dlib row")
+    ap.add_argument("--only-dlib", action="store_true", help="only the dlib row")
     ap.add_argument("--dlib-runs", type=int, default=5)
     ap.add_argument("--dlib-probes", type=int, default=100)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        if args.only_dlib:
+            return dlib_row(work, args.dlib_runs, args.dlib_probes)
         t = time.perf_counter()
         new20, new_big = _build(work / "new", None)
         old_tree = _checkout(args.baseline, work / "old_tree")
