@@ -237,5 +237,6 @@ def main():
 if __name__ == "__main__":
     with printed() as out:
         main()
-    write_page("verify_latency", "Latency and throughput of ssgallery verify",
-               notes=docstring(__doc__), output=out.getvalue())
+    if "--only-dlib" not in sys.argv:  # the page holds the whole benchmark
+        write_page("verify_latency", "Latency and throughput of ssgallery verify",
+                   notes=docstring(__doc__), output=out.getvalue())
