@@ -105,7 +105,7 @@ def run_set(data, matcher, variants, args, cache):
                           args.repetitions, args.seed, matcher_factory=matcher_factory(matcher),
                           n_jobs=args.jobs, method_options=options)
     wall = time.perf_counter() - t0
-    by = {(s["method"], s["m"]): s["client_eer"] for s in evaluate(tables)}
+    by = {(s["method"], s["m"]): s["eer_client_mean"] for s in evaluate(tables, n_boot=0)}
     svm = by[("svm", None)]
     return {v: {m: by[(v, m)] - svm for m in (2, 3)} for v in variants}, svm, wall
 

@@ -111,16 +111,17 @@ are read on the client-averaged curve. `fit s/client` includes the shared SVM te
 def check_targets(summaries, wall):
     """Each target of the roc issue as (name, met, measured) rows.
 
-    EER targets are shown under both conventions ssgallery reports: the EER of the
-    client-averaged curve (``eer``) and the mean of the clients' own EERs
-    (``client_eer``, the headline).
+    EER targets are shown under both conventions ssgallery reports: the mean of the
+    clients' own EERs (``eer_client_mean``, the headline) and the EER of the
+    client-averaged curve (``eer_averaged_curve``).
     """
     by = {s["label"]: s for s in summaries}
     svm, ssvm = by.get("svm"), by.get("ssvm m=2")
     if svm is None or ssvm is None:
         return [("targets need svm and ssvm at m=2", True, "")]
     rows = []
-    for key, name in (("eer", "averaged-curve EER"), ("client_eer", "mean client EER")):
+    for key, name in (("eer_client_mean", "mean client EER"),
+                      ("eer_averaged_curve", "averaged-curve EER")):
         rows += [
             (f"SSVM m=2 {name} <= 2.0 %", ssvm[key] <= 0.020, f"{100 * ssvm[key]:.2f} %"),
             (f"SSVM m=2 {name} <= SVM + 0.3 pp", ssvm[key] <= svm[key] + 0.003 + 1e-12,
@@ -131,8 +132,9 @@ def check_targets(summaries, wall):
                 rows.append((f"SSVM m=2 {name} < {other}", ssvm[key] < by[other][key],
                              f"{100 * ssvm[key]:.2f} % vs {100 * by[other][key]:.2f} %"))
     rows += [
-        ("SSVM m=2 FRR@FAR=1 % <= 11 %", ssvm["frr_at_far_1pct"] <= 0.11,
-         f"{100 * ssvm['frr_at_far_1pct']:.2f} %"),
+        ("SSVM m=2 FRR@FAR=1 % (averaged curve) <= 11 %",
+         ssvm["frr_at_far_1pct_averaged_curve"] <= 0.11,
+         f"{100 * ssvm['frr_at_far_1pct_averaged_curve']:.2f} %"),
         ("SVM matches / SSVM m=2 matches >= 25", svm["matches_mean"] / ssvm["matches_mean"] >= 25,
          f"{svm['matches_mean'] / ssvm['matches_mean']:.1f}x"),
         ("whole benchmark < 10 min", wall < 600, f"{wall:.0f} s"),

@@ -98,8 +98,9 @@ def run_matcher(name, images, labels, paths, args, cache=None):
 def _cells(s):
     pct = lambda v, sd=None: "-" if v is None else (
         f"{100 * v:.2f}" + ("" if sd is None else f" ± {100 * sd:.2f}"))
-    return [f"{s['matches_mean']:.1f}", pct(s["client_eer"], s["client_eer_std"]),
-            pct(s["eer"], s["eer_std"]), pct(s["frr_at_far_1pct"])]
+    return [f"{s['matches_mean']:.1f}", pct(s["eer_client_mean"], s["eer_client_mean_std"]),
+            pct(s["eer_averaged_curve"], s["eer_averaged_curve_std"]),
+            pct(s["frr_at_far_1pct_averaged_curve"])]
 
 
 def side_by_side(results):
@@ -132,7 +133,7 @@ def check_targets(results):
         svm = by.get("svm")
         if svm is None:
             continue
-        key = "client_eer"
+        key = "eer_client_mean"
         if name == "dlib":
             rows.append(("dlib: SVM mean client EER <= 3 %", svm[key] <= 0.03,
                          f"{100 * svm[key]:.2f} %"))

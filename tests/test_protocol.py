@@ -108,7 +108,7 @@ def test_run_protocol_scores_every_claim_and_is_reproducible():
     summaries = evaluate(tables)
     assert [s["label"] for s in summaries] == ["svm", "ssvm m=1", "ssvm m=2"]
     for s in summaries:
-        assert 0.0 <= s["eer"] <= 0.5
+        assert 0.0 <= s["eer_averaged_curve"] <= 0.5
         assert s["repetitions"] == 2 and s["clients"] == 8
         assert np.all(np.diff(s["frr"]) <= 1e-12)  # FRR non-increasing in FAR
     assert summaries[1]["matches_mean"] == 1.0 and summaries[2]["matches_mean"] == 2.0
@@ -158,13 +158,18 @@ def test_evaluate_one_client_equals_the_pooled_eer():
     from ssgallery.biometrics.scores import Scores
 
     rng = np.random.default_rng(4)
-    pos, neg = rng.normal(1.0, 1.0, 7), rng.normal(0.0, 1.0, 53)
-    t = Scores("x", None, 0, np.array(["c"] * 60), np.array(["c"] * 7 + ["z"] * 53),
-               np.arange(60).astype(str), np.r_[pos, neg], {})
+    pos, neg = rng.normal(1.0, 1.0, 7), rng.normal(0.0, 1.0, 153)
+    t = Scores("x", None, 0, np.array(["c"] * 160), np.array(["c"] * 7 + ["z"] * 153),
+               np.arange(160).astype(str), np.r_[pos, neg], {})
     s = evaluate([t])[0]
-    assert s["eer"] == pytest.approx(metrics.eer(neg, pos), abs=1e-12)
-    assert s["frr_at_far_1pct"] == pytest.approx(metrics.frr_at_far(neg, pos, 0.01))
-    assert s["frr_at_far_01pct"] == pytest.approx(metrics.frr_at_far(neg, pos, 0.001))
+    for convention in ("averaged_curve", "client_mean", "global_threshold"):
+        assert s[f"eer_{convention}"] == pytest.approx(metrics.eer(neg, pos), abs=1e-12)
+    for convention in ("averaged_curve", "global_threshold"):
+        assert s[f"frr_at_far_1pct_{convention}"] == pytest.approx(
+            metrics.frr_at_far(neg, pos, 0.01))
+        # 153 impostor claims cannot resolve FAR = 0.1 %: no number, a note
+        assert s[f"frr_at_far_01pct_{convention}"] is None
+        assert "below the resolution" in s["notes"][f"frr_at_far_01pct_{convention}"]
 
 
 def test_every_registered_method_runs_through_the_protocol():
@@ -176,7 +181,7 @@ def test_every_registered_method_runs_through_the_protocol():
     summaries = evaluate(tables)
     assert [s["method"] for s in summaries] == list(METHOD_NAMES)
     for s in summaries:
-        assert 0.0 <= s["eer"] <= 1.0
+        assert 0.0 <= s["eer_averaged_curve"] <= 1.0
         if s["method"] != "svm":
             assert s["matches_mean"] == 2.0
 

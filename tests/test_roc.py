@@ -53,8 +53,12 @@ def check_report(out, labels, with_scores=True):
     got = [s["label"] for s in summary["methods"]]
     assert got == labels
     for s in summary["methods"]:
-        assert 0.0 <= s["eer"] <= 0.5
-        assert 0.0 <= s["frr_at_far_01pct"] <= 1.0 and s["frr_at_far_1pct"] <= s["frr_at_far_01pct"]
+        assert 0.0 <= s["eer_averaged_curve"] <= 0.5
+        assert s["eer_client_mean"] <= s["eer_averaged_curve"] + 1e-12
+        lo, hi = s["eer_client_mean_ci95"]
+        assert lo <= s["eer_client_mean"] <= hi
+        one, tenth = s["frr_at_far_1pct_averaged_curve"], s["frr_at_far_01pct_averaged_curve"]
+        assert one is None or tenth is None or one <= tenth
     with open(out / "curves.csv", newline="") as handle:
         rows = list(csv.reader(handle))
     assert rows[0] == ["far"] + labels
@@ -64,6 +68,7 @@ def check_report(out, labels, with_scores=True):
     assert np.all(np.diff(data[:, 1:], axis=0) <= 1e-9)  # curves monotone
     assert (out / "roc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "det.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "scores.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     if with_scores:
         assert len(list((out / "scores").glob("*.txt"))) == len(labels) * summary["config"]["repetitions"]
     return summary
@@ -77,7 +82,7 @@ def test_roc_on_a_faces_folder_writes_every_file_and_scores_reproduce_it(faces, 
     assert res.exit_code == 0, res.output
     labels = ["svm", "ssvm m=1", "ssvm m=2", "svm-red m=1", "svm-red m=2"]
     summary = check_report(out, labels)
-    assert "EER %" in res.output and "ssvm" in res.output and "wrote" in res.output
+    assert "EER client-mean %" in res.output and "ssvm" in res.output and "wrote" in res.output
     assert summary["config"]["enrolled"] == 4
     ssvm2 = summary["methods"][2]
     assert ssvm2["matches_mean"] == 2.0 and ssvm2["matches_std"] == 0.0
@@ -95,7 +100,10 @@ def test_roc_on_a_faces_folder_writes_every_file_and_scores_reproduce_it(faces, 
     by_label = {s["label"]: s for s in redo["methods"]}
     for s in summary["methods"]:
         r = by_label[s["label"]]
-        for key in ("eer", "eer_std", "frr_at_far_1pct", "frr_at_far_01pct", "matches_mean"):
+        for key in ("eer_averaged_curve", "eer_averaged_curve_std", "eer_client_mean",
+                    "eer_global_threshold", "eer_client_mean_ci95",
+                    "frr_at_far_1pct_averaged_curve", "frr_at_far_01pct_averaged_curve",
+                    "frr_at_far_1pct_global_threshold", "matches_mean"):
             assert r[key] == pytest.approx(s[key], abs=1e-12), key
         assert r["repetitions"] == 2
     assert not (again / "scores").exists() or not list((again / "scores").iterdir())
@@ -109,8 +117,10 @@ def test_score_files_round_trip(tmp_path):
                {"a b": {"matches": 3.0, "fit_seconds": 0.5}, "c": {"matches": 3.0}})
     write_scores(tmp_path / "s.txt", t)
     lines = (tmp_path / "s.txt").read_text().splitlines()
-    rows = [ln.split() for ln in lines if not ln.startswith("#")]
+    rows = [ln.split(" ") for ln in lines]  # one space between fields, as bob reads them
     assert all(len(r) == 4 for r in rows)  # 4 columns even with spaces in the fields
+    meta = json.loads((tmp_path / "s.txt.json").read_text())  # the metadata: a side-car
+    assert meta["method"] == "my method" and meta["m"] == 3 and meta["repetition"] == 1
     r = read_scores(tmp_path / "s.txt")
     assert (r.method, r.m, r.repetition) == ("my method", 3, 1)
     for name in ("claimed", "real", "probe"):
@@ -126,7 +136,7 @@ def test_foreign_score_files_without_header(tmp_path):
         lines += [f"{c} {c} g{i} {s}" for i, s in enumerate(rng.normal(2, 1, 20))]
         lines += [f"{c} z imp{i} {s}" for i, s in enumerate(rng.normal(0, 1, 50))]
     (tmp_path / "other-tool.txt").write_text("\n".join(lines) + "\n")
-    (tmp_path / "other-tool.r1.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "other-tool.r1.txt").write_text("\n".join(lines[::-1]) + "\n")
     tables = read_score_files([tmp_path / "other-tool.txt", tmp_path / "other-tool.r1.txt"])
     assert [(t.method, t.m, t.repetition) for t in tables] == [("other-tool", None, 0),
                                                                ("other-tool", None, 1)]
@@ -135,13 +145,15 @@ def test_foreign_score_files_without_header(tmp_path):
                str(tmp_path / "other-tool.r1.txt"), "-o", str(out)])
     assert res.exit_code == 0, res.output
     s = json.loads((out / "summary.json").read_text())["methods"][0]
-    assert s["label"] == "other-tool" and s["repetitions"] == 2 and s["eer_std"] == 0.0
-    assert 0.1 < s["eer"] < 0.25  # two unit normals 2 apart: about 0.16
+    assert s["label"] == "other-tool" and s["repetitions"] == 2
+    assert s["eer_averaged_curve_std"] == 0.0
+    assert 0.1 < s["eer_averaged_curve"] < 0.25  # two unit normals 2 apart: about 0.16
     assert s["matches_mean"] is None
 
 
 @pytest.mark.parametrize("content, message", [
     ("a a p 0.5\nb a p\n", "line 2: expected 4 columns"),
+    ("a m a p 0.5\nb a p 1\n", "line 2: expected 5 columns"),
     ("a a p zero\n", "line 1: score 'zero' is not a number"),
     ("# nothing\n", "score file has no scores"),
 ])
@@ -189,8 +201,8 @@ def test_enroll_compress_roc_in_the_working_directory(faces, tmp_path, plotting)
     assert s["label"] == "gallery m=2" and s["matches_mean"] == 2.0
     assert s["clients"] == 6 and s["n_genuine"] == 6 * 7 and s["n_impostor"] == 6 * 7 * 7
     # enrolled images are the probes here, so the stored thresholds must do well on them
-    assert s["threshold_far"] <= 0.1 and s["threshold_frr"] <= 0.5
-    assert "FAR@thr" in res.output
+    assert s["far_at_stored_thresholds"] <= 0.1 and s["frr_at_stored_thresholds"] <= 0.5
+    assert "FAR@stored-thresholds" in res.output
 
 
 def test_roc_on_the_sample_data(tmp_path, plotting):
@@ -220,5 +232,5 @@ def test_roc_on_att_one_repetition(tmp_path, att_faces, plotting):
     svm, ssvm = summary["methods"]
     assert summary["config"]["enrolled"] == 20
     assert svm["n_genuine"] == 20 * 5 and svm["n_impostor"] == 20 * 20 * 10
-    assert svm["eer"] < 0.06 and ssvm["eer"] < 0.06
+    assert svm["eer_averaged_curve"] < 0.06 and ssvm["eer_averaged_curve"] < 0.06
     assert svm["matches_mean"] > 20 * ssvm["matches_mean"]

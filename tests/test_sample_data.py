@@ -122,7 +122,7 @@ def test_committed_set_is_separable_but_not_trivially():
     from ssgallery.app.synth import difficulty
 
     result = difficulty(COMMITTED / "faces", repetitions=1)
-    assert 0.005 < result["client_eer"] < 0.15, result
+    assert 0.005 < result["eer_client_mean"] < 0.15, result
 
 
 def test_synth_command(tmp_path):

@@ -1,5 +1,7 @@
-"""``ssgallery roc``: protocol run, score files or gallery + probe folder in, report
-folder out (figures of merit from :mod:`ssgallery.biometrics.evaluation`)."""
+"""``ssgallery roc``: one function per input mode (protocol on a faces folder or on the
+enrollment store, gallery + probe folder, score files, dev/eval score files), a thin
+dispatcher :func:`roc`; report folder out (figures of merit from
+:mod:`ssgallery.biometrics.evaluation`)."""
 
 import os
 from pathlib import Path
@@ -22,99 +24,13 @@ def _method_order(table):
     return (rank, table.method, -1 if table.m is None else table.m, table.repetition)
 
 
-def _load_faces_source(faces_dir, store_path, warn, matcher_cmd=None):
-    """(images, labels, probe labels, source, matcher factory or None, enrollable) from
-    a faces folder or the enrollment store (its matcher configuration is reused, and
-    its background subjects are never enrolled)."""
-    if faces_dir is not None:
-        from ssgallery.images.ingest import load_faces
-
-        faces = load_faces(faces_dir, size=None, warn=warn)  # like enroll: first image's size
-        return (faces.images, faces.labels, np.asarray(faces.paths), os.fspath(faces_dir),
-                None, None)
-    if not Path(store_path).exists():
-        raise InputError(f"{store_path}: no enrollment store here; give a faces folder "
-                         f"(ssgallery roc FACES_DIR) or run 'ssgallery enroll FACES_DIR' first")
-    from ssgallery.formats.store import load_store
-    from ssgallery.matchers import get_matcher_class
-    from ssgallery.matchers.host import host_matcher
-
-    store = load_store(store_path)
-    cls, config = get_matcher_class(store.matcher_name), dict(store.matcher_config)
-    host = host_matcher(matcher_cmd) if store.matcher_name == "external" else None
-    # a fresh matcher like the store's (the host's program), refitted on each split
-    return (store.images, store.labels, np.asarray(store.paths), os.fspath(store_path),
-            lambda: cls(**config).attach_host(host), list(store.clients))
-
-
-@single_threaded_blas()
-def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=None,
-        gallery=None, probes=None, methods=("svm", "ssvm", "svm-red", "svm-sel"), m=2,
-        n_enrolled=None, n_train=5, repetitions=5, seed=0, n_jobs=1, progress=None,
-        progress_total=None, warn=None, plot=True, identification=True, force=False,
-        key_file=None, matcher_cmd=None):
-    """What ``ssgallery roc`` does: score claims, evaluate, write the report folder.
-
-    Exactly one source is used: ``scores`` (4-column score files), ``gallery`` +
-    ``probes`` (an existing gallery on a labelled probe folder), or the protocol on
-    ``faces_dir`` (default: the enrollment store ``store_path``).
-
-    Parameters
-    ----------
-    progress_total : callable(int), optional
-        Called once with the number of client fits before they start (protocol mode).
-    identification : bool
-        In protocol mode, also search every probe against every client (CMC, DIR).
-    force : bool
-        Replace report files that were not written by ``ssgallery roc``.
-    key_file, matcher_cmd : str, optional
-        The host's signing key and external matcher program (see
-        :func:`ssgallery.app.verify.load_client`).
-    Other parameters: see :func:`ssgallery.biometrics.protocol.run_protocol`.
-
-    Returns
-    -------
-    dict
-        ``{"summaries": [...], "identification": [...] or None, "files": {...},
-        "source": str, "mode": str, "config": {}}``.
-    """
+def _report(tables, out_dir, mode, source, config, plot, warn, force, n_boot=200):
+    """Evaluate (verification, and identification where the tables carry searches) and
+    write the report folder."""
     from ssgallery.biometrics import report
-    from ssgallery.images.ingest import default_warn
 
-    warn = warn or default_warn
-    config = {}
-    if scores:
-        if gallery or probes or faces_dir:
-            raise InputError("--scores cannot be combined with FACES_DIR or --gallery/--probes")
-        tables = sorted(read_score_files(scores), key=_method_order)
-        mode, source = "scores", ", ".join(os.fspath(s) for s in scores)
-    elif gallery or probes:
-        if not (gallery and probes):
-            raise InputError("--gallery and --probes go together")
-        if faces_dir:
-            raise InputError("give either FACES_DIR or --gallery/--probes, not both")
-
-        tables = [score_gallery(gallery, probes, warn=warn, key_file=key_file,
-                                matcher_cmd=matcher_cmd)]
-        mode, source = "gallery", f"{gallery} on {probes}"
-    else:
-        from ssgallery.biometrics.protocol import make_splits, run_protocol
-
-        images, labels, paths, source, factory, enrollable = _load_faces_source(
-            faces_dir, store_path, warn, matcher_cmd)
-        splits = make_splits(labels, n_enrolled, n_train, repetitions, seed, enrollable)
-        if progress_total:
-            progress_total(len(splits) * len(splits[0].enrolled))
-        tables = run_protocol(images, labels, methods, m, n_enrolled, n_train, repetitions,
-                              seed, matcher_factory=factory, probe_labels=paths,
-                              progress=progress, n_jobs=n_jobs, enrollable=enrollable,
-                              identification=identification)
-        mode = "protocol"
-        config = {"enrolled": len(splits[0].enrolled), "train_images": int(n_train),
-                  "repetitions": int(repetitions), "seed": int(seed),
-                  "m": [int(v) for v in np.atleast_1d(m)], "methods": list(methods)}
-    summaries = evaluate(tables)
-    searches = [t.search for t in tables if t.search is not None]
+    summaries = evaluate(tables, n_boot=n_boot)
+    searches = [t.search for t in tables if getattr(t, "search", None) is not None]
     found = None
     if searches:
         from ssgallery.biometrics.identification import evaluate_identification
@@ -127,6 +43,169 @@ def roc(faces_dir=None, *, out_dir="report", store_path="enrollment.h5", scores=
             "source": source, "mode": mode, "config": config}
 
 
+def _protocol(images, labels, paths, source, factory, enrollable, *, out_dir, methods, m,
+              n_enrolled, n_train, repetitions, seed, n_jobs, progress, progress_total,
+              identification, warn, plot, force, mode):
+    from ssgallery.biometrics.protocol import make_splits, run_protocol
+
+    splits = make_splits(labels, n_enrolled, n_train, repetitions, seed, enrollable)
+    if progress_total:
+        progress_total(len(splits) * len(splits[0].enrolled))
+    tables = run_protocol(images, labels, methods, m, n_enrolled, n_train, repetitions,
+                          seed, matcher_factory=factory, probe_labels=paths,
+                          progress=progress, n_jobs=n_jobs, enrollable=enrollable,
+                          identification=identification)
+    config = {"enrolled": len(splits[0].enrolled), "train_images": int(n_train),
+              "repetitions": int(repetitions), "seed": int(seed),
+              "m": [int(v) for v in np.atleast_1d(m)], "methods": list(methods)}
+    return _report(tables, out_dir, mode, source, config, plot, warn, force)
+
+
+PROTOCOL_DEFAULTS = {"methods": ("svm", "ssvm", "svm-red", "svm-sel"), "m": 2,
+                     "n_enrolled": None, "n_train": 5, "repetitions": 5, "seed": 0,
+                     "n_jobs": 1, "progress": None, "progress_total": None,
+                     "identification": True}
+
+
+def roc_protocol(faces_dir, *, out_dir="report", warn=None, plot=True, force=False,
+                 **protocol):
+    """The paper's protocol on a labelled faces folder (``protocol``: the keyword
+    arguments of :func:`ssgallery.biometrics.protocol.run_protocol`: methods, m,
+    n_enrolled, n_train, repetitions, seed, n_jobs, progress, identification (also
+    search every probe against every client: CMC, DIR), and progress_total (called
+    once with the number of client fits)). ``force``: replace report files that were
+    not written by ``ssgallery roc``."""
+    from ssgallery.images.ingest import load_faces
+
+    faces = load_faces(faces_dir, size=None, warn=warn)  # like enroll: first image's size
+    return _protocol(faces.images, faces.labels, np.asarray(faces.paths), os.fspath(faces_dir),
+                     None, None, out_dir=out_dir, warn=warn, plot=plot, force=force,
+                     mode="protocol", **{**PROTOCOL_DEFAULTS, **protocol})
+
+
+def roc_store(store_path="enrollment.h5", *, out_dir="report", warn=None, plot=True,
+              force=False, matcher_cmd=None, **protocol):
+    """The protocol on an enrollment store: its matcher configuration is reused (refitted
+    on each split's training images; an external matcher runs the host's program
+    ``matcher_cmd``, see :mod:`ssgallery.matchers.host`) and its background subjects
+    are never enrolled."""
+    if not Path(store_path).exists():
+        raise InputError(f"{store_path}: no enrollment store here; give a faces folder "
+                         f"(ssgallery roc FACES_DIR) or run 'ssgallery enroll FACES_DIR' first")
+    from ssgallery.formats.store import load_store
+    from ssgallery.matchers import get_matcher_class
+    from ssgallery.matchers.host import host_matcher
+
+    store = load_store(store_path)
+    cls, config = get_matcher_class(store.matcher_name), dict(store.matcher_config)
+    host = host_matcher(matcher_cmd) if store.matcher_name == "external" else None
+    return _protocol(store.images, store.labels, np.asarray(store.paths),
+                     os.fspath(store_path), lambda: cls(**config).attach_host(host),
+                     list(store.clients),
+                     out_dir=out_dir, warn=warn, plot=plot, force=force, mode="protocol",
+                     **{**PROTOCOL_DEFAULTS, **protocol})
+
+
+def roc_gallery(gallery, probes, *, out_dir="report", warn=None, plot=True, force=False,
+                key_file=None, matcher_cmd=None):
+    """An existing gallery on a labelled probe folder (figures at the stored thresholds
+    too); ``key_file``, ``matcher_cmd``: the host's signing key and external matcher
+    program (see :func:`ssgallery.app.verify.load_client`)."""
+    tables = [score_gallery(gallery, probes, warn=warn, key_file=key_file,
+                            matcher_cmd=matcher_cmd)]
+    return _report(tables, out_dir, "gallery", f"{gallery} on {probes}", {}, plot, warn,
+                   force)
+
+
+def roc_scores(scores, *, out_dir="report", warn=None, plot=True, force=False):
+    """Recompute every figure from score files (4-column, 5-column or bob CSV)."""
+    tables = sorted(read_score_files(scores), key=_method_order)
+    source = ", ".join(os.fspath(s) for s in scores)
+    return _report(tables, out_dir, "scores", source, {}, plot, warn, force)
+
+
+def roc_dev_eval(dev_scores, eval_scores, *, out_dir="report", criterion="eer",
+                 criterion_far=None, warn=None, plot=True, force=False):
+    """One global threshold per method chosen on development score files by
+    ``criterion`` ("eer", "min-hter" or "far" with ``criterion_far``), error rates on
+    evaluation score files (``bob bio metrics -e``); writes ``summary.json``."""
+    import json
+
+    from ssgallery import __version__
+    from ssgallery.biometrics.evaluation import dev_eval
+    from ssgallery.biometrics.report import SUMMARY_HEAD
+    from ssgallery.formats.atomic import has_prefix, write_text_atomic
+
+    dev = sorted(read_score_files(dev_scores), key=_method_order)
+    ev = sorted(read_score_files(eval_scores), key=_method_order)
+    results = dev_eval(dev, ev, criterion, criterion_far)
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the report folder ({exc.strerror})", path=out) from None
+    source = (f"dev: {', '.join(map(os.fspath, dev_scores))}; "
+              f"eval: {', '.join(map(os.fspath, eval_scores))}")
+    summary = {"tool": "ssgallery roc", "tool_version": __version__, "mode": "dev-eval",
+               "source": source, "config": {"criterion": criterion, "far": criterion_far},
+               "convention": "one global threshold per method, chosen on dev",
+               "methods": results}
+    path = os.fspath(out / "summary.json")
+    write_text_atomic(path, json.dumps(summary, indent=2) + "\n", has_prefix(SUMMARY_HEAD),
+                      force)
+    return {"results": results, "files": {"summary": path, "scores": []}, "source": source,
+            "mode": "dev-eval", "config": summary["config"]}
+
+
+def _select(faces_dir, options):
+    """Which mode the given inputs ask for (and usage errors for mixed inputs)."""
+    given = {k for k in ("scores", "gallery", "probes", "dev_scores", "eval_scores")
+             if options.get(k)}
+    if faces_dir:
+        given.add("faces_dir")
+    if given & {"dev_scores", "eval_scores"}:
+        if given != {"dev_scores", "eval_scores"}:
+            raise InputError("--dev-scores and --eval-scores go together, without other inputs")
+        return roc_dev_eval
+    if "scores" in given:
+        if given != {"scores"}:
+            raise InputError("--scores cannot be combined with FACES_DIR or --gallery/--probes")
+        return roc_scores
+    if given & {"gallery", "probes"}:
+        if not {"gallery", "probes"} <= given:
+            raise InputError("--gallery and --probes go together")
+        if "faces_dir" in given:
+            raise InputError("give either FACES_DIR or --gallery/--probes, not both")
+        return roc_gallery
+    return roc_protocol if faces_dir else roc_store
+
+
+@single_threaded_blas()
+def roc(faces_dir=None, **options):
+    """What ``ssgallery roc`` does: pick the mode from the inputs given and run it.
+
+    ``dev_scores`` + ``eval_scores``: :func:`roc_dev_eval`; ``scores``:
+    :func:`roc_scores`; ``gallery`` + ``probes``: :func:`roc_gallery`; ``faces_dir``:
+    :func:`roc_protocol`; nothing: :func:`roc_store` on ``store_path``. Options that
+    the chosen mode does not take are ignored (the CLI passes all of them).
+
+    Returns
+    -------
+    dict
+        ``{"summaries" (or "results" in dev/eval mode), "files", "source", "mode",
+        "config"}``.
+    """
+    import inspect
+
+    from ssgallery.images.ingest import default_warn
+
+    options["warn"] = options.get("warn") or default_warn
+    run = _select(faces_dir, options)
+    params = inspect.signature(run).parameters
+    takes_all = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    protocol_keys = set(PROTOCOL_DEFAULTS) if takes_all else set()
+    kwargs = {k: v for k, v in options.items() if k in params or k in protocol_keys}
+    return run(faces_dir, **kwargs) if run is roc_protocol else run(**kwargs)
 
 
 def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cmd=None):
@@ -180,4 +259,5 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
                   np.concatenate(score).astype(float), clients)
 
 
-__all__ = ["roc", "score_gallery"]
+__all__ = ["roc", "roc_dev_eval", "roc_gallery", "roc_protocol", "roc_scores", "roc_store",
+           "score_gallery"]

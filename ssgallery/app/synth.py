@@ -15,7 +15,8 @@ def difficulty(faces_dir, repetitions=5, seed=0, n_train=5):
     Returns
     -------
     dict
-        ``client_eer`` (mean client EER), ``eer`` (EER of the client-averaged curve),
+        ``eer_client_mean`` (mean client EER), ``eer_averaged_curve`` (EER of the
+        client-averaged curve),
         ``repetitions`` and ``clients`` (client models evaluated).
     """
     from ssgallery.biometrics.evaluation import evaluate
@@ -25,5 +26,6 @@ def difficulty(faces_dir, repetitions=5, seed=0, n_train=5):
     faces = load_faces(faces_dir, size=None, min_images=n_train + 1)
     tables = run_protocol(faces.images, faces.labels, methods=("svm",), n_train=n_train,
                           repetitions=repetitions, seed=seed)
-    (summary,) = evaluate(tables)
-    return {key: summary[key] for key in ("client_eer", "eer", "repetitions", "clients")}
+    (summary,) = evaluate(tables, n_boot=0)
+    return {key: summary[key] for key in ("eer_client_mean", "eer_averaged_curve",
+                                          "repetitions", "clients")}

@@ -1,14 +1,27 @@
-"""From claims' scores to the paper's figures of merit.
+"""From claims' scores to figures of merit, each named by its convention.
 
-:func:`evaluate` groups :class:`~ssgallery.biometrics.scores.Scores` tables by method, sweeps
-each client's own threshold (one ROC per client and repetition), averages the client
-curves vertically (mean FRR at each FAR), and reports per method: EER (mean ± std
-over repetitions, each repetition's EER taken exactly on its client-averaged curve),
-the mean of the clients' own EERs (a second, more lenient convention: averaging
-curves penalises a client whose one bad genuine image costs 1/k of FRR over a wide
-FAR range), FRR at FAR = 1 % and 0.1 % on the curve averaged over all clients and
-repetitions (each client at its own operating point of :func:`metrics.frr_at_far`),
-matches per claim and training time per client (SVM teacher included).
+:func:`evaluate` groups :class:`~ssgallery.biometrics.scores.Scores` tables by method
+and reports, per method, figures under three conventions (every key says which):
+
+``*_client_mean``
+    Each client's own threshold sweep (one ROC per client and repetition); the EER of
+    each client, averaged over clients (then over repetitions). The headline: it is
+    what client-specific thresholds deliver to a typical client.
+``*_averaged_curve``
+    The clients' curves averaged vertically (mean FRR at each FAR, the paper's
+    Fig. 4: "by varying each client-specific threshold, and then by averaging over all
+    clients and repetitions"); its EER is more severe than the mean client EER, since
+    one bad genuine image of one client costs 1/k of FRR over a wide FAR range.
+``*_global_threshold``
+    One threshold for every client: all clients' scores of a repetition pooled into
+    one ROC (what a system with a single global threshold delivers).
+
+FRR at FAR = 1 % and 0.1 % are reported for the averaged curve and the global
+threshold, but only where the data resolve that FAR (FAR >= 1 / #impostor claims of a
+client, resp. of the pool); otherwise the value is None and ``notes`` says why.
+Bootstrap 95 % intervals resample clients (seeded). Failures to acquire (NaN scores)
+count as rejected attempts, as in bob.measure: FAR = accepted / all impostor attempts,
+FRR = (rejected + FTA) / all genuine attempts; the FTA rates are reported separately.
 """
 
 import numpy as np
@@ -18,11 +31,24 @@ from ssgallery.errors import InputError
 
 GRID_LOWEST = 1e-4
 GRID_POINTS = 401
+OPERATING_POINTS = (("1pct", 0.01), ("01pct", 0.001))
+N_BOOT = 200
 
 
 def default_grid():
     """FAR grid of the averaged curves: 0, then 401 log-spaced values in [1e-4, 1]."""
     return metrics.far_grid(GRID_LOWEST, GRID_POINTS)
+
+
+def fta_curve(neg, pos):
+    """(far, frr) of one set of claims whose NaN scores are failures to acquire
+    (:func:`metrics.roc_curve` counts them as rejected attempts), or None when one side
+    has no claim."""
+    neg, pos = np.asarray(neg, dtype=float), np.asarray(pos, dtype=float)
+    if neg.size == 0 or pos.size == 0:
+        return None
+    far, frr, _ = metrics.roc_curve(neg, pos)
+    return far, frr
 
 
 def client_curves(table):
@@ -34,10 +60,9 @@ def client_curves(table):
     genuine = table.claimed == table.real
     for c in np.unique(table.claimed):
         mine = table.claimed == c
-        pos, neg = table.score[mine & genuine], table.score[mine & ~genuine]
-        if pos.size and neg.size:
-            far, frr, _ = metrics.roc_curve(neg, pos)
-            out.append((str(c), far, frr))
+        curve = fta_curve(table.score[mine & ~genuine], table.score[mine & genuine])
+        if curve is not None:
+            out.append((str(c), *curve))
     return out
 
 
@@ -55,79 +80,249 @@ def _mean_std(values):
     return float(v.mean()), float(v.std())
 
 
-def evaluate(tables, grid=None):
+def _frr_at(far, frr, target):
+    """FRR at the operating point FAR <= target of one curve (step function)."""
+    return float(metrics.frr_on_grid(far, frr, [target])[0])
+
+
+def _repetition_figures(t, curves):
+    """The per-repetition figures: averaged-curve EER, mean client EER, and the global
+    threshold's EER and FRR at the operating points (pooled ROC)."""
+    genuine = t.claimed == t.real
+    pooled = fta_curve(t.score[~genuine], t.score[genuine])
+    out = {"eer_averaged_curve": metrics.average_eer([(a, b) for _, a, b in curves]),
+           "eer_client_mean": float(np.mean([metrics.curve_eer(a, b) for _, a, b in curves])),
+           "eer_global_threshold": metrics.curve_eer(*pooled)}
+    for name, far in OPERATING_POINTS:
+        out[f"frr_at_far_{name}_global_threshold"] = _frr_at(*pooled, far)
+    return out
+
+
+def _bootstrap(reps, n_boot, seed):
+    """95 % intervals over clients: resample the clients of each repetition (with
+    replacement, seeded), recompute each convention's EER, average over repetitions.
+    ``reps``: per repetition (curves, genuine/impostor score arrays per client)."""
+    rng = np.random.default_rng(seed)
+    draws = {"eer_client_mean": [], "eer_averaged_curve": [], "eer_global_threshold": []}
+    for _ in range(n_boot):
+        per = {k: [] for k in draws}
+        for curves, client_eers, negs, poss in reps:
+            idx = rng.integers(0, len(curves), len(curves))
+            per["eer_client_mean"].append(np.mean(client_eers[idx]))
+            per["eer_averaged_curve"].append(metrics.average_eer([curves[i] for i in idx]))
+            pooled = fta_curve(np.concatenate([negs[i] for i in idx]),
+                               np.concatenate([poss[i] for i in idx]))
+            per["eer_global_threshold"].append(metrics.curve_eer(*pooled))
+        for k, values in draws.items():
+            values.append(np.mean(per[k]))
+    return {f"{k}_ci95": [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))]
+            for k, v in draws.items()}
+
+
+def _per_client_scores(t, clients):
+    genuine = t.claimed == t.real
+    negs = [t.score[(t.claimed == c) & ~genuine] for c in clients]
+    poss = [t.score[(t.claimed == c) & genuine] for c in clients]
+    return negs, poss
+
+
+def _resolution(summary, min_imp_client, imp_per_rep):
+    """None out the operating points the data cannot resolve, with a note each."""
+    notes = {}
+    for name, far in OPERATING_POINTS:
+        label = f"{100 * far:g}%"
+        key = f"frr_at_far_{name}_averaged_curve"
+        if far * min_imp_client < 1 - 1e-9:
+            summary[key] = None
+            notes[key] = (f"FAR {label} is below the resolution of a client's curve "
+                          f"(1/{min_imp_client} impostor claims)")
+        key = f"frr_at_far_{name}_global_threshold"
+        if far * imp_per_rep < 1 - 1e-9:
+            summary[key] = None
+            notes[key] = (f"FAR {label} is below the resolution of the pooled scores "
+                          f"(1/{imp_per_rep} impostor claims per repetition)")
+    return notes
+
+
+def _stored_thresholds(t):
+    """(far, frr) per client at the stored thresholds (gallery mode)."""
+    out = []
+    genuine = t.claimed == t.real
+    for c, info in t.clients.items():
+        if info.get("threshold") is None:
+            continue
+        mine = t.claimed == c
+        neg, pos = t.score[mine & ~genuine], t.score[mine & genuine]
+        if neg.size and pos.size:
+            thr = float(info["threshold"])
+            out.append((float(np.sum(neg >= thr) / neg.size),
+                        float(np.sum(~(pos >= thr)) / pos.size)))
+    return out
+
+
+def evaluate_method(group, grid, n_boot=N_BOOT, seed=0):
+    """Figures of one method (its tables of every repetition); see :func:`evaluate`."""
+    reps, boot_in, all_curves, matches, seconds, at_t = [], [], [], [], [], []
+    n_gen = n_imp = fta_gen = fta_imp = 0
+    min_imp_client, imp_per_rep = None, None
+    for t in sorted(group, key=lambda t: t.repetition):
+        curves = client_curves(t)
+        if not curves:
+            continue
+        reps.append(_repetition_figures(t, curves))
+        clients = [c for c, _, _ in curves]
+        negs, poss = _per_client_scores(t, clients)
+        boot_in.append(([(a, b) for _, a, b in curves],
+                        np.array([metrics.curve_eer(a, b) for _, a, b in curves]), negs, poss))
+        all_curves.extend((a, b) for _, a, b in curves)
+        genuine = t.claimed == t.real
+        n_gen, n_imp = n_gen + int(genuine.sum()), n_imp + int((~genuine).sum())
+        fta_gen += int(np.sum(np.isnan(t.score[genuine])))
+        fta_imp += int(np.sum(np.isnan(t.score[~genuine])))
+        smallest = min(len(n) for n in negs)
+        min_imp_client = smallest if min_imp_client is None else min(min_imp_client, smallest)
+        imp_per_rep = sum(len(n) for n in negs) if imp_per_rep is None \
+            else min(imp_per_rep, sum(len(n) for n in negs))
+        for info in t.clients.values():
+            matches.append(info.get("matches"))
+            seconds.append(info.get("fit_seconds"))
+        at_t.extend(_stored_thresholds(t))
+    if not all_curves:
+        raise InputError(f"method '{group[0].label}': no client has both genuine and "
+                         f"impostor claims; nothing to evaluate")
+    _, frr = metrics.average_curves(all_curves, grid)
+    out = {"method": group[0].method, "m": group[0].m, "label": group[0].label,
+           "repetitions": len(reps), "clients": len(all_curves)}
+    for key in ("eer_client_mean", "eer_averaged_curve", "eer_global_threshold"):
+        out[key], out[key + "_std"] = _mean_std([r[key] for r in reps])
+    out["eer_averaged_curve_per_repetition"] = [r["eer_averaged_curve"] for r in reps]
+    if n_boot:
+        out.update(_bootstrap(boot_in, n_boot, seed))
+    for name, far in OPERATING_POINTS:
+        out[f"frr_at_far_{name}_averaged_curve"] = metrics.grid_frr_at(grid, frr, far)
+        key = f"frr_at_far_{name}_global_threshold"
+        out[key] = _mean_std([r[key] for r in reps])[0]
+    out["notes"] = _resolution(out, min_imp_client, imp_per_rep)
+    m_mean, m_std = _mean_std(matches)
+    out.update({
+        "matches_mean": m_mean, "matches_std": m_std, "fit_seconds_mean": _mean_std(seconds)[0],
+        "n_genuine": n_gen, "n_impostor": n_imp, "impostors_per_client_min": min_imp_client,
+        "fta_genuine": fta_gen / n_gen if n_gen else 0.0,
+        "fta_impostor": fta_imp / n_imp if n_imp else 0.0,
+        "far_at_stored_thresholds": float(np.mean([a for a, _ in at_t])) if at_t else None,
+        "frr_at_stored_thresholds": float(np.mean([b for _, b in at_t])) if at_t else None,
+        "far_grid": grid, "frr": frr})
+    return out
+
+
+def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0):
     """Figures of merit per method.
 
     Parameters
     ----------
     tables : list of Scores
     grid : ndarray or None
-        FAR grid, default :func:`default_grid`.
+        FAR grid of the averaged curve, default :func:`default_grid`.
+    n_boot : int
+        Bootstrap resamples of the clients for the 95 % intervals (0: none).
+    seed : int
+        Seed of the bootstrap.
 
     Returns
     -------
     list of dict
         One per (method, m), in order of first appearance, with keys ``method``, ``m``,
-        ``label``, ``repetitions``, ``clients`` (client-curves averaged), ``eer``,
-        ``eer_std``, ``eer_per_repetition`` (EER of the client-averaged curve),
-        ``client_eer``, ``client_eer_std`` (mean of the clients' own EERs, mean and
-        std over repetitions), ``frr_at_far_1pct``, ``frr_at_far_01pct``,
-        ``matches_mean``, ``matches_std``, ``fit_seconds_mean``, ``n_genuine``,
-        ``n_impostor``, ``fta_genuine`` and ``fta_impostor`` (failure-to-acquire rates:
-        such claims count as rejected, see :mod:`~ssgallery.biometrics.metrics`),
-        ``far_grid`` and ``frr`` (the averaged curve, arrays), and
-        ``threshold_far`` / ``threshold_frr`` (mean FAR/FRR at stored per-client
-        thresholds, gallery mode only, else None).
+        ``label``, ``repetitions``, ``clients``; ``eer_client_mean``,
+        ``eer_averaged_curve``, ``eer_global_threshold`` (mean over repetitions), each
+        with ``_std`` (over repetitions) and ``_ci95`` (bootstrap over clients);
+        ``eer_averaged_curve_per_repetition``; ``frr_at_far_1pct_averaged_curve``,
+        ``frr_at_far_01pct_averaged_curve``, ``frr_at_far_1pct_global_threshold``,
+        ``frr_at_far_01pct_global_threshold`` (None where not resolved; ``notes`` says
+        why); ``matches_mean``, ``matches_std``, ``fit_seconds_mean``, ``n_genuine``,
+        ``n_impostor``, ``impostors_per_client_min``, ``fta_genuine``,
+        ``fta_impostor``, ``far_at_stored_thresholds`` / ``frr_at_stored_thresholds``
+        (gallery mode, else None) and ``far_grid`` / ``frr`` (the averaged curve).
     """
     grid = default_grid() if grid is None else np.asarray(grid, dtype=float)
+    return [evaluate_method(group, grid, n_boot, seed) for group in _group(tables).values()]
+
+
+# ------------------------------------------------------------------------ dev / eval
+
+CRITERIA = ("eer", "min-hter", "far")
+
+
+def _pooled(tables):
+    """Impostor and genuine scores of tables pooled (NaN = failure to acquire)."""
+    neg = np.concatenate([t.score[t.claimed != t.real] for t in tables])
+    pos = np.concatenate([t.score[t.claimed == t.real] for t in tables])
+    return neg, pos
+
+
+def choose_threshold(neg, pos, criterion="eer", far=None):
+    """One global threshold on development scores.
+
+    Parameters
+    ----------
+    neg, pos : ndarray
+        Impostor and genuine scores (NaN ignored: failures to acquire have no score).
+    criterion : {"eer", "min-hter", "far"}
+        ``eer``: where |FAR - FRR| is smallest; ``min-hter``: the smallest (FAR + FRR) / 2;
+        ``far``: the smallest threshold with FAR <= ``far``.
+    """
+    neg, pos = neg[np.isfinite(neg)], pos[np.isfinite(pos)]
+    if criterion == "eer":
+        return metrics.eer_threshold(neg, pos)
+    if criterion == "min-hter":
+        f, r, t = metrics.roc_curve(neg, pos)
+        return float(t[int(np.argmin(f + r))])
+    if criterion == "far":
+        if far is None:
+            raise InputError("the 'far' criterion needs a target FAR")
+        return metrics.threshold_at_far(neg, far)
+    raise InputError(f"unknown criterion {criterion!r}; choose from {', '.join(CRITERIA)}")
+
+
+def rates_at(neg, pos, threshold):
+    """FAR, FRR, HTER at a threshold with failures to acquire (NaN) counted as rejected
+    attempts, and the FTA rates (bob.measure's convention), as a dict."""
+    acc = np.sum(neg[np.isfinite(neg)] >= threshold)
+    rej = np.sum(pos[np.isfinite(pos)] < threshold) + np.sum(~np.isfinite(pos))
+    far, frr = float(acc / neg.size), float(rej / pos.size)
+    return {"far": far, "frr": frr, "hter": 0.5 * (far + frr),
+            "fta_impostor": float(np.mean(~np.isfinite(neg))),
+            "fta_genuine": float(np.mean(~np.isfinite(pos))),
+            "n_impostor": int(neg.size), "n_genuine": int(pos.size),
+            "far_resolution": 1.0 / neg.size}
+
+
+def dev_eval(dev_tables, eval_tables, criterion="eer", far=None):
+    """Threshold chosen on development scores, error rates on evaluation scores (like
+    ``bob bio metrics -e``): one global threshold per method.
+
+    Returns
+    -------
+    list of dict
+        Per method label present in both: ``label``, ``criterion``, ``target_far``,
+        ``threshold``, ``dev`` and ``eval`` (each :func:`rates_at`).
+    """
+    dev, ev = _group(dev_tables), _group(eval_tables)
+    common = [k for k in dev if k in ev]
+    if not common:
+        raise InputError("no method is in both the development and the evaluation scores")
     out = []
-    for (method, m), group in _group(tables).items():
-        rep_eers, rep_client_eers, all_curves, matches, seconds, at_t = [], [], [], [], [], []
-        n_gen = n_imp = fta_gen = fta_imp = 0
-        for t in sorted(group, key=lambda t: t.repetition):
-            curves = client_curves(t)
-            if not curves:
-                continue
-            rep_eers.append(metrics.average_eer([(a, b) for _, a, b in curves]))
-            rep_client_eers.append(np.mean([metrics.curve_eer(a, b) for _, a, b in curves]))
-            all_curves.extend((a, b) for _, a, b in curves)
-            genuine = t.claimed == t.real
-            n_gen += int(genuine.sum())
-            n_imp += int((~genuine).sum())
-            fta_gen += int(np.isnan(t.score[genuine]).sum())
-            fta_imp += int(np.isnan(t.score[~genuine]).sum())
-            for c, info in t.clients.items():
-                matches.append(info.get("matches"))
-                seconds.append(info.get("fit_seconds"))
-                if info.get("threshold") is not None:
-                    mine = t.claimed == c
-                    pos, neg = t.score[mine & genuine], t.score[mine & ~genuine]
-                    if pos.size and neg.size:
-                        at_t.append(metrics.farfrr(neg, pos, float(info["threshold"])))
-        if not all_curves:
-            raise InputError(f"method '{group[0].label}': no client has both genuine and "
-                             f"impostor claims; nothing to evaluate")
-        _, frr = metrics.average_curves(all_curves, grid)
-        eer_mean, eer_std = _mean_std(rep_eers)
-        ceer_mean, ceer_std = _mean_std(rep_client_eers)
-        m_mean, m_std = _mean_std(matches)
-        s_mean, _ = _mean_std(seconds)
-        out.append({
-            "method": method, "m": m, "label": group[0].label,
-            "repetitions": len(rep_eers), "clients": len(all_curves),
-            "eer": eer_mean, "eer_std": eer_std, "eer_per_repetition": rep_eers,
-            "client_eer": ceer_mean, "client_eer_std": ceer_std,
-            "frr_at_far_1pct": metrics.grid_frr_at(grid, frr, 0.01),
-            "frr_at_far_01pct": metrics.grid_frr_at(grid, frr, 0.001),
-            "matches_mean": m_mean, "matches_std": m_std, "fit_seconds_mean": s_mean,
-            "n_genuine": n_gen, "n_impostor": n_imp,
-            "fta_genuine": fta_gen / n_gen if n_gen else None,
-            "fta_impostor": fta_imp / n_imp if n_imp else None,
-            "threshold_far": float(np.mean([a for a, _ in at_t])) if at_t else None,
-            "threshold_frr": float(np.mean([b for _, b in at_t])) if at_t else None,
-            "far_grid": grid, "frr": frr,
-        })
+    for key in common:
+        d_neg, d_pos = _pooled(dev[key])
+        e_neg, e_pos = _pooled(ev[key])
+        if not (np.isfinite(d_neg).any() and np.isfinite(d_pos).any()):
+            raise InputError(f"method '{dev[key][0].label}': the development scores need "
+                             f"genuine and impostor claims")
+        t = choose_threshold(d_neg, d_pos, criterion, far)
+        out.append({"label": dev[key][0].label, "method": key[0], "m": key[1],
+                    "criterion": criterion, "target_far": far, "threshold": t,
+                    "dev": rates_at(d_neg, d_pos, t), "eval": rates_at(e_neg, e_pos, t)})
     return out
 
 
-__all__ = ["client_curves", "default_grid", "evaluate"]
+__all__ = ["CRITERIA", "choose_threshold", "client_curves", "default_grid", "dev_eval",
+           "evaluate", "evaluate_method", "fta_curve", "rates_at"]

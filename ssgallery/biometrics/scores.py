@@ -1,18 +1,35 @@
-"""Claims' scores (:class:`Scores`) and their 4-column score files.
+"""Claims' scores (:class:`Scores`) and their score files.
 
-Score files use the 4-column text format of the biometrics community (bob, CSU)::
+ssgallery writes the 4-column text format of the biometrics community (bob, CSU)::
 
     claimed_id real_id probe_label score
 
-one claim per line, whitespace-separated; a claim is genuine when ``claimed_id ==
-real_id``. Whitespace and ``%`` inside a field are percent-encoded (``%20``, ``%25``).
-ssgallery adds ``#`` comment lines on top (method, m, repetition; per client the
-matches per claim and training time), which :func:`read_scores` uses when present and
-which other tools can ignore; files without them are read as well (method = the file
-name, repetition from a ``.rN`` suffix). Every file is written atomically.
+one claim per line, fields separated by one space, nothing else in the file (no
+header, no comment), so that bob.bio.base's ``split_four_column`` / ``bob bio metrics``
+and pyeer's score reader (last field of each line) read it unchanged. A claim is
+genuine when ``claimed_id == real_id``. Whitespace and ``%`` inside a field are
+percent-encoded (``%20``, ``%25``). A score that could not be computed is ``nan``
+(a failure to acquire). What the 4 columns cannot hold (method, m, repetition; per
+client the matches per claim and training time) goes in a side-car JSON file
+``<file>.json`` beside it.
+
+:func:`read_scores` reads
+
+- 4-column text (ssgallery's or anyone's; ``#`` lines of older ssgallery files are
+  read as their metadata),
+- 5-column text (bob: ``claimed_id model_label real_id probe_label score``),
+- bob's CSV score format (a file whose name has a ``.csv`` suffix, a header line with
+  at least ``bio_ref_subject_id``, ``probe_subject_id`` and ``score``; ``probe_key``
+  names the probe when present),
+
+with ``nan`` or missing scores kept as NaN: failures to acquire, which the evaluation
+counts as a rejected genuine or a rejected impostor attempt and reports as FTA rates
+(as bob does). Method, m and repetition come from the side-car when there is one, else
+from the file name (``<method>.r<N>.txt``). Every file is written atomically.
 """
 
 import io
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -76,7 +93,10 @@ def _dec(field):
 
 
 def _num(value):
-    return "none" if value is None else repr(float(value))
+    if value is None:
+        return "none"
+    value = float(value)
+    return "nan" if np.isnan(value) else repr(value)
 
 
 def scores_filename(table):
@@ -86,23 +106,51 @@ def scores_filename(table):
 
 
 def format_scores(table):
-    """The text of a score file for one :class:`~ssgallery.biometrics.protocol.Scores`."""
+    """The text of a 4-column score file for one :class:`Scores` (no header)."""
     out = io.StringIO()
-    m = "none" if table.m is None else int(table.m)
-    out.write(f"# {MAGIC} 1 method={_enc(table.method)} m={m} repetition={table.repetition}\n")
-    out.write("# columns: claimed_id real_id probe_label score\n")
-    for c, info in table.clients.items():
-        extra = "".join(f" {k}={_num(v)}" for k, v in sorted(info.items()))
-        out.write(f"# client={_enc(c)}{extra}\n")
     for row in zip(table.claimed, table.real, table.probe, table.score):
-        out.write(f"{_enc(row[0])} {_enc(row[1])} {_enc(row[2])} {float(row[3])!r}\n")
+        out.write(f"{_enc(row[0])} {_enc(row[1])} {_enc(row[2])} {_num(row[3])}\n")
     return out.getvalue()
 
 
+def sidecar_path(path):
+    """``scores.txt`` -> ``scores.txt.json``: where a score file's metadata lives."""
+    return f"{os.fspath(path)}.json"
+
+
+def format_sidecar(table):
+    """The side-car JSON of a score file: method, m, repetition and per-client info."""
+    meta = {"format": MAGIC, "format_version": 2,
+            "columns": ["claimed_id", "real_id", "probe_label", "score"],
+            "method": table.method, "m": None if table.m is None else int(table.m),
+            "repetition": int(table.repetition),
+            "clients": {str(c): {k: _float_or_none(v) for k, v in sorted(info.items())}
+                        for c, info in table.clients.items()}}
+    return json.dumps(meta, indent=1, sort_keys=True) + "\n"
+
+
+def _is_sidecar(path):
+    """Whether ``path`` is a score file side-car written by ssgallery."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            meta = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("format") == MAGIC
+
+
+def _is_score_file(path):
+    """Whether ``path`` is a score file written by ssgallery: its side-car says so (or,
+    for files of ssgallery < 0.2, its first line)."""
+    return _is_sidecar(sidecar_path(path)) or has_prefix(f"# {MAGIC} ".encode())(path)
+
+
 def write_scores(path, table, force=False):
-    """Write one score file atomically; an existing file is replaced only when it is a
-    score file written by ssgallery, or with ``force``."""
-    write_text_atomic(path, format_scores(table), has_prefix(f"# {MAGIC} ".encode()), force)
+    """Write one 4-column score file and its side-car ``<path>.json``, atomically; an
+    existing file is replaced only when it is a score file (side-car) written by
+    ssgallery, or with ``force``."""
+    write_text_atomic(path, format_scores(table), _is_score_file, force)
+    write_text_atomic(sidecar_path(path), format_sidecar(table), _is_sidecar, force)
 
 
 def _meta(text):
@@ -118,56 +166,120 @@ def _float_or_none(v):
     return None if v in (None, "none") else float(v)
 
 
-def read_scores(path):
-    """Read a 4-column score file.
+def _score(text, lineno, path):
+    """A score field: a float, NaN for ``nan``/empty (failure to acquire)."""
+    if text.strip() == "":
+        return np.nan
+    try:
+        score = float(text)
+    except ValueError:
+        raise InputError(f"line {lineno}: score '{text}' is not a number", path=path) from None
+    if np.isinf(score):  # nan: a failure to acquire (never scored); inf: an error
+        raise InputError(f"line {lineno}: score is infinite", path=path)
+    return score
 
-    Returns
-    -------
-    Scores
-        ``method`` and ``m`` from the ssgallery header if present, else the file name;
-        ``clients`` holds whatever per-client information the header gave.
 
-    Raises
-    ------
-    InputError
-        Missing or unreadable file, a line without 4 fields, a non-numeric or infinite
-        score, or no scores at all. ``nan`` is a failure to acquire.
-    """
-    path = os.fspath(path)
-    lines = read_lines(path, "score file")
-    stem = Path(path).name
-    stem = stem[: -len(Path(stem).suffix)] if Path(stem).suffix in (".txt", ".scores") else stem
-    match = re.fullmatch(r"(.*)\.r(\d+)", stem)
-    method, m, rep = (match.group(1), None, int(match.group(2))) if match else (stem, None, 0)
-    clients, rows = {}, []
-    for lineno, line in enumerate(lines, 1):
+def _legacy_header(body, meta, clients):
+    """``#`` lines of ssgallery < 0.2 score files: method/m/repetition, per-client info."""
+    if body.startswith(MAGIC):
+        got = _meta(body)
+        meta.update({k: got[k] for k in ("method", "m", "repetition") if k in got})
+    elif body.startswith("client="):
+        got = _meta(body)
+        c = got.pop("client")
+        clients[c] = {k: _float_or_none(v) for k, v in got.items()}
+
+
+def _read_text(path):
+    """Rows (claimed, real, probe, score) of a 4- or 5-column file, legacy metadata."""
+    rows, meta, clients, ncol = [], {}, {}, None
+    for lineno, line in enumerate(read_lines(path, "score file"), 1):
         text = line.strip()
         if not text:
             continue
         if text.startswith("#"):
-            body = text[1:].strip()
-            if body.startswith(MAGIC):
-                meta = _meta(body)
-                method = meta.get("method", method)
-                m = None if meta.get("m", "none") == "none" else int(meta["m"])
-                rep = int(meta.get("repetition", rep))
-            elif body.startswith("client="):
-                meta = _meta(body)
-                c = meta.pop("client")
-                clients[c] = {k: _float_or_none(v) for k, v in meta.items()}
+            _legacy_header(text[1:].strip(), meta, clients)
             continue
         fields = text.split()
-        if len(fields) != 4:
-            raise InputError(f"line {lineno}: expected 4 columns (claimed_id real_id "
-                             f"probe_label score), got {len(fields)}", path=path)
-        try:
-            score = float(fields[3])
-        except ValueError:
-            raise InputError(f"line {lineno}: score '{fields[3]}' is not a number",
-                             path=path) from None
-        if np.isinf(score):  # nan: a failure to acquire (never scored)
-            raise InputError(f"line {lineno}: score is infinite", path=path)
-        rows.append((_dec(fields[0]), _dec(fields[1]), _dec(fields[2]), score))
+        if ncol is None and len(fields) in (4, 5):
+            ncol = len(fields)
+        if len(fields) != ncol:
+            raise InputError(f"line {lineno}: expected {ncol or 4} columns (claimed_id "
+                             f"{'model_label ' if ncol == 5 else ''}real_id probe_label "
+                             f"score), got {len(fields)}", path=path)
+        real, probe = (fields[1], fields[2]) if ncol == 4 else (fields[2], fields[3])
+        rows.append((_dec(fields[0]), _dec(real), _dec(probe),
+                     _score(fields[-1], lineno, path)))
+    return rows, meta, clients
+
+
+CSV_REQUIRED = ("bio_ref_subject_id", "probe_subject_id", "score")
+
+
+def _read_csv(path):
+    """Rows of bob's CSV score format (``bob.bio.base.pipelines.CSVScoreWriter``)."""
+    import csv
+
+    lines = read_lines(path, "score file")
+    reader = csv.DictReader(lines)
+    missing = [c for c in CSV_REQUIRED if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(f"not a bob CSV score file: no column {', '.join(missing)} in the "
+                         f"header line", path=path)
+    rows = []
+    for lineno, row in enumerate(reader, 2):
+        probe = row.get("probe_key") or row.get("probe_reference_id") or str(lineno - 1)
+        rows.append((row["bio_ref_subject_id"], row["probe_subject_id"], probe,
+                     _score(row["score"] or "", lineno, path)))
+    return rows, {}, {}
+
+
+def _read_sidecar(path):
+    side = sidecar_path(path)
+    if not os.path.exists(side):
+        return None
+    try:
+        with open(side, encoding="utf-8") as handle:
+            meta = json.load(handle)
+        if not isinstance(meta, dict) or meta.get("format") != MAGIC:
+            raise ValueError(f"format is not {MAGIC!r}")
+        return meta
+    except (OSError, ValueError) as exc:
+        raise InputError(f"bad score metadata ({exc})", path=side) from None
+
+
+def read_scores(path):
+    """Read a score file (4-column, 5-column or bob CSV) and its side-car, if any.
+
+    Returns
+    -------
+    Scores
+        ``score`` is NaN for failures to acquire. ``method``, ``m`` and ``repetition``
+        from the side-car (or legacy ``#`` header) if present, else the file name;
+        ``clients`` holds whatever per-client information the metadata gave.
+
+    Raises
+    ------
+    InputError
+        Missing or unreadable file, a line with another number of columns than the
+        first, a non-numeric score, a CSV without the required columns, bad side-car
+        JSON, or no scores at all.
+    """
+    path = os.fspath(path)
+    is_csv = ".csv" in Path(path).suffixes
+    rows, meta, clients = _read_csv(path) if is_csv else _read_text(path)
+    name = Path(path).name
+    for suffix in (".txt", ".scores", ".csv"):
+        name = name.removesuffix(suffix)
+    match = re.fullmatch(r"(.*)\.r(\d+)", name)
+    method, m, rep = (match.group(1), None, int(match.group(2))) if match else (name, None, 0)
+    side = _read_sidecar(path)
+    if side is not None:
+        meta, clients = side, side.get("clients") or {}
+    method = meta.get("method", method)
+    m = meta.get("m", m)
+    m = None if m in (None, "none") else int(m)
+    rep = int(meta.get("repetition", rep))
     if not rows:
         raise InputError("score file has no scores", path=path)
     claimed, real, probe, score = zip(*rows)
@@ -175,10 +287,37 @@ def read_scores(path):
                   np.array(score, dtype=float), clients)
 
 
+def _digest(path):
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def read_score_files(paths):
-    """Read several score files; files of one method get distinct repetitions."""
-    tables, seen = [], set()
+    """Read several score files; files of one method get distinct repetitions.
+
+    Raises
+    ------
+    InputError
+        The same file (or two files with identical content) given twice: it would
+        silently count as two repetitions.
+    """
+    tables, seen, files = [], set(), {}
+    given = {os.fspath(p) for p in paths}
     for p in paths:
+        if os.fspath(p).endswith(".json") and os.fspath(p)[:-5] in given:
+            continue  # the side-car of a score file given too (a shell glob)
+        key = os.path.realpath(p)
+        digest = _digest(p) if os.path.isfile(p) else key
+        for other, (okey, odigest) in files.items():
+            if key == okey or digest == odigest:
+                how = "given twice" if key == okey else f"has the same content as {other}"
+                raise InputError(f"score file {how}: each file is one repetition", path=p)
+        files[os.fspath(p)] = (key, digest)
         t = read_scores(p)
         while (t.method, t.m, t.repetition) in seen:
             t.repetition += 1
@@ -187,5 +326,5 @@ def read_score_files(paths):
     return tables
 
 
-__all__ = ["MAGIC", "Scores", "format_scores", "read_score_files", "read_scores",
-           "scores_filename", "write_scores"]
+__all__ = ["MAGIC", "Scores", "format_scores", "format_sidecar", "read_score_files",
+           "read_scores", "scores_filename", "sidecar_path", "write_scores"]

@@ -57,6 +57,15 @@ def _parse_methods(ctx, param, value):
               help="Evaluate this gallery on --probes instead of running the protocol.")
 @click.option("--probes", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Labelled probes DIR/<client>/*.png for --gallery.")
+@click.option("--dev-scores", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Development score files: choose one threshold per method on them "
+                   "(with --eval-scores; repeatable).")
+@click.option("--eval-scores", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Evaluation score files: FAR, FRR and HTER at the dev threshold.")
+@click.option("--criterion", type=click.Choice(["eer", "min-hter", "far"]), default="eer",
+              show_default=True, help="How the dev threshold is chosen (far: --criterion-far).")
+@click.option("--criterion-far", type=click.FloatRange(0, 1), default=None, metavar="F",
+              help="With --criterion far: the FAR on the dev scores (e.g. 0.01).")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Clients trained in parallel.")
 @click.option("--identification/--no-identification", default=True, show_default=True,
@@ -69,8 +78,8 @@ def _parse_methods(ctx, param, value):
 @key_file_option
 @matcher_cmd_option
 def command(paths, store, enrolled, train_images, repetitions, seed, m, methods, out_dir,
-            scores, gallery, probes, jobs, identification, no_plot, force,
-            as_json, key_file, matcher_cmd):
+            scores, gallery, probes, dev_scores, eval_scores, criterion, criterion_far, jobs,
+            identification, no_plot, force, as_json, key_file, matcher_cmd):
     """Measure what compression costs: FRR/FAR curves, EER and matches per claim.
 
     Runs the paper's protocol (Sect. IV-A) on FACES_DIR (default: the enrollment
@@ -79,10 +88,16 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
     every image of the other subjects is an impostor claim against every client. Each
     method is trained per client, each client's threshold is swept, and the curves are
     averaged over clients and repetitions. Writes to -o: summary.json, curves.csv,
-    roc.png, det.png and scores/*.txt (4-column: claimed_id real_id probe_label score).
-    In protocol mode every probe is also searched against every client
-    (identification): closed-set CMC, open-set DIR at FAR = 1 %, cmc.png and
-    identification/*.txt (every probe against every client).
+    roc.png, det.png, scores.png and scores/*.txt (4-column: claimed_id real_id
+    probe_label score, metadata in scores/*.txt.json). In protocol mode every probe is
+    also searched against every client (identification): closed-set CMC, open-set DIR
+    at FAR = 1 %, cmc.png and identification/*.txt (every probe against every client).
+
+    Every figure names its convention: EER client-mean (the headline: each client's
+    own threshold), EER averaged-curve (the paper's Fig. 4 curve), global-threshold
+    (one threshold for all clients); "—" marks a FAR the data cannot resolve.
+    --scores reads 4-column, 5-column and bob CSV (*.csv) score files; NaN scores are
+    failures to acquire. --dev-scores/--eval-scores: threshold on dev, rates on eval.
 
     \b
     Examples:
@@ -91,9 +106,14 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
       ssgallery roc faces/ --m 1,2,5 --methods svm,ssvm,nystrom --jobs 2
       ssgallery roc --scores report/scores/*.txt -o again/
       ssgallery roc --gallery gallery.h5 --probes probes/
+      ssgallery roc --dev-scores dev.txt --eval-scores eval.txt --criterion min-hter
     """
     from ssgallery.app.roc import roc
-    from ssgallery.biometrics.report import format_identification_table, format_table
+    from ssgallery.biometrics.report import (
+        format_dev_eval,
+        format_identification_table,
+        format_table,
+    )
 
     faces_dir = None
     if scores:  # a shell glob after --scores leaves the other files as arguments
@@ -117,7 +137,9 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
 
     try:
         result = roc(faces_dir, out_dir=out_dir, store_path=store, scores=scores or None,
-                     gallery=gallery, probes=probes, methods=methods, m=m,
+                     gallery=gallery, probes=probes, dev_scores=dev_scores or None,
+                     eval_scores=eval_scores or None, criterion=criterion,
+                     criterion_far=criterion_far, methods=methods, m=m,
                      n_enrolled=enrolled, n_train=train_images, repetitions=repetitions,
                      seed=seed, n_jobs=jobs, progress=progress, progress_total=total,
                      warn=lambda msg: click.echo(f"ssgallery: warning: {msg}", err=True),
@@ -130,13 +152,17 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
         with open(result["files"]["summary"], encoding="utf-8") as handle:
             click.echo(handle.read().rstrip())
         return
+    if result["mode"] == "dev-eval":
+        click.echo(format_dev_eval(result["results"]))
+        click.echo(f"wrote {result['files']['summary']}")
+        return
     click.echo(format_table(result["summaries"]))
     if result["identification"]:
         click.echo("\nidentification (every probe against every client):")
         click.echo(format_identification_table(result["identification"]))
     files = result["files"]
     shown = [files["summary"], files["curves"]] + [
-        files[k] for k in ("plot", "det_plot", "cmc_plot") if k in files]
+        files[k] for k in ("plot", "det_plot", "scores_plot", "cmc_plot") if k in files]
     if files["scores"]:
         shown.append(f"{len(files['scores'])} score files in {out_dir}/scores/")
     if files.get("identification_scores"):

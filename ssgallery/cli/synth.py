@@ -39,5 +39,5 @@ def command(out, identities, images, seed, probes, jobs, force, check):
     click.echo(f"wrote {len(files)} files to {out}")
     if check:
         r = difficulty(Path(out) / "faces")
-        click.echo(f"full SVM: mean client EER {100 * r['client_eer']:.2f}%, EER of the "
-                   f"averaged curve {100 * r['eer']:.2f}% ({r['repetitions']} repetitions)")
+        click.echo(f"full SVM: mean client EER {100 * r['eer_client_mean']:.2f}%, EER of the "
+                   f"averaged curve {100 * r['eer_averaged_curve']:.2f}% ({r['repetitions']} repetitions)")

@@ -1,0 +1,169 @@
+"""Decision thresholds that keep their false-acceptance promise on unseen people.
+
+A client-specific threshold at a target FAR, estimated from that client's own ~100
+held-out impostor scores, cannot pin a 1 % tail (with 95 scores it allows no false
+accept at all, and the maximum of a small sample is a poor guide to the tail of the
+population). Pooling the clients' held-out impostor scores after a per-client score
+normalisation gives one tail estimate from thousands of scores.
+
+Threshold modes (accept when g(x) >= t_c; every mode returns raw per-client t_c, so
+verification is unchanged):
+
+``client``
+    t_c at the target FAR on client c's own held-out impostor scores.
+``znorm-global``
+    Z-norm each client's scores with its own impostor mean and std, pool every
+    client's normalised held-out impostor scores, take one global threshold T at the
+    target FAR on the pool: t_c = mean_c + std_c * T. The pool is normalised out of
+    sample (:func:`cross_normalised`), so that T accounts for the error of each
+    client's estimated mean and std.
+``shrink``
+    The normalised client threshold shrunk half-way toward T:
+    t_c = mean_c + std_c * (w * T_c + (1 - w) * T), w = ``shrink_weight``.
+
+:func:`clopper_pearson` gives the exact binomial interval of an observed FAR.
+"""
+
+import numpy as np
+
+from ssgallery.biometrics import metrics
+
+THRESHOLD_MODES = ("client", "znorm-global", "shrink")
+DEFAULT_THRESHOLD_MODE = "znorm-global"
+SHRINK_WEIGHT = 0.5
+
+
+def clopper_pearson(k, n, level=0.95):
+    """Exact (Clopper-Pearson) two-sided interval of a binomial rate k / n.
+
+    Returns
+    -------
+    low, high : float
+        ``(0, 1)`` when ``n == 0``.
+    """
+    from scipy.stats import beta
+
+    k, n = int(k), int(n)
+    if n <= 0:
+        return 0.0, 1.0
+    a = (1.0 - level) / 2.0
+    low = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
+    high = 1.0 if k == n else float(beta.ppf(1.0 - a, k + 1, n - k))
+    return low, high
+
+
+def _gap_threshold(scores, far):
+    """Threshold at ``far`` in the middle of the gap above the first rejected score.
+
+    The same operating point as :func:`metrics.threshold_at_far` (at most
+    floor(far * n) scores accepted), but far enough from every score that mapping it
+    back to a client's raw scale (mean + std * T) cannot flip a decision by rounding.
+    """
+    s = np.sort(np.asarray(scores, dtype=float))[::-1]
+    k = int(np.floor(far * s.size + 1e-9))
+    if k >= s.size:
+        return float(s[-1])
+    above = s[s > s[k]]
+    if above.size:
+        return float(0.5 * (s[k] + above.min()))
+    return float(s[k] + 1e-9 * max(1.0, abs(s[k])))
+
+
+def _halves(n, subjects):
+    """Two halves of a client's held-out impostor scores: alternate subjects (in order
+    of first appearance) when known, else alternate scores."""
+    if subjects is None:
+        return np.arange(n) % 2 == 0
+    subjects = np.asarray(subjects).astype(str)
+    _, first = np.unique(subjects, return_index=True)
+    order = subjects[np.sort(first)]
+    side = {sub: i % 2 == 0 for i, sub in enumerate(order)}
+    return np.array([side[sub] for sub in subjects])
+
+
+def cross_normalised(scores, subjects=None):
+    """A client's impostor scores Z-normed out of sample: each half (by subject) with
+    the mean and std of the other half, shape (n,).
+
+    Normalising scores with parameters fitted on the same scores makes their pooled
+    tail lighter than that of new impostors' (whose Z-norm parameters are estimates);
+    cross-fitting keeps the estimation error in the pool, so a threshold set on it
+    holds on unseen people. Falls back to in-sample Z-norm below 4 scores or 2 subjects.
+    """
+    s = np.asarray(scores, dtype=float)
+    a = _halves(s.size, subjects)
+    if s.size < 4 or a.sum() < 2 or (~a).sum() < 2:
+        return (s - s.mean()) / max(s.std(ddof=1) if s.size > 1 else 0.0, 1e-12)
+    z = np.empty_like(s)
+    for part, other in ((a, ~a), (~a, a)):
+        z[part] = (s[part] - s[other].mean()) / max(s[other].std(ddof=1), 1e-12)
+    return z
+
+
+def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THRESHOLD_MODE,
+                         shrink_weight=SHRINK_WEIGHT, subjects=None, cross_fit="parity"):
+    """Per-client thresholds of one threshold mode from held-out impostor scores.
+
+    Parameters
+    ----------
+    impostors : list of ndarray, each of shape (n_c,)
+        Per client, impostor scores of people its model did not see (CV folds).
+    normalizations : list of dict
+        Per client ``{"kind": "znorm", "mean", "std"}`` (ignored by ``client``).
+    target_far : float
+    mode : {"client", "znorm-global", "shrink"}
+    shrink_weight : float
+        Weight of the client's own normalised threshold in ``shrink``.
+    subjects : list of ndarray, optional
+        Per client, the subject of each impostor score (for ``cross_fit="subject"``).
+    cross_fit : {"parity", "subject", None}
+        How the pool is normalised (:func:`cross_normalised`): halves by alternate
+        scores, by alternate subjects, or in sample (None).
+
+    Returns
+    -------
+    thresholds : ndarray of shape (n_clients,)
+        Raw thresholds on each client's g(x) (accept when g(x) >= t).
+    info : dict
+        ``mode``, ``global_threshold`` (normalised T, None for ``client``), and the
+        held-out estimate of the FAR: ``accepted`` / ``impostors`` (counts over all
+        clients; for the normalised modes counted on the cross-fitted scores of
+        :func:`cross_normalised`, on which T is set), ``expected_far`` and its 95 %
+        Clopper-Pearson ``expected_far_ci``.
+    """
+    if mode not in THRESHOLD_MODES:
+        raise ValueError(f"unknown threshold mode {mode!r}; choose from "
+                         f"{', '.join(THRESHOLD_MODES)}")
+    if len(impostors) == 0:
+        raise ValueError("no clients to calibrate")
+    big_t = None
+    total = int(sum(np.size(s) for s in impostors))
+    if mode == "client":
+        t = np.array([metrics.threshold_at_far(s, target_far) for s in impostors])
+        accepted = int(sum(np.sum(np.asarray(s) >= tc) for s, tc in zip(impostors, t)))
+    else:
+        if cross_fit is None:
+            z = [(np.asarray(s, dtype=float) - n["mean"]) / n["std"]
+                 for s, n in zip(impostors, normalizations)]
+        else:
+            groups = subjects if cross_fit == "subject" and subjects is not None \
+                else [None] * len(impostors)
+            z = [cross_normalised(s, g) for s, g in zip(impostors, groups)]
+        big_t = _gap_threshold(np.concatenate(z), target_far)
+        mu = np.array([n["mean"] for n in normalizations], dtype=float)
+        sd = np.array([n["std"] for n in normalizations], dtype=float)
+        if mode == "znorm-global":
+            tz = np.full(len(z), big_t)
+        else:
+            own = np.array([_gap_threshold(s, target_far) for s in z])
+            tz = shrink_weight * own + (1.0 - shrink_weight) * big_t
+        t = mu + sd * tz
+        accepted = int(sum(np.sum(zc >= tc) for zc, tc in zip(z, tz)))
+    return t, {"mode": mode, "target_far": float(target_far),
+               "global_threshold": None if big_t is None else float(big_t),
+               "accepted": accepted, "impostors": total, "expected_far": accepted / total,
+               "expected_far_ci": list(clopper_pearson(accepted, total))}
+
+
+__all__ = ["DEFAULT_THRESHOLD_MODE", "THRESHOLD_MODES", "calibrate_thresholds",
+           "clopper_pearson", "cross_normalised"]

@@ -1,0 +1,93 @@
+"""Threshold modes (biometrics.calibration): thresholds from held-out impostor scores,
+the pooled FAR they promise and its Clopper-Pearson interval."""
+
+import numpy as np
+import pytest
+
+from ssgallery.app.client_training import znorm_parameters
+from ssgallery.biometrics.calibration import (
+    THRESHOLD_MODES,
+    _gap_threshold,
+    calibrate_thresholds,
+    clopper_pearson,
+    cross_normalised,
+)
+
+
+def _clients(seed=0, n_clients=30, n_imp=95):
+    """Clients whose impostor scores have their own location and scale (what a
+    per-client Z-norm removes), and a larger set of 'unseen' impostors from the same
+    distributions."""
+    rng = np.random.default_rng(seed)
+    mu, sd = rng.normal(0, 1, n_clients), rng.uniform(0.2, 2.0, n_clients)
+    held = [rng.normal(m, s, n_imp) for m, s in zip(mu, sd)]
+    unseen = [rng.normal(m, s, 5000) for m, s in zip(mu, sd)]
+    return held, unseen, [znorm_parameters(h) for h in held]
+
+
+def test_clopper_pearson_known_values():
+    low, high = clopper_pearson(0, 100)
+    assert low == 0.0 and high == pytest.approx(0.036217, abs=1e-5)  # 1 - 0.025 ** (1/100)
+    low, high = clopper_pearson(10, 100)
+    assert low == pytest.approx(0.04900, abs=1e-4) and high == pytest.approx(0.17622, abs=1e-4)
+    assert clopper_pearson(5, 5)[1] == 1.0 and clopper_pearson(0, 0) == (0.0, 1.0)
+
+
+def test_every_mode_keeps_its_promise_on_the_held_out_scores():
+    held, _, norms = _clients()
+    for mode in THRESHOLD_MODES:
+        t, info = calibrate_thresholds(held, norms, 0.01, mode)
+        assert t.shape == (30,) and info["impostors"] == 30 * 95
+        if mode == "client":  # counted on the raw held-out scores
+            assert info["accepted"] == sum(int(np.sum(h >= tc)) for h, tc in zip(held, t))
+        else:  # counted on the cross-fitted normalised scores the threshold is set on
+            tz = (t - np.array([n["mean"] for n in norms])) / np.array([n["std"] for n in norms])
+            z = [cross_normalised(h) for h in held]
+            assert info["accepted"] == sum(int(np.sum(zc >= c)) for zc, c in zip(z, tz))
+        assert info["accepted"] <= np.floor(0.01 * 30 * 95)
+        lo, hi = info["expected_far_ci"]
+        assert lo <= info["expected_far"] <= hi
+
+
+def test_znorm_global_is_one_threshold_in_the_normalised_space():
+    held, _, norms = _clients()
+    t, info = calibrate_thresholds(held, norms, 0.01, "znorm-global")
+    z = [(tc - n["mean"]) / n["std"] for tc, n in zip(t, norms)]
+    np.testing.assert_allclose(z, info["global_threshold"])
+    # the pool is normalised out of sample: each half with the other half's mean/std
+    h = held[0]
+    zc = cross_normalised(h)
+    a = np.arange(95) % 2 == 0
+    assert zc[0] == pytest.approx((h[0] - h[~a].mean()) / h[~a].std(ddof=1))
+    _, info_client = calibrate_thresholds(held, norms, 0.01, "client")
+    assert info_client["global_threshold"] is None
+    # 95 scores per client: the client mode accepts none of them (floor(0.95) = 0)
+    assert info_client["accepted"] == 0
+    t_shrink, _ = calibrate_thresholds(held, norms, 0.01, "shrink")
+    own = np.array([_gap_threshold(cross_normalised(h), 0.01) for h in held])
+    zs = np.array([(tc - n["mean"]) / n["std"] for tc, n in zip(t_shrink, norms)])
+    # half-way between each client's own normalised threshold and the global one
+    np.testing.assert_allclose(zs, 0.5 * own + 0.5 * info["global_threshold"])
+
+
+def test_pooled_thresholds_hold_on_unseen_impostors():
+    """With 95 held-out scores per client the client mode's tail estimate is the
+    sample maximum (about 1.1 % here); the pooled, cross-fitted Z-normed threshold
+    estimates the 1 % tail from 2850 scores and keeps its promise."""
+    far = {}
+    for mode in ("client", "znorm-global"):
+        achieved = []
+        for seed in range(5):
+            held, unseen, norms = _clients(seed)
+            t, _ = calibrate_thresholds(held, norms, 0.01, mode)
+            achieved.append(np.mean([np.mean(u >= tc) for u, tc in zip(unseen, t)]))
+        far[mode] = np.mean(achieved)
+    assert 0.007 < far["znorm-global"] <= 0.0105
+    assert far["znorm-global"] < far["client"]
+
+
+def test_bad_mode_and_no_clients():
+    with pytest.raises(ValueError, match="unknown threshold mode 'magic'"):
+        calibrate_thresholds([np.zeros(3)], [znorm_parameters([0, 1, 2])], 0.01, "magic")
+    with pytest.raises(ValueError, match="no clients"):
+        calibrate_thresholds([], [], 0.01)

@@ -1,0 +1,174 @@
+"""Score files others read and write: 4-column files bob's loader and pyeer read as they
+are, 5-column and bob CSV files read, failures to acquire, duplicates, dev/eval."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from ssgallery.biometrics import metrics
+from ssgallery.biometrics.evaluation import dev_eval, evaluate
+from ssgallery.biometrics.scores import Scores, read_score_files, read_scores, write_scores
+from ssgallery.cli import main
+
+
+def _table(seed=0, n_clients=4, n_gen=30, n_imp=300, method="ssvm", m=2, rep=0):
+    rng = np.random.default_rng(seed)
+    claimed, real, probe, score = [], [], [], []
+    for c in range(n_clients):
+        cid = f"client {c}"  # a space: percent-encoded in the file
+        for i, s in enumerate(rng.normal(2.0, 1.0, n_gen)):
+            claimed.append(cid), real.append(cid), probe.append(f"{cid}/{i}.png")
+            score.append(s)
+        for i, s in enumerate(rng.normal(0.0, 1.0, n_imp)):
+            claimed.append(cid), real.append(f"z{i % 7}"), probe.append(f"z/{i}.png")
+            score.append(s)
+    return Scores(method, m, rep, np.array(claimed), np.array(real), np.array(probe),
+                  np.array(score), {f"client {c}": {"matches": 2.0} for c in range(n_clients)})
+
+
+def _bob_split_four_column(path):
+    """bob.bio.base.score.load.split_four_column, as it parses: csv.reader with a single
+    space as delimiter, last field a float, claimed_id == real_id is genuine."""
+    neg, pos = [], []
+    with open(path, newline="") as handle:
+        for fields in csv.reader(handle, delimiter=" "):
+            (pos if fields[0] == fields[1] else neg).append(float(fields[-1]))
+    return np.array(neg), np.array(pos)
+
+
+def _pyeer_read(path):
+    """pyeer's score-file reader (eer_info.__get_score): the last ' '-field of a line."""
+    with open(path) as handle:
+        return [float(line.strip().split(" ")[-1]) for line in handle]
+
+
+def test_written_files_read_unchanged_by_bob_and_pyeer(tmp_path):
+    pyeer = pytest.importorskip("pyeer.eer_info")
+    t = _table()
+    path = tmp_path / "ssvm-m2.r0.txt"
+    write_scores(path, t)
+    text = path.read_text()
+    assert "#" not in text and "  " not in text  # no header, one space between fields
+    neg, pos = _bob_split_four_column(path)
+    assert len(_pyeer_read(path)) == len(t.score)
+    np.testing.assert_array_equal(np.sort(np.r_[neg, pos]), np.sort(t.score))
+    stats = pyeer.get_eer_stats(pos.tolist(), neg.tolist())
+    ours = metrics.eer(neg, pos)
+    # pyeer brackets the EER between two ROC points; ours interpolates between them
+    assert stats.eer_low - 1e-12 <= ours <= stats.eer_high + 1e-12
+    assert stats.fmr100 == pytest.approx(metrics.frr_at_far(neg, pos, 0.01))
+    assert stats.fmr1000 == pytest.approx(metrics.frr_at_far(neg, pos, 0.001))
+    # the same scores through ssgallery roc --scores: the global-threshold figures
+    s = evaluate([read_scores(path)], n_boot=0)[0]
+    assert s["eer_global_threshold"] == pytest.approx(ours, abs=1e-12)
+    assert s["frr_at_far_1pct_global_threshold"] == pytest.approx(stats.fmr100)
+    assert s["frr_at_far_01pct_global_threshold"] == pytest.approx(stats.fmr1000)
+
+
+def test_five_column_and_bob_csv_read_as_the_four_column_file(tmp_path):
+    t = _table(seed=1, n_clients=2, n_gen=5, n_imp=20)
+    four = tmp_path / "x.txt"
+    write_scores(four, t)
+    ref = read_scores(four)
+    rows = list(zip(t.claimed, t.real, t.probe, t.score.tolist()))
+    enc = lambda v: str(v).replace(" ", "%20")
+    five = tmp_path / "five.txt"
+    five.write_text("".join(f"{enc(c)} model-{enc(c)} {enc(r)} {enc(p)} {s!r}\n"
+                            for c, r, p, s in rows))
+    path_csv = tmp_path / "bob.csv"
+    with open(path_csv, "w", newline="") as handle:
+        w = csv.writer(handle)
+        w.writerow(["probe_key", "probe_subject_id", "bio_ref_key", "bio_ref_subject_id",
+                    "score"])
+        for c, r, p, s in rows:
+            w.writerow([p, r, f"ref-{c}", c, repr(s)])
+    for path in (five, path_csv):
+        got = read_scores(path)
+        for name in ("claimed", "real", "probe"):
+            assert list(getattr(got, name)) == list(getattr(ref, name)), (path, name)
+        np.testing.assert_array_equal(got.score, ref.score)
+
+
+def test_nan_and_missing_scores_are_failures_to_acquire(tmp_path):
+    lines = [f"a a g{i} {s}" for i, s in enumerate([3.0, 2.5, "nan", 2.0])]
+    lines += [f"a z i{i} {s}" for i, s in enumerate([0.0, 1.0, "NaN", 0.5, -1.0])]
+    path = tmp_path / "fta.txt"
+    path.write_text("\n".join(lines) + "\n")
+    t = read_scores(path)
+    assert np.isnan(t.score).sum() == 2
+    s = evaluate([t], n_boot=0)[0]
+    assert s["fta_genuine"] == pytest.approx(1 / 4) and s["fta_impostor"] == pytest.approx(1 / 5)
+    # bob's convention: a failed genuine attempt is a rejection at every threshold, a
+    # failed impostor attempt is never accepted
+    r = dev_eval([t], [t], "far", 0.0)[0]["eval"]
+    assert r["far"] == 0.0 and r["frr"] == pytest.approx(1 / 4)  # only the FTA rejected
+    assert r["fta_genuine"] == pytest.approx(1 / 4)
+    # the finite scores separate, but FRR >= 1/4 (the FTA): FAR falls 2/5 -> 1/5 while
+    # FRR stays 1/4, so FAR - FRR crosses 0 at FAR = FRR = 0.25 (linear interpolation)
+    assert s["eer_global_threshold"] == pytest.approx(0.25)
+    # a missing score in bob's CSV format is a failure to acquire too
+    path_csv = tmp_path / "missing.csv"
+    path_csv.write_text("bio_ref_subject_id,probe_subject_id,probe_key,score\n"
+                        "a,a,p1,1.0\na,a,p2,\na,b,p3,0.1\n")
+    assert np.isnan(read_scores(path_csv).score).tolist() == [False, True, False]
+
+
+def test_duplicate_score_files_are_refused(tmp_path):
+    write_scores(tmp_path / "s.txt", _table(n_clients=1, n_gen=3, n_imp=5))
+    (tmp_path / "copy.txt").write_bytes((tmp_path / "s.txt").read_bytes())
+    res = CliRunner().invoke(main, ["roc", "--scores", str(tmp_path / "s.txt"),
+                                    str(tmp_path / "s.txt"), "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "score file given twice" in res.output
+    res = CliRunner().invoke(main, ["roc", "--scores", str(tmp_path / "s.txt"),
+                                    str(tmp_path / "copy.txt"), "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "has the same content as" in res.output
+    # a shell glob also catches the side-car JSON: skipped, not read as scores
+    tables = read_score_files([tmp_path / "s.txt", f"{tmp_path / 's.txt'}.json"])
+    assert len(tables) == 1 and tables[0].method == "ssvm" and tables[0].m == 2
+
+
+def test_unresolved_operating_points_print_as_a_dash(tmp_path):
+    write_scores(tmp_path / "s.txt", _table(n_clients=4, n_gen=10, n_imp=300))
+    res = CliRunner().invoke(main, ["roc", "--scores", str(tmp_path / "s.txt"), "-o",
+                                    str(tmp_path / "o"), "--no-plot"])
+    assert res.exit_code == 0, res.output
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())["methods"][0]
+    # 300 impostor claims per client: FAR 0.1 % is not resolved per client (None),
+    # 1200 pooled: it is for the global threshold
+    assert s["frr_at_far_01pct_averaged_curve"] is None
+    assert "1/300 impostor claims" in s["notes"]["frr_at_far_01pct_averaged_curve"]
+    assert s["frr_at_far_01pct_global_threshold"] is not None
+    assert "—" in res.output and "below the resolution of a client's curve" in res.output
+
+
+def test_dev_eval_threshold_on_dev_rates_on_eval(tmp_path):
+    dev, ev = _table(seed=2), _table(seed=3)
+    write_scores(tmp_path / "dev.txt", dev)
+    write_scores(tmp_path / "eval.txt", ev)
+    for criterion, extra in (("eer", []), ("min-hter", []), ("far", ["--criterion-far", "0.01"])):
+        out = tmp_path / criterion
+        res = CliRunner().invoke(main, ["roc", "--dev-scores", str(tmp_path / "dev.txt"),
+                                        "--eval-scores", str(tmp_path / "eval.txt"),
+                                        "--criterion", criterion, *extra, "-o", str(out)])
+        assert res.exit_code == 0, res.output
+        assert "eval HTER %" in res.output
+        r = json.loads((out / "summary.json").read_text())["methods"][0]
+        d_neg, d_pos = dev.score[dev.claimed != dev.real], dev.score[dev.claimed == dev.real]
+        e_neg, e_pos = ev.score[ev.claimed != ev.real], ev.score[ev.claimed == ev.real]
+        t = r["threshold"]
+        assert r["eval"]["far"] == pytest.approx(np.mean(e_neg >= t))
+        assert r["eval"]["frr"] == pytest.approx(np.mean(e_pos < t))
+        assert r["eval"]["hter"] == pytest.approx(metrics.hter(e_neg, e_pos, t))
+        if criterion == "eer":
+            assert t == metrics.eer_threshold(d_neg, d_pos)
+        elif criterion == "far":
+            assert r["dev"]["far"] <= 0.01
+        else:  # no dev threshold has a lower HTER
+            f, fr, _ = metrics.roc_curve(d_neg, d_pos)
+            assert r["dev"]["hter"] == pytest.approx(np.min(f + fr) / 2)
+    res = CliRunner().invoke(main, ["roc", "--dev-scores", str(tmp_path / "dev.txt"),
+                                    "-o", str(tmp_path / "x")])
+    assert res.exit_code == 2 and "--dev-scores and --eval-scores go together" in res.output
