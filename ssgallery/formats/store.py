@@ -37,6 +37,7 @@ from ssgallery.formats import integrity
 from ssgallery.formats.hdf5 import (
     build_matcher,
     client_id_problem,
+    hdf5_image,
     now_utc,
     open_checked,
     read_state,
@@ -142,7 +143,7 @@ class EnrollmentStore:
         else:
             images = images.astype(np.float32)
         strings = h5py.string_dtype()
-        with atomic_path(path, FORMAT, force, lock=True) as tmp, h5py.File(tmp, "w") as f:
+        with atomic_path(path, FORMAT, force, lock=True) as tmp, hdf5_image(tmp) as f:
             f.attrs["format"] = FORMAT
             f.attrs["format_version"] = FORMAT_VERSION
             f.attrs["tool_version"] = __version__
