@@ -30,7 +30,7 @@ def _kind(mode):
     return "not a regular file"
 
 
-def read_regular(path, what, max_bytes, error=InputError):
+def read_regular(path, what, max_bytes, error=InputError, missing=None):
     """The bytes of the regular file ``path`` (at most ``max_bytes``).
 
     Parameters
@@ -41,6 +41,8 @@ def read_regular(path, what, max_bytes, error=InputError):
     max_bytes : int
     error : type
         The :class:`~ssgallery.errors.SsgalleryError` subclass to raise.
+    missing : str, optional
+        The message for a missing file (default ``no such <what>``).
 
     Raises
     ------
@@ -50,7 +52,7 @@ def read_regular(path, what, max_bytes, error=InputError):
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise error(f"no such {what}", path=path) from None
+        raise error(missing or f"no such {what}", path=path) from None
     except (OSError, ValueError) as exc:
         raise error(f"cannot read {what} ({getattr(exc, 'strerror', None) or exc})",
                     path=path) from None

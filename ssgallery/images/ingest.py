@@ -148,7 +148,7 @@ def _resize(arr, size):
 def _read_file(path):
     """The bytes of an image file: a regular file of at most 64 MiB
     (:data:`ssgallery.safeio.MAX_IMAGE_BYTES`)."""
-    return read_regular(path, "image", MAX_IMAGE_BYTES)
+    return read_regular(path, "image", MAX_IMAGE_BYTES, missing="no such file")
 
 
 def _fmt_size(size):
