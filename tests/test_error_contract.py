@@ -102,12 +102,12 @@ def test_special_files_are_refused_at_once(built, tmp_path):
 
 
 def test_image_size_limits(built, tmp_path):
-    side = int(np.sqrt(MAX_IMAGE_PIXELS)) + 100  # just over the documented pixel limit
-    bomb = tmp_path / "blank.png"
-    Image.new("L", (side, side)).save(bomb, optimize=True)
-    assert bomb.stat().st_size < 1 << 20  # small file, huge image
-    _one_line(_verify(built, bomb), EXIT_INPUT, "blank.png: image too large",
-              f"at most {MAX_IMAGE_PIXELS} pixels")
+    for side in (int(np.sqrt(MAX_IMAGE_PIXELS)) + 100, 12000):  # just over; the issue's
+        bomb = tmp_path / f"blank{side}.png"
+        Image.new("L", (side, side)).save(bomb, optimize=True)
+        assert bomb.stat().st_size < 1 << 20  # small file, huge image
+        _one_line(_verify(built, bomb), EXIT_INPUT, f"blank{side}.png: image too large",
+                  f"at most {MAX_IMAGE_PIXELS} pixels")
     big = tmp_path / "big.png"
     with open(big, "wb") as handle:
         handle.truncate((64 << 20) + 1)  # sparse: nothing is written, nothing is read
