@@ -14,7 +14,7 @@ Standard library only (on the ``verify`` path); below every other layer.
 import os
 import stat
 
-from ssgallery.errors import InputError
+from ssgallery.errors import InputError, printable  # noqa: F401 (re-exported)
 
 MiB = 1 << 20
 MAX_IMAGE_BYTES = 64 * MiB  # a probe or enrolment image file
@@ -30,7 +30,7 @@ def _kind(mode):
     return "not a regular file"
 
 
-def read_regular(path, what, max_bytes, error=InputError):
+def read_regular(path, what, max_bytes, error=InputError, missing=None):
     """The bytes of the regular file ``path`` (at most ``max_bytes``).
 
     Parameters
@@ -41,6 +41,8 @@ def read_regular(path, what, max_bytes, error=InputError):
     max_bytes : int
     error : type
         The :class:`~ssgallery.errors.SsgalleryError` subclass to raise.
+    missing : str, optional
+        The message for a missing file (default ``no such <what>``).
 
     Raises
     ------
@@ -50,7 +52,7 @@ def read_regular(path, what, max_bytes, error=InputError):
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise error(f"no such {what}", path=path) from None
+        raise error(missing or f"no such {what}", path=path) from None
     except (OSError, ValueError) as exc:
         raise error(f"cannot read {what} ({getattr(exc, 'strerror', None) or exc})",
                     path=path) from None
@@ -74,26 +76,3 @@ def read_regular(path, what, max_bytes, error=InputError):
     if len(data) > max_bytes:
         raise error(f"{what} is too large (more than {max_bytes} bytes)", path=path)
     return data
-
-
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
-
-
-def printable(text):
-    """``text`` with control characters (and backslashes) escaped, e.g. ``\\n``, ``\\x1b``;
-    undecodable bytes of file names (surrogate escapes) as ``\\xNN``."""
-    text = os.fspath(text) if not isinstance(text, str) else text
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "surrogateescape")
-    out = []
-    for ch in str(text):
-        code = ord(ch)
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif code < 0x20 or code == 0x7F or 0x80 <= code < 0xA0 or code in (0x2028, 0x2029):
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-        elif 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8
-            out.append(f"\\x{code - 0xDC00:02x}")
-        else:
-            out.append(ch)
-    return "".join(out)

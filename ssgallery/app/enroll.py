@@ -210,10 +210,14 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, say, force):
         instance = cls(**options)
     except TypeError as exc:
         raise InputError(f"bad option for matcher '{matcher}': {exc}") from None
+    try:
+        config = instance.get_config()
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"bad option for matcher '{matcher}': {exc}") from None
     candidate = EnrollmentStore(images=src.images, labels=src.labels, paths=src.paths,
                                 sha256=src.shas, roots=src.roots, clients=src.clients,
                                 background=src.bg_names, matcher_name=matcher,
-                                matcher_config=instance.get_config(), matcher_state={})
+                                matcher_config=config, matcher_state={})
     old = src.old
     if old is not None and old.fingerprint == candidate.fingerprint:
         say("nothing changed: the store already holds exactly these images and settings")

@@ -2,40 +2,48 @@
 print; each lives in its own module and imports the library lazily, so ``verify``
 never pays for scikit-learn or matplotlib."""
 
+import os
 import signal
 import sys
 
 import click
 
 from ssgallery import __version__
+from ssgallery.errors import EXIT_INPUT, EXIT_INTERNAL, SsgalleryError, printable
 
 
 class _Group(click.Group):
-    """Turns :class:`ssgallery.errors.SsgalleryError` (and any OSError) into one line on
-    stderr + exit 2; Ctrl-C and SIGTERM into "interrupted" + exit 130."""
+    """The one error contract (docs/security.md): :class:`ssgallery.errors.SsgalleryError`
+    and any OSError -> one line on stderr + exit 2; Ctrl-C and SIGTERM -> "interrupted" +
+    exit 130; any other exception -> "internal error" on one line + exit 4 (``--debug``
+    or ``SSGALLERY_DEBUG=1``: the traceback too). Click's own usage errors exit 2."""
 
     def invoke(self, ctx):
-        from ssgallery.errors import SsgalleryError
         from ssgallery.formats.atomic import forget_written
 
         forget_written()
         _signalled.clear()
         previous = _on_sigterm_interrupt()
+        _ignore_sigxfsz()
         try:
             result = super().invoke(ctx)
         except SsgalleryError as exc:
-            click.echo(f"ssgallery: error: {exc}", err=True)
-            sys.exit(exc.exit_code)
+            _fail(f"error: {exc}", exc.exit_code, ctx)
         except KeyboardInterrupt as exc:
             _exit_interrupted(str(exc))
         except click.exceptions.Exit:
             if _signalled:  # an interrupt swallowed by a library (e.g. inside h5py)
                 _exit_interrupted()
             raise
+        except (click.exceptions.Abort, click.ClickException, SystemExit):
+            raise
         except OSError as exc:  # safety net: permissions, full disk, vanished files
-            where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-            click.echo(f"ssgallery: error: {where}{exc.strerror or exc}", err=True)
-            sys.exit(2)
+            where = f"{printable(exc.filename)}: " if getattr(exc, "filename", None) else ""
+            _fail(f"error: {where}{printable(exc.strerror or exc)}", EXIT_INPUT, ctx)
+        except Exception as exc:  # noqa: BLE001 - the contract: never a bare traceback
+            text = printable(" ".join(str(exc).split()))[:500]
+            _fail(f"internal error: {type(exc).__name__}{': ' if text else ''}{text} "
+                  "(please report it; --debug shows the traceback)", EXIT_INTERNAL, ctx)
         finally:
             for signum, handler in (previous or {}).items():
                 signal.signal(signum, handler)
@@ -45,6 +53,30 @@ class _Group(click.Group):
 
 
 _signalled = set()  # signals received during this command
+
+
+def _debug(ctx):
+    return bool((ctx.obj or {}).get("debug")) or os.environ.get("SSGALLERY_DEBUG") == "1"
+
+
+def _fail(message, status, ctx):
+    """Print ``ssgallery: <message>`` (after the traceback when debugging); exit."""
+    if _debug(ctx):
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+    click.echo(f"ssgallery: {message}", err=True)
+    sys.exit(status)
+
+
+def _ignore_sigxfsz():
+    """Writing past ``ulimit -f`` fails with an OSError (EFBIG: exit 2) instead of the
+    process being killed by SIGXFSZ."""
+    if hasattr(signal, "SIGXFSZ"):
+        try:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        except ValueError:  # not the main thread
+            pass
 
 
 def _exit_interrupted(note=""):
@@ -81,7 +113,10 @@ def _on_sigterm_interrupt():
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ssgallery")
-def main():
+@click.option("--debug", is_flag=True, help="On an internal error, print the traceback "
+              "(also SSGALLERY_DEBUG=1).")
+@click.pass_context
+def main(ctx, debug):
     """Compress biometric face galleries into super-sparse virtual prototypes.
 
     \b
@@ -94,8 +129,22 @@ def main():
       ssgallery info                   # clients, m, bytes per client vs the full SVM
       ssgallery show --claim 17 -o protos.png
 
-    Each command has its own --help. Errors are one line on stderr, exit status 2.
+    Each command has its own --help. Errors are one line on stderr.
+
+    \b
+    Exit status (every command; docs/security.md):
+      0  accept (verify) / success     1  reject (verify: some claim rejected)
+      2  input or usage error          3  failure to acquire (probe is not a usable face)
+      4  internal error (--debug or SSGALLERY_DEBUG=1 shows the traceback)
+      130 interrupted (Ctrl-C, SIGTERM)
+
+    \b
+    Host configuration (never read from a store or gallery):
+      SSGALLERY_MATCHER_CMD  the external matcher program (or --matcher-cmd)
+      SSGALLERY_CONFIG       TOML file; [external] command = "...", cache_dir = "..."
+      SSGALLERY_KEY_FILE     signing key: compress signs, verify refuses unsigned files
     """
+    ctx.ensure_object(dict)["debug"] = debug
 
 
 def _register():

@@ -4,6 +4,8 @@ import json
 
 import click
 
+from ssgallery.errors import printable
+
 
 def _parse_size(ctx, param, value):
     if value is None:
@@ -128,7 +130,7 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
         options["gamma"] = _gamma(gamma)
 
     def warn(message):
-        click.echo(f"ssgallery: warning: {message}", err=True)
+        click.echo(f"ssgallery: warning: {printable(message)}", err=True)
 
     summary = enroll(faces_dir, store, matcher=matcher, matcher_options=options,
                      clients=clients, background=background, add=add, strict=strict,

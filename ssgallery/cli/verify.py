@@ -5,6 +5,7 @@ accepted, 1 if any is rejected, 3 if none is rejected but a probe failed to acqu
 import click
 
 from ssgallery.cli.options import key_file_option, matcher_cmd_option
+from ssgallery.errors import printable
 
 
 @click.command("verify")
@@ -23,12 +24,18 @@ from ssgallery.cli.options import key_file_option, matcher_cmd_option
 def command(ctx, probes, claim, gallery, list_file, strict, as_json, key_file, matcher_cmd):
     """Score PROBE images against the claimed client's prototypes.
 
-    Only the claimed client's model and the matcher are read from the gallery; each
-    probe costs m matches. Prints score, threshold and ACCEPT/REJECT per probe, or
-    FAILURE-TO-ACQUIRE for a probe that is not a usable face for the gallery's
-    matcher (never scored, never accepted).
+    Only the claimed client's model and the matcher are read from the gallery, after
+    checking its digests (and its signature when a key is configured) and that its
+    values are sane; each probe costs m matches. Prints score, threshold and
+    ACCEPT/REJECT per probe, or FAILURE-TO-ACQUIRE for a probe that is not a usable
+    face for the gallery's matcher (never scored, never accepted). Control characters
+    in names are escaped.
+
+    \b
     Exit status: 0 all accepted, 1 some rejected, 3 none rejected but some failed to
-    acquire, 2 error.
+    acquire, 2 input error (bad probe, edited or unsigned gallery, unknown claim),
+    4 internal error. Probes must be regular files of at most 64 MiB and 40,000,000
+    pixels.
 
     \b
     Examples:
@@ -46,7 +53,7 @@ def command(ctx, probes, claim, gallery, list_file, strict, as_json, key_file, m
         raise InputError("no probe images given (PROBE arguments or --list FILE)")
 
     def warn(message):
-        click.echo(f"ssgallery: warning: {message}", err=True)
+        click.echo(f"ssgallery: warning: {printable(message)}", err=True)
 
     results = verify(gallery, paths, claim, strict=strict, warn=warn, key_file=key_file,
                      matcher_cmd=matcher_cmd)
@@ -60,17 +67,18 @@ def command(ctx, probes, claim, gallery, list_file, strict, as_json, key_file, m
                                "exit_status": status,
                                "results": [r.to_dict() for r in results]}, indent=2))
     else:
-        width = min(max(len(r.probe) for r in results), 60)
-        click.echo("\n".join(_line(r, width) for r in results))
+        names = [printable(r.probe) for r in results]  # a name cannot fake a line
+        width = min(max(len(n) for n in names), 60)
+        click.echo("\n".join(_line(n, r, width) for n, r in zip(names, results)))
         if len(results) > 1:
             n_acc = sum(r.accept for r in results)
             fta = f", {n_fta} failed to acquire" if n_fta else ""
-            click.echo(f"claim {claim}: {n_acc} of {len(results)} accepted{fta}")
+            click.echo(f"claim {printable(claim)}: {n_acc} of {len(results)} accepted{fta}")
     ctx.exit(status)
 
 
-def _line(r, width):
+def _line(name, r, width):
     if r.score is None:
-        return f"{r.probe:<{width}}  FAILURE-TO-ACQUIRE  {r.reason}"
-    return (f"{r.probe:<{width}}  score {r.score:+.4f}  threshold {r.threshold:+.4f}  "
+        return f"{name:<{width}}  FAILURE-TO-ACQUIRE  {printable(r.reason)}"
+    return (f"{name:<{width}}  score {r.score:+.4f}  threshold {r.threshold:+.4f}  "
             f"{'ACCEPT' if r.accept else 'REJECT'}")

@@ -42,13 +42,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ssgallery.errors import FormatError, SsgalleryError
+from ssgallery.errors import FormatError, SsgalleryError, printable
 from ssgallery.formats import integrity
 from ssgallery.formats.hdf5 import (
     _attr_str,
     build_matcher,
     client_id_problem,
     decode_state,
+    hdf5_image,
     now_utc,
     open_checked,
     read_state,
@@ -170,7 +171,6 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
     key : bytes, optional
         The host's signing key: the root digest gets an HMAC-SHA256 (root attr ``hmac``).
     """
-    import h5py
 
     from ssgallery import __version__
     from ssgallery.formats.atomic import atomic_path
@@ -181,7 +181,7 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
         if problem:
             raise SsgalleryError(f"cannot store client {model.client_id!r}: {problem}")
     with atomic_path(path, FORMAT, force, lock=True) as tmp, \
-            h5py.File(tmp, "w", userblock_size=USERBLOCK) as f:
+            hdf5_image(tmp, userblock_size=USERBLOCK) as f:
         f.attrs["format"] = FORMAT
         f.attrs["format_version"] = FORMAT_VERSION
         f.attrs["tool_version"] = __version__
@@ -323,8 +323,6 @@ def _read_one(clients, client_id, expected, path):
 
 
 def _unknown_client(path, client_id, known):
-    from ssgallery.safeio import printable
-
     shown = ", ".join(printable(k) for k in known[:8]) + (
         f", ... ({len(known)} in all)" if len(known) > 8 else "")
     return SsgalleryError(f"unknown client '{printable(client_id)}' (known: {shown or 'none'})",
@@ -484,8 +482,6 @@ def check_model(model, matcher, path=None):
     FormatError
         One line naming the file and the client.
     """
-    from ssgallery.safeio import printable
-
     who = f"refused: client '{printable(model.client_id)}'"
     P, beta = np.asarray(model.prototypes), np.asarray(model.beta)
     if P.dtype.kind != "f" or beta.dtype.kind != "f" or P.ndim != 2 or P.shape[0] < 1 \

@@ -4,6 +4,7 @@ matcher state as plain datasets/attributes (never pickled), rebuilding a matcher
 On the ``verify`` path: h5py and numpy only.
 """
 
+import contextlib
 import json
 import os
 
@@ -20,6 +21,24 @@ def now_utc():
     from datetime import UTC, datetime
 
     return datetime.now(UTC).replace(microsecond=0).isoformat()
+
+
+@contextlib.contextmanager
+def hdf5_image(path, userblock_size=0):
+    """An ``h5py.File`` built in memory and written to ``path`` in one Python write when
+    the block ends (nothing on an exception). HDF5 never writes to disk itself, so a full
+    disk or ``ulimit -f`` is one OSError (EFBIG, ENOSPC), not a crash inside HDF5.
+    ``userblock_size`` reserves the leading bytes the seal is written into
+    (:mod:`ssgallery.formats.seal`)."""
+    import io
+
+    import h5py
+
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w", userblock_size=userblock_size) as f:
+        yield f
+    with open(path, "wb") as handle:
+        handle.write(buffer.getbuffer())
 
 
 def open_checked(path, fmt, version, kind, hint="", rewrite=""):

@@ -37,6 +37,7 @@ from ssgallery.formats import integrity
 from ssgallery.formats.hdf5 import (
     build_matcher,
     client_id_problem,
+    hdf5_image,
     now_utc,
     open_checked,
     read_state,
@@ -144,7 +145,7 @@ class EnrollmentStore:
             images = images.astype(np.float32)
         strings = h5py.string_dtype()
         with atomic_path(path, FORMAT, force, lock=True) as tmp, \
-                h5py.File(tmp, "w", userblock_size=USERBLOCK) as f:
+                hdf5_image(tmp, userblock_size=USERBLOCK) as f:
             f.attrs["format"] = FORMAT
             f.attrs["format_version"] = FORMAT_VERSION
             f.attrs["tool_version"] = __version__

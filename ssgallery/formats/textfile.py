@@ -1,9 +1,11 @@
 """Reading small UTF-8 text inputs (probe lists, score files) with one-line errors.
 
+Regular files only, at most :data:`ssgallery.safeio.MAX_TEXT_BYTES` (64 MiB).
 Standard library only: ``verify`` uses it.
 """
 
 from ssgallery.errors import InputError
+from ssgallery.safeio import MAX_TEXT_BYTES, read_regular
 
 
 def read_lines(path, what):
@@ -12,12 +14,11 @@ def read_lines(path, what):
     Raises
     ------
     InputError
-        ``<path>: no such <what>`` or ``<path>: cannot read <what> (<reason>)``.
+        ``<path>: no such <what>``, not a regular file, too large, or ``<path>: cannot
+        read <what> (<reason>)``.
     """
+    data = read_regular(path, what, MAX_TEXT_BYTES)
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read().splitlines()
-    except FileNotFoundError:
-        raise InputError(f"no such {what}", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
         raise InputError(f"cannot read {what} ({exc})", path=path) from None

@@ -9,6 +9,7 @@ with too few images, a size mismatch under ``strict``) raises
 with ``skip_bad=True`` bad files are reported through ``warn`` and skipped instead.
 """
 
+import contextlib
 import hashlib
 import io
 import os
@@ -20,9 +21,14 @@ from pathlib import Path
 import numpy as np
 
 from ssgallery.errors import InputError
+from ssgallery.formats.hdf5 import client_id_problem
+from ssgallery.safeio import MAX_IMAGE_BYTES, read_regular
 
 IMAGE_EXTENSIONS = (".pgm", ".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 DEFAULT_SIZE = (92, 112)  # (width, height) of the AT&T faces
+# Pillow's decompression-bomb limit: a larger image is refused, whatever its file size
+# (its DecompressionBombWarning is an error). 40 Mpx: an 8K photo fits.
+MAX_IMAGE_PIXELS = 40_000_000
 
 
 class InputWarning(UserWarning):
@@ -59,34 +65,63 @@ def _exif_upright(img, image_ops):
         return img
 
 
+@contextlib.contextmanager
+def _quiet():
+    """Silence PIL's chatter (corrupt EXIF...) but make a decompression bomb an error."""
+    from PIL import Image
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        yield
+
+
+def _too_large(path, pixels=None):
+    size = f" ({pixels} pixels)" if pixels else ""
+    return InputError(f"image too large{size}: at most {MAX_IMAGE_PIXELS} pixels", path=path)
+
+
 def _decode(data, path):
     """Bytes of an image file -> float32 (H, W) grey array on [0, 255]."""
     from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
     ImageFile.LOAD_TRUNCATED_IMAGES = False  # a truncated file must fail, not be padded
+    Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # PIL's own chatter (corrupt EXIF...)
+        with _quiet():
             img = Image.open(io.BytesIO(data))
     except UnidentifiedImageError:
         raise InputError("not an image (unrecognised format)", path=path) from None
-    except Image.DecompressionBombError:
-        raise InputError("image too large", path=path) from None
-    except (OSError, ValueError, SyntaxError, EOFError) as exc:
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise _too_large(path) from None
+    except (OSError, ValueError, SyntaxError, EOFError, TypeError, KeyError,
+            IndexError) as exc:
         if _looks_truncated(exc):
             raise InputError("truncated image", path=path) from None
         raise InputError(f"not an image ({exc})", path=path) from None
+    if img.width * img.height > MAX_IMAGE_PIXELS:
+        raise _too_large(path, img.width * img.height)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # PIL's own chatter (corrupt EXIF...)
+        with _quiet():
             img.load()
-    except (OSError, ValueError, SyntaxError, EOFError) as exc:
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise _too_large(path) from None
+    except (OSError, ValueError, SyntaxError, EOFError, TypeError, KeyError, IndexError,
+            MemoryError) as exc:
         if _looks_truncated(exc):
             raise InputError("truncated image", path=path) from None
         raise InputError(f"corrupt image ({exc})", path=path) from None
     img = _exif_upright(img, ImageOps)
     if img.width < 1 or img.height < 1:
         raise InputError("empty image (0 pixels)", path=path)
+    try:
+        return _grey(img)
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise InputError(f"unsupported image mode {img.mode} ({exc})", path=path) from None
+
+
+def _grey(img):
+    """A loaded PIL image -> float32 (H, W) on [0, 255]."""
     mode = img.mode
     if mode in ("I;16", "I;16B", "I;16L", "I;16N"):
         arr = np.asarray(img, dtype=np.float32) * (255.0 / 65535.0)
@@ -111,15 +146,9 @@ def _resize(arr, size):
 
 
 def _read_file(path):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except IsADirectoryError:
-        raise InputError("is a folder, not an image", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read ({exc.strerror or exc})", path=path) from None
+    """The bytes of an image file: a regular file of at most 64 MiB
+    (:data:`ssgallery.safeio.MAX_IMAGE_BYTES`)."""
+    return read_regular(path, "image", MAX_IMAGE_BYTES, missing="no such file")
 
 
 def _fmt_size(size):
@@ -208,6 +237,10 @@ def scan_faces(root, extensions=IMAGE_EXTENSIONS, min_images=1, skip_bad=False,
     exts = tuple(e.lower() for e in extensions)
     folders = sorted((p for p in root.iterdir() if p.is_dir() and not _is_hidden(p.name)),
                      key=lambda p: natural_key(p.name))
+    for folder in folders:  # folder names are client ids: check them before any work
+        problem = client_id_problem(folder.name)
+        if problem:
+            raise InputError(f"cannot enrol this folder: {problem}", path=folder)
     if clients is not None:
         wanted = [str(c) for c in clients]
         by_name = {p.name: p for p in folders}
@@ -226,6 +259,11 @@ def scan_faces(root, extensions=IMAGE_EXTENSIONS, min_images=1, skip_bad=False,
         for entry in sorted(folder.iterdir(), key=lambda p: natural_key(p.name)):
             if _is_hidden(entry.name):
                 continue
+            try:
+                entry.name.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputError("file name is not valid UTF-8; rename it", path=entry) \
+                    from None
             if entry.is_dir():
                 warn(f"{entry}: ignoring sub-folder inside a client folder")
                 continue

@@ -102,13 +102,19 @@ class EigenfaceMatcher(Matcher):
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
-        if self.n_components is None:
-            v = float(self.variance)
-            if not 0.0 < v <= 1.0:
-                raise SsgalleryError(f"eigenface: variance must be in (0, 1], got {v:g}")
-        elif int(self.n_components) < 1:
-            raise SsgalleryError(
-                f"eigenface: n_components must be >= 1, got {self.n_components}")
+        try:
+            if self.n_components is None:
+                v = float(self.variance)
+                if not 0.0 < v <= 1.0:
+                    raise ValueError
+            elif isinstance(self.n_components, bool) or int(self.n_components) < 1 \
+                    or int(self.n_components) != float(self.n_components):
+                raise ValueError
+        except (TypeError, ValueError):
+            what = ("variance must be a number in (0, 1]" if self.n_components is None
+                    else "n_components must be an integer >= 1")
+            value = self.variance if self.n_components is None else self.n_components
+            raise SsgalleryError(f"eigenface: {what}, got {value!r}") from None
         self._gamma_value()
 
     def _gamma_value(self):

@@ -47,11 +47,11 @@ import time
 
 import numpy as np
 
-from ssgallery.errors import InputError, MatcherError
+from ssgallery.errors import InputError, MatcherError, printable
 from ssgallery.learn.similarity import CallableSimilarity, HeuristicGradient
 from ssgallery.matchers.base import Matcher
 from ssgallery.matchers.host import CMD_ENV, split_command
-from ssgallery.safeio import printable, read_regular
+from ssgallery.safeio import read_regular
 
 PIXEL_RANGE = (0.0, 255.0)
 MAX_ANSWER_BASE = 1 << 20  # bytes of a program's output, plus ...
@@ -428,6 +428,14 @@ class ExternalMatcher(Matcher):
         """Record the image shape, ask the program to describe itself, and for a
         distance measure the conversion scale on (up to 20) training images."""
         images = self._check_images(images)
+        try:
+            _positive(self.timeout_base)
+            _positive(self.timeout_per_pair, allow_zero=True)
+            if self.distance_scale is not None:
+                _positive(self.distance_scale)
+        except (TypeError, ValueError):
+            raise InputError("external matcher: timeout_base, timeout_per_pair and "
+                             "distance_scale must be positive numbers") from None
         self.image_shape = tuple(int(s) for s in images.shape[1:])
         self.describe()
         self.distance_scale_ = None
