@@ -175,6 +175,9 @@ class SuperSparseRegressionDistiller(DistillerMixin, RegressorMixin, BaseEstimat
         When ``similarity="rbf"`` (or "teacher" with ``teacher="labels"``).
     lam : float, default=1e-6
         Ridge penalty of Eq. 2 on the standardised targets (the paper's 1e-6 for eigenfaces).
+    lam_scale : {"none", "gram"}, default="none"
+        See :class:`~ssgallery.learn.supersparse.SuperSparseRegressor`; "none": ``lam``
+        as is (already relative to the targets' variance).
     init : str, default="quantile"
         See :func:`~ssgallery.learn.supersparse.initial_prototypes`.
     n_init : int, default=1
@@ -198,7 +201,8 @@ class SuperSparseRegressionDistiller(DistillerMixin, RegressorMixin, BaseEstimat
     }
 
     def __init__(self, teacher=None, n_prototypes=5, *, prefit=False, similarity="teacher",
-                 gamma="median", lam=1e-6, solver="varpro", init="quantile", n_init=1,
+                 gamma="median", lam=1e-6, lam_scale="none", solver="varpro",
+                 init="quantile", n_init=1,
                  bounds=None, eta=0.5, normalize_step=False, repulsion=True, max_iter=200,
                  tol=1e-6, random_state=None):
         self.teacher = teacher
@@ -207,6 +211,7 @@ class SuperSparseRegressionDistiller(DistillerMixin, RegressorMixin, BaseEstimat
         self.similarity = similarity
         self.gamma = gamma
         self.lam = lam
+        self.lam_scale = lam_scale
         self.solver = solver
         self.init = init
         self.n_init = n_init
