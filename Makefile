@@ -39,6 +39,8 @@ bench: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/solvers.py
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/ebgm_throughput.py
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/paper_att_ebgm.py --max-iter 4
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/paper_table1.py
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/regression_distill.py
 
 bench-quick: $(STAMP)
 	$(BIN)/python benchmarks/verify_latency.py --runs 7 --probes 300

@@ -64,7 +64,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="rho"):
         select_n_prototypes(SuperSparseRegressor(), X, y, rho=-1)
     with pytest.raises(ValueError, match="loss"):
-        select_n_prototypes(SuperSparseRegressor(), X, y, loss="mae")
+        select_n_prototypes(SuperSparseRegressor(), X, y, loss="hinge")
     with pytest.raises(TypeError):
         select_n_prototypes(SVC(), X, y)
 

@@ -62,7 +62,7 @@ def test_layout_probes_and_readme(tmp_path):
     assert probes == ["c01_genuine_1.png", "c01_genuine_2.png", "c02_genuine_1.png",
                       "c02_genuine_2.png", "c03_genuine_1.png", "c03_genuine_2.png",
                       "unknown1_1.png", "unknown1_2.png", "unknown2_1.png", "unknown2_2.png"]
-    assert len(files) == 4 * 3 + 10 + 1
+    assert len(files) == 4 * 3 + 10 + 2  # + attributes.csv, README.txt
     assert "--seed 1" in (out / "README.txt").read_text()
     assert not list(out.glob(".*"))  # no temporary folders left behind
     faces = load_faces(out / "faces", strict=True)
@@ -87,7 +87,7 @@ def test_synth_refuses_to_replace_a_set(tmp_path):
                           "--identities", "2", "--images", "2", "--probes", "1"],
                          capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == f"wrote 9 files to {tmp_path / 'o'}"
+    assert out.stdout.strip() == f"wrote 10 files to {tmp_path / 'o'}"
     again = subprocess.run([sys.executable, "-m", "ssgallery", "synth", str(tmp_path / "o")],
                            capture_output=True, text=True, check=False)
     assert again.returncode == 2 and again.stdout == ""
@@ -134,7 +134,7 @@ def test_synth_command(tmp_path):
     res = runner.invoke(main, ["synth", str(tmp_path / "s"), "--identities", "3", "--images",
                                "2", "--probes", "0", "--seed", "5"])
     assert res.exit_code == 0, res.output
-    assert res.output == f"wrote 7 files to {tmp_path / 's'}\n"
+    assert res.output == f"wrote 8 files to {tmp_path / 's'}\n"
     X, _ = sd.generate(identities=3, images=2, seed=5)
     stored = np.asarray(Image.open(tmp_path / "s" / "faces" / "c03" / "02.png"))
     np.testing.assert_array_equal(stored, X[5])

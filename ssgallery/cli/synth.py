@@ -14,28 +14,33 @@ import click
               help="Probe images per probe identity (c01..c03 and two unknown people).")
 @click.option("--jobs", type=click.IntRange(min=-1), default=1, show_default=True,
               metavar="N", help="Render in N processes (-1: one per core).")
+@click.option("--age", is_flag=True,
+              help="Render every face at a random apparent age (20-70), recorded in "
+                   "attributes.csv (a regression target).")
 @click.option("--force", is_flag=True, help="Replace an existing faces/ and probes/.")
 @click.option("--check", is_flag=True,
               help="Then print the full SVM's EER on the new faces (5 repetitions).")
-def command(out, identities, images, seed, probes, jobs, force, check):
+def command(out, identities, images, seed, probes, jobs, age, force, check):
     """Generate synthetic grey-scale faces (92x112) into OUT/faces and OUT/probes.
 
     Deterministic from --seed. OUT/faces/<client>/NN.png is the layout `enroll`
     reads; OUT/probes holds new images of c01..c03 (cNN_genuine_K.png) and of two
-    identities that are not enrolled (unknownJ_K.png).
+    identities that are not enrolled (unknownJ_K.png). OUT/attributes.csv records each
+    face image's continuous ground truth (lighting, exposure, ... and age with --age).
 
     \b
     Examples:
       ssgallery synth faces_demo                       # 20 identities x 10 images
       ssgallery synth big --identities 100 --images 8 --seed 3
       ssgallery synth huge --identities 10000 --images 6 --jobs 2   # a few minutes
+      ssgallery synth aged --identities 60 --images 8 --age   # regression data
     """
     from pathlib import Path
 
     from ssgallery.app.synth import difficulty, write_sample_data
 
     files = write_sample_data(out, identities=identities, images=images, seed=seed,
-                              probes=probes, force=force, jobs=jobs)
+                              probes=probes, force=force, jobs=jobs, age=age)
     click.echo(f"wrote {len(files)} files to {out}")
     if check:
         r = difficulty(Path(out) / "faces")

@@ -187,14 +187,63 @@ def render_face(p, q):
     return np.clip(img, 0, 255)
 
 
-def face_image(seed, identity, image):
-    """One synthetic face as uint8 (112, 92): identity ``identity``, image ``image``."""
+# ----------------------------------------------------------------- ground truth
+AGE_RANGE = (20.0, 70.0)  # apparent age, in "years", of the aged faces
+
+
+def apparent_age(seed, identity, image):
+    """Apparent age of one image (uniform on AGE_RANGE), from its own random stream, so
+    that drawing it changes none of the other parameters."""
+    r = np.random.default_rng(np.random.SeedSequence([seed, identity, 2, image]))
+    return float(r.uniform(*AGE_RANGE))
+
+
+def aged_params(p, age):
+    """Identity parameters ``p`` as they look at ``age``: with t = 0 at the youngest and
+    1 at the oldest apparent age, the hair greys and the hairline recedes, the jaw
+    widens, lids droop, lips thin and the brows lighten (the renderer is unchanged)."""
+    t = (age - AGE_RANGE[0]) / (AGE_RANGE[1] - AGE_RANGE[0])
+    q = dict(p)
+    q["hair"] = p["hair"] + t * (190.0 - p["hair"]) * 0.85
+    q["hairline"] = p["hairline"] + 0.22 * t
+    q["jaw"] = p["jaw"] - 0.2 * t
+    q["eye_ry"] = p["eye_ry"] * (1.0 - 0.3 * t)
+    q["lip_w"] = p["lip_w"] * (1.0 - 0.4 * t)
+    q["brow_tone"] = p["brow_tone"] + 0.35 * t
+    return q
+
+
+def image_attributes(seed, identity, image, age=False):
+    """The continuous ground truth of one image: what the renderer was given.
+
+    Returns a dict: ``light_x``, ``light_y`` (lighting gradient across the face: strength
+    times the cosine / sine of its direction; positive = brighter towards the image's
+    right / bottom), ``light_dir`` (degrees), ``light`` (strength), ``gain`` (exposure),
+    ``smile``, ``scale``; and ``age`` when ``age`` is true (:func:`apparent_age`).
+    """
     p = identity_params(seed, identity)
-    return np.rint(render_face(p, _image_params(seed, identity, image, p))).astype(np.uint8)
+    q = _image_params(seed, identity, image, p)
+    out = {"light_x": q["light"] * np.cos(q["light_dir"]),
+           "light_y": q["light"] * np.sin(q["light_dir"]),
+           "light_dir": float(np.degrees(q["light_dir"])), "light": q["light"],
+           "gain": q["gain"], "smile": q["smile"], "scale": q["scale"]}
+    if age:
+        out["age"] = apparent_age(seed, identity, image)
+    return {k: float(v) for k, v in out.items()}
 
 
-def generate(identities=20, images=10, seed=DEFAULT_SEED):
-    """All gallery images in memory.
+def face_image(seed, identity, image, age=False):
+    """One synthetic face as uint8 (112, 92): identity ``identity``, image ``image``;
+    ``age``: rendered at its :func:`apparent_age` (other parameters unchanged)."""
+    p = identity_params(seed, identity)
+    q = _image_params(seed, identity, image, p)
+    if age:
+        p = aged_params(p, apparent_age(seed, identity, image))
+    return np.rint(render_face(p, q)).astype(np.uint8)
+
+
+def generate(identities=20, images=10, seed=DEFAULT_SEED, age=False):
+    """All gallery images in memory (``age``: see :func:`face_image`).
 
     Returns
     -------
@@ -203,8 +252,16 @@ def generate(identities=20, images=10, seed=DEFAULT_SEED):
     """
     _check_counts(identities, images, 0)
     names = client_names(identities)
-    imgs = [face_image(seed, i, k) for i in range(identities) for k in range(images)]
+    imgs = [face_image(seed, i, k, age) for i in range(identities) for k in range(images)]
     return np.stack(imgs), np.repeat(np.array(names), images)
+
+
+def attributes(identities=20, images=10, seed=DEFAULT_SEED, age=False):
+    """:func:`image_attributes` of every gallery image, in :func:`generate`'s order:
+    a list of dicts, each with ``identity`` (client id) first."""
+    names = client_names(identities)
+    return [{"identity": names[i], **image_attributes(seed, i, k, age)}
+            for i in range(identities) for k in range(images)]
 
 
 def client_names(identities):
@@ -253,6 +310,9 @@ faces/<client>/NN.png  {identities} identities x {images} images, 8-bit grey, 92
                        Per identity: face shape, skin tone, hair, brows, eyes, nose, mouth.
                        Per image: pose (shift, rotation, scale), expression (smile, eyes
                        open/closed, brows), background, lighting gradient, exposure, noise.
+attributes.csv         per face image: path, identity, the lighting gradient it was rendered
+                       with (light_x, light_y, light_dir in degrees, light), exposure (gain),
+                       smile, scale (and age with --age)
 probes/                images that are not in faces/:
   cNN_genuine_K.png    a new image of enrolled client cNN (a genuine claim for cNN,
                        an impostor claim for any other client)
@@ -260,32 +320,49 @@ probes/                images that are not in faces/:
 """
 
 
-def _identities_pngs(seed, start, stop, images):
+def _identities_pngs(seed, start, stop, images, age=False):
     """PNG bytes of every gallery image of identities start..stop-1 (one parallel job)."""
-    return [[_png_bytes(face_image(seed, i, k)) for k in range(images)]
+    return [[_png_bytes(face_image(seed, i, k, age)) for k in range(images)]
             for i in range(start, stop)]
 
 
-def _all_identity_pngs(seed, identities, images, jobs):
+def _all_identity_pngs(seed, identities, images, jobs, age=False):
     """Yield the PNG bytes of each identity in order; ``jobs`` > 1 renders them in that
     many processes (joblib), in blocks of identities."""
     block = 25
     starts = range(0, identities, block)
     if jobs == 1 or identities <= block:
         for start in starts:
-            yield from _identities_pngs(seed, start, min(start + block, identities), images)
+            yield from _identities_pngs(seed, start, min(start + block, identities), images,
+                                        age)
         return
     from joblib import Parallel, delayed
 
     run = Parallel(n_jobs=jobs, return_as="generator", pre_dispatch="2*n_jobs")
-    for out in run(delayed(_identities_pngs)(seed, s, min(s + block, identities), images)
+    for out in run(delayed(_identities_pngs)(seed, s, min(s + block, identities), images, age)
                    for s in starts):
         yield from out
 
 
+def attributes_csv(identities, images, seed, age=False):
+    """``attributes.csv`` text: path (relative to the set), identity, then every
+    :func:`image_attributes` column, one row per gallery image."""
+    rows = attributes(identities, images, seed, age)
+    cols = [k for k in rows[0] if k != "identity"]
+    lines = [",".join(["path", "identity", *cols])]
+    for k, row in enumerate(rows):
+        path = f"faces/{row['identity']}/{k % images + 1:02d}.png"
+        lines.append(",".join([path, row["identity"], *(f"{row[c]:.6g}" for c in cols)]))
+    return "\n".join(lines) + "\n"
+
+
 def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2,
-                      force=False, jobs=1):
-    """Write ``out/faces``, ``out/probes`` and ``out/README.txt``.
+                      force=False, jobs=1, age=False):
+    """Write ``out/faces``, ``out/probes``, ``out/attributes.csv`` (the continuous ground
+    truth of every face image, :func:`image_attributes`) and ``out/README.txt``.
+
+    ``age``: faces rendered at their apparent age (:func:`face_image`), recorded in the
+    ``age`` column; the default set is not aged.
 
     The two folders are built beside their final place and renamed into it, so a crash
     never leaves a half-written set. An existing non-empty set is replaced only when
@@ -310,7 +387,7 @@ def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2
     written = []
     try:
         faces_tmp = tmp[out / "faces"]
-        pngs = _all_identity_pngs(seed, identities, images, jobs)
+        pngs = _all_identity_pngs(seed, identities, images, jobs, age)
         for name, data in zip(client_names(identities), pngs, strict=True):
             (faces_tmp / name).mkdir()
             for k, png in enumerate(data):
@@ -328,7 +405,9 @@ def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2
         for d in tmp.values():
             shutil.rmtree(d, ignore_errors=True)
     command = (f"ssgallery synth {out.name} --identities {identities} "
-               f"--images {images} --seed {seed} --probes {probes}")
+               f"--images {images} --seed {seed} --probes {probes}" + " --age" * bool(age))
+    write_text_atomic(out / "attributes.csv", attributes_csv(identities, images, seed, age))
+    written.append(out / "attributes.csv")
     write_text_atomic(out / "README.txt", README.format(command=command, identities=identities,
                                                         images=images))
     written.append(out / "README.txt")

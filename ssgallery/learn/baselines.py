@@ -18,22 +18,26 @@ and ``decision_function(X) = s(X, prototypes_) @ beta_ + intercept_``.
   s(x, prototypes) against the teacher's decision values (the paper's footnote) with
   class-balanced sample weights.
 - :class:`NystromLandmarks`: k-means centres as landmarks + the same ridge.
+- :class:`PrototypeSelectionRegressor`: the same four selections for regression (paper
+  Table I): ridge or LASSO on s(x, prototypes) against the targets themselves.
 
 SVM-sel and SVM-red keep the teacher's intercept (the reduced-set methods approximate
 the hyperplane normal only); the threshold is client-specific anyway.
 """
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.cluster import KMeans
-from sklearn.linear_model import Lasso, Ridge
-from sklearn.utils.validation import check_array, check_is_fitted, check_X_y
+from sklearn.linear_model import Lasso, LassoCV, Ridge, RidgeCV
+from sklearn.model_selection import KFold
+from sklearn.utils.validation import check_array, check_is_fitted, check_X_y, validate_data
 
 from ssgallery.errors import InputError, SsgalleryError
 from ssgallery.learn.base import BinaryDecisionMixin, binary_classes
+from ssgallery.learn.regression import ALPHAS
 from ssgallery.learn.similarity import RBFSimilarity
 from ssgallery.learn.solvers import solve_psd
-from ssgallery.learn.supersparse import balanced_weights
+from ssgallery.learn.supersparse import balanced_weights, resolve_similarity
 
 
 def optimal_coefficients(sim, Z, SV, alpha):
@@ -225,7 +229,8 @@ def select_prototypes(D, m, selection, X=None, random_state=0):
     """Indices of m training samples (Riesen, Neuhaus & Bunke 2007).
 
     ``D`` (n, n) dissimilarities. random: uniform without replacement. border: the m
-    samples with the largest sum of distances to the others (the set's frontier).
+    samples with the largest sum of distances to the others (the set's frontier; it
+    uses no labels, so it means the same for classification and regression).
     spanning: the set median, then repeatedly the sample farthest from those chosen.
     kmedians: k-means on ``X`` (n, d), then each cluster's set median (the member with
     the least sum of distances to the other members).
@@ -258,6 +263,14 @@ def select_prototypes(D, m, selection, X=None, random_state=0):
 
 
 def _regressor(regressor, alpha):
+    """Ridge or LASSO; ``alpha="cv"``: chosen by cross-validation (ridge: efficient
+    leave-one-out over ALPHAS; LASSO: 5-fold over its path)."""
+    if alpha == "cv":
+        if regressor == "ridge":
+            return RidgeCV(alphas=ALPHAS)
+        if regressor == "lasso":
+            return LassoCV(alphas=30, cv=KFold(5, shuffle=True, random_state=0),
+                           max_iter=10000, precompute=True)
     if regressor == "ridge":
         return Ridge(alpha=1e-4 if alpha is None else alpha)
     if regressor == "lasso":
@@ -335,3 +348,63 @@ class NystromLandmarks(_TargetRegression):
             raise InputError(f"n_prototypes={m} exceeds the {len(X)} training samples")
         km = KMeans(m, n_init=10, random_state=self.random_state).fit(X)
         return self._regress(X, km.cluster_centers_)
+
+
+class PrototypeSelectionRegressor(RegressorMixin, BaseEstimator):
+    """PS-R / PS-B / PS-S / PS-KM + ridge or LASSO for regression (paper Table I).
+
+    Selects m training samples with :func:`select_prototypes` on the similarity-induced
+    dissimilarities, then fits ridge or LASSO on s(x, prototypes) against y.
+
+    Parameters
+    ----------
+    n_prototypes : int, default=5
+    selection : {"random", "border", "spanning", "kmedians"}, default="kmedians"
+    regressor : {"ridge", "lasso"}, default="ridge"
+    alpha : "cv" or float, default="cv"
+        Regularisation; "cv" chooses it by cross-validation (as for the full models).
+    similarity : "rbf" or Similarity, default="rbf"
+    gamma : "paper", "median" or float, default="median"
+    random_state : int, default=0
+        Seed of the random selection and of k-means.
+
+    Attributes
+    ----------
+    prototype_indices_ : ndarray of shape (m,)
+    prototypes_ : ndarray of shape (m, d)
+    beta_ : ndarray of shape (m,)
+        LASSO may zero some; prototypes are counted all the same (they were selected).
+    intercept_ : float
+    similarity_ : Similarity
+    n_features_in_ : int
+    """
+
+    def __init__(self, n_prototypes=5, selection="kmedians", regressor="ridge", alpha="cv",
+                 similarity="rbf", gamma="median", random_state=0):
+        self.n_prototypes = n_prototypes
+        self.selection = selection
+        self.regressor = regressor
+        self.alpha = alpha
+        self.similarity = similarity
+        self.gamma = gamma
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Select the prototypes and fit beta, b on (X (n, d), y (n,)); returns self."""
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        self.similarity_ = resolve_similarity(self.similarity, self.gamma, X)
+        D = dissimilarity(self.similarity_, X)
+        idx = select_prototypes(D, int(self.n_prototypes), self.selection, X,
+                                self.random_state)
+        self.prototype_indices_ = idx
+        self.prototypes_ = X[idx]
+        reg = _regressor(self.regressor, self.alpha).fit(self.similarity_(X, X[idx]), y)
+        self.beta_ = np.asarray(reg.coef_, dtype=float)
+        self.intercept_ = float(reg.intercept_)
+        return self
+
+    def predict(self, X):
+        """g(x) = s(x, prototypes_) @ beta_ + intercept_, shape (n,); m matches per row."""
+        check_is_fitted(self, "prototypes_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.similarity_(X, self.prototypes_) @ self.beta_ + self.intercept_

@@ -3,13 +3,17 @@
 L(m) = l(m) + rho * m, with l(m) a validation loss. For a decreasing grid
 m_1 > ... > m_K, each fold fits m_1 prototypes, then repeatedly drops the prototypes
 with the smallest |beta| and warm-starts the next smaller m from the survivors.
+Any other estimator with an ``n_prototypes`` parameter (the prototype-selection
+baselines) goes through the same rule, fitted afresh at every m.
 """
 
 import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import KFold, StratifiedKFold, check_cv
 
-from ssgallery.learn.supersparse import SuperSparseDistiller, SuperSparseRegressor
+from ssgallery.learn.supersparse import DistillerMixin, SuperSparseDistiller, SuperSparseRegressor
+
+LOSSES = ("mse", "mae", "error")
 
 
 class MSelection:
@@ -72,20 +76,30 @@ def incremental_fits(regressor, X, y, u, m_grid):
 def _loss(kind, pred, target, labels, u):
     if kind == "mse":
         return float(u @ (pred - target) ** 2 / u.sum())
+    if kind == "mae":
+        return float(u @ np.abs(pred - labels) / u.sum())
     if kind == "error":
         return float(u @ (np.sign(pred) != np.sign(labels)) / u.sum())
-    raise ValueError(f"loss must be 'mse' or 'error', got {kind!r}")
+    raise ValueError(f"loss must be one of {LOSSES}, got {kind!r}")
+
+
+def _fresh_fits(estimator, X, y, m_grid):
+    """m -> estimator fitted afresh with n_prototypes=m (no warm start to exploit)."""
+    return {m: clone(estimator).set_params(n_prototypes=m).fit(X, y) for m in m_grid}
 
 
 def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5,
-                        sample_weight=None, loss="mse", random_state=0, refit=True):
+                        sample_weight=None, loss="mse", random_state=0, refit=True,
+                        groups=None):
     """Pick m minimising L(m) = l(m) + rho m on validation folds (Eq. 8 (eq:xval-m)).
 
     Parameters
     ----------
-    estimator : SuperSparseRegressor or SuperSparseDistiller
-        For a distiller the teacher is fitted once on all of X (unless prefit); its
-        decision values are the targets and the class-balancing weights the u_i.
+    estimator : SuperSparseRegressor, a distiller, or an estimator with ``n_prototypes``
+        For a distiller (:class:`SuperSparseDistiller`, or
+        :class:`~ssgallery.learn.regression.SuperSparseRegressionDistiller`) the teacher is
+        fitted once on all of X (unless prefit); its outputs are the targets and its
+        weights the u_i. Any other estimator is refitted on (X, y) at every m.
     X : array-like of shape (n, d)
     y : array-like of shape (n,)
         Regression targets, or the two class labels for a distiller.
@@ -96,13 +110,16 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
         int: shuffled KFold (StratifiedKFold on the labels for a distiller).
     sample_weight : array-like of shape (n,), optional
         Regressor only: u_i (also weighting the validation loss).
-    loss : {"mse", "error"}, default="mse"
-        Weighted mean squared error against the targets, or weighted sign error
-        (against sign(y) for a regressor, the labels for a distiller).
+    loss : {"mse", "mae", "error"}, default="mse"
+        Weighted mean squared error against the targets, mean absolute error against y
+        (the paper's l(m) for regression, Table I), or weighted sign error (against
+        sign(y) for a regressor, the labels for a distiller).
     random_state : int, default=0
         Fold shuffling.
     refit : bool, default=True
         Refit on all data and return it as ``best_estimator_``.
+    groups : array-like of shape (n,), optional
+        Passed to the splitter's ``split`` (e.g. subjects for ``GroupKFold``).
 
     Returns
     -------
@@ -113,30 +130,38 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
     grid = sorted({int(v) for v in m_grid}, reverse=True)
     if not grid or grid[-1] < 1:
         raise ValueError(f"m_grid must hold positive integers, got {m_grid!r}")
-    if loss not in ("mse", "error"):
-        raise ValueError(f"loss must be 'mse' or 'error', got {loss!r}")
-    if isinstance(estimator, SuperSparseDistiller):
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    classify = isinstance(estimator, SuperSparseDistiller)
+    fits = incremental_fits
+    if isinstance(estimator, DistillerMixin):
         dist = clone(estimator)
         if estimator.prefit:  # clone() would drop the fitted teacher: keep the object
             dist.set_params(teacher=estimator.teacher)
         teacher, targets, u, X = dist.teacher_targets(X, y)
-        labels = np.where(np.asarray(y) == dist.classes_[1], 1.0, -1.0)
+        labels = np.where(np.asarray(y) == dist.classes_[1], 1.0, -1.0) if classify \
+            else np.asarray(y, dtype=float)
         regressor = dist.make_regressor()
-        splitter = StratifiedKFold(cv, shuffle=True, random_state=random_state) \
-            if isinstance(cv, int) else check_cv(cv)
-    elif isinstance(estimator, SuperSparseRegressor):
+    elif hasattr(estimator, "n_prototypes") and hasattr(estimator, "fit"):
         X = np.asarray(X, dtype=float)
         targets = labels = np.asarray(y, dtype=float)
         u = np.ones(len(X)) if sample_weight is None else np.asarray(sample_weight, float)
         regressor = estimator
-        splitter = KFold(cv, shuffle=True, random_state=random_state) \
-            if isinstance(cv, int) else check_cv(cv)
+        if not isinstance(estimator, SuperSparseRegressor):
+            fits = lambda est, X_, y_, _u, ms: _fresh_fits(est, X_, y_, ms)
     else:
-        raise TypeError("estimator must be a SuperSparseRegressor or SuperSparseDistiller")
+        raise TypeError("estimator must be a SuperSparseRegressor, a distiller or an "
+                        "estimator with an n_prototypes parameter")
+    if not isinstance(cv, int):
+        splitter = check_cv(cv)
+    elif classify:
+        splitter = StratifiedKFold(cv, shuffle=True, random_state=random_state)
+    else:
+        splitter = KFold(cv, shuffle=True, random_state=random_state)
 
     losses = {m: [] for m in grid}
-    for train, val in splitter.split(X, np.sign(labels)):
-        models = incremental_fits(regressor, X[train], targets[train], u[train], grid)
+    for train, val in splitter.split(X, np.sign(labels), groups):
+        models = fits(regressor, X[train], targets[train], u[train], grid)
         for m, model in models.items():
             losses[m].append(_loss(loss, model.predict(X[val]), targets[val], labels[val],
                                    u[val]))
@@ -147,9 +172,9 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
     best_m = min(grid, key=lambda m: (path[m]["L"], m))
     best = None
     if refit:
-        model = incremental_fits(regressor, X, targets, u, [m for m in grid if m >= best_m])
-        model = model[best_m]
-        if isinstance(estimator, SuperSparseDistiller):
+        path_ms = [m for m in grid if m >= best_m] if fits is incremental_fits else [best_m]
+        model = fits(regressor, X, targets, u, path_ms)[best_m]
+        if isinstance(estimator, DistillerMixin):
             dist.set_params(n_prototypes=best_m)
             dist.teacher_, dist.regressor_ = teacher, model
             best = dist

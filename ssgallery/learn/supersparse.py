@@ -101,7 +101,9 @@ def initial_prototypes(X, y, u, m, init, rng, restart=0):
     coverage. ``init="genuine"``: the same, but min(m - 1, #genuine) prototypes start on
     genuine samples and the rest on impostors (measured better for verification with a
     black-box matcher, where few genuine images would otherwise be left unrepresented). Deterministic for ``restart == 0``; restarts draw random samples of each
-    class in the same proportions. ``"kmeans"``: weighted k-means centres. ``"random"``:
+    class in the same proportions. ``"quantile"`` (regression): the targets cut into m
+    bins of equal weight, each bin's weighted medoid (restarts: a random member).
+    ``"kmeans"``: weighted k-means centres. ``"random"``:
     m training samples. Repeated picks (fewer usable samples than m) get a small jitter.
     """
     d = X.shape[1]
@@ -131,6 +133,22 @@ def initial_prototypes(X, y, u, m, init, rng, restart=0):
             idx.extend(sub)
             idx.extend(rng.choice(g, k - len(sub)))  # fewer samples than k: repeat
         Z = X[np.array(idx)]
+    elif init == "quantile":
+        # regression: m bins of equal weight along the target, each bin's weighted medoid
+        # (random member on restarts), so prototypes start spread over the target range
+        order = usable[np.argsort(y[usable], kind="stable")]
+        cum = np.cumsum(u[order]) / u[order].sum()
+        bins = np.minimum((cum * m - 1e-12).astype(int), m - 1)
+        idx = []
+        for k in range(m):
+            g = order[bins == k]
+            if not len(g):
+                g = order
+            if restart == 0:
+                idx.append(g[_greedy_medoids(X[g], u[g], 1, rng)[0]])
+            else:
+                idx.append(rng.choice(g))
+        Z = X[np.array(idx)]
     elif init == "random":
         idx = rng.choice(usable, min(m, len(usable)), replace=False)
         Z = X[np.concatenate([idx, rng.choice(usable, m - len(idx))]).astype(int)]
@@ -144,7 +162,8 @@ def initial_prototypes(X, y, u, m, init, rng, restart=0):
         if n_clusters < m:
             Z = np.vstack([Z, X[rng.choice(usable, m - n_clusters)]])
     else:
-        raise ValueError(f"init must be 'class', 'genuine', 'kmeans' or 'random', got {init!r}")
+        raise ValueError("init must be 'class', 'genuine', 'quantile', 'kmeans' or 'random', "
+                         f"got {init!r}")
     Z = np.array(Z, dtype=float)
     # duplicates would move together forever (zero repulsion between equal points): jitter
     _, first = np.unique(Z, axis=0, return_index=True)
@@ -165,10 +184,10 @@ def resolve_init(init, similarity):
     return "class" if getattr(similarity, "has_gradient", False) else "genuine"
 
 
-INITS = ("class", "genuine", "kmeans", "random")
+INITS = ("class", "genuine", "quantile", "kmeans", "random")
 
-# The learner options shared by SuperSparseRegressor and SuperSparseDistiller (which
-# passes them on to its regressor), with their valid values.
+# The learner options shared by SuperSparseRegressor and the distillers (which pass
+# them on to their regressor), with their valid values.
 LEARNER_CONSTRAINTS = {
     "n_prototypes": [Interval(Integral, 1, None, closed="left")],
     "similarity": [StrOptions({"rbf"}), Similarity],
@@ -212,7 +231,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     solver : {"varpro", "paper"}, default="varpro"
         "varpro": beta, b eliminated in closed form, all prototypes jointly by L-BFGS-B.
         "paper": Algorithm 1 (cyclic gradient moves, beta-step after each move).
-    init : {"class", "genuine", "kmeans", "random"}, default="class"
+    init : {"class", "genuine", "quantile", "kmeans", "random"}, default="class"
         Starting prototypes (see :func:`initial_prototypes`).
     prototypes_init : array of shape (n_prototypes, d), optional
         Explicit starting prototypes (warm start); overrides ``init``.
@@ -232,6 +251,12 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     tol : float, default=1e-6
         varpro: L-BFGS-B ``ftol``; paper: stop when |Delta Omega| < tol.
     random_state : int, RandomState or None, default=None
+    normalize_y : bool, default=False
+        Standardise y (weighted mean 0, variance 1) before fitting; ``beta_`` and
+        ``intercept_`` are mapped back to the units of y. Then ``lam`` is relative to the
+        targets' variance and ``tol`` (L-BFGS-B's ftol, relative to max(Omega, 1)) still
+        means something for targets of small variance. Regression uses it; the SVM
+        distillation (decision values of order 1) does not.
 
     Attributes
     ----------
@@ -243,7 +268,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     lam_ : float
         The absolute ridge penalty of Eq. 2 (eq:objective) used in the fit.
     objective_ : float
-        Final training Omega.
+        Final training Omega (on the standardised targets when ``normalize_y``).
     objective_path_ : ndarray of shape (k, 2)
         Rows (cumulative similarity evaluations, Omega) for the kept run (varpro: the
         best Omega so far at each objective evaluation; paper: Omega after each move).
@@ -257,13 +282,14 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     """
 
     _parameter_constraints: ClassVar[dict] = {**LEARNER_CONSTRAINTS,
-                                              "prototypes_init": ["array-like", None]}
+                                              "prototypes_init": ["array-like", None],
+                                              "normalize_y": ["boolean"]}
 
     def __init__(self, n_prototypes=2, *, similarity="rbf", gamma="paper", lam=DEFAULT_LAM,
                  lam_scale=DEFAULT_LAM_SCALE, solver="varpro", init="class",
                  prototypes_init=None, n_init=DEFAULT_N_INIT, bounds=None,
                  eta=0.5, normalize_step=False, repulsion=True, max_iter=200, tol=1e-6,
-                 random_state=None):
+                 random_state=None, normalize_y=False):
         self.n_prototypes = n_prototypes
         self.similarity = similarity
         self.gamma = gamma
@@ -280,6 +306,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
+        self.normalize_y = normalize_y
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -301,6 +328,11 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         if u.sum() <= 0:
             raise ValueError("sample_weight must have a positive sum")
         u = u / u.sum()
+        y_mean, y_scale = 0.0, 1.0
+        if self.normalize_y:
+            y_mean = float(u @ y)
+            y_scale = float(np.sqrt(u @ (y - y_mean) ** 2)) or 1.0
+            y = (y - y_mean) / y_scale
         m, d = self.n_prototypes, X.shape[1]
         rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))
         self.similarity_ = resolve_similarity(self.similarity, self.gamma, X)
@@ -332,8 +364,8 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         (Z, beta, b, omega, n_iter, path), start, Z0 = best
         self.initial_prototypes_ = Z0
         self.prototypes_ = Z
-        self.beta_ = np.asarray(beta, dtype=float)
-        self.intercept_ = float(b)
+        self.beta_ = np.asarray(beta, dtype=float) * y_scale
+        self.intercept_ = float(b) * y_scale + y_mean
         self.objective_ = float(omega)
         path = np.array(path, dtype=float)
         path[:, 0] -= start
@@ -363,7 +395,27 @@ def balanced_weights(labels):
     return u / u.sum()
 
 
-class SuperSparseDistiller(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
+class DistillerMixin:
+    """What the distillers share: a :class:`SuperSparseRegressor` made from their learner
+    options (``make_regressor``) and fitted on a teacher's outputs (``teacher_targets``)
+    into ``regressor_``, whose fitted attributes are read through, not copied."""
+
+    prototypes_ = ReadThrough("regressor_")
+    initial_prototypes_ = ReadThrough("regressor_")
+    beta_ = ReadThrough("regressor_")
+    intercept_ = ReadThrough("regressor_")
+    similarity_ = ReadThrough("regressor_")
+    n_iter_ = ReadThrough("regressor_")
+
+    def make_regressor(self, **overrides):
+        """The unfitted :class:`SuperSparseRegressor` with this distiller's options."""
+        params = {k: getattr(self, k) for k in LEARNER_PARAMS}
+        params.update(overrides)
+        return SuperSparseRegressor(**params)
+
+
+class SuperSparseDistiller(DistillerMixin, BinaryDecisionMixin, ClassifierMixin,
+                           BaseEstimator):
     """Distil a teacher classifier into m virtual prototypes (paper Sect. III, footnote).
 
     The teacher's decision values on the training points are the regression targets;
@@ -400,13 +452,6 @@ repulsion, max_iter, tol, random_state
         "prefit": ["boolean"],
     }
 
-    prototypes_ = ReadThrough("regressor_")
-    initial_prototypes_ = ReadThrough("regressor_")
-    beta_ = ReadThrough("regressor_")
-    intercept_ = ReadThrough("regressor_")
-    similarity_ = ReadThrough("regressor_")
-    n_iter_ = ReadThrough("regressor_")
-
     def __init__(self, teacher=None, n_prototypes=2, *, prefit=False, similarity="rbf",
                  gamma="paper", lam=DEFAULT_LAM, lam_scale=DEFAULT_LAM_SCALE, solver="varpro",
                  init="class", n_init=DEFAULT_N_INIT,
@@ -434,12 +479,6 @@ repulsion, max_iter, tol, random_state
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False  # one client against the rest
         return tags
-
-    def make_regressor(self, **overrides):
-        """The unfitted :class:`SuperSparseRegressor` with this distiller's options."""
-        params = {k: getattr(self, k) for k in LEARNER_PARAMS}
-        params.update(overrides)
-        return SuperSparseRegressor(**params)
 
     def teacher_targets(self, X, y):
         """Fit the teacher (unless prefit); return (teacher, targets, weights, X).
