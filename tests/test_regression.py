@@ -110,8 +110,9 @@ def test_quantile_init_spreads_prototypes_over_the_target():
 
 
 def test_svm_distiller_defaults_unchanged():
+    # the regression path leaves the classification defaults (chosen in issue 10) alone
     d = SuperSparseDistiller()
-    assert (d.init, d.lam, d.n_init) == ("class", 1e-4, 1)
+    assert (d.init, d.lam, d.lam_scale, d.n_init) == ("class", 2e-3, "gram", 1)
     assert not d.make_regressor().normalize_y
 
 

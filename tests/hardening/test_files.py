@@ -100,7 +100,6 @@ def test_random_byte_corruptions_of_a_gallery(built, workers, tmp_path, reseal):
         assert counts["clean errors"] == N_FUZZ, line
 
 
-@pytest.mark.xfail(reason=PENDING_READER, strict=True)
 def test_random_byte_corruptions_of_a_store(built, workers, tmp_path):
     store = built["root"] / "e.h5"
     rng = np.random.default_rng(9)
@@ -282,9 +281,6 @@ def test_bad_probe_images(built, workers, tmp_path):
     assert counts["failures to acquire"] >= 11  # every non-face of the corpus
 
 
-@pytest.mark.xfail(reason="open (issue 8 part A, item 5): the image reader does not use "
-                   "safeio.read_regular yet, so a FIFO or /dev/zero probe blocks or grows "
-                   "without bound; strict: passes once it does", strict=True)
 @pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
 def test_special_file_probes(built, tmp_path, special):
     from conftest import Workers
