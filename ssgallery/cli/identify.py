@@ -4,7 +4,14 @@ error (the rule of ``verify``)."""
 
 import click
 
-from ssgallery.cli.options import key_file_option, matcher_cmd_option
+from ssgallery.cli.options import (
+    key_file_option,
+    matcher_cmd_option,
+    probe_options,
+    probe_paths,
+    warn,
+)
+from ssgallery.errors import printable
 
 
 @click.command("identify")
@@ -15,11 +22,7 @@ from ssgallery.cli.options import key_file_option, matcher_cmd_option
               help="Candidates shown per probe.")
 @click.option("--open-set", is_flag=True, help="Say 'unknown' when the best candidate does "
               "not pass its client's threshold (default: closed set, always a best match).")
-@click.option("--list", "list_file", default=None, type=click.Path(), metavar="FILE",
-              help="Also search the probes listed in FILE (one path per line).")
-@click.option("--strict", is_flag=True, help="Refuse probes of another size than the "
-              "gallery's instead of resizing them.")
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@probe_options
 @key_file_option
 @matcher_cmd_option
 @click.pass_context
@@ -43,17 +46,9 @@ def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, key
       ssgallery identify --list probes.txt --gallery site.h5 --json
     """
     from ssgallery.app.identify import exit_status, identify
-    from ssgallery.app.verify import read_probe_list
-    from ssgallery.errors import InputError
 
-    paths = list(probes)
-    if list_file is not None:
-        paths += read_probe_list(list_file)
-    if not paths:
-        raise InputError("no probe images given (PROBE arguments or --list FILE)")
+    paths = probe_paths(probes, list_file)
 
-    def warn(message):
-        click.echo(f"ssgallery: warning: {message}", err=True)
 
     results, ranking = identify(gallery, paths, top=top, open_set=open_set, strict=strict,
                                 warn=warn, key_file=key_file, matcher_cmd=matcher_cmd)
@@ -73,17 +68,12 @@ def _format(results, ranking):
     lines = [f"ranking: {ranking}"]
     for r in results:
         if r.failed_to_acquire:
-            lines.append(f"{_safe(r.probe)}  FAILURE-TO-ACQUIRE ({_safe(r.reason)})")
+            lines.append(f"{printable(r.probe)}  FAILURE-TO-ACQUIRE ({printable(r.reason)})")
             continue
-        verdict = f"IDENTIFIED {_safe(r.identified)}" if r.identified is not None else "UNKNOWN"
-        lines.append(f"{_safe(r.probe)}  {verdict}")
+        verdict = f"IDENTIFIED {printable(r.identified)}" if r.identified is not None else "UNKNOWN"
+        lines.append(f"{printable(r.probe)}  {verdict}")
         for c in r.candidates:
             mark = ">=" if c.passes else "< "
-            lines.append(f"  {c.rank:>3}. {_safe(c.client):<20} normalised {c.normalized:+8.3f}"
+            lines.append(f"  {c.rank:>3}. {printable(c.client):<20} normalised {c.normalized:+8.3f}"
                          f"  score {c.score:+.4f} {mark} threshold {c.threshold:+.4f}")
     return "\n".join(lines)
-
-
-def _safe(text):
-    """Control characters escaped, so a file name cannot print a fake result line."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text))

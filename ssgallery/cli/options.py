@@ -22,3 +22,35 @@ def matcher_cmd_option(func):
 
 def key_file_option(func):
     return click.option("--key-file", default=None, metavar="FILE", help=KEY_FILE_HELP)(func)
+
+
+def probe_options(func):
+    """--list, --strict and --json: how verify and identify take their probes."""
+    for option in reversed([
+            click.option("--list", "list_file", default=None, type=click.Path(), metavar="FILE",
+                         help="Also take the probes listed in FILE (one path per line)."),
+            click.option("--strict", is_flag=True, help="Refuse probes of another size than "
+                         "the gallery's instead of resizing them."),
+            click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")]):
+        func = option(func)
+    return func
+
+
+def probe_paths(probes, list_file):
+    """The PROBE arguments followed by the paths listed in ``list_file``; at least one."""
+    from ssgallery.app.verify import read_probe_list
+    from ssgallery.errors import InputError
+
+    paths = list(probes)
+    if list_file is not None:
+        paths += read_probe_list(list_file)
+    if not paths:
+        raise InputError("no probe images given (PROBE arguments or --list FILE)")
+    return paths
+
+
+def warn(message):
+    """Print a warning line (control characters escaped)."""
+    from ssgallery.errors import printable
+
+    click.echo(f"ssgallery: warning: {printable(message)}", err=True)

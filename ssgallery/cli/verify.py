@@ -4,7 +4,13 @@ accepted, 1 if any is rejected, 3 if none is rejected but a probe failed to acqu
 
 import click
 
-from ssgallery.cli.options import key_file_option, matcher_cmd_option
+from ssgallery.cli.options import (
+    key_file_option,
+    matcher_cmd_option,
+    probe_options,
+    probe_paths,
+    warn,
+)
 from ssgallery.errors import printable
 
 
@@ -13,11 +19,7 @@ from ssgallery.errors import printable
 @click.option("--claim", required=True, metavar="ID", help="The claimed client id.")
 @click.option("--gallery", default="gallery.h5", show_default=True, metavar="FILE",
               help="Gallery written by `ssgallery compress`.")
-@click.option("--list", "list_file", default=None, type=click.Path(), metavar="FILE",
-              help="Also verify the probes listed in FILE (one path per line).")
-@click.option("--strict", is_flag=True, help="Refuse probes of another size than the "
-              "gallery's instead of resizing them.")
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@probe_options
 @key_file_option
 @matcher_cmd_option
 @click.pass_context
@@ -43,17 +45,10 @@ def command(ctx, probes, claim, gallery, list_file, strict, as_json, key_file, m
       ssgallery verify probes/*.png --claim s17 --json
       ssgallery verify --list probes.txt --claim s17 --gallery site.h5
     """
-    from ssgallery.app.verify import FTA, exit_status, read_probe_list, verify
-    from ssgallery.errors import InputError
+    from ssgallery.app.verify import FTA, exit_status, verify
 
-    paths = list(probes)
-    if list_file is not None:
-        paths += read_probe_list(list_file)
-    if not paths:
-        raise InputError("no probe images given (PROBE arguments or --list FILE)")
+    paths = probe_paths(probes, list_file)
 
-    def warn(message):
-        click.echo(f"ssgallery: warning: {printable(message)}", err=True)
 
     results = verify(gallery, paths, claim, strict=strict, warn=warn, key_file=key_file,
                      matcher_cmd=matcher_cmd)
