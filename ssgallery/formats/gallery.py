@@ -374,7 +374,7 @@ def read_client(path, client_id, *, images=False, matcher=True, key=None, host=N
             model = _read_one(clients, client_id, expected, path)
             built = _read_matcher(f, header, config, sections, path, host)[0] \
                 if matcher else None
-        except (KeyError, ValueError, TypeError, OSError) as exc:
+        except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
     check_model(model, built, path)
     if not images:
@@ -405,7 +405,7 @@ def read_search(path, *, key=None, host=None):
                                    sections.get("index"), "the search index", path)
             index = read_index(f, path)
             matcher = _read_matcher(f, header, config, sections, path, host)[0]
-        except (KeyError, ValueError, TypeError, OSError) as exc:
+        except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
     return index, matcher, header
 
@@ -444,7 +444,7 @@ def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False):
                 check_model(model, built, path)
                 _account(model, arrays)
                 out[cid] = model
-        except (KeyError, ValueError, TypeError, OSError) as exc:
+        except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
     state_bytes = sum(int(v.nbytes) for v in state.values() if isinstance(v, np.ndarray))
     gallery = Gallery(path=path, header=header, matcher_name=header["matcher"],

@@ -72,7 +72,11 @@ def open_checked(path, fmt, version, kind, hint="", rewrite=""):
     except OSError:
         raise FormatError(f"not an {kind} (not a readable HDF5 file; corrupt or foreign)",
                           path=path) from None
-    found = _attr_str(handle.attrs.get("format"))
+    try:
+        found = _attr_str(handle.attrs.get("format"))
+    except (KeyError, ValueError, TypeError, OSError, RuntimeError):  # HDF5 errors
+        handle.close()
+        raise FormatError(f"corrupt {kind}: unreadable format tag", path=path) from None
     if found != fmt:
         handle.close()
         what = f"format '{found}'" if found else "no ssgallery format tag"

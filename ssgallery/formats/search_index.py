@@ -151,7 +151,7 @@ def read_index(h5file, path=None):
         ids = np.array([v.decode("utf-8") if isinstance(v, bytes) else str(v)
                         for v in group["client_ids"][()]], dtype=object)
         arrays = {name: group[name][()] for name in _ARRAYS}
-    except (KeyError, ValueError, TypeError, OSError) as exc:
+    except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
         raise FormatError(f"corrupt search index: {exc}", path=path) from None
     index = SearchIndex(client_ids=ids, **arrays)
     _check(index, path)

@@ -243,7 +243,7 @@ def load_store(path, images=True):
                 created=str(f.attrs.get("created", "")),
                 tool_version=str(f.attrs.get("tool_version", "")), path=path,
                 features=f["features"][()] if "features" in f else None)
-        except (KeyError, ValueError, TypeError, OSError) as exc:
+        except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt {KIND}: {exc}", path=path) from None
     n = len(store.images)
     if store.images.ndim != 3 or any(len(v) != n for v in strs.values()

@@ -64,14 +64,7 @@ def _fuzz(path, out, rng, reseal):
     return out
 
 
-PENDING_READER = ("open (issue 8 part A, item 5): h5py errors inside a sealed file are not yet "
-                  "one-line errors (RuntimeError escapes) and HDF5 can loop on a crafted "
-                  "re-sealed file; strict: passes once the readers convert them")
-
-
-@pytest.mark.parametrize("reseal", [
-    False, pytest.param(True, marks=pytest.mark.xfail(reason=PENDING_READER, strict=True))],
-    ids=["raw", "resealed"])
+@pytest.mark.parametrize("reseal", [False, True], ids=["raw", "resealed"])
 def test_random_byte_corruptions_of_a_gallery(built, workers, tmp_path, reseal):
     """>= 100 galleries with 1-3 random bytes changed (fixed seed). raw: as bit rot
     leaves them (the seal refuses them before HDF5 parses a byte); resealed: the seal
