@@ -78,6 +78,9 @@ def _env(pythonpath=None):
 
 
 def _wall(cmd, env, cwd=None):
+    # never the repository: `python -m` puts the working folder first on sys.path, which
+    # would run this tree's code where $PYTHONPATH names the baseline's
+    cwd = cwd or tempfile.gettempdir()
     t = time.perf_counter()
     out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - t
