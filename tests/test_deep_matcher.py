@@ -2,7 +2,6 @@
 gradient, state, quality, and the CLI end to end. Skipped only without the extra."""
 
 import importlib.util
-import os
 import subprocess
 import sys
 
@@ -16,12 +15,13 @@ if importlib.util.find_spec("face_recognition_models") is None:
                 "(face-recognition-models missing)", allow_module_level=True)
 
 from click.testing import CliRunner
+from helpers import write_non_faces
 from PIL import Image
 
 from ssgallery.biometrics.metrics import eer
 from ssgallery.cli import main
-from ssgallery.datasets import lfw_path
 from ssgallery.errors import FormatError, MatcherError, NotRenderableError
+from ssgallery.images.ingest import load_image_list
 from ssgallery.matchers import deep, get_matcher_class
 from ssgallery.matchers.deep import FALLBACK_QUALITY, DlibMatcher
 
@@ -40,24 +40,15 @@ def fresh_cache():
     deep._CACHE.update(saved)
 
 
-def lfw_root():
-    root = lfw_path()
-    if not (root / PEOPLE[0]).is_dir():
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"LFW faces missing at {root} (set SSGALLERY_LFW)")
-        pytest.skip(f"LFW faces not found at {root} (set SSGALLERY_LFW)")
-    return root
-
-
 def person_files(root, person):
     return sorted((root / person).glob("*.png"))
 
 
 @pytest.fixture(scope="module")
-def lfw():
+def lfw(lfw_faces):
     """The first PER images of each of PEOPLE, a matcher fitted on them, and their
     descriptors (computed once for the module)."""
-    root = lfw_root()
+    root = lfw_faces
     images, labels = [], []
     for p in PEOPLE:
         for f in person_files(root, p)[:PER]:
@@ -152,6 +143,16 @@ def test_quality_and_is_face(lfw):
     assert np.all(np.isfinite(m.transform(flat)))
     assert DlibMatcher(detect=False).fit(lfw["X"][:4]).quality(lfw["X"][:2]).tolist() == \
         [FALLBACK_QUALITY] * 2
+
+
+def test_non_faces_fail_to_acquire(lfw, tmp_path):
+    """The test suite's non-face corpus, read at the gallery's size as verify reads it."""
+    paths = write_non_faces(str(tmp_path))
+    images = load_image_list(list(paths.values()), size=(75, 100), warn=lambda m: None)
+    assert not lfw["matcher"].is_face(images).any()
+    detect_off = DlibMatcher(detect=False).fit(lfw["X"][:4])  # no detector: no FTA
+    assert detect_off.quality_threshold_ == FALLBACK_QUALITY
+    assert detect_off.is_face(images).all()
 
 
 def test_render_refuses(lfw):

@@ -150,3 +150,20 @@ def test_is_face_default_for_plugins():
     for matcher in (Plain(), Duck()):
         ok, quality = face_check(matcher, np.zeros((3, 4, 4)))
         assert ok.tolist() == [True] * 3 and np.isnan(quality).all()
+
+
+def test_dlib_quality_threshold_rule():
+    """Any detection is a face, a whole-image fallback is not, unless most training
+    images are fallbacks (pre-cropped data the detector does not find; detect=False)."""
+    from ssgallery.matchers.deep import (
+        DETECT_FLOOR,
+        FALLBACK_QUALITY,
+        quality_threshold,
+    )
+
+    detected = [1.2, 0.3, -0.4]
+    assert quality_threshold(detected) == DETECT_FLOOR
+    assert quality_threshold(detected + [FALLBACK_QUALITY]) == DETECT_FLOOR
+    assert quality_threshold([FALLBACK_QUALITY] * 2 + [0.5]) == FALLBACK_QUALITY
+    assert quality_threshold([FALLBACK_QUALITY] * 2 + detected[:2]) == DETECT_FLOOR
+    assert FALLBACK_QUALITY < DETECT_FLOOR <= 0

@@ -38,7 +38,8 @@ def test_dlib_protocol_ssvm_m2_close_to_svm_with_far_fewer_matches(lfw20):
     svm, ssvm = by["svm"], by["ssvm m=2"]
     assert svm["clients"] == ssvm["clients"] == PEOPLE // 2
     # probes the matcher does not acquire (is_face False) are rejected genuine claims
-    assert svm["eer_client_mean"] <= 0.08
+    assert svm["fta_genuine"] <= 0.02  # 1 of 88: no face detected (dlib_fta.py)
+    assert svm["eer_client_mean"] <= 0.045
     assert ssvm["eer_client_mean"] <= svm["eer_client_mean"] + 0.005
     assert ssvm["matches_mean"] == 2
     assert svm["matches_mean"] / ssvm["matches_mean"] >= 8

@@ -1,5 +1,5 @@
 """Deep-embedding matcher: dlib's ResNet face descriptor (128-d) with an RBF similarity
-on descriptors (DESIGN.md §2, issue 10 item 1).
+on descriptors (issue 10 item 1).
 
 Needs the ``dlib`` extra (``pip install 'ssgallery[dlib]'``: the ``dlib-bin`` wheels and
 the ``face-recognition-models`` weights). ``dlib`` is imported only when a descriptor is
@@ -22,13 +22,15 @@ learned in PCA space. γ follows the eigenface rules; the default here is "media
 (:func:`~ssgallery.learn.similarity.median_gamma` of the training descriptors): dlib
 descriptors have a fixed scale where the paper's γ = 1/d = 1/128 makes every similarity nearly 1.
 
-Quality (failure to acquire). :meth:`DlibMatcher.quality` is the detector score of the
+Quality (failure to acquire). ``DlibMatcher.quality`` is the detector score of the
 face used (higher is more face-like); an image where nothing was detected gets
-:data:`FALLBACK_QUALITY`, below every detection. ``fit`` sets
-``quality_threshold_`` = min(0, the :data:`QUALITY_QUANTILE` quantile of the training
-qualities): 0 is dlib's own detection threshold, so a confident detection always passes,
-and when the enrolled images themselves are mostly fallbacks (pre-cropped faces) the
-fallback passes too. :meth:`DlibMatcher.is_face` is ``quality >= quality_threshold_``.
+``FALLBACK_QUALITY``, below every detection. ``fit`` sets ``quality_threshold_`` by
+`quality_threshold`: any detection (score >= ``DETECT_FLOOR``) is a face and a
+fallback is not, unless more than ``FALLBACK_SHARE`` of the training images are
+fallbacks (faces the detector does not find, e.g. small pre-cropped ones, or
+``detect=False``): then every image is acquired. ``DlibMatcher.is_face`` is
+``quality >= quality_threshold_``. docs/matchers.md gives the measurement behind the
+rule (``benchmarks/dlib_fta.py``).
 
 Rendering. A descriptor cannot be drawn as a face, and a gallery must never store a
 client's image, so :meth:`DlibMatcher.render` raises :class:`NotRenderableError`.
@@ -56,7 +58,7 @@ GAMMA_MODES = ("paper", "median")
 MIN_SIDE = 150          # pixels: shorter side after upsampling
 DETECT_FLOOR = -0.5     # lowest detector score still taken as a detection
 FALLBACK_QUALITY = -1.0  # quality of an image where nothing was detected
-QUALITY_QUANTILE = 0.01
+FALLBACK_SHARE = 0.5    # training share of fallbacks above which fallbacks are acquired
 CHIP_SIZE = 150
 DIM = 128
 MODEL_FILES = {"recognition": "dlib_face_recognition_resnet_model_v1.dat",
@@ -152,6 +154,30 @@ def load_cache(path):
             key = (bool(detect), tuple(int(s) for s in shape), digest.tobytes())
             _CACHE[key] = (None if np.isnan(desc[0]) else desc.copy(), float(quality))
         return len(f["quality"])
+
+
+def quality_threshold(quality):
+    """The :meth:`DlibMatcher.is_face` threshold from the training images' qualities.
+
+    Any detection is a face (``DETECT_FLOOR``) and a whole-image fallback is not, unless
+    more than ``FALLBACK_SHARE`` of the training images are fallbacks: then the detector
+    does not find the faces of this data (pre-cropped or ``detect=False``), and every image
+    is acquired (``FALLBACK_QUALITY``). A threshold learned from the weakest training
+    detections would refuse in-the-wild genuine probes that the detector finds with a
+    lower score, and any training fallback would let every non-face through; see
+    ``benchmarks/dlib_fta.py``.
+
+    Parameters
+    ----------
+    quality : array-like, shape (n,)
+        :meth:`DlibMatcher.quality` of the training images.
+
+    Returns
+    -------
+    float
+    """
+    fallback = np.asarray(quality, dtype=float) <= FALLBACK_QUALITY
+    return FALLBACK_QUALITY if fallback.mean() > FALLBACK_SHARE else DETECT_FLOOR
 
 
 def upsample_factor(shape):
@@ -314,7 +340,7 @@ class DlibMatcher(Matcher):
         if g is None:
             g = 1.0 / DIM if self.gamma == "paper" else median_gamma(D)
         self.gamma_ = float(g)
-        self.quality_threshold_ = float(min(0.0, np.quantile(q, QUALITY_QUANTILE)))
+        self.quality_threshold_ = float(quality_threshold(q))
         self.n_components_ = DIM
         self.n_samples_fit_ = len(U)
         return self
