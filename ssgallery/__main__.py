@@ -1,6 +1,6 @@
-"""``python -m ssgallery`` and the ``ssgallery`` command: :func:`run`.
+"""``python -m ssgallery`` and the ``ssgallery`` command: `run`.
 
-The command line's modules are imported inside :func:`run`, so that Ctrl-C or SIGTERM
+The command line's modules are imported inside `run`, so that Ctrl-C or SIGTERM
 while they load (before the command installs its own handlers) is the documented
 "interrupted", exit 130, not a traceback with exit status 1 (REJECT's).
 """

@@ -1,11 +1,11 @@
 """User-facing errors and the exit statuses of every command.
 
 Every problem a user can cause (a bad image, a foreign gallery, an unknown claim, a
-matcher program that crashes) is raised as :class:`SsgalleryError` with a one-line
+matcher program that crashes) is raised as `SsgalleryError` with a one-line
 message that names the file or program and the problem. The CLI prints it as
-``ssgallery: error: <message>`` on stderr and exits with :attr:`exit_code` (2).
+``ssgallery: error: <message>`` on stderr and exits with `exit_code` (2).
 Messages are one printable line: white space runs become one space and control
-characters are escaped (:func:`printable`), so a file name cannot fake a line of output.
+characters are escaped (`printable`), so a file name cannot fake a line of output.
 """
 
 EXIT_ACCEPT = 0  # verify: every claim accepted (other commands: success)

@@ -1,11 +1,11 @@
 """Reading untrusted input files safely: regular files only, bounded sizes, printable names.
 
 Every input ssgallery reads by name (probe images, probe lists, score files, a matcher
-program's answer file, the key file) goes through :func:`read_regular`: the path is
+program's answer file, the key file) goes through `read_regular`: the path is
 checked with ``os.stat`` before it is opened (a FIFO, a device such as ``/dev/zero``,
 a socket or a folder is refused without opening it), opened with ``O_NONBLOCK`` (a
 FIFO swapped in after the check cannot block), checked again on the open descriptor,
-and read up to a documented maximum. :func:`printable` escapes control characters so
+and read up to a documented maximum. `printable` escapes control characters so
 that a file or client name can never fake a line of output.
 
 Standard library only (on the ``verify`` path); below every other layer.
@@ -40,7 +40,7 @@ def read_regular(path, what, max_bytes, error=InputError, missing=None):
         Names the input in messages ("probe list", "image").
     max_bytes : int
     error : type
-        The :class:`~ssgallery.errors.SsgalleryError` subclass to raise.
+        The `ssgallery.errors.SsgalleryError` subclass to raise.
     missing : str, optional
         The message for a missing file (default ``no such <what>``).
 

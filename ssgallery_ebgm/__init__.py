@@ -12,7 +12,7 @@ float ``.npy`` of shape (H, W) on the [0, 255] scale). The output is the |A| x |
 similarity matrix in list order (stdout without ``--out``). Every image is transformed
 once per call (identical files are transformed once), images whose shape differs from
 the first gallery image are resampled to it. Deterministic; scores lie in [-1, 1], 1
-for identical images. See :mod:`ssgallery_ebgm.graph` for the algorithm.
+for identical images. See `ssgallery_ebgm.graph` for the algorithm.
 """
 
 import argparse

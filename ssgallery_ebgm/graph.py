@@ -43,8 +43,8 @@ def grid_nodes(shape):
 class GraphMatcher:
     """EBGM scorer for images of one shape (H, W).
 
-    Feature extraction (:meth:`probe_features`, :meth:`gallery_features`) takes the
-    complex Gabor responses of :func:`ssgallery_ebgm.gabor.responses`; :meth:`score`
+    Feature extraction (`probe_features`, `gallery_features`) takes the
+    complex Gabor responses of `ssgallery_ebgm.gabor.responses`; `score`
     scores every probe against every gallery image.
     """
 

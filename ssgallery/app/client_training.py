@@ -1,11 +1,11 @@
 """Training one client of ``compress`` (the per-client job run by every backend).
 
 Per client c, on the matcher features X of its bounded training set
-(:mod:`ssgallery.app.training_sets`: its own images and at most K impostors):
+(`ssgallery.app.training_sets`: its own images and at most K impostors):
 
-1. **Teacher.** One-vs-all :class:`~ssgallery.learn.teacher.SimilaritySVM` (images of c = +1,
+1. **Teacher.** One-vs-all `ssgallery.learn.teacher.SimilaritySVM` (images of c = +1,
    the impostor images = -1), C by balanced 5-fold CV, on the matcher's own similarity.
-2. **Distillation.** :class:`~ssgallery.learn.supersparse.SuperSparseDistiller` fits m virtual
+2. **Distillation.** `ssgallery.learn.supersparse.SuperSparseDistiller` fits m virtual
    prototypes to the SVM's decision values (Eqs. 2 (eq:objective) to 6
    (eq:final-gradient)); ``m="auto"`` picks m by the incremental validation of Eq. 8
    (eq:xval-m).
@@ -37,7 +37,7 @@ MAX_ITER = 200  # the learner's default: L-BFGS-B iterations (varpro) / sweeps (
 
 @dataclass
 class ClientFit:
-    """Everything trained for one client (what :func:`train_client` returns).
+    """Everything trained for one client (what `train_client` returns).
 
     Attributes
     ----------
@@ -160,7 +160,7 @@ def train_client(X, y, similarity, *, groups=None, m=2, lam=DEFAULT_LAM, solver=
     max_iter : int
         The learner's ``max_iter`` (varpro: L-BFGS-B iterations; paper: sweeps).
     gram : ndarray of shape (n, n), optional
-        S(X, X), computed once for all clients by :func:`compress`.
+        S(X, X), computed once for all clients by `compress`.
 
     Returns
     -------
@@ -268,7 +268,7 @@ def summary_row(client, result_prov, threshold, beta, intercept, normalization=N
 
 
 def train_job(job):
-    """Train one client (any process): :func:`train_client` -> :class:`ClientResult`."""
+    """Train one client (any process): `train_client` -> `ClientResult`."""
     start, cpu = time.perf_counter(), time.process_time()
     o = job.options
     with single_threaded_blas():

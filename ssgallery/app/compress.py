@@ -1,13 +1,13 @@
 """``compress``: enrollment store -> gallery, one client at a time.
 
-The steps, one function each: check the options (:func:`_check_options`), open the
-store lazily and plan the clients (:func:`_prepare`), compute the features once in
-chunks (:func:`_features`), build each client's bounded job
-(:mod:`ssgallery.app.training_sets`, :func:`_jobs`), train the jobs on a backend
-(:func:`ssgallery.app.parallel.run_jobs`: this process, ``jobs`` local processes or a Dask
-cluster; :func:`ssgallery.app.client_training.train_job`), commit each finished client
-to ``<gallery>.parts/`` (:mod:`ssgallery.app.parts`), then assemble and write the gallery
-once, atomically (:func:`_write`). Only this process writes files.
+The steps, one function each: check the options (`_check_options`), open the
+store lazily and plan the clients (`_prepare`), compute the features once in
+chunks (`_features`), build each client's bounded job
+(`ssgallery.app.training_sets`, `_jobs`), train the jobs on a backend
+(`ssgallery.app.parallel.run_jobs`: this process, ``jobs`` local processes or a Dask
+cluster; `ssgallery.app.client_training.train_job`), commit each finished client
+to ``<gallery>.parts/`` (`ssgallery.app.parts`), then assemble and write the gallery
+once, atomically (`_write`). Only this process writes files.
 
 Resumable: after Ctrl-C, SIGKILL or a lost worker, ``resume=True`` reuses the committed
 parts whose store fingerprint and options match and trains only the missing clients.
@@ -57,7 +57,7 @@ class CompressInterrupted(KeyboardInterrupt):
 
 @dataclass
 class CompressSummary:
-    """What :func:`compress` did (also what ``ssgallery compress --json`` prints)."""
+    """What `compress` did (also what ``ssgallery compress --json`` prints)."""
 
     gallery: str
     store: str
@@ -155,7 +155,7 @@ def _feature_chunks(plan):
 
 
 def _features(plan):
-    """Features of every row when they fit :data:`FEATURE_BUDGET` (computed once, in
+    """Features of every row when they fit `FEATURE_BUDGET` (computed once, in
     chunks), else None (each job reads and transforms its own rows)."""
     cached = getattr(plan.store, "features", None)
     if cached is not None:
@@ -191,7 +191,7 @@ def _setup_blocks(plan):
 
 
 def _jobs(plan, clients):
-    """One bounded :class:`ClientJob` per client, built lazily (blocks read on demand)."""
+    """One bounded `ClientJob` per client, built lazily (blocks read on demand)."""
     o = plan.options
     index = {s: i for i, s in enumerate(plan.subjects)}
     for client in clients:
@@ -219,7 +219,7 @@ def _rendered(matcher, prototypes):
 
 
 def _model(plan, result):
-    """A :class:`ClientModel` from a result (prototype images rendered here, if drawable)."""
+    """A `ClientModel` from a result (prototype images rendered here, if drawable)."""
     from ssgallery.formats.gallery import ClientModel
 
     images = _rendered(plan.matcher, result.prototypes)
@@ -301,7 +301,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
         Ridge penalty on beta (Eq. 2 (eq:objective)).
     solver : {"varpro", "paper"}
     init : {"auto", "class", "genuine", "kmeans", "random"}
-        Starting prototypes; "auto" (default) = :func:`resolve_init`.
+        Starting prototypes; "auto" (default) = `resolve_init`.
     clients : list of str or comma-separated str, optional
         Compress only these enrolled clients (the others still serve as impostors).
     cv_folds : int
@@ -314,7 +314,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
         The learner's iteration cap (varpro: L-BFGS-B iterations; paper: sweeps).
     max_impostors : int or None
         K: each client trains on its own images and at most K impostor images
-        (:mod:`ssgallery.app.training_sets`); None or 0 = all. Default 1000.
+        (`ssgallery.app.training_sets`); None or 0 = all. Default 1000.
     impostors : {"sample", "cohort"}
         Which impostors when the cap bites: stratified seeded sample or nearest subjects.
     jobs : int
@@ -333,7 +333,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
         The host's signing key (default ``$SSGALLERY_KEY_FILE``; none: unsigned gallery).
     matcher_cmd : str or list, optional
         The host's external matcher program (default ``$SSGALLERY_MATCHER_CMD`` or the
-        configuration file, :mod:`ssgallery.matchers.host`); its contract must be the
+        configuration file, `ssgallery.matchers.host`); its contract must be the
         store's.
 
     Returns

@@ -11,7 +11,7 @@ from ssgallery.formats.store import EnrollmentStore, load_store
 
 @dataclass
 class EnrollSummary:
-    """What :func:`enroll` did (also what ``ssgallery enroll --json`` prints)."""
+    """What `enroll` did (also what ``ssgallery enroll --json`` prints)."""
 
     store: str
     changed: bool
@@ -56,7 +56,7 @@ def _scan_subjects(root):
 
 @dataclass
 class _Sources:
-    """What both modes of :func:`enroll` start from: the images read and the old store."""
+    """What both modes of `enroll` start from: the images read and the old store."""
 
     images: np.ndarray
     labels: np.ndarray
@@ -95,7 +95,7 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
         Enrol the new clients of ``faces_dir`` into an existing store without refitting the
         matcher; the store records that the basis is stale.
     strict, skip_bad, size, min_images, warn
-        Passed to :func:`ssgallery.images.ingest.load_faces`.
+        Passed to `ssgallery.images.ingest.load_faces`.
     progress : callable(str), optional
         Receives a one-line message per stage.
     force : bool

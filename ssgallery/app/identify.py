@@ -1,12 +1,12 @@
 """``identify``: 1:N search, "who is this, if anyone?", over a compressed gallery.
 
 Every probe is scored against every client in one similarity block over the gallery's
-stacked search index (:mod:`ssgallery.formats.search_index`): N x m matches per probe.
+stacked search index (`ssgallery.formats.search_index`): N x m matches per probe.
 Candidates are ranked on Z-normalised scores when every client has its normalisation
 (so that scores of different clients are comparable), else on raw scores; the output
 says which. In the open set, the top candidate is reported only when its raw score
 passes that client's own verification threshold; otherwise the probe is "unknown". A
-probe that is not a usable face (:func:`ssgallery.app.verify.failures_to_acquire`) is
+probe that is not a usable face (`ssgallery.app.verify.failures_to_acquire`) is
 never searched: it is a failure to acquire.
 
 On a light path like ``verify``: numpy, h5py, PIL and the matcher only.
@@ -103,7 +103,7 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
         Report "unknown" (``identified = None``) when the best candidate does not pass
         its client's threshold; in the closed set the best candidate is always returned.
     strict, warn, key_file, matcher_cmd
-        As for :func:`ssgallery.app.verify.verify`.
+        As for `ssgallery.app.verify.verify`.
 
     Returns
     -------

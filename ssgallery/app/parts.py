@@ -2,7 +2,7 @@
 
 The gallery is one HDF5 file, which cannot be modified in place safely under SIGKILL, so
 each finished client goes to a sidecar folder ``<gallery>.parts/<client digest>.npz``,
-written atomically (:mod:`ssgallery.formats.atomic`). The gallery itself is written
+written atomically (`ssgallery.formats.atomic`). The gallery itself is written
 atomically at the end from the parts, and the folder is then removed. At every moment
 the gallery file is either the previous one or the new complete one.
 
@@ -33,7 +33,7 @@ class ClientResult:
     intercept, threshold : float
     provenance : dict
     normalization : dict or None
-        Score normalisation parameters (:func:`~ssgallery.app.client_training.znorm_parameters`).
+        Score normalisation parameters (`ssgallery.app.client_training.znorm_parameters`).
     row : dict
         The client's line of the summary (m, threshold, CV FAR/FRR, ...).
     seconds, cpu_seconds : float

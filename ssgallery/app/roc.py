@@ -1,7 +1,7 @@
 """``ssgallery roc``: one function per input mode (protocol on a faces folder or on the
 enrollment store, gallery + probe folder, score files, dev/eval score files), a thin
-dispatcher :func:`roc`; report folder out (figures of merit from
-:mod:`ssgallery.biometrics.evaluation`)."""
+dispatcher `roc`; report folder out (figures of merit from
+`ssgallery.biometrics.evaluation`)."""
 
 import os
 from pathlib import Path
@@ -70,7 +70,7 @@ PROTOCOL_DEFAULTS = {"methods": ("svm", "ssvm", "svm-red", "svm-sel"), "m": 2,
 def roc_protocol(faces_dir, *, out_dir="report", warn=None, plot=True, force=False,
                  **protocol):
     """The paper's protocol on a labelled faces folder (``protocol``: the keyword
-    arguments of :func:`ssgallery.biometrics.protocol.run_protocol`: methods, m,
+    arguments of `ssgallery.biometrics.protocol.run_protocol`: methods, m,
     n_enrolled, n_train, repetitions, seed, n_jobs, progress, identification (also
     search every probe against every client: CMC, DIR), and progress_total (called
     once with the number of client fits)). ``force``: replace report files that were
@@ -87,7 +87,7 @@ def roc_store(store_path="enrollment.h5", *, out_dir="report", warn=None, plot=T
               force=False, matcher_cmd=None, **protocol):
     """The protocol on an enrollment store: its matcher configuration is reused (refitted
     on each split's training images; an external matcher runs the host's program
-    ``matcher_cmd``, see :mod:`ssgallery.matchers.host`) and its background subjects
+    ``matcher_cmd``, see `ssgallery.matchers.host`) and its background subjects
     are never enrolled."""
     if not Path(store_path).exists():
         raise InputError(f"{store_path}: no enrollment store here; give a faces folder "
@@ -110,7 +110,7 @@ def roc_gallery(gallery, probes, *, out_dir="report", warn=None, plot=True, forc
                 key_file=None, matcher_cmd=None):
     """An existing gallery on a labelled probe folder (figures at the stored thresholds
     too); ``key_file``, ``matcher_cmd``: the host's signing key and external matcher
-    program (see :func:`ssgallery.app.verify.load_client`)."""
+    program (see `ssgallery.app.verify.load_client`)."""
     tables = [score_gallery(gallery, probes, warn=warn, key_file=key_file,
                             matcher_cmd=matcher_cmd)]
     return _report(tables, out_dir, "gallery", f"{gallery} on {probes}", {}, plot, warn,
@@ -184,9 +184,9 @@ def _select(faces_dir, options):
 def roc(faces_dir=None, **options):
     """What ``ssgallery roc`` does: pick the mode from the inputs given and run it.
 
-    ``dev_scores`` + ``eval_scores``: :func:`roc_dev_eval`; ``scores``:
-    :func:`roc_scores`; ``gallery`` + ``probes``: :func:`roc_gallery`; ``faces_dir``:
-    :func:`roc_protocol`; nothing: :func:`roc_store` on ``store_path``. Options that
+    ``dev_scores`` + ``eval_scores``: `roc_dev_eval`; ``scores``:
+    `roc_scores`; ``gallery`` + ``probes``: `roc_gallery`; ``faces_dir``:
+    `roc_protocol`; nothing: `roc_store` on ``store_path``. Options that
     the chosen mode does not take are ignored (the CLI passes all of them).
 
     Returns

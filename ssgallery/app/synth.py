@@ -8,9 +8,9 @@ __all__ = ["difficulty", "write_sample_data"]
 def difficulty(faces_dir, repetitions=5, seed=0, n_train=5):
     """How hard a face folder is: the full SVM's figures under the paper's protocol.
 
-    Runs :func:`ssgallery.biometrics.protocol.run_protocol` with the SVM teacher only
+    Runs `ssgallery.biometrics.protocol.run_protocol` with the SVM teacher only
     (eigenface matcher, defaults) and evaluates it with
-    :func:`ssgallery.biometrics.evaluation.evaluate`: the same code as ``ssgallery roc``.
+    `ssgallery.biometrics.evaluation.evaluate`: the same code as ``ssgallery roc``.
 
     Returns
     -------

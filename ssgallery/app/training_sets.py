@@ -60,10 +60,10 @@ def training_rows(codes, client, *, max_impostors=DEFAULT_MAX_IMPOSTORS, imposto
     impostors : {"sample", "cohort"}
     seed : int
     client_id : str
-        Seeds the sample with :func:`client_rng` (default: the code).
+        Seeds the sample with `client_rng` (default: the code).
     subject_distance : callable(client code) -> ndarray of shape (s,), optional
         Distance from the client to every subject, for ``"cohort"``
-        (:func:`cohort_distances`).
+        (`cohort_distances`).
 
     Returns
     -------

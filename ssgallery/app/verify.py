@@ -7,12 +7,12 @@ g(x) >= the client's threshold.
 
 Failure to acquire (FTA): a probe that is not a usable face is never scored and never
 accepted. It is one when the matcher says it is not a face in its own terms
-(:meth:`ssgallery.matchers.base.Matcher.is_face`: for eigenface, too far from face
+(`ssgallery.matchers.base.Matcher.is_face`: for eigenface, too far from face
 space), or when the file is so small that it was enlarged more than
-1 / :data:`MIN_SCALE` times in a dimension to the gallery's size (no face detail left).
+1 / `MIN_SCALE` times in a dimension to the gallery's size (no face detail left).
 
 This module is on the latency-critical path: it imports numpy, h5py and PIL (through
-:mod:`ssgallery.images.ingest`) and the matcher, never scikit-learn or matplotlib.
+`ssgallery.images.ingest`) and the matcher, never scikit-learn or matplotlib.
 """
 
 import os
@@ -97,7 +97,7 @@ def load_client(gallery_path, claim, *, key_file=None, matcher_cmd=None):
 
     ``key_file`` (default ``$SSGALLERY_KEY_FILE``): the host's signing key; ``matcher_cmd``
     (default ``$SSGALLERY_MATCHER_CMD`` or the configuration file): the host's external
-    matcher program (see :mod:`ssgallery.matchers.host`)."""
+    matcher program (see `ssgallery.matchers.host`)."""
     from ssgallery.formats.gallery import read_client
 
     return read_client(gallery_path, claim, **host_settings(key_file, matcher_cmd))
@@ -105,9 +105,9 @@ def load_client(gallery_path, claim, *, key_file=None, matcher_cmd=None):
 
 def host_settings(key_file=None, matcher_cmd=None):
     """What this host brings to a gallery read: ``{"key": ..., "host": ...}`` for
-    :func:`ssgallery.formats.gallery.read_client` and ``read_search`` (the signing key,
+    `ssgallery.formats.gallery.read_client` and ``read_search`` (the signing key,
     default ``$SSGALLERY_KEY_FILE``; the external matcher program, see
-    :mod:`ssgallery.matchers.host`)."""
+    `ssgallery.matchers.host`)."""
     from ssgallery.formats.integrity import load_key
 
     host = None
@@ -141,12 +141,12 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=Non
     warn : callable(str), optional
         Receives warnings (e.g. resized probes).
     key_file, matcher_cmd : str, optional
-        See :func:`load_client`.
+        See `load_client`.
 
     Returns
     -------
     list of VerifyResult
-        In the order of ``probes``; failures to acquire (:func:`failures_to_acquire`)
+        In the order of ``probes``; failures to acquire (`failures_to_acquire`)
         are never scored and never accepted.
 
     Raises

@@ -15,13 +15,13 @@ verification is unchanged):
     Z-norm each client's scores with its own impostor mean and std, pool every
     client's normalised held-out impostor scores, take one global threshold T at the
     target FAR on the pool: t_c = mean_c + std_c * T. The pool is normalised out of
-    sample (:func:`cross_normalised`), so that T accounts for the error of each
+    sample (`cross_normalised`), so that T accounts for the error of each
     client's estimated mean and std.
 ``shrink``
     The normalised client threshold shrunk half-way toward T:
     t_c = mean_c + std_c * (w * T_c + (1 - w) * T), w = ``shrink_weight``.
 
-:func:`clopper_pearson` gives the exact binomial interval of an observed FAR.
+`clopper_pearson` gives the exact binomial interval of an observed FAR.
 """
 
 import numpy as np
@@ -55,7 +55,7 @@ def clopper_pearson(k, n, level=0.95):
 def _gap_threshold(scores, far):
     """Threshold at ``far`` in the middle of the gap above the first rejected score.
 
-    The same operating point as :func:`metrics.threshold_at_far` (at most
+    The same operating point as `metrics.threshold_at_far` (at most
     floor(far * n) scores accepted), but far enough from every score that mapping it
     back to a client's raw scale (mean + std * T) cannot flip a decision by rounding.
     """
@@ -117,7 +117,7 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
     subjects : list of ndarray, optional
         Per client, the subject of each impostor score (for ``cross_fit="subject"``).
     cross_fit : {"parity", "subject", None}
-        How the pool is normalised (:func:`cross_normalised`): halves by alternate
+        How the pool is normalised (`cross_normalised`): halves by alternate
         scores, by alternate subjects, or in sample (None).
 
     Returns
@@ -128,7 +128,7 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
         ``mode``, ``global_threshold`` (normalised T, None for ``client``), and the
         held-out estimate of the FAR: ``accepted`` / ``impostors`` (counts over all
         clients; for the normalised modes counted on the cross-fitted scores of
-        :func:`cross_normalised`, on which T is set), ``expected_far`` and its 95 %
+        `cross_normalised`, on which T is set), ``expected_far`` and its 95 %
         Clopper-Pearson ``expected_far_ci``.
     """
     if mode not in THRESHOLD_MODES:

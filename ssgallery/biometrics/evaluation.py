@@ -1,6 +1,6 @@
 """From claims' scores to figures of merit, each named by its convention.
 
-:func:`evaluate` groups :class:`~ssgallery.biometrics.scores.Scores` tables by method
+`evaluate` groups `ssgallery.biometrics.scores.Scores` tables by method
 and reports, per method, figures under three conventions (every key says which):
 
 ``*_client_mean``
@@ -42,7 +42,7 @@ def default_grid():
 
 def fta_curve(neg, pos):
     """(far, frr) of one set of claims whose NaN scores are failures to acquire
-    (:func:`metrics.roc_curve` counts them as rejected attempts), or None when one side
+    (`metrics.roc_curve` counts them as rejected attempts), or None when one side
     has no claim."""
     neg, pos = np.asarray(neg, dtype=float), np.asarray(pos, dtype=float)
     if neg.size == 0 or pos.size == 0:
@@ -161,7 +161,7 @@ def _stored_thresholds(t):
 
 
 def evaluate_method(group, grid, n_boot=N_BOOT, seed=0):
-    """Figures of one method (its tables of every repetition); see :func:`evaluate`."""
+    """Figures of one method (its tables of every repetition); see `evaluate`."""
     reps, boot_in, all_curves, matches, seconds, at_t = [], [], [], [], [], []
     n_gen = n_imp = fta_gen = fta_imp = 0
     min_imp_client, imp_per_rep = None, None
@@ -222,7 +222,7 @@ def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0):
     ----------
     tables : list of Scores
     grid : ndarray or None
-        FAR grid of the averaged curve, default :func:`default_grid`.
+        FAR grid of the averaged curve, default `default_grid`.
     n_boot : int
         Bootstrap resamples of the clients for the 95 % intervals (0: none).
     seed : int
@@ -304,7 +304,7 @@ def dev_eval(dev_tables, eval_tables, criterion="eer", far=None):
     -------
     list of dict
         Per method label present in both: ``label``, ``criterion``, ``target_far``,
-        ``threshold``, ``dev`` and ``eval`` (each :func:`rates_at`).
+        ``threshold``, ``dev`` and ``eval`` (each `rates_at`).
     """
     dev, ev = _group(dev_tables), _group(eval_tables)
     common = [k for k in dev if k in ev]

@@ -2,7 +2,7 @@
 
 ``make_method(name, n_prototypes)`` returns an unfitted object with
 ``fit(X, y, teacher=None)`` (y in {-1, +1}; ``teacher`` a fitted
-:class:`~ssgallery.learn.teacher.SimilaritySVM`, fitted on (X, y) when None, so several
+`ssgallery.learn.teacher.SimilaritySVM`, fitted on (X, y) when None, so several
 methods can share one teacher per client), ``decision_function(X)`` and, once fitted,
 ``n_matches_``: the matches one claim costs (m, or the number of SVs for the full SVM).
 """
@@ -46,7 +46,7 @@ class FullSVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     ----------
     random_state : int, default=0
     teacher_params : dict, optional
-        Passed to :class:`~ssgallery.learn.teacher.SimilaritySVM` when it is fitted here.
+        Passed to `ssgallery.learn.teacher.SimilaritySVM` when it is fitted here.
 
     Attributes
     ----------
@@ -79,7 +79,7 @@ class FullSVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
 
 
 class SuperSparseSVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
-    """The paper's method: :class:`ssgallery.learn.supersparse.SuperSparseDistiller` on a shared teacher.
+    """The paper's method: `ssgallery.learn.supersparse.SuperSparseDistiller` on a shared teacher.
 
     The distiller works in the teacher's similarity (``similarity=teacher.similarity_``).
 
@@ -90,10 +90,10 @@ class SuperSparseSVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     random_state : int, default=0
     teacher_params : dict, optional
     **options
-        Further :class:`~ssgallery.learn.supersparse.SuperSparseDistiller` parameters
+        Further `ssgallery.learn.supersparse.SuperSparseDistiller` parameters
         (``lam``, ``init``, ``n_init``, ``bounds``, ``eta``, ``normalize_step``, ...),
         given as the ``options`` dict. ``init`` defaults to ``"auto"``
-        (:func:`ssgallery.learn.supersparse.resolve_init`: "class" for an analytic similarity,
+        (`ssgallery.learn.supersparse.resolve_init`: "class" for an analytic similarity,
         "genuine" for a black-box one), as in ``compress``.
 
     Attributes
@@ -145,7 +145,7 @@ def make_method(name, n_prototypes, random_state=0, **options):
     Parameters
     ----------
     name : str
-        One of :data:`METHOD_NAMES` (see :data:`METHODS` for one-line descriptions).
+        One of `METHOD_NAMES` (see `METHODS` for one-line descriptions).
     n_prototypes : int
         m, the matches per claim (ignored by ``"svm"``).
     random_state : int, default=0

@@ -9,10 +9,10 @@ are genuine scores, and a claim is accepted when ``score >= threshold``.
 Failures to acquire (a probe that was not a usable face, never scored) are NaN
 scores and are counted as bob.measure counts them: rejected at every threshold, so an
 FTA genuine claim is a false rejection and an FTA impostor claim a correct rejection;
-:func:`fta_rates` reports both rates separately. Infinite scores are refused.
+`fta_rates` reports both rates separately. Infinite scores are refused.
 
 Curves are returned in order of increasing threshold, so FAR decreases from 1 to 0
-and FRR increases from 0 to 1. :func:`average_curves` brings per-client curves
+and FRR increases from 0 to 1. `average_curves` brings per-client curves
 onto a common FAR grid so they can be averaged over clients and repetitions
 (paper Sect. IV-A: "by varying each client-specific threshold, and then by
 averaging over all clients and repetitions").
@@ -132,7 +132,7 @@ def threshold_at_far(negatives, far):
 
 
 def frr_at_far(negatives, positives, far):
-    """FRR at the threshold :func:`threshold_at_far` (no interpolation)."""
+    """FRR at the threshold `threshold_at_far` (no interpolation)."""
     t = threshold_at_far(negatives, far)
     return farfrr(negatives, positives, t)[1]
 
@@ -156,7 +156,7 @@ def det(negatives, positives, min_rate=None):
     Returns
     -------
     x, y : ndarray, shape (n_t,)
-        ndtri(FAR), ndtri(FRR), in the order of :func:`roc_curve`.
+        ndtri(FAR), ndtri(FRR), in the order of `roc_curve`.
     """
     far, frr, _ = roc_curve(negatives, positives)
     return probit(far, min_rate), probit(frr, min_rate)
@@ -192,7 +192,7 @@ def frr_on_grid(far, frr, grid):
     """FRR of one curve at each FAR of ``grid``, shape (n_grid,).
 
     FRR(f) = the lowest FRR among the curve's operating points with FAR <= f: a step
-    function, the same operating point :func:`frr_at_far` picks (no interpolation
+    function, the same operating point `frr_at_far` picks (no interpolation
     between thresholds). 1 where no point has FAR <= f.
     """
     ufar, best = _corners(far, frr)
@@ -207,9 +207,9 @@ def average_curves(curves, grid=None):
     Parameters
     ----------
     curves : list of (far, frr)
-        E.g. one :func:`roc_curve` per client (thresholds dropped).
+        E.g. one `roc_curve` per client (thresholds dropped).
     grid : ndarray or None
-        FAR values; default :func:`far_grid`.
+        FAR values; default `far_grid`.
 
     Returns
     -------
@@ -225,9 +225,9 @@ def average_curves(curves, grid=None):
 def average_eer(curves):
     """Exact EER of the vertically averaged curve of several (far, frr) curves.
 
-    The average of the step functions of :func:`frr_on_grid` is a step function with
+    The average of the step functions of `frr_on_grid` is a step function with
     breakpoints at the curves' distinct FARs; its EER is where that staircase crosses
-    FAR = FRR. For a single curve this equals :func:`eer` (without tied scores).
+    FAR = FRR. For a single curve this equals `eer` (without tied scores).
     """
     if len(curves) == 0:
         raise ValueError("no curves to average")

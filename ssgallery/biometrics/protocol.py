@@ -8,10 +8,10 @@ training set of a client is its training images (+1) against the training images
 the other enrolled clients (-1), so test impostors are never seen in training. The
 matcher (the PCA basis for eigenface) is fitted on the training images only.
 
-:func:`run_protocol` trains, per client, the SVM teacher once and every method at
-every m from it, and returns the claims' scores as :class:`Scores` tables (one per
-method and repetition): what :mod:`ssgallery.app.roc` turns into curves and EERs
-and what :mod:`ssgallery.biometrics.report` writes as 4-column score files.
+`run_protocol` trains, per client, the SVM teacher once and every method at
+every m from it, and returns the claims' scores as `Scores` tables (one per
+method and repetition): what `ssgallery.app.roc` turns into curves and EERs
+and what `ssgallery.biometrics.report` writes as 4-column score files.
 """
 
 import time
@@ -182,12 +182,12 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
     images : ndarray, shape (n, H, W), float on [0, 255]
     labels : array-like of str, shape (n,)
     methods : sequence of str or (str, int)
-        Names known to :func:`ssgallery.biometrics.methods.make_method`; ``"svm"`` is the teacher.
+        Names known to `ssgallery.biometrics.methods.make_method`; ``"svm"`` is the teacher.
         A pair ``(name, m)`` runs that method at that m only.
     m : int or sequence of int
         Prototypes per client; every method except ``"svm"`` runs at each value.
     n_enrolled, n_train, repetitions, seed
-        See :func:`make_splits`.
+        See `make_splits`.
     matcher_factory : callable () -> Matcher, optional
         A fresh unfitted matcher per repetition; default eigenface.
     probe_labels : sequence of str, optional
@@ -197,12 +197,12 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
     n_jobs : int
         Parallel client fits (joblib); 1 runs in this process.
     method_options : dict name -> dict, optional
-        Extra keyword arguments for :func:`~ssgallery.biometrics.methods.make_method`.
+        Extra keyword arguments for `ssgallery.biometrics.methods.make_method`.
         A ``"method"`` entry makes ``name`` a variant of that registry method (e.g.
         ``{"ssvm-lam6": {"method": "ssvm", "lam": 1e-6}}``), so several settings of one
         method share each client's teacher; its tables carry the variant's name.
     enrollable : iterable of str, optional
-        Subjects that may be enrolled (see :func:`make_splits`).
+        Subjects that may be enrolled (see `make_splits`).
     identification : bool
         Also search: score every genuine probe against every client (not only its own),
         so that each table carries a full search in ``table.search``.
@@ -213,8 +213,8 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
         One per (method, m, repetition), methods in the order given. The verification
         claims: genuine probes against their own client, impostors against every client;
         a claim whose probe is not a face for the repetition's matcher
-        (:meth:`~ssgallery.matchers.base.Matcher.is_face`) scores NaN, a failure to
-        acquire (the search tables keep every score). With ``identification``, ``table.search`` is a :class:`Scores` of every probe
+        (`ssgallery.matchers.base.Matcher.is_face`) scores NaN, a failure to
+        acquire (the search tables keep every score). With ``identification``, ``table.search`` is a `Scores` of every probe
         (genuine and impostor) against every client.
     """
     images = np.asarray(images)

@@ -120,7 +120,7 @@ def format_table(summaries):
 
 
 def format_dev_eval(results):
-    """The printed table of :func:`ssgallery.biometrics.evaluation.dev_eval`."""
+    """The printed table of `ssgallery.biometrics.evaluation.dev_eval`."""
     head = ["method", "criterion", "threshold", "dev FAR %", "dev FRR %", "dev HTER %",
             "eval FAR %", "eval FRR %", "eval HTER %", "eval FTA %"]
     rows = []
@@ -303,7 +303,7 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
     (normal-deviate axes) and ``scores.png`` (score histograms) unless matplotlib is
     missing or ``plot`` is False, and ``scores/<method>[-m<m>].r<rep>.txt`` (4 columns)
     with their side-car ``.txt.json``. With ``identification`` (summaries of
-    :func:`ssgallery.biometrics.identification.evaluate_identification` of the tables'
+    `ssgallery.biometrics.identification.evaluate_identification` of the tables'
     full searches), also ``identification/<method>[-m<m>].r<rep>.txt``, ``cmc.png``
     and the ``identification`` section of ``summary.json``. Existing files are replaced
     only when they are files of the same kind written by ssgallery, or with ``force``.

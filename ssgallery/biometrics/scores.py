@@ -1,4 +1,4 @@
-"""Claims' scores (:class:`Scores`) and their score files.
+"""Claims' scores (`Scores`) and their score files.
 
 ssgallery writes the 4-column text format of the biometrics community (bob, CSU)::
 
@@ -13,7 +13,7 @@ percent-encoded (``%20``, ``%25``). A score that could not be computed is ``nan`
 client the matches per claim and training time) goes in a side-car JSON file
 ``<file>.json`` beside it.
 
-:func:`read_scores` reads
+`read_scores` reads
 
 - 4-column text (ssgallery's or anyone's; ``#`` lines of older ssgallery files are
   read as their metadata),
@@ -106,7 +106,7 @@ def scores_filename(table):
 
 
 def format_scores(table):
-    """The text of a 4-column score file for one :class:`Scores` (no header)."""
+    """The text of a 4-column score file for one `Scores` (no header)."""
     out = io.StringIO()
     for row in zip(table.claimed, table.real, table.probe, table.score):
         out.write(f"{_enc(row[0])} {_enc(row[1])} {_enc(row[2])} {_num(row[3])}\n")

@@ -13,7 +13,7 @@ from ssgallery.errors import EXIT_INPUT, EXIT_INTERNAL, SsgalleryError, printabl
 
 
 class _Group(click.Group):
-    """The one error contract (docs/security.md): :class:`ssgallery.errors.SsgalleryError`
+    """The one error contract (docs/security.md): `ssgallery.errors.SsgalleryError`
     and any OSError -> one line on stderr + exit 2; Ctrl-C and SIGTERM -> "interrupted" +
     exit 130; any other exception -> "internal error" on one line + exit 4 (``--debug``
     or ``SSGALLERY_DEBUG=1``: the traceback too). Click's own usage errors exit 2."""

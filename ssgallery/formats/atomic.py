@@ -1,9 +1,9 @@
 """The one file writer of ssgallery: nothing half-written, nothing lost.
 
-Every output (store, gallery, report files, montages) is written by :func:`atomic_path`:
+Every output (store, gallery, report files, montages) is written by `atomic_path`:
 
 - **same kind only**: an existing output is replaced only by an output of the same kind
-  (:func:`check_writable`): a store is never replaced by a gallery nor the reverse, a
+  (`check_writable`): a store is never replaced by a gallery nor the reverse, a
   file that is not an ssgallery output of that kind only with ``force``, a device node,
   FIFO, socket or folder never;
 - **atomic**: the whole file is written to a temporary file beside the (symlink-resolved)
@@ -11,12 +11,12 @@ Every output (store, gallery, report files, montages) is written by :func:`atomi
 - **permissions**: an existing output keeps its permission bits; a new one follows the
   umask (like any file the user creates);
 - **locks**: writers of the same store or gallery take ``<target>.lock`` (the
-  ``filelock`` package); :func:`output_lock` lets a read-modify-write (``enroll --add``)
+  ``filelock`` package); `output_lock` lets a read-modify-write (``enroll --add``)
   hold it from the read to the rename;
 - **stale temporary files** (``<name>.ssgallery-tmp-<pid>-<token>``) of a run that died
   (SIGKILL, power loss) are removed by the next writer of the same output;
 - **signals**: SIGINT/SIGTERM are held back around the final rename, and every completed
-  replacement is recorded (:func:`written_paths`) so that an interrupted command can
+  replacement is recorded (`written_paths`) so that an interrupted command can
   say truthfully whether its output was replaced.
 """
 
@@ -50,7 +50,7 @@ def _special_name(mode):
 
 def hdf5_format(path):
     """The ``format`` attribute of a sealed ssgallery HDF5 file, "" for one without it,
-    None for any other file (never parsed: see :mod:`ssgallery.formats.seal`)."""
+    None for any other file (never parsed: see `ssgallery.formats.seal`)."""
     from ssgallery.formats.seal import check_seal
 
     try:
@@ -71,10 +71,10 @@ def _kind_label(fmt):
 
 
 def check_writable(path, kind=None, force=False):
-    """Raise :class:`SsgalleryError` unless an output of ``kind`` may be written at ``path``.
+    """Raise `SsgalleryError` unless an output of ``kind`` may be written at ``path``.
 
     Called before long work so that a bad output fails at once, and again by
-    :func:`atomic_path` just before writing.
+    `atomic_path` just before writing.
 
     Parameters
     ----------
@@ -127,7 +127,7 @@ def check_writable(path, kind=None, force=False):
 
 
 def has_prefix(*prefixes):
-    """A ``kind`` for :func:`check_writable`: the existing file starts with one of
+    """A ``kind`` for `check_writable`: the existing file starts with one of
     ``prefixes`` (bytes), e.g. the PNG signature."""
 
     def same_kind(path):
@@ -153,7 +153,7 @@ def output_lock(path, wait=None):
 
     Reentrant in one thread (the store writer inside ``enroll --add`` takes it again).
     Waits up to ``$SSGALLERY_LOCK_TIMEOUT`` seconds (default 600) for another run;
-    ``wait(message)`` is called once if it has to wait. Raises :class:`SsgalleryError`
+    ``wait(message)`` is called once if it has to wait. Raises `SsgalleryError`
     when the lock cannot be had.
     """
     import filelock
@@ -223,7 +223,7 @@ def _create_temporary(target, shown):
 
 # --------------------------------------------------------------------------- the writer
 def written_paths():
-    """Outputs replaced (renamed into place) since the last :func:`forget_written`."""
+    """Outputs replaced (renamed into place) since the last `forget_written`."""
     return list(_written)
 
 
@@ -297,8 +297,8 @@ def atomic_path(path, kind=None, force=False, lock=False):
     path : str or Path
         The output; a symlink is followed (its target is replaced).
     kind, force
-        See :func:`check_writable`. With a format tag (str) the file is an HDF5 file
-        created with ``userblock_size=512``, sealed here (:mod:`ssgallery.formats.seal`).
+        See `check_writable`. With a format tag (str) the file is an HDF5 file
+        created with ``userblock_size=512``, sealed here (`ssgallery.formats.seal`).
     lock : bool
         Hold ``<target>.lock`` while writing (stores and galleries).
     """

@@ -1,6 +1,6 @@
 """The gallery file (HDF5, default ``gallery.h5``): what a verification host deploys.
 
-Layout (format ``ssgallery-gallery``, :data:`FORMAT_VERSION` = 2)::
+Layout (format ``ssgallery-gallery``, `FORMAT_VERSION` = 2)::
 
     /                       attrs: format, format_version, tool_version, created,
                                    matcher (name), matcher_config (JSON, never a command),
@@ -17,22 +17,22 @@ Layout (format ``ssgallery-gallery``, :data:`FORMAT_VERSION` = 2)::
                             provenance (m, lambda, solver, init, omega, ...),
                             normalization (JSON, e.g. {"kind": "znorm", "mean", "std", "n"})
     /index                  every client's model stacked for 1:N search
-                            (:mod:`ssgallery.formats.search_index`)
+                            (`ssgallery.formats.search_index`)
 
-Integrity (:mod:`ssgallery.formats.integrity`): ``digest`` = SHA-256 over the root
+Integrity (`ssgallery.formats.integrity`): ``digest`` = SHA-256 over the root
 attributes (but ``digest``/``hmac``; they include ``section_digests``, so the matcher
 state's digest and any other section's, such as a future ``/index``) and the bytes of
 ``/client_index``; each client's group has its digest in the index. A writer adding a
-section puts its :func:`~ssgallery.formats.integrity.node_digest` into
+section puts its `ssgallery.formats.integrity.node_digest` into
 ``section_digests`` before the root digest is computed; its readers check it.
-:func:`read_client` checks the signature (when the host has a key), the root digest, the
-matcher's digest and the one client's digest, then the values (:func:`check_model`):
+`read_client` checks the signature (when the host has a key), the root digest, the
+matcher's digest and the one client's digest, then the values (`check_model`):
 finite, consistent shapes, m >= 1, gamma > 0, prototypes plausible in the matcher space,
 and a threshold that some probes pass and some fail. It opens a constant number of
 groups whatever the number of clients.
 
 No face image of any client is stored, only virtual prototypes. Nothing is pickled:
-:func:`read_client` reads the header, the matcher state and one client group with h5py
+`read_client` reads the header, the matcher state and one client group with h5py
 and numpy only (this module is on the ``verify`` path: no scikit-learn here).
 """
 
@@ -88,7 +88,7 @@ class ClientModel:
         The prototypes rendered as images (read only when asked for).
     normalization : dict or None
         Per-client score normalisation, e.g. ``{"kind": "znorm", "mean": mu, "std": sd,
-        "n": n}`` from held-out impostor scores: :meth:`normalize` maps g(x) to
+        "n": n}`` from held-out impostor scores: `normalize` maps g(x) to
         (g(x) - mu) / sd, comparable across clients. None in galleries written before.
     """
 
@@ -136,7 +136,7 @@ class ClientModel:
 
 @dataclass
 class Gallery:
-    """What :func:`read_gallery` returns: header, matcher description and every client's
+    """What `read_gallery` returns: header, matcher description and every client's
     attributes (without reading the big arrays, except on request)."""
 
     path: str
@@ -160,14 +160,14 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
     matcher_config : dict
         JSON-serialisable matcher constructor parameters (never a command).
     matcher_state : dict
-        Arrays / numbers / strings (see :meth:`ssgallery.matchers.Matcher.get_state`).
+        Arrays / numbers / strings (see `ssgallery.matchers.Matcher.get_state`).
     image_shape : tuple (H, W)
     clients : list of ClientModel
     attrs : dict, optional
         Extra root attributes (numbers / strings), e.g. target_far, store.
     force : bool
         Replace an existing file that is not an ssgallery file (never a store: see
-        :func:`ssgallery.formats.atomic.check_writable`).
+        `ssgallery.formats.atomic.check_writable`).
     key : bytes, optional
         The host's signing key: the root digest gets an HMAC-SHA256 (root attr ``hmac``).
     """
@@ -386,9 +386,9 @@ def read_client(path, client_id, *, images=False, matcher=True, key=None, host=N
 
 def read_search(path, *, key=None, host=None):
     """Read what a 1:N search needs: the header, the matcher and the stacked index
-    (:mod:`ssgallery.formats.search_index`), in a few contiguous reads, all checked
+    (`ssgallery.formats.search_index`), in a few contiguous reads, all checked
     (signature with ``key``, root digest, matcher and index digests; see
-    :func:`read_client` for ``key`` and ``host``).
+    `read_client` for ``key`` and ``host``).
 
     Returns
     -------
@@ -417,7 +417,7 @@ def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False):
     ----------
     arrays : bool
         Keep prototypes and beta of every client.
-    key, host : see :func:`read_client`.
+    key, host : see `read_client`.
     matcher : bool
         Also rebuild the matcher (attribute ``matcher`` of the result).
 
@@ -472,7 +472,7 @@ def check_model(model, matcher, path=None):
 
     Checks: float arrays, prototypes (m, d) with m >= 1 and d the matcher's dimension,
     beta (m,), every value finite, an RBF gamma > 0, prototypes plausible in the
-    matcher space (:meth:`~ssgallery.matchers.Matcher.check_prototypes`), and a threshold
+    matcher space (`ssgallery.matchers.Matcher.check_prototypes`), and a threshold
     strictly inside the range of g(x) = sum_j beta_j s(x, z_j) + b (Eq. 1) that the
     similarity's bounds allow: at or below the lowest possible score every probe would
     be accepted, above the highest none.

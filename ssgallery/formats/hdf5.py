@@ -29,7 +29,7 @@ def hdf5_image(path, userblock_size=0):
     the block ends (nothing on an exception). HDF5 never writes to disk itself, so a full
     disk or ``ulimit -f`` is one OSError (EFBIG, ENOSPC), not a crash inside HDF5.
     ``userblock_size`` reserves the leading bytes the seal is written into
-    (:mod:`ssgallery.formats.seal`)."""
+    (`ssgallery.formats.seal`)."""
     import io
 
     import h5py
@@ -45,7 +45,7 @@ def open_checked(path, fmt, version, kind, hint="", rewrite=""):
     """Open ``path`` read-only after checking it is an ssgallery file of format ``fmt``
     and version ``version``.
 
-    Raises :class:`FormatError` (one line naming the file) when it is missing, not a
+    Raises `FormatError` (one line naming the file) when it is missing, not a
     regular file, not HDF5, of another format, of an older format version (``rewrite``
     says how to write it anew) or of a newer one.
     """
@@ -121,10 +121,10 @@ def write_state(group, state):
 
 
 def read_state(group, path=None):
-    """Inverse of :func:`write_state`: (state, digest of the group).
+    """Inverse of `write_state`: (state, digest of the group).
 
     Every member must be a hard link to a plain dataset (see
-    :func:`ssgallery.formats.integrity.read_group`)."""
+    `ssgallery.formats.integrity.read_group`)."""
     from ssgallery.formats.integrity import read_group
 
     arrays, attrs, digest = read_group(group, path)
@@ -132,7 +132,7 @@ def read_state(group, path=None):
 
 
 def decode_state(arrays, attrs):
-    """The state dict from a group's datasets and attributes (see :func:`write_state`)."""
+    """The state dict from a group's datasets and attributes (see `write_state`)."""
     json_keys = set(json.loads(_attr_str(attrs.get(_JSON_KEYS, "[]"))))
     state = dict(arrays)
     for key, value in attrs.items():
@@ -151,8 +151,8 @@ def decode_state(arrays, attrs):
 
 def build_matcher(name, config, state, path=None, host=None):
     """Rebuild a fitted matcher from what a store or gallery holds, bound to the host's
-    settings ``host`` (:class:`ssgallery.matchers.host.HostMatcher`; default: from the
-    environment and configuration file, see :func:`ssgallery.matchers.host.host_matcher`).
+    settings ``host`` (`ssgallery.matchers.host.HostMatcher`; default: from the
+    environment and configuration file, see `ssgallery.matchers.host.host_matcher`).
     """
     from ssgallery.matchers import get_matcher_class
 

@@ -4,18 +4,18 @@ Both file kinds (store and gallery, format version 2) carry SHA-256 digests of t
 content, computed from what a reader gets back from HDF5 (so writing and checking
 share one code path: the writer computes them by reading the written file back):
 
-* :func:`node_digest` of a group: its attributes (sorted by name, each tagged with its
+* `node_digest` of a group: its attributes (sorted by name, each tagged with its
   type) and, recursively, each member's name and digest; of a dataset: its dtype,
   shape and bytes. Only hard links to plain (non-virtual, internal) datasets and groups
   are read: a soft link, an external link, a virtual dataset or a dataset stored in an
-  external raw file is refused (:func:`check_node`), so a file never makes ssgallery
+  external raw file is refused (`check_node`), so a file never makes ssgallery
   read another file.
 * the root ``digest`` attribute: SHA-256 over the canonical root attributes (every
   root attribute but ``digest`` and ``hmac``) and the bytes of the sections the file
   format names (the gallery's ``/client_index``); other sections' digests are root
   attributes (``section_digests``), so they are covered without being read.
 * an optional root ``hmac``: HMAC-SHA256 of the ``digest`` (hex, ASCII) with the
-  host's key (:func:`load_key`). With a key configured, readers refuse unsigned or
+  host's key (`load_key`). With a key configured, readers refuse unsigned or
   wrongly signed files.
 
 Standard library, numpy and h5py only (on the ``verify`` path).

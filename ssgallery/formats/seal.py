@@ -4,7 +4,7 @@ checked over the raw bytes BEFORE HDF5 parses anything.
 Why: HDF5 trusts its own metadata. A file with a few flipped bytes can make the HDF5
 library loop forever (ignoring SIGTERM), crash, or read garbage, before any digest
 kept inside the file could be read. The seal is outside HDF5's structures: the first
-:data:`USERBLOCK` bytes of the file, which HDF5 skips (its superblock then starts at
+`USERBLOCK` bytes of the file, which HDF5 skips (its superblock then starts at
 byte 512). Layout of the user block (ASCII, then zeros)::
 
     SSGALLERY-SEAL 1\\n
@@ -13,8 +13,8 @@ byte 512). Layout of the user block (ASCII, then zeros)::
     \\0 ... \\0   (up to byte 512; must be zeros)
 
 Writers create their HDF5 file with ``userblock_size=USERBLOCK`` and the writer
-(:func:`ssgallery.formats.atomic.atomic_path` for HDF5 kinds) seals it before the
-rename; readers call :func:`check_seal` before opening the file with h5py. A file
+(`ssgallery.formats.atomic.atomic_path` for HDF5 kinds) seals it before the
+rename; readers call `check_seal` before opening the file with h5py. A file
 without a valid seal is never parsed. The seal protects against accidents (bit rot,
 truncation, a partial copy, a random edit); against a deliberate edit that re-seals
 the file, the digests and the optional HMAC inside the file are the defence.
@@ -60,7 +60,7 @@ def seal_file(path):
 
 
 def check_seal(path, kind="ssgallery file"):
-    """Raise :class:`FormatError` (one line naming the file) unless ``path`` carries a
+    """Raise `FormatError` (one line naming the file) unless ``path`` carries a
     valid seal: the right magic, zeros after it, the recorded length and SHA-256 of
     every byte after the user block. Reads the file once; never parses HDF5."""
     try:

@@ -1,7 +1,7 @@
 """The gallery's search index: every client's model stacked for 1:N identification.
 
 Layout (group ``/index`` of a gallery, written by
-:func:`ssgallery.formats.gallery.write_gallery` from the client models)::
+`ssgallery.formats.gallery.write_gallery` from the client models)::
 
     /index/client_ids      (N,) fixed-length UTF-8 bytes, the order of every per-client array
     /index/prototypes      (P, d) float64, all clients' prototypes, client after client
@@ -94,7 +94,7 @@ class SearchIndex:
 
 
 def build_index(models):
-    """Stack client models (:class:`ssgallery.formats.gallery.ClientModel`) in id order."""
+    """Stack client models (`ssgallery.formats.gallery.ClientModel`) in id order."""
     models = sorted(models, key=lambda model: model.client_id)
     sizes = [len(model.beta) for model in models]
 

@@ -1,6 +1,6 @@
 """The enrollment store (HDF5, default ``enrollment.h5``): everything ``compress`` trains on.
 
-Layout (format ``ssgallery-enrollment``, :data:`FORMAT_VERSION` = 2)::
+Layout (format ``ssgallery-enrollment``, `FORMAT_VERSION` = 2)::
 
     /            attrs: format, format_version, tool_version, created, fingerprint,
                         matcher, matcher_config (JSON, never a command), image_shape,
@@ -20,8 +20,8 @@ Layout (format ``ssgallery-enrollment``, :data:`FORMAT_VERSION` = 2)::
 It holds face images and stays on the training host; the gallery does not.
 
 Integrity: the root attribute ``digest`` is the SHA-256 of the whole content
-(:func:`ssgallery.formats.integrity.node_digest` of the root group: every attribute but
-``digest``/``hmac`` and every dataset and group, recursively); :func:`load_store` checks it
+(`ssgallery.formats.integrity.node_digest` of the root group: every attribute but
+``digest``/``hmac`` and every dataset and group, recursively); `load_store` checks it
 before using anything, and refuses links to other files and virtual datasets.
 """
 
@@ -106,7 +106,7 @@ class EnrollmentStore:
 
     def matcher(self, host=None):
         """The fitted matcher, rebuilt from the stored state (``host``: the host's matcher
-        program, see :func:`ssgallery.formats.hdf5.build_matcher`)."""
+        program, see `ssgallery.formats.hdf5.build_matcher`)."""
         return build_matcher(self.matcher_name, self.matcher_config, self.matcher_state,
                              self.path, host=host)
 
@@ -129,7 +129,7 @@ class EnrollmentStore:
 
         An existing file at ``path`` is replaced only when it is an enrollment store, or
         with ``force`` when it is not an ssgallery file (never a gallery: see
-        :func:`ssgallery.formats.atomic.check_writable`).
+        `ssgallery.formats.atomic.check_writable`).
         """
         import h5py
 
@@ -170,7 +170,7 @@ class EnrollmentStore:
 
 class StoreImages:
     """The store's ``/images`` read on demand, in slices (``images=False`` in
-    :func:`load_store`): ``len``, ``shape``, ``dtype`` and ``[rows]`` like an array.
+    `load_store`): ``len``, ``shape``, ``dtype`` and ``[rows]`` like an array.
 
     ``images[a:b]`` and ``images[index_array]`` open the file, read only those rows
     (h5py slicing) and return float32 (k, H, W) in the order asked for.
@@ -212,7 +212,7 @@ def load_store(path, images=True):
     ----------
     path : str or Path
     images : bool
-        Read every image into memory (float32); False leaves a :class:`StoreImages` that
+        Read every image into memory (float32); False leaves a `StoreImages` that
         reads the rows asked for (large stores: ``compress`` reads slices).
 
     Raises

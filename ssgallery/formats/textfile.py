@@ -1,6 +1,6 @@
 """Reading small UTF-8 text inputs (probe lists, score files) with one-line errors.
 
-Regular files only, at most :data:`ssgallery.safeio.MAX_TEXT_BYTES` (64 MiB).
+Regular files only, at most `ssgallery.safeio.MAX_TEXT_BYTES` (64 MiB).
 Standard library only: ``verify`` uses it.
 """
 

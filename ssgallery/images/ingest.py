@@ -5,7 +5,7 @@ Every image becomes a float32 array (H, W) on the 8-bit grey scale [0, 255]. Siz
 given PIL-style as ``(width, height)``; arrays are ``(height, width)``. Every problem a
 user can cause (missing or empty folder, a non-image file, a truncated image, a client
 with too few images, a size mismatch under ``strict``) raises
-:class:`ssgallery.errors.InputError` with a one-line message naming the file or folder;
+`ssgallery.errors.InputError` with a one-line message naming the file or folder;
 with ``skip_bad=True`` bad files are reported through ``warn`` and skipped instead.
 """
 
@@ -36,7 +36,7 @@ class InputWarning(UserWarning):
 
 
 def default_warn(message):
-    """Report ``message`` as an :class:`InputWarning` (the CLI passes its own printer)."""
+    """Report ``message`` as an `InputWarning` (the CLI passes its own printer)."""
     warnings.warn(message, InputWarning, stacklevel=3)
 
 
@@ -147,7 +147,7 @@ def _resize(arr, size):
 
 def _read_file(path):
     """The bytes of an image file: a regular file of at most 64 MiB
-    (:data:`ssgallery.safeio.MAX_IMAGE_BYTES`)."""
+    (`ssgallery.safeio.MAX_IMAGE_BYTES`)."""
     return read_regular(path, "image", MAX_IMAGE_BYTES, missing="no such file")
 
 

@@ -100,7 +100,7 @@ def prototype_montage(images, beta, title=None, scale=2, columns=6, names=None):
 
 
 def save_montage(path, images, beta, title=None, **kwargs):
-    """Write :func:`prototype_montage` to ``path`` atomically; the format follows the
+    """Write `prototype_montage` to ``path`` atomically; the format follows the
     extension (.png, .jpg, .gif, .bmp, .tif, .webp...). Returns the Path."""
     from PIL import Image
 

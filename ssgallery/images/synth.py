@@ -85,7 +85,7 @@ _REACH = 15.0  # canonical pixels: beyond this a stroke's coverage is < 1e-5 (no
 def _curve(u, v, xs, ys, half_width):
     """Signed distance to a thick polyline through points (xs, ys) (dense sampling).
 
-    Computed only near the polyline (within :data:`_REACH` of its bounding box, where
+    Computed only near the polyline (within `_REACH` of its bounding box, where
     the anti-aliased coverage is not ~0); +inf elsewhere (coverage 0)."""
     xs, ys = np.asarray(xs, dtype=float), np.broadcast_to(np.asarray(ys, dtype=float),
                                                           np.shape(xs))
@@ -109,7 +109,7 @@ def render_face(p, q):
 
     Parameters
     ----------
-    p : dict, :func:`identity_params`
+    p : dict, `identity_params`
     q : dict, per-image conditions from ``_image_params``
     """
     y, x = np.mgrid[0:HEIGHT, 0:WIDTH].astype(float)
@@ -219,7 +219,7 @@ def image_attributes(seed, identity, image, age=False):
     Returns a dict: ``light_x``, ``light_y`` (lighting gradient across the face: strength
     times the cosine / sine of its direction; positive = brighter towards the image's
     right / bottom), ``light_dir`` (degrees), ``light`` (strength), ``gain`` (exposure),
-    ``smile``, ``scale``; and ``age`` when ``age`` is true (:func:`apparent_age`).
+    ``smile``, ``scale``; and ``age`` when ``age`` is true (`apparent_age`).
     """
     p = identity_params(seed, identity)
     q = _image_params(seed, identity, image, p)
@@ -234,7 +234,7 @@ def image_attributes(seed, identity, image, age=False):
 
 def face_image(seed, identity, image, age=False):
     """One synthetic face as uint8 (112, 92): identity ``identity``, image ``image``;
-    ``age``: rendered at its :func:`apparent_age` (other parameters unchanged)."""
+    ``age``: rendered at its `apparent_age` (other parameters unchanged)."""
     p = identity_params(seed, identity)
     q = _image_params(seed, identity, image, p)
     if age:
@@ -243,7 +243,7 @@ def face_image(seed, identity, image, age=False):
 
 
 def generate(identities=20, images=10, seed=DEFAULT_SEED, age=False):
-    """All gallery images in memory (``age``: see :func:`face_image`).
+    """All gallery images in memory (``age``: see `face_image`).
 
     Returns
     -------
@@ -257,7 +257,7 @@ def generate(identities=20, images=10, seed=DEFAULT_SEED, age=False):
 
 
 def attributes(identities=20, images=10, seed=DEFAULT_SEED, age=False):
-    """:func:`image_attributes` of every gallery image, in :func:`generate`'s order:
+    """`image_attributes` of every gallery image, in `generate`'s order:
     a list of dicts, each with ``identity`` (client id) first."""
     names = client_names(identities)
     return [{"identity": names[i], **image_attributes(seed, i, k, age)}
@@ -346,7 +346,7 @@ def _all_identity_pngs(seed, identities, images, jobs, age=False):
 
 def attributes_csv(identities, images, seed, age=False):
     """``attributes.csv`` text: path (relative to the set), identity, then every
-    :func:`image_attributes` column, one row per gallery image."""
+    `image_attributes` column, one row per gallery image."""
     rows = attributes(identities, images, seed, age)
     cols = [k for k in rows[0] if k != "identity"]
     lines = [",".join(["path", "identity", *cols])]
@@ -359,9 +359,9 @@ def attributes_csv(identities, images, seed, age=False):
 def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2,
                       force=False, jobs=1, age=False):
     """Write ``out/faces``, ``out/probes``, ``out/attributes.csv`` (the continuous ground
-    truth of every face image, :func:`image_attributes`) and ``out/README.txt``.
+    truth of every face image, `image_attributes`) and ``out/README.txt``.
 
-    ``age``: faces rendered at their apparent age (:func:`face_image`), recorded in the
+    ``age``: faces rendered at their apparent age (`face_image`), recorded in the
     ``age`` column; the default set is not aged.
 
     The two folders are built beside their final place and renamed into it, so a crash

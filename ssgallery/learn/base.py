@@ -17,7 +17,7 @@ def binary_classes(y, who):
 
     ``classes_`` (2,) are the sorted labels of ``y``; ``labels`` (n,) are +1.0 where y is
     ``classes_[1]`` (genuine), else -1.0. ``who`` names the estimator in the errors.
-    Raises :class:`LabelError` unless y holds exactly two classes.
+    Raises `LabelError` unless y holds exactly two classes.
     """
     check_classification_targets(y)
     classes = np.unique(y)

@@ -1,24 +1,24 @@
 """Baselines at equal m, the paper's comparisons (Sect. IV).
 
 Every estimator here has ``fit(X, y, teacher=None)`` with y in {-1, +1} (``teacher``: a
-fitted :class:`~ssgallery.learn.teacher.SimilaritySVM`, fitted on (X, y) when None) and
+fitted `ssgallery.learn.teacher.SimilaritySVM`, fitted on (X, y) when None) and
 exposes ``prototypes_`` (exactly m rows), ``beta_``, ``intercept_``, ``n_matches_`` (= m)
 and ``decision_function(X) = s(X, prototypes_) @ beta_ + intercept_``.
 
-- :class:`SVMSel`: reduced-set *selection* (Schölkopf et al. 1999, "Input space versus
+- `SVMSel`: reduced-set *selection* (Schölkopf et al. 1999, "Input space versus
   feature space in kernel-based methods", Sect. "reduced set selection"): support vectors
   are removed one at a time, each time the one whose feature-space image is best
   expressed by the others through a kernel-PCA eigenvector; then the kept SVs get the
   optimal coefficients beta = K_zz^-1 K_zx alpha.
-- :class:`SVMRed`: reduced-set *construction* (Burges 1996; Schölkopf et al. 1999): greedy
+- `SVMRed`: reduced-set *construction* (Burges 1996; Schölkopf et al. 1999): greedy
   RBF pre-images by the fixed-point iteration, each followed by the optimal
   coefficients over all pre-images so far (solve, never invert). RBF only.
-- :class:`PrototypeSelector`: PS-R (random), PS-B (border), PS-S (spanning), PS-KM
+- `PrototypeSelector`: PS-R (random), PS-B (border), PS-S (spanning), PS-KM
   (k-medians) as in Riesen, Neuhaus & Bunke 2007, then ridge or LASSO on
   s(x, prototypes) against the teacher's decision values (the paper's footnote) with
   class-balanced sample weights.
-- :class:`NystromLandmarks`: k-means centres as landmarks + the same ridge.
-- :class:`PrototypeSelectionRegressor`: the same four selections for regression (paper
+- `NystromLandmarks`: k-means centres as landmarks + the same ridge.
+- `PrototypeSelectionRegressor`: the same four selections for regression (paper
   Table I): ridge or LASSO on s(x, prototypes) against the targets themselves.
 
 SVM-sel and SVM-red keep the teacher's intercept (the reduced-set methods approximate
@@ -353,7 +353,7 @@ class NystromLandmarks(_TargetRegression):
 class PrototypeSelectionRegressor(RegressorMixin, BaseEstimator):
     """PS-R / PS-B / PS-S / PS-KM + ridge or LASSO for regression (paper Table I).
 
-    Selects m training samples with :func:`select_prototypes` on the similarity-induced
+    Selects m training samples with `select_prototypes` on the similarity-induced
     dissimilarities, then fits ridge or LASSO on s(x, prototypes) against y.
 
     Parameters

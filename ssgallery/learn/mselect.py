@@ -17,7 +17,7 @@ LOSSES = ("mse", "mae", "error")
 
 
 class MSelection:
-    """Result of :func:`select_n_prototypes`.
+    """Result of `select_n_prototypes`.
 
     Attributes
     ----------
@@ -96,8 +96,8 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
     Parameters
     ----------
     estimator : SuperSparseRegressor, a distiller, or an estimator with ``n_prototypes``
-        For a distiller (:class:`SuperSparseDistiller`, or
-        :class:`~ssgallery.learn.regression.SuperSparseRegressionDistiller`) the teacher is
+        For a distiller (`SuperSparseDistiller`, or
+        `ssgallery.learn.regression.SuperSparseRegressionDistiller`) the teacher is
         fitted once on all of X (unless prefit); its outputs are the targets and its
         weights the u_i. Any other estimator is refitted on (X, y) at every m.
     X : array-like of shape (n, d)

@@ -1,11 +1,12 @@
-"""Regression in similarity spaces (paper Sect. IV-B, Table I; DESIGN.md §3 "Regression").
+"""Regression in similarity spaces (paper Sect. IV-B, Table I; docs page "Super-sparse
+regression", docs/regression.md).
 
-- :class:`SimilarityRidge`, :class:`SimilarityLasso`: ridge / LASSO on the full
+- `SimilarityRidge`, `SimilarityLasso`: ridge / LASSO on the full
   similarity representation s(x, X_train) (one feature per training sample), the
   regularisation chosen by cross-validation. They are the *teachers*: every training
   sample with a non-zero coefficient is a prototype (ridge: all of them; LASSO: the
   support of its coefficients).
-- :class:`SuperSparseRegressionDistiller`: SRidge / SLASSO. The teacher's predictions on
+- `SuperSparseRegressionDistiller`: SRidge / SLASSO. The teacher's predictions on
   the training points are the targets of Eq. 2 (as the SVM's decision values are for
   verification, the paper's footnote), with uniform sample weights; or, with
   ``teacher="labels"``, the labels themselves.
@@ -69,7 +70,7 @@ class SimilarityRidge(_SimilarityLinear):
     ----------
     similarity : "rbf" or Similarity, default="rbf"
     gamma : "paper", "median" or float, default="median"
-        RBF width (see :func:`~ssgallery.learn.supersparse.resolve_similarity`).
+        RBF width (see `ssgallery.learn.supersparse.resolve_similarity`).
     alphas : sequence of float, default=1e-6 ... 1e2
         Ridge penalties tried; the one with the least leave-one-out squared error
         (efficient generalised CV, ``cv=None``) or ``cv``-fold error is kept.
@@ -163,8 +164,8 @@ class SuperSparseRegressionDistiller(DistillerMixin, RegressorMixin, BaseEstimat
     Parameters
     ----------
     teacher : regressor, "labels" or None, default=None
-        A regressor with ``predict`` (default :class:`SimilarityRidge`; give
-        :class:`SimilarityLasso` for SLASSO), whose training predictions are the targets
+        A regressor with ``predict`` (default `SimilarityRidge`; give
+        `SimilarityLasso` for SLASSO), whose training predictions are the targets
         of Eq. 2; ``"labels"``: fit y directly.
     n_prototypes : int, default=5
     prefit : bool, default=False
@@ -176,13 +177,13 @@ class SuperSparseRegressionDistiller(DistillerMixin, RegressorMixin, BaseEstimat
     lam : float, default=1e-6
         Ridge penalty of Eq. 2 on the standardised targets (the paper's 1e-6 for eigenfaces).
     lam_scale : {"none", "gram"}, default="none"
-        See :class:`~ssgallery.learn.supersparse.SuperSparseRegressor`; "none": ``lam``
+        See `ssgallery.learn.supersparse.SuperSparseRegressor`; "none": ``lam``
         as is (already relative to the targets' variance).
     init : str, default="quantile"
-        See :func:`~ssgallery.learn.supersparse.initial_prototypes`.
+        See `ssgallery.learn.supersparse.initial_prototypes`.
     n_init : int, default=1
     solver, bounds, eta, normalize_step, repulsion, max_iter, tol, random_state
-        Passed to :class:`~ssgallery.learn.supersparse.SuperSparseRegressor`.
+        Passed to `ssgallery.learn.supersparse.SuperSparseRegressor`.
 
     Attributes
     ----------

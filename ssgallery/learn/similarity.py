@@ -4,7 +4,7 @@ A similarity maps two batches to a matrix, ``S = sim(X, Z)`` with ``S[i, j] =
 s(X[i], Z[j])``, shape (n, m). The learner never assumes it is symmetric or positive
 semi-definite. Where the similarity is differentiable it also gives the gradient of
 s(x_i, z_j) with respect to z_j; a black-box similarity gets the paper's heuristic
-gradient (Eq. 7 (eq:similarity-grad)) through :class:`HeuristicGradient`.
+gradient (Eq. 7 (eq:similarity-grad)) through `HeuristicGradient`.
 
 Two gradient entry points, both vectorised over all (i, j):
 
@@ -18,12 +18,12 @@ import numpy as np
 
 
 class Similarity:
-    """Base class. Subclasses implement :meth:`__call__` and, if they can, :meth:`gradient`.
+    """Base class. Subclasses implement `__call__` and, if they can, `gradient`.
 
     Attributes
     ----------
     has_gradient : bool
-        True when :meth:`gradient` is exact (analytic), False when approximated.
+        True when `gradient` is exact (analytic), False when approximated.
     """
 
     has_gradient = False

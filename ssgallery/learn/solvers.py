@@ -7,7 +7,7 @@ sample weights u (the estimators normalise them to sum 1):
     g(x) = sum_j beta_j s(x, z_j) + b.
 
 Functions here work on plain arrays: ``X`` (n, d), ``y`` (n,), ``u`` (n,), prototypes
-``Z`` (m, d). Every similarity call goes through :class:`CountingSimilarity`, so that
+``Z`` (m, d). Every similarity call goes through `CountingSimilarity`, so that
 the solvers can be compared on the number of s(x, z) entries they compute.
 """
 
@@ -19,7 +19,7 @@ import scipy.optimize
 
 
 class CountingSimilarity:
-    """Wrap a :class:`~ssgallery.learn.similarity.Similarity` and count evaluated entries.
+    """Wrap a `ssgallery.learn.similarity.Similarity` and count evaluated entries.
 
     Gradients are always requested with the similarity matrix ``S`` passed in, so
     they cost no extra evaluation.
@@ -171,7 +171,7 @@ def solve_paper(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=False,
                 repulsion=True, bounds=None, max_iter=100, tol=1e-6):
     """Algorithm 1 of the paper: cyclic prototype moves, beta-step after every move.
 
-    ``similarity`` must be a :class:`CountingSimilarity`. ``max_iter`` counts sweeps
+    ``similarity`` must be a `CountingSimilarity`. ``max_iter`` counts sweeps
     (m prototype moves each). Stops when |Delta Omega| < tol after a move.
 
     Returns

@@ -1,7 +1,7 @@
 """Super-sparse learning in similarity spaces (paper Sect. III; docs/method.md).
 
-:class:`SuperSparseRegressor` fits g(x) = sum_j beta_j s(x, z_j) + b with m virtual
-prototypes z_j by minimising Eq. 2 (eq:objective); :class:`SuperSparseDistiller` distils
+`SuperSparseRegressor` fits g(x) = sum_j beta_j s(x, z_j) + b with m virtual
+prototypes z_j by minimising Eq. 2 (eq:objective); `SuperSparseDistiller` distils
 a teacher classifier (an SVM) into such a function, using the teacher's decision values
 as targets (the paper's footnote) and class-balancing weights.
 """
@@ -26,11 +26,11 @@ LAM_SCALES = ("gram", "none")
 
 
 def resolve_similarity(similarity, gamma, X):
-    """The :class:`Similarity` to use on data ``X`` (n, d).
+    """The `Similarity` to use on data ``X`` (n, d).
 
     ``similarity`` is ``"rbf"`` or a Similarity instance (then ``gamma`` is ignored).
     ``gamma``: ``"paper"`` (1/d), ``"median"``
-    (:func:`~ssgallery.learn.similarity.median_gamma`) or a positive float.
+    (`ssgallery.learn.similarity.median_gamma`) or a positive float.
     """
     if isinstance(similarity, Similarity):
         return similarity
@@ -223,7 +223,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     gamma : "paper", "median" or float, default="paper"
         RBF width when ``similarity="rbf"``: 1/d, 1/median squared distance, or a value.
     lam : float, default=DEFAULT_LAM
-        Ridge penalty on beta (bias unpenalised), relative to :func:`similarity_scale`
+        Ridge penalty on beta (bias unpenalised), relative to `similarity_scale`
         (``lam_scale="gram"``) or absolute (``lam_scale="none"``).
     lam_scale : {"gram", "none"}, default=DEFAULT_LAM_SCALE
         "gram": the penalty of Eq. 2 (eq:objective) is ``lam * similarity_scale(X, u)``,
@@ -232,7 +232,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         "varpro": beta, b eliminated in closed form, all prototypes jointly by L-BFGS-B.
         "paper": Algorithm 1 (cyclic gradient moves, beta-step after each move).
     init : {"class", "genuine", "quantile", "kmeans", "random"}, default="class"
-        Starting prototypes (see :func:`initial_prototypes`).
+        Starting prototypes (see `initial_prototypes`).
     prototypes_init : array of shape (n_prototypes, d), optional
         Explicit starting prototypes (warm start); overrides ``init``.
     n_init : int, default=DEFAULT_N_INIT
@@ -378,7 +378,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         """g(x) = S(X, Z) beta + b, shape (n,).
 
         (No ``decision_function``: scikit-learn requires regressors not to have one;
-        :class:`SuperSparseDistiller` has it.)
+        `SuperSparseDistiller` has it.)
         """
         check_is_fitted(self, "prototypes_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
@@ -396,7 +396,7 @@ def balanced_weights(labels):
 
 
 class DistillerMixin:
-    """What the distillers share: a :class:`SuperSparseRegressor` made from their learner
+    """What the distillers share: a `SuperSparseRegressor` made from their learner
     options (``make_regressor``) and fitted on a teacher's outputs (``teacher_targets``)
     into ``regressor_``, whose fitted attributes are read through, not copied."""
 
@@ -408,7 +408,7 @@ class DistillerMixin:
     n_iter_ = ReadThrough("regressor_")
 
     def make_regressor(self, **overrides):
-        """The unfitted :class:`SuperSparseRegressor` with this distiller's options."""
+        """The unfitted `SuperSparseRegressor` with this distiller's options."""
         params = {k: getattr(self, k) for k in LEARNER_PARAMS}
         params.update(overrides)
         return SuperSparseRegressor(**params)
@@ -420,7 +420,7 @@ class SuperSparseDistiller(DistillerMixin, BinaryDecisionMixin, ClassifierMixin,
 
     The teacher's decision values on the training points are the regression targets;
     sample weights give genuine and impostor classes half of the total weight each.
-    The fitted function is the :class:`SuperSparseRegressor` in ``regressor_``; its
+    The fitted function is the `SuperSparseRegressor` in ``regressor_``; its
     fitted attributes are read through, not copied.
 
     Parameters
@@ -432,7 +432,7 @@ class SuperSparseDistiller(DistillerMixin, BinaryDecisionMixin, ClassifierMixin,
         True: ``teacher`` is already fitted; use it as is.
     similarity, gamma, lam, lam_scale, solver, init, n_init, bounds, eta, normalize_step, \
 repulsion, max_iter, tol, random_state
-        Passed to :class:`SuperSparseRegressor`.
+        Passed to `SuperSparseRegressor`.
 
     Attributes
     ----------

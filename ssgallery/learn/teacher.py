@@ -2,7 +2,7 @@
 
 One client against everyone else: +1 genuine, -1 impostor. The SVM is scikit-learn's
 ``SVC(kernel="precomputed")`` on the Gram matrix of a
-:class:`~ssgallery.learn.similarity.Similarity` (RBF by default), so any similarity works,
+`ssgallery.learn.similarity.Similarity` (RBF by default), so any similarity works,
 including a black-box matcher that is neither symmetric nor positive semi-definite.
 
 Two choices differ from a plain ``GridSearchCV(SVC())``, both measured on AT&T
@@ -120,11 +120,11 @@ class SimilaritySVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     similarity : "rbf" or Similarity, default="rbf"
-        ``"rbf"``: :class:`~ssgallery.learn.similarity.RBFSimilarity` with width ``gamma``.
+        ``"rbf"``: `ssgallery.learn.similarity.RBFSimilarity` with width ``gamma``.
         A Similarity instance is used as given (``gamma`` is then ignored).
     gamma : "median", "paper", "cv" or float, default="median"
         RBF width. ``"paper"``: 1/d. ``"median"``:
-        :func:`~ssgallery.learn.similarity.median_gamma` of the training rows.
+        `ssgallery.learn.similarity.median_gamma` of the training rows.
         ``"cv"``: chosen jointly with C over
         ``GAMMA_CV_FACTORS`` x the median gamma.
     C : "cv" or float, default="cv"
@@ -228,7 +228,7 @@ class SimilaritySVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
 
         ``gram``: S(X, X), shape (n, n), when the caller already has it (one matrix
         serves every one-vs-all client on the same training set); only with a
-        :class:`~ssgallery.learn.similarity.Similarity` instance as ``similarity``.
+        `ssgallery.learn.similarity.Similarity` instance as ``similarity``.
 
         Returns
         -------

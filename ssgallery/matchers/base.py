@@ -8,7 +8,7 @@ class Matcher:
 
     A matcher is fitted once on the enrolled training images (``fit``), maps images to
     its comparison space (``transform``: PCA coefficients for eigenface, flattened
-    pixels for an external program), and exposes a :class:`ssgallery.learn.similarity.Similarity`
+    pixels for an external program), and exposes a `ssgallery.learn.similarity.Similarity`
     on that space, which the learner uses to move virtual prototypes.
 
     Subclasses set ``name`` and implement every method below. State must be plain
@@ -33,7 +33,7 @@ class Matcher:
         raise NotImplementedError
 
     def similarity(self):
-        """The :class:`~ssgallery.learn.similarity.Similarity` on the matcher space."""
+        """The `ssgallery.learn.similarity.Similarity` on the matcher space."""
         raise NotImplementedError
 
     def bounds(self):
@@ -71,16 +71,16 @@ class Matcher:
 
     @classmethod
     def from_state(cls, config, state):
-        """Rebuild a fitted matcher from :meth:`get_config` and :meth:`get_state`.
+        """Rebuild a fitted matcher from `get_config` and `get_state`.
 
         ``config`` and ``state`` come from a file: never take a program to run from them
-        (the host names programs, see :meth:`attach_host`), and raise
-        :class:`~ssgallery.errors.SsgalleryError` on values that are not sane."""
+        (the host names programs, see `attach_host`), and raise
+        `ssgallery.errors.SsgalleryError` on values that are not sane."""
         raise NotImplementedError
 
     # -- optional hooks (defaults: nothing to do / nothing known) ----------------------
     def attach_host(self, host):
-        """Bind the host's settings (:class:`ssgallery.matchers.host.HostMatcher`): the
+        """Bind the host's settings (`ssgallery.matchers.host.HostMatcher`): the
         program an external matcher runs. Returns self."""
         return self
 
@@ -91,13 +91,13 @@ class Matcher:
         """(lo, hi): bounds of the matcher's own similarity s(x, z), or None."""
 
     def check_prototypes(self, Z):
-        """Raise :class:`~ssgallery.errors.SsgalleryError` unless prototypes (m, d) read
+        """Raise `ssgallery.errors.SsgalleryError` unless prototypes (m, d) read
         from a gallery are plausible in this matcher's space. Default: nothing."""
 
 
 def face_check(matcher, images):
     """(is_face (n,) bool, quality (n,) float) of images (n, H, W) for any matcher:
-    one without :meth:`Matcher.quality` / :meth:`Matcher.is_face` (a duck-typed
+    one without `Matcher.quality` / `Matcher.is_face` (a duck-typed
     plug-in) acquires every image, quality NaN."""
     n = len(images)
     quality = getattr(matcher, "quality", None)

@@ -8,18 +8,18 @@ computed, so reading a gallery made with this matcher (``info``) works without i
 Pipeline, per image (grey, float on [0, 255]):
 
 1. upsample (bilinear) by the smallest integer factor that brings the shorter side to at
-   least :data:`MIN_SIDE` pixels, so that dlib's 80-pixel detector window fits the face;
+   least `MIN_SIDE` pixels, so that dlib's 80-pixel detector window fits the face;
 2. HOG frontal face detector (no further pyramid upsampling), keeping detections down to
-   a score of :data:`DETECT_FLOOR`; the highest-scoring box is the face. When nothing is
+   a score of `DETECT_FLOOR`; the highest-scoring box is the face. When nothing is
    found the whole image is the face box (pre-cropped faces, e.g. LFW crops);
 3. 5-point landmarks in that box, ``dlib.get_face_chip`` (150 px aligned chip, dlib's
    default padding);
 4. the 128-d descriptor of the chip, grey replicated to RGB.
 
-Similarity: s(x, z) = exp(−γ ||x − z||²) on descriptors (:class:`RBFSimilarity`, analytic
+Similarity: s(x, z) = exp(−γ ||x − z||²) on descriptors (`RBFSimilarity`, analytic
 gradient), so prototypes are learned in descriptor space as eigenface prototypes are
 learned in PCA space. γ follows the eigenface rules; the default here is "median"
-(:func:`~ssgallery.learn.similarity.median_gamma` of the training descriptors): dlib
+(`ssgallery.learn.similarity.median_gamma` of the training descriptors): dlib
 descriptors have a fixed scale where the paper's γ = 1/d = 1/128 makes every similarity nearly 1.
 
 Quality (failure to acquire). ``DlibMatcher.quality`` is the detector score of the
@@ -33,7 +33,7 @@ fallbacks (faces the detector does not find, e.g. small pre-cropped ones, or
 rule (``benchmarks/dlib_fta.py``).
 
 Rendering. A descriptor cannot be drawn as a face, and a gallery must never store a
-client's image, so :meth:`DlibMatcher.render` raises :class:`NotRenderableError`.
+client's image, so `DlibMatcher.render` raises `NotRenderableError`.
 """
 
 import hashlib
@@ -127,7 +127,7 @@ def load_models():
 def save_cache(path):
     """Write this process's descriptor cache to ``path`` (``.npz``), with the SHA-256 of
     the installed weights, so that another process (a benchmark's next run) can
-    :func:`load_cache` it instead of recomputing every descriptor. Returns the number of
+    `load_cache` it instead of recomputing every descriptor. Returns the number of
     images written."""
     keys = list(_CACHE)
     desc = np.full((len(keys), DIM), np.nan)
@@ -144,7 +144,7 @@ def save_cache(path):
 
 
 def load_cache(path):
-    """Add the descriptors saved by :func:`save_cache` to this process's cache; returns
+    """Add the descriptors saved by `save_cache` to this process's cache; returns
     the number of images added (0 when the file was made with other weights)."""
     with np.load(path) as f:
         if json.loads(str(f["model_sha256"])) != model_digests():
@@ -157,7 +157,7 @@ def load_cache(path):
 
 
 def quality_threshold(quality):
-    """The :meth:`DlibMatcher.is_face` threshold from the training images' qualities.
+    """The `DlibMatcher.is_face` threshold from the training images' qualities.
 
     Any detection is a face (``DETECT_FLOOR``) and a whole-image fallback is not, unless
     more than ``FALLBACK_SHARE`` of the training images are fallbacks: then the detector
@@ -170,7 +170,7 @@ def quality_threshold(quality):
     Parameters
     ----------
     quality : array-like, shape (n,)
-        :meth:`DlibMatcher.quality` of the training images.
+        `DlibMatcher.quality` of the training images.
 
     Returns
     -------
@@ -191,7 +191,7 @@ class DlibMatcher(Matcher):
     Parameters
     ----------
     gamma : "median", "paper" or float
-        RBF width: "median" = :func:`~ssgallery.learn.similarity.median_gamma` of the
+        RBF width: "median" = `ssgallery.learn.similarity.median_gamma` of the
         training descriptors;
         "paper" = 1/d with d = 128; a positive float is used as is.
     detect : bool
@@ -203,7 +203,7 @@ class DlibMatcher(Matcher):
     gamma_ : float
         The resolved RBF width.
     quality_threshold_ : float
-        :meth:`is_face` accepts images whose :meth:`quality` is at least this.
+        `is_face` accepts images whose `quality` is at least this.
     model_sha256_ : dict str -> str
         SHA-256 of the weight files the matcher was fitted with.
     dlib_version_ : str
@@ -373,7 +373,7 @@ class DlibMatcher(Matcher):
         """None: descriptor space is unconstrained (the RBF decays away from the data)."""
 
     def render(self, Z):
-        """Always raises :class:`NotRenderableError`: descriptors cannot be drawn."""
+        """Always raises `NotRenderableError`: descriptors cannot be drawn."""
         raise NotRenderableError("dlib: prototypes live in the 128-d descriptor space and "
                                  "cannot be drawn as images (a gallery never stores a face)")
 

@@ -1,8 +1,8 @@
 """Eigenface matcher: PCA on the enrolled images, RBF similarity on PCA coefficients
 (paper, Sect. IV-A 1; Turk & Pentland 1991).
 
-Pure numpy: fitting uses ``numpy.linalg.svd``, and :meth:`EigenfaceMatcher.from_state` /
-:meth:`~EigenfaceMatcher.transform` never touch scikit-learn, so ``verify`` stays light.
+Pure numpy: fitting uses ``numpy.linalg.svd``, and `EigenfaceMatcher.from_state` /
+`EigenfaceMatcher.transform` never touch scikit-learn, so ``verify`` stays light.
 
 Scaling. PCA coefficients of raw pixels have a dataset-dependent scale (contrast,
 image size), which makes the paper's γ = 1/d meaningless on its own. The coefficients
@@ -71,7 +71,7 @@ class EigenfaceMatcher(Matcher):
         Number of components; overrides ``variance`` when given.
     gamma : "paper", "median" or float
         RBF width: "paper" = 1/d (the paper's choice, libsvm's default); "median" =
-        :func:`~ssgallery.learn.similarity.median_gamma` of the training images in PCA
+        `ssgallery.learn.similarity.median_gamma` of the training images in PCA
         space; a positive
         float is used as is (in the scaled PCA space).
 
@@ -209,7 +209,7 @@ class EigenfaceMatcher(Matcher):
     def quality(self, images):
         """Face-likeness of images (n, H, W), shape (n,): min(max_relative_dffs_ /
         relative DFFS, max_difs_ / DIFS); 0 for a uniform image, >= 1 is a face
-        (:meth:`is_face`), NaN for a matcher from a file without the limits."""
+        (`is_face`), NaN for a matcher from a file without the limits."""
         self._check_fitted()
         X = self._check_images(images)
         if self.quality_threshold_ is None:
@@ -247,7 +247,7 @@ class EigenfaceMatcher(Matcher):
         return RBFSimilarity(self.gamma_)
 
     def bounds(self):
-        """None: PCA space is unconstrained; :meth:`render` clips pixels to [0, 255]."""
+        """None: PCA space is unconstrained; `render` clips pixels to [0, 255]."""
 
     def render(self, Z):
         """Prototypes (m, d) in PCA space -> images (m, H, W) on [0, 255] (Eq.: x = μ + Vᵀz)."""
@@ -281,7 +281,7 @@ class EigenfaceMatcher(Matcher):
 
     @classmethod
     def from_state(cls, config, state):
-        """Rebuild a fitted matcher from :meth:`get_config` and :meth:`get_state`."""
+        """Rebuild a fitted matcher from `get_config` and `get_state`."""
         self = cls(**{k: v for k, v in dict(config).items()
                       if k in ("variance", "n_components", "gamma")})
         try:

@@ -10,22 +10,22 @@
          "serve": bool (optional)}
     PROGRAM --serve   (only when --describe says "serve": true)
         started once; answers the same requests as JSON lines on stdin/stdout
-        (:mod:`ssgallery.matchers.serve`)
+        (`ssgallery.matchers.serve`)
 
-The program is named by the host that runs ssgallery (:mod:`ssgallery.matchers.host`:
+The program is named by the host that runs ssgallery (`ssgallery.matchers.host`:
 an option, ``$SSGALLERY_MATCHER_CMD`` or a configuration file), never by a store or a
 gallery: they hold only the matcher's name and ``contract_sha256``, the SHA-256 of the
 program's ``--describe`` JSON and of the stored matcher parameters. Before the first
 scoring run the host's program is asked to describe itself, and a different digest is
-refused (:class:`~ssgallery.errors.MatcherError`, one line).
+refused (`ssgallery.errors.MatcherError`, one line).
 
 The program runs without a shell, in its own process group, with a timeout of
 ``timeout_base + timeout_per_pair * |A| * |B|`` seconds; on timeout (or Ctrl-C) the
 whole group is killed, and any process the program left behind in its group is killed
 after it exits. Its output (stdout or the answer file) may hold at most
-:data:`MAX_ANSWER_BASE` + :data:`MAX_ANSWER_PER_PAIR` bytes per scored pair; a longer
+`MAX_ANSWER_BASE` + `MAX_ANSWER_PER_PAIR` bytes per scored pair; a longer
 answer is refused and the program killed. Every failure is a one-line
-:class:`~ssgallery.errors.MatcherError` naming the program.
+`ssgallery.errors.MatcherError` naming the program.
 
 A *distance* is turned into a similarity ``s = exp(-d / scale)`` (positive and larger
 for closer pairs, as the heuristic gradient of Eq. 7 (eq:similarity-grad) assumes), with
@@ -112,9 +112,9 @@ class ExternalMatcher(Matcher):
     Parameters
     ----------
     command : str or list of str or None
-        The program and its fixed arguments (a string is split with :func:`shlex.split`).
+        The program and its fixed arguments (a string is split with `shlex.split`).
         Host configuration: never stored; a matcher rebuilt from a file has None until
-        :meth:`attach_host` names the program.
+        `attach_host` names the program.
     timeout_base : float
         Seconds allowed to every run, plus ...
     timeout_per_pair : float
@@ -124,15 +124,15 @@ class ExternalMatcher(Matcher):
         the cache in memory only. Host configuration: never stored.
     distance_scale : float or None
         Scale of ``exp(-d / scale)`` for programs that report a distance; None
-        measures it at :meth:`fit` (median distance between training images).
+        measures it at `fit` (median distance between training images).
 
     Attributes
     ----------
     description_ : dict
         The program's ``--describe`` answer (kind, symmetric, range).
     contract_sha256_ : str
-        SHA-256 of the whole ``--describe`` JSON and :meth:`get_config` (see
-        :func:`contract_digest`); a rebuilt matcher runs only a program whose contract
+        SHA-256 of the whole ``--describe`` JSON and `get_config` (see
+        `contract_digest`); a rebuilt matcher runs only a program whose contract
         has this digest.
     image_shape : tuple of int
         (H, W) of the images it was fitted on.
@@ -218,7 +218,7 @@ class ExternalMatcher(Matcher):
     def run(self, args, n_pairs=0):
         """Run the program with extra ``args``; return its stdout (bytes).
 
-        Raises :class:`MatcherError` on failure, timeout or a non-zero exit status.
+        Raises `MatcherError` on failure, timeout or a non-zero exit status.
         """
         argv = self._resolve() + list(args)
         timeout = float(self.timeout_base) + float(self.timeout_per_pair) * n_pairs
@@ -489,7 +489,7 @@ class ExternalMatcher(Matcher):
 
     @classmethod
     def from_state(cls, config, state):
-        """Rebuild from a file: never takes a command from it (see :meth:`attach_host`)."""
+        """Rebuild from a file: never takes a command from it (see `attach_host`)."""
         config = dict(config)
         try:
             self = cls(timeout_base=_positive(config.get("timeout_base", 60.0)),
@@ -520,7 +520,7 @@ class ExternalMatcher(Matcher):
 
     def attach_host(self, host):
         """Run the host's program (``host.argv``, None: none named) with its cache folder;
-        its contract is checked against :attr:`contract_sha256_` before the first run."""
+        its contract is checked against `contract_sha256_` before the first run."""
         self.command = host.argv
         self.cache_dir = host.cache_dir
         return self

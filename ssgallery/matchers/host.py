@@ -13,7 +13,7 @@ program, first found of:
        command = "my-matcher --model /opt/models/net.bin"   # or a list of strings
        cache_dir = "/var/cache/ssgallery"                   # optional answer cache
 
-A command string is split like a shell would (:func:`shlex.split`), but no shell runs it.
+A command string is split like a shell would (`shlex.split`), but no shell runs it.
 """
 
 import os

@@ -12,7 +12,7 @@ process instead of once per scoring call::
 The lists and the matrix file are exactly those of the one-shot contract. End of input
 (stdin closed) asks the program to exit. The program runs without a shell in its own
 process group; a request that takes longer than its timeout, or a program that dies,
-kills the group and is a :class:`~ssgallery.errors.MatcherError`.
+kills the group and is a `ssgallery.errors.MatcherError`.
 """
 
 import json
