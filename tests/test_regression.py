@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.model_selection import GroupKFold
+from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import check_estimator
 
 from ssgallery.images import synth as sd
@@ -190,3 +191,18 @@ def test_committed_attributes_match_generator():
 
     committed = Path(__file__).resolve().parent.parent / "sample_data" / "attributes.csv"
     assert committed.read_text() == sd.attributes_csv(20, 10, sd.DEFAULT_SEED)
+
+
+@pytest.mark.parametrize("est, bad", [
+    (SimilarityRidge, {"alphas": -1.0}), (SimilarityRidge, {"cv": 1}),
+    (SimilarityRidge, {"gamma": "wide"}), (SimilarityRidge, {"similarity": "cosine"}),
+    (SimilarityLasso, {"n_alphas": 0}), (SimilarityLasso, {"max_iter": 0}),
+    (SimilarityLasso, {"cv": "five"}), (SimilarityLasso, {"random_state": "seed"}),
+    (SimilarityLasso, {"gamma": -2.0}),
+    (SuperSparseRegressionDistiller, {"teacher": "median"}),
+    (SuperSparseRegressionDistiller, {"n_prototypes": 0})])
+def test_bad_parameters_are_refused_at_fit(est, bad):
+    X, y = _bumps()
+    name = next(iter(bad))
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of {est.__name__}"):
+        est(**bad).fit(X, y)

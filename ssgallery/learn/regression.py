@@ -19,19 +19,22 @@ targets' variance (the learner standardises them, ``normalize_y=True``), so one 
 suits ages in years and lighting gradients of a few hundredths alike.
 """
 
-import numbers
+from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
 from sklearn.linear_model import LassoCV, RidgeCV
-from sklearn.utils._param_validation import HasMethods, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ssgallery.learn.similarity import Similarity
 from ssgallery.learn.supersparse import LEARNER_CONSTRAINTS, DistillerMixin, resolve_similarity
 
 ALPHAS = tuple(10.0 ** np.arange(-6, 3))  # ridge grid (features are similarities in [0, 1])
+
+# the similarity options of the teachers, as the learner's
+SIMILARITY_CONSTRAINTS = {k: LEARNER_CONSTRAINTS[k] for k in ("similarity", "gamma")}
 
 
 class _SimilarityLinear(RegressorMixin, BaseEstimator):
@@ -90,12 +93,19 @@ class SimilarityRidge(_SimilarityLinear):
     n_features_in_ : int
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        **SIMILARITY_CONSTRAINTS,
+        "alphas": ["array-like", Interval(Real, 0, None, closed="neither")],
+        "cv": ["cv_object"],
+    }
+
     def __init__(self, similarity="rbf", gamma="median", alphas=ALPHAS, cv=None):
         self.similarity = similarity
         self.gamma = gamma
         self.alphas = alphas
         self.cv = cv
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit on (X (n, d), y (n,)); returns self."""
         X, y, S = self._features(X, y)
@@ -133,6 +143,14 @@ class SimilarityLasso(_SimilarityLinear):
     n_features_in_ : int
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        **SIMILARITY_CONSTRAINTS,
+        "n_alphas": [Interval(Integral, 1, None, closed="left")],
+        "cv": ["cv_object"],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, similarity="rbf", gamma="median", n_alphas=30, cv=5, max_iter=5000,
                  random_state=0):
         self.similarity = similarity
@@ -142,11 +160,12 @@ class SimilarityLasso(_SimilarityLinear):
         self.max_iter = max_iter
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit on (X (n, d), y (n,)); returns self."""
         X, y, S = self._features(X, y)
         cv = self.cv
-        if isinstance(cv, numbers.Integral):
+        if isinstance(cv, Integral):
             from sklearn.model_selection import KFold
 
             cv = KFold(min(int(cv), len(X)), shuffle=True, random_state=self.random_state)
