@@ -96,6 +96,16 @@ def test_add_keeps_the_basis_and_marks_it_stale(faces, tmp_path):
     assert not enroll(faces, path).basis_stale
 
 
+def test_library_enroll_without_warn_reports_a_resize_as_a_warning(faces, tmp_path):
+    """``warn=None`` (a library call) is the default printer: an InputWarning, not a crash."""
+    from ssgallery.images.ingest import InputWarning
+
+    Image.new("L", (48, 64), 100).save(os.path.join(faces, "c00", "big.png"))
+    with pytest.warns(InputWarning, match=r"resized 1 image\(s\) to 24x32"):
+        summary = enroll(faces, tmp_path / "e.h5", warn=None)
+    assert summary.n_images == 31 and load_store(tmp_path / "e.h5").image_shape == (32, 24)
+
+
 def test_add_refuses_changed_images_of_an_enrolled_client(faces, tmp_path):
     path = tmp_path / "e.h5"
     enroll(faces, path)

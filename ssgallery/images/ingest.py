@@ -223,13 +223,15 @@ def scan_faces(root, extensions=IMAGE_EXTENSIONS, min_images=1, skip_bad=False,
         Warn and skip non-image files instead of failing.
     clients : iterable of str or None
         Only these client folders (each must exist).
-    warn : callable(str)
+    warn : callable(str) or None
+        Receives each warning; None: `default_warn`.
 
     Returns
     -------
     list of (client_id, [Path, ...])
     """
     root = Path(root)
+    warn = default_warn if warn is None else warn
     if not root.exists():
         raise InputError("face folder does not exist", path=root)
     if not root.is_dir():
@@ -332,7 +334,8 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
         Minimum number of (readable) images per client.
     clients : iterable of str or None
         Only these clients.
-    warn : callable(str)
+    warn : callable(str) or None
+        Receives each warning; None: `default_warn`.
 
     Returns
     -------
@@ -340,6 +343,7 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
     """
     root = Path(root)
     size = _check_size(size)
+    warn = default_warn if warn is None else warn
     listing = scan_faces(root, extensions=extensions, min_images=min_images,
                          skip_bad=skip_bad, clients=clients, warn=warn)
     images, labels, rel, digests = [], [], [], []
@@ -396,7 +400,8 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
         Common size (the gallery's); ``None`` takes the first image's size.
     strict : bool
         Refuse images of another size instead of resizing them.
-    warn : callable(str)
+    warn : callable(str) or None
+        Receives each warning; None: `default_warn`.
     return_sizes : bool
         Also return each file's own size before any resize.
 
@@ -406,6 +411,7 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
     sizes : ndarray, shape (n, 2), int, (width, height) as read; only with ``return_sizes``
     """
     size = _check_size(size)
+    warn = default_warn if warn is None else warn
     out, resized, sizes = [], [], []
     for path in paths:
         arr = _decode(_read_file(path), path)
