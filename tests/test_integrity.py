@@ -313,3 +313,22 @@ def test_version_1_and_store_digest(built, tmp_path):
         f["images"][0, 0, 0] = (int(f["images"][0, 0, 0]) + 1) % 256
     with pytest.raises(FormatError, match="integrity check failed: the store's content"):
         load_store(store)
+
+
+def test_damaged_client_bytes_name_the_file_and_the_client(built, tmp_path):
+    """Bit rot in one client's bytes: verify refuses in one line naming the file and the
+    client read (the seal of that part of the file), exit 2."""
+    root, faces = built
+    g = _copy(root / "g.h5", tmp_path / "g.h5")
+    with h5py.File(g, "r") as f:
+        at = f["clients/c00/prototypes"].id.get_offset()
+    with open(g, "r+b") as handle:
+        handle.seek(at + 3)
+        byte = handle.read(1)
+        handle.seek(at + 3)
+        handle.write(bytes([byte[0] ^ 0x10]))
+    probe = str(next(Path(faces).glob("c01/*")))
+    result = CliRunner().invoke(main, ["verify", probe, "--claim", "c00", "--gallery", str(g)])
+    assert result.exit_code == 2, result.output
+    line = result.output.strip()
+    assert "\n" not in line and f"{g}: corrupt ssgallery gallery: while reading client 'c00': its bytes" in line

@@ -22,7 +22,6 @@ Every output (store, gallery, report files, montages) is written by `atomic_path
 
 import contextlib
 import os
-import secrets
 import signal
 import stat
 import threading
@@ -212,7 +211,7 @@ def remove_stale_temporaries(target):
 
 def _create_temporary(target, shown):
     folder, base = os.path.split(target)
-    tmp = os.path.join(folder, f"{base}{TMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
+    tmp = os.path.join(folder, f"{base}{TMP_MARK}{os.getpid()}-{os.urandom(4).hex()}")
     try:  # mode 0666 minus the umask, like any new file of the user
         os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666))
     except OSError as exc:
@@ -298,7 +297,7 @@ def atomic_path(path, kind=None, force=False, lock=False):
         The output; a symlink is followed (its target is replaced).
     kind, force
         See `check_writable`. With a format tag (str) the file is an HDF5 file
-        created with ``userblock_size=512``, sealed here (`ssgallery.formats.seal`).
+        created with ``userblock_size=seal.USERBLOCK``, sealed here (`ssgallery.formats.seal`).
     lock : bool
         Hold ``<target>.lock`` while writing (stores and galleries).
     """

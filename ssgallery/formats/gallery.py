@@ -55,6 +55,7 @@ from ssgallery.formats.hdf5 import (
     read_state,
     write_state,
 )
+from ssgallery.formats.seal import SealMismatch
 from ssgallery.formats.search_index import read_index, write_index
 
 FORMAT = "ssgallery-gallery"
@@ -62,6 +63,7 @@ FORMAT_VERSION = 2
 KIND = "ssgallery gallery"
 _OPEN = {"hint": " (run 'ssgallery compress' first)",
          "rewrite": "re-run 'ssgallery compress' to write it"}
+_LAZY = dict(_OPEN, lazy=True)  # readers of a few groups: constant work whatever N
 
 
 # ----------------------------------------------------------------------------- client models
@@ -329,6 +331,25 @@ def _unknown_client(path, client_id, known):
                           path=path)
 
 
+def _client_from(f, path, client_id, key, host, matcher):
+    """(model, matcher or None, header) of `read_client`, from the open file."""
+    try:
+        header, config, sections, index = _open_verified(f, path, key)
+        want = client_id.encode("utf-8", "surrogateescape") \
+            if isinstance(client_id, str) else b""
+        row = int(np.searchsorted(index["id"], want))
+        if client_id_problem(client_id) or row >= len(index) or index["id"][row] != want:
+            raise _unknown_client(path, client_id, _index_ids(index, path))
+        expected = index["digest"][row].decode("ascii", "replace")
+        clients = integrity.check_node(f, "clients", path)
+        model = _read_one(clients, client_id, expected, path)
+        built = _read_matcher(f, header, config, sections, path, host)[0] \
+            if matcher else None
+    except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
+        raise FormatError(f"corrupt gallery: {exc}", path=path) from None
+    return model, built, header
+
+
 def read_client(path, client_id, *, images=False, matcher=True, key=None, host=None):
     """Read one client's model and the gallery's matcher, and nothing else.
 
@@ -361,21 +382,11 @@ def read_client(path, client_id, *, images=False, matcher=True, key=None, host=N
         Unknown client id (the message lists a few known ids).
     """
     path = os.fspath(path)
-    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN) as f:
-        try:
-            header, config, sections, index = _open_verified(f, path, key)
-            want = client_id.encode("utf-8", "surrogateescape") \
-                if isinstance(client_id, str) else b""
-            row = int(np.searchsorted(index["id"], want))
-            if client_id_problem(client_id) or row >= len(index) or index["id"][row] != want:
-                raise _unknown_client(path, client_id, _index_ids(index, path))
-            expected = index["digest"][row].decode("ascii", "replace")
-            clients = integrity.check_node(f, "clients", path)
-            model = _read_one(clients, client_id, expected, path)
-            built = _read_matcher(f, header, config, sections, path, host)[0] \
-                if matcher else None
-        except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
-            raise FormatError(f"corrupt gallery: {exc}", path=path) from None
+    try:
+        with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_LAZY) as f:
+            model, built, header = _client_from(f, path, client_id, key, host, matcher)
+    except SealMismatch as exc:  # bit rot in a part of the file this read needs
+        raise exc.naming(f"while reading client '{printable(client_id)}'") from None
     check_model(model, built, path)
     if not images:
         model.prototype_images = None
@@ -397,7 +408,7 @@ def read_search(path, *, key=None, host=None):
     header : dict
     """
     path = os.fspath(path)
-    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN) as f:
+    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_LAZY) as f:
         try:
             header, config, sections, _ = _open_verified(f, path, key)
             integrity.check_digest(integrity.node_digest(integrity.check_node(f, "index", path),

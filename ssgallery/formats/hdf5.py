@@ -41,9 +41,13 @@ def hdf5_image(path, userblock_size=0):
         handle.write(buffer.getbuffer())
 
 
-def open_checked(path, fmt, version, kind, hint="", rewrite=""):
+def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False):
     """Open ``path`` read-only after checking it is an ssgallery file of format ``fmt``
     and version ``version``.
+
+    ``lazy``: check the seal of each chunk of the file when HDF5 first reads it
+    (`ssgallery.formats.seal.SealedFile`), for readers of a small part of a big
+    file; otherwise the whole file is checked before HDF5 opens it.
 
     Raises `FormatError` (one line naming the file) when it is missing, not a
     regular file, not HDF5, of another format, of an older format version (``rewrite``
@@ -53,7 +57,7 @@ def open_checked(path, fmt, version, kind, hint="", rewrite=""):
 
     import h5py
 
-    from ssgallery.formats.seal import check_seal
+    from ssgallery.formats.seal import SealedFile, check_seal
 
     path = os.fspath(path)
     try:
@@ -66,9 +70,13 @@ def open_checked(path, fmt, version, kind, hint="", rewrite=""):
         raise FormatError(f"is a folder, expected an {kind} file", path=path)
     if not stat.S_ISREG(mode):
         raise FormatError(f"not a regular file, expected an {kind} file", path=path)
-    check_seal(path, kind)  # raw bytes first: HDF5 never parses a damaged file
+    if lazy:  # raw bytes first: HDF5 never parses a damaged byte
+        source = SealedFile(path, kind)
+    else:
+        check_seal(path, kind)
+        source = path
     try:
-        handle = h5py.File(path, "r")
+        handle = h5py.File(source, "r")
     except OSError:
         raise FormatError(f"not an {kind} (not a readable HDF5 file; corrupt or foreign)",
                           path=path) from None

@@ -1,91 +1,223 @@
-"""The seal: a SHA-256 of a store's or gallery's bytes, kept in the HDF5 user block and
-checked over the raw bytes BEFORE HDF5 parses anything.
+"""The seal: SHA-256 digests of a store's or gallery's bytes, kept in the HDF5 user block
+and checked over the raw bytes BEFORE HDF5 parses them.
 
 Why: HDF5 trusts its own metadata. A file with a few flipped bytes can make the HDF5
 library loop forever (ignoring SIGTERM), crash, or read garbage, before any digest
 kept inside the file could be read. The seal is outside HDF5's structures: the first
 `USERBLOCK` bytes of the file, which HDF5 skips (its superblock then starts at
-byte 512). Layout of the user block (ASCII, then zeros)::
+byte `USERBLOCK`). Layout of the user block (seal 2)::
 
-    SSGALLERY-SEAL 1\\n
-    sha256 <64 hex digits of bytes [512:]>\\n
+    SSGALLERY-SEAL 2\\n
     length <number of bytes after the user block>\\n
-    \\0 ... \\0   (up to byte 512; must be zeros)
+    chunk <bytes per chunk>\\n
+    \\0 ... \\0                (up to byte TABLE)
+    <16-byte digest of chunk 0><16-byte digest of chunk 1>...   (at byte TABLE)
+    \\0 ... \\0                (up to byte USERBLOCK; must be zeros)
 
-Writers create their HDF5 file with ``userblock_size=USERBLOCK`` and the writer
-(`ssgallery.formats.atomic.atomic_path` for HDF5 kinds) seals it before the
-rename; readers call `check_seal` before opening the file with h5py. A file
-without a valid seal is never parsed. The seal protects against accidents (bit rot,
+The bytes after the user block are cut in chunks of ``chunk`` bytes (the last one may
+be shorter); each chunk's digest is the first 16 bytes of its SHA-256. The chunk size
+grows with the file so that the table fits the user block. Two ways to check:
+
+* `check_seal` hashes every chunk (O(file size)): for readers of the whole file.
+* `SealedFile` is a read-only file object for ``h5py.File``: it hashes a chunk
+  the first time HDF5 asks for any of its bytes, so HDF5 never gets an unchecked byte,
+  and a reader that needs one client of 10,000 hashes a few chunks, not the file.
+
+Files sealed with seal 1 (one SHA-256 of all the bytes in a 512-byte user block) are
+still read: the whole file is one chunk. The seal protects against accidents (bit rot,
 truncation, a partial copy, a random edit); against a deliberate edit that re-seals
 the file, the digests and the optional HMAC inside the file are the defence.
 
-Standard library only (on the ``verify`` path): hashing is streamed, O(file size).
+Standard library only (on the ``verify`` path).
 """
 
 import hashlib
+import io
 import os
 import re
 
 from ssgallery.errors import FormatError
 
-USERBLOCK = 512
-MAGIC = b"SSGALLERY-SEAL 1\n"
+USERBLOCK = 1 << 15
+TABLE = 256
+DIGEST_BYTES = 16
+MAX_CHUNKS = (USERBLOCK - TABLE) // DIGEST_BYTES
+MIN_CHUNK = 1 << 16
+MAGIC = b"SSGALLERY-SEAL 2\n"
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
-_CHUNK = 1 << 20
-_LAYOUT = re.compile(rb"SSGALLERY-SEAL 1\nsha256 ([0-9a-f]{64})\nlength ([0-9]{1,19})\n")
+_LAYOUT = re.compile(rb"SSGALLERY-SEAL 2\nlength ([0-9]{1,19})\nchunk ([0-9]{1,19})\n")
+_LAYOUT_1 = re.compile(rb"SSGALLERY-SEAL 1\nsha256 ([0-9a-f]{64})\nlength ([0-9]{1,19})\n")
+_BLOCK_1 = 512
 
 
-def _digest(handle):
-    h = hashlib.sha256()
-    for chunk in iter(lambda: handle.read(_CHUNK), b""):
-        h.update(chunk)
-    return h.hexdigest()
+class SealMismatch(FormatError):
+    """Bytes ``start`` to ``end`` of a sealed file do not match their digest (bit rot or
+    an edit); ``what`` names the part of the file being read (e.g. a client)."""
+
+    def __init__(self, kind, start, end, path, what=None):
+        self.where = (kind, start, end)
+        part = f"{what}: " if what else ""
+        super().__init__(f"corrupt {kind}: {part}its bytes {start}-{end} do not match its "
+                         "seal (SHA-256); bit rot or an edit", path=path)
+
+    def naming(self, what):
+        """The same error, naming ``what``."""
+        return SealMismatch(*self.where, self.path, what)
+
+
+def chunk_size(length):
+    """Bytes per chunk for ``length`` bytes after the user block: a multiple of
+    `MIN_CHUNK` small enough for the table to fit the user block."""
+    chunks_of_min = -(-length // MIN_CHUNK)
+    return MIN_CHUNK * max(1, -(-chunks_of_min // MAX_CHUNKS))
+
+
+def _chunk_digest(data, size):
+    return hashlib.sha256(data).digest()[:size]
 
 
 def seal_file(path):
-    """Write the seal of ``path`` (an HDF5 file created with ``userblock_size=512``)
+    """Write the seal of ``path`` (an HDF5 file created with ``userblock_size=USERBLOCK``)
     into its user block, replacing any seal there (tests re-seal edited files)."""
     with open(path, "r+b") as handle:
         head = handle.read(USERBLOCK + len(HDF5_SIGNATURE))
         if head[USERBLOCK:] != HDF5_SIGNATURE or not (
                 head.startswith(MAGIC) or not any(head[:USERBLOCK])):
             raise ValueError(f"{path}: not an HDF5 file with a {USERBLOCK}-byte user block "
-                             f"(create it with h5py.File(..., userblock_size=512))")
+                             f"(create it with h5py.File(..., userblock_size={USERBLOCK}))")
+        length = os.fstat(handle.fileno()).st_size - USERBLOCK
+        chunk = chunk_size(length)
         handle.seek(USERBLOCK)
-        digest = _digest(handle)
-        length = handle.tell() - USERBLOCK
-        block = MAGIC + f"sha256 {digest}\nlength {length}\n".encode()
+        table = b"".join(_chunk_digest(data, DIGEST_BYTES)
+                         for data in iter(lambda: handle.read(chunk), b""))
+        block = (MAGIC + f"length {length}\nchunk {chunk}\n".encode()).ljust(TABLE, b"\0")
         handle.seek(0)
-        handle.write(block.ljust(USERBLOCK, b"\0"))
+        handle.write((block + table).ljust(USERBLOCK, b"\0"))
+
+
+class _Seal:
+    """A parsed seal: ``block`` bytes of user block, ``length`` bytes after it, cut in
+    chunks of ``chunk`` bytes with ``digests[i]`` (``size`` bytes each)."""
+
+    def __init__(self, handle, path, kind):
+        block = handle.read(USERBLOCK)
+        match = _LAYOUT.match(block)
+        if match is not None:
+            self.block, self.size = USERBLOCK, DIGEST_BYTES
+            self.length, self.chunk = int(match.group(1)), int(match.group(2))
+            count = -(-self.length // self.chunk) if self.chunk else -1
+            end = TABLE + count * DIGEST_BYTES
+            if len(block) < USERBLOCK or self.chunk != chunk_size(self.length) \
+                    or any(block[match.end():TABLE]) or any(block[end:]):
+                raise FormatError(f"corrupt {kind}: damaged seal (the first {USERBLOCK} "
+                                  "bytes)", path=path)
+            table = block[TABLE:end]
+            self.digests = [table[i:i + DIGEST_BYTES] for i in range(0, len(table),
+                                                                      DIGEST_BYTES)]
+        else:
+            match = _LAYOUT_1.match(block[:_BLOCK_1])
+            if match is None or any(block[match.end():_BLOCK_1]) or len(block) < _BLOCK_1:
+                raise FormatError(_unsealed(block, kind), path=path)
+            self.block, self.size, self.length = _BLOCK_1, 32, int(match.group(2))
+            self.chunk = max(self.length, 1)
+            self.digests = [bytes.fromhex(match.group(1).decode())]
+        found = os.fstat(handle.fileno()).st_size - self.block
+        if found != self.length:
+            raise FormatError(f"corrupt {kind}: {found} bytes after the seal, the seal "
+                              f"says {self.length} (truncated or appended to)", path=path)
+        self.head = block[:self.block]
+
+    def check(self, handle, i, path, kind):
+        """Raise `SealMismatch` unless chunk ``i`` matches its digest."""
+        start = self.block + i * self.chunk
+        data = os.pread(handle.fileno(), self.chunk, start)
+        if _chunk_digest(data, self.size) != self.digests[i]:
+            raise SealMismatch(kind, start, start + len(data) - 1, path)
+
+
+def _open(path, kind):
+    try:
+        handle = open(path, "rb", buffering=0)  # noqa: SIM115 (closed by the caller)
+    except OSError as exc:
+        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
+    try:
+        return handle, _Seal(handle, path, kind)
+    except BaseException:
+        handle.close()
+        raise
 
 
 def check_seal(path, kind="ssgallery file"):
     """Raise `FormatError` (one line naming the file) unless ``path`` carries a
-    valid seal: the right magic, zeros after it, the recorded length and SHA-256 of
-    every byte after the user block. Reads the file once; never parses HDF5."""
+    valid seal: the right magic and layout, the recorded length and the digest of every
+    chunk. Reads the file once; never parses HDF5."""
+    handle, seal = _open(path, kind)
     try:
-        with open(path, "rb") as handle:
-            block = handle.read(USERBLOCK)
-            match = _LAYOUT.match(block)
-            if match is None or any(block[match.end():]) or len(block) < USERBLOCK:
-                raise FormatError(_unsealed(block, kind), path=path)
-            handle.seek(0, os.SEEK_END)
-            length = handle.tell() - USERBLOCK
-            if length != int(match.group(2)):
-                raise FormatError(f"corrupt {kind}: {length} bytes after the seal, the seal "
-                                  f"says {int(match.group(2))} (truncated or appended to)",
-                                  path=path)
-            handle.seek(USERBLOCK)
-            if _digest(handle) != match.group(1).decode():
-                raise FormatError(f"corrupt {kind}: its bytes do not match its seal (SHA-256); "
-                                  f"bit rot or an edit", path=path)
+        for i in range(len(seal.digests)):
+            seal.check(handle, i, path, kind)
     except OSError as exc:
         raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
+    finally:
+        handle.close()
+
+
+class SealedFile(io.RawIOBase):
+    """A sealed file, read-only, for ``h5py.File(SealedFile(path), "r")``: every chunk is
+    checked against the seal the first time any of its bytes is read.
+
+    Raises
+    ------
+    FormatError
+        At construction: unsealed, damaged seal, truncated or appended to.
+    SealMismatch
+        From `readinto`: a chunk that does not match its digest.
+    """
+
+    def __init__(self, path, kind="ssgallery file"):
+        super().__init__()
+        self.path, self.kind = path, kind
+        self._handle, self._seal = _open(path, kind)
+        self._size = self._seal.block + self._seal.length
+        self._checked = set()
+        self._pos = 0
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def seek(self, offset, whence=os.SEEK_SET):
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._pos, os.SEEK_END: self._size}[whence]
+        self._pos = base + offset
+        return self._pos
+
+    def tell(self):
+        return self._pos
+
+    def readinto(self, buffer):
+        seal, n = self._seal, min(len(buffer), max(self._size - self._pos, 0))
+        if n <= 0:
+            return 0
+        first = max(self._pos - seal.block, 0) // seal.chunk
+        last = max(self._pos + n - 1 - seal.block, -1) // seal.chunk
+        for i in range(first, last + 1):
+            if i >= 0 and i not in self._checked:
+                seal.check(self._handle, i, self.path, self.kind)
+                self._checked.add(i)
+        data = os.pread(self._handle.fileno(), n, self._pos)
+        buffer[:len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def close(self):
+        self._handle.close()
+        super().close()
 
 
 def _unsealed(block, kind):
-    if block.startswith(MAGIC[:10]):
-        return f"corrupt {kind}: damaged seal (the first {USERBLOCK} bytes)"
+    if block.startswith(b"SSGALLERY"):
+        return f"corrupt {kind}: damaged seal (the first bytes)"
     if block.startswith(HDF5_SIGNATURE):
         return (f"not an {kind} of this version (an HDF5 file without ssgallery's seal: "
                 f"written by another program or an older ssgallery)")

@@ -67,7 +67,8 @@ def _fuzz(path, out, rng, reseal):
 @pytest.mark.parametrize("reseal", [False, True], ids=["raw", "resealed"])
 def test_random_byte_corruptions_of_a_gallery(built, workers, tmp_path, reseal):
     """>= 100 galleries with 1-3 random bytes changed (fixed seed). raw: as bit rot
-    leaves them (the seal refuses them before HDF5 parses a byte); resealed: the seal
+    leaves them (the seal refuses a damaged chunk before HDF5 parses a byte of it; verify
+    reads a few chunks, so damage elsewhere leaves its verdict unchanged); resealed: the seal
     recomputed after the damage, so HDF5 and the in-file digests and checks see it."""
     gallery = built["root"] / "g.h5"
     baseline = workers.run(_verify_args(built, gallery))
@@ -89,8 +90,8 @@ def test_random_byte_corruptions_of_a_gallery(built, workers, tmp_path, reseal):
     assert counts["accept-all"] == counts["tracebacks"] == counts["hangs"] == 0, \
         (line, examples)
     assert counts["other"] == 0, (line, examples.get("other"))
-    if not reseal:
-        assert counts["clean errors"] == N_FUZZ, line
+    if not reseal:  # HDF5 never gets a damaged byte: refused, or not read at all
+        assert counts["clean errors"] + counts["unchanged verdicts"] == N_FUZZ, line
 
 
 def test_random_byte_corruptions_of_a_store(built, workers, tmp_path):
