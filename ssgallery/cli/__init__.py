@@ -18,6 +18,20 @@ class _Group(click.Group):
     exit 130; any other exception -> "internal error" on one line + exit 4 (``--debug``
     or ``SSGALLERY_DEBUG=1``: the traceback too). Click's own usage errors exit 2."""
 
+    def main(self, *args, **kwargs):
+        """Ctrl-C or SIGTERM outside `invoke` (while click parses the command line
+        or exits) also ends with 130 and a truthful message (click: "Aborted!", 1)."""
+        try:
+            previous = {s: signal.signal(s, _exit_on_signal)
+                        for s in (signal.SIGTERM, signal.SIGINT)}
+        except ValueError:  # not the main thread
+            previous = {}
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
     def invoke(self, ctx):
         from ssgallery.formats.atomic import forget_written
 
@@ -93,6 +107,10 @@ def _exit_interrupted(note=""):
     else:
         click.echo("ssgallery: interrupted; nothing was written", err=True)
     sys.exit(130)
+
+
+def _exit_on_signal(signum, frame):
+    _exit_interrupted()
 
 
 def _raise_interrupt(signum, frame):
