@@ -308,3 +308,23 @@ def test_persistent_mode_reports_failures(tmp_path):
         server.request(str(bad), str(bad), str(tmp_path / "out.txt"), timeout=30)
     server.close()
     assert not server.alive()
+
+
+def test_enroll_again_with_another_program_refits(tmp_path):
+    """The store's fingerprint covers the program's contract: the same images enrolled
+    again with another program are fitted anew (not "nothing changed"), with the same
+    program they are not."""
+    from helpers import make_faces
+
+    from ssgallery.app.enroll import enroll
+    from ssgallery.formats.store import load_store
+
+    faces_dir = make_faces(str(tmp_path / "faces"), n_clients=2, n_images=3, shape=(16, 12))
+    store = tmp_path / "e.h5"
+    mad = {"command": [sys.executable, str(HERE / "example_mad.py")]}
+    assert enroll(faces_dir, store, matcher="external", matcher_options=mad).changed
+    first = load_store(store).matcher_state["contract_sha256"]
+    assert not enroll(faces_dir, store, matcher="external", matcher_options=mad).changed
+    assert enroll(faces_dir, store, matcher="external",
+                  matcher_options={"command": FOREIGN}).changed
+    assert load_store(store).matcher_state["contract_sha256"] != first

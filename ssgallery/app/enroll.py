@@ -217,7 +217,8 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, say, force):
     candidate = EnrollmentStore(images=src.images, labels=src.labels, paths=src.paths,
                                 sha256=src.shas, roots=src.roots, clients=src.clients,
                                 background=src.bg_names, matcher_name=matcher,
-                                matcher_config=config, matcher_state={})
+                                matcher_config=config,
+                                matcher_state=_contract_state(instance))
     old = src.old
     if old is not None and old.fingerprint == candidate.fingerprint:
         say("nothing changed: the store already holds exactly these images and settings")
@@ -230,6 +231,13 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, say, force):
     candidate.save(store_path, force=force)
     new = sorted(set(src.clients) - set(old.clients)) if old is not None else list(src.clients)
     return _summary(candidate, store_path, changed=True, new_clients=new, matcher=instance)
+
+
+def _contract_state(matcher):
+    """The part of a matcher's state known before fitting that the store's fingerprint
+    covers: an external program's contract digest (asks ``--describe``), else nothing."""
+    digest = getattr(matcher, "contract_digest", lambda: None)()  # duck-typed plug-ins
+    return {} if digest is None else {"contract_sha256": digest}
 
 
 def _add(src, store_path, say):

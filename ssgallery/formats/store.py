@@ -95,13 +95,18 @@ class EnrollmentStore:
 
     @property
     def fingerprint(self):
-        """sha256 over the content: images (by hash), roles, matcher name and config."""
+        """sha256 over the content: images (by hash), roles, matcher name and config, and
+        an external matcher's contract digest (``contract_sha256`` of its state: another
+        program is another matcher)."""
         role = {c: "client" for c in self.clients} | {b: "background" for b in self.background}
         rows = sorted(zip((role.get(str(lab), "?") for lab in self.labels),
                           map(str, self.labels), self.paths, self.sha256))
-        payload = json.dumps({"rows": rows, "matcher": self.matcher_name,
-                              "config": self.matcher_config, "shape": self.image_shape,
-                              "stale": sorted(self.stale_clients)}, sort_keys=True)
+        content = {"rows": rows, "matcher": self.matcher_name, "config": self.matcher_config,
+                   "shape": self.image_shape, "stale": sorted(self.stale_clients)}
+        contract = (self.matcher_state or {}).get("contract_sha256")
+        if contract is not None:
+            content["contract"] = str(contract)
+        payload = json.dumps(content, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()
 
     def matcher(self, host=None):

@@ -84,6 +84,10 @@ class Matcher:
         program an external matcher runs. Returns self."""
         return self
 
+    def contract_digest(self):
+        """SHA-256 (hex) of what the matcher's answers depend on besides `get_config`,
+        known before `fit` (an external program's contract), or None (nothing)."""
+
     def dimension(self):
         """d, the dimension of the matcher space, or None when unknown."""
 

@@ -281,6 +281,11 @@ class ExternalMatcher(Matcher):
             self._contract_checked = True
         return self.description_
 
+    def contract_digest(self):
+        """`contract_sha256_` of the program (asks ``--describe`` once)."""
+        self.describe()
+        return self.contract_sha256_
+
     def _check_contract(self):
         """Before the first scoring run of a matcher rebuilt from a file: the host's
         program must have the contract the file was made with."""
