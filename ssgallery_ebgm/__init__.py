@@ -4,6 +4,7 @@ It speaks the external-matcher contract of ssgallery (docs/formats.md) and is us
 ssgallery only through it, exactly like a third-party program::
 
     ssgallery-ebgm --probe-list A.txt --gallery-list B.txt [--out S.txt]
+    ssgallery-ebgm --quality-list A.txt [--out Q.txt]
     ssgallery-ebgm --describe
     ssgallery-ebgm --serve       # persistent mode: JSON-line requests on stdin/stdout
 
@@ -13,6 +14,12 @@ similarity matrix in list order (stdout without ``--out``). Every image is trans
 once per call (identical files are transformed once), images whose shape differs from
 the first gallery image are resampled to it. Deterministic; scores lie in [-1, 1], 1
 for identical images. See `ssgallery_ebgm.graph` for the algorithm.
+
+Quality (``--quality-list``, failure to acquire): how well an image's face graph
+matches its own mirror image, the same graph match and jet similarity as a score
+(`quality_files`): a frontal face is nearly left-right symmetric, and an image without
+Gabor structure (uniform, black) scores 0. ssgallery learns the threshold from the
+enrolled images.
 """
 
 import argparse
@@ -27,7 +34,8 @@ from .gabor import responses
 from .graph import GraphMatcher
 
 PROG = "ssgallery-ebgm"
-DESCRIPTION = {"kind": "similarity", "symmetric": False, "range": [-1.0, 1.0], "serve": True}
+DESCRIPTION = {"kind": "similarity", "symmetric": False, "range": [-1.0, 1.0], "serve": True,
+               "quality": True}
 
 
 class EbgmError(Exception):
@@ -146,6 +154,26 @@ def score_files(probe_paths, gallery_paths, chunk=32, cache_dir=None):
     return S[np.ix_(rows, cols)]
 
 
+def quality_files(paths):
+    """Face-likeness of image files, shape (n,): the score of each image (its graph
+    searched in the mirrored image) against itself; images are resampled to the first
+    one's shape. In [-1, 1]; 0 for an image without Gabor structure."""
+    if not paths:
+        return np.zeros(0)
+    for path in paths:
+        if not os.path.isfile(path):
+            raise EbgmError(f"no such image file: {path}")
+    matcher = GraphMatcher(load_image(paths[0]).shape)
+    out = np.empty(len(paths))
+    for i, path in enumerate(paths):
+        arr = load_image(path)
+        if arr.shape != matcher.shape:
+            arr = _resample(arr, matcher.shape)
+        mirror = matcher.probe_features(responses(np.ascontiguousarray(arr[:, ::-1])))
+        out[i] = matcher.score([mirror], [matcher.gallery_features(responses(arr))])[0, 0]
+    return out
+
+
 def format_matrix(S):
     return "".join(" ".join(f"{v:.9g}" for v in row) + "\n" for row in S)
 
@@ -157,12 +185,16 @@ def _parser():
     )
     p.add_argument("--probe-list", help="text file, one probe image path per line")
     p.add_argument("--gallery-list", help="text file, one gallery image path per line")
-    p.add_argument("--out", help="write the |probes| x |gallery| matrix here (default stdout)")
+    p.add_argument("--quality-list", help="text file, one image path per line: print the "
+                   "quality (face-likeness) of each, one per line")
+    p.add_argument("--out", help="write the |probes| x |gallery| matrix (or the qualities) "
+                   "here (default stdout)")
     p.add_argument("--describe", action="store_true", help="print the matcher's JSON description")
     p.add_argument("--serve", action="store_true",
                    help="persistent mode: read one JSON request per line on stdin "
-                   '({"probe_list", "gallery_list", "out"}), write the matrix to "out" and '
-                   'answer {"ok": true} or {"error": ...} on stdout; exit at end of input')
+                   '({"probe_list", "gallery_list", "out"} or {"quality_list", "out"}), write '
+                   'the answer to "out" and answer {"ok": true} or {"error": ...} on stdout; '
+                   "exit at end of input")
     p.add_argument("--cache-dir", help="keep the Gabor responses of image files (not .npy) here "
                    "across calls, keyed by content (3.3 MB per 92x112 image)")
     return p
@@ -182,9 +214,16 @@ def _keep_heap():
         pass
 
 
-def _answer(probe_list, gallery_list, out, cache_dir):
-    """Score the lists; write the matrix to ``out`` (atomically) or stdout."""
-    S = score_files(read_list(probe_list), read_list(gallery_list), cache_dir=cache_dir)
+def _answer(request, out, cache_dir):
+    """Answer ``request`` (probe_list + gallery_list, or quality_list); write the matrix
+    (one column for qualities) to ``out`` (atomically) or stdout."""
+    if request.get("quality_list"):
+        S = quality_files(read_list(request["quality_list"]))[:, None]
+    elif request.get("probe_list") and request.get("gallery_list"):
+        S = score_files(read_list(request["probe_list"]), read_list(request["gallery_list"]),
+                        cache_dir=cache_dir)
+    else:
+        raise EbgmError("a request needs probe_list and gallery_list, or quality_list")
     text = format_matrix(S)
     if out:
         tmp = out + ".tmp"
@@ -206,8 +245,9 @@ def serve(stdin, stdout, cache_dir=None):
         try:
             req = json.loads(line)
             if not isinstance(req, dict) or not req.get("out"):
-                raise EbgmError("a request needs probe_list, gallery_list and out")
-            _answer(req.get("probe_list"), req.get("gallery_list"), req["out"], cache_dir)
+                raise EbgmError("a request needs probe_list and gallery_list, or "
+                                "quality_list, and out")
+            _answer(req, req["out"], cache_dir)
             reply = {"ok": True}
         except (EbgmError, ValueError, TypeError) as exc:
             reply = {"error": " ".join(str(exc).split())}
@@ -228,11 +268,12 @@ def main(argv=None):
             return serve(sys.stdin, sys.stdout, args.cache_dir)
         except KeyboardInterrupt:
             return 130
-    if not args.probe_list or not args.gallery_list:
-        _parser().error("--probe-list and --gallery-list are required (or --describe)")
+    if not args.quality_list and (not args.probe_list or not args.gallery_list):
+        _parser().error("--probe-list and --gallery-list are required (or --quality-list, "
+                        "or --describe)")
     _keep_heap()
     try:
-        _answer(args.probe_list, args.gallery_list, args.out, args.cache_dir)
+        _answer(vars(args), args.out, args.cache_dir)
     except EbgmError as exc:
         print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2

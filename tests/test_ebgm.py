@@ -91,7 +91,7 @@ def test_cli_contract_with_out_and_stdout(images, tmp_path, capsys):
     assert main(["--describe"]) == 0
     desc = json.loads(capsys.readouterr().out)
     assert desc == {"kind": "similarity", "symmetric": False, "range": [-1.0, 1.0],
-                    "serve": True}
+                    "serve": True, "quality": True}
     assert main(["--probe-list", lst, "--gallery-list", lst]) == 0
     printed = np.loadtxt(capsys.readouterr().out.splitlines())
     out = tmp_path / "S.txt"
@@ -196,9 +196,10 @@ def test_att_enroll_compress_verify_with_the_ebgm_program(tmp_path, att_faces):
     assert run.returncode in (0, 1), run.stderr
     scores = [r["score"] for r in json.loads(run.stdout)["results"]]
     assert np.mean(scores[:2]) > np.mean(scores[2:])  # genuine above impostors
-    # the host's program first proves its contract (--describe), then one scoring run:
-    # 6 probes x m = 2
-    assert log.read_text().split("\n")[:-1] == ["describe", "6 2"]
+    # the host's program first proves its contract (--describe), then one quality run
+    # (failure to acquire) and one scoring run: 6 probes x m = 2
+    assert log.read_text().split("\n")[:-1] == ["describe", "quality 6", "6 2"]
+    assert {r["status"] for r in json.loads(run.stdout)["results"]} <= {"accept", "reject"}
     run = cli("verify", probes[0], "--claim", "nobody")
     assert run.returncode == 2 and "\n" not in run.stderr.strip()
 
@@ -222,3 +223,30 @@ def test_serve_answers_requests_until_end_of_input(images, tmp_path):
     assert main(["--probe-list", lst, "--gallery-list", lst, "--out",
                  str(tmp_path / "S0.txt")]) == 0
     np.testing.assert_array_equal(np.loadtxt(tmp_path / "S1.txt"), np.loadtxt(tmp_path / "S0.txt"))
+
+
+def test_quality_is_the_graph_match_with_the_mirror_image(tmp_path, att_faces):
+    """--quality-list (and the quality_list request of --serve), a real process: AT&T
+    faces score above uniform and noise images; a uniform image scores 0; a mirror-
+    symmetric image matches its mirror exactly (1)."""
+    import io
+
+    from ssgallery_ebgm import serve
+
+    faces = [str(att_faces / f"s{s}" / "1.pgm") for s in range(1, 6)]
+    rng = np.random.default_rng(0)
+    others = {"grey": np.full((112, 92), 128.0), "noise": rng.uniform(0, 255, (112, 92)),
+              "mirror-symmetric": np.tile(np.linspace(0, 255, 112)[:, None], (1, 92))}
+    for name, arr in others.items():
+        write_pgm(tmp_path / f"{name}.pgm", arr)
+    lst = write_list(tmp_path / "q.txt", faces + [tmp_path / f"{n}.pgm" for n in others])
+    out = subprocess.run([EBGM, "--quality-list", lst], capture_output=True, text=True,
+                         check=True, env=dict(os.environ, OMP_NUM_THREADS="1")).stdout
+    q = np.loadtxt(out.splitlines())
+    assert q.shape == (8,) and np.isfinite(q).all()
+    assert q[:5].min() > q[6] and q[5] == 0.0 and q[7] == pytest.approx(1.0, abs=1e-6)
+    stdout = io.StringIO()
+    request = {"quality_list": lst, "out": str(tmp_path / "Q.txt")}
+    assert serve(io.StringIO(json.dumps(request) + "\n"), stdout) == 0
+    assert json.loads(stdout.getvalue()) == {"ok": True}
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "Q.txt"), q, rtol=1e-8)

@@ -41,7 +41,8 @@ def test_registered_under_external():
 def test_foreign_distance_matcher_contract():
     imgs = faces()
     m = fitted(FOREIGN, imgs)
-    assert m.describe() == {"kind": "distance", "symmetric": False, "range": [0.0, 1.0]}
+    assert m.describe() == {"kind": "distance", "symmetric": False, "range": [0.0, 1.0],
+                            "quality": False}
     state = m.get_state()
     assert state["conversion"] == "exp(-d/scale)" and state["distance_scale"] > 0
     X = m.transform(imgs)
@@ -277,15 +278,15 @@ SERVE_MAD = [sys.executable, str(HERE / "serve_mad.py")]
 def test_persistent_mode_starts_the_program_once(tmp_path, monkeypatch):
     log = tmp_path / "log"
     monkeypatch.setenv("MAD_SERVE_LOG", str(log))
-    served = fitted(SERVE_MAD)  # fitting a distance scores once (its scale)
+    served = fitted(SERVE_MAD)  # fitting: one scoring call (the distance scale), one quality
     oneshot = fitted(SERVE_MAD, serve=False)
     log.unlink()
     X = faces(5, seed=1).reshape(5, -1)
     sims = [served.similarity()(X[i:i + 2], X) for i in range(3)]
-    assert served.n_calls_ == 1 + 3 and served.n_starts_ == 1
+    assert served.n_calls_ == 2 + 3 and served.n_starts_ == 1
     for i, S in enumerate(sims):
         np.testing.assert_allclose(S, oneshot.similarity()(X[i:i + 2], X), rtol=1e-12)
-    assert oneshot.n_starts_ == oneshot.n_calls_ == 1 + 3
+    assert oneshot.n_starts_ == oneshot.n_calls_ == 2 + 3
     events = log.read_text().split()
     assert events.count("start") == 3 and events.count("request") == 3 + 3
     # a served program that dies is restarted on the next call
@@ -305,7 +306,8 @@ def test_persistent_mode_reports_failures(tmp_path):
 
     server = MatcherServer(served._resolve(), served.program)
     with pytest.raises(MatcherError, match="failed: .*missing.txt"):
-        server.request(str(bad), str(bad), str(tmp_path / "out.txt"), timeout=30)
+        server.request({"probe_list": str(bad), "gallery_list": str(bad),
+                        "out": str(tmp_path / "out.txt")}, timeout=30)
     server.close()
     assert not server.alive()
 

@@ -7,7 +7,9 @@
         S.txt: |A| x |B| whitespace-separated similarity matrix in list order; exit 0
     PROGRAM --describe
         {"kind": "similarity"|"distance", "symmetric": bool, "range": [lo, hi],
-         "serve": bool (optional)}
+         "serve": bool (optional), "quality": bool (optional)}
+    PROGRAM --quality-list A.txt --out Q.txt   (only when --describe says "quality": true)
+        Q.txt: |A| numbers, one per line: how face-like each image is, higher is more
     PROGRAM --serve   (only when --describe says "serve": true)
         started once; answers the same requests as JSON lines on stdin/stdout
         (`ssgallery.matchers.serve`)
@@ -31,6 +33,10 @@ A *distance* is turned into a similarity ``s = exp(-d / scale)`` (positive and l
 for closer pairs, as the heuristic gradient of Eq. 7 (eq:similarity-grad) assumes), with
 ``scale`` the median distance between training images measured once at ``fit`` (or the
 ``distance_scale`` parameter); the conversion and the scale are part of the state.
+
+Failure to acquire: a program that offers a quality score gets the training images'
+scores at ``fit``; `quality_threshold` sets ``quality_threshold_`` from them, and a
+probe scoring below it is not a face (`Matcher.is_face`), as for eigenface and dlib.
 """
 
 import hashlib
@@ -57,6 +63,8 @@ PIXEL_RANGE = (0.0, 255.0)
 MAX_ANSWER_BASE = 1 << 20  # bytes of a program's output, plus ...
 MAX_ANSWER_PER_PAIR = 64  # ... this many per scored pair
 MAX_STDERR_KEPT = 1 << 16  # the tail of stderr kept for messages
+QUALITY_MAX_IMAGES = 600  # training images whose quality sets the threshold
+QUALITY_MARGIN = 0.5  # threshold: lowest training quality - this x (median - lowest)
 
 
 def _as_str(value):
@@ -70,6 +78,30 @@ def write_pgm(path, image):
     with open(path, "wb") as handle:
         handle.write(b"P5\n%d %d\n255\n" % (image.shape[1], image.shape[0]))
         handle.write(image.tobytes())
+
+
+def write_images(folder, tag, images):
+    """Images (n, H, W) as files in ``folder``: integer pixels on [0, 255] as lossless
+    .pgm, any other (a prototype) as float32 .npy (rounding would erase small steps).
+    Returns their paths."""
+    paths = []
+    for i, img in enumerate(images):
+        if np.all((img >= 0) & (img <= 255) & (img == np.round(img))):
+            paths.append(os.path.join(folder, f"{tag}{i:06d}.pgm"))
+            write_pgm(paths[-1], img)
+        else:
+            paths.append(os.path.join(folder, f"{tag}{i:06d}.npy"))
+            np.save(paths[-1], np.asarray(img, dtype=np.float32))
+    return paths
+
+
+def quality_threshold(quality):
+    """The quality a probe needs to be a face, from the training images' (n,): the
+    lowest minus `QUALITY_MARGIN` times its distance to the median (every training
+    image passes; a probe must look at least nearly as much like a face)."""
+    q = np.asarray(quality, dtype=float)
+    low = float(q.min())
+    return low - QUALITY_MARGIN * (float(np.median(q)) - low)
 
 
 def parse_matrix(text, shape, program):
@@ -142,6 +174,9 @@ class ExternalMatcher(Matcher):
     n_starts_ : int
         Program processes started (``--describe`` excluded): one per scoring call in
         one-shot mode, one per ssgallery process in persistent mode.
+    quality_threshold_ : float or None
+        Probes whose `quality` is below it fail to acquire; None when the program
+        offers no quality score.
     """
 
     name = "external"
@@ -156,6 +191,7 @@ class ExternalMatcher(Matcher):
         self.serve = serve
         self.n_calls_ = self.n_pairs_ = self.n_cached_ = self.n_starts_ = 0
         self._cache = {}
+        self._quality = {}  # pixel digest -> the program's quality score
         self._contract_checked = True  # False once rebuilt from a file (from_state)
         self._server = None
 
@@ -272,6 +308,7 @@ class ExternalMatcher(Matcher):
             raise MatcherError(f"matcher {self.program} --describe: range must be [lo, hi] "
                                "with lo < hi")
         self.serve_offered_ = raw.get("serve") is True
+        desc["quality"] = raw.get("quality") is True
         return desc, contract_digest(raw, self.get_config())
 
     def describe(self):
@@ -304,56 +341,74 @@ class ExternalMatcher(Matcher):
         shape = (len(probe_paths), len(gallery_paths))
         if 0 in shape:
             return np.zeros(shape)
+        text = self._call({"probe_list": probe_paths, "gallery_list": gallery_paths},
+                          shape[0] * shape[1], workdir)
+        self.n_pairs_ += shape[0] * shape[1]
+        return parse_matrix(text, shape, self.program)
+
+    def quality_paths(self, paths, workdir=None):
+        """The program's quality score of image files, shape (n,), one run."""
+        if not paths:
+            return np.zeros(0)
+        text = self._call({"quality_list": paths}, len(paths), workdir)
+        return parse_matrix(text, (len(paths), 1), self.program)[:, 0]
+
+    def _call(self, lists, n_pairs, workdir):
+        """One request of the contract (one run, or one request to the served program):
+        ``lists`` maps each list option (probe_list, ...) to its image paths; returns the
+        answer's text (the answer file, else stdout). ``n_pairs`` sets the timeout."""
         with tempfile.TemporaryDirectory(prefix="ssgallery-match-", dir=workdir) as tmp:
-            lists = []
-            for name, paths in (("probes.txt", probe_paths), ("gallery.txt", gallery_paths)):
-                lists.append(os.path.join(tmp, name))
+            request = {}
+            for name, paths in lists.items():
                 for p in paths:
                     if "\n" in str(p) or "\r" in str(p):
                         raise InputError(f"image path {p!r} contains a line break")
-                with open(lists[-1], "w", encoding="utf-8") as handle:
+                request[name] = os.path.join(tmp, f"{name}.txt")
+                with open(request[name], "w", encoding="utf-8") as handle:
                     handle.writelines(os.path.abspath(p) + "\n" for p in paths)
-            out_path = os.path.join(tmp, "scores.txt")
+            request["out"] = os.path.join(tmp, "answer.txt")
             self._check_contract()
-            n_pairs = shape[0] * shape[1]
+            stdout = b""
             if self._serves():
                 from ssgallery.matchers.serve import shared_server
 
-                stdout = b""
                 self._server, started = shared_server(self._resolve(), self.program)
                 self.n_starts_ += int(started)
-                self._server.request(lists[0], lists[1], out_path, timeout=float(
-                    self.timeout_base) + float(self.timeout_per_pair) * n_pairs)
+                self._server.request(request, timeout=float(self.timeout_base)
+                                     + float(self.timeout_per_pair) * n_pairs)
             else:
-                stdout = self.run(["--probe-list", lists[0], "--gallery-list", lists[1],
-                                   "--out", out_path], n_pairs=n_pairs)
+                stdout = self.run([a for key, value in request.items()
+                                   for a in ("--" + key.replace("_", "-"), value)],
+                                  n_pairs=n_pairs)
                 self.n_starts_ += 1
             self.n_calls_ += 1
-            self.n_pairs_ += shape[0] * shape[1]
-            if os.path.lexists(out_path):
-                stdout = read_regular(out_path, f"answer file of matcher {self.program}",
-                                      answer_limit(shape[0] * shape[1]), error=MatcherError)
-            text = stdout.decode("utf-8", "replace")
-            return parse_matrix(text, shape, self.program)
+            if os.path.lexists(request["out"]):
+                stdout = read_regular(request["out"], f"answer file of matcher {self.program}",
+                                      answer_limit(n_pairs), error=MatcherError)
+            return stdout.decode("utf-8", "replace")
 
     def score_images(self, X, Y):
-        """Raw program answers (n, m) for images X (n, H, W) and Y (m, H, W), one run.
-
-        Images whose pixels are all integers in [0, 255] go as lossless .pgm files,
-        any other (a prototype) as float32 .npy (rounding would erase small steps)."""
+        """Raw program answers (n, m) for images X (n, H, W) and Y (m, H, W), one run
+        (files: `write_images`)."""
         with tempfile.TemporaryDirectory(prefix="ssgallery-img-") as tmp:
-            lists = []
-            for tag, images in (("p", X), ("g", Y)):
-                paths = []
-                for i, img in enumerate(images):
-                    if np.all((img >= 0) & (img <= 255) & (img == np.round(img))):
-                        paths.append(os.path.join(tmp, f"{tag}{i:06d}.pgm"))
-                        write_pgm(paths[-1], img)
-                    else:
-                        paths.append(os.path.join(tmp, f"{tag}{i:06d}.npy"))
-                        np.save(paths[-1], np.asarray(img, dtype=np.float32))
-                lists.append(paths)
-            return self.score_paths(lists[0], lists[1], workdir=tmp)
+            return self.score_paths(write_images(tmp, "p", X), write_images(tmp, "g", Y),
+                                    workdir=tmp)
+
+    def quality(self, images):
+        """The program's quality score of images (n, H, W), shape (n,), higher is more
+        face-like; NaN when the program offers none. One run for the images not asked
+        before (`is_face` after `quality` runs nothing)."""
+        self._check_fitted()
+        images = self._check_images(images)
+        if not self.describe().get("quality"):
+            return np.full(len(images), np.nan)
+        keys = self._digests(images.reshape(len(images), -1))
+        new = sorted({k: i for i, k in enumerate(keys) if k not in self._quality}.values())
+        if new:
+            with tempfile.TemporaryDirectory(prefix="ssgallery-img-") as tmp:
+                q = self.quality_paths(write_images(tmp, "q", images[new]), workdir=tmp)
+            self._quality.update(zip((keys[i] for i in new), q))
+        return np.array([self._quality[k] for k in keys], dtype=float)
 
     # -- conversion and cache ----------------------------------------------------------
     def _convert(self, D):
@@ -450,6 +505,9 @@ class ExternalMatcher(Matcher):
             off = D[~np.eye(len(sub), dtype=bool)]
             med = float(np.median(off)) if off.size else 1.0
             self.distance_scale_ = med if med > 0 else 1.0
+        self.quality_threshold_ = None
+        if self.describe()["quality"]:
+            self.quality_threshold_ = quality_threshold(self.quality(images[:QUALITY_MAX_IMAGES]))
         return self
 
     def transform(self, images):
@@ -490,7 +548,10 @@ class ExternalMatcher(Matcher):
                 "range": np.asarray(desc["range"], dtype=float),
                 "conversion": "exp(-d/scale)" if kind == "distance" else "identity",
                 "distance_scale": float(self._scale()),
-                "contract_sha256": self.contract_sha256_, "serve_offered": int(self._offers())}
+                "contract_sha256": self.contract_sha256_, "serve_offered": int(self._offers()),
+                "quality": int(desc["quality"]),
+                "quality_threshold": float("nan") if self.quality_threshold_ is None
+                else float(self.quality_threshold_)}
 
     @classmethod
     def from_state(cls, config, state):
@@ -510,6 +571,9 @@ class ExternalMatcher(Matcher):
             self.distance_scale_ = _positive(np.asarray(state["distance_scale"]))
             self.contract_sha256_ = _as_str(state["contract_sha256"])
             self._contract_checked = False
+            self.description_["quality"] = bool(np.asarray(state.get("quality", 0)))
+            threshold = float(np.asarray(state.get("quality_threshold", np.nan)))
+            self.quality_threshold_ = None if np.isnan(threshold) else threshold
             if "serve_offered" in state:  # files written before the persistent mode: ask
                 self.serve_offered_ = bool(np.asarray(state["serve_offered"]))
         except (KeyError, TypeError, ValueError) as exc:
@@ -518,9 +582,11 @@ class ExternalMatcher(Matcher):
         lo, hi = self.description_["range"]
         if (len(self.image_shape) != 2 or min(self.image_shape) < 1
                 or self.description_["kind"] not in ("similarity", "distance")
-                or not lo < hi or len(self.contract_sha256_) != 64):
+                or not lo < hi or len(self.contract_sha256_) != 64
+                or self.description_["quality"] != (self.quality_threshold_ is not None)
+                or not np.isfinite(self.quality_threshold_ or 0.0)):
             raise MatcherError("external matcher state is inconsistent (image shape, kind, "
-                               "range or contract digest)")
+                               "range, contract digest or quality threshold)")
         return self
 
     def attach_host(self, host):

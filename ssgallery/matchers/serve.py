@@ -6,6 +6,7 @@ line, so its start-up (interpreter, libraries, models) is paid once per ssgaller
 process instead of once per scoring call::
 
     request  (ssgallery -> program):  {"probe_list": A.txt, "gallery_list": B.txt, "out": S.txt}
+                                      {"quality_list": A.txt, "out": Q.txt}   ("quality": true)
     response (program -> ssgallery):  {"ok": true}            S.txt holds the matrix
                                       {"error": "one line"}   the request failed
 
@@ -86,10 +87,10 @@ class MatcherServer:
         lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
         return f": {lines[-1].strip()[:300]}" if lines else ""
 
-    def request(self, probe_list, gallery_list, out, timeout):
-        """Ask for one matrix; returns when ``out`` is written. Raises MatcherError."""
-        line = json.dumps({"probe_list": probe_list, "gallery_list": gallery_list,
-                           "out": out}) + "\n"
+    def request(self, fields, timeout):
+        """Send one request (``fields``: the list files and ``out``); returns when the
+        program says ``out`` is written. Raises MatcherError."""
+        line = json.dumps(fields) + "\n"
         try:
             self.proc.stdin.write(line.encode())
             self.proc.stdin.flush()
