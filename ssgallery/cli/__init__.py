@@ -96,9 +96,9 @@ def _ignore_sigxfsz():
 def _exit_interrupted(note=""):
     """Exit 130 saying truthfully which outputs were replaced before the interrupt
     (``note``: what the command kept instead, e.g. the committed clients of compress)."""
-    from ssgallery.formats.atomic import written_paths
-
-    done = written_paths()
+    # never an import here: the signal may come while that very module loads
+    atomic = sys.modules.get("ssgallery.formats.atomic")
+    done = getattr(atomic, "written_paths", list)()
     if note:
         click.echo(f"ssgallery: interrupted; {note}", err=True)
     elif done:
