@@ -35,6 +35,13 @@ def printable(text):
     return "".join(out)
 
 
+def option(name):
+    """How a library message names one of its parameters (``option("skip_bad")`` gives
+    ```skip_bad```): library messages never name a command-line flag; the command line
+    shows each such name as its own flag or argument (``--skip-bad``)."""
+    return f"`{name}`"
+
+
 class SsgalleryError(Exception):
     """A problem with the user's input, files or matcher, reported in one line."""
 

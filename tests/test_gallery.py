@@ -202,7 +202,7 @@ def test_compress_options(built, tmp_path):
     # 5 folds asked, but only 4 impostor subjects to hold out
     assert read_client(root / "g.h5", "c01").provenance["threshold_method"] == \
         "4-fold CV, impostors held out by subject"
-    with pytest.raises(InputError, match="--m must be a positive integer"):
+    with pytest.raises(InputError, match="`m` must be a positive integer"):
         compress(root / "e.h5", tmp_path / "g2.h5", m=0)
     assert not (tmp_path / "g2.h5").exists()
     # max_iter reaches the learner (paper: sweeps over the m prototypes)
@@ -211,7 +211,7 @@ def test_compress_options(built, tmp_path):
     prov = read_client(tmp_path / "g3.h5", "c01").provenance
     assert prov["max_iter"] == 2 and 1 <= prov["n_iter"] <= 2 * 2  # n_iter counts moves
     assert read_client(root / "g.h5", "c01").provenance["max_iter"] == 200  # the default
-    with pytest.raises(InputError, match="--max-iter must be a positive integer"):
+    with pytest.raises(InputError, match="`max_iter` must be a positive integer"):
         compress(root / "e.h5", tmp_path / "g4.h5", max_iter=0)
 
 

@@ -149,7 +149,7 @@ def test_non_image_extension_is_error_or_skipped(faces):
         load_faces(faces)
     msg = str(err.value)
     assert msg.startswith(f"{faces / 's2' / 'notes.txt'}: not an image file")
-    assert "\n" not in msg and "--skip-bad" in msg
+    assert "\n" not in msg and "`skip_bad`" in msg
     seen, warn = messages()
     fs = load_faces(faces, skip_bad=True, warn=warn, size=None)
     assert len(fs) == 9
@@ -180,7 +180,7 @@ def test_truncated_image(tmp_path, ext):
 def test_truncated_image_in_folder_is_error_or_skipped(faces):
     data = (faces / "s10" / "1.pgm").read_bytes()
     (faces / "s10" / "1.pgm").write_bytes(data[:-100])
-    with pytest.raises(InputError, match=r"s10/1\.pgm: truncated image; use --skip-bad"):
+    with pytest.raises(InputError, match=r"s10/1\.pgm: truncated image; use `skip_bad`"):
         load_faces(faces)
     _, warn = messages()
     fs = load_faces(faces, skip_bad=True, warn=warn, size=None)

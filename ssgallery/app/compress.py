@@ -38,7 +38,7 @@ from ssgallery.app.training_sets import (
     subject_means,
     training_rows,
 )
-from ssgallery.errors import InputError, NotRenderableError, SsgalleryError
+from ssgallery.errors import InputError, NotRenderableError, SsgalleryError, option
 from ssgallery.learn.defaults import DEFAULT_LAM
 from ssgallery.learn.supersparse import resolve_init
 from ssgallery.learn.threads import single_threaded_blas
@@ -82,19 +82,19 @@ INITS = ("auto", "class", "genuine", "kmeans", "random")
 
 def _check_options(m, rho, target_far, lam, solver, init, max_iter=MAX_ITER):
     if m != "auto" and (isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1):
-        raise InputError(f"--m must be a positive integer or 'auto', got {m!r}")
+        raise InputError(f"{option('m')} must be a positive integer or 'auto', got {m!r}")
     if not 0.0 <= float(target_far) < 1.0:
-        raise InputError(f"--target-far must be in [0, 1), got {target_far}")
+        raise InputError(f"{option('target_far')} must be in [0, 1), got {target_far}")
     if float(lam) < 0:
-        raise InputError(f"--lam must be >= 0, got {lam}")
+        raise InputError(f"{option('lam')} must be >= 0, got {lam}")
     if rho is not None and float(rho) < 0:
-        raise InputError(f"--rho must be >= 0, got {rho}")
+        raise InputError(f"{option('rho')} must be >= 0, got {rho}")
     if solver not in ("varpro", "paper"):
-        raise InputError(f"--solver must be 'varpro' or 'paper', got {solver!r}")
+        raise InputError(f"{option('solver')} must be 'varpro' or 'paper', got {solver!r}")
     if init not in INITS:
-        raise InputError(f"--init must be one of {', '.join(INITS)}, got {init!r}")
+        raise InputError(f"{option('init')} must be one of {', '.join(INITS)}, got {init!r}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise InputError(f"--max-iter must be a positive integer, got {max_iter!r}")
+        raise InputError(f"{option('max_iter')} must be a positive integer, got {max_iter!r}")
 
 
 @dataclass

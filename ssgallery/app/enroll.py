@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ssgallery.errors import FormatError, InputError
+from ssgallery.errors import FormatError, InputError, option
 from ssgallery.formats.store import EnrollmentStore, load_store
 
 
@@ -127,8 +127,8 @@ def _old_store(store_path, add, force):
 
     exists = os.path.exists(store_path)
     if add and not exists:
-        raise FormatError("no such ssgallery enrollment store to add to (drop --add to "
-                          "create it)", path=store_path)
+        raise FormatError(f"no such ssgallery enrollment store to add to (drop "
+                          f"{option('add')} to create it)", path=store_path)
     if exists and not add:
         check_writable(store_path, FORMAT, force)
         if force and hdf5_format(store_path) != FORMAT:
@@ -256,7 +256,7 @@ def _add(src, store_path, say):
         if name in known:
             if rows != old_rows.get(name, set()):
                 raise InputError(f"client '{name}' is already enrolled with other images; "
-                                 "re-run enroll without --add to re-enrol everyone",
+                                 f"re-run enroll without {option('add')} to re-enrol everyone",
                                  path=store_path)
             continue
         keep[idx] = True
@@ -278,7 +278,7 @@ def _add(src, store_path, say):
     if old.features is not None:  # the matcher is kept, so old features stay valid
         store.features = np.concatenate([old.features, old.matcher().transform(images[keep])])
     say(f"added {len(new_clients)} client(s) without refitting the {old.matcher_name} "
-        f"matcher: its basis is stale (re-run enroll without --add to refit)")
+        f"matcher: its basis is stale (re-run enroll without {option('add')} to refit)")
     store.save(store_path)
     return _summary(store, store_path, changed=True, new_clients=new_clients)
 

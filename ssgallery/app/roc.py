@@ -10,7 +10,7 @@ import numpy as np
 
 from ssgallery.biometrics.evaluation import evaluate
 from ssgallery.biometrics.scores import Scores, read_score_files
-from ssgallery.errors import InputError
+from ssgallery.errors import InputError, option
 from ssgallery.learn.threads import single_threaded_blas
 
 # --------------------------------------------------------------------------- entry point
@@ -165,17 +165,20 @@ def _select(faces_dir, options):
         given.add("faces_dir")
     if given & {"dev_scores", "eval_scores"}:
         if given != {"dev_scores", "eval_scores"}:
-            raise InputError("--dev-scores and --eval-scores go together, without other inputs")
+            raise InputError(f"{option('dev_scores')} and {option('eval_scores')} go together, "
+                             "without other inputs")
         return roc_dev_eval
     if "scores" in given:
         if given != {"scores"}:
-            raise InputError("--scores cannot be combined with FACES_DIR or --gallery/--probes")
+            raise InputError(f"{option('scores')} cannot be combined with {option('faces_dir')} "
+                             f"or {option('gallery')}/{option('probes')}")
         return roc_scores
     if given & {"gallery", "probes"}:
         if not {"gallery", "probes"} <= given:
-            raise InputError("--gallery and --probes go together")
+            raise InputError(f"{option('gallery')} and {option('probes')} go together")
         if "faces_dir" in given:
-            raise InputError("give either FACES_DIR or --gallery/--probes, not both")
+            raise InputError(f"give either {option('faces_dir')} or "
+                             f"{option('gallery')}/{option('probes')}, not both")
         return roc_gallery
     return roc_protocol if faces_dir else roc_store
 

@@ -42,7 +42,10 @@ class _Group(click.Group):
         try:
             result = super().invoke(ctx)
         except SsgalleryError as exc:
-            _fail(f"error: {exc}", exc.exit_code, ctx)
+            from ssgallery.cli.options import as_flags
+
+            command = self.get_command(ctx, ctx.invoked_subcommand or "")
+            _fail(f"error: {as_flags(exc, command)}", exc.exit_code, ctx)
         except KeyboardInterrupt as exc:
             _exit_interrupted(str(exc))
         except click.exceptions.Exit:

@@ -4,7 +4,7 @@ import json
 
 import click
 
-from ssgallery.errors import printable
+from ssgallery.cli.options import warn
 
 
 def _parse_size(ctx, param, value):
@@ -128,9 +128,6 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
         options["variance"] = variance
     if gamma is not None:
         options["gamma"] = _gamma(gamma)
-
-    def warn(message):
-        click.echo(f"ssgallery: warning: {printable(message)}", err=True)
 
     summary = enroll(faces_dir, store, matcher=matcher, matcher_options=options,
                      clients=clients, background=background, add=add, strict=strict,

@@ -1,4 +1,7 @@
-"""Options shared by several commands: the host's matcher program and signing key."""
+"""Options shared by several commands: the host's matcher program and signing key; how
+library messages are shown (`as_flags`, `warn`)."""
+
+import re
 
 import click
 
@@ -49,8 +52,33 @@ def probe_paths(probes, list_file):
     return paths
 
 
+_OPTION = re.compile(r"`([a-z][a-z0-9_]*)`")
+
+
+def as_flags(text, command=None):
+    """A library message as the command line shows it: each parameter it names
+    (`ssgallery.errors.option`) becomes ``command``'s long flag or argument name for
+    that parameter (e.g. ``--skip-bad``, ``FACES_DIR``: an argument is also found by
+    its metavar), else ``--name-with-dashes``."""
+    params = {p.name: p for p in getattr(command, "params", ())}
+    for p in getattr(command, "params", ()):
+        if isinstance(p, click.Argument) and p.metavar:
+            params.setdefault(p.metavar.strip("[]. ").lower(), p)
+
+    def shown(match):
+        param = params.get(match.group(1))
+        if isinstance(param, click.Argument):
+            return param.human_readable_name.strip("[]. ")
+        flags = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+        return flags[0] if flags else "--" + match.group(1).replace("_", "-")
+
+    return _OPTION.sub(shown, str(text))
+
+
 def warn(message):
-    """Print a warning line (control characters escaped)."""
+    """Print a library warning line (flags shown, control characters escaped)."""
     from ssgallery.errors import printable
 
-    click.echo(f"ssgallery: warning: {printable(message)}", err=True)
+    ctx = click.get_current_context(silent=True)
+    text = as_flags(message, ctx.command if ctx is not None else None)
+    click.echo(f"ssgallery: warning: {printable(text)}", err=True)

@@ -4,8 +4,7 @@ import sys
 
 import click
 
-from ssgallery.cli.options import key_file_option, matcher_cmd_option
-from ssgallery.errors import printable
+from ssgallery.cli.options import key_file_option, matcher_cmd_option, warn
 
 DEFAULT_METHODS = "svm,ssvm,svm-red,svm-sel"
 
@@ -143,7 +142,7 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
                      criterion_far=criterion_far, methods=methods, m=m,
                      n_enrolled=enrolled, n_train=train_images, repetitions=repetitions,
                      seed=seed, n_jobs=jobs, progress=progress, progress_total=total,
-                     warn=lambda msg: click.echo(f"ssgallery: warning: {printable(msg)}", err=True),
+                     warn=warn,
                      plot=not no_plot, identification=identification, force=force,
                      key_file=key_file, matcher_cmd=matcher_cmd)
     finally:

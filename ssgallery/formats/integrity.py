@@ -29,7 +29,7 @@ import stat
 
 import numpy as np
 
-from ssgallery.errors import FormatError, SsgalleryError
+from ssgallery.errors import FormatError, SsgalleryError, option
 
 KEY_ENV = "SSGALLERY_KEY_FILE"
 MAX_KEY_BYTES = 4096
@@ -231,7 +231,7 @@ def check_signature(root_attrs, digest, key, kind, path=None):
     found = root_attrs.get("hmac")
     if found is None:
         raise FormatError(f"{kind} is not signed, and a signing key is configured "
-                          f"(${KEY_ENV} or --key-file)", path=path)
+                          f"(${KEY_ENV} or {option('key_file')})", path=path)
     if isinstance(found, bytes):
         found = found.decode("ascii", "replace")
     if not _hmac.compare_digest(str(found), sign(digest, key)):

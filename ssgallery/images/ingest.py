@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ssgallery.errors import InputError
+from ssgallery.errors import InputError, option
 from ssgallery.formats.hdf5 import client_id_problem
 from ssgallery.safeio import MAX_IMAGE_BYTES, read_regular
 
@@ -274,7 +274,7 @@ def scan_faces(root, extensions=IMAGE_EXTENSIONS, min_images=1, skip_bad=False,
                 continue
             msg = f"not an image file (extension '{entry.suffix or '(none)'}')"
             if not skip_bad:
-                raise InputError(msg + "; use --skip-bad to skip it", path=entry)
+                raise InputError(f"{msg}; use {option('skip_bad')} to skip it", path=entry)
             warn(f"{entry}: {msg}; skipped")
         if len(paths) < min_images:
             raise InputError(f"client folder has {len(paths)} image(s), at least "
@@ -356,7 +356,7 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
                 arr = _decode(data, path)
             except InputError as exc:
                 if not skip_bad:
-                    raise InputError(f"{exc}; use --skip-bad to skip it") from None
+                    raise InputError(f"{exc}; use {option('skip_bad')} to skip it") from None
                 warn(f"{exc}; skipped")
                 continue
             arr, size = _conform(arr, size, strict, path, resized)
@@ -371,7 +371,7 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
     if resized:
         first, have = resized[0]
         warn(f"resized {len(resized)} image(s) to {_fmt_size(size)} (first: {first} was "
-             f"{_fmt_size(have)}); use --strict to refuse them")
+             f"{_fmt_size(have)}); use {option('strict')} to refuse them")
     return FaceSet(images=np.stack(images).astype(np.float32, copy=False),
                    labels=np.array(labels, dtype=str), paths=rel, sha256=digests,
                    root=os.fspath(root))

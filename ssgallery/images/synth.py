@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ssgallery.errors import InputError, SsgalleryError
+from ssgallery.errors import InputError, SsgalleryError, option
 from ssgallery.formats.atomic import write_text_atomic
 
 WIDTH, HEIGHT = 92, 112
@@ -377,8 +377,8 @@ def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2
     targets = [out / "faces", out / "probes"]
     for t in targets:
         if t.exists() and any(t.iterdir()) and not force:
-            raise InputError("already exists and is not empty (use --force to replace it)",
-                             path=t)
+            raise InputError(f"already exists and is not empty (use {option('force')} to "
+                             "replace it)", path=t)
     out.mkdir(parents=True, exist_ok=True)
     tmp = {t: out / f".{t.name}.tmp" for t in targets}
     for d in tmp.values():

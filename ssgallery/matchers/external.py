@@ -53,7 +53,7 @@ import time
 
 import numpy as np
 
-from ssgallery.errors import InputError, MatcherError, printable
+from ssgallery.errors import InputError, MatcherError, option, printable
 from ssgallery.learn.similarity import CallableSimilarity, HeuristicGradient
 from ssgallery.matchers.base import Matcher
 from ssgallery.matchers.host import CMD_ENV, split_command
@@ -228,8 +228,8 @@ class ExternalMatcher(Matcher):
         """The command as an argument list."""
         if self.command is None:
             raise MatcherError("the external matcher's program is not named on this host "
-                               f"(a file never names it): set ${CMD_ENV} or give the "
-                               "matcher command option")
+                               f"(a file never names it): set ${CMD_ENV} or give "
+                               f"{option('matcher_cmd')}")
         try:
             return split_command(self.command, "this host")
         except InputError as exc:

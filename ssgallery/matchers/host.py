@@ -20,7 +20,7 @@ import os
 import shlex
 from dataclasses import dataclass
 
-from ssgallery.errors import InputError
+from ssgallery.errors import InputError, option
 
 CMD_ENV = "SSGALLERY_MATCHER_CMD"
 CONFIG_ENV = "SSGALLERY_CONFIG"
@@ -105,8 +105,8 @@ def host_matcher(matcher_cmd=None):
     if cache_dir is not None and not isinstance(cache_dir, str):
         raise InputError("[external] cache_dir must be a string", path=config_path)
     if matcher_cmd is not None:
-        return HostMatcher(split_command(matcher_cmd, "--matcher-cmd"), cache_dir,
-                           "--matcher-cmd")
+        return HostMatcher(split_command(matcher_cmd, option("matcher_cmd")), cache_dir,
+                           option("matcher_cmd"))
     if os.environ.get(CMD_ENV):
         return HostMatcher(split_command(os.environ[CMD_ENV], f"${CMD_ENV}"), cache_dir,
                            f"${CMD_ENV}")
