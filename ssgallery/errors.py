@@ -15,6 +15,35 @@ EXIT_FAILURE_TO_ACQUIRE = 3  # a probe that is not a usable face: never an accep
 EXIT_INTERNAL = 4  # unexpected exception: one line; --debug shows the traceback
 EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM
 
+_deferring = []  # one entry per open `interrupts_deferred` block
+_pending = []  # interrupts that came during such a block
+
+
+def interrupt():
+    """What the command line's Ctrl-C / SIGTERM handler does: raise KeyboardInterrupt,
+    or, inside `interrupts_deferred`, when that block ends."""
+    if _deferring:
+        _pending.append(True)
+        return
+    raise KeyboardInterrupt
+
+
+class interrupts_deferred:  # lower case: used as ``with interrupts_deferred():``
+    """Hold interrupts (`interrupt`) until the block ends, then raise KeyboardInterrupt:
+    for a step that must not be cut in two, e.g. starting a program and recording it
+    so that the caller's ``finally`` kills it."""
+
+    def __enter__(self):
+        _deferring.append(True)
+
+    def __exit__(self, kind, value, tb):
+        _deferring.pop()
+        if not _deferring and _pending:
+            _pending.clear()
+            if kind is None:
+                raise KeyboardInterrupt
+        return False
+
 
 def printable(text):
     """``text`` on one line: control characters escaped (``\\n``, ``\\x1b``, ...), and the

@@ -175,3 +175,26 @@ def test_full_disk_under_ulimit_f(tmp_path):
     assert run.returncode == EXIT_INPUT, (run.returncode, run.stderr)
     assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr, run.stderr
     assert [p.name for p in out.iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_interrupts_deferred_holds_an_interrupt_to_the_end_of_the_block():
+    """The CLI's SIGINT/SIGTERM handler calls errors.interrupt: inside
+    interrupts_deferred (starting a matcher program and recording it) the
+    KeyboardInterrupt comes when the block ends, so the caller's finally kills it."""
+    from ssgallery.errors import interrupt, interrupts_deferred
+
+    steps = []
+    with pytest.raises(KeyboardInterrupt), interrupts_deferred():
+        interrupt()
+        steps.append("after the signal")
+        with interrupts_deferred():
+            steps.append("nested")
+        steps.append("still held")
+    assert steps == ["after the signal", "nested", "still held"]
+    with pytest.raises(KeyboardInterrupt):
+        interrupt()
+    with pytest.raises(ValueError), interrupts_deferred():  # the block's own error wins
+        interrupt()
+        raise ValueError
+    with interrupts_deferred():  # and the held interrupt is gone with it
+        pass

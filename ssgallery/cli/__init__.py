@@ -117,8 +117,10 @@ def _exit_on_signal(signum, frame):
 
 
 def _raise_interrupt(signum, frame):
+    from ssgallery.errors import interrupt
+
     _signalled.add(signum)
-    raise KeyboardInterrupt
+    interrupt()  # KeyboardInterrupt, now or at the end of an interrupts_deferred block
 
 
 def _on_sigterm_interrupt():

@@ -53,7 +53,7 @@ import time
 
 import numpy as np
 
-from ssgallery.errors import InputError, MatcherError, option, printable
+from ssgallery.errors import InputError, MatcherError, interrupts_deferred, option, printable
 from ssgallery.learn.similarity import CallableSimilarity, HeuristicGradient
 from ssgallery.matchers.base import Matcher
 from ssgallery.matchers.host import CMD_ENV, split_command
@@ -260,12 +260,11 @@ class ExternalMatcher(Matcher):
         timeout = float(self.timeout_base) + float(self.timeout_per_pair) * n_pairs
         prog = self.program
         limit = answer_limit(n_pairs)
+        proc = None
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, start_new_session=True)
-        except OSError as exc:
-            raise MatcherError(f"cannot start matcher {prog}: {exc.strerror or exc}") from None
-        try:
+            with interrupts_deferred():  # an interrupt now still reaches the finally below
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, start_new_session=True)
             out, err = _communicate(proc, timeout, limit)
         except subprocess.TimeoutExpired:
             raise MatcherError(f"matcher {prog} timed out after {timeout:.3g} s on {n_pairs} "
@@ -273,12 +272,13 @@ class ExternalMatcher(Matcher):
         except OverflowError:
             raise MatcherError(f"matcher {prog} wrote more than {limit} bytes on stdout and "
                                "was killed") from None
+        except OSError as exc:
+            if proc is not None:
+                raise
+            raise MatcherError(f"cannot start matcher {prog}: {exc.strerror or exc}") from None
         finally:  # also on Ctrl-C: never leave the program or its children behind
-            _kill_group(proc.pid)
-            if proc.returncode is None:
-                proc.wait()
-            for pipe in (proc.stdout, proc.stderr):
-                pipe.close()
+            if proc is not None:
+                _reap(proc)
         if proc.returncode != 0:
             lines = err.decode("utf-8", "replace").strip().splitlines()
             last = f": {printable(lines[-1].strip()[:300])}" if lines else \
@@ -664,6 +664,15 @@ def _communicate(proc, timeout, limit):
     proc.stderr.close()
     proc.wait(timeout=max(0.0, deadline - time.monotonic()))
     return bytes(out), bytes(err)
+
+
+def _reap(proc):
+    """Kill a finished or running program's process group, wait for it, close its pipes."""
+    _kill_group(proc.pid)
+    if proc.returncode is None:
+        proc.wait()
+    for pipe in (proc.stdout, proc.stderr):
+        pipe.close()
 
 
 def _kill_group(pgid):

@@ -25,7 +25,7 @@ import tempfile
 import time
 import weakref
 
-from ssgallery.errors import MatcherError
+from ssgallery.errors import MatcherError, interrupts_deferred
 
 
 def _kill_group(pgid):
@@ -65,16 +65,17 @@ class MatcherServer:
     def __init__(self, argv, program):
         self.program = program
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by the finalizer)
-        try:
-            self.proc = subprocess.Popen(list(argv) + ["--serve"], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=self._stderr,
-                                         start_new_session=True)
-        except OSError as exc:
-            self._stderr.close()
-            raise MatcherError(f"cannot start matcher {program}: {exc.strerror or exc}") \
-                from None
-        # killed with its group when this object goes away or the interpreter exits
-        self._finalizer = weakref.finalize(self, _stop, self.proc, self._stderr)
+        with interrupts_deferred():  # never a started program without its finalizer
+            try:
+                self.proc = subprocess.Popen(list(argv) + ["--serve"], stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, stderr=self._stderr,
+                                             start_new_session=True)
+            except OSError as exc:
+                self._stderr.close()
+                raise MatcherError(f"cannot start matcher {program}: {exc.strerror or exc}") \
+                    from None
+            # killed with its group when this object goes away or the interpreter exits
+            self._finalizer = weakref.finalize(self, _stop, self.proc, self._stderr)
 
     def alive(self):
         return self.proc.poll() is None
