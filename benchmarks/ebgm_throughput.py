@@ -10,6 +10,7 @@ responses of the probe images are read back instead of recomputed, as during tra
     OMP_NUM_THREADS=1 python benchmarks/ebgm_throughput.py
 """
 
+import argparse
 import os
 import resource
 import shutil
@@ -33,7 +34,8 @@ def run(cmd, env):
     return wall, cpu
 
 
-def main():
+def main(argv=None):
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     root = att_faces_path()
     if not root.is_dir():
         sys.exit(f"AT&T faces not found at {root} (set SSGALLERY_ATT_FACES)")
