@@ -23,8 +23,8 @@ byte-compiled first (``compileall``), as an installed package is, so that neithe
 for compiling its modules on every start (``PYTHONDONTWRITEBYTECODE`` would make it so).
 
 Wall times depend on the machine's load (printed with the figures); the CPU time of
-the child processes (``resource.getrusage(RUSAGE_CHILDREN)``, user + system) does not,
-and is printed beside the dlib wall times.
+the child processes (``resource.getrusage(RUSAGE_CHILDREN)``, user + system) depends on
+it much less, and is printed beside the start-up and dlib wall times.
 
     python benchmarks/verify_latency.py [--runs 15] [--probes 1000] [--baseline REF]
         [--no-dlib | --only-dlib] [--dlib-runs 5] [--dlib-probes 100]
@@ -168,6 +168,32 @@ def _compile(tree):
                    check=True, stdout=subprocess.DEVNULL)
 
 
+def _startup(cases, runs, baseline):
+    """Median wall and CPU times of alternated runs of ``cases`` (name -> (command, env));
+    prints the table and the ratios; returns the wall medians."""
+    for cmd, env in cases.values():
+        _wall(cmd, env)  # warm the file cache once
+    times = {name: [] for name in cases}
+    for _ in range(runs):  # alternate, so load changes hit all alike
+        for name, (cmd, env) in cases.items():
+            times[name].append(_timed(cmd, env))
+    wall = {name: statistics.median(w for w, _ in v) for name, v in times.items()}
+    cpu = {name: statistics.median(c for _, c in v) for name, v in times.items()}
+    print(f"start-up, median of {runs} alternated runs (1 probe; CPU: user + system of "
+          "the process, less sensitive to the load):")
+    for name in cases:
+        print(f"  {name:<40} {wall[name] * 1000:7.0f} ms  {wall[name] / wall['floor']:5.2f}x "
+              f"floor   CPU {cpu[name] * 1000:5.0f} ms  {cpu[name] / cpu['floor']:5.2f}x floor")
+    for n in ("20", str(N_BIG)):
+        new, old = f"this tree, {n} clients", f"baseline {baseline}, {n} clients"
+        print(f"  this tree / baseline, {n} clients: {wall[new] / wall[old]:.3f} wall, "
+              f"{cpu[new] / cpu[old]:.3f} CPU  (target <= 1.1)")
+    big, small = f"this tree, {N_BIG} clients", "this tree, 20 clients"
+    print(f"  this tree, {N_BIG} / 20 clients: {wall[big] / wall[small]:.3f} wall, "
+          f"{cpu[big] / cpu[small]:.3f} CPU")
+    return wall
+
+
 def _checkout(ref, where):
     archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "ssgallery"],
                              check=True, capture_output=True).stdout
@@ -214,23 +240,7 @@ def main():
             f"this tree, {N_BIG} clients": (
                 cli + [probe, "--claim", "c00042", "--gallery", str(new_big)], _env()),
         }
-        for cmd, env in cases.values():
-            _wall(cmd, env)  # warm the file cache once
-        times = {name: [] for name in cases}
-        for _ in range(args.runs):  # alternate, so load changes hit all alike
-            for name, (cmd, env) in cases.items():
-                times[name].append(_wall(cmd, env))
-        med = {name: statistics.median(v) for name, v in times.items()}
-        floor = med["floor"]
-        print(f"start-up, median of {args.runs} alternated runs (1 probe):")
-        for name, value in med.items():
-            print(f"  {name:<40} {value * 1000:7.0f} ms  {value / floor:5.2f}x floor")
-        for n in ("20", str(N_BIG)):
-            new = med[f"this tree, {n} clients"]
-            old = med[f"baseline {args.baseline}, {n} clients"]
-            print(f"  this tree / baseline, {n} clients: {new / old:.3f}  (target <= 1.1)")
-        print(f"  this tree, {N_BIG} / 20 clients: "
-              f"{med[f'this tree, {N_BIG} clients'] / med['this tree, 20 clients']:.3f}")
+        med = _startup(cases, args.runs, args.baseline)
 
         listing = work / "probes.txt"
         paths = [str(probes[i % len(probes)]) for i in range(args.probes)]
