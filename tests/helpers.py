@@ -129,3 +129,21 @@ def edit_h5(path):
     with h5py.File(path, "a") as f:
         yield f
     reseal(path)
+
+
+def growing_faces(root, n_first=6, n_total=8, seed=9):
+    """``root/faces`` with the first ``n_first`` of ``n_total`` synthetic clients (5
+    images each); returns ``add()``, which copies the others in (enroll --add, update)."""
+    import shutil
+
+    make_faces(os.path.join(root, "all"), n_clients=n_total, n_images=5, seed=seed)
+    faces = os.path.join(root, "faces")
+    os.makedirs(faces)
+
+    def copy(clients):
+        for c in clients:
+            shutil.copytree(os.path.join(root, "all", f"c{c:02d}"),
+                            os.path.join(faces, f"c{c:02d}"))
+
+    copy(range(n_first))
+    return lambda: copy(range(n_first, n_total))

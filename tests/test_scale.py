@@ -24,6 +24,9 @@ def _arrays(path):
 def assert_same_gallery(a, b):
     A, B = _arrays(a), _arrays(b)
     assert sorted(A) == sorted(B)
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:  # one calibration over all clients
+        for key in ("threshold_mode", "calibration"):
+            assert fa.attrs[key] == fb.attrs[key], key
     for cid in A:
         for key in A[cid]:
             np.testing.assert_array_equal(A[cid][key], B[cid][key], err_msg=f"{cid}/{key}")
@@ -164,23 +167,17 @@ def test_resume_ignores_parts_of_other_options(store, tmp_path):
 
 
 def test_update_trains_only_new_clients_and_names_stale_ones(tmp_path):
-    import shutil
-
-    from helpers import make_faces
+    from helpers import growing_faces
 
     from ssgallery.formats.gallery import read_gallery
 
+    add = growing_faces(str(tmp_path))
     faces = tmp_path / "faces"
-    make_faces(str(tmp_path / "all"), n_clients=8, n_images=5, seed=9)
-    faces.mkdir()
-    for c in range(6):
-        shutil.copytree(tmp_path / "all" / f"c{c:02d}", faces / f"c{c:02d}")
     store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
     enroll(faces, store)
     compress(store, gallery, m=1, cv_folds=2)
     before = _arrays(gallery)
-    for c in (6, 7):
-        shutil.copytree(tmp_path / "all" / f"c{c:02d}", faces / f"c{c:02d}")
+    add()
     enroll(faces, store, add=True)  # the matcher basis is kept
     s = compress(store, gallery, m=1, cv_folds=2, update=True)
     assert s.trained == ["c06", "c07"] and s.kept == [f"c{c:02d}" for c in range(6)]

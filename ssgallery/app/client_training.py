@@ -113,13 +113,19 @@ def _fit_pair(X, y, similarity, bounds, m, lam, solver, init, C, rho, random_sta
     return svm, dist.fit(X, y)
 
 
-def threshold_folds(y, groups, n_folds=N_FOLDS, random_state=0):
+def threshold_folds(y, groups, n_folds=N_FOLDS, random_state=0, subject_order=None):
     """Fold index per sample for the threshold CV, or None when it cannot be done.
 
     Impostors are split by subject (``groups``): a held-out impostor is someone the
     fold's model never saw, as at verification time. Genuine images are spread over
     the folds one by one. Shape (n,), values 0..k-1 with k = min(n_folds, #genuine,
     #impostor subjects) >= 2.
+
+    ``subject_order`` (every subject of the store, in one seeded order shared by all
+    clients): an impostor subject's fold is its place in that order modulo k, so that
+    clients share their folds' held-out subjects (and the matcher refitted without
+    them, `ssgallery.app.fold_spaces`); when that leaves a fold without
+    impostors, the client's impostor subjects are dealt out in that order instead.
     """
     y = np.asarray(y)
     groups = np.asarray(groups if groups is not None else np.arange(len(y))).astype(str)
@@ -129,9 +135,18 @@ def threshold_folds(y, groups, n_folds=N_FOLDS, random_state=0):
     if k < 2:
         return None
     rng = np.random.default_rng(random_state)
+    if subject_order is None:
+        fold_of = {s: j % k for j, s in enumerate(rng.permutation(subjects))}
+    else:
+        mine = set(subjects.tolist())
+        order = [str(s) for s in subject_order if str(s) in mine]
+        place = {str(s): i for i, s in enumerate(subject_order)}
+        fold_of = {s: place[s] % k for s in order}
+        if len(set(fold_of.values())) < k:
+            fold_of = {s: j % k for j, s in enumerate(order)}
     folds = np.empty(len(y), dtype=int)
-    for j, subject in enumerate(rng.permutation(subjects)):
-        folds[(groups == subject) & (y < 0)] = j % k
+    for subject, j in fold_of.items():
+        folds[(groups == subject) & (y < 0)] = j
     folds[rng.permutation(pos)] = np.arange(len(pos)) % k
     return folds
 
@@ -139,7 +154,7 @@ def threshold_folds(y, groups, n_folds=N_FOLDS, random_state=0):
 def train_client(X, y, similarity, *, groups=None, m=2, lam=DEFAULT_LAM, solver="varpro",
                  init="class",
                  bounds=None, rho=0.01, target_far=0.01, n_folds=N_FOLDS, random_state=0,
-                 max_iter=MAX_ITER, gram=None):
+                 max_iter=MAX_ITER, gram=None, folds=None, fold_spaces=None):
     """Teacher, distillation and CV thresholds for one client.
 
     Parameters
@@ -161,6 +176,13 @@ def train_client(X, y, similarity, *, groups=None, m=2, lam=DEFAULT_LAM, solver=
         The learner's ``max_iter`` (varpro: L-BFGS-B iterations; paper: sweeps).
     gram : ndarray of shape (n, n), optional
         S(X, X), computed once for all clients by `compress`.
+    folds : ndarray of shape (n,), optional
+        The threshold-CV fold of each sample (default `threshold_folds`).
+    fold_spaces : list of (ndarray of shape (n, d_j), Similarity, bounds), optional
+        Per fold j, the samples in the space of the matcher refitted without fold j's
+        held-out impostor subjects (`ssgallery.app.fold_spaces`), so that those
+        impostors are unseen by the matcher too, as at verification time. Default:
+        every fold uses ``X``.
 
     Returns
     -------
@@ -169,19 +191,22 @@ def train_client(X, y, similarity, *, groups=None, m=2, lam=DEFAULT_LAM, solver=
     svm, dist = _fit_pair(X, y, similarity, bounds, m, lam, solver, init, "cv", rho,
                           random_state, max_iter, gram)
     m_fit = len(dist.beta_)
-    folds = threshold_folds(y, groups, n_folds, random_state)
+    if folds is None:
+        folds = threshold_folds(y, groups, n_folds, random_state)
     k = int(folds.max()) + 1 if folds is not None else 0
     if folds is not None:
         imp_g, imp_s, gen_g, gen_s = [], [], [], []
         for j in range(k):
             tr, te = folds != j, folds == j
-            f_svm, f_dist = _fit_pair(X[tr], y[tr], similarity, bounds, m_fit, lam, solver,
+            Xf, sim_f, bounds_f = (X, similarity, bounds) if fold_spaces is None \
+                else fold_spaces[j]
+            f_svm, f_dist = _fit_pair(Xf[tr], y[tr], sim_f, bounds_f, m_fit, lam, solver,
                                       init, svm.C_, rho, random_state, max_iter)
             neg, pos = te & (y < 0), te & (y > 0)
-            imp_g.append(f_dist.decision_function(X[neg]))
-            imp_s.append(f_svm.decision_function(X[neg]))
-            gen_g.append(f_dist.decision_function(X[pos]))
-            gen_s.append(f_svm.decision_function(X[pos]))
+            imp_g.append(f_dist.decision_function(Xf[neg]))
+            imp_s.append(f_svm.decision_function(Xf[neg]))
+            gen_g.append(f_dist.decision_function(Xf[pos]))
+            gen_s.append(f_svm.decision_function(Xf[pos]))
         imp_g, imp_s = np.concatenate(imp_g), np.concatenate(imp_s)
         gen_g, gen_s = np.concatenate(gen_g), np.concatenate(gen_s)
         imp_subject = np.concatenate([np.asarray(groups)[(folds == j) & (y < 0)]
@@ -223,6 +248,8 @@ class ClientJob:
         S(X, X) when the caller shares one matrix between clients (uncapped runs).
     capped : bool
         True when the impostor cap left impostor images out.
+    folds, fold_spaces : optional
+        The threshold CV's folds and refitted matcher spaces (`train_client`).
     """
 
     client: str
@@ -234,6 +261,8 @@ class ClientJob:
     options: dict
     gram: np.ndarray = None
     capped: bool = False
+    folds: np.ndarray = None
+    fold_spaces: list = None
 
 
 def client_provenance(job, fit):
@@ -275,13 +304,16 @@ def train_job(job):
         fit = train_client(job.X, job.y, job.similarity, groups=job.groups, m=o["m"],
                            lam=o["lam"], solver=o["solver"], init=o["init"], bounds=job.bounds,
                            rho=o["rho"], target_far=o["target_far"], n_folds=o["cv_folds"],
-                           random_state=o["seed"], max_iter=o["max_iter"], gram=job.gram)
+                           random_state=o["seed"], max_iter=o["max_iter"], gram=job.gram,
+                           folds=job.folds, fold_spaces=job.fold_spaces)
     d = fit.distiller
     prov = client_provenance(job, fit)
     return ClientResult(client=job.client, prototypes=np.asarray(d.prototypes_, dtype=float),
                         beta=np.asarray(d.beta_, dtype=float), intercept=float(d.intercept_),
                         threshold=float(fit.threshold), provenance=prov,
                         normalization=fit.normalization,
+                        heldout={"impostor": np.asarray(fit.heldout["impostor"], dtype=float),
+                                 "genuine": np.asarray(fit.heldout["genuine"], dtype=float)},
                         row=summary_row(job.client, prov, fit.threshold, d.beta_, d.intercept_,
                                         fit.normalization),
                         seconds=time.perf_counter() - start,

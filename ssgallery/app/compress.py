@@ -29,8 +29,10 @@ from ssgallery.app.client_training import (  # noqa: F401  (threshold_*: public 
     threshold_folds,
     train_job,
 )
+from ssgallery.app.fold_spaces import FoldSpaces, learns_from_images, subject_order
 from ssgallery.app.parallel import check_backend, run_jobs
 from ssgallery.app.parts import PartsFolder, options_digest, run_key
+from ssgallery.app.thresholds import apply, calibrate
 from ssgallery.app.training_sets import (
     DEFAULT_MAX_IMPOSTORS,
     check_cap,
@@ -38,6 +40,7 @@ from ssgallery.app.training_sets import (
     subject_means,
     training_rows,
 )
+from ssgallery.biometrics.calibration import DEFAULT_THRESHOLD_MODE, THRESHOLD_MODES
 from ssgallery.errors import InputError, NotRenderableError, SsgalleryError, option
 from ssgallery.learn.defaults import DEFAULT_LAM
 from ssgallery.learn.supersparse import resolve_init
@@ -72,9 +75,12 @@ class CompressSummary:
     jobs: int = 1
     scheduler: str = None
     program_runs: dict = None  # external matcher in this process: {"starts", "calls"}
+    threshold_mode: str = None
+    calibration: dict = None  # recorded in the gallery: T, held-out FAR estimate + interval
+    heldout: dict = None  # client -> its held-out {"impostor", "genuine"} scores (not JSON)
 
     def to_dict(self):
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "heldout"}
 
 
 INITS = ("auto", "class", "genuine", "kmeans", "random")
@@ -112,6 +118,8 @@ class _Plan:
     gram: np.ndarray = None  # S(X, X) when no client is capped
     distance: object = None  # cohort distances
     subjects: np.ndarray = None  # subject of each code
+    fold_spaces: object = None  # FoldSpaces: the matcher refitted per threshold-CV fold
+    order: np.ndarray = None  # the subjects' shared order for the threshold folds
 
 
 def _parse_clients(clients):
@@ -188,6 +196,9 @@ def _setup_blocks(plan):
     if not capped:  # every client trains on every row: one S(X, X) serves them all
         X = plan.X if plan.X is not None else _block(plan, np.arange(len(plan.codes)))
         plan.X, plan.gram = X, plan.similarity(X, X)
+        if o["refit_matcher"] and o["cv_folds"] > 1 and learns_from_images(plan.matcher):
+            plan.fold_spaces = FoldSpaces(plan.store)
+            plan.order = subject_order(plan.subjects, o["seed"])
 
 
 def _jobs(plan, clients):
@@ -204,9 +215,14 @@ def _jobs(plan, clients):
         if not np.any(y < 0):
             raise InputError(f"client '{client}' has no impostor images: enrol at least two "
                              "clients or add background subjects", path=plan.store.path)
+        folds = spaces = None
+        if plan.fold_spaces is not None:
+            folds = threshold_folds(y, labels, o["cv_folds"], o["seed"], plan.order)
+            if folds is not None:
+                spaces = plan.fold_spaces.for_client(rows, y, labels, folds)
         yield ClientJob(client=client, X=_block(plan, rows), y=y, groups=labels,
                         similarity=plan.similarity, bounds=plan.bounds, options=o,
-                        gram=plan.gram, capped=capped)
+                        gram=plan.gram, capped=capped, folds=folds, fold_spaces=spaces)
 
 
 def _rendered(matcher, prototypes):
@@ -230,13 +246,15 @@ def _model(plan, result):
 
 
 def _kept_from_gallery(plan, gallery_path, key=None):
-    """Clients of the existing gallery to copy: same options, same matcher basis."""
+    """Clients of the existing gallery to copy (same options, same matcher basis) and
+    the gallery's threshold calibration (`ssgallery.app.thresholds.previous_calibration`)."""
     from ssgallery.app.parts import ClientResult
+    from ssgallery.app.thresholds import previous_calibration
     from ssgallery.formats.gallery import read_gallery
     from ssgallery.formats.hdf5 import state_digest
 
     if not os.path.exists(gallery_path):
-        return {}
+        return {}, None
     old = read_gallery(gallery_path, arrays=True, key=key)
     enrolled = set(plan.store.clients)
     ours = [c for c in old.clients if c in enrolled]
@@ -261,11 +279,13 @@ def _kept_from_gallery(plan, gallery_path, key=None):
                                    provenance=prov, normalization=model.normalization,
                                    row=summary_row(c, prov, model.threshold, model.beta,
                                                    model.intercept, model.normalization))
-    return kept
+    return kept, previous_calibration(old.header, gallery_path)
 
 
-def _write(plan, gallery_path, store_path, results, force=False, key=None):
+def _write(plan, gallery_path, store_path, results, calibration, force=False, key=None):
     """Assemble the models (sorted by client id) and write the gallery atomically."""
+    import json
+
     from ssgallery.formats.gallery import write_gallery
     from ssgallery.formats.hdf5 import state_digest
 
@@ -278,7 +298,9 @@ def _write(plan, gallery_path, store_path, results, force=False, key=None):
                          "store": os.path.abspath(store_path),
                          "store_fingerprint": store.fingerprint,
                          "matcher_digest": state_digest(store.matcher_state),
-                         "basis_stale": bool(store.basis_stale)}, force=force)
+                         "basis_stale": bool(store.basis_stale),
+                         "threshold_mode": calibration["mode"],
+                         "calibration": json.dumps(calibration, sort_keys=True)}, force=force)
 
 
 @single_threaded_blas()
@@ -286,7 +308,8 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
              target_far=0.01, lam=DEFAULT_LAM, solver="varpro", init="auto", clients=None,
              cv_folds=N_FOLDS, random_state=0, progress=None, max_iter=MAX_ITER,
              max_impostors=DEFAULT_MAX_IMPOSTORS, impostors="sample", jobs=1, scheduler=None,
-             resume=False, update=False, force=False, key_file=None, matcher_cmd=None):
+             resume=False, update=False, force=False, key_file=None, matcher_cmd=None,
+             threshold_mode=DEFAULT_THRESHOLD_MODE, refit_matcher=True):
     """Compress the enrolled clients of a store into a gallery.
 
     Parameters
@@ -296,7 +319,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
         Prototypes per client; "auto" = Eq. 8 (eq:xval-m) with penalty ``rho`` per prototype.
     rho : float
     target_far : float
-        False acceptance rate the per-client thresholds aim at (CV estimate).
+        False acceptance rate the thresholds aim at on people never seen here.
     lam : float
         Ridge penalty on beta (Eq. 2 (eq:objective)).
     solver : {"varpro", "paper"}
@@ -335,24 +358,39 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
         The host's external matcher program (default ``$SSGALLERY_MATCHER_CMD`` or the
         configuration file, `ssgallery.matchers.host`); its contract must be the
         store's.
+    threshold_mode : {"znorm-global", "client", "shrink"}
+        How the thresholds are set from every client's held-out impostor scores once all
+        clients are trained (`ssgallery.biometrics.calibration`,
+        `ssgallery.app.thresholds`). With ``update``, the existing gallery's mode,
+        target FAR and global threshold are kept (a different mode is refused).
+    refit_matcher : bool
+        Refit a matcher that learns from images (eigenface's PCA basis) on each
+        threshold-CV fold without that fold's held-out impostors, so that they are
+        unseen by the matcher too, as at verification time
+        (`ssgallery.app.fold_spaces`; uncapped runs only).
 
     Returns
     -------
     CompressSummary
     """
+    if threshold_mode not in THRESHOLD_MODES:
+        raise InputError(f"{option('threshold_mode')} must be one of "
+                         f"{', '.join(THRESHOLD_MODES)}, "
+                         f"got {threshold_mode!r}")
     _check_options(m, rho, target_far, lam, solver, init, max_iter)
     check_cap(max_impostors, impostors)
     check_backend(jobs, scheduler)
     options = {"m": m, "rho": float(rho), "target_far": float(target_far), "lam": float(lam),
                "solver": solver, "init": init, "cv_folds": int(cv_folds),
                "seed": int(random_state), "max_iter": int(max_iter),
-               "max_impostors": int(max_impostors or 0), "impostors": impostors}
+               "max_impostors": int(max_impostors or 0), "impostors": impostors,
+               "refit_matcher": bool(refit_matcher)}
     from ssgallery.formats.integrity import load_key
 
     key = load_key(key_file)
     plan = _prepare(store_path, gallery_path, _parse_clients(clients), options, force,
                     matcher_cmd)
-    results = _kept_from_gallery(plan, gallery_path, key) if update else {}
+    results, previous = _kept_from_gallery(plan, gallery_path, key) if update else ({}, None)
     kept = sorted(results)
     parts, keys = PartsFolder(gallery_path), {}
     fingerprint, digest = plan.store.fingerprint, options_digest(plan.options)
@@ -384,7 +422,10 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     finally:
         if hasattr(plan.matcher, "close"):  # a served external program
             plan.matcher.close()
-    _write(plan, gallery_path, store_path, results, force, key)
+    thresholds, calibration = calibrate(results, threshold_mode, target_far, kept, previous,
+                                        gallery_path)
+    apply(results, thresholds, threshold_mode)
+    _write(plan, gallery_path, store_path, results, calibration, force, key)
     parts.remove()
     order = [c for c in plan.todo] + [c for c in sorted(results) if c not in plan.todo]
     return CompressSummary(gallery=os.fspath(gallery_path), store=os.fspath(store_path),
@@ -396,7 +437,9 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
                                     for c in order],
                            basis_stale=bool(plan.store.basis_stale), trained=todo, kept=kept,
                            resumed=resumed, jobs=jobs, scheduler=scheduler,
-                           program_runs=_program_runs(plan.matcher, jobs, scheduler))
+                           program_runs=_program_runs(plan.matcher, jobs, scheduler),
+                           threshold_mode=threshold_mode, calibration=calibration,
+                           heldout={c: r.heldout for c, r in results.items() if r.heldout})
 
 
 def _program_runs(matcher, jobs, scheduler):

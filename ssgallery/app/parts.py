@@ -34,6 +34,10 @@ class ClientResult:
     provenance : dict
     normalization : dict or None
         Score normalisation parameters (`ssgallery.app.client_training.znorm_parameters`).
+    heldout : dict or None
+        The threshold CV's held-out scores of the model, ``impostor`` (n_imp,) and
+        ``genuine`` (n_gen,): what the thresholds across clients are calibrated on
+        (`ssgallery.biometrics.calibration`) once every client is trained.
     row : dict
         The client's line of the summary (m, threshold, CV FAR/FRR, ...).
     seconds, cpu_seconds : float
@@ -48,6 +52,7 @@ class ClientResult:
     threshold: float
     provenance: dict = field(default_factory=dict)
     normalization: dict = None
+    heldout: dict = None
     row: dict = field(default_factory=dict)
     seconds: float = 0.0
     cpu_seconds: float = 0.0
@@ -83,10 +88,12 @@ class PartsFolder:
                 "threshold": float(result.threshold), "provenance": result.provenance,
                 "normalization": result.normalization, "row": result.row, "seconds": float(result.seconds),
                 "cpu_seconds": float(result.cpu_seconds)}
+        heldout = {f"heldout_{k}": np.asarray(v, dtype=np.float64)
+                   for k, v in (result.heldout or {}).items()}
         with atomic_path(self._file(result.client)) as tmp, open(tmp, "wb") as handle:
             np.savez(handle, prototypes=np.asarray(result.prototypes, dtype=np.float64),
                      beta=np.asarray(result.beta, dtype=np.float64),
-                     meta=np.array(json.dumps(meta, sort_keys=True)))
+                     meta=np.array(json.dumps(meta, sort_keys=True)), **heldout)
 
     def read(self, client, key):
         """The committed result of ``client`` if its key matches, else None."""
@@ -99,7 +106,10 @@ class PartsFolder:
                                     beta=data["beta"], intercept=meta["intercept"],
                                     threshold=meta["threshold"],
                                     provenance=meta["provenance"],
-                                    normalization=meta.get("normalization"), row=meta["row"],
+                                    normalization=meta.get("normalization"),
+                                    heldout={k[len("heldout_"):]: data[k] for k in data.files
+                                             if k.startswith("heldout_")} or None,
+                                    row=meta["row"],
                                     seconds=meta["seconds"],
                                     cpu_seconds=meta.get("cpu_seconds", 0.0))
         except (OSError, ValueError, KeyError, TypeError):  # absent or unreadable: redo it

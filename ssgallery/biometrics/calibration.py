@@ -101,7 +101,8 @@ def cross_normalised(scores, subjects=None):
 
 
 def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THRESHOLD_MODE,
-                         shrink_weight=SHRINK_WEIGHT, subjects=None, cross_fit="parity"):
+                         shrink_weight=SHRINK_WEIGHT, subjects=None, cross_fit="parity",
+                         global_threshold=None):
     """Per-client thresholds of one threshold mode from held-out impostor scores.
 
     Parameters
@@ -119,6 +120,10 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
     cross_fit : {"parity", "subject", None}
         How the pool is normalised (`cross_normalised`): halves by alternate
         scores, by alternate subjects, or in sample (None).
+    global_threshold : float, optional
+        A normalised T fixed beforehand (e.g. that of a gallery's existing clients)
+        instead of the one at the target FAR of this pool; the counts then say how
+        these clients' held-out impostors fare at it.
 
     Returns
     -------
@@ -149,7 +154,8 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
             groups = subjects if cross_fit == "subject" and subjects is not None \
                 else [None] * len(impostors)
             z = [cross_normalised(s, g) for s, g in zip(impostors, groups)]
-        big_t = _gap_threshold(np.concatenate(z), target_far)
+        big_t = _gap_threshold(np.concatenate(z), target_far) if global_threshold is None \
+            else float(global_threshold)
         mu = np.array([n["mean"] for n in normalizations], dtype=float)
         sd = np.array([n["std"] for n in normalizations], dtype=float)
         if mode == "znorm-global":

@@ -5,6 +5,8 @@ import sys
 
 import click
 
+from ssgallery.biometrics.calibration import DEFAULT_THRESHOLD_MODE, THRESHOLD_MODES
+from ssgallery.cli.info import calibration_line
 from ssgallery.cli.options import key_file_option, matcher_cmd_option
 from ssgallery.learn.defaults import DEFAULT_LAM
 
@@ -33,7 +35,17 @@ def _parse_m(ctx, param, value):
 @click.option("--rho", type=click.FloatRange(min=0), default=0.01, show_default=True,
               help="With --m auto: price of one prototype in units of validation loss.")
 @click.option("--target-far", type=click.FloatRange(0, 1, max_open=True), default=0.01,
-              show_default=True, help="False acceptance rate the per-client thresholds aim at.")
+              show_default=True, help="False acceptance rate the thresholds aim at on people "
+              "never seen at compress time.")
+@click.option("--threshold-mode", type=click.Choice(list(THRESHOLD_MODES)),
+              default=DEFAULT_THRESHOLD_MODE, show_default=True,
+              help="znorm-global: Z-norm each client on its held-out impostor scores, then "
+              "one threshold on all clients' pooled scores; client: each client's own "
+              "held-out impostors; shrink: the client's normalised threshold half-way to "
+              "the global one. See docs/operating-points.md.")
+@click.option("--refit-matcher/--no-refit-matcher", default=True, show_default=True,
+              help="Refit a matcher that learns from images (eigenface) on each "
+              "threshold-CV fold, so that held-out impostors are unseen by it too.")
 @click.option("--lam", type=click.FloatRange(min=0), default=DEFAULT_LAM, show_default=True,
               help="Ridge penalty on beta (Eq. 2 (eq:objective)), in the units of the "
                    "learner's lam_scale (default: relative to the spread of the similarities).")
@@ -74,15 +86,16 @@ def _parse_m(ctx, param, value):
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @key_file_option
 @matcher_cmd_option
-def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_folds, max_iter,
-            max_impostors, impostors, jobs, scheduler, resume, update, seed, force, as_json,
-            key_file, matcher_cmd):
+def command(store, gallery, m, rho, target_far, threshold_mode, refit_matcher, lam, solver,
+            init, clients, cv_folds, max_iter, max_impostors, impostors, jobs, scheduler, resume,
+            update, seed, force, as_json, key_file, matcher_cmd):
     """Train each client's SVM, distil it into m virtual prototypes, write the gallery.
 
     Per enrolled client: a one-vs-all SVM on the matcher's similarity (C by 5-fold CV),
     distilled into m prototypes with weights beta and bias b (the SVM's decision
-    values are the targets), and a threshold at --target-far estimated from 5-fold
-    cross-validated impostor scores. The gallery holds no face image, only the
+    values are the targets), and 5-fold cross-validated impostor scores; once every
+    client is trained, the thresholds at --target-far are set from all clients'
+    held-out scores (--threshold-mode). The gallery holds no face image, only the
     prototypes (and their rendering), and is written at the end, atomically;
     finished clients are committed to GALLERY.parts/ meanwhile (--resume).
     Each client trains on its own images and at most --max-impostors others.
@@ -92,6 +105,7 @@ def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_f
       ssgallery compress                       # enrollment.h5 -> gallery.h5, m = 2
       ssgallery compress --m 5 --target-far 0.001 -o strict.h5
       ssgallery compress --m auto --rho 0.005
+      ssgallery compress --threshold-mode client   # each client's own threshold
       ssgallery compress --m 5 --cv-folds 0 --max-iter 4   # a slow external matcher
       ssgallery compress --jobs 2              # two local processes, same gallery
       ssgallery compress --resume              # after Ctrl-C: only the missing clients
@@ -116,7 +130,8 @@ def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_f
                            random_state=seed, progress=progress, max_iter=max_iter,
                            max_impostors=max_impostors, impostors=impostors, jobs=jobs,
                            scheduler=scheduler, resume=resume, update=update, force=force,
-                           key_file=key_file, matcher_cmd=matcher_cmd)
+                           key_file=key_file, matcher_cmd=matcher_cmd,
+                           threshold_mode=threshold_mode, refit_matcher=refit_matcher)
     except CompressInterrupted as exc:
         raise KeyboardInterrupt(f"{exc}; 'ssgallery compress --resume' with the same "
                                 "options continues") from None
@@ -141,6 +156,7 @@ def command(store, gallery, m, rho, target_far, lam, solver, init, clients, cv_f
     click.echo(f"{summary.gallery}: {n} clients, {mean_m:.3g} prototypes per client on average "
                f"(the full SVMs: {mean_sv:.1f} support vectors), target FAR "
                f"{summary.target_far:g}")
+    click.echo(calibration_line(summary.calibration))
     if summary.basis_stale:
         click.echo("warning: the store's matcher basis is stale (clients were added with "
                    "--add); re-run enroll without --add to refit it", err=True)

@@ -13,6 +13,22 @@ def _size(n):
         n /= 1024.0
 
 
+def calibration_line(cal):
+    """``thresholds: MODE; expected FAR x% (95% Clopper-Pearson a-b%, k of n held-out
+    impostor scores)`` from a gallery's calibration record (None: not recorded)."""
+    if not cal:
+        return "thresholds: client (per-client; no expected FAR recorded)"
+    text = f"thresholds: {cal['mode']}"
+    if cal.get("global_threshold") is not None:
+        text += f" (normalised T = {cal['global_threshold']:.4g})"
+    if cal.get("expected_far") is None:
+        return text + "; no expected FAR recorded"
+    low, high = cal["expected_far_ci"]
+    return (text + f"; expected FAR {100 * cal['expected_far']:.2f}% (95% Clopper-Pearson "
+            f"{100 * low:.2f}-{100 * high:.2f}%, {cal['accepted']} of {cal['impostors']} "
+            "held-out impostor scores)")
+
+
 def _print_gallery(g):
     config = ", ".join(f"{k} {v}" for k, v in sorted(g["matcher_config"].items())
                        if v is not None)
@@ -21,6 +37,7 @@ def _print_gallery(g):
                f"(format {g['format_version']})")
     click.echo(f"matcher: {g['matcher']} ({config}), d = {g['dimension']}, shared state "
                f"{_size(g['matcher_state_bytes'])}; target FAR {g['target_far']:g}")
+    click.echo(calibration_line(g.get("calibration")))
     click.echo(f"{'client':<10} {'m':>3} {'bytes':>7}   {'SVM #SVs':>8} {'SVM bytes':>9} "
                f"{'ratio':>6} {'threshold':>10}")
     for r in g["clients"]:

@@ -5,7 +5,10 @@ Layout (format ``ssgallery-gallery``, `FORMAT_VERSION` = 2)::
     /                       attrs: format, format_version, tool_version, created,
                                    matcher (name), matcher_config (JSON, never a command),
                                    image_shape, target_far, store (path it was compressed
-                                   from), section_digests (JSON: {"matcher": sha256, ...}),
+                                   from), threshold_mode, calibration (JSON: mode, target
+                                   FAR, normalised global threshold, held-out FAR counts
+                                   and interval; both absent in older galleries: per-client
+                                   thresholds), section_digests (JSON: {"matcher": sha256, ...}),
                                    digest (root digest), hmac (optional signature)
     /matcher                matcher state: arrays as datasets, numbers/strings as attrs
                             (e.g. PCA mean and basis for eigenface)
@@ -537,6 +540,21 @@ def _similarity_bounds(model, matcher, who, path):
     return None if matcher is None else matcher.similarity_range()
 
 
+def header_calibration(header, path=None):
+    """The ``calibration`` header attribute (JSON; absent in galleries written before
+    threshold modes: None)."""
+    raw = header.get("calibration")
+    if raw is None:
+        return None
+    try:
+        cal = json.loads(_attr_str(raw))
+        if not isinstance(cal, dict) or not isinstance(cal.get("mode"), str):
+            raise TypeError("not a calibration record")
+    except (ValueError, TypeError) as exc:
+        raise FormatError(f"corrupt gallery header: calibration: {exc}", path=path) from None
+    return cal
+
+
 def gallery_summary(path):
     """What ``ssgallery info`` shows about a gallery, as a JSON-able dict.
 
@@ -563,6 +581,8 @@ def gallery_summary(path):
             "matcher": g.matcher_name, "matcher_config": g.matcher_config,
             "dimension": next((c.provenance["d"] for c in g.clients.values()), None),
             "image_shape": h.get("image_shape"), "target_far": h.get("target_far"),
+            "threshold_mode": h.get("threshold_mode", "client"),
+            "calibration": header_calibration(h, path),
             "basis_stale": bool(h.get("basis_stale", False)),
             "file_bytes": os.path.getsize(path), "matcher_state_bytes": g.matcher_state_bytes,
             "n_clients": len(rows), "clients": rows, "bytes_total": total,

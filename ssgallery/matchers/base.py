@@ -23,6 +23,10 @@ class Matcher:
     """
 
     name = "base"
+    #: Whether ``fit`` learns from the images (a PCA basis does; a pretrained descriptor
+    #: or an external program does not): compress then refits the matcher per
+    #: threshold-CV fold (`ssgallery.app.fold_spaces`).
+    learns_from_images = True
 
     def fit(self, images):
         """Fit on training images, shape (n, H, W), float on [0, 255]. Returns self."""

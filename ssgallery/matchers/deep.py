@@ -214,6 +214,7 @@ class DlibMatcher(Matcher):
     """
 
     name = "dlib"
+    learns_from_images = False  # a pretrained descriptor
 
     def __init__(self, gamma="median", detect=True):
         self.gamma = gamma

@@ -180,6 +180,7 @@ class ExternalMatcher(Matcher):
     """
 
     name = "external"
+    learns_from_images = False  # fit records the shape and the distance scale only
 
     def __init__(self, command=None, timeout_base=60.0, timeout_per_pair=0.01, cache_dir=None,
                  distance_scale=None, serve=True):

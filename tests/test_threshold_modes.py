@@ -1,0 +1,182 @@
+"""compress --threshold-mode: thresholds set over all clients once they are trained,
+recorded in the gallery (mode, global threshold, expected FAR with its interval),
+identical whatever the backend or resumption, never mixed by an update."""
+
+import json
+import shutil
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from ssgallery.app.compress import compress
+from ssgallery.app.enroll import enroll
+from ssgallery.app.fold_spaces import FoldSpaces, subject_order
+from ssgallery.app.parts import ClientResult, PartsFolder
+from ssgallery.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def synth_split(tmp_path_factory):
+    """Synthetic faces (ssgallery synth): 12 clients enrolled with 5 images each; their
+    6th image and every image of 28 other people (never enrolled) as probes."""
+    from ssgallery.images.synth import write_sample_data
+
+    root = tmp_path_factory.mktemp("split")
+    write_sample_data(root / "s", identities=40, images=6, seed=1, probes=0)
+    ids = sorted(p.name for p in (root / "s" / "faces").iterdir())
+    for i, subject in enumerate(ids):
+        files = sorted((root / "s" / "faces" / subject).iterdir())
+        for folder, chosen in (("train", files[:5] if i < 12 else []),
+                               ("probes", files[5:] if i < 12 else files)):
+            for f in chosen:
+                (root / folder / subject).mkdir(parents=True, exist_ok=True)
+                shutil.copy(f, root / folder / subject / f.name)
+    enroll(root / "train", root / "e.h5")
+    return root, ids[:12]
+
+
+def _unseen_far(gallery, root, clients):
+    from ssgallery.app.roc import score_gallery
+
+    table = score_gallery(gallery, root / "probes")
+    unseen = ~np.isin(table.real, clients)
+    t = np.array([table.clients[c]["threshold"] for c in table.claimed])
+    return float(np.mean(table.score[unseen] >= t[unseen])), int(unseen.sum())
+
+
+def test_global_mode_keeps_its_promise_on_unseen_impostors(synth_split, tmp_path):
+    root, clients = synth_split
+    s = compress(root / "e.h5", tmp_path / "g.h5", target_far=0.05)
+    cal = s.calibration
+    assert s.threshold_mode == cal["mode"] == "znorm-global"
+    assert cal["accepted"] == 33 and cal["impostors"] == 660  # floor(0.05 * 660)
+    assert cal["expected_far_ci"][0] < 0.05 < cal["expected_far_ci"][1]
+    for row in s.clients:  # one normalised threshold T for every client
+        n = row["normalization"]
+        assert row["threshold"] == pytest.approx(n["mean"] + n["std"] * cal["global_threshold"])
+    far, n = _unseen_far(tmp_path / "g.h5", root, clients)
+    assert n == 2016 and far == pytest.approx(0.0675, abs=0.002)  # target 0.05
+    compress(root / "e.h5", tmp_path / "v0.h5", target_far=0.05, threshold_mode="client",
+             refit_matcher=False)
+    far_v0, _ = _unseen_far(tmp_path / "v0.h5", root, clients)
+    assert far_v0 == pytest.approx(0.0947, abs=0.002)  # held-out impostors inside the basis
+
+
+def test_fold_spaces_are_shared_between_clients(tmp_path):
+    from helpers import make_faces
+
+    from ssgallery.app.client_training import threshold_folds
+    from ssgallery.formats.store import load_store
+
+    enroll(make_faces(str(tmp_path / "faces"), n_clients=12, n_images=5, seed=2),
+           tmp_path / "e.h5")
+    store = load_store(tmp_path / "e.h5")
+    clients = list(store.clients)
+    spaces = FoldSpaces(store)
+    order = subject_order(np.unique(store.labels), 0)
+    labels = np.asarray(store.labels).astype(str)
+    rows = np.arange(len(labels))
+    for c in clients:
+        y = np.where(labels == c, 1, -1)
+        folds = threshold_folds(y, labels, 5, 0, order)
+        held = [set(labels[(folds == j) & (y < 0)]) for j in range(5)]
+        assert c not in set().union(*held) and len(set().union(*held)) == 11
+        out = spaces.for_client(rows, y, labels, folds)
+        assert len(out) == 5 and all(X.shape[0] == len(labels) for X, _, _ in out)
+    assert spaces.n_fits_ == 5 + 12  # the 5 shared folds + each client's own
+
+
+def test_client_mode_thresholds_are_the_per_client_cv_ones(synth_split, tmp_path):
+    root, _ = synth_split
+    s = compress(root / "e.h5", tmp_path / "g.h5", threshold_mode="client", cv_folds=3,
+                 clients=["c01", "c02", "c03"])
+    assert s.calibration["global_threshold"] is None
+    for row in s.clients:
+        assert row["threshold"] == row["client_threshold"] and row["threshold_mode"] == "client"
+
+
+def test_info_shows_mode_and_expected_far(synth_split, tmp_path):
+    from ssgallery.cli import main
+
+    root, _ = synth_split
+    compress(root / "e.h5", tmp_path / "g.h5", threshold_mode="shrink", cv_folds=3,
+             clients=["c01", "c02", "c03"])
+    out = CliRunner().invoke(main, ["info", "--gallery", str(tmp_path / "g.h5")])
+    assert out.exit_code == 0, out.output
+    line = next(ln for ln in out.output.splitlines() if ln.startswith("thresholds:"))
+    assert line.startswith("thresholds: shrink (normalised T = ")
+    assert "expected FAR" in line and "95% Clopper-Pearson" in line
+    assert "held-out impostor scores)" in line
+
+
+def test_gallery_without_calibration_attrs_still_works(synth_split, tmp_path):
+    from helpers import rehash_gallery
+
+    from ssgallery.app.verify import verify
+    from ssgallery.cli import main
+    from ssgallery.formats.gallery import gallery_summary
+
+    root, _ = synth_split
+    g = tmp_path / "g.h5"
+    compress(root / "e.h5", g, threshold_mode="client", cv_folds=3, clients=["c01", "c02"])
+    with h5py.File(g, "a") as f:  # as written before threshold modes existed
+        del f.attrs["threshold_mode"], f.attrs["calibration"]
+    rehash_gallery(g)
+    summary = gallery_summary(g)
+    assert summary["threshold_mode"] == "client" and summary["calibration"] is None
+    out = CliRunner().invoke(main, ["info", "--gallery", str(g)])
+    assert "thresholds: client (per-client; no expected FAR recorded)" in out.output
+    probe = next((root / "probes" / "c01").iterdir())
+    assert verify(g, [probe], "c01")[0].score is not None
+
+
+def test_new_attrs_are_covered_by_the_digest(synth_split, tmp_path):
+    from ssgallery.errors import FormatError
+    from ssgallery.formats.gallery import read_gallery
+
+    root, _ = synth_split
+    g = tmp_path / "g.h5"
+    compress(root / "e.h5", g, cv_folds=3, clients=["c01", "c02"])
+    with h5py.File(g, "a") as f:
+        cal = json.loads(f.attrs["calibration"])
+        f.attrs["calibration"] = json.dumps(cal | {"expected_far": 0.0}, sort_keys=True)
+    with pytest.raises(FormatError):
+        read_gallery(g)
+
+
+def test_parts_keep_the_heldout_scores(tmp_path):
+    parts = PartsFolder(tmp_path / "g.h5")
+    result = ClientResult(client="a", prototypes=np.ones((2, 3)), beta=np.ones(2),
+                          intercept=0.5, threshold=0.1, provenance={"m": 2},
+                          heldout={"impostor": np.arange(5.0), "genuine": np.ones(2)})
+    parts.write(result, "k")
+    back = parts.read("a", "k")
+    np.testing.assert_array_equal(back.heldout["impostor"], np.arange(5.0))
+    np.testing.assert_array_equal(back.heldout["genuine"], np.ones(2))
+
+
+def test_update_keeps_the_calibration_and_refuses_another_mode(tmp_path):
+    from helpers import growing_faces
+
+    from ssgallery.formats.gallery import read_gallery
+
+    add = growing_faces(str(tmp_path))
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+    enroll(tmp_path / "faces", store)
+    first = compress(store, gallery, m=1, cv_folds=2).calibration
+    add()
+    enroll(tmp_path / "faces", store, add=True)
+    with pytest.raises(InputError, match="threshold mode 'znorm-global', not 'client'"):
+        compress(store, gallery, m=1, cv_folds=2, update=True, threshold_mode="client")
+    with pytest.raises(InputError, match="target FAR 0.01, not 0.02"):  # c00..c05 kept
+        compress(store, gallery, m=1, cv_folds=2, update=True, target_far=0.02,
+                 clients="c06,c07")
+    s = compress(store, gallery, m=1, cv_folds=2, update=True)
+    cal = s.calibration
+    assert s.trained == ["c06", "c07"] and cal["global_threshold"] == first["global_threshold"]
+    assert cal["impostors"] > first["impostors"] and cal["clients"] == 8
+    g = read_gallery(gallery)
+    n = g.clients["c07"].normalization
+    assert g.clients["c07"].threshold == pytest.approx(n["mean"] + n["std"] * cal["global_threshold"])
