@@ -207,8 +207,7 @@ def main(argv=None):
     parser.add_argument("--dlib-cache", default=str(OUT / "dlib_descriptors.npz"),
                         help="dlib descriptor cache (deep.save_cache) read and updated")
     parser.add_argument("--page", action="store_true",
-                        help="write docs/benchmarks/calibration.md (all data sets of "
-                             "benchmarks/out/calibration/results.json)")
+                        help="write docs/benchmarks/calibration.md from this run's data sets")
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     saved = OUT / "results.json"
@@ -233,8 +232,8 @@ def main(argv=None):
             deep.save_cache(args.dlib_cache)
         results[name] = {"matcher": matcher, "rows": aggregate(reps), "repetitions": reps}
         saved.write_text(json.dumps(results, indent=1) + "\n")
-    if args.page:
-        write(results)
+        if args.page:  # after each data set: a long run's finished part is never lost
+            write({n: results[n] for n in args.datasets.split(",") if n in results})
 
 
 def write(results):
