@@ -168,9 +168,9 @@ def test_update_keeps_the_calibration_and_refuses_another_mode(tmp_path):
     first = compress(store, gallery, m=1, cv_folds=2).calibration
     add()
     enroll(tmp_path / "faces", store, add=True)
-    with pytest.raises(InputError, match="threshold mode 'znorm-global', not 'client'"):
+    with pytest.raises(InputError, match="threshold_mode` 'znorm-global', not 'client'"):
         compress(store, gallery, m=1, cv_folds=2, update=True, threshold_mode="client")
-    with pytest.raises(InputError, match="target FAR 0.01, not 0.02"):  # c00..c05 kept
+    with pytest.raises(InputError, match="target_far` 0.01, not 0.02"):  # c00..c05 kept
         compress(store, gallery, m=1, cv_folds=2, update=True, target_far=0.02,
                  clients="c06,c07")
     s = compress(store, gallery, m=1, cv_folds=2, update=True)

@@ -79,7 +79,8 @@ def _parse_m(ctx, param, value):
               "GALLERY.parts/ with the same store and options.")
 @click.option("--update", is_flag=True,
               help="Keep the existing gallery's clients trained with the same options on "
-              "the same matcher basis; train only the others (e.g. after enroll --add).")
+              "the same matcher basis; train only the others (e.g. after enroll --add), "
+              "set against the gallery's threshold calibration.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option("--force", is_flag=True, help="Replace an existing -o file that is not an "
               "ssgallery gallery (never a store, a folder or a device).")
