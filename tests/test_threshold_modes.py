@@ -180,3 +180,16 @@ def test_update_keeps_the_calibration_and_refuses_another_mode(tmp_path):
     g = read_gallery(gallery)
     n = g.clients["c07"].normalization
     assert g.clients["c07"].threshold == pytest.approx(n["mean"] + n["std"] * cal["global_threshold"])
+
+
+def test_a_client_with_constant_impostor_scores_keeps_its_own_threshold():
+    from ssgallery.biometrics.calibration import calibrate_thresholds
+    from ssgallery.biometrics.metrics import threshold_at_far
+
+    rng = np.random.default_rng(0)
+    flat, spread = np.full(50, -0.2), rng.normal(0.0, 1.0, 400)
+    norms = [{"kind": "znorm", "mean": -0.2, "std": 1e-12},
+             {"kind": "znorm", "mean": float(spread.mean()), "std": float(spread.std(ddof=1))}]
+    t, info = calibrate_thresholds([flat, spread], norms, 0.01, "znorm-global")
+    assert t[0] == threshold_at_far(flat, 0.01) and t[0] > -0.2
+    assert t[1] == pytest.approx(norms[1]["mean"] + norms[1]["std"] * info["global_threshold"])

@@ -128,7 +128,9 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
     Returns
     -------
     thresholds : ndarray of shape (n_clients,)
-        Raw thresholds on each client's g(x) (accept when g(x) >= t).
+        Raw thresholds on each client's g(x) (accept when g(x) >= t). A client whose
+        impostor scores are constant (no spread to normalise with) keeps its own
+        ``client`` threshold in every mode.
     info : dict
         ``mode``, ``global_threshold`` (normalised T, None for ``client``), and the
         held-out estimate of the FAR: ``accepted`` / ``impostors`` (counts over all
@@ -164,6 +166,12 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
             own = np.array([_gap_threshold(s, target_far) for s in z])
             tz = shrink_weight * own + (1.0 - shrink_weight) * big_t
         t = mu + sd * tz
+        # constant impostor scores (std at its floor) give no scale to normalise with:
+        # such a client keeps its own threshold
+        flat = sd <= 1e-9 * np.maximum(1.0, np.abs(mu))
+        if flat.any():
+            t[flat] = [metrics.threshold_at_far(s, target_far)
+                       for s, f in zip(impostors, flat) if f]
         accepted = int(sum(np.sum(zc >= tc) for zc, tc in zip(z, tz)))
     return t, {"mode": mode, "target_far": float(target_far),
                "global_threshold": None if big_t is None else float(big_t),
