@@ -50,7 +50,8 @@ def say(text):
 
 
 def synth_store(tmp, identities, images=6):
-    """Synthetic faces -> store (basis fitted on the first identities, then --add)."""
+    """Synthetic faces -> store (basis fitted on the first identities, then ``enroll --add``
+    of the rest in a subprocess): (store, names, synth s, enroll --add peak RSS MiB)."""
     root = Path(tmp) / f"s{identities}"
     t0 = time.perf_counter()
     write_sample_data(root, identities=identities, images=images, probes=0, jobs=2)
@@ -58,40 +59,52 @@ def synth_store(tmp, identities, images=6):
     store = root / "e.h5"
     names = client_names(identities)
     enroll(root / "faces", store, clients=names[:FIT_IDENTITIES])
+    rss = float("nan")
     if identities > FIT_IDENTITIES:
-        enroll(root / "faces", store, add=True)
-    return store, names, t_synth
+        _, rss, _ = cli_subprocess(["enroll", str(root / "faces"), "--store", str(store),
+                                    "--add", "--json"])
+    return store, names, t_synth, rss
 
 
-def compress_subprocess(store, clients, out, extra=()):
-    """``ssgallery compress --json`` in a subprocess: (summary, peak RSS MiB, wall s)."""
+def cli_subprocess(args):
+    """``ssgallery ARGS`` in a subprocess: (stdout, peak RSS MiB, wall s); the RSS is
+    ``getrusage(RUSAGE_CHILDREN)`` of a wrapper whose only child is it."""
     code = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
             "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
             "w = time.perf_counter() - t; sys.stderr.write(r.stderr); "
             "print(json.dumps({'out': r.stdout, 'rc': r.returncode, 'wall': w, 'rss': "
             "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))")
-    argv = [str(BIN / "ssgallery"), "compress", "--store", str(store), "-o", str(out),
-            "--m", "2", "--clients", ",".join(clients), "--json", *extra]
-    r = subprocess.run([sys.executable, "-c", "import json; " + code, *argv],
-                       capture_output=True, text=True, check=True)
+    r = subprocess.run([sys.executable, "-c", "import json; " + code,
+                        str(BIN / "ssgallery"), *args], capture_output=True, text=True,
+                       check=True)
     res = json.loads(r.stdout)
     if res["rc"] != 0:
-        raise SystemExit(f"compress failed: {r.stderr[-500:]}")
-    return json.loads(res["out"]), res["rss"] / 1024, res["wall"]
+        raise SystemExit(f"ssgallery {args[0]} failed: {r.stderr[-500:]}")
+    return res["out"], res["rss"] / 1024, res["wall"]
+
+
+def compress_subprocess(store, clients, out, extra=()):
+    """``ssgallery compress --json`` in a subprocess: (summary, peak RSS MiB, wall s)."""
+    out_text, rss, wall = cli_subprocess(
+        ["compress", "--store", str(store), "-o", str(out), "--m", "2",
+         "--clients", ",".join(clients), "--json", *extra])
+    return json.loads(out_text), rss, wall
 
 
 def per_client(tmp, sizes, n_clients):
     rows, out = [], {}
     for n in sizes:
-        store, names, t_synth = synth_store(tmp, n)
+        store, names, t_synth, enroll_rss = synth_store(tmp, n)
         summary, rss, wall = compress_subprocess(store, names[:n_clients], Path(tmp) / "g.h5")
         secs = [c["cpu_seconds"] for c in summary["clients"]]
         out[n] = {"train": float(np.mean(secs)), "rss": rss, "wall": wall, "synth": t_synth,
+                  "enroll_rss": enroll_rss,
                   "n_impostor": summary["clients"][0]["n_impostor"], "store": store,
                   "names": names}
         say(f"{n} identities: synth {t_synth:.1f} s ({n * 6} images), compress of "
             f"{n_clients} clients: {np.mean(secs):.3f} CPU s/client training, wall {wall:.1f} s, "
-            f"peak RSS {rss:.0f} MiB, {summary['clients'][0]['n_impostor']} impostors/client")
+            f"peak RSS {rss:.0f} MiB, {summary['clients'][0]['n_impostor']} impostors/client; "
+            f"enroll --add peak RSS {enroll_rss:.0f} MiB")
         rows.append(n)
     return out
 
@@ -211,7 +224,7 @@ def accuracy(tmp, name, faces_dir, n_test, n_clients, k):
 def _parallel_rows(args, pc, tmp):
     par = pc.get(args.parallel_identities)
     if par is None:
-        store, names, _ = synth_store(tmp, args.parallel_identities)
+        store, names, _, _ = synth_store(tmp, args.parallel_identities)
     else:
         store, names = par["store"], par["names"]
     serial, jobs2, dask, same = parallel_ratios(store, names[:args.parallel_clients], tmp)
@@ -274,6 +287,9 @@ def main(argv=None):
                      "<= 1.5x"])
         rows += [[f"peak RSS of compress at {n:,} identities", f"{pc[n]['rss']:.0f} MiB",
                   "<= 1024 MiB at 2,000; sublinear"] for n in sizes]
+        rows += [[(f"peak RSS of enroll --add at {n:,} identities (basis on "
+                   f"{FIT_IDENTITIES})"), f"{pc[n]['enroll_rss']:.0f} MiB", ""]
+                 for n in sizes if n > FIT_IDENTITIES]
         rows += [[f"synth --jobs 2, {n:,} identities x 6 images", f"{pc[n]['synth']:.1f} s", ""]
                  for n in sizes]
         for stage in (_parallel_rows, _startup_rows, _accuracy_rows):

@@ -105,6 +105,21 @@ def test_transform_does_not_modify_input():
     np.testing.assert_array_equal(X, before)
 
 
+def test_transform_in_blocks_equals_one_block(monkeypatch):
+    """Large inputs are projected a block at a time (bounded temporaries): same numbers,
+    same order, including a last partial block."""
+    from ssgallery.matchers import eigenface
+
+    X = low_rank_faces(n=40)
+    matcher = EigenfaceMatcher(n_components=4).fit(X)
+    whole = matcher.transform(X)
+    monkeypatch.setattr(eigenface, "TRANSFORM_CHUNK", 7)
+    blocks = matcher.transform(X)
+    assert blocks.shape == (40, 4)
+    np.testing.assert_allclose(blocks, whole, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(matcher.transform(X[3]), whole[3:4], rtol=1e-12, atol=1e-12)
+
+
 def test_render_inverts_transform_on_the_subspace():
     X = low_rank_faces(rank=6)
     m = EigenfaceMatcher(n_components=6).fit(X)

@@ -187,7 +187,9 @@ def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, 
     labels = np.concatenate([np.asarray(p.labels, dtype=str) for p, _ in parts])
     present = set(map(str, labels))
     return _Sources(
-        images=np.concatenate([p.images for p, _ in parts]).astype(np.float32), labels=labels,
+        images=(parts[0][0].images if len(parts) == 1 else  # no 2nd copy of every pixel
+                np.concatenate([p.images for p, _ in parts])).astype(np.float32, copy=False),
+        labels=labels,
         paths=[str(x) for p, _ in parts for x in p.paths],
         shas=[str(x) for p, _ in parts for x in p.sha256],
         roots=[r for _, rs in parts for r in rs],
@@ -265,8 +267,12 @@ def _add(src, store_path, say):
     if not keep.any():
         say("nothing changed: no new client to add")
         return _summary(old, store_path, changed=False, new_clients=[])
+    combined = np.empty((len(old.images) + int(keep.sum()),) + images.shape[1:], np.float32)
+    combined[:len(old.images)] = old.images
+    np.compress(keep, images, axis=0, out=combined[len(old.images):])  # no 3rd pixel copy
+    new_images = combined[len(old.images):]
     store = EnrollmentStore(
-        images=np.concatenate([old.images, images[keep]]),
+        images=combined,
         labels=np.concatenate([old.labels, labels[keep]]),
         paths=old.paths + [p for p, k in zip(paths, keep) if k],
         sha256=old.sha256 + [h for h, k in zip(shas, keep) if k],
@@ -276,7 +282,7 @@ def _add(src, store_path, say):
         matcher_state=old.matcher_state, basis_stale=True,
         stale_clients=sorted(set(old.stale_clients) | set(new_clients) | set(new_bg)))
     if old.features is not None:  # the matcher is kept, so old features stay valid
-        store.features = np.concatenate([old.features, old.matcher().transform(images[keep])])
+        store.features = np.concatenate([old.features, old.matcher().transform(new_images)])
     say(f"added {len(new_clients)} client(s) without refitting the {old.matcher_name} "
         f"matcher: its basis is stale (re-run enroll without {option('add')} to refit)")
     store.save(store_path)

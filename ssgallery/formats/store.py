@@ -143,11 +143,8 @@ class EnrollmentStore:
         from ssgallery.formats.seal import USERBLOCK
 
         images = self.images
-        if images.size and np.array_equal(images, np.round(images)) and images.min() >= 0 \
-                and images.max() <= 255:
-            images = images.astype(np.uint8)
-        else:
-            images = images.astype(np.float32)
+        images = images.astype(np.uint8) if _is_8bit(images) else \
+            images.astype(np.float32, copy=False)
         strings = h5py.string_dtype()
         with atomic_path(path, FORMAT, force, lock=True) as tmp, \
                 hdf5_image(tmp, userblock_size=USERBLOCK) as f:
@@ -208,6 +205,18 @@ class StoreImages:
         """Yield ``(start, images[start:start + size])`` over the whole store."""
         for start in range(0, len(self), size):
             yield start, self[start:start + size]
+
+
+def _is_8bit(images, chunk=1024):
+    """True when every pixel is an integer on [0, 255] (checked ``chunk`` images at a
+    time: no full-size temporary)."""
+    if not images.size:
+        return False
+    for i in range(0, len(images), chunk):
+        block = images[i:i + chunk]
+        if block.min() < 0 or block.max() > 255 or not np.array_equal(block, np.round(block)):
+            return False
+    return True
 
 
 def load_store(path, images=True):

@@ -346,8 +346,9 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
     warn = default_warn if warn is None else warn
     listing = scan_faces(root, extensions=extensions, min_images=min_images,
                          skip_bad=skip_bad, clients=clients, warn=warn)
-    images, labels, rel, digests = [], [], [], []
+    images, labels, rel, digests = None, [], [], []  # images: filled in place, no list
     resized = []
+    total = sum(len(paths) for _, paths in listing)
     for client, paths in listing:
         kept = 0
         for path in paths:
@@ -360,7 +361,9 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
                 warn(f"{exc}; skipped")
                 continue
             arr, size = _conform(arr, size, strict, path, resized)
-            images.append(arr)
+            if images is None:
+                images = np.empty((total,) + arr.shape, dtype=np.float32)
+            images[len(labels)] = arr
             labels.append(client)
             rel.append(path.relative_to(root).as_posix())
             digests.append(hashlib.sha256(data).hexdigest())
@@ -372,7 +375,7 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
         first, have = resized[0]
         warn(f"resized {len(resized)} image(s) to {_fmt_size(size)} (first: {first} was "
              f"{_fmt_size(have)}); use {option('strict')} to refuse them")
-    return FaceSet(images=np.stack(images).astype(np.float32, copy=False),
+    return FaceSet(images=images[:len(labels)],
                    labels=np.array(labels, dtype=str), paths=rel, sha256=digests,
                    root=os.fspath(root))
 

@@ -36,6 +36,7 @@ QUALITY_MAX_IMAGES = 600
 RELATIVE_DFFS_MARGIN = 1.25
 RELATIVE_DFFS_CAP = 0.95  # 90 % of the probe's contrast energy outside face space
 DIFS_MARGIN = 1.5
+TRANSFORM_CHUNK = 1024  # images per block in transform: bounds its float64 temporaries
 
 
 def _pca(X):
@@ -236,8 +237,14 @@ class EigenfaceMatcher(Matcher):
 
     # ------------------------------------------------------------------ the contract
     def transform(self, images):
-        """PCA coefficients of images (n, H, W), scaled; shape (n, d), float64."""
+        """PCA coefficients of images (n, H, W), scaled; shape (n, d), float64.
+
+        Projected ``TRANSFORM_CHUNK`` images at a time, so the float64 temporaries stay
+        bounded whatever n (a 60,000-image store is 2.5 GB as float32 pixels)."""
         self._check_fitted()
+        if np.ndim(images) == 3 and len(images) > TRANSFORM_CHUNK:
+            return np.concatenate([self.transform(images[i:i + TRANSFORM_CHUNK])
+                                   for i in range(0, len(images), TRANSFORM_CHUNK)])
         X = self._check_images(images) - self.mean_  # never in place: X may be the input
         return (X @ self.components_.T.astype(np.float64)) / self.scale_
 
