@@ -219,22 +219,25 @@ def split_folder(src_dir, dst, n_test):
                 (dst / part / subject.name / f.name).symlink_to(f.resolve())
 
 
-def accuracy(tmp, name, faces_dir, n_test, n_clients, caps):
+def accuracy(tmp, name, faces_dir, n_test, n_clients, caps, matcher="eigenface",
+             impostors="sample"):
     """Mean client EER of ``compress --m 2`` at each impostor cap K in ``caps`` and
     uncapped (K = 0), the same clients and held-out images: {K: EER}, n training images."""
-    dst = Path(tmp) / f"acc-{name}"
+    dst = Path(tmp) / f"acc-{name}-{matcher}-{impostors}"
     split_folder(faces_dir, dst, n_test)
     store = dst / "e.h5"
-    enroll(dst / "train", store)
+    enroll(dst / "train", store, matcher=matcher)
     test = load_faces(dst / "test", size=load_store(store, images=False).image_shape[::-1])
     clients = load_store(store, images=False).clients[:n_clients]
     res = {}
     for cap in (*caps, 0):
         out = dst / f"g{cap}.h5"
-        compress(store, out, m=2, clients=clients, max_impostors=cap, jobs=2)
+        compress(store, out, m=2, clients=clients, max_impostors=cap, impostors=impostors,
+                 jobs=2)
         res[cap] = mean_client_eer(store, out, test.images, np.asarray(test.labels))
     n_img = len(load_store(store, images=False).labels)
-    say(f"{name}: {len(clients)} clients ({n_img} training images), mean client EER "
+    say(f"{name}, {matcher}, impostors {impostors}: {len(clients)} clients ({n_img} "
+        "training images), mean client EER "
         + ", ".join(f"{100 * res[k]:.2f} % with K = {k}" for k in caps)
         + f" vs {100 * res[0]:.2f} % uncapped")
     return res, n_img
@@ -263,17 +266,20 @@ def _startup_rows(args, pc, tmp):
 
 
 def _accuracy_rows(args, pc, tmp):
-    acc_dir = Path(tmp) / "acc-synth-src"
-    write_sample_data(acc_dir, identities=args.acc_identities, images=9, probes=0, jobs=2)
-    rows = []
-    sets = [(f"synthetic {args.acc_identities} identities", acc_dir / "faces",
-             args.acc_clients)]
-    if (lfw_path() / "MANIFEST.sha256").exists():
-        sets.append(("LFW", lfw_path(), args.lfw_clients))
+    rows, sets = [], []
+    if "synthetic" in args.acc_sets:
+        acc_dir = Path(tmp) / "acc-synth-src"
+        write_sample_data(acc_dir, identities=args.acc_identities, images=9, probes=0, jobs=2)
+        sets.append((f"synthetic {args.acc_identities} identities", acc_dir / "faces",
+                     args.acc_clients, "eigenface"))
+    if "lfw" in args.acc_sets and (lfw_path() / "MANIFEST.sha256").exists():
+        sets += [("LFW", lfw_path(), args.lfw_clients, m) for m in args.lfw_matchers.split(",")]
     caps = [int(k) for k in args.acc_caps.split(",")]
-    for name, faces, n_clients in sets:
-        res, n_img = accuracy(tmp, name, faces, 3, n_clients, caps)
-        rows += [[f"mean client EER, {name} ({n_img:,} training images), K = {k} vs all",
+    for name, faces, n_clients, matcher in sets:
+        res, n_img = accuracy(tmp, name, faces, 3, n_clients, caps, matcher=matcher,
+                              impostors=args.acc_impostors)
+        rows += [[(f"mean client EER, {name}, {matcher} ({n_img:,} training images), "
+                   f"--impostors {args.acc_impostors}, K = {k} vs all"),
                   (f"{100 * res[k]:.2f} % vs {100 * res[0]:.2f} % "
                    f"({100 * (res[k] - res[0]):+.2f} pp)"), "within 0.3 pp"] for k in caps]
     return rows
@@ -294,6 +300,10 @@ def main(argv=None):
     ap.add_argument("--lfw-clients", type=int, default=60)
     ap.add_argument("--acc-caps", default=str(DEFAULT_MAX_IMPOSTORS),
                     help="impostor caps K compared with the uncapped run (comma-separated)")
+    ap.add_argument("--acc-impostors", default="sample", help="sample or cohort")
+    ap.add_argument("--acc-sets", default="synthetic,lfw", help="accuracy data sets")
+    ap.add_argument("--lfw-matchers", default="eigenface,dlib",
+                    help="matchers of the LFW accuracy rows (comma-separated)")
     ap.add_argument("--stages", default="per_client," + ",".join(STAGES),
                     help="stages to run; the page is written only when all run")
     ap.add_argument("--quick", action="store_true", help="small sizes; no page written")
