@@ -7,7 +7,12 @@ import pytest
 
 from ssgallery.app.compress import compress
 from ssgallery.app.enroll import enroll
-from ssgallery.app.training_sets import cohort_distances, subject_means, training_rows
+from ssgallery.app.training_sets import (
+    DEFAULT_MAX_IMPOSTORS,
+    cohort_distances,
+    subject_means,
+    training_rows,
+)
 from ssgallery.errors import InputError
 
 
@@ -92,7 +97,7 @@ def test_cap_recorded_in_provenance_and_uncapped_default(store, tmp_path):
     compress(store, tmp_path / "all.h5", m=1, clients="c01", cv_folds=2)
     prov = read_gallery(tmp_path / "all.h5").clients["c01"].provenance
     assert prov["n_impostor"] == 45 and not prov["impostors_capped"]
-    assert prov["max_impostors"] == 1000
+    assert prov["max_impostors"] == DEFAULT_MAX_IMPOSTORS
     with pytest.raises(InputError, match="impostors must be one of"):
         compress(store, tmp_path / "x.h5", impostors="nearest")
 

@@ -337,7 +337,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
         The learner's iteration cap (varpro: L-BFGS-B iterations; paper: sweeps).
     max_impostors : int or None
         K: each client trains on its own images and at most K impostor images
-        (`ssgallery.app.training_sets`); None or 0 = all. Default 1000.
+        (`ssgallery.app.training_sets`); None or 0 = all. Default ``DEFAULT_MAX_IMPOSTORS``.
     impostors : {"sample", "cohort"}
         Which impostors when the cap bites: stratified seeded sample or nearest subjects.
     jobs : int

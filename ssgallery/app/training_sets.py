@@ -25,7 +25,7 @@ import numpy as np
 
 from ssgallery.errors import InputError
 
-DEFAULT_MAX_IMPOSTORS = 1000  # images; AT&T (40 x 10 = 400 images) is never capped
+DEFAULT_MAX_IMPOSTORS = 600  # images; AT&T (40 x 10 = 400 images) is never capped
 IMPOSTOR_MODES = ("sample", "cohort")
 
 

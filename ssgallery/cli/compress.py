@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from ssgallery.app.training_sets import DEFAULT_MAX_IMPOSTORS
 from ssgallery.biometrics.calibration import DEFAULT_THRESHOLD_MODE, THRESHOLD_MODES
 from ssgallery.cli.info import calibration_line
 from ssgallery.cli.options import key_file_option, matcher_cmd_option
@@ -63,7 +64,8 @@ def _parse_m(ctx, param, value):
 @click.option("--max-iter", type=click.IntRange(min=1), default=200, show_default=True,
               help="Learner iterations: L-BFGS-B steps (varpro) or sweeps over the m "
               "prototypes (paper); a few (e.g. 4) for slow external matchers.")
-@click.option("--max-impostors", type=click.IntRange(min=0), default=1000, show_default=True,
+@click.option("--max-impostors", type=click.IntRange(min=0), default=DEFAULT_MAX_IMPOSTORS,
+              show_default=True,
               metavar="K", help="Each client trains on its own images and at most K impostor "
               "images (0 = all). Galleries of up to K + 1 people's images are not capped.")
 @click.option("--impostors", type=click.Choice(["sample", "cohort"]), default="sample",
