@@ -186,7 +186,6 @@ def test_injected_client_is_unknown_or_refused(built, tmp_path):
     ("c01", "threshold", -1e9, "would accept every probe"),
     ("c01", "threshold", -np.inf, "NaN or infinite"),
     ("c01", "threshold", np.nan, "NaN or infinite"),
-    ("c01", "threshold", 1e9, "can never accept"),
     ("c01", "intercept", 1e9, "would accept every probe"),
     ("c01", "similarity", json.dumps({"kind": "rbf", "gamma": -1.0}), "gamma"),
     ("c01", "beta", [np.inf, 1.0], "NaN or infinite"),
@@ -229,6 +228,24 @@ def test_rehashed_insane_values_are_refused(built, tmp_path, client, name, value
     with pytest.raises(FormatError, match=message) as info:
         verify(g, [probe], "c01")
     assert "\n" not in str(info.value) and str(g) in str(info.value)
+
+
+def test_unreachable_threshold_is_read_and_rejects(built, tmp_path):
+    """A threshold above the highest score the model can give rejects everyone (fail-safe):
+    the gallery is read, verify says REJECT, and never_accepting names the client."""
+    from ssgallery.formats.gallery import never_accepting, read_gallery
+
+    root, faces = built
+    g = _copy(root / "g.h5", tmp_path / "g.h5")
+    probe = os.path.join(faces, "c01", "0.png")
+    assert verify(g, [probe], "c01")[0].accept
+    assert never_accepting(read_gallery(g, arrays=True).clients.values(), None) == []
+    with edit_h5(g) as f:
+        f["clients/c01"].attrs["threshold"] = 1e9
+    rehash_gallery(g)
+    rejected = verify(g, [probe], "c01")[0]
+    assert not rejected.accept and rejected.score is not None
+    assert never_accepting(read_gallery(g, arrays=True).clients.values(), None) == ["c01"]
 
 
 @pytest.mark.parametrize("claim", ["/clients/c01", "c01/", "./c01", ".", "/matcher", "",

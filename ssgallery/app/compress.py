@@ -78,6 +78,7 @@ class CompressSummary:
     threshold_mode: str = None
     calibration: dict = None  # recorded in the gallery: T, held-out FAR estimate + interval
     heldout: dict = None  # client -> its held-out {"impostor", "genuine"} scores (not JSON)
+    never_accepting: list = None  # clients whose threshold is above their highest score
 
     def to_dict(self):
         return {k: v for k, v in self.__dict__.items() if k != "heldout"}
@@ -283,17 +284,18 @@ def _kept_from_gallery(plan, gallery_path, key=None):
 
 
 def _write(plan, gallery_path, store_path, results, calibration, force=False, key=None):
-    """Assemble the models (sorted by client id) and write the gallery atomically."""
+    """Assemble the models (sorted by client id) and write the gallery atomically;
+    returns the ids of the clients that can never accept a probe."""
     import json
 
-    from ssgallery.formats.gallery import write_gallery
+    from ssgallery.formats.gallery import never_accepting, write_gallery
     from ssgallery.formats.hdf5 import state_digest
 
     store = plan.store
+    models = [_model(plan, results[c]) for c in sorted(results)]
     write_gallery(gallery_path, matcher_name=store.matcher_name,
                   matcher_config=store.matcher_config, matcher_state=store.matcher_state,
-                  image_shape=store.image_shape,
-                  clients=[_model(plan, results[c]) for c in sorted(results)], key=key,
+                  image_shape=store.image_shape, clients=models, key=key,
                   attrs={"target_far": float(plan.options["target_far"]),
                          "store": os.path.abspath(store_path),
                          "store_fingerprint": store.fingerprint,
@@ -301,6 +303,7 @@ def _write(plan, gallery_path, store_path, results, calibration, force=False, ke
                          "basis_stale": bool(store.basis_stale),
                          "threshold_mode": calibration["mode"],
                          "calibration": json.dumps(calibration, sort_keys=True)}, force=force)
+    return never_accepting(models, plan.matcher)
 
 
 @single_threaded_blas()
@@ -425,7 +428,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     thresholds, calibration = calibrate(results, threshold_mode, target_far, kept, previous,
                                         gallery_path)
     apply(results, thresholds, threshold_mode)
-    _write(plan, gallery_path, store_path, results, calibration, force, key)
+    dead = _write(plan, gallery_path, store_path, results, calibration, force, key)
     parts.remove()
     order = [c for c in plan.todo] + [c for c in sorted(results) if c not in plan.todo]
     return CompressSummary(gallery=os.fspath(gallery_path), store=os.fspath(store_path),
@@ -439,6 +442,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
                            resumed=resumed, jobs=jobs, scheduler=scheduler,
                            program_runs=_program_runs(plan.matcher, jobs, scheduler),
                            threshold_mode=threshold_mode, calibration=calibration,
+                           never_accepting=dead,
                            heldout={c: r.heldout for c, r in results.items() if r.heldout})
 
 

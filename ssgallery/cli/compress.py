@@ -9,6 +9,7 @@ from ssgallery.app.training_sets import DEFAULT_MAX_IMPOSTORS
 from ssgallery.biometrics.calibration import DEFAULT_THRESHOLD_MODE, THRESHOLD_MODES
 from ssgallery.cli.info import calibration_line
 from ssgallery.cli.options import key_file_option, matcher_cmd_option
+from ssgallery.errors import printable
 from ssgallery.learn.defaults import DEFAULT_LAM
 
 
@@ -160,6 +161,13 @@ def command(store, gallery, m, rho, target_far, threshold_mode, refit_matcher, l
                f"(the full SVMs: {mean_sv:.1f} support vectors), target FAR "
                f"{summary.target_far:g}")
     click.echo(calibration_line(summary.calibration))
+    if summary.never_accepting:
+        names = ", ".join(printable(c) for c in summary.never_accepting[:10])
+        more = len(summary.never_accepting) - 10
+        click.echo(f"warning: {len(summary.never_accepting)} client(s) can never be accepted "
+                   f"(threshold above the highest score their model gives): {names}"
+                   + (f" and {more} more" if more > 0 else "") + "; try more impostors "
+                   "(--max-impostors, --impostors sample) or a lower --target-far", err=True)
     if summary.basis_stale:
         click.echo("warning: the store's matcher basis is stale (clients were added with "
                    "--add); re-run enroll without --add to refit it", err=True)

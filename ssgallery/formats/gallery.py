@@ -515,15 +515,33 @@ def check_model(model, matcher, path=None):
             matcher.check_prototypes(P)
         except SsgalleryError as exc:
             raise FormatError(f"{who}: {exc}", path=path) from None
-    if bounds is not None and np.isfinite(bounds).all():
-        lo, hi = beta * bounds[0], beta * bounds[1]
-        g_min, g_max = b + np.minimum(lo, hi).sum(), b + np.maximum(lo, hi).sum()
-        if t <= g_min:
-            raise FormatError(f"{who} would accept every probe (threshold {t:.6g} <= lowest "
-                              f"possible score {g_min:.6g})", path=path)
-        if t > g_max:
-            raise FormatError(f"{who} can never accept a probe (threshold {t:.6g} > highest "
-                              f"possible score {g_max:.6g})", path=path)
+    g_min, _ = score_range(model, bounds)
+    if t <= g_min:
+        raise FormatError(f"{who} would accept every probe (threshold {t:.6g} <= lowest "
+                          f"possible score {g_min:.6g})", path=path)
+    # A threshold above the highest possible score rejects everyone: fail-safe, so it is
+    # read (verify says REJECT) and compress warns about it (never_accepting).
+
+
+def score_range(model, bounds):
+    """Lowest and highest g(x) (Eq. 1) a client model can give, from the similarity's
+    bounds ``(s_min, s_max)``; (-inf, inf) when the similarity is unbounded."""
+    if bounds is None or not np.isfinite(bounds).all():
+        return -np.inf, np.inf
+    beta = np.asarray(model.beta)
+    lo, hi = beta * bounds[0], beta * bounds[1]
+    return (model.intercept + np.minimum(lo, hi).sum(),
+            model.intercept + np.maximum(lo, hi).sum())
+
+
+def never_accepting(models, matcher):
+    """Ids of the models whose threshold is above the highest score they can give."""
+    out = []
+    for model in models:
+        bounds = _similarity_bounds(model, matcher, model.client_id, None)
+        if model.threshold > score_range(model, bounds)[1]:
+            out.append(model.client_id)
+    return out
 
 
 def _similarity_bounds(model, matcher, who, path):
