@@ -51,10 +51,12 @@ def fake_models(n_clients, per_client, matcher, rng):
     std = np.sqrt(matcher.explained_variance_) / matcher.scale_
     models = []
     for k in range(n_clients):
+        beta, intercept = rng.normal(size=per_client), float(rng.normal())
+        lo = intercept + np.minimum(beta, 0).sum()  # g(x) range for s in [0, 1]: a threshold
+        hi = intercept + np.maximum(beta, 0).sum()  # outside it is refused on read
         models.append(ClientModel(
             client_id=f"id{k:05d}", prototypes=rng.normal(size=(per_client, d)) * std,
-            beta=rng.normal(size=per_client), intercept=float(rng.normal()),
-            threshold=float(rng.normal()),
+            beta=beta, intercept=intercept, threshold=float(lo + (hi - lo) * rng.uniform(.2, .8)),
             similarity={"kind": "rbf", "gamma": float(matcher.gamma_)},
             normalization={"kind": "znorm", "mean": float(rng.normal()), "std": 1.0, "n": 100}))
     return models

@@ -177,7 +177,8 @@ def startup(tmp, n_big, runs=5):
         t_write = time.perf_counter() - t0
         walls[n] = _median_wall([str(BIN / "ssgallery"), "verify", str(probe), "--gallery",
                                  str(path), "--claim", "id00007"], runs, ok=(0, 1))
-    info = _median_wall([str(BIN / "ssgallery"), "info", str(Path(tmp) / f"g{n_big}.h5")], 3)
+    info = _median_wall([str(BIN / "ssgallery"), "info", "--gallery",
+                         str(Path(tmp) / f"g{n_big}.h5")], 3)
     say(f"verify start-up: {walls[n_big]:.3f} s with {n_big:,} clients vs {walls[20]:.3f} s "
         f"with 20 ({walls[n_big] / walls[20]:.2f}x); info on {n_big:,} clients {info:.2f} s "
         f"(gallery of random valid models written in {t_write:.0f} s)")

@@ -260,3 +260,26 @@ def test_threshold_folds_never_split_an_impostor_subject():
     assert threshold_folds([1, -1, -1], ["c", "a", "b"]) is None
     # without subjects every impostor image is its own group
     assert threshold_folds([1, 1, -1, -1, -1], None, n_folds=5).max() + 1 == 2
+
+
+def test_info_on_a_library_written_gallery_without_optional_attrs(built, tmp_path):
+    """write_gallery called without compress's attrs (no target FAR, no calibration, no
+    provenance): info prints 'not recorded', never an internal error."""
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+    from ssgallery.formats.gallery import write_gallery
+
+    root = built[0]
+    g = read_gallery(root / "g.h5", arrays=True)
+    store = load_store(root / "e.h5", images=False)
+    models = list(g.clients.values())
+    for model in models:
+        model.provenance = {}
+    out = tmp_path / "lib.h5"
+    write_gallery(out, matcher_name=store.matcher_name, matcher_config=store.matcher_config,
+                  matcher_state=store.matcher_state, image_shape=store.image_shape,
+                  clients=models)
+    r = CliRunner().invoke(main, ["info", "--gallery", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "target FAR not recorded" in r.output and "5 clients" in r.output

@@ -35,8 +35,10 @@ def _print_gallery(g):
     click.echo(f"gallery {g['path']}: {g['n_clients']} clients, {_size(g['file_bytes'])}, "
                f"created {g['created']} by ssgallery {g['tool_version']} "
                f"(format {g['format_version']})")
-    click.echo(f"matcher: {g['matcher']} ({config}), d = {g['dimension']}, shared state "
-               f"{_size(g['matcher_state_bytes'])}; target FAR {g['target_far']:g}")
+    target = "not recorded" if g["target_far"] is None else f"{g['target_far']:g}"
+    dim = "-" if g["dimension"] is None else g["dimension"]
+    click.echo(f"matcher: {g['matcher']} ({config}), d = {dim}, shared state "
+               f"{_size(g['matcher_state_bytes'])}; target FAR {target}")
     click.echo(calibration_line(g.get("calibration")))
     click.echo(f"{'client':<10} {'m':>3} {'bytes':>7}   {'SVM #SVs':>8} {'SVM bytes':>9} "
                f"{'ratio':>6} {'threshold':>10}")
