@@ -40,7 +40,7 @@ def run(faces, tmp, name, command, clients):
                matcher_options={"command": command, "serve": serve})
         t0 = time.perf_counter()
         s = compress(store, Path(tmp) / f"g-{name}-{serve}.h5", m=2, cv_folds=0, max_iter=4,
-                     clients=clients)
+                     clients=clients, matcher_cmd=command)  # the host names the program
         wall = time.perf_counter() - t0
         n = len(s.clients)
         out[serve] = {"wall": wall / n, "starts": s.program_runs["starts"] / n,
