@@ -85,15 +85,17 @@ def test_verify_accepts_genuine_and_rejects_others(data):
 
 def test_info(data):
     r = CliRunner().invoke(main, ["info", "--gallery", data["gallery"], "--store", data["store"],
-                                  "--json"])
+                                  "--json", "--svm"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     g = out["gallery"]
     assert g["n_clients"] == 3 and g["matcher"] == "eigenface" and g["ratio"] > 5
     assert all(c["m"] == 2 and c["svm_bytes"] > c["bytes"] for c in g["clients"])
     assert out["store"]["n_clients"] >= 5 and out["store"]["basis_stale"] is False
-    r = CliRunner().invoke(main, ["info", "--gallery", data["gallery"]])
+    r = CliRunner().invoke(main, ["info", "--gallery", data["gallery"], "--svm"])
     assert r.exit_code == 0 and "smaller" in r.stdout and "c03" in r.stdout
+    r = CliRunner().invoke(main, ["info", "--gallery", data["gallery"]])
+    assert r.exit_code == 0 and "smaller" not in r.stdout and "c03" in r.stdout
 
 
 def test_show(data):

@@ -148,13 +148,41 @@ def test_unknown_client_and_bad_galleries(built, tmp_path):
 
 
 def test_summary_bytes_and_ratio(built):
-    info = gallery_summary(built[0] / "g.h5")
+    info = gallery_summary(built[0] / "g.h5", svm=True)
     row = info["clients"][0]
     d = info["dimension"]
     assert row["bytes"] == 2 * d * 8 + 2 * 8 + 16
     assert row["svm_bytes"] == row["svm_n_support"] * (d + 1) * 8 + 16
     assert row["ratio"] == pytest.approx(row["svm_bytes"] / row["bytes"])
-    assert info["ratio"] > 5
+    assert info["ratio"] > 5 and info["svm_compared"]
+
+
+def test_summary_from_the_index_equals_the_client_groups(built):
+    """info's summary (header + /client_index + /index, no client group opened) gives the
+    numbers the client groups give; only the full-SVM fields need ``svm``."""
+    path = built[0] / "g.h5"
+    fast, full = gallery_summary(path), gallery_summary(path, svm=True)
+    g = read_gallery(path, arrays=True)
+    d = next(iter(g.clients.values())).prototypes.shape[1]
+    assert fast["dimension"] == full["dimension"] == d
+    assert [r["client"] for r in fast["clients"]] == sorted(g.clients) == [
+        f"c{c:02d}" for c in range(5)]
+    svm_only = {"bytes_images", "svm_n_support", "svm_bytes", "ratio", "svm_threshold"}
+    for a, b in zip(fast["clients"], full["clients"]):
+        model = g.clients[a["client"]]
+        assert a["m"] == b["m"] == len(model.beta) == 2
+        assert a["bytes"] == b["bytes"] == model.prototypes.nbytes + model.beta.nbytes + 16
+        assert a["threshold"] == b["threshold"] == model.threshold
+        assert all(a[k] is None for k in svm_only)
+        assert b["svm_n_support"] == model.provenance["svm_n_support"] > 2
+        assert b["svm_threshold"] == model.provenance["svm_threshold"]
+        assert b["bytes_images"] == 2 * 32 * 24
+    same = {k: v for k, v in fast.items() if k not in ("clients", "svm_compared", "ratio",
+                                                       "svm_bytes_total")}
+    assert same == {k: full[k] for k in same}
+    assert fast["bytes_total"] == 5 * (2 * d * 8 + 2 * 8 + 16)
+    assert not fast["svm_compared"] and fast["ratio"] is None and fast["svm_bytes_total"] is None
+    assert full["svm_bytes_total"] == sum(r["svm_bytes"] for r in full["clients"])
 
 
 def test_threshold_at_far():
@@ -283,3 +311,8 @@ def test_info_on_a_library_written_gallery_without_optional_attrs(built, tmp_pat
     r = CliRunner().invoke(main, ["info", "--gallery", str(out)])
     assert r.exit_code == 0, r.output
     assert "target FAR not recorded" in r.output and "5 clients" in r.output
+    assert "matches per claim: 2 (--svm compares with the full SVMs" in r.output
+    r = CliRunner().invoke(main, ["info", "--gallery", str(out), "--svm"])
+    assert r.exit_code == 0, r.output  # no SVM in the provenance: no '0.0x smaller'
+    assert "matches per claim: 2 (no full SVM recorded)" in r.output
+    assert "smaller" not in r.output

@@ -349,3 +349,72 @@ def test_damaged_client_bytes_name_the_file_and_the_client(built, tmp_path):
     assert result.exit_code == 2, result.output
     line = result.output.strip()
     assert "\n" not in line and f"{g}: corrupt ssgallery gallery: while reading client 'c00': its bytes" in line
+
+
+def _info(gallery, *options):
+    return CliRunner().invoke(main, ["info", "--gallery", str(gallery), *options])
+
+
+def _refused(result, gallery, message):
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and f"{gallery}: " in result.stderr
+    assert message in result.stderr, result.stderr
+
+
+def _replace(group, name, data):
+    del group[name]
+    group.create_dataset(name, data=data)
+
+
+@pytest.mark.parametrize("edit, rehash, message", [
+    (lambda f: f["index/threshold"].__setitem__(0, -5.0), False,
+     "integrity check failed: the search index does not match its digest"),
+    (lambda f: f.attrs.__setitem__("target_far", 0.5), False,
+     "integrity check failed: the header or the client index"),
+    (lambda f: f["matcher/mean"].__setitem__(0, 7.0), False,
+     "integrity check failed: the matcher state"),
+    (lambda f: f.copy(f["clients/c01"], "clients/evil"), False,
+     "the client groups and the client index differ ('evil')"),
+    (lambda f: _replace(f["index"], "client_ids", np.array([b"c00", b"c01", b"c02", b"evil"])),
+     True, "integrity check failed: the search index and the client index list different"),
+    (lambda f: _replace(f["index"], "prototypes", f["index/prototypes"][()] * 1e6), True,
+     "refused: the search index: eigenface: a prototype lies far outside face space"),
+])
+def test_info_refuses_an_edited_index_header_or_matcher(built, tmp_path, edit, rehash,
+                                                       message):
+    """info reads the header, /client_index, /index and /matcher, no client group: an
+    edit of any of them (re-sealed, and even re-hashed for the values) is refused in one
+    line naming the file, exit 2."""
+    root, _ = built
+    assert _info(root / "g.h5").exit_code == 0
+    g = _copy(root / "g.h5", tmp_path / "g.h5")
+    with edit_h5(g) as f:
+        edit(f)
+    if rehash:
+        rehash_gallery(g)
+    _refused(_info(g), g, message)
+    _refused(_info(g, "--json"), g, message)
+
+
+def test_info_refuses_damaged_or_edited_client_groups(built, tmp_path):
+    """Damaged bytes in a client group: the seal of the whole file refuses them (info
+    checks every chunk, exit 2). A re-sealed edit of a client group: info does not open
+    client groups, so only ``--svm`` (which reads and checks every one) refuses it."""
+    root, _ = built
+    g = _copy(root / "g.h5", tmp_path / "rot.h5")
+    with h5py.File(g, "r") as f:
+        at = f["clients/c02/beta"].id.get_offset()
+    with open(g, "r+b") as handle:
+        handle.seek(at + 3)
+        byte = handle.read(1)
+        handle.seek(at + 3)
+        handle.write(bytes([byte[0] ^ 0x10]))
+    for options in ((), ("--svm",)):
+        _refused(_info(g, *options), g, "corrupt ssgallery gallery: its bytes")
+        assert "do not match its seal" in _info(g, *options).stderr
+    g = _copy(root / "g.h5", tmp_path / "edit.h5")
+    with edit_h5(g) as f:
+        f["clients/c02/beta"][0] += 1e-9
+    assert _info(g).exit_code == 0
+    _refused(_info(g, "--svm"), g, "integrity check failed: client 'c02' does not match its "
+             "digest")

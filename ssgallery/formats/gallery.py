@@ -398,6 +398,43 @@ def read_client(path, client_id, *, images=False, matcher=True, key=None, host=N
     return model
 
 
+def _read_stacked(f, path, key, host):
+    """What the stacked readers (``identify``, ``info``) need from an open gallery, all
+    checked: signature (with ``key``), root digest, ``/index`` digest and consistency
+    (`ssgallery.formats.search_index.read_index`), the matcher's digest, and the
+    index against the matcher (dimension, plausible prototypes) and the client index.
+    Opens no client group.
+
+    Returns
+    -------
+    header : dict
+    config : dict
+    rows : ndarray, shape (N,)
+        ``/client_index`` (id, digest).
+    index : SearchIndex
+    matcher : Matcher
+    state : dict
+        The matcher state as stored.
+    """
+    header, config, sections, rows = _open_verified(f, path, key)
+    integrity.check_digest(integrity.node_digest(integrity.check_node(f, "index", path), path),
+                           sections.get("index"), "the search index", path)
+    index = read_index(f, path)
+    matcher, state = _read_matcher(f, header, config, sections, path, host)
+    if list(index.client_ids) != _index_ids(rows, path):
+        raise FormatError("integrity check failed: the search index and the client index "
+                          "list different clients", path=path)
+    d = matcher.dimension()
+    if index.n_clients and d is not None and index.prototypes.shape[1] != d:
+        raise FormatError(f"refused: the search index has prototypes of dimension "
+                          f"{index.prototypes.shape[1]}, the matcher's is {d}", path=path)
+    try:
+        matcher.check_prototypes(index.prototypes)
+    except SsgalleryError as exc:
+        raise FormatError(f"refused: the search index: {exc}", path=path) from None
+    return header, config, rows, index, matcher, state
+
+
 def read_search(path, *, key=None, host=None):
     """Read what a 1:N search needs: the header, the matcher and the stacked index
     (`ssgallery.formats.search_index`), in a few contiguous reads, all checked
@@ -413,19 +450,15 @@ def read_search(path, *, key=None, host=None):
     path = os.fspath(path)
     with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_LAZY) as f:
         try:
-            header, config, sections, _ = _open_verified(f, path, key)
-            integrity.check_digest(integrity.node_digest(integrity.check_node(f, "index", path),
-                                                         path),
-                                   sections.get("index"), "the search index", path)
-            index = read_index(f, path)
-            matcher = _read_matcher(f, header, config, sections, path, host)[0]
+            header, _, _, index, matcher, _ = _read_stacked(f, path, key, host)
         except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
     return index, matcher, header
 
 
 def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False):
-    """Read the header and every client (for ``info``, ``roc --gallery``), all checked.
+    """Read the header and every client (for ``roc --gallery``, ``info --svm``), all
+    checked: O(N) group opens.
 
     Parameters
     ----------
@@ -444,32 +477,56 @@ def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False):
     path = os.fspath(path)
     with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN) as f:
         try:
-            header, config, sections, index = _open_verified(f, path, key)
+            header, config, sections, rows = _open_verified(f, path, key)
             built, state = _read_matcher(f, header, config, sections, path, host)
-            clients = integrity.check_node(f, "clients", path)
-            ids = _index_ids(index, path)
-            if sorted(clients) != sorted(ids):
-                extra = sorted(set(clients) ^ set(ids))[:3]
-                raise FormatError(f"integrity check failed: the client groups and the client "
-                                  f"index differ ({', '.join(map(repr, extra))})", path=path)
-            out = {}
-            for cid, expected in zip(ids, index["digest"]):
-                model = _read_one(clients, cid, expected.decode("ascii", "replace"), path)
-                check_model(model, built, path)
-                _account(model, arrays)
-                out[cid] = model
+            out = _read_clients(f, path, rows, built, arrays)
         except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
-    state_bytes = sum(int(v.nbytes) for v in state.values() if isinstance(v, np.ndarray))
     gallery = Gallery(path=path, header=header, matcher_name=header["matcher"],
-                      matcher_config=config, clients=out, matcher_state_bytes=state_bytes)
+                      matcher_config=config, clients=out, matcher_state_bytes=_nbytes(state))
     gallery.matcher = built if matcher else None
     return gallery
 
 
+def _read_clients(f, path, rows, built, arrays):
+    """Every client group of an open gallery, each checked against its row of the client
+    index (``rows``) and by `check_model`: {id: ClientModel} (see `read_gallery`)."""
+    clients, ids = _client_groups(f, path, rows)
+    out = {}
+    for cid, expected in zip(ids, rows["digest"]):
+        model = _read_one(clients, cid, expected.decode("ascii", "replace"), path)
+        check_model(model, built, path)
+        _account(model, arrays)
+        out[cid] = model
+    return out
+
+
+def _client_groups(f, path, rows):
+    """``/clients`` and the ids of the client index, after checking that they name the
+    same clients (lists the group's links; opens no client group)."""
+    clients = integrity.check_node(f, "clients", path)
+    ids = _index_ids(rows, path)
+    if sorted(clients) != sorted(ids):
+        extra = sorted(set(clients) ^ set(ids))[:3]
+        raise FormatError(f"integrity check failed: the client groups and the client "
+                          f"index differ ({', '.join(map(repr, extra))})", path=path)
+    return clients, ids
+
+
+def _nbytes(state):
+    return sum(int(v.nbytes) for v in state.values() if isinstance(v, np.ndarray))
+
+
+def model_bytes(n_vectors, d):
+    """Bytes of a kernel expansion sum_j beta_j s(x, z_j) + b with its threshold, float64:
+    ``n_vectors`` vectors of dimension d, their weights, b and the threshold (a client
+    model: n_vectors = m, Eq. 1 (g(x)); its full SVM: n_vectors = #SVs)."""
+    return int(n_vectors * (d + 1) * 8 + 16)
+
+
 def _account(model, arrays):
     protos, beta = model.prototypes, model.beta
-    model.provenance["bytes_model"] = int(protos.nbytes + beta.nbytes + 16)
+    model.provenance["bytes_model"] = model_bytes(*protos.shape)
     model.provenance["bytes_images"] = (int(model.prototype_images.size)
                                         if model.prototype_images is not None else 0)
     model.provenance.setdefault("m", int(beta.shape[0]))
@@ -573,36 +630,67 @@ def header_calibration(header, path=None):
     return cal
 
 
-def gallery_summary(path):
+def gallery_summary(path, *, svm=False):
     """What ``ssgallery info`` shows about a gallery, as a JSON-able dict.
 
-    Per client: m, bytes of the model verification reads (prototypes + beta + b +
-    threshold, float64) against the bytes the full SVM would need (its support vectors
-    + dual coefficients + b + threshold), their ratio, and matches per claim (m vs #SVs).
+    Per client: m, the bytes of the model verification reads (prototypes + beta + b +
+    threshold, float64: `model_bytes`) and the threshold, from the header, the client
+    index and the stacked ``/index`` (a few contiguous reads whatever the number of
+    clients), after checking the seal of the whole file, the root digest, the index's and
+    the matcher's digests, the index's values (`_read_stacked`) and that the client
+    groups are the ones the client index lists (no client group is opened).
+
+    Parameters
+    ----------
+    path : str or Path
+    svm : bool
+        Also compare each client with its full SVM (support vectors + dual coefficients
+        + b + threshold, from the client's provenance): #SVs, bytes, ratio, the SVM's
+        threshold, and the bytes of the rendered images. Reads and checks every client
+        group (`read_gallery`'s checks: O(N) group opens). Without it those fields are
+        None.
+
+    Returns
+    -------
+    dict
+        Header fields, ``clients`` (one dict per client, in id order), totals, and
+        ``svm_compared`` (``svm``).
     """
-    g = read_gallery(path)
-    rows = []
-    for cid, model in g.clients.items():
-        p = model.provenance
-        m, d, n_sv = p["m"], p["d"], p.get("svm_n_support")
-        svm_bytes = None if n_sv is None else int(n_sv * (d + 1) * 8 + 16)
-        rows.append({"client": cid, "m": m, "bytes": p["bytes_model"],
-                     "bytes_images": p["bytes_images"], "svm_n_support": n_sv,
-                     "svm_bytes": svm_bytes,
-                     "ratio": None if svm_bytes is None else svm_bytes / p["bytes_model"],
-                     "threshold": model.threshold, "svm_threshold": p.get("svm_threshold")})
+    path = os.fspath(path)
+    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN) as f:
+        try:
+            header, config, rows, index, built, state = _read_stacked(f, path, None, None)
+            _client_groups(f, path, rows)
+            provenance = {cid: model.provenance for cid, model in
+                          _read_clients(f, path, rows, built, False).items()} if svm else {}
+        except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
+            raise FormatError(f"corrupt gallery: {exc}", path=path) from None
+    d = int(index.prototypes.shape[1]) if index.n_clients else None
+    rows = [_summary_row(cid, int(m), d, float(t), provenance.get(cid))
+            for cid, m, t in zip(index.client_ids, np.diff(index.offsets), index.threshold)]
     total = sum(r["bytes"] for r in rows)
-    total_svm = sum(r["svm_bytes"] or 0 for r in rows)
-    h = g.header
-    return {"path": g.path, "format": h.get("format"), "format_version": h.get("format_version"),
+    total_svm = sum(r["svm_bytes"] or 0 for r in rows) if svm else None
+    h = header
+    return {"path": path, "format": h.get("format"), "format_version": h.get("format_version"),
             "tool_version": h.get("tool_version"), "created": h.get("created"),
-            "matcher": g.matcher_name, "matcher_config": g.matcher_config,
-            "dimension": next((c.provenance["d"] for c in g.clients.values()), None),
+            "matcher": h["matcher"], "matcher_config": config, "dimension": d,
             "image_shape": h.get("image_shape"), "target_far": h.get("target_far"),
             "threshold_mode": h.get("threshold_mode", "client"),
             "calibration": header_calibration(h, path),
             "basis_stale": bool(h.get("basis_stale", False)),
-            "file_bytes": os.path.getsize(path), "matcher_state_bytes": g.matcher_state_bytes,
+            "file_bytes": os.path.getsize(path), "matcher_state_bytes": _nbytes(state),
             "n_clients": len(rows), "clients": rows, "bytes_total": total,
-            "svm_bytes_total": total_svm,
-            "ratio": total_svm / total if total else None}
+            "svm_compared": bool(svm), "svm_bytes_total": total_svm,
+            "ratio": total_svm / total if total and total_svm else None}
+
+
+def _summary_row(cid, m, d, threshold, provenance):
+    """One client's row of `gallery_summary` (``provenance``: None when not read)."""
+    p = provenance or {}
+    n_sv = p.get("svm_n_support")
+    svm_bytes = None if n_sv is None else model_bytes(n_sv, d)
+    size = model_bytes(m, d)
+    return {"client": cid, "m": m, "bytes": size, "bytes_images": p.get("bytes_images"),
+            "svm_n_support": n_sv, "svm_bytes": svm_bytes,
+            "ratio": None if svm_bytes is None else svm_bytes / size,
+            "threshold": threshold, "svm_threshold": p.get("svm_threshold")}
