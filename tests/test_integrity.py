@@ -332,18 +332,21 @@ def test_version_1_and_store_digest(built, tmp_path):
         load_store(store)
 
 
+def _rot(path, dataset):
+    """Flip one bit of ``dataset``'s bytes in the file, without re-sealing (bit rot)."""
+    with h5py.File(path, "r") as f:
+        at = f[dataset].id.get_offset() + 3
+    with open(path, "r+b") as handle:
+        byte = os.pread(handle.fileno(), 1, at)
+        os.pwrite(handle.fileno(), bytes([byte[0] ^ 0x10]), at)
+    return path
+
+
 def test_damaged_client_bytes_name_the_file_and_the_client(built, tmp_path):
     """Bit rot in one client's bytes: verify refuses in one line naming the file and the
     client read (the seal of that part of the file), exit 2."""
     root, faces = built
-    g = _copy(root / "g.h5", tmp_path / "g.h5")
-    with h5py.File(g, "r") as f:
-        at = f["clients/c00/prototypes"].id.get_offset()
-    with open(g, "r+b") as handle:
-        handle.seek(at + 3)
-        byte = handle.read(1)
-        handle.seek(at + 3)
-        handle.write(bytes([byte[0] ^ 0x10]))
+    g = _rot(_copy(root / "g.h5", tmp_path / "g.h5"), "clients/c00/prototypes")
     probe = str(next(Path(faces).glob("c01/*")))
     result = CliRunner().invoke(main, ["verify", probe, "--claim", "c00", "--gallery", str(g)])
     assert result.exit_code == 2, result.output
@@ -401,14 +404,7 @@ def test_info_refuses_damaged_or_edited_client_groups(built, tmp_path):
     checks every chunk, exit 2). A re-sealed edit of a client group: info does not open
     client groups, so only ``--svm`` (which reads and checks every one) refuses it."""
     root, _ = built
-    g = _copy(root / "g.h5", tmp_path / "rot.h5")
-    with h5py.File(g, "r") as f:
-        at = f["clients/c02/beta"].id.get_offset()
-    with open(g, "r+b") as handle:
-        handle.seek(at + 3)
-        byte = handle.read(1)
-        handle.seek(at + 3)
-        handle.write(bytes([byte[0] ^ 0x10]))
+    g = _rot(_copy(root / "g.h5", tmp_path / "rot.h5"), "clients/c02/beta")
     for options in ((), ("--svm",)):
         _refused(_info(g, *options), g, "corrupt ssgallery gallery: its bytes")
         assert "do not match its seal" in _info(g, *options).stderr
