@@ -9,13 +9,19 @@ import sys
 
 
 def run():
-    """Import the command line and run it; an interrupt while importing exits 130."""
+    """Import the command line and run it; an interrupt while it loads, or while the
+    command's own handlers are put in place or back, exits 130 with the truthful
+    message (Python's SIGINT handler is in force then)."""
     try:
         from ssgallery.cli import main
+
+        main(prog_name="ssgallery")
     except KeyboardInterrupt:
+        report = getattr(sys.modules.get("ssgallery.cli"), "_exit_interrupted", None)
+        if report is not None:
+            report()  # says which outputs were replaced; exits 130
         sys.stderr.write("ssgallery: interrupted; nothing was written\n")
         sys.exit(130)
-    main(prog_name="ssgallery")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ Messages are one printable line: white space runs become one space and control
 characters are escaped (`printable`), so a file name cannot fake a line of output.
 """
 
+import contextlib
+
 EXIT_ACCEPT = 0  # verify: every claim accepted (other commands: success)
 EXIT_REJECT = 1  # verify: some claim rejected
 EXIT_INPUT = 2  # input or usage error (SsgalleryError, click usage errors)
@@ -26,6 +28,33 @@ def interrupt():
         _pending.append(True)
         return
     raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def interrupt_handlers(handler):
+    """Make ``handler`` the Python handler of SIGINT and SIGTERM for the block, then put
+    the previous handlers back; yields False (and changes nothing) off the main thread.
+
+    The previous handlers are read before any is replaced and restored in a ``finally``
+    that covers the replacements, so an interrupt at any moment, even between replacing
+    one handler and the other, cannot leave a handler of the block behind.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield False
+        return
+    watched = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.getsignal(s) for s in watched}  # no side effect before the try
+    try:
+        for s in watched:
+            signal.signal(s, handler)
+        yield True
+    finally:
+        for s, old in previous.items():
+            if old is not None:  # None: a handler not installed from Python
+                signal.signal(s, old)
 
 
 class interrupts_deferred:  # lower case: used as ``with interrupts_deferred():``

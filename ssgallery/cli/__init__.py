@@ -9,7 +9,13 @@ import sys
 import click
 
 from ssgallery import __version__
-from ssgallery.errors import EXIT_INPUT, EXIT_INTERNAL, SsgalleryError, printable
+from ssgallery.errors import (
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    SsgalleryError,
+    interrupt_handlers,
+    printable,
+)
 
 
 class _Group(click.Group):
@@ -21,26 +27,22 @@ class _Group(click.Group):
     def main(self, *args, **kwargs):
         """Ctrl-C or SIGTERM outside `invoke` (while click parses the command line
         or exits) also ends with 130 and a truthful message (click: "Aborted!", 1)."""
-        try:
-            previous = {s: signal.signal(s, _exit_on_signal)
-                        for s in (signal.SIGTERM, signal.SIGINT)}
-        except ValueError:  # not the main thread
-            previous = {}
-        try:
+        with interrupt_handlers(_exit_on_signal):
             return super().main(*args, **kwargs)
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
 
     def invoke(self, ctx):
         from ssgallery.formats.atomic import forget_written
 
         forget_written()
         _signalled.clear()
-        previous = _on_sigterm_interrupt()
-        _ignore_sigxfsz()
         try:
-            result = super().invoke(ctx)
+            # SIGTERM behaves like Ctrl-C (finally-blocks run: temporary folders and
+            # matcher processes are cleaned up), and both are remembered so that an
+            # interrupt a library swallows still ends the command with 130. Inside the
+            # try: an interrupt while the handlers are put in place or back is ours too.
+            with interrupt_handlers(_raise_interrupt):
+                _ignore_sigxfsz()
+                result = super().invoke(ctx)
         except SsgalleryError as exc:
             from ssgallery.cli.options import as_flags
 
@@ -61,9 +63,6 @@ class _Group(click.Group):
             text = printable(" ".join(str(exc).split()))[:500]
             _fail(f"internal error: {type(exc).__name__}{': ' if text else ''}{text} "
                   "(please report it; --debug shows the traceback)", EXIT_INTERNAL, ctx)
-        finally:
-            for signum, handler in (previous or {}).items():
-                signal.signal(signum, handler)
         if _signalled:
             _exit_interrupted()
         return result
@@ -121,17 +120,6 @@ def _raise_interrupt(signum, frame):
 
     _signalled.add(signum)
     interrupt()  # KeyboardInterrupt, now or at the end of an interrupts_deferred block
-
-
-def _on_sigterm_interrupt():
-    """SIGTERM behaves like Ctrl-C (finally-blocks run: temporary folders and matcher
-    processes are cleaned up), and both are remembered so that an interrupt a library
-    swallows still ends the command with 130; returns the previous handlers (None off
-    the main thread)."""
-    try:
-        return {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGTERM, signal.SIGINT)}
-    except ValueError:  # not the main thread
-        return None
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

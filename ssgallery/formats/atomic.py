@@ -15,9 +15,10 @@ Every output (store, gallery, report files, montages) is written by `atomic_path
   hold it from the read to the rename;
 - **stale temporary files** (``<name>.ssgallery-tmp-<pid>-<token>``) of a run that died
   (SIGKILL, power loss) are removed by the next writer of the same output;
-- **signals**: SIGINT/SIGTERM are held back around the final rename, and every completed
-  replacement is recorded (`written_paths`) so that an interrupted command can
-  say truthfully whether its output was replaced.
+- **signals**: SIGINT/SIGTERM are held back while the temporary file is created (so it
+  never exists unnamed), around the final rename and while a failed write's temporary
+  file is removed, and every completed replacement is recorded (`written_paths`) so
+  that an interrupted command can say truthfully whether its output was replaced.
 """
 
 import contextlib
@@ -26,7 +27,7 @@ import signal
 import stat
 import threading
 
-from ssgallery.errors import FormatError, SsgalleryError
+from ssgallery.errors import FormatError, SsgalleryError, interrupt_handlers
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 TMP_MARK = ".ssgallery-tmp-"
@@ -238,19 +239,13 @@ def _signals_deferred():
     kernel hands a process-directed signal to any thread that does not block it (BLAS
     and HDF5 threads do not), and the Python handler then runs in the main thread at
     the next bytecode, i.e. in the middle of the rename. So the Python-level handlers
-    are swapped for one that only records the signal.
+    are swapped for one that only records the signal (`errors.interrupt_handlers`).
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     pending = []
-    watched = (signal.SIGINT, signal.SIGTERM)
-    old = {s: signal.signal(s, lambda signum, frame: pending.append(signum)) for s in watched}
     try:
-        yield
+        with interrupt_handlers(lambda signum, frame: pending.append(signum)):
+            yield
     finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
         for s in dict.fromkeys(pending):
             signal.raise_signal(s)  # the restored handler runs now
 
@@ -306,8 +301,10 @@ def atomic_path(path, kind=None, force=False, lock=False):
     with output_lock(shown) if lock else contextlib.nullcontext():
         check_writable(shown, kind, force)
         remove_stale_temporaries(target)
-        tmp = _create_temporary(target, shown)
+        tmp = None
         try:
+            with _signals_deferred():  # the file and its name in `tmp` come together
+                tmp = _create_temporary(target, shown)
             yield tmp
             if isinstance(kind, str):  # an ssgallery HDF5 file: seal its bytes
                 from ssgallery.formats.seal import seal_file
@@ -315,8 +312,9 @@ def atomic_path(path, kind=None, force=False, lock=False):
                 seal_file(tmp)
             _install(tmp, target, shown)
         except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            if tmp is not None:
+                with _signals_deferred(), contextlib.suppress(OSError):
+                    os.unlink(tmp)
             raise
 
 

@@ -1,6 +1,7 @@
 """Signals at random moments of a write, concurrent writers, hostile matcher programs:
 real processes, real signals."""
 
+import json
 import os
 import signal
 import subprocess
@@ -33,6 +34,29 @@ def _leftovers(folder):
     return [n for n in os.listdir(folder) if TMP_MARK in n]
 
 
+OUTCOMES = ("finished", "interrupted, nothing written", "interrupted after the write",
+            "killed outside the command", "untruthful or broken")
+
+
+def _outcome(code, err, replaced, clients, leftovers):
+    """Which of OUTCOMES a signalled ``enroll`` of 4 clients over a 3-client store had: the
+    message must say truthfully whether the store was replaced, the store is whole (the
+    old one or the new one) and no temporary file is left."""
+    if leftovers:
+        return "untruthful or broken"
+    if code == 0 and replaced and clients == 4:
+        return "finished"
+    if code in INTERRUPTED and "nothing was written" in err and not replaced:
+        return "interrupted, nothing written"
+    if code in INTERRUPTED and "interrupted after writing" in err and replaced and clients == 4:
+        return "interrupted after the write"
+    if code < 0 and err == "" and clients in (3, 4):
+        # the signal came while Python started or exited, when the default action
+        # (death by the signal) is in force: no message, the store whole (old or new)
+        return "killed outside the command"
+    return "untruthful or broken"
+
+
 def test_signals_at_random_moments_of_enroll(tmp_path):
     """SIGTERM or SIGINT at a random moment (fixed seed) of `enroll` over an existing
     store: exit 0 or 130; the message says whether the store was replaced, and it is
@@ -48,9 +72,7 @@ def test_signals_at_random_moments_of_enroll(tmp_path):
                    capture_output=True, check=False)
     duration = time.monotonic() - t0
     rng = np.random.default_rng(11)
-    counts = {"finished": 0, "interrupted, nothing written": 0,
-              "interrupted after the write": 0, "killed outside the command": 0,
-              "untruthful or broken": 0}
+    counts = dict.fromkeys(OUTCOMES, 0)
     broken = []
     for trial in range(8):
         store.write_bytes(original)
@@ -59,25 +81,49 @@ def test_signals_at_random_moments_of_enroll(tmp_path):
         time.sleep(float(rng.uniform(0.3, 1.1)) * duration)
         proc.send_signal(signal.SIGTERM if trial % 2 == 0 else signal.SIGINT)
         _, err = proc.communicate(timeout=120)
-        clients = set(load_store(store).clients)  # always a whole store
+        clients = len(set(load_store(store).clients))  # always a whole store
         replaced = store.read_bytes() != original
-        if proc.returncode == 0 and replaced and len(clients) == 4:
-            counts["finished"] += 1
-        elif proc.returncode in INTERRUPTED and "nothing was written" in err and not replaced:
-            counts["interrupted, nothing written"] += 1
-        elif proc.returncode in INTERRUPTED and f"after writing {store}" in err and replaced \
-                and len(clients) == 4:
-            counts["interrupted after the write"] += 1
-        elif proc.returncode < 0 and err == "" and len(clients) in (3, 4):
-            # the signal came while Python started or exited, when the default action
-            # (death by the signal) is in force: no message, the store whole (old or new)
-            counts["killed outside the command"] += 1
-        else:
-            counts["untruthful or broken"] += 1
-            broken.append((proc.returncode, err, replaced))
-        assert _leftovers(tmp_path) == []
+        outcome = _outcome(proc.returncode, err, replaced, clients, _leftovers(tmp_path))
+        counts[outcome] += 1
+        if outcome == "untruthful or broken":
+            broken.append((proc.returncode, err, replaced, _leftovers(tmp_path)))
     line = report("signals during enroll: 8", counts)
     assert counts["untruthful or broken"] == 0, (line, broken)
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_signal_at_every_moment_of_the_writer(tmp_path, name):
+    """The guarantee of the test above at every moment rather than at random ones: the
+    signal comes at each point where CPython may run a signal handler in the code of
+    the writer (formats/atomic.py), the command line (cli/__init__.py, __main__.py) and
+    the handlers' helpers (errors.py), one `enroll` per moment (interrupt_moments.py).
+    Each outcome must be truthful, the store whole, no temporary file left; the moments
+    cover the rename (some runs end before it, some after)."""
+    old_faces = make_faces(str(tmp_path / "old"), n_clients=3, n_images=3, seed=1)
+    new_faces = make_faces(str(tmp_path / "new"), n_clients=4, n_images=3, seed=2)
+    store = tmp_path / "out" / "e.h5"
+    store.parent.mkdir()
+    assert subprocess.run(_cli("enroll", old_faces, "--store", store), env=ENV,
+                          capture_output=True, check=False).returncode == 0
+    r = subprocess.run([sys.executable, str(Path(__file__).with_name("interrupt_moments.py")),
+                        name, str(store), new_faces], env=ENV, capture_output=True, text=True,
+                       timeout=600, check=False)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    counts = dict.fromkeys(OUTCOMES, 0)
+    broken = []
+    for row in rows:
+        code = -getattr(signal, name) if row["killed"] else row["code"]
+        code = code if isinstance(code, int) else 1  # an exception escaped the command
+        outcome = _outcome(code, row["stderr"], row["replaced"], row["clients"],
+                           row["leftovers"])
+        counts[outcome] += 1
+        if outcome == "untruthful or broken":
+            broken.append(row)
+    line = report(f"{name} at each of {len(rows)} moments of enroll", counts)
+    assert any("_install" in row["moment"] for row in rows), line  # the rename is covered
+    assert counts["interrupted, nothing written"] and counts["interrupted after the write"]
+    assert broken == [], (line, broken)
 
 
 def test_concurrent_writers(tmp_path):
