@@ -1,6 +1,10 @@
 """compress at scale: bounded impostor sets, parallel jobs identical to serial, resumable
 and incremental runs."""
 
+import os
+import subprocess
+import sys
+
 import h5py
 import numpy as np
 import pytest
@@ -238,3 +242,32 @@ def test_served_external_matcher_same_gallery_far_fewer_program_runs(tmp_path):
     # enroll's matcher may have started the shared program already: at most one start
     assert runs[True]["starts"] <= 1 and runs[False]["starts"] == runs[False]["calls"]
     assert runs[False]["starts"] >= 10 and runs[True]["calls"] == runs[False]["calls"]
+
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_large_arrays_on_heap_stops_page_faults_under_dasks_allocator_settings():
+    # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_ set, which freezes glibc's
+    # mmap threshold: every 1 MiB array is a new mmap, 256 page faults each
+    code = ("import contextlib, resource, threading\n"
+            "import numpy as np\n"
+            "from ssgallery.learn.threads import large_arrays_on_heap\n"
+            "def faults(context):\n"
+            "    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+            "    with context:\n"
+            "        for _ in range(200):\n"
+            "            np.ones(1 << 17).sum()\n"
+            "    out.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n"
+            "out = []\n"
+            "for context in (contextlib.nullcontext(), large_arrays_on_heap(),\n"
+            "                contextlib.nullcontext()):\n"
+            "    t = threading.Thread(target=faults, args=(context,))\n"
+            "    t.start(); t.join()\n"
+            "print(*out)\n")
+    env = {**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       check=True)
+    plain, heap, after = map(int, r.stdout.split())
+    assert plain >= 200 * 200  # about 256 per array
+    assert heap < plain / 10
+    assert after >= 200 * 200  # the process's own settings are back on leaving

@@ -8,6 +8,7 @@ backend or the number of workers; the caller alone writes files.
 """
 
 from ssgallery.errors import InputError
+from ssgallery.learn.threads import large_arrays_on_heap
 
 CONNECT_TIMEOUT = "20s"  # to reach a Dask scheduler
 
@@ -62,7 +63,7 @@ def _run_dask(func, jobs, address):
         jobs = iter(jobs)
         first = []
         for job in jobs:
-            first.append(client.submit(func, job, pure=False))
+            first.append(client.submit(_on_dask_worker, func, job, pure=False))
             if len(first) >= window:
                 break
         if not first:
@@ -73,7 +74,14 @@ def _run_dask(func, jobs, address):
             future.release()
             job = next(jobs, None)
             if job is not None:
-                pending.add(client.submit(func, job, pure=False))
+                pending.add(client.submit(_on_dask_worker, func, job, pure=False))
             yield result
     finally:
         client.close()
+
+
+def _on_dask_worker(func, job):
+    """``func(job)`` on a Dask worker, whose allocator the nanny has tuned for memory
+    rather than speed (`ssgallery.learn.threads.large_arrays_on_heap`)."""
+    with large_arrays_on_heap():
+        return func(job)

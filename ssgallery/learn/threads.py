@@ -1,4 +1,4 @@
-"""BLAS threading for training.
+"""Process resources for training: BLAS threads and the memory allocator.
 
 Per-client problems are small (n in the hundreds, d under a hundred, m + 1 unknowns in
 the beta-step), and a multi-threaded BLAS spends more time synchronising its threads
@@ -6,10 +6,24 @@ than computing on them: on the 2-core development machine, compressing 5 sample_
 clients took 12.7 s with OpenBLAS's default 2 threads and 1.8 s with one (measured in
 one process, alternating, while the other core was busy). Training entry points
 therefore run with one BLAS thread; parallelism comes from processing clients in
-parallel (``roc --jobs``), not from BLAS.
+parallel (``roc --jobs``, ``compress --jobs``), not from BLAS.
+
+The learner allocates and frees arrays of a few hundred KiB to a few MiB on every
+iteration. glibc serves them from its heap, unless the process was started with a fixed
+mmap threshold -- which Dask's nanny does to every worker it spawns (it sets
+``MALLOC_TRIM_THRESHOLD_``, and any such setting freezes the threshold at 128 KiB). Then
+every such array is a fresh ``mmap`` whose pages fault in one by one, and training costs
+far more CPU time (the Dask row of `benchmarks/scale.py`). `large_arrays_on_heap` undoes
+that for the duration of a job.
 """
 
 import contextlib
+
+# glibc's malloc.h: mallopt parameters, their defaults and the values for training
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_GLIBC_DEFAULTS = {_M_TRIM_THRESHOLD: 128 * 1024, _M_MMAP_THRESHOLD: 128 * 1024}
+_TRAINING = {_M_TRIM_THRESHOLD: 256 * 1024 * 1024,  # keep freed pages for the next array
+             _M_MMAP_THRESHOLD: 32 * 1024 * 1024}  # glibc's ceiling of its dynamic value
 
 
 @contextlib.contextmanager
@@ -21,3 +35,38 @@ def single_threaded_blas():
 
     with threadpool_limits(limits=1, user_api="blas"):
         yield
+
+
+def _glibc_mallopt():
+    """glibc's ``mallopt`` function, or None on another C library or platform."""
+    import ctypes
+    import platform
+
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return None
+    try:
+        return ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return None
+
+
+@contextlib.contextmanager
+def large_arrays_on_heap():
+    """Context manager: inside it, glibc serves arrays under 32 MiB from its heap and
+    keeps freed pages for the next ones (up to 256 MiB).
+
+    On leaving, the mmap and trim thresholds return to glibc's defaults (128 KiB each),
+    and the heap is trimmed as usual on later frees. A no-op where the C library is not
+    glibc.
+    """
+    mallopt = _glibc_mallopt()
+    if mallopt is None:
+        yield
+        return
+    for param, value in _TRAINING.items():
+        mallopt(param, value)
+    try:
+        yield
+    finally:
+        for param, value in _GLIBC_DEFAULTS.items():
+            mallopt(param, value)
