@@ -414,3 +414,28 @@ def test_info_refuses_damaged_or_edited_client_groups(built, tmp_path):
     assert _info(g).exit_code == 0
     _refused(_info(g, "--svm"), g, "integrity check failed: client 'c02' does not match its "
              "digest")
+
+
+def test_large_datasets_are_hashed_in_slices_to_the_same_digest(tmp_path, monkeypatch):
+    import tracemalloc
+
+    from ssgallery.formats import integrity
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "x.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("images", data=rng.integers(0, 256, (3000, 64, 64), dtype=np.uint8))
+        f.create_dataset("big_endian", data=rng.random((2000, 7)).astype(">f8"))
+        f.create_dataset("rows", data=np.array([(b"c%03d" % i, i / 3) for i in range(500)],
+                                               dtype=[("id", "S8"), ("x", "<f8")]))
+    with h5py.File(path, "r") as f:
+        whole = integrity.node_digest(f)  # every dataset under SLICE_BYTES: read whole
+        monkeypatch.setattr(integrity, "SLICE_BYTES", 1 << 20)
+        tracemalloc.start()
+        try:
+            sliced = integrity.node_digest(f)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert sliced == whole
+    assert peak < 4 << 20  # the images alone are 12 MiB

@@ -35,6 +35,7 @@ KEY_ENV = "SSGALLERY_KEY_FILE"
 MAX_KEY_BYTES = 4096
 MIN_KEY_BYTES = 16
 ROOT_EXCLUDED = ("digest", "hmac")
+SLICE_BYTES = 16 * 1024 * 1024  # a large dataset is hashed a slice of rows at a time
 
 
 # ----------------------------------------------------------------------------- canonical bytes
@@ -50,18 +51,35 @@ def _update_value(h, value):
         _update_array(h, np.asarray(value))
 
 
+def _little_endian(arr):
+    arr = np.ascontiguousarray(arr)
+    return arr.astype(arr.dtype.newbyteorder("<")) if arr.dtype.byteorder == ">" else arr
+
+
 def _update_array(h, arr):
     if arr.dtype.kind == "O":  # variable-length strings (store datasets)
         h.update(b"o" + repr(arr.shape).encode() + b":")
         for item in arr.ravel():
             _update_value(h, item)
         return
-    arr = np.ascontiguousarray(arr)
-    if arr.dtype.byteorder == ">":
-        arr = arr.astype(arr.dtype.newbyteorder("<"))
-    head = f"a{arr.dtype.str}{arr.shape}:".encode()
-    h.update(head)
-    h.update(arr.tobytes())
+    arr = _little_endian(arr)
+    h.update(f"a{arr.dtype.str}{arr.shape}:".encode())
+    h.update(arr.reshape(-1).view(np.uint8))
+
+
+def _update_dataset(h, dataset):
+    """`_update_array` of the dataset's content, read a slice of rows at a time: the
+    same bytes, without the whole array (and a copy of it) in memory at once."""
+    row_bytes = dataset.dtype.itemsize * int(np.prod(dataset.shape[1:], dtype=np.int64))
+    if dataset.dtype.kind == "O" or dataset.ndim == 0 or dataset.nbytes <= SLICE_BYTES \
+            or row_bytes == 0:
+        _update_array(h, dataset[()])
+        return
+    dtype = dataset.dtype.newbyteorder("<") if dataset.dtype.byteorder == ">" else dataset.dtype
+    h.update(f"a{dtype.str}{dataset.shape}:".encode())
+    step = max(1, SLICE_BYTES // row_bytes)
+    for start in range(0, dataset.shape[0], step):
+        h.update(_little_endian(dataset[start:start + step]).reshape(-1).view(np.uint8))
 
 
 def attrs_digest(attrs, exclude=()):
@@ -121,7 +139,7 @@ def node_digest(node, path=None, exclude=()):
     h = hashlib.sha256()
     if isinstance(node, h5py.Dataset):
         h.update(b"dataset\0" + attrs_digest(node.attrs).encode())
-        _update_array(h, node[()])
+        _update_dataset(h, node)
         return h.hexdigest()
     h.update(b"group\0" + attrs_digest(node.attrs, exclude).encode())
     for name in sorted(node):
