@@ -139,6 +139,7 @@ def test_concurrent_writers(tmp_path):
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
              for f in folders]
     codes = [p.wait(timeout=300) for p in procs]
+    errors = [p.stderr.read() for p in procs]
     clients = set(load_store(store).clients)
     added = sum(f"n{i}_00" in clients for i in range(4))
     gallery = tmp_path / "g.h5"
@@ -147,13 +148,14 @@ def test_concurrent_writers(tmp_path):
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
              for s in (0, 1)]
     compress_codes = [p.wait(timeout=300) for p in procs]
+    errors += [p.stderr.read() for p in procs]
     info = subprocess.run(_cli("info", "--gallery", gallery), env=ENV, capture_output=True,
                           check=False)
     report("concurrent writers", {"enroll --add runs": 4, "landed": added,
                                   "compress runs": 2,
                                   "succeeded": compress_codes.count(0)})
-    assert codes == [0] * 4 and added == 4
-    assert compress_codes == [0, 0] and info.returncode == 0
+    assert codes == [0] * 4 and added == 4, errors
+    assert compress_codes == [0, 0] and info.returncode == 0, (errors, info.stderr)
     assert _leftovers(tmp_path) == []
 
 
