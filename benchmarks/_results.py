@@ -22,6 +22,10 @@ rewrites ``docs/benchmarks/index.md`` listing every page. Commit the generated p
 (they are docs) and add new ones to the ``nav`` of ``mkdocs.yml``. Numbers quoted in the
 README must come from one of these pages. Pages are plain markdown: no measured number
 is typed by hand.
+
+``$SSGALLERY_BENCH_PAGES`` (pages) and ``$SSGALLERY_BENCH_OUT`` (figures, caches, saved
+results: `OUT`, default ``benchmarks/out``) send a run's files elsewhere;
+tests/test_benchmarks_smoke.py runs every script on tiny sizes that way.
 """
 
 import contextlib
@@ -37,7 +41,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PAGES = REPO / "docs" / "benchmarks"
+# $SSGALLERY_BENCH_PAGES / $SSGALLERY_BENCH_OUT send the pages and the scripts' other
+# outputs (figures, caches, saved results) elsewhere: the smoke test's temporary folder
+PAGES = Path(os.environ.get("SSGALLERY_BENCH_PAGES") or REPO / "docs" / "benchmarks")
+OUT = Path(os.environ.get("SSGALLERY_BENCH_OUT") or REPO / "benchmarks" / "out")
 _MARK = "<!-- written by benchmarks/_results.py: rerun the command to update, do not edit -->"
 
 
@@ -143,7 +150,7 @@ def write_page(name, title, table_markdown="", notes="", command=None, output=No
     page = PAGES / f"{name}.md"
     page.write_text("\n".join(parts))
     write_index()
-    print(f"wrote {page.relative_to(REPO)}")
+    print(f"wrote {os.path.relpath(page, REPO)}")
     return page
 
 

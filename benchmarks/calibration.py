@@ -36,8 +36,6 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "benchmarks" / "out" / "calibration"
 MODES = ("client", "znorm-global", "shrink")
 DATASETS = {  # name: (matcher, target FARs it can resolve, default repetitions, enrolled)
     "att": ("eigenface", (0.01,), 5, None),  # None: half of the subjects
@@ -199,6 +197,7 @@ def describe(name, matcher, reps):
 
 
 def main(argv=None):
+    out = _results().OUT / "calibration"
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default="att,lfw,synth400")
     parser.add_argument("--repetitions", type=int, default=None,
@@ -207,15 +206,15 @@ def main(argv=None):
     parser.add_argument("--train-images", type=int, default=5)
     parser.add_argument("--m", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--dlib-cache", default=str(OUT / "dlib_descriptors.npz"),
+    parser.add_argument("--dlib-cache", default=str(out / "dlib_descriptors.npz"),
                         help="dlib descriptor cache (deep.save_cache) read and updated")
     parser.add_argument("--page", action="store_true",
                         help="write docs/benchmarks/calibration.md from every data set in "
                              "benchmarks/out/calibration/results.json, each with the "
                              "command and commit that measured it")
     args = parser.parse_args(argv)
-    OUT.mkdir(parents=True, exist_ok=True)
-    saved = OUT / "results.json"
+    out.mkdir(parents=True, exist_ok=True)
+    saved = out / "results.json"
     results = json.loads(saved.read_text()) if saved.exists() else {}
     for name in [n for n in args.datasets.split(",") if n]:
         matcher, targets, default_reps, enrolled = DATASETS[name]
@@ -224,7 +223,7 @@ def main(argv=None):
 
             print(f"{deep.load_cache(args.dlib_cache)} cached dlib descriptors",
                   file=sys.stderr)
-        subjects = _subjects(_faces_dir(name, OUT), args.train_images + 1)
+        subjects = _subjects(_faces_dir(name, out), args.train_images + 1)
         reps = []
         for rep in range(args.repetitions or default_reps):
             reps.append(run_repetition(subjects, matcher, targets, args, rep, enrolled))

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _results import OUT as BENCH_OUT
 from _results import git_commit, markdown_table, write_page
 from paper_lfw import OUT as LFW_OUT
 from paper_lfw import format_text, load_lfw, matcher_factory
@@ -45,7 +46,7 @@ VARIANTS = {
                                                          "n_init": 1, "init": "genuine"}),
 }
 SETS = "att:eigenface,sample:eigenface,lfw:eigenface,lfw:dlib"
-OUT = Path(__file__).parent / "out" / "defaults"
+OUT = BENCH_OUT / "defaults"
 
 
 def load_set(name):

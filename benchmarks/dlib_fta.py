@@ -102,12 +102,14 @@ def main(argv=None):
     ap.add_argument("--cache", default=str(OUT / "dlib_descriptors.npz"),
                     help="paper_lfw.py's descriptor cache ('' for none)")
     ap.add_argument("--no-att", action="store_true", help="LFW only")
+    ap.add_argument("--people", type=int, default=None,
+                    help="only LFW's first N people (a quick check; not the figures)")
     args = ap.parse_args(argv)
     if args.cache and Path(args.cache).exists():
         print(f"(qualities cached: {deep.load_cache(args.cache)} images from "
               f"{Path(args.cache).name})\n", file=sys.stderr)
 
-    images, labels, _ = load_lfw(None)
+    images, labels, _ = load_lfw(None, args.people)
     q = qualities(images)
     with tempfile.TemporaryDirectory() as tmp:
         q_non = non_face_qualities(Path(tmp) / "lfw", images.shape[1:])

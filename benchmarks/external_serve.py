@@ -32,14 +32,14 @@ MAD = [sys.executable, str(HERE.parent / "tests" / "matchers" / "serve_mad.py")]
 EBGM = [str(Path(sys.executable).parent / "ssgallery-ebgm")]
 
 
-def run(faces, tmp, name, command, clients):
+def run(faces, tmp, name, command, clients, max_iter):
     out = {}
     for serve in (False, True):
         store = Path(tmp) / f"{name}-{serve}.h5"
         enroll(faces, store, matcher="external", size=(46, 56), warn=lambda message: None,
                matcher_options={"command": command, "serve": serve})
         t0 = time.perf_counter()
-        s = compress(store, Path(tmp) / f"g-{name}-{serve}.h5", m=2, cv_folds=0, max_iter=4,
+        s = compress(store, Path(tmp) / f"g-{name}-{serve}.h5", m=2, cv_folds=0, max_iter=max_iter,
                      clients=clients, matcher_cmd=command)  # the host names the program
         wall = time.perf_counter() - t0
         n = len(s.clients)
@@ -59,15 +59,18 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--identities", type=int, default=50)
     ap.add_argument("--ebgm-clients", type=int, default=5)
+    ap.add_argument("--clients", type=int, default=None,
+                    help="clients the L1 example compresses [all]")
+    ap.add_argument("--max-iter", type=int, default=4)
     args = ap.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         write_sample_data(Path(tmp) / "s", identities=args.identities, images=5, probes=0)
         faces = Path(tmp) / "s" / "faces"
         names = sorted(p.name for p in faces.iterdir())
-        for name, command, clients in (("L1 example", MAD, None),
+        for name, command, clients in (("L1 example", MAD, args.clients and names[:args.clients]),
                                        ("ssgallery-ebgm", EBGM, names[:args.ebgm_clients])):
-            res, same = run(faces, tmp, name, command, clients)
+            res, same = run(faces, tmp, name, command, clients, args.max_iter)
             one, srv = res[False], res[True]
             rows.append([name, str(one["n"]), f"{one['starts']:.2f}", f"{srv['starts']:.2f}",
                          f"{one['starts'] / srv['starts']:.0f}x" if srv["starts"] else "inf",
@@ -79,7 +82,8 @@ def main(argv=None):
     print(table)
     write_page("external_serve", "External matchers: one-shot calls vs the persistent mode",
                table, notes=(f"{args.identities} synthetic identities x 5 images at 46x56, "
-                             "compress --m 2 --cv-folds 0 --max-iter 4, one process. Program "
+                             f"compress --m 2 --cv-folds 0 --max-iter {args.max_iter}, one "
+                             "process. Program "
                              "starts exclude the --describe runs of enrollment. Scoring calls "
                              "per client are the same in both modes (the same requests, "
                              "answered by one running program)."))

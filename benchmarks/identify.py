@@ -85,11 +85,14 @@ def cold_start(gallery, probe, runs=5):
     return float(np.median(walls))
 
 
-def face_images():
-    """AT&T faces when present (a realistic PCA dimension), else synthetic faces."""
+def face_images(folder=None):
+    """The faces of ``folder``, else AT&T's when present (a realistic PCA dimension), else
+    synthetic faces."""
     from ssgallery.datasets import att_faces_path
     from ssgallery.images.ingest import load_faces
 
+    if folder:
+        return load_faces(folder).images, Path(folder).name
     if (att_faces_path() / "s1").is_dir():
         return load_faces(att_faces_path()).images, "AT&T"
     return generate(identities=60, images=5, seed=0)[0], "synthetic faces"
@@ -111,7 +114,9 @@ def accuracy_rows(args):
     from ssgallery.images.ingest import load_faces
 
     sets = []
-    if (att_faces_path() / "s1").is_dir():
+    if args.faces:
+        sets.append((f"{Path(args.faces).name}, eigenface", Path(args.faces), None))
+    elif (att_faces_path() / "s1").is_dir():
         sets.append(("AT&T, eigenface", att_faces_path(), None))
     if args.lfw and lfw_path().is_dir():
         from ssgallery.matchers.deep import DlibMatcher
@@ -153,14 +158,18 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--repetitions", type=int, default=5, help="protocol repetitions")
     ap.add_argument("--lfw", action="store_true", help="also LFW with the dlib matcher")
+    ap.add_argument("--faces", default=None,
+                    help="face folder of the accuracy rows and the eigenface space [AT&T]")
+    ap.add_argument("--cold-runs", type=int, default=5, help="runs of each cold start")
     args = ap.parse_args(argv)
     acc_head = ["data, matcher", "rank-1 % SVM", "rank-1 % SSVM m=2", "difference (pp)",
                 "evaluations/search SVM", "evaluations/search SSVM", "ratio"]
     acc = accuracy_rows(args)
     rng = np.random.default_rng(0)
-    images, source = face_images()
-    matcher = EigenfaceMatcher().fit(images[:200])
-    features = matcher.transform(images[200:200 + args.probes])
+    images, source = face_images(args.faces)
+    fit = 200 if len(images) > 200 + args.probes else len(images) // 2  # a small folder
+    matcher = EigenfaceMatcher().fit(images[:fit])
+    features = matcher.transform(images[fit:fit + args.probes])
     svs = args.svs or measured_svs()
     print(f"{source}: eigenface d = {matcher.n_components_}, m = {args.m}, SVM support vectors per "
           f"client = {svs}, {len(features)} probes, one probe per search")
@@ -185,7 +194,7 @@ def main(argv=None):
             write_gallery(path, matcher_name="eigenface", matcher_config=matcher.get_config(),
                           matcher_state=matcher.get_state(), image_shape=images.shape[1:],
                           clients=fake_models(n, args.m, matcher, rng))
-            walls[n] = cold_start(path, probe)
+            walls[n] = cold_start(path, probe, args.cold_runs)
     cold = (f"cold start of `ssgallery identify` on one probe: {walls[max(sizes)]:.2f} s with "
             f"{max(sizes):,} clients vs {walls[20]:.2f} s with 20 clients "
             f"({walls[max(sizes)] / walls[20]:.2f}x)")

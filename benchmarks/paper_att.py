@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from _results import OUT as BENCH_OUT
 from _results import text_table, write_page
 
 
@@ -36,7 +37,7 @@ def main(argv=None):
     parser.add_argument("--no-nystrom", action="store_true", help="skip Nystroem at m=2")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("-o", "--out", default=str(Path(__file__).parent / "out" / "paper_att"))
+    parser.add_argument("-o", "--out", default=str(BENCH_OUT / "paper_att"))
     args = parser.parse_args(argv)
 
     from ssgallery.biometrics.evaluation import evaluate
@@ -131,10 +132,10 @@ def check_targets(summaries, wall):
             if other in by:
                 rows.append((f"SSVM m=2 {name} < {other}", ssvm[key] < by[other][key],
                              f"{100 * ssvm[key]:.2f} % vs {100 * by[other][key]:.2f} %"))
+    frr = ssvm["frr_at_far_1pct_averaged_curve"]  # None: FAR 1 % below the resolution
     rows += [
-        ("SSVM m=2 FRR@FAR=1 % (averaged curve) <= 11 %",
-         ssvm["frr_at_far_1pct_averaged_curve"] <= 0.11,
-         f"{100 * ssvm['frr_at_far_1pct_averaged_curve']:.2f} %"),
+        ("SSVM m=2 FRR@FAR=1 % (averaged curve) <= 11 %", frr is not None and frr <= 0.11,
+         "below the resolution" if frr is None else f"{100 * frr:.2f} %"),
         ("SVM matches / SSVM m=2 matches >= 25", svm["matches_mean"] / ssvm["matches_mean"] >= 25,
          f"{svm['matches_mean'] / ssvm['matches_mean']:.1f}x"),
         ("whole benchmark < 10 min", wall < 600, f"{wall:.0f} s"),

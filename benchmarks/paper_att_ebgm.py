@@ -44,11 +44,11 @@ from ssgallery.datasets import att_faces_path
 from ssgallery.matchers.external import ExternalMatcher
 
 
-def load_att(root):
+def load_att(root, subjects=40):
     from PIL import Image
 
     images, labels = [], []
-    for s in range(1, 41):
+    for s in range(1, subjects + 1):
         for k in range(1, 11):
             with Image.open(root / f"s{s}" / f"{k}.pgm") as img:
                 images.append(np.asarray(img.convert("L"), dtype=float))
@@ -111,6 +111,8 @@ def main():
     ap.add_argument("--eta", type=float, default=0.5)
     ap.add_argument("--lam", type=float, default=1e-5, help="the paper's lambda for EBGM/AT&T")
     ap.add_argument("--no-baselines", action="store_true")
+    ap.add_argument("--subjects", type=int, default=40,
+                    help="only AT&T's first N subjects (a quick check; not the figures)")
     args = ap.parse_args()
     from ssgallery.learn.baselines import SVMRed, SVMSel
     from ssgallery.learn.supersparse import SuperSparseDistiller
@@ -119,7 +121,7 @@ def main():
     root = att_faces_path()
     if not root.is_dir():
         sys.exit(f"AT&T faces not found at {root} (set SSGALLERY_ATT_FACES)")
-    images, labels = load_att(root)
+    images, labels = load_att(root, args.subjects)
     splits = make_splits(labels, n_train=5, repetitions=args.repetitions, seed=args.seed)
     results = {"svm": [], "ssvm": [], "svm-sel": [], "svm-red": []}
     cache = tempfile.mkdtemp(prefix="ebgm-jets-")

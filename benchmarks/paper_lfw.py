@@ -28,9 +28,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _results import OUT as BENCH_OUT
 from _results import markdown_table, write_page
 
-OUT = Path(__file__).parent / "out" / "paper_lfw"
+OUT = BENCH_OUT / "paper_lfw"
 COLUMNS = ("matches", "client EER %", "EER %", "FRR@1% %")
 
 

@@ -82,11 +82,11 @@ def lfw_set(per_person):
     return images, lfw_asymmetry(images), faces.labels[keep]
 
 
-def diabetes_set():
+def diabetes_set(rows=None):
     from sklearn.datasets import load_diabetes
 
     X, y = load_diabetes(return_X_y=True)
-    return X, y, None
+    return X[:rows], y[:rows], None
 
 
 # ----------------------------------------------------------------- one fold
@@ -105,12 +105,12 @@ def inner_cv(groups):
         (KFold(3, shuffle=True, random_state=0), None)
 
 
-def fit_fold(F, y, groups):
+def fit_fold(F, y, groups, m_grid=M_GRID):
     """Every method on one training fold: {row name: (fitted model, n prototypes)}; rows
     ending in " @m": the PS-* method refitted with the m its super-sparse model chose."""
     rho = 0.01 * float(np.abs(y - np.median(y)).mean())
     cv, g = inner_cv(groups)
-    sel = {"m_grid": M_GRID, "rho": rho, "cv": cv, "groups": g, "loss": "mae"}
+    sel = {"m_grid": m_grid, "rho": rho, "cv": cv, "groups": g, "loss": "mae"}
     models = {}
     for family, (full_name, Teacher, ss_name) in FAMILIES.items():
         teacher = Teacher().fit(F, y)
@@ -128,7 +128,7 @@ def fit_fold(F, y, groups):
     return models
 
 
-def run_column(kind, X, y, groups, tests=None, n_folds=5, log=print):
+def run_column(kind, X, y, groups, tests=None, n_folds=5, log=print, m_grid=M_GRID):
     """5-fold MAE: {test set: {row: [(mae, n_prototypes) per fold]}}; ``tests`` are extra
     (name, X, y) sets every fold's models are also tested on (cross-set columns)."""
     splits = GroupKFold(n_folds).split(X, y, groups) if groups is not None else \
@@ -138,7 +138,7 @@ def run_column(kind, X, y, groups, tests=None, n_folds=5, log=print):
         t0 = time.time()
         extra = tests or []
         F = features(kind, X[tr], X[te], *[t[1] for t in extra])
-        models = fit_fold(F[0], y[tr], None if groups is None else groups[tr])
+        models = fit_fold(F[0], y[tr], None if groups is None else groups[tr], m_grid)
         sets = [("self", F[1], y[te])] + [(t[0], f, t[2]) for t, f in zip(extra, F[2:])]
         for name, Ft, yt in sets:
             for row, (model, m) in models.items():
@@ -207,7 +207,12 @@ def main(argv=None):
     ap.add_argument("--lfw-per-person", type=int, default=4)
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--skip-lfw", action="store_true")
+    ap.add_argument("--diabetes-rows", type=int, default=None,
+                    help="only the first N rows of diabetes (a quick check; not the figures)")
+    ap.add_argument("--m-grid", default=",".join(map(str, M_GRID)),
+                    help="m values Eq. 8 chooses from [%(default)s]")
     args = ap.parse_args(argv)
+    grid = tuple(int(m) for m in args.m_grid.split(","))
     warnings.filterwarnings("ignore", category=ConvergenceWarning)
     t0 = time.time()
 
@@ -219,25 +224,27 @@ def main(argv=None):
     XB, yB, _ = synth_set(2, args.identities, args.images)
     log("synth-age (+ cross-set A/B)")
     r = run_column("images", XA, yA["age"], gA, tests=[("B", XB, yB["age"])],
-                   n_folds=args.folds, log=log)
+                   n_folds=args.folds, log=log, m_grid=grid)
     results["synth-age"], results["synth-age A/B"] = r["self"], r["B"]
     log("synth-light")
     results["synth-light"] = run_column("images", XA, yA["light"], gA, n_folds=args.folds,
-                                        log=log)["self"]
+                                        log=log, m_grid=grid)["self"]
     if not args.skip_lfw:
         log("lfw-asym")
         X, y, g = lfw_set(args.lfw_per_person)
-        results["lfw-asym"] = run_column("images", X, y, g, n_folds=args.folds, log=log)["self"]
+        results["lfw-asym"] = run_column("images", X, y, g, n_folds=args.folds, log=log,
+                                         m_grid=grid)["self"]
     log("diabetes")
-    X, y, g = diabetes_set()
-    results["diabetes"] = run_column("vectors", X, y, g, n_folds=args.folds, log=log)["self"]
+    X, y, g = diabetes_set(args.diabetes_rows)
+    results["diabetes"] = run_column("vectors", X, y, g, n_folds=args.folds, log=log,
+                                     m_grid=grid)["self"]
     columns = list(results)
     tab = table(results, columns)
     tgt, summary = targets(results, columns)
     minutes = (time.time() - t0) / 60
     printed = "\n".join(tab + [""] + tgt + ["", summary, f"({minutes:.1f} min)"])
     print(printed)
-    notes = NOTES.format(grid=M_GRID, identities=args.identities, images=args.images,
+    notes = NOTES.format(grid=grid, identities=args.identities, images=args.images,
                          folds=args.folds, lfw=args.lfw_per_person)
     notes += "\n\n## Targets of issue 14\n\n" + TARGETS + "\n\n" + "\n".join(tgt) + \
         f"\n\n{summary}\n\nWall time {minutes:.1f} min on the shared 2-core machine."

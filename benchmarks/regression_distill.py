@@ -19,6 +19,7 @@ changes from the verification distiller's settings to the regression defaults of
     OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/regression_distill.py
 """
 
+import argparse
 import time
 
 import numpy as np
@@ -78,4 +79,9 @@ def main(identities=60, images=8, ms=(10, 20)):
 
 
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--identities", type=int, default=60)
+    ap.add_argument("--images", type=int, default=8)
+    ap.add_argument("--m", default="10,20", help="prototypes (comma-separated)")
+    args = ap.parse_args()
+    main(args.identities, args.images, tuple(int(m) for m in args.m.split(",")))

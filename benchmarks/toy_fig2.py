@@ -13,13 +13,14 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+from _results import OUT as BENCH_OUT
 from _results import docstring, printed, write_page
 
 from ssgallery.biometrics.methods import METHOD_NAMES, make_method
 from ssgallery.datasets import toy_two_gaussians
 from ssgallery.learn.teacher import SimilaritySVM
 
-OUT = Path(__file__).resolve().parent / "out"
+OUT = BENCH_OUT
 
 
 def grid(X, margin=0.5, steps=100):
@@ -96,11 +97,11 @@ def main(argv=None):
         a = np.array(agree[n])
         print(f"{n:<12}{a[0]:>8.3f}{np.median(a):>8.3f}{a.min():>8.3f}")
     print(f"figure: {args.out}")
+    return args.out
 
 
 if __name__ == "__main__":
     with printed() as out:
-        main()
+        figure = main()
     write_page("toy_fig2", "Toy reproduction of the paper's Fig. 2 (m = 2)",
-               notes=docstring(__doc__), output=out.getvalue(),
-               figures=[OUT / "toy_fig2.png"])
+               notes=docstring(__doc__), output=out.getvalue(), figures=[figure])

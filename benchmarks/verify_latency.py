@@ -34,6 +34,7 @@ import argparse
 import importlib.util
 import os
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -47,7 +48,7 @@ REPO = Path(__file__).resolve().parent.parent
 BASELINE = "220bbc3"  # main before the gallery format 2 (issue 8)
 N_BIG = 10_000
 
-# Run inside a tree (the current one or the baseline's): copy c03 under N_BIG ids.
+# Run inside a tree (the current one or the baseline's): copy c03 under n ids.
 REPLICATE = """
 import sys
 from ssgallery.formats.gallery import ClientModel, read_client, write_gallery
@@ -148,17 +149,18 @@ def dlib_row(work, runs, n_probes):
           f"{(n - 1) / max(bcpu - cpu, 1e-9):.1f} probes/s CPU (target >= 8); {_load()}")
 
 
-def _build(work, tree):
+def _build(work, tree, n_big, extra=()):
     """enroll + compress sample_data with the code at ``tree`` (None: this tree), then the
-    10,000-client copy; returns (gallery 20, gallery 10k)."""
+    ``n_big``-client copy; returns (gallery 20, gallery n_big)."""
     work.mkdir(parents=True)
     cli = [sys.executable, "-m", "ssgallery"]
     env = _env(tree)
-    for args in (["enroll", str(REPO / "sample_data" / "faces")], ["compress", "--m", "2"]):
+    for args in (["enroll", str(REPO / "sample_data" / "faces")],
+                 ["compress", "--m", "2", *extra]):
         subprocess.run(cli + args, cwd=work, check=True, capture_output=True, env=env)
     big = work / "big.h5"
     subprocess.run([sys.executable, "-c", REPLICATE, str(work / "gallery.h5"), str(big),
-                    str(N_BIG)], check=True, env=env, cwd=work)
+                    str(n_big)], check=True, env=env, cwd=work)
     return work / "gallery.h5", big
 
 
@@ -168,7 +170,7 @@ def _compile(tree):
                    check=True, stdout=subprocess.DEVNULL)
 
 
-def _startup(cases, runs, baseline):
+def _startup(cases, runs, baseline, n_big):
     """Median wall and CPU times of alternated runs of ``cases`` (name -> (command, env));
     prints the table and the ratios; returns the wall medians."""
     for cmd, env in cases.values():
@@ -184,12 +186,12 @@ def _startup(cases, runs, baseline):
     for name in cases:
         print(f"  {name:<40} {wall[name] * 1000:7.0f} ms  {wall[name] / wall['floor']:5.2f}x "
               f"floor   CPU {cpu[name] * 1000:5.0f} ms  {cpu[name] / cpu['floor']:5.2f}x floor")
-    for n in ("20", str(N_BIG)):
+    for n in ("20", str(n_big)):
         new, old = f"this tree, {n} clients", f"baseline {baseline}, {n} clients"
         print(f"  this tree / baseline, {n} clients: {wall[new] / wall[old]:.3f} wall, "
               f"{cpu[new] / cpu[old]:.3f} CPU  (target <= 1.1)")
-    big, small = f"this tree, {N_BIG} clients", "this tree, 20 clients"
-    print(f"  this tree, {N_BIG} / 20 clients: {wall[big] / wall[small]:.3f} wall, "
+    big, small = f"this tree, {n_big} clients", "this tree, 20 clients"
+    print(f"  this tree, {n_big} / 20 clients: {wall[big] / wall[small]:.3f} wall, "
           f"{cpu[big] / cpu[small]:.3f} CPU")
     return wall
 
@@ -212,35 +214,42 @@ def main():
     ap.add_argument("--only-dlib", action="store_true", help="only the dlib row")
     ap.add_argument("--dlib-runs", type=int, default=5)
     ap.add_argument("--dlib-probes", type=int, default=100)
+    ap.add_argument("--big", type=int, default=N_BIG,
+                    help="clients of the big galleries (a quick check below the default)")
+    ap.add_argument("--compress-options", default="",
+                    help="more options of the galleries' compress, e.g. a quick check's "
+                         "'--clients c03 --cv-folds 0' (not the figures)")
     args = ap.parse_args()
+    extra = shlex.split(args.compress_options)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         if args.only_dlib:
             return dlib_row(work, args.dlib_runs, args.dlib_probes)
         t = time.perf_counter()
-        new20, new_big = _build(work / "new", None)
+        new20, new_big = _build(work / "new", None, args.big, extra)
         old_tree = _checkout(args.baseline, work / "old_tree")
-        old20, old_big = _build(work / "old", old_tree)
+        old20, old_big = _build(work / "old", old_tree, args.big, extra)
         _compile(REPO)
         _compile(old_tree)
-        print(f"built 20- and {N_BIG}-client galleries with this tree and with "
+        print(f"built 20- and {args.big}-client galleries with this tree and with "
               f"{args.baseline} in {time.perf_counter() - t:.1f} s")
         probes = sorted((REPO / "sample_data" / "probes").glob("*.png"))
         probes += sorted((REPO / "sample_data" / "faces").glob("*/*.png"))
         probe = str(probes[0])
         cli = [sys.executable, "-m", "ssgallery", "verify"]
+        big_claim = f"c{min(42, args.big - 1):05d}"
         cases = {  # name -> (command, env)
             "floor": ([sys.executable, "-c", "import numpy, h5py, PIL.Image"], _env()),
             f"baseline {args.baseline}, 20 clients": (
                 cli + [probe, "--claim", args.claim, "--gallery", str(old20)], _env(old_tree)),
             "this tree, 20 clients": (
                 cli + [probe, "--claim", args.claim, "--gallery", str(new20)], _env()),
-            f"baseline {args.baseline}, {N_BIG} clients": (
-                cli + [probe, "--claim", "c00042", "--gallery", str(old_big)], _env(old_tree)),
-            f"this tree, {N_BIG} clients": (
-                cli + [probe, "--claim", "c00042", "--gallery", str(new_big)], _env()),
+            f"baseline {args.baseline}, {args.big} clients": (
+                cli + [probe, "--claim", big_claim, "--gallery", str(old_big)], _env(old_tree)),
+            f"this tree, {args.big} clients": (
+                cli + [probe, "--claim", big_claim, "--gallery", str(new_big)], _env()),
         }
-        med = _startup(cases, args.runs, args.baseline)
+        med = _startup(cases, args.runs, args.baseline, args.big)
 
         listing = work / "probes.txt"
         paths = [str(probes[i % len(probes)]) for i in range(args.probes)]
