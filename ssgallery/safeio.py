@@ -69,8 +69,10 @@ def read_regular(path, what, max_bytes, error=InputError, missing=None):
         if st.st_size > max_bytes:
             raise error(f"{what} is too large ({st.st_size} bytes, at most {max_bytes})",
                         path=path)
-        try:
-            data = handle.read(max_bytes + 1)
+        try:  # a buffer of the file's size, not of max_bytes; more only if it grew
+            data = handle.read(st.st_size + 1)
+            if len(data) > st.st_size:
+                data += handle.read(max_bytes + 1 - len(data))
         except OSError as exc:
             raise error(f"cannot read {what} ({exc.strerror or exc})", path=path) from None
     if len(data) > max_bytes:

@@ -114,6 +114,58 @@ def test_add_refuses_changed_images_of_an_enrolled_client(faces, tmp_path):
         enroll(faces, path, add=True)
 
 
+def test_add_writes_every_row_of_the_folder_and_its_memory_does_not_grow_with_the_store(
+        tmp_path, monkeypatch):
+    import tracemalloc
+
+    from ssgallery.formats import integrity
+    from ssgallery.formats import store as store_module
+    from ssgallery.images.ingest import load_faces
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=40, n_images=8, seed=3,
+                       shape=(96, 72))
+    monkeypatch.setattr(store_module, "WRITE_ROWS", 16)
+    monkeypatch.setattr(integrity, "SLICE_BYTES", 1 << 16)
+    peaks = {}
+    names = [f"c{i:02d}" for i in range(40)]
+    for enrolled in (7, 37):  # one matcher basis (fitted on 7 clients), two store sizes
+        path = tmp_path / f"e{enrolled}.h5"
+        enroll(faces, path, clients=names[:7])
+        enroll(faces, path, clients=names[:enrolled], add=True)
+        tracemalloc.start()
+        try:  # both add the same 3 clients
+            s = enroll(faces, path, clients=names[:enrolled] + names[37:], add=True)
+            peaks[enrolled] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert s.new_clients == names[37:]
+    store, every = load_store(path), load_faces(faces, size=(72, 96))
+    row = {p: i for i, p in enumerate(every.paths)}
+    order = [row[p] for p in store.paths]  # old rows, then the new clients'
+    assert sorted(order) == list(range(len(every.paths)))
+    assert list(store.labels) == list(every.labels[order])
+    np.testing.assert_array_equal(store.images, every.images[order])
+    np.testing.assert_allclose(store.features, store.matcher().transform(every.images[order]),
+                               rtol=1e-10, atol=1e-10)
+    # only the new clients' pixels are read from the folder, and the old store's are
+    # copied a few rows at a time: 30 more enrolled clients cost less than one float32
+    # copy of their pixels (--add used to hold two or three)
+    extra = every.images[:30 * 8].nbytes
+    assert peaks[37] - peaks[7] < extra, peaks
+
+
+def test_add_skips_again_a_bad_file_it_skipped_at_enrolment(faces, tmp_path):
+    path = tmp_path / "e.h5"
+    with open(os.path.join(faces, "c01", "bad.png"), "wb") as f:
+        f.write(b"not a png")
+    enroll(faces, path, clients="c00,c01,c02", skip_bad=True, warn=lambda m: None)
+    warnings = []
+    s = enroll(faces, path, add=True, skip_bad=True, warn=warnings.append)
+    assert s.new_clients == ["c03", "c04"] and any("bad.png" in w for w in warnings)
+    with pytest.raises(InputError, match=r"bad.png.*use --skip-bad to skip it|bad.png"):
+        enroll(faces, path, add=True)
+
+
 def test_add_needs_an_existing_store(faces, tmp_path):
     with pytest.raises(FormatError, match="no such ssgallery enrollment store to add to"):
         enroll(faces, tmp_path / "none.h5", add=True)

@@ -46,6 +46,42 @@ def _load(root, names, *, size, strict, skip_bad, min_images, warn):
                       min_images=min_images, clients=names, warn=warn)
 
 
+def _new_faces(root, names, known, *, size, **load):
+    """The faces of the subjects ``names`` not in ``known`` (all of them when nothing is
+    known; an empty set when every one is)."""
+    from ssgallery.images.ingest import FaceSet
+
+    new = None if names is None else [n for n in names if n not in known]
+    if known and new is not None and not new:  # --add, no new subject here
+        return FaceSet(images=np.zeros((0, size[1], size[0]), dtype=np.float32),
+                       labels=np.array([], dtype=str), root=os.fspath(root))
+    return _load(root, new, size=size, **load)
+
+
+def _known_subjects(faces_dir, bg_dir, names, old, skip_bad, warn):
+    """``--add``: the subjects of ``faces_dir`` (``names``) and of ``bg_dir`` that the
+    store already holds, after checking that their files are the enrolled ones (hashed,
+    never decoded nor kept: only new subjects' pixels are read)."""
+    from ssgallery.images.ingest import file_rows
+
+    enrolled = {}
+    for lab, p, h in zip(old.labels, old.paths, old.sha256):
+        enrolled.setdefault(str(lab), set()).add((p, h))
+    known = {}
+    sources = [(faces_dir, [n for n in names if n in enrolled])]
+    if bg_dir is not None:
+        sources.append((bg_dir, [n for n in _scan_subjects(bg_dir) if n in enrolled]))
+    for root, subjects in sources:
+        if subjects:
+            known.update(file_rows(root, subjects, enrolled, skip_bad=skip_bad, warn=warn))
+    for name, rows in known.items():
+        if rows != enrolled[name]:
+            raise InputError(f"client '{name}' is already enrolled with other images; "
+                             f"re-run enroll without {option('add')} to re-enrol everyone",
+                             path=old.path)
+    return known
+
+
 def _scan_subjects(root):
     root = os.fspath(root)
     if not os.path.isdir(root):
@@ -134,7 +170,7 @@ def _old_store(store_path, add, force):
         if force and hdf5_format(store_path) != FORMAT:
             return None  # a foreign file the caller asked to replace
     # foreign / newer / corrupt -> FormatError, never clobber
-    return load_store(store_path) if exists else None
+    return load_store(store_path, images=False) if exists else None  # pixels stay on disk
 
 
 def _resolve_names(faces_dir, clients, background):
@@ -166,18 +202,21 @@ def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, 
     faces_dir = os.fspath(faces_dir)
     clients, bg_dir, bg_names = names
     old = _old_store(store_path, add, force)
+    known = {}
     if add:  # new images take the store's size (resized with a warning unless --strict)
         size = old.image_shape[::-1]
+        known = _known_subjects(faces_dir, bg_dir, clients + bg_names, old, skip_bad, warn)
 
     say(f"reading {faces_dir}")
-    faces = _load(faces_dir, clients + bg_names, size=size, strict=strict, skip_bad=skip_bad,
-                  min_images=min_images, warn=warn)
+    faces = _new_faces(faces_dir, clients + bg_names, known, size=size, strict=strict,
+                       skip_bad=skip_bad, min_images=min_images, warn=warn)
     shape = faces.images.shape[1:]
     parts = [(faces, [os.path.abspath(faces_dir)] * len(faces.labels))]
     if bg_dir is not None:
         say(f"reading background {bg_dir}")
-        bg = _load(bg_dir, None, size=shape[::-1], strict=strict, skip_bad=skip_bad,
-                   min_images=1, warn=warn)
+        bg = _new_faces(bg_dir, _scan_subjects(bg_dir) if known else None, known,
+                        size=shape[::-1], strict=strict, skip_bad=skip_bad, min_images=1,
+                        warn=warn)
         bg_names = sorted(set(map(str, bg.labels)))
         clash = sorted(set(bg_names) & set(clients))
         if clash:
@@ -243,40 +282,23 @@ def _contract_state(matcher):
 
 
 def _add(src, store_path, say):
-    """``--add``: append new subjects, keep the fitted matcher, record that it is stale."""
-    old, images, labels, paths, shas, roots = (src.old, src.images, src.labels, src.paths,
-                                               src.shas, src.roots)
-    clients, bg_names = src.clients, src.bg_names
+    """``--add``: append new subjects, keep the fitted matcher, record that it is stale.
+    ``src`` holds the new subjects' images only; the old ones stay on disk until the new
+    store is written (`ssgallery.formats.store.StackedImages`)."""
+    from ssgallery.formats.store import StackedImages
+
+    old, new_images = src.old, src.images
     known = set(old.clients) | set(old.background)
-    old_rows = {}
-    for lab, p, h in zip(old.labels, old.paths, old.sha256):
-        old_rows.setdefault(str(lab), set()).add((p, h))
-    keep = np.zeros(len(labels), dtype=bool)
-    for name in sorted(set(map(str, labels))):
-        idx = np.flatnonzero(labels == name)
-        rows = {(paths[i], shas[i]) for i in idx}
-        if name in known:
-            if rows != old_rows.get(name, set()):
-                raise InputError(f"client '{name}' is already enrolled with other images; "
-                                 f"re-run enroll without {option('add')} to re-enrol everyone",
-                                 path=store_path)
-            continue
-        keep[idx] = True
-    new_clients = [c for c in clients if c not in known]
-    new_bg = [b for b in bg_names if b not in known]
-    if not keep.any():
+    new_clients = [c for c in src.clients if c not in known]
+    new_bg = [b for b in src.bg_names if b not in known]
+    if not len(new_images):
         say("nothing changed: no new client to add")
         return _summary(old, store_path, changed=False, new_clients=[])
-    combined = np.empty((len(old.images) + int(keep.sum()),) + images.shape[1:], np.float32)
-    combined[:len(old.images)] = old.images
-    np.compress(keep, images, axis=0, out=combined[len(old.images):])  # no 3rd pixel copy
-    new_images = combined[len(old.images):]
     store = EnrollmentStore(
-        images=combined,
-        labels=np.concatenate([old.labels, labels[keep]]),
-        paths=old.paths + [p for p, k in zip(paths, keep) if k],
-        sha256=old.sha256 + [h for h, k in zip(shas, keep) if k],
-        roots=old.roots + [r for r, k in zip(roots, keep) if k],
+        images=StackedImages([old.images, new_images]),
+        labels=np.concatenate([old.labels, src.labels]),
+        paths=old.paths + src.paths, sha256=old.sha256 + src.shas,
+        roots=old.roots + src.roots,
         clients=old.clients + new_clients, background=old.background + new_bg,
         matcher_name=old.matcher_name, matcher_config=old.matcher_config,
         matcher_state=old.matcher_state, basis_stale=True,

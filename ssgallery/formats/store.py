@@ -58,6 +58,8 @@ class EnrollmentStore:
     Attributes
     ----------
     images : ndarray, shape (n, H, W), float32 on [0, 255]
+        Or a `StoreImages` / `StackedImages` read a slice at a time (lazily loaded
+        stores, ``enroll --add``).
     labels : ndarray, shape (n,), str
     paths, sha256, roots : list of str, length n
     clients, background : list of str
@@ -143,8 +145,7 @@ class EnrollmentStore:
         from ssgallery.formats.seal import USERBLOCK
 
         images = self.images
-        images = images.astype(np.uint8) if _is_8bit(images) else \
-            images.astype(np.float32, copy=False)
+        dtype = np.uint8 if _is_8bit(images, WRITE_ROWS) else np.float32
         strings = h5py.string_dtype()
         with atomic_path(path, FORMAT, force, lock=True) as tmp, \
                 hdf5_image(tmp, userblock_size=USERBLOCK) as f:
@@ -158,8 +159,7 @@ class EnrollmentStore:
             f.attrs["image_shape"] = np.asarray(self.image_shape, dtype=np.int64)
             f.attrs["basis_stale"] = bool(self.basis_stale)
             f.attrs["stale_clients"] = json.dumps(sorted(self.stale_clients))
-            chunks = (1,) + images.shape[1:] if len(images) else None
-            f.create_dataset("images", data=images, compression="gzip", chunks=chunks)
+            _write_images(f, images, dtype)
             for name in ("labels", "paths", "sha256", "roots", "clients", "background"):
                 values = [str(v) for v in getattr(self, name)]
                 f.create_dataset(name, data=np.array(values, dtype=object), dtype=strings)
@@ -205,6 +205,54 @@ class StoreImages:
         """Yield ``(start, images[start:start + size])`` over the whole store."""
         for start in range(0, len(self), size):
             yield start, self[start:start + size]
+
+
+class StackedImages:
+    """Image arrays (or `StoreImages`) one after the other, read like one array of rows:
+    ``len``, ``shape``, ``size`` and ``[a:b]`` (``enroll --add``: the old store's images,
+    still on disk, then the new ones, never copied into one array)."""
+
+    def __init__(self, parts):
+        self.parts = [p for p in parts if len(p)]
+        shapes = {tuple(p.shape[1:]) for p in self.parts}
+        if len(shapes) > 1:
+            raise ValueError(f"images of different shapes {sorted(shapes)}")
+        n = sum(len(p) for p in self.parts)
+        self.shape = (n,) + (shapes.pop() if shapes else (0, 0))
+        self.size = int(np.prod(self.shape))
+        self.dtype = np.dtype(np.float32)
+        self.ndim = len(self.shape)
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __getitem__(self, rows):
+        if not isinstance(rows, slice) or rows.step not in (None, 1):
+            raise TypeError("StackedImages reads contiguous slices of rows only")
+        start, stop, _ = rows.indices(len(self))
+        out, offset = [], 0
+        for part in self.parts:
+            lo, hi = max(start - offset, 0), min(stop - offset, len(part))
+            if lo < hi:
+                out.append(np.asarray(part[lo:hi], dtype=np.float32))
+            offset += len(part)
+        if not out:
+            return np.zeros((0,) + self.shape[1:], dtype=np.float32)
+        return out[0] if len(out) == 1 else np.concatenate(out)
+
+
+WRITE_ROWS = 1024  # images converted and written at a time
+
+
+def _write_images(f, images, dtype):
+    """``/images``: gzip, one image per chunk, written `WRITE_ROWS` images at a time (a
+    `StoreImages` or `StackedImages` source is never read whole)."""
+    rows = WRITE_ROWS
+    chunks = (1,) + tuple(images.shape[1:]) if len(images) else None
+    data = f.create_dataset("images", shape=images.shape, dtype=dtype, compression="gzip",
+                            chunks=chunks)
+    for start in range(0, len(images), rows):
+        data[start:start + rows] = np.asarray(images[start:start + rows]).astype(dtype)
 
 
 def _is_8bit(images, chunk=1024):

@@ -353,12 +353,8 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
         kept = 0
         for path in paths:
             data = _read_file(path)
-            try:
-                arr = _decode(data, path)
-            except InputError as exc:
-                if not skip_bad:
-                    raise InputError(f"{exc}; use {option('skip_bad')} to skip it") from None
-                warn(f"{exc}; skipped")
+            arr = _decode_or_skip(data, path, skip_bad, warn)
+            if arr is None:
                 continue
             arr, size = _conform(arr, size, strict, path, resized)
             if images is None:
@@ -378,6 +374,47 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
     return FaceSet(images=images[:len(labels)],
                    labels=np.array(labels, dtype=str), paths=rel, sha256=digests,
                    root=os.fspath(root))
+
+
+def _decode_or_skip(data, path, skip_bad, warn):
+    """The image in ``data``; None (with a warning) for a bad file with ``skip_bad``."""
+    try:
+        return _decode(data, path)
+    except InputError as exc:
+        if not skip_bad:
+            raise InputError(f"{exc}; use {option('skip_bad')} to skip it") from None
+        warn(f"{exc}; skipped")
+        return None
+
+
+def file_rows(root, clients, known, skip_bad=False, warn=default_warn,
+              extensions=IMAGE_EXTENSIONS):
+    """The (relative path, sha256) of every image file of ``clients`` under ``root``,
+    as `load_faces` would list them, without keeping any pixel.
+
+    A file whose pair is in ``known[client]`` is hashed only; any other file is also
+    decoded, so that a bad one is skipped (``skip_bad``) or refused exactly as
+    `load_faces` would.
+
+    Returns
+    -------
+    dict
+        client id -> set of (relative path, sha256).
+    """
+    root = Path(root)
+    warn = default_warn if warn is None else warn
+    listing = scan_faces(root, extensions=extensions, min_images=0, skip_bad=skip_bad,
+                         clients=clients, warn=warn)
+    rows = {}
+    for client, paths in listing:
+        mine = rows.setdefault(client, set())
+        for path in paths:
+            data = _read_file(path)
+            row = (path.relative_to(root).as_posix(), hashlib.sha256(data).hexdigest())
+            if row in known.get(client, ()) or \
+                    _decode_or_skip(data, path, skip_bad, warn) is not None:
+                mine.add(row)
+    return rows
 
 
 def _conform(arr, size, strict, path, resized):
