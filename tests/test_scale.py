@@ -106,6 +106,19 @@ def test_cap_recorded_in_provenance_and_uncapped_default(store, tmp_path):
         compress(store, tmp_path / "x.h5", impostors="nearest")
 
 
+@pytest.mark.parametrize("max_impostors", [0, 20])
+def test_threshold_cv_leaves_the_trained_models_unchanged(store, tmp_path, max_impostors):
+    # benchmarks/scale_accuracy.py skips the threshold CV when it measures EERs
+    opts = {"m": 2, "max_impostors": max_impostors, "clients": "c00,c03", "random_state": 1}
+    compress(store, tmp_path / "cv.h5", cv_folds=3, **opts)
+    compress(store, tmp_path / "no.h5", cv_folds=0, **opts)
+    A, B = _arrays(tmp_path / "cv.h5"), _arrays(tmp_path / "no.h5")
+    for cid in ("c00", "c03"):
+        for key in ("prototypes", "beta", "intercept"):
+            np.testing.assert_array_equal(A[cid][key], B[cid][key], err_msg=f"{cid}/{key}")
+        assert A[cid]["threshold"] != B[cid]["threshold"]
+
+
 def test_jobs_2_gives_the_same_gallery_as_jobs_1(store, tmp_path):
     opts = {"m": 2, "max_impostors": 20, "cv_folds": 3, "clients": "c00,c01,c02,c03,c04"}
     one = compress(store, tmp_path / "one.h5", jobs=1, **opts)
