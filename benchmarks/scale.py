@@ -309,7 +309,9 @@ def main(argv=None):
     print(table)
     if args.quick or (partial and not args.page):
         return
-    write_page(args.page or "scale", "Compress at scale: bounded, parallel, distributed", table,
+    title = ("Compress at scale: what the impostor cap costs in accuracy"
+             if stages == ["accuracy"] else "Compress at scale: bounded, parallel, distributed")
+    write_page(args.page or "scale", title, table,
                notes=" ".join(NOTES[name](args, pc, sizes) for name in stages),
                output="\n".join(LOG))
 
