@@ -29,11 +29,15 @@ from ssgallery.formats.store import load_store
 from ssgallery.images.ingest import load_faces
 
 
-def client_eers(store, gallery, test_images, test_labels):
+def client_eers(store, gallery, test_images, test_labels, matcher_cmd=None):
     """EER of g(x) on the held-out images for each of the gallery's clients, sorted by
-    client id (genuine: the client's own images, impostors: everyone else's)."""
+    client id (genuine: the client's own images, impostors: everyone else's).
+    ``matcher_cmd``: the host's program of an external matcher."""
+    from ssgallery.matchers.host import host_matcher
+
     g = read_gallery(gallery, arrays=True)
-    matcher = load_store(store, images=False).matcher()
+    matcher = load_store(store, images=False).matcher(
+        host=host_matcher(matcher_cmd) if matcher_cmd else None)
     F = matcher.transform(test_images)
     out = []
     for cid in sorted(g.clients):
