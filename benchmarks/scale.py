@@ -265,7 +265,7 @@ def main(argv=None):
     ap.add_argument("--acc-clients", type=int, default=100,
                     help="synthetic clients compressed (0 = all)")
     ap.add_argument("--lfw-clients", type=int, default=0, help="LFW clients (0 = all 158)")
-    ap.add_argument("--acc-seeds", default="0,1,2,3,4",
+    ap.add_argument("--acc-seeds", default="0,1,2",
                     help="seeds (random_state) of the paired capped/uncapped runs")
     ap.add_argument("--acc-jobs", type=int, default=2, help="compress --jobs of the accuracy runs")
     ap.add_argument("--acc-caps", default=str(DEFAULT_MAX_IMPOSTORS),
