@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _results import markdown_table, write_page
-from scale_accuracy import client_eers, split_folder
+from _scale_accuracy import client_eers, split_folder
 
 from ssgallery.app.compress import compress
 from ssgallery.app.enroll import enroll

@@ -9,7 +9,7 @@
   (galleries of random valid models written with write_gallery: no training);
 - accuracy with vs without the cap: mean client EER of the compressed models (m = 2) on
   held-out images, synthetic and LFW (eigenface, dlib), paired over seeds
-  (benchmarks/scale_accuracy.py).
+  (benchmarks/_scale_accuracy.py).
 
     OMP_NUM_THREADS=1 python benchmarks/scale.py            # writes docs/benchmarks/scale.md
     OMP_NUM_THREADS=1 python benchmarks/scale.py --quick    # small sizes, no page
@@ -29,8 +29,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _results import markdown_table, write_page
+from _scale_accuracy import describe, paired, run_accuracy, uncapped_spread
 from identify import fake_models
-from scale_accuracy import describe, paired, run_accuracy, uncapped_spread
 
 from ssgallery.app.compress import compress
 from ssgallery.app.enroll import enroll

@@ -61,7 +61,8 @@ CASES = {
     "scale": ("smoke", lambda tmp, data: [
         "--sizes", "12", "--clients", "2", "--parallel-identities", "12",
         "--parallel-clients", "2", "--big-gallery", "30", "--acc-identities", "12",
-        "--acc-clients", "2", "--acc-sets", "synthetic", "--page", "smoke"], None),
+        "--acc-clients", "2", "--acc-sets", "synthetic", "--acc-seeds", "0,1",
+        "--acc-impostors", "sample,cohort", "--acc-caps", "30", "--page", "smoke"], None),
     "solvers": ("solvers", lambda tmp, data: [
         "--data", _faces(tmp), "--repetitions", "1", "--clients", "1", "--m", "1",
         "--max-iter", "3", "--long-clients", "1"], None),

@@ -108,7 +108,7 @@ def test_cap_recorded_in_provenance_and_uncapped_default(store, tmp_path):
 
 @pytest.mark.parametrize("max_impostors", [0, 20])
 def test_threshold_cv_leaves_the_trained_models_unchanged(store, tmp_path, max_impostors):
-    # benchmarks/scale_accuracy.py skips the threshold CV when it measures EERs
+    # benchmarks/_scale_accuracy.py skips the threshold CV when it measures EERs
     opts = {"m": 2, "max_impostors": max_impostors, "clients": "c00,c03", "random_state": 1}
     compress(store, tmp_path / "cv.h5", cv_folds=3, **opts)
     compress(store, tmp_path / "no.h5", cv_folds=0, **opts)
