@@ -140,7 +140,8 @@ def test_usage_errors_exit_2(built):
     gallery = built[3]
     for args in (["verify", "x.png", "--gallery", gallery],       # no --claim
                  ["compress", "--m", "zero"], ["compress", "--target-far", "1.5"],
-                 ["enroll"], ["enroll", "x", "--size", "92by112"], ["nosuchcommand"]):
+                 ["enroll"], ["enroll", "x", "--size", "92by112"], ["nosuchcommand"],
+                 ["info", "--store", built[2], "--client", "c01"]):      # no gallery
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 2, (args, r.output)
         assert "Traceback" not in r.output

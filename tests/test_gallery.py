@@ -13,7 +13,13 @@ from ssgallery.app.compress import compress, threshold_at_far, threshold_folds
 from ssgallery.app.enroll import enroll
 from ssgallery.app.verify import verify
 from ssgallery.errors import FormatError, InputError, SsgalleryError
-from ssgallery.formats.gallery import FORMAT_VERSION, gallery_summary, read_client, read_gallery
+from ssgallery.formats.gallery import (
+    FORMAT_VERSION,
+    client_summary,
+    gallery_summary,
+    read_client,
+    read_gallery,
+)
 from ssgallery.formats.store import load_store
 
 
@@ -183,6 +189,12 @@ def test_summary_from_the_index_equals_the_client_groups(built):
     assert fast["bytes_total"] == 5 * (2 * d * 8 + 2 * 8 + 16)
     assert not fast["svm_compared"] and fast["ratio"] is None and fast["svm_bytes_total"] is None
     assert full["svm_bytes_total"] == sum(r["svm_bytes"] for r in full["clients"])
+    one = client_summary(path, "c03")  # info --client: that client's group only
+    assert {k: one[k] for k in full["clients"][3]} == full["clients"][3]
+    assert one["provenance"]["n_impostor"] == g.clients["c03"].provenance["n_impostor"] > 0
+    assert one["gallery"] == str(path) and one["similarity"]["kind"] == "rbf"
+    with pytest.raises(SsgalleryError, match="unknown client 'c99'"):
+        client_summary(path, "c99")
 
 
 def test_threshold_at_far():

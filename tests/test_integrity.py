@@ -402,7 +402,8 @@ def test_info_refuses_an_edited_index_header_or_matcher(built, tmp_path, edit, r
 def test_info_refuses_damaged_or_edited_client_groups(built, tmp_path):
     """Damaged bytes in a client group: the seal of the whole file refuses them (info
     checks every chunk, exit 2). A re-sealed edit of a client group: info does not open
-    client groups, so only ``--svm`` (which reads and checks every one) refuses it."""
+    client groups, so only ``--svm`` (which reads and checks every one) and ``--client``
+    of that client refuse it."""
     root, _ = built
     g = _rot(_copy(root / "g.h5", tmp_path / "rot.h5"), "clients/c02/beta")
     for options in ((), ("--svm",)):
@@ -411,9 +412,10 @@ def test_info_refuses_damaged_or_edited_client_groups(built, tmp_path):
     g = _copy(root / "g.h5", tmp_path / "edit.h5")
     with edit_h5(g) as f:
         f["clients/c02/beta"][0] += 1e-9
-    assert _info(g).exit_code == 0
-    _refused(_info(g, "--svm"), g, "integrity check failed: client 'c02' does not match its "
-             "digest")
+    assert _info(g).exit_code == 0 and _info(g, "--client", "c01").exit_code == 0
+    for options in (("--svm",), ("--client", "c02")):
+        _refused(_info(g, *options), g, "integrity check failed: client 'c02' does not match "
+                 "its digest")
 
 
 def test_large_datasets_are_hashed_in_slices_to_the_same_digest(tmp_path, monkeypatch):

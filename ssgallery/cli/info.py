@@ -64,6 +64,16 @@ def _print_gallery(g):
         click.echo("warning: compressed from a store whose matcher basis was stale", err=True)
 
 
+def _print_client(r):
+    svm = "no full SVM recorded" if r["svm_n_support"] is None else (
+        f"full SVM {r['svm_n_support']} SVs, {r['svm_bytes']} bytes ({r['ratio']:.1f}x), "
+        f"threshold {r['svm_threshold']:.4f}")
+    click.echo(f"client {r['client']} of {r['gallery']}: m = {r['m']}, {r['bytes']} bytes, "
+               f"threshold {r['threshold']:.4f}; {svm}")
+    for key, value in sorted(r["provenance"].items()):
+        click.echo(f"  {key}: {value}")
+
+
 def _print_store(s):
     config = ", ".join(f"{k} {v}" for k, v in sorted(s["matcher_config"].items())
                        if v is not None)
@@ -83,8 +93,11 @@ def _print_store(s):
 @click.option("--svm", is_flag=True,
               help="Also compare each client with its full SVM (#SVs, bytes, ratio): reads "
                    "and checks every client's group, seconds on 10,000 clients.")
+@click.option("--client", "client_id", default=None, metavar="ID",
+              help="Only this client of the gallery, with its full SVM and its provenance "
+                   "(reads that client's group only).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(gallery, store, svm, as_json):
+def command(gallery, store, svm, client_id, as_json):
     """Summarise a gallery (clients, m, bytes per client, thresholds, matcher) and an
     enrollment store. With --svm, also the bytes and matches per claim of each client's
     full SVM (its support vectors) and the compression ratio.
@@ -98,10 +111,11 @@ def command(gallery, store, svm, as_json):
     Examples:
       ssgallery info
       ssgallery info --gallery site.h5 --svm
+      ssgallery info --gallery site.h5 --client s17
       ssgallery info --gallery site.h5 --json
     """
     from ssgallery.errors import FormatError
-    from ssgallery.formats.gallery import gallery_summary
+    from ssgallery.formats.gallery import client_summary, gallery_summary
     from ssgallery.formats.store import store_summary
 
     if gallery is None and store is None:
@@ -109,8 +123,12 @@ def command(gallery, store, svm, as_json):
         store = "enrollment.h5" if os.path.exists("enrollment.h5") else None
         if gallery is None and store is None:
             raise FormatError("no gallery.h5 or enrollment.h5 here (use --gallery/--store)")
+    if client_id is not None and gallery is None:
+        raise click.UsageError("--client needs a gallery (--gallery FILE)")
     out = {}
-    if gallery is not None:
+    if client_id is not None:
+        out["client"] = client_summary(gallery, client_id)
+    elif gallery is not None:
         out["gallery"] = gallery_summary(gallery, svm=svm)
     if store is not None:
         out["store"] = store_summary(store)
@@ -119,7 +137,9 @@ def command(gallery, store, svm, as_json):
         return
     if "gallery" in out:
         _print_gallery(out["gallery"])
+    if "client" in out:
+        _print_client(out["client"])
     if "store" in out:
-        if "gallery" in out:
+        if "gallery" in out or "client" in out:
             click.echo()
         _print_store(out["store"])

@@ -684,6 +684,34 @@ def gallery_summary(path, *, svm=False):
             "ratio": total_svm / total if total and total_svm else None}
 
 
+def client_summary(path, client_id):
+    """One client's row of `gallery_summary` with the full-SVM comparison, and the
+    client's similarity, intercept, normalisation and provenance (how it was trained).
+    Reads and checks what `read_client` does: the header, the client index and that
+    client's group only, whatever the number of clients.
+
+    Returns
+    -------
+    dict
+        The row, plus ``gallery`` (the path), ``similarity``, ``intercept``,
+        ``normalization`` and ``provenance``.
+
+    Raises
+    ------
+    SsgalleryError
+        Unknown client (see `read_client`).
+    """
+    path = os.fspath(path)
+    model = read_client(path, client_id, images=True, matcher=False)
+    m, d = model.prototypes.shape
+    images = 0 if model.prototype_images is None else int(model.prototype_images.size)
+    row = _summary_row(model.client_id, int(m), int(d), model.threshold,
+                       dict(model.provenance, bytes_images=images))
+    row.update(gallery=path, similarity=model.similarity, intercept=model.intercept,
+               normalization=model.normalization, provenance=model.provenance)
+    return row
+
+
 def _summary_row(cid, m, d, threshold, provenance):
     """One client's row of `gallery_summary` (``provenance``: None when not read)."""
     p = provenance or {}
