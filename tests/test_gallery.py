@@ -328,3 +328,7 @@ def test_info_on_a_library_written_gallery_without_optional_attrs(built, tmp_pat
     assert r.exit_code == 0, r.output  # no SVM in the provenance: no '0.0x smaller'
     assert "matches per claim: 2 (no full SVM recorded)" in r.output
     assert "smaller" not in r.output
+    r = CliRunner().invoke(main, ["info", "--gallery", str(out), "--client", "c01"])
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith(f"client c01 of {out}: m = 2, ") and \
+        r.output.rstrip().endswith("; no full SVM recorded")

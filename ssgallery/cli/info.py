@@ -66,8 +66,8 @@ def _print_gallery(g):
 
 def _print_client(r):
     svm = "no full SVM recorded" if r["svm_n_support"] is None else (
-        f"full SVM {r['svm_n_support']} SVs, {r['svm_bytes']} bytes ({r['ratio']:.1f}x), "
-        f"threshold {r['svm_threshold']:.4f}")
+        f"full SVM {r['svm_n_support']} SVs, {r['svm_bytes']} bytes ({r['ratio']:.1f}x)"
+        + ("" if r["svm_threshold"] is None else f", threshold {r['svm_threshold']:.4f}"))
     click.echo(f"client {r['client']} of {r['gallery']}: m = {r['m']}, {r['bytes']} bytes, "
                f"threshold {r['threshold']:.4f}; {svm}")
     for key, value in sorted(r["provenance"].items()):
