@@ -260,3 +260,26 @@ def test_corrupt_feature_cache_is_refused(faces, tmp_path):
     rehash_store(path)  # consistent digest: the shape check must refuse it
     with pytest.raises(FormatError, match="features"):
         load_store(path)
+
+
+def test_add_refuses_a_background_subject_named_like_a_client(tmp_path):
+    """A subject in both the client folder and the background folder is refused by
+    ``--add`` as by a fresh enrolment, even when it is already enrolled (the background
+    copy must not stand in for a changed client folder)."""
+    import shutil
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=4, seed=1)
+    bg = make_faces(str(tmp_path / "bg"), n_clients=2, n_images=3, seed=2, prefix="b")
+    first = tmp_path / "first"
+    for c in ("c00", "c01", "c02"):
+        shutil.copytree(os.path.join(faces, c), first / c)
+    path = tmp_path / "e.h5"
+    enroll(first, path, background=bg)
+    shutil.copytree(os.path.join(faces, "c01"), os.path.join(bg, "c01"))  # the enrolled files
+    before = path.read_bytes()
+    with pytest.raises(InputError, match=r"background subject\(s\) c01 have the same name"):
+        enroll(faces, path, background=bg, add=True)
+    shutil.copy(os.path.join(faces, "c00", "0.png"), os.path.join(faces, "c01", "extra.png"))
+    with pytest.raises(InputError, match=r"background subject\(s\) c01 have the same name"):
+        enroll(faces, path, background=bg, add=True)
+    assert path.read_bytes() == before

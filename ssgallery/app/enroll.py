@@ -193,6 +193,10 @@ def _resolve_names(faces_dir, clients, background):
     overlap = sorted(set(clients) & set(bg_names))
     if overlap:
         raise InputError(f"{', '.join(overlap)} named both as client and as background")
+    clash = sorted(set(_scan_subjects(bg_dir)) & set(clients)) if bg_dir is not None else []
+    if clash:  # every subject, enrolled or not (enroll --add reads only the new ones)
+        raise InputError(f"background subject(s) {', '.join(clash[:5])} have the same name "
+                         f"as clients", path=bg_dir)
     return clients, bg_dir, bg_names
 
 
@@ -218,10 +222,6 @@ def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, 
                         size=shape[::-1], strict=strict, skip_bad=skip_bad, min_images=1,
                         warn=warn)
         bg_names = sorted(set(map(str, bg.labels)))
-        clash = sorted(set(bg_names) & set(clients))
-        if clash:
-            raise InputError(f"background subject(s) {', '.join(clash[:5])} have the same name "
-                             f"as clients", path=bg_dir)
         parts.append((bg, [os.path.abspath(bg_dir)] * len(bg.labels)))
     labels = np.concatenate([np.asarray(p.labels, dtype=str) for p, _ in parts])
     present = set(map(str, labels))
