@@ -284,3 +284,33 @@ def test_large_arrays_on_heap_stops_page_faults_under_dasks_allocator_settings()
     assert plain >= 200 * 200  # about 256 per array
     assert heap < plain / 10
     assert after >= 200 * 200  # the process's own settings are back on leaving
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_large_arrays_on_heap_holds_while_any_thread_of_a_worker_is_inside():
+    # a Dask worker with several threads runs jobs side by side: one job ending must not
+    # hand the others back to a fresh mmap per array
+    code = ("import resource, threading\n"
+            "import numpy as np\n"
+            "from ssgallery.learn.threads import large_arrays_on_heap\n"
+            "inside, other_done, out = threading.Event(), threading.Event(), []\n"
+            "def long_job():\n"
+            "    with large_arrays_on_heap():\n"
+            "        inside.set(); other_done.wait()\n"
+            "        before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt\n"
+            "        for _ in range(200):\n"
+            "            np.ones(1 << 17).sum()\n"
+            "        out.append(resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before)\n"
+            "def short_job():\n"
+            "    inside.wait()\n"
+            "    with large_arrays_on_heap():\n"
+            "        np.ones(1 << 17).sum()\n"
+            "    other_done.set()\n"
+            "threads = [threading.Thread(target=f) for f in (long_job, short_job)]\n"
+            "for t in threads: t.start()\n"
+            "for t in threads: t.join()\n"
+            "print(*out)\n")
+    env = {**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       check=True)
+    assert int(r.stdout) < 200 * 200 / 10  # about 256 page faults per array without the heap

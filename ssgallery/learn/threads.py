@@ -18,12 +18,15 @@ that for the duration of a job.
 """
 
 import contextlib
+import threading
 
 # glibc's malloc.h: mallopt parameters, their defaults and the values for training
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _GLIBC_DEFAULTS = {_M_TRIM_THRESHOLD: 128 * 1024, _M_MMAP_THRESHOLD: 128 * 1024}
 _TRAINING = {_M_TRIM_THRESHOLD: 256 * 1024 * 1024,  # keep freed pages for the next array
              _M_MMAP_THRESHOLD: 32 * 1024 * 1024}  # glibc's ceiling of its dynamic value
+_INSIDE_LOCK = threading.Lock()
+_inside = 0  # threads inside `large_arrays_on_heap`
 
 
 @contextlib.contextmanager
@@ -55,18 +58,25 @@ def large_arrays_on_heap():
     """Context manager: inside it, glibc serves arrays under 32 MiB from its heap and
     keeps freed pages for the next ones (up to 256 MiB).
 
-    On leaving, the mmap and trim thresholds return to glibc's defaults (128 KiB each),
-    and the heap is trimmed as usual on later frees. A no-op where the C library is not
-    glibc.
+    When the last thread inside leaves (a Dask worker may run several jobs at once), the
+    mmap and trim thresholds return to glibc's defaults (128 KiB each), and the heap is
+    trimmed as usual on later frees. A no-op where the C library is not glibc.
     """
+    global _inside
     mallopt = _glibc_mallopt()
     if mallopt is None:
         yield
         return
-    for param, value in _TRAINING.items():
-        mallopt(param, value)
+    with _INSIDE_LOCK:
+        _inside += 1
+        if _inside == 1:
+            for param, value in _TRAINING.items():
+                mallopt(param, value)
     try:
         yield
     finally:
-        for param, value in _GLIBC_DEFAULTS.items():
-            mallopt(param, value)
+        with _INSIDE_LOCK:
+            _inside -= 1
+            if _inside == 0:
+                for param, value in _GLIBC_DEFAULTS.items():
+                    mallopt(param, value)
