@@ -2,11 +2,9 @@
 
 Per-client problems are small (n in the hundreds, d under a hundred, m + 1 unknowns in
 the beta-step), and a multi-threaded BLAS spends more time synchronising its threads
-than computing on them: on the 2-core development machine, compressing 5 sample_data
-clients took 12.7 s with OpenBLAS's default 2 threads and 1.8 s with one (measured in
-one process, alternating, while the other core was busy). Training entry points
-therefore run with one BLAS thread; parallelism comes from processing clients in
-parallel (``roc --jobs``, ``compress --jobs``), not from BLAS.
+than computing on them, all the more when the other cores are busy with other clients.
+Training entry points therefore run with one BLAS thread; parallelism comes from
+processing clients in parallel (``roc --jobs``, ``compress --jobs``), not from BLAS.
 
 The learner allocates and frees arrays of a few hundred KiB to a few MiB on every
 iteration. glibc serves them from its heap, unless the process was started with a fixed
