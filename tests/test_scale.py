@@ -258,6 +258,15 @@ def test_served_external_matcher_same_gallery_far_fewer_program_runs(tmp_path):
 
 
 
+def _faults_under_dasks_settings(code):
+    """The integers ``code`` prints, run in a Python started as Dask's nanny starts a
+    worker (``MALLOC_TRIM_THRESHOLD_`` set)."""
+    env = {**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       check=True)
+    return [int(v) for v in r.stdout.split()]
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
 def test_large_arrays_on_heap_stops_page_faults_under_dasks_allocator_settings():
     # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_ set, which freezes glibc's
@@ -277,10 +286,7 @@ def test_large_arrays_on_heap_stops_page_faults_under_dasks_allocator_settings()
             "    t = threading.Thread(target=faults, args=(context,))\n"
             "    t.start(); t.join()\n"
             "print(*out)\n")
-    env = {**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1"}
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       check=True)
-    plain, heap, after = map(int, r.stdout.split())
+    plain, heap, after = _faults_under_dasks_settings(code)
     assert plain >= 200 * 200  # about 256 per array
     assert heap < plain / 10
     assert after >= 200 * 200  # the process's own settings are back on leaving
@@ -310,7 +316,5 @@ def test_large_arrays_on_heap_holds_while_any_thread_of_a_worker_is_inside():
             "for t in threads: t.start()\n"
             "for t in threads: t.join()\n"
             "print(*out)\n")
-    env = {**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1"}
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       check=True)
-    assert int(r.stdout) < 200 * 200 / 10  # about 256 page faults per array without the heap
+    (faults,) = _faults_under_dasks_settings(code)
+    assert faults < 200 * 200 / 10  # about 256 page faults per array without the heap

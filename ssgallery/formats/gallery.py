@@ -660,9 +660,12 @@ def gallery_summary(path, *, svm=False):
     with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN) as f:
         try:
             header, config, rows, index, built, state = _read_stacked(f, path, None, None)
-            _client_groups(f, path, rows)
-            provenance = {cid: model.provenance for cid, model in
-                          _read_clients(f, path, rows, built, False).items()} if svm else {}
+            provenance = {}
+            if svm:  # reads every client group (and checks them against the client index)
+                provenance = {cid: model.provenance for cid, model in
+                              _read_clients(f, path, rows, built, False).items()}
+            else:
+                _client_groups(f, path, rows)
         except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
     d = int(index.prototypes.shape[1]) if index.n_clients else None
