@@ -40,6 +40,10 @@ from ssgallery.formats.gallery import read_gallery, write_gallery
 from ssgallery.images.synth import client_names, face_image, write_sample_data
 
 BIN = Path(sys.executable).parent
+# OpenBLAS sums in an order that depends on memory alignment, which differs between
+# processes, and the learner carries the last-bit differences up to its convergence
+# tolerance: galleries are compared to this tolerance relative to each array's scale
+SAME_TOL = 1e-4
 FIT_IDENTITIES = 200  # the eigenface basis is fitted on these; the rest join with --add
 LOG = []
 
@@ -143,16 +147,19 @@ def parallel_ratios(store, clients, tmp):
     same = all(_same(Path(tmp) / "j1.h5", Path(tmp) / f) for f in ("j2.h5", "dask.h5"))
     say(f"{len(clients)} clients: serial {serial:.1f} s, --jobs 2 {jobs2:.1f} s "
         f"({serial / jobs2:.2f}x), Dask 2 workers {dask:.1f} s ({serial / dask:.2f}x); "
-        f"galleries identical: {same}")
+        f"galleries equal to {SAME_TOL:g} of scale: {same}")
     return serial, jobs2, dask, same
 
 
 def _same(a, b):
     ga, gb = read_gallery(a, arrays=True), read_gallery(b, arrays=True)
+    def close(a, b):
+        return np.allclose(a, b, rtol=0, atol=SAME_TOL * max(np.max(np.abs(b)), 1e-300))
+
     return sorted(ga.clients) == sorted(gb.clients) and all(
-        np.array_equal(ga.clients[c].prototypes, gb.clients[c].prototypes)
-        and np.array_equal(ga.clients[c].beta, gb.clients[c].beta)
-        and ga.clients[c].threshold == gb.clients[c].threshold for c in ga.clients)
+        close(ga.clients[c].prototypes, gb.clients[c].prototypes)
+        and close(ga.clients[c].beta, gb.clients[c].beta)
+        and close(ga.clients[c].threshold, gb.clients[c].threshold) for c in ga.clients)
 
 
 def startup(tmp, n_big, runs=5):

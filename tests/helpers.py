@@ -147,3 +147,18 @@ def growing_faces(root, n_first=6, n_total=8, seed=9):
 
     copy(range(n_first))
     return lambda: copy(range(n_first, n_total))
+
+
+def assert_rounding_equal(actual, desired, tol=1e-9, err_msg=""):
+    """Equal but for floating-point rounding: |a - d| <= tol * max|d| elementwise.
+
+    OpenBLAS's vector kernels sum in an order that depends on the arrays' memory alignment
+    and on the shape of a product, so the same model computed in another process (a Dask
+    worker) or through features mapped in another batch can differ in its last bits, and
+    the learner's L-BFGS-B run carries such a difference up to its convergence tolerance
+    (``tol`` 1e-4 for trained models; 1e-14 for a plain product).
+    """
+    desired = np.asarray(desired, dtype=float)
+    scale = float(np.max(np.abs(desired))) if desired.size else 0.0
+    np.testing.assert_allclose(actual, desired, rtol=0, atol=tol * max(scale, 1e-300),
+                               err_msg=err_msg)
