@@ -1,33 +1,5 @@
-"""A matcher that is a program: the external-matcher contract (docs/external-matcher.md).
-
-::
-
-    PROGRAM --probe-list A.txt --gallery-list B.txt --out S.txt
-        lists: one path per line (.pgm/.png, or float32 .npy for prototypes)
-        S.txt: |A| x |B| whitespace-separated similarity matrix in list order; exit 0
-    PROGRAM --describe
-        {"kind": "similarity"|"distance", "symmetric": bool, "range": [lo, hi],
-         "serve": bool (optional), "quality": bool (optional)}
-    PROGRAM --quality-list A.txt --out Q.txt   (only when --describe says "quality": true)
-        Q.txt: |A| numbers, one per line: how face-like each image is, higher is more
-    PROGRAM --serve   (only when --describe says "serve": true)
-        started once; answers the same requests as JSON lines on stdin/stdout
-        (`ssgallery.matchers.serve`)
-
-The program is named by the host that runs ssgallery (`ssgallery.matchers.host`:
-an option, ``$SSGALLERY_MATCHER_CMD`` or a configuration file), never by a store or a
-gallery: they hold only the matcher's name and ``contract_sha256``, the SHA-256 of the
-program's ``--describe`` JSON and of the stored matcher parameters. Before the first
-scoring run the host's program is asked to describe itself, and a different digest is
-refused (`ssgallery.errors.MatcherError`, one line).
-
-The program runs without a shell, in its own process group, with a timeout of
-``timeout_base + timeout_per_pair * |A| * |B|`` seconds; on timeout (or Ctrl-C) the
-whole group is killed, and any process the program left behind in its group is killed
-after it exits. Its output (stdout or the answer file) may hold at most
-`MAX_ANSWER_BASE` + `MAX_ANSWER_PER_PAIR` bytes per scored pair; a longer
-answer is refused and the program killed. Every failure is a one-line
-`ssgallery.errors.MatcherError` naming the program.
+"""`ExternalMatcher`: the matcher that is a program, through the external-matcher
+contract (see `ssgallery.matchers.external` for the contract and its parts).
 
 A *distance* is turned into a similarity ``s = exp(-d / scale)`` (positive and larger
 for closer pairs, as the heuristic gradient of Eq. 7 (eq:similarity-grad) assumes), with
@@ -39,98 +11,35 @@ scores at ``fit``; `quality_threshold` sets ``quality_threshold_`` from them, an
 probe scoring below it is not a face (`Matcher.is_face`), as for eigenface and dlib.
 """
 
-import hashlib
 import json
 import os
-import selectors
 import shlex
-import shutil
-import signal
-import sqlite3
-import subprocess
 import tempfile
-import time
 
 import numpy as np
 
-from ssgallery.errors import InputError, MatcherError, interrupts_deferred, option, printable
+from ssgallery.errors import InputError, MatcherError, option, printable
 from ssgallery.learn.similarity import CallableSimilarity, HeuristicGradient
 from ssgallery.matchers.base import Matcher
+from ssgallery.matchers.external import cache
+from ssgallery.matchers.external.contract import (
+    answer_limit,
+    contract_digest,
+    parse_describe,
+    parse_matrix,
+    quality_threshold,
+)
+from ssgallery.matchers.external.oneshot import resolve, run_once, write_images, write_lists
 from ssgallery.matchers.host import CMD_ENV, split_command
 from ssgallery.safeio import read_regular
 
 PIXEL_RANGE = (0.0, 255.0)
-MAX_ANSWER_BASE = 1 << 20  # bytes of a program's output, plus ...
-MAX_ANSWER_PER_PAIR = 64  # ... this many per scored pair
-MAX_STDERR_KEPT = 1 << 16  # the tail of stderr kept for messages
 QUALITY_MAX_IMAGES = 600  # training images whose quality sets the threshold
-QUALITY_MARGIN = 0.5  # threshold: lowest training quality - this x (median - lowest)
 
 
 def _as_str(value):
     value = value.item() if isinstance(value, np.ndarray) else value
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def write_pgm(path, image):
-    """Write an 8-bit grey image (H, W) as binary PGM (P5)."""
-    image = np.asarray(image, dtype=np.uint8)
-    with open(path, "wb") as handle:
-        handle.write(b"P5\n%d %d\n255\n" % (image.shape[1], image.shape[0]))
-        handle.write(image.tobytes())
-
-
-def write_images(folder, tag, images):
-    """Images (n, H, W) as files in ``folder``: integer pixels on [0, 255] as lossless
-    .pgm, any other (a prototype) as float32 .npy (rounding would erase small steps).
-    Returns their paths."""
-    paths = []
-    for i, img in enumerate(images):
-        if np.all((img >= 0) & (img <= 255) & (img == np.round(img))):
-            paths.append(os.path.join(folder, f"{tag}{i:06d}.pgm"))
-            write_pgm(paths[-1], img)
-        else:
-            paths.append(os.path.join(folder, f"{tag}{i:06d}.npy"))
-            np.save(paths[-1], np.asarray(img, dtype=np.float32))
-    return paths
-
-
-def quality_threshold(quality):
-    """The quality a probe needs to be a face, from the training images' (n,): the
-    lowest minus `QUALITY_MARGIN` times its distance to the median (every training
-    image passes; a probe must look at least nearly as much like a face)."""
-    q = np.asarray(quality, dtype=float)
-    low = float(q.min())
-    return low - QUALITY_MARGIN * (float(np.median(q)) - low)
-
-
-def parse_matrix(text, shape, program):
-    """Parse the program's answer into a finite float matrix of ``shape``."""
-    rows = [line.split() for line in text.splitlines() if line.strip()]
-    if len(rows) != shape[0] or any(len(r) != shape[1] for r in rows):
-        got = f"{len(rows)} rows" if len(rows) != shape[0] else "rows of " + "/".join(
-            sorted({str(len(r)) for r in rows}))
-        raise MatcherError(f"matcher {program} returned {got}, expected a "
-                           f"{shape[0]} x {shape[1]} matrix")
-    try:
-        S = np.array([[float(v) for v in r] for r in rows], dtype=float).reshape(shape)
-    except ValueError:
-        bad = next(v for r in rows for v in r if not _is_float(v))
-        raise MatcherError(f"matcher {program} returned a non-number {bad[:40]!r} in its "
-                           "matrix") from None
-    if not np.all(np.isfinite(S)):
-        i, j = np.argwhere(~np.isfinite(S))[0]
-        raise MatcherError(f"matcher {program} returned {int((~np.isfinite(S)).sum())} "
-                           f"non-finite score(s) (first: probe {i}, gallery {j}: {S[i, j]})")
-    return S
-
-
-def _is_float(v):
-    try:
-        float(v)
-        return True
-    except ValueError:
-        return False
 
 
 class ExternalMatcher(Matcher):
@@ -204,7 +113,7 @@ class ExternalMatcher(Matcher):
     def close(self):
         """Stop the served program, if one runs (it is also stopped at exit)."""
         if self._server is not None:
-            from ssgallery.matchers.serve import close_shared
+            from ssgallery.matchers.external.serve import close_shared
 
             close_shared(self.argv)
             self._server = None
@@ -243,14 +152,7 @@ class ExternalMatcher(Matcher):
         return text if len(text) <= 120 else text[:117] + "..."
 
     def _resolve(self):
-        argv = self.argv
-        prog = argv[0]
-        path = prog if os.sep in prog else shutil.which(prog)
-        if path is None or not os.path.exists(path):
-            raise MatcherError(f"matcher program {prog!r} not found")
-        if os.path.isdir(path) or not os.access(path, os.X_OK):
-            raise MatcherError(f"matcher program {prog!r} is not executable")
-        return argv
+        return resolve(self.argv)
 
     def run(self, args, n_pairs=0):
         """Run the program with extra ``args``; return its stdout (bytes).
@@ -259,57 +161,13 @@ class ExternalMatcher(Matcher):
         """
         argv = self._resolve() + list(args)
         timeout = float(self.timeout_base) + float(self.timeout_per_pair) * n_pairs
-        prog = self.program
-        limit = answer_limit(n_pairs)
-        proc = None
-        try:
-            with interrupts_deferred():  # an interrupt now still reaches the finally below
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, start_new_session=True)
-            out, err = _communicate(proc, timeout, limit)
-        except subprocess.TimeoutExpired:
-            raise MatcherError(f"matcher {prog} timed out after {timeout:.3g} s on {n_pairs} "
-                               "pairs and was killed (raise timeout_base / timeout_per_pair)") from None
-        except OverflowError:
-            raise MatcherError(f"matcher {prog} wrote more than {limit} bytes on stdout and "
-                               "was killed") from None
-        except OSError as exc:
-            if proc is not None:
-                raise
-            raise MatcherError(f"cannot start matcher {prog}: {exc.strerror or exc}") from None
-        finally:  # also on Ctrl-C: never leave the program or its children behind
-            if proc is not None:
-                _reap(proc)
-        if proc.returncode != 0:
-            lines = err.decode("utf-8", "replace").strip().splitlines()
-            last = f": {printable(lines[-1].strip()[:300])}" if lines else \
-                " (no message on stderr)"
-            if proc.returncode < 0:
-                name = signal.Signals(-proc.returncode).name
-                raise MatcherError(f"matcher {prog} was killed by {name}{last}")
-            raise MatcherError(f"matcher {prog} failed with exit status {proc.returncode}{last}")
-        return out
+        return run_once(argv, self.program, timeout, n_pairs)
 
     def _ask_describe(self):
         """Run ``PROGRAM --describe``; return (normalised description, contract digest)."""
         out = self.run(["--describe"])
-        try:
-            raw = json.loads(out.decode("utf-8"))
-            kind = raw["kind"]
-            desc = {"kind": kind, "symmetric": bool(raw.get("symmetric", False)),
-                    "range": [float(v) for v in raw.get("range", [-np.inf, np.inf])]}
-        except (ValueError, KeyError, TypeError):
-            raise MatcherError(f"matcher {self.program} --describe did not "
-                               "print a JSON object with a 'kind'") from None
-        if kind not in ("similarity", "distance"):
-            raise MatcherError(f"matcher {self.program} --describe: kind must "
-                               f"be 'similarity' or 'distance', not {kind!r}")
-        if len(desc["range"]) != 2 or np.isnan(desc["range"]).any() \
-                or not desc["range"][0] < desc["range"][1]:
-            raise MatcherError(f"matcher {self.program} --describe: range must be [lo, hi] "
-                               "with lo < hi")
+        raw, desc = parse_describe(out, self.program)
         self.serve_offered_ = raw.get("serve") is True
-        desc["quality"] = raw.get("quality") is True
         return desc, contract_digest(raw, self.get_config())
 
     def describe(self):
@@ -359,19 +217,12 @@ class ExternalMatcher(Matcher):
         ``lists`` maps each list option (probe_list, ...) to its image paths; returns the
         answer's text (the answer file, else stdout). ``n_pairs`` sets the timeout."""
         with tempfile.TemporaryDirectory(prefix="ssgallery-match-", dir=workdir) as tmp:
-            request = {}
-            for name, paths in lists.items():
-                for p in paths:
-                    if "\n" in str(p) or "\r" in str(p):
-                        raise InputError(f"image path {p!r} contains a line break")
-                request[name] = os.path.join(tmp, f"{name}.txt")
-                with open(request[name], "w", encoding="utf-8") as handle:
-                    handle.writelines(os.path.abspath(p) + "\n" for p in paths)
+            request = write_lists(tmp, lists)
             request["out"] = os.path.join(tmp, "answer.txt")
             self._check_contract()
             stdout = b""
             if self._serves():
-                from ssgallery.matchers.serve import shared_server
+                from ssgallery.matchers.external.serve import shared_server
 
                 self._server, started = shared_server(self._resolve(), self.program)
                 self.n_starts_ += int(started)
@@ -403,7 +254,7 @@ class ExternalMatcher(Matcher):
         images = self._check_images(images)
         if not self.describe().get("quality"):
             return np.full(len(images), np.nan)
-        keys = self._digests(images.reshape(len(images), -1))
+        keys = cache.digests(images.reshape(len(images), -1))
         new = sorted({k: i for i, k in enumerate(keys) if k not in self._quality}.values())
         if new:
             with tempfile.TemporaryDirectory(prefix="ssgallery-img-") as tmp:
@@ -423,39 +274,16 @@ class ExternalMatcher(Matcher):
             self, "distance_scale_", None)
         return float(scale) if scale else 1.0
 
-    def _digests(self, F):
-        F = np.ascontiguousarray(F, dtype=np.float32)
-        return [hashlib.sha256(row.tobytes()).hexdigest()[:32] for row in F]
-
-    def _cache_db(self):
-        os.makedirs(self.cache_dir, exist_ok=True)
-        db = sqlite3.connect(os.path.join(self.cache_dir, "external_matcher_cache.sqlite"),
-                             timeout=60)
-        db.execute("CREATE TABLE IF NOT EXISTS s (k TEXT PRIMARY KEY, v REAL)")
-        return db
-
     def _score_features(self, X, Z):
         """Similarity (n, m) of flattened images; runs the program on uncached pairs only."""
         self._check_fitted()
         X = np.asarray(X, dtype=float)
         Z = np.asarray(Z, dtype=float)
         n, m = len(X), len(Z)
-        salt = hashlib.sha256("\0".join(self.argv).encode()).hexdigest()[:16]
-        hx, hz = self._digests(X), self._digests(Z)
-        symmetric = self.describe()["symmetric"]
-        keys = [[salt + ("".join(sorted((a, b))) if symmetric else a + b) for b in hz]
-                for a in hx]
-        D = np.full((n, m), np.nan)
-        db = self._cache_db() if self.cache_dir else None
+        keys = cache.pair_keys(self.argv, X, Z, self.describe()["symmetric"])
+        db = cache.open_db(self.cache_dir) if self.cache_dir else None
         try:
-            for i in range(n):
-                for j in range(m):
-                    v = self._cache.get(keys[i][j])
-                    if v is None and db is not None:
-                        row = db.execute("SELECT v FROM s WHERE k=?", (keys[i][j],)).fetchone()
-                        v = None if row is None else row[0]
-                    if v is not None:
-                        D[i, j] = v
+            D = cache.lookup(keys, (n, m), self._cache, db)
             missing = np.isnan(D)
             self.n_cached_ += int(n * m - missing.sum())
             rows, cols = np.flatnonzero(missing.any(1)), np.flatnonzero(missing.any(0))
@@ -463,12 +291,8 @@ class ExternalMatcher(Matcher):
                 H, W = self.image_shape
                 new = self.score_images(X[rows].reshape(-1, H, W), Z[cols].reshape(-1, H, W))
                 D[np.ix_(rows, cols)] = new
-                fresh = {keys[i][j]: float(new[a, b]) for a, i in enumerate(rows)
-                         for b, j in enumerate(cols)}
-                self._cache.update(fresh)
-                if db is not None:
-                    with db:
-                        db.executemany("INSERT OR REPLACE INTO s VALUES (?, ?)", fresh.items())
+                cache.remember({keys[i][j]: float(new[a, b]) for a, i in enumerate(rows)
+                                for b, j in enumerate(cols)}, self._cache, db)
         finally:
             if db is not None:
                 db.close()
@@ -625,59 +449,3 @@ def _positive(value, allow_zero=False):
     if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         raise ValueError(f"expected a positive finite number, got {v!r}")
     return v
-
-
-def contract_digest(describe_json, config):
-    """SHA-256 (hex) of a program's whole ``--describe`` JSON and the stored config."""
-    text = json.dumps({"describe": describe_json, "config": config}, sort_keys=True,
-                      separators=(",", ":"), allow_nan=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def answer_limit(n_pairs):
-    """Most bytes a program's answer may hold for ``n_pairs`` scored pairs."""
-    return MAX_ANSWER_BASE + MAX_ANSWER_PER_PAIR * int(n_pairs)
-
-
-def _communicate(proc, timeout, limit):
-    """Like ``proc.communicate(timeout)`` with stdout capped at ``limit`` bytes (raises
-    OverflowError) and only the tail of stderr kept; waits for the exit."""
-    deadline = time.monotonic() + timeout
-    out, err = bytearray(), bytearray()
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ, out)
-        sel.register(proc.stderr, selectors.EVENT_READ, err)
-        while sel.get_map():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise subprocess.TimeoutExpired(proc.args, timeout)
-            for key, _ in sel.select(remaining):
-                chunk = os.read(key.fd, 1 << 16)
-                if not chunk:
-                    sel.unregister(key.fileobj)
-                    continue
-                key.data.extend(chunk)
-                if key.data is out and len(out) > limit:
-                    raise OverflowError
-                if key.data is err and len(err) > MAX_STDERR_KEPT:
-                    del err[:-MAX_STDERR_KEPT]
-    proc.stdout.close()
-    proc.stderr.close()
-    proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    return bytes(out), bytes(err)
-
-
-def _reap(proc):
-    """Kill a finished or running program's process group, wait for it, close its pipes."""
-    _kill_group(proc.pid)
-    if proc.returncode is None:
-        proc.wait()
-    for pipe in (proc.stdout, proc.stderr):
-        pipe.close()
-
-
-def _kill_group(pgid):
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

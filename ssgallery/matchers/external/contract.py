@@ -1,0 +1,104 @@
+"""The external-matcher contract's answers: parsing them, bounding them, and the
+contract's digest (docs/external-matcher.md).
+
+A program's ``--describe`` JSON (`parse_describe`), its score or quality matrix
+(`parse_matrix`, at most `answer_limit` bytes) and the SHA-256 that a store or gallery
+keeps of the contract (`contract_digest`). Nothing here runs a program: see
+`ssgallery.matchers.external.oneshot` and `ssgallery.matchers.external.serve`.
+"""
+
+import hashlib
+import json
+
+import numpy as np
+
+from ssgallery.errors import MatcherError
+
+MAX_ANSWER_BASE = 1 << 20  # bytes of a program's output, plus ...
+MAX_ANSWER_PER_PAIR = 64  # ... this many per scored pair
+QUALITY_MARGIN = 0.5  # threshold: lowest training quality - this x (median - lowest)
+
+
+def answer_limit(n_pairs):
+    """Most bytes a program's answer may hold for ``n_pairs`` scored pairs."""
+    return MAX_ANSWER_BASE + MAX_ANSWER_PER_PAIR * int(n_pairs)
+
+
+def parse_describe(out, program):
+    """A program's ``--describe`` answer (bytes), checked.
+
+    Returns
+    -------
+    raw : dict
+        The JSON object as printed (what `contract_digest` hashes).
+    desc : dict
+        Normalised: ``kind`` ("similarity" or "distance"), ``symmetric`` (bool),
+        ``range`` ([lo, hi], lo < hi) and ``quality`` (bool).
+
+    Raises
+    ------
+    MatcherError
+        Not a JSON object with a valid kind and range (one line naming ``program``).
+    """
+    try:
+        raw = json.loads(out.decode("utf-8"))
+        kind = raw["kind"]
+        desc = {"kind": kind, "symmetric": bool(raw.get("symmetric", False)),
+                "range": [float(v) for v in raw.get("range", [-np.inf, np.inf])]}
+    except (ValueError, KeyError, TypeError):
+        raise MatcherError(f"matcher {program} --describe did not "
+                           "print a JSON object with a 'kind'") from None
+    if kind not in ("similarity", "distance"):
+        raise MatcherError(f"matcher {program} --describe: kind must "
+                           f"be 'similarity' or 'distance', not {kind!r}")
+    if len(desc["range"]) != 2 or np.isnan(desc["range"]).any() \
+            or not desc["range"][0] < desc["range"][1]:
+        raise MatcherError(f"matcher {program} --describe: range must be [lo, hi] "
+                           "with lo < hi")
+    desc["quality"] = raw.get("quality") is True
+    return raw, desc
+
+
+def contract_digest(describe_json, config):
+    """SHA-256 (hex) of a program's whole ``--describe`` JSON and the stored config."""
+    text = json.dumps({"describe": describe_json, "config": config}, sort_keys=True,
+                      separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def parse_matrix(text, shape, program):
+    """Parse the program's answer into a finite float matrix of ``shape``."""
+    rows = [line.split() for line in text.splitlines() if line.strip()]
+    if len(rows) != shape[0] or any(len(r) != shape[1] for r in rows):
+        got = f"{len(rows)} rows" if len(rows) != shape[0] else "rows of " + "/".join(
+            sorted({str(len(r)) for r in rows}))
+        raise MatcherError(f"matcher {program} returned {got}, expected a "
+                           f"{shape[0]} x {shape[1]} matrix")
+    try:
+        S = np.array([[float(v) for v in r] for r in rows], dtype=float).reshape(shape)
+    except ValueError:
+        bad = next(v for r in rows for v in r if not _is_float(v))
+        raise MatcherError(f"matcher {program} returned a non-number {bad[:40]!r} in its "
+                           "matrix") from None
+    if not np.all(np.isfinite(S)):
+        i, j = np.argwhere(~np.isfinite(S))[0]
+        raise MatcherError(f"matcher {program} returned {int((~np.isfinite(S)).sum())} "
+                           f"non-finite score(s) (first: probe {i}, gallery {j}: {S[i, j]})")
+    return S
+
+
+def _is_float(v):
+    try:
+        float(v)
+        return True
+    except ValueError:
+        return False
+
+
+def quality_threshold(quality):
+    """The quality a probe needs to be a face, from the training images' (n,): the
+    lowest minus `QUALITY_MARGIN` times its distance to the median (every training
+    image passes; a probe must look at least nearly as much like a face)."""
+    q = np.asarray(quality, dtype=float)
+    low = float(q.min())
+    return low - QUALITY_MARGIN * (float(np.median(q)) - low)
