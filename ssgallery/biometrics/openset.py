@@ -1,0 +1,309 @@
+"""Open-set 1:N search as the field measures it: FPIR and FNIR with one threshold on the
+top candidate's score (NIST FRVT 1:N, ISO/IEC 19795-1), and the 1:N operating point set
+from held-out searches.
+
+Evaluation (pure functions of a probe x client score matrix, the conventions of
+`ssgallery.biometrics.identification`: ``true_client[i]`` is the column of probe i's
+identity, -1 for a probe of a person who is not enrolled):
+
+- a **non-mated search** (``true_client == -1``) is a false positive at threshold t
+  when its best score is >= t: FPIR(t) = #{non-mated searches with max score >= t} /
+  #non-mated searches;
+- a **mated search** is a false negative when its mate is not the first candidate
+  (ties count against it, as in `ranks`) or scores below t: FNIR(t) = 1 - DIR(t).
+
+The operating point (`search_curve`, `threshold_at_fpir`): a stranger searching N
+clients is a false positive when the *largest* of its N normalised scores passes T,
+so T must grow with N. From held-out searches (each probe scored by n of the clients'
+models that never saw it, ``n`` = the search size) the FPIR of an n-client search is
+measured at every threshold; for N clients it is taken as
+
+    FPIR_N(T) = 1 - (1 - FPIR_n(T)) ** (N / n) = 1 - exp(-N H(T)),
+    H(T) = -log(1 - FPIR_n(T)) / n      (the hazard per client)
+
+i.e. the dependence between the scores of one search (a face that looks like many
+clients) is measured within n clients, and blocks of n clients are taken as
+independent beyond that, which overestimates FPIR_N when scores of one stranger are
+positively associated (so T errs high). T at a target FPIR f for N clients is the
+smallest threshold with H(T) <= -log(1 - f) / N (about f / N). A probe scored by more
+than n clients counts as the max of a random n-subset of them (exact: hypergeometric).
+"""
+
+import numpy as np
+
+from ssgallery.errors import InputError
+
+__all__ = ["FPIR_TARGETS", "det_curve", "fnir_at_fpir", "fpir_at", "fpir_fnir",
+           "merge_curves", "search_curve", "threshold_at_fpir", "unresolvable_note"]
+
+FPIR_TARGETS = (0.01, 0.001)  # what roc reports: FNIR at FPIR = 1 % and 0.1 %
+CURVE_POINTS = 200  # hazard levels kept in a stored curve (log-spaced)
+CURVE_MAX_FPIR = 0.5  # a stored curve covers FPIR_n up to this
+
+
+def _matrix(scores, true_client):
+    from ssgallery.biometrics.identification import _check
+
+    return _check(scores, true_client)
+
+
+def fpir_fnir(scores, true_client, threshold):
+    """FPIR and FNIR at one threshold on the top candidate's score.
+
+    Parameters
+    ----------
+    scores : ndarray, shape (n_probes, n_clients)
+    true_client : ndarray of int, shape (n_probes,)
+        Column of the probe's identity, -1 for a non-mated search.
+    threshold : float
+        A candidate is returned when its score is >= threshold.
+
+    Returns
+    -------
+    fpir, fnir : float or None
+        None when there is no non-mated (mated) search.
+    """
+    from ssgallery.biometrics.identification import ranks
+
+    scores, true_client = _matrix(scores, true_client)
+    unknown, known = true_client < 0, true_client >= 0
+    fpir = float(np.mean(scores[unknown].max(axis=1) >= threshold)) if unknown.any() else None
+    fnir = None
+    if known.any():
+        own = scores[known, true_client[known]]
+        fnir = float(np.mean(~((ranks(scores, true_client) == 1) & (own >= threshold))))
+    return fpir, fnir
+
+
+def fnir_at_fpir(scores, true_client, fpir):
+    """FNIR at the threshold where a fraction ``fpir`` of the non-mated searches pass
+    (`ssgallery.biometrics.identification.unknown_threshold`).
+
+    Returns
+    -------
+    fnir, threshold : float or None
+        ``(None, None)`` when the non-mated searches cannot resolve ``fpir`` (fewer than
+        1 / fpir of them) or there is no mated search.
+    """
+    from ssgallery.biometrics.identification import detection_identification_rate
+
+    scores, true_client = _matrix(scores, true_client)
+    if not np.any(true_client >= 0):
+        return None, None
+    rate, t = detection_identification_rate(scores, true_client, fpir)
+    return (None, None) if rate is None else (1.0 - rate, t)
+
+
+def unresolvable_note(fpir, n_nonmated):
+    """Why FNIR at ``fpir`` is shown as "—" (or None when it is resolved)."""
+    if n_nonmated and fpir * n_nonmated >= 1:
+        return None
+    return (f"FPIR {100 * fpir:g}% is below the resolution of the non-mated searches "
+            f"(1/{n_nonmated})")
+
+
+def det_curve(scores, true_client):
+    """FPIR and FNIR at every distinct threshold on the top candidate's score.
+
+    Returns
+    -------
+    fpir, fnir, thresholds : ndarray, shape (n_t,)
+        In order of increasing threshold (FPIR non-increasing, FNIR non-decreasing); the
+        thresholds are the distinct best scores of the non-mated searches and the mates'
+        scores, then ``+inf``. Empty arrays when there is no mated or no non-mated search.
+    """
+    from ssgallery.biometrics.identification import ranks
+
+    scores, true_client = _matrix(scores, true_client)
+    unknown, known = true_client < 0, true_client >= 0
+    if not (unknown.any() and known.any()):
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    best = np.sort(scores[unknown].max(axis=1))
+    own = scores[known, true_client[known]]
+    # a mate that is not first never counts as found: its score is -inf for the curve
+    found = np.sort(np.where(ranks(scores, true_client) == 1, own, -np.inf))
+    t = np.append(np.unique(np.concatenate([best, found[np.isfinite(found)]])), np.inf)
+    fpir = (best.size - np.searchsorted(best, t, side="left")) / best.size
+    fnir = np.searchsorted(found, t, side="left") / found.size
+    return fpir, fnir, t
+
+
+# ------------------------------------------------------------- the stored operating point
+
+def _log_choose(n, k):
+    from scipy.special import gammaln
+
+    return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
+
+
+def _p_any(k, n_x, n):
+    """P(the max of a random n-subset of n_x scores is among the top k) (hypergeometric)."""
+    k, n_x = np.asarray(k, dtype=float), np.asarray(n_x, dtype=float)
+    rest = n_x - k
+    p = np.ones_like(rest)
+    ok = rest >= n
+    p[ok] = -np.expm1(_log_choose(rest[ok], n) - _log_choose(n_x[ok], n))
+    return np.where(k <= 0, 0.0, p)
+
+
+def _steps(scores, probes, search_size, quantile):
+    """Distinct scores (descending) and FPIR_n when accepting scores >= each."""
+    s = np.asarray(scores, dtype=float).ravel()
+    probes = np.asarray(probes).ravel()
+    if s.shape != probes.shape:
+        raise InputError(f"expected one probe per score, got {s.shape} and {probes.shape}")
+    keep = np.isfinite(s)
+    s, probes = s[keep], probes[keep]
+    if s.size == 0:
+        raise InputError("no held-out search scores to set an open-set threshold")
+    _, code = np.unique(probes, return_inverse=True)
+    size = np.bincount(code)
+    n = int(search_size) if search_size else max(1, int(np.floor(np.quantile(size, quantile))))
+    ok = size >= n
+    keep = ok[code]
+    s, code = s[keep], code[keep]
+    n_x = size[code]
+    by_probe = np.lexsort((-s, code))  # within-probe rank of every score (1 = its best)
+    rank = np.empty(s.size, dtype=np.int64)
+    starts = np.r_[0, np.flatnonzero(np.diff(code[by_probe])) + 1]
+    rank[by_probe] = np.arange(s.size) - np.repeat(starts, np.diff(np.r_[starts, s.size])) + 1
+    delta = _p_any(rank, n_x, n) - _p_any(rank - 1, n_x, n)
+    order = np.argsort(-s, kind="stable")
+    cum = np.cumsum(delta[order]) / int(ok.sum())
+    desc = s[order]
+    last = np.r_[np.flatnonzero(np.diff(desc) != 0), desc.size - 1]  # end of each tie group
+    return desc[last], np.clip(cum[last], 0.0, 1.0), n, int(ok.sum()), int((~ok).sum())
+
+
+def _hazard(fpir_n, n):
+    with np.errstate(divide="ignore"):
+        return -np.log1p(-np.minimum(fpir_n, 1.0)) / n
+
+
+def _interval(fpir_n, n, searches, level=0.95):
+    """Clopper-Pearson interval of FPIR_n (fractional counts allowed), as hazards."""
+    from scipy.stats import beta
+
+    k = np.asarray(fpir_n, dtype=float) * searches
+    a = (1.0 - level) / 2.0
+    with np.errstate(invalid="ignore"):
+        low = np.where(k <= 0, 0.0, beta.ppf(a, np.maximum(k, 1e-12), searches - k + 1))
+        high = np.where(k >= searches, 1.0,
+                        beta.ppf(1.0 - a, k + 1, np.maximum(searches - k, 1e-12)))
+    return _hazard(low, n), _hazard(high, n)
+
+
+def search_curve(scores, probes, n_clients, *, search_size=None, quantile=0.1,
+                 points=CURVE_POINTS):
+    """The open-set operating curve of a gallery from held-out non-mated searches.
+
+    Parameters
+    ----------
+    scores : ndarray, shape (M,)
+        Normalised held-out impostor scores: each is the score of one probe by one
+        client's model that never saw that probe's person.
+    probes : ndarray, shape (M,)
+        The probe (any id) of each score: the scores of one probe form its search.
+    n_clients : int
+        N, the clients of the gallery the curve is for.
+    search_size : int, optional
+        n, the clients per search; default the ``quantile`` of the probes' search sizes
+        (probes scored by fewer clients are left out).
+    points : int
+        Hazard levels kept (log-spaced between the data's resolution and
+        ``CURVE_MAX_FPIR``).
+
+    Returns
+    -------
+    dict
+        ``thresholds`` (ascending) and, at each, the hazard per client ``hazard`` (an
+        upper bound of H(T) for every T at or above the point, 0 at the first point,
+        which is above every held-out score) with its 95 % Clopper-Pearson bounds
+        ``hazard_low``, ``hazard_high``; ``clients`` (N), ``search_size`` (n),
+        ``searches`` (probes used), ``searches_left_out`` and ``resolution`` (the
+        smallest nonzero FPIR_N the searches measure).
+    """
+    values, fpir_n, n, searches, left_out = _steps(scores, probes, search_size, quantile)
+    h = _hazard(fpir_n, n)
+    below = np.r_[values[1:], values[-1] - max(1.0, abs(values[-1]))]
+    gap = 0.5 * (values + below)  # accept exactly the scores >= values[j]
+    top = values[0] + max(1e-9, 1e-6 * abs(values[0]))
+    t, hz = np.r_[top, gap], np.r_[0.0, h]
+    nonzero = hz[hz > 0]
+    cap = _hazard(CURVE_MAX_FPIR, n)
+    keep = {0}
+    if nonzero.size:
+        levels = np.geomspace(nonzero.min(), max(cap, nonzero.min()), int(points))
+        # the point of smallest T with H <= each level (hz is non-decreasing along t's
+        # descending order, so the last index with hz <= level)
+        keep.update(np.searchsorted(hz, levels, side="right") - 1)
+    idx = np.array(sorted(keep))[::-1]
+    low, high = _interval(np.r_[0.0, fpir_n][idx], n, searches)
+    return {"thresholds": t[idx].tolist(), "hazard": hz[idx].tolist(),
+            "hazard_low": low.tolist(), "hazard_high": high.tolist(),
+            "clients": int(n_clients), "search_size": int(n), "searches": int(searches),
+            "searches_left_out": int(left_out),
+            "resolution": float(-np.expm1(-int(n_clients) * nonzero.min()))
+            if nonzero.size else None}
+
+
+def _hazard_at(curve, t, key="hazard"):
+    """A curve's hazard at thresholds ``t`` (the point at or below each; +inf below its
+    lowest point: beyond what it measured)."""
+    th = np.asarray(curve["thresholds"], dtype=float)
+    hz = np.asarray(curve[key], dtype=float)
+    i = np.searchsorted(th, np.asarray(t, dtype=float), side="right") - 1
+    return np.where(i >= 0, hz[np.maximum(i, 0)], np.inf)
+
+
+def fpir_at(curve, threshold, n_clients=None):
+    """Expected FPIR of an N-client search at ``threshold`` (N default the curve's), with
+    its 95 % interval: ``(fpir, (low, high))``."""
+    n = int(n_clients or curve["clients"])
+    vals = [float(-np.expm1(-n * _hazard_at(curve, threshold, k)))
+            for k in ("hazard", "hazard_low", "hazard_high")]
+    return vals[0], (vals[1], vals[2])
+
+
+def threshold_at_fpir(curve, fpir, n_clients=None):
+    """The smallest stored threshold whose expected FPIR for ``n_clients`` (default the
+    curve's N) is at most ``fpir``.
+
+    Returns
+    -------
+    threshold : float
+    resolved : bool
+        False when no held-out search passes even the highest threshold the curve
+        resolves, i.e. the searches cannot tell ``fpir`` from 0: the threshold is then the
+        one above every held-out score.
+    """
+    if not 0.0 < float(fpir) < 1.0:
+        raise InputError(f"the target FPIR must be in (0, 1), got {fpir}")
+    n = int(n_clients or curve["clients"])
+    th = np.asarray(curve["thresholds"], dtype=float)
+    hz = np.asarray(curve["hazard"], dtype=float)
+    ok = hz <= -np.log1p(-float(fpir)) / n
+    i = int(np.flatnonzero(ok)[0])
+    return float(th[i]), bool(hz[i] > 0)
+
+
+def merge_curves(curves):
+    """One curve for a gallery made of several blocks of clients (an update: the kept
+    clients' stored curve and the new clients' held-out searches): the hazard per
+    client is the client-weighted mean of the blocks' (each an upper bound between its
+    points), N the sum."""
+    total = sum(int(c["clients"]) for c in curves)
+    t = np.unique(np.concatenate([np.asarray(c["thresholds"], dtype=float) for c in curves]))
+    out = {"thresholds": t.tolist(), "clients": total}
+    for key in ("hazard", "hazard_low", "hazard_high"):
+        out[key] = (sum(int(c["clients"]) * _hazard_at(c, t, key) for c in curves)
+                    / total).tolist()
+    finite = np.isfinite(out["hazard"])
+    for key in ("thresholds", "hazard", "hazard_low", "hazard_high"):
+        out[key] = np.asarray(out[key])[finite].tolist()
+    out["search_size"] = min(int(c["search_size"]) for c in curves)
+    out["searches"] = sum(int(c["searches"]) for c in curves)
+    out["searches_left_out"] = sum(int(c.get("searches_left_out", 0)) for c in curves)
+    nonzero = np.asarray(out["hazard"])[np.asarray(out["hazard"]) > 0]
+    out["resolution"] = float(-np.expm1(-total * nonzero.min())) if nonzero.size else None
+    return out

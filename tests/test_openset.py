@@ -1,0 +1,166 @@
+"""Open-set 1:N: FPIR/FNIR on the top candidate, the DET, and the operating point derived
+from held-out searches, on constructed score sets whose FPIR is known."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from ssgallery.biometrics import identification as ident
+from ssgallery.biometrics import openset
+from ssgallery.errors import InputError
+
+# 4 probes x 3 clients (as in test_identification): probe 3 is a stranger, best 0.8
+S = np.array([[0.9, 0.2, 0.1],    # client 0 first
+              [0.5, 0.4, 0.6],    # client 1 third
+              [0.3, 0.7, 0.7],    # client 2 tied with client 1: not first
+              [0.8, 0.1, 0.0]])
+TRUE = np.array([0, 1, 2, -1])
+
+
+def test_fpir_fnir_hand_case():
+    assert openset.fpir_fnir(S, TRUE, 0.85) == (0.0, 2 / 3)  # only probe 0 found
+    assert openset.fpir_fnir(S, TRUE, 0.8) == (1.0, 2 / 3)   # the stranger's 0.8 passes
+    assert openset.fpir_fnir(S, TRUE, 0.95) == (0.0, 1.0)
+    assert openset.fpir_fnir(S[:3], TRUE[:3], 0.5) == (None, 2 / 3)
+    assert openset.fpir_fnir(S[3:], TRUE[3:], 0.5) == (1.0, None)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_det_curve_is_fpir_fnir_at_every_threshold(seed):
+    rng = np.random.default_rng(seed)
+    true = np.r_[rng.integers(0, 6, 40), -np.ones(60, int)]
+    scores = rng.normal(size=(100, 6)).round(1)  # ties
+    scores[np.arange(40), true[:40]] += 1.5
+    fpir, fnir, t = openset.det_curve(scores, true)
+    assert np.all(np.diff(t) > 0) and np.isinf(t[-1])
+    assert np.all(np.diff(fpir) <= 0) and np.all(np.diff(fnir) >= 0)
+    for a, b, th in zip(fpir, fnir, t):
+        assert (a, b) == pytest.approx(openset.fpir_fnir(scores, true, th))
+    assert fpir[-1] == 0.0 and fnir[-1] == 1.0
+
+
+def test_fnir_at_fpir_is_one_minus_dir_and_dash_when_unresolvable():
+    rng = np.random.default_rng(0)
+    true = np.r_[rng.integers(0, 5, 30), -np.ones(200, int)]
+    scores = rng.normal(size=(230, 5))
+    scores[np.arange(30), true[:30]] += 3.0
+    fnir, t = openset.fnir_at_fpir(scores, true, 0.01)
+    rate, t_dir = ident.detection_identification_rate(scores, true, 0.01)
+    assert t == t_dir and fnir == pytest.approx(1 - rate)
+    assert openset.fpir_fnir(scores, true, t) == pytest.approx((2 / 200, fnir))
+    assert openset.fnir_at_fpir(scores, true, 0.001) == (None, None)  # 200 < 1000
+    assert openset.unresolvable_note(0.001, 200).startswith("FPIR 0.1% is below")
+    assert openset.unresolvable_note(0.01, 200) is None
+
+
+def _flatten(Z, mask=None):
+    """Held-out (score, probe) pairs of a probe x client matrix (mask: scored pairs)."""
+    mask = np.ones(Z.shape, bool) if mask is None else mask
+    probes = np.broadcast_to(np.arange(Z.shape[0])[:, None], Z.shape)
+    return Z[mask], probes[mask]
+
+
+def test_complete_searches_give_the_empirical_max_threshold():
+    """Every probe scored by all N clients: FPIR_N is the fraction of searches whose max
+    passes, so at 1 % of 200 searches exactly 2 pass."""
+    rng = np.random.default_rng(1)
+    Z = rng.normal(size=(200, 12))
+    curve = openset.search_curve(*_flatten(Z), n_clients=12)
+    assert curve["search_size"] == 12 and curve["searches"] == 200
+    t, resolved = openset.threshold_at_fpir(curve, 0.01)
+    best = np.sort(Z.max(axis=1))[::-1]
+    assert resolved and best[1] >= t > best[2]
+    fpir, (low, high) = openset.fpir_at(curve, t)
+    assert fpir == pytest.approx(0.01) and low < 0.01 < high
+    assert openset.threshold_at_fpir(curve, 0.025)[0] < t  # 5 pass
+
+
+@pytest.mark.parametrize("correlated", [False, True])
+def test_threshold_keeps_its_fpir_on_new_strangers(correlated):
+    """Held-out searches of 20,000 strangers of 25 clients; FPIR of the derived threshold
+    computed exactly on the score model. With a stranger effect (a face that looks like
+    every client) the per-client tail alone would not know the searches' dependence."""
+    rng = np.random.default_rng(2)
+    n, N, f = 20000, 25, 0.01
+    a = rng.normal(scale=0.8, size=(n, 1)) if correlated else 0.0
+    Z = a + rng.normal(size=(n, N))
+    t, _ = openset.threshold_at_fpir(openset.search_curve(*_flatten(Z), N), f)
+    if correlated:  # P(max > t) = E_a[1 - Phi(t - a)^N], a ~ N(0, 0.8^2)
+        x, w = np.polynomial.hermite_e.hermegauss(80)
+        true_fpir = float(np.sum(w * (1 - norm.cdf(t - 0.8 * x) ** N)) / np.sqrt(2 * np.pi))
+    else:
+        true_fpir = 1 - norm.cdf(t) ** N
+    assert 0.008 < true_fpir < 0.0125
+
+
+def test_partial_searches_extrapolate_to_every_client():
+    """Each probe scored by about a fifth of 100 clients (a capped compress): the
+    threshold is for the max over all 100 (independent scores: the extrapolation is
+    exact)."""
+    rng = np.random.default_rng(3)
+    n, N, f = 40000, 100, 0.01
+    Z = rng.normal(size=(n, N))
+    mask = rng.random((n, N)) < 0.2
+    curve = openset.search_curve(*_flatten(Z, mask), N)
+    assert curve["search_size"] < 20 and curve["searches_left_out"] > 0
+    t, resolved = openset.threshold_at_fpir(curve, f)
+    assert resolved and 0.008 < 1 - norm.cdf(t) ** N < 0.0125
+    # the threshold grows with N: a stranger gets more chances
+    assert openset.threshold_at_fpir(curve, f, n_clients=10)[0] < t
+    assert openset.threshold_at_fpir(curve, f, n_clients=1000)[0] > t
+
+
+def test_larger_searches_are_subsampled_exactly():
+    """A probe scored by 5 clients counts, for 3-client searches, as the max of a random
+    3-subset: the mean over all 10 subsets."""
+    z = np.array([3.0, 1.0, 0.5, 0.2, -1.0, 2.0, 0.0, -0.5])
+    probes = np.array([0, 0, 0, 0, 0, 1, 1, 1])  # probe 1 has exactly 3 scores
+    values, fpir_n, n, searches, left_out = openset._steps(z, probes, 3, 0.1)
+    assert (n, searches, left_out) == (3, 2, 0) and values.tolist() == sorted(z)[::-1]
+    for t, got in zip(values, fpir_n):
+        p0 = np.mean([max(c) >= t for c in itertools.combinations(z[:5], 3)])
+        assert got == pytest.approx((p0 + float(z[5:].max() >= t)) / 2)
+    # the stored curve is an upper bound of the hazard between its points
+    curve = openset.search_curve(z, probes, 3, search_size=3)
+    exact = openset._hazard(fpir_n, 3)
+    for t, h in zip(values, exact):
+        assert openset._hazard_at(curve, t) >= h - 1e-12
+
+
+def test_unresolvable_target_sits_above_every_held_out_score():
+    rng = np.random.default_rng(4)
+    Z = rng.normal(size=(50, 8))
+    curve = openset.search_curve(*_flatten(Z), 8)
+    t, resolved = openset.threshold_at_fpir(curve, 0.01)  # 1 of 50 searches is 2 %
+    assert not resolved and t > Z.max()
+    fpir, (low, high) = openset.fpir_at(curve, t)
+    assert fpir == 0.0 and low == 0.0 and 0.05 < high < 0.1  # Clopper-Pearson 0 of 50
+    assert curve["resolution"] == pytest.approx(0.02)
+
+
+def test_merged_blocks_are_the_gallery_of_both():
+    """An update: the kept clients' curve and the new clients' held-out searches make the
+    curve of all N1 + N2 clients."""
+    rng = np.random.default_rng(5)
+    n, f = 30000, 0.01
+    old = openset.search_curve(*_flatten(rng.normal(size=(n, 20))), 20)
+    new = openset.search_curve(*_flatten(rng.normal(size=(n, 5))), 5)
+    both = openset.merge_curves([old, new])
+    assert both["clients"] == 25
+    t, resolved = openset.threshold_at_fpir(both, f)
+    assert resolved and 0.008 < 1 - norm.cdf(t) ** 25 < 0.0125
+    assert t > openset.threshold_at_fpir(old, f)[0]
+    fpir, (low, high) = openset.fpir_at(both, t)
+    assert low <= fpir <= f <= high
+
+
+def test_search_curve_refuses_bad_input():
+    with pytest.raises(InputError, match="one probe per score"):
+        openset.search_curve(np.zeros(3), np.zeros(2), 2)
+    with pytest.raises(InputError, match="no held-out"):
+        openset.search_curve(np.array([np.nan]), np.array([0]), 2)
+    curve = openset.search_curve(np.arange(10.0), np.arange(10), 1)
+    with pytest.raises(InputError, match="FPIR"):
+        openset.threshold_at_fpir(curve, 0.0)
