@@ -11,7 +11,7 @@ DEMO := demo_out
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,plot,docs,dlib,distributed]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,plot,docs,dlib,distributed,crypto]'
 	@touch $(STAMP)
 
 test: $(STAMP)

@@ -106,7 +106,7 @@ class _Sources:
 
 def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matcher_options=None,
            clients=None, background=None, add=False, strict=False, skip_bad=False, size=None,
-           min_images=2, warn=None, progress=None, force=False):
+           min_images=2, warn=None, progress=None, force=False, privacy_key_file=None):
     """Scan ``faces_dir/<client>/*``, fit the matcher and write the enrollment store.
 
     The store's lock (``<store>.lock``) is held from reading the old store to writing
@@ -136,6 +136,10 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
         Receives a one-line message per stage.
     force : bool
         Replace a file at ``store_path`` that is not an ssgallery file (never a gallery).
+    privacy_key_file : str, optional
+        The host's privacy key (default ``$SSGALLERY_PRIVACY_KEY_FILE``): the store is
+        written encrypted with it, and an encrypted store is read with it
+        (`ssgallery.formats.encryption`).
 
     Returns
     -------
@@ -143,21 +147,24 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
         ``changed`` is False when the store already held exactly this content.
     """
     from ssgallery.formats.atomic import output_lock
+    from ssgallery.formats.encryption import load_privacy_key
 
     say = progress or (lambda message: None)
+    key = load_privacy_key(privacy_key_file)
     names = _resolve_names(faces_dir, clients, background)  # bad names: no lock file made
     with output_lock(store_path, wait=warn or say):
         src = _read_sources(faces_dir, store_path, names, add=add, strict=strict,
                             skip_bad=skip_bad, size=size, min_images=min_images, warn=warn,
-                            say=say, force=force)
+                            say=say, force=force, key=key)
         if add:
-            return _add(src, store_path, say)
-        return _enroll_fresh(src, store_path, matcher, matcher_options, say, force)
+            return _add(src, store_path, say, key)
+        return _enroll_fresh(src, store_path, matcher, matcher_options, say, force, key)
 
 
-def _old_store(store_path, add, force):
+def _old_store(store_path, add, force, key):
     """The store at ``store_path`` (None if there is none, or a foreign file to be
-    replaced with ``force``); refuses a gallery or a special file there at once."""
+    replaced with ``force``); refuses a gallery or a special file there at once. ``key``:
+    the privacy key (an encrypted store)."""
     from ssgallery.formats.atomic import check_writable, hdf5_format
     from ssgallery.formats.store import FORMAT
 
@@ -170,7 +177,7 @@ def _old_store(store_path, add, force):
         if force and hdf5_format(store_path) != FORMAT:
             return None  # a foreign file the caller asked to replace
     # foreign / newer / corrupt -> FormatError, never clobber
-    return load_store(store_path, images=False) if exists else None  # pixels stay on disk
+    return load_store(store_path, images=False, privacy_key=key) if exists else None
 
 
 def _resolve_names(faces_dir, clients, background):
@@ -201,11 +208,11 @@ def _resolve_names(faces_dir, clients, background):
 
 
 def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, min_images,
-                  warn, say, force):
+                  warn, say, force, key):
     """The shared front of both modes: old store, images (clients + background)."""
     faces_dir = os.fspath(faces_dir)
     clients, bg_dir, bg_names = names
-    old = _old_store(store_path, add, force)
+    old = _old_store(store_path, add, force, key)
     known = {}
     if add:  # new images take the store's size (resized with a warning unless --strict)
         size = old.image_shape[::-1]
@@ -236,7 +243,7 @@ def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, 
         bg_names=[b for b in bg_names if b in present], old=old)
 
 
-def _enroll_fresh(src, store_path, matcher, matcher_options, say, force):
+def _enroll_fresh(src, store_path, matcher, matcher_options, say, force, key):
     """Fresh enrolment: fit the matcher on every image, write the store."""
     from ssgallery.matchers import get_matcher_class
 
@@ -269,7 +276,7 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, say, force):
     candidate.matcher_config = instance.get_config()
     candidate.matcher_state = instance.get_state()
     candidate.features = instance.transform(src.images)  # computed once, here
-    candidate.save(store_path, force=force)
+    candidate.save(store_path, force=force, privacy_key=key)
     new = sorted(set(src.clients) - set(old.clients)) if old is not None else list(src.clients)
     return _summary(candidate, store_path, changed=True, new_clients=new, matcher=instance)
 
@@ -281,7 +288,7 @@ def _contract_state(matcher):
     return {} if digest is None else {"contract_sha256": digest}
 
 
-def _add(src, store_path, say):
+def _add(src, store_path, say, key):
     """``--add``: append new subjects, keep the fitted matcher, record that it is stale.
     ``src`` holds the new subjects' images only; the old ones stay on disk until the new
     store is written (`ssgallery.formats.store.StackedImages`)."""
@@ -307,7 +314,7 @@ def _add(src, store_path, say):
         store.features = np.concatenate([old.features, old.matcher().transform(new_images)])
     say(f"added {len(new_clients)} client(s) without refitting the {old.matcher_name} "
         f"matcher: its basis is stale (re-run enroll without {option('add')} to refit)")
-    store.save(store_path)
+    store.save(store_path, privacy_key=key)
     return _summary(store, store_path, changed=True, new_clients=new_clients)
 
 

@@ -4,7 +4,7 @@ import json
 
 import click
 
-from ssgallery.cli.options import warn
+from ssgallery.cli.options import privacy_key_option, warn
 
 
 def _parse_size(ctx, param, value):
@@ -103,8 +103,10 @@ def _external_command(matcher, matcher_cmd, options, add):
 @click.option("--force", is_flag=True, help="Replace an existing --store file that is not an "
               "ssgallery enrollment store (never a gallery, a folder or a device).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@privacy_key_option
 def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_options, clients,
-            background, add, strict, skip_bad, size, min_images, force, as_json):
+            background, add, strict, skip_bad, size, min_images, force, as_json,
+            privacy_key_file):
     """Read FACES_DIR/<client>/*.{pgm,png,jpg,...}, fit the matcher, write the store.
 
     The store (HDF5) keeps the normalised images, client ids, each file's path and
@@ -119,6 +121,7 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
       ssgallery enroll faces/ --clients s1,s2,s3 --background s4,s5
       ssgallery enroll new_faces/ --add        # keep the PCA basis (it becomes stale)
       ssgallery enroll faces/ --matcher external --matcher-cmd "my-matcher --model net.bin"
+      ssgallery enroll faces/ --privacy-key-file /etc/ssgallery/privacy.key   # encrypted
     """
     from ssgallery.app.enroll import enroll
 
@@ -132,7 +135,7 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
     summary = enroll(faces_dir, store, matcher=matcher, matcher_options=options,
                      clients=clients, background=background, add=add, strict=strict,
                      skip_bad=skip_bad, size=size, min_images=min_images, warn=warn,
-                     force=force)
+                     force=force, privacy_key_file=privacy_key_file)
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2))
         return

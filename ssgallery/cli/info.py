@@ -5,6 +5,8 @@ import os
 
 import click
 
+from ssgallery.cli.options import privacy_key_option
+
 
 def _size(n):
     for unit in ("B", "KB", "MB", "GB"):
@@ -97,7 +99,8 @@ def _print_store(s):
               help="Only this client of the gallery, with its full SVM and its provenance "
                    "(reads that client's group only).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(gallery, store, svm, client_id, as_json):
+@privacy_key_option
+def command(gallery, store, svm, client_id, as_json, privacy_key_file):
     """Summarise a gallery (clients, m, bytes per client, thresholds, matcher) and an
     enrollment store. With --svm, also the bytes and matches per claim of each client's
     full SVM (its support vectors) and the compression ratio.
@@ -115,6 +118,7 @@ def command(gallery, store, svm, client_id, as_json):
       ssgallery info --gallery site.h5 --json
     """
     from ssgallery.errors import FormatError
+    from ssgallery.formats.encryption import load_privacy_key
     from ssgallery.formats.gallery import client_summary, gallery_summary
     from ssgallery.formats.store import store_summary
 
@@ -131,7 +135,7 @@ def command(gallery, store, svm, client_id, as_json):
     elif gallery is not None:
         out["gallery"] = gallery_summary(gallery, svm=svm)
     if store is not None:
-        out["store"] = store_summary(store)
+        out["store"] = store_summary(store, privacy_key=load_privacy_key(privacy_key_file))
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return

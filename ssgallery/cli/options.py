@@ -18,6 +18,18 @@ KEY_FILE_HELP = (
     "gallery that is unsigned or signed with another key.")
 
 
+PRIVACY_KEY_FILE_HELP = (
+    "Privacy key (a file of 16-4096 bytes, kept apart from the signing key). Default: "
+    "$SSGALLERY_PRIVACY_KEY_FILE. With it, stores and galleries are written encrypted "
+    "(AES-256-GCM) and encrypted ones can be read; without it an encrypted file is "
+    "refused. See docs/privacy.md.")
+
+
+def privacy_key_option(func):
+    return click.option("--privacy-key-file", default=None, metavar="FILE",
+                        help=PRIVACY_KEY_FILE_HELP)(func)
+
+
 def matcher_cmd_option(func):
     return click.option("--matcher-cmd", default=None, metavar="'PROGRAM ARGS'",
                         help=MATCHER_CMD_HELP)(func)

@@ -50,9 +50,15 @@ def _special_name(mode):
 
 def hdf5_format(path):
     """The ``format`` attribute of a sealed ssgallery HDF5 file, "" for one without it,
-    None for any other file (never parsed: see `ssgallery.formats.seal`)."""
+    None for any other file (never parsed: see `ssgallery.formats.seal`); for an
+    encrypted store or gallery, the format named in its header (read without the key:
+    `ssgallery.formats.encryption.file_format`)."""
+    from ssgallery.formats.encryption import file_format
     from ssgallery.formats.seal import check_seal
 
+    encrypted = file_format(path)
+    if encrypted is not None:
+        return encrypted
     try:
         check_seal(path)
         import h5py
@@ -291,8 +297,9 @@ def atomic_path(path, kind=None, force=False, lock=False):
     path : str or Path
         The output; a symlink is followed (its target is replaced).
     kind, force
-        See `check_writable`. With a format tag (str) the file is an HDF5 file
-        created with ``userblock_size=seal.USERBLOCK``, sealed here (`ssgallery.formats.seal`).
+        See `check_writable`. With a format tag (str) the file is a store or gallery,
+        sealed (and encrypted, with a privacy key) in memory by
+        `ssgallery.formats.hdf5.hdf5_image` before it is written here.
     lock : bool
         Hold ``<target>.lock`` while writing (stores and galleries).
     """
@@ -306,10 +313,6 @@ def atomic_path(path, kind=None, force=False, lock=False):
             with _signals_deferred():  # the file and its name in `tmp` come together
                 tmp = _create_temporary(target, shown)
             yield tmp
-            if isinstance(kind, str):  # an ssgallery HDF5 file: seal its bytes
-                from ssgallery.formats.seal import seal_file
-
-                seal_file(tmp)
             _install(tmp, target, shown)
         except BaseException:
             if tmp is not None:

@@ -24,24 +24,61 @@ def now_utc():
 
 
 @contextlib.contextmanager
-def hdf5_image(path, userblock_size=0):
+def hdf5_image(path, userblock_size=0, fmt=None, privacy_key=None):
     """An ``h5py.File`` built in memory and written to ``path`` in one Python write when
     the block ends (nothing on an exception). HDF5 never writes to disk itself, so a full
     disk or ``ulimit -f`` is one OSError (EFBIG, ENOSPC), not a crash inside HDF5.
-    ``userblock_size`` reserves the leading bytes the seal is written into
-    (`ssgallery.formats.seal`)."""
+
+    ``userblock_size`` = `ssgallery.formats.seal.USERBLOCK` (stores and galleries)
+    reserves the leading bytes of the seal, and the file is sealed in memory; with a
+    ``privacy_key`` it is then encrypted in memory as a file of format ``fmt``
+    (`ssgallery.formats.encryption`), and only the ciphertext is written: no plaintext
+    byte reaches the disk."""
     import io
 
     import h5py
 
+    from ssgallery.formats.seal import USERBLOCK, seal_buffer
+
     buffer = io.BytesIO()
     with h5py.File(buffer, "w", userblock_size=userblock_size) as f:
         yield f
+    data = buffer.getbuffer()
+    pieces = [data]
+    if userblock_size == USERBLOCK:
+        seal_buffer(data, path)
+        if privacy_key is not None:
+            from ssgallery.formats.encryption import encrypted_pieces
+
+            pieces = encrypted_pieces(data, fmt, privacy_key)
     with open(path, "wb") as handle:
-        handle.write(buffer.getbuffer())
+        handle.writelines(pieces)
 
 
-def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False):
+def _source(path, kind, fmt, lazy, privacy_key):
+    """What ``h5py.File`` opens for `open_checked`: the plaintext of an encrypted file
+    (decrypted in memory), else the sealed file (checked per chunk read when ``lazy``,
+    else whole, before HDF5 parses it)."""
+    from ssgallery.formats import encryption
+    from ssgallery.formats.seal import SealedFile, check_seal
+
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(encryption.MAGIC))
+    except OSError as exc:
+        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
+    if encryption.is_encrypted(head):
+        if lazy:
+            return encryption.EncryptedFile(path, kind, fmt, privacy_key)
+        return encryption.decrypt(path, kind, fmt, privacy_key)
+    if lazy:  # raw bytes first: HDF5 never parses a damaged byte
+        return SealedFile(path, kind)
+    check_seal(path, kind)
+    return path
+
+
+def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False,
+                 privacy_key=None):
     """Open ``path`` read-only after checking it is an ssgallery file of format ``fmt``
     and version ``version``.
 
@@ -49,15 +86,17 @@ def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False):
     (`ssgallery.formats.seal.SealedFile`), for readers of a small part of a big
     file; otherwise the whole file is checked before HDF5 opens it.
 
+    ``privacy_key``: the host's privacy key (bytes), needed to read an encrypted file
+    (decrypted in memory, each chunk authenticated: `ssgallery.formats.encryption`).
+
     Raises `FormatError` (one line naming the file) when it is missing, not a
     regular file, not HDF5, of another format, of an older format version (``rewrite``
-    says how to write it anew) or of a newer one.
+    says how to write it anew) or of a newer one, or encrypted and the key is missing or
+    another.
     """
     import stat
 
     import h5py
-
-    from ssgallery.formats.seal import SealedFile, check_seal
 
     path = os.fspath(path)
     try:
@@ -70,11 +109,7 @@ def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False):
         raise FormatError(f"is a folder, expected an {kind} file", path=path)
     if not stat.S_ISREG(mode):
         raise FormatError(f"not a regular file, expected an {kind} file", path=path)
-    if lazy:  # raw bytes first: HDF5 never parses a damaged byte
-        source = SealedFile(path, kind)
-    else:
-        check_seal(path, kind)
-        source = path
+    source = _source(path, kind, fmt, lazy, privacy_key)
     try:
         handle = h5py.File(source, "r")
     except OSError:

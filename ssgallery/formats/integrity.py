@@ -214,25 +214,27 @@ def check_digest(found, expected, what, path=None):
 
 # ----------------------------------------------------------------------------- signatures
 
-def load_key(key_file=None):
+def load_key(key_file=None, env=KEY_ENV, what="key file"):
     """The host's signing key: ``key_file`` or ``$SSGALLERY_KEY_FILE`` (None: no key).
 
-    The file's bytes are the key (16 to 4096 bytes; a regular file).
+    The file's bytes are the key (16 to 4096 bytes; a regular file). ``env`` and
+    ``what`` name another key of the host read by the same rules (the privacy key,
+    `ssgallery.formats.encryption.load_privacy_key`).
     """
-    key_file = key_file or os.environ.get(KEY_ENV) or None
+    key_file = key_file or os.environ.get(env) or None
     if key_file is None:
         return None
     try:
         fd = os.open(key_file, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        raise SsgalleryError(f"cannot read the key file ({exc.strerror})", path=key_file) \
+        raise SsgalleryError(f"cannot read the {what} ({exc.strerror})", path=key_file) \
             from None
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise SsgalleryError("key file is not a regular file", path=key_file)
+            raise SsgalleryError(f"{what} is not a regular file", path=key_file)
         key = handle.read(MAX_KEY_BYTES + 1)
     if not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
-        raise SsgalleryError(f"key file must hold {MIN_KEY_BYTES} to {MAX_KEY_BYTES} bytes, "
+        raise SsgalleryError(f"{what} must hold {MIN_KEY_BYTES} to {MAX_KEY_BYTES} bytes, "
                              f"it holds {len(key)}", path=key_file)
     return key
 

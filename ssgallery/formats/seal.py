@@ -80,19 +80,29 @@ def seal_file(path):
     """Write the seal of ``path`` (an HDF5 file created with ``userblock_size=USERBLOCK``)
     into its user block, replacing any seal there (tests re-seal edited files)."""
     with open(path, "r+b") as handle:
-        head = handle.read(USERBLOCK + len(HDF5_SIGNATURE))
-        if head[USERBLOCK:] != HDF5_SIGNATURE or not (
-                head.startswith(MAGIC) or not any(head[:USERBLOCK])):
-            raise ValueError(f"{path}: not an HDF5 file with a {USERBLOCK}-byte user block "
-                             f"(create it with h5py.File(..., userblock_size={USERBLOCK}))")
-        length = os.fstat(handle.fileno()).st_size - USERBLOCK
-        chunk = chunk_size(length)
-        handle.seek(USERBLOCK)
-        table = b"".join(_chunk_digest(data, DIGEST_BYTES)
-                         for data in iter(lambda: handle.read(chunk), b""))
-        block = (MAGIC + f"length {length}\nchunk {chunk}\n".encode()).ljust(TABLE, b"\0")
+        data = bytearray(handle.read())
+        seal_buffer(data, path)
         handle.seek(0)
-        handle.write((block + table).ljust(USERBLOCK, b"\0"))
+        handle.write(data[:USERBLOCK])
+
+
+def seal_buffer(data, name="buffer"):
+    """Write the seal into the user block of ``data`` (a bytearray holding an HDF5 file
+    created with ``userblock_size=USERBLOCK``), in place: the writers seal the file in
+    memory before it reaches the disk (`ssgallery.formats.hdf5.hdf5_image`)."""
+    head = bytes(data[:USERBLOCK + len(HDF5_SIGNATURE)])
+    if head[USERBLOCK:] != HDF5_SIGNATURE or not (
+            head.startswith(MAGIC) or not any(head[:USERBLOCK])):
+        raise ValueError(f"{name}: not an HDF5 file with a {USERBLOCK}-byte user block "
+                         f"(create it with h5py.File(..., userblock_size={USERBLOCK}))")
+    length = len(data) - USERBLOCK
+    chunk = chunk_size(length)
+    view = memoryview(data)
+    table = b"".join(_chunk_digest(view[start:start + chunk], DIGEST_BYTES)
+                     for start in range(USERBLOCK, len(data), chunk))
+    view.release()
+    block = (MAGIC + f"length {length}\nchunk {chunk}\n".encode()).ljust(TABLE, b"\0")
+    data[:USERBLOCK] = (block + table).ljust(USERBLOCK, b"\0")
 
 
 class _Seal:

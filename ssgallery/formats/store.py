@@ -131,12 +131,14 @@ class EnrollmentStore:
             return 0
         return int((matcher or self.matcher()).transform(self.images[:1]).shape[1])
 
-    def save(self, path, force=False):
+    def save(self, path, force=False, privacy_key=None):
         """Write the store to ``path`` atomically, holding its lock.
 
         An existing file at ``path`` is replaced only when it is an enrollment store, or
         with ``force`` when it is not an ssgallery file (never a gallery: see
-        `ssgallery.formats.atomic.check_writable`).
+        `ssgallery.formats.atomic.check_writable`). With ``privacy_key`` (bytes) the
+        file is encrypted in memory before it is written
+        (`ssgallery.formats.encryption`).
         """
         import h5py
 
@@ -148,7 +150,7 @@ class EnrollmentStore:
         dtype = np.uint8 if _is_8bit(images, WRITE_ROWS) else np.float32
         strings = h5py.string_dtype()
         with atomic_path(path, FORMAT, force, lock=True) as tmp, \
-                hdf5_image(tmp, userblock_size=USERBLOCK) as f:
+                hdf5_image(tmp, USERBLOCK, FORMAT, privacy_key) as f:
             f.attrs["format"] = FORMAT
             f.attrs["format_version"] = FORMAT_VERSION
             f.attrs["tool_version"] = __version__
@@ -175,11 +177,13 @@ class StoreImages:
     `load_store`): ``len``, ``shape``, ``dtype`` and ``[rows]`` like an array.
 
     ``images[a:b]`` and ``images[index_array]`` open the file, read only those rows
-    (h5py slicing) and return float32 (k, H, W) in the order asked for.
+    (h5py slicing) and return float32 (k, H, W) in the order asked for. An encrypted
+    store is read with ``privacy_key``, decrypting only the chunks those rows need.
     """
 
-    def __init__(self, path, shape, integer=False):
+    def __init__(self, path, shape, integer=False, privacy_key=None):
         self.path = os.fspath(path)
+        self.privacy_key = privacy_key
         self.shape = tuple(int(s) for s in shape)
         self.integer = bool(integer)  # stored as integers (always finite)
         self.dtype = np.dtype(np.float32)
@@ -188,10 +192,16 @@ class StoreImages:
     def __len__(self):
         return self.shape[0]
 
-    def __getitem__(self, rows):
+    def _open(self):
         import h5py
 
-        with h5py.File(self.path, "r") as f:
+        if self.privacy_key is None:  # checked whole by load_store
+            return h5py.File(self.path, "r")
+        return open_checked(self.path, FORMAT, FORMAT_VERSION, KIND, lazy=True,
+                            privacy_key=self.privacy_key)
+
+    def __getitem__(self, rows):
+        with self._open() as f:
             data = f["images"]
             if isinstance(rows, slice):
                 return data[rows].astype(np.float32)
@@ -267,7 +277,7 @@ def _is_8bit(images, chunk=1024):
     return True
 
 
-def load_store(path, images=True):
+def load_store(path, images=True, privacy_key=None):
     """Read an enrollment store.
 
     Parameters
@@ -276,6 +286,9 @@ def load_store(path, images=True):
     images : bool
         Read every image into memory (float32); False leaves a `StoreImages` that
         reads the rows asked for (large stores: ``compress`` reads slices).
+    privacy_key : bytes, optional
+        The host's privacy key, needed when the store is encrypted
+        (`ssgallery.formats.encryption`).
 
     Raises
     ------
@@ -283,7 +296,8 @@ def load_store(path, images=True):
         One line naming the file: missing, not HDF5, foreign, corrupt, newer version.
     """
     path = os.fspath(path)
-    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN) as f:
+    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN,
+                      privacy_key=privacy_key) as f:
         try:
             digest = integrity.node_digest(f, path, exclude=integrity.ROOT_EXCLUDED)
             integrity.check_digest(digest, integrity.attr_text(f.attrs.get("digest")),
@@ -293,7 +307,7 @@ def load_store(path, images=True):
             store = EnrollmentStore(
                 images=(f["images"][()].astype(np.float32) if images
                         else StoreImages(path, f["images"].shape,
-                                        f["images"].dtype.kind in "iu")),
+                                        f["images"].dtype.kind in "iu", privacy_key)),
                 labels=np.array(strs["labels"], dtype=str),
                 paths=strs["paths"], sha256=strs["sha256"], roots=strs["roots"],
                 clients=strs["clients"], background=strs["background"],
@@ -330,9 +344,10 @@ def _finite_images(images):
     return bool(np.isfinite(images).all())
 
 
-def store_summary(path):
-    """What ``ssgallery info`` shows about an enrollment store, as a JSON-able dict."""
-    store = load_store(path)
+def store_summary(path, privacy_key=None):
+    """What ``ssgallery info`` shows about an enrollment store, as a JSON-able dict
+    (``privacy_key``: see `load_store`)."""
+    store = load_store(path, privacy_key=privacy_key)
     matcher = store.matcher()  # checks the stored state
     dim = store.dimension(matcher)
     counts = {c: int(np.sum(store.labels == c)) for c in store.clients}

@@ -1,0 +1,270 @@
+"""Encryption at rest of stores and galleries: AES-256-GCM in chunks, decrypted in memory
+only (issue 23).
+
+A store holds face images and a gallery holds templates (prototypes that can look like
+the client): both are personal data. With the host's **privacy key** (`load_privacy_key`:
+``privacy_key_file`` or ``$SSGALLERY_PRIVACY_KEY_FILE``, a regular file of 16 to 4096
+bytes, never in the file) the writer encrypts the whole sealed HDF5 image in memory
+(`encrypt`) and only the ciphertext reaches the disk; readers decrypt into memory
+(`decrypt`, or `EncryptedFile` for readers of a few parts of a big file), never to
+a temporary file.
+
+Layout (container 1)::
+
+    bytes 0 .. HEADER-1      text lines, then zeros:
+        SSGALLERY-ENCRYPTED 1
+        format <the file's format tag, e.g. ssgallery-gallery>
+        cipher aes-256-gcm
+        salt <64 hex>        HKDF salt, random per file
+        nonce <16 hex>       nonce prefix, random per file
+        chunk <bytes>        plaintext bytes per chunk
+        length <bytes>       plaintext bytes in all
+        check <32 hex>       key check value
+    then, per chunk i: AES-256-GCM(chunk i) followed by its 16-byte tag
+
+The file key is HKDF-SHA256 (RFC 5869) of the key file's bytes with the file's salt and
+the format tag as context, so every file has its own key and a key file of any length
+gives a 256-bit key. Chunk i is sealed with nonce = prefix || i (96 bits) and associated
+data = the whole header || i, so a chunk moved to another place, taken from another
+file, or a header edited (format, length, salt) fails authentication, and a file cut
+short fails the size check before any chunk is read. The key check value (the first
+16 bytes of HMAC-SHA256(file key, "ssgallery key check")) tells a wrong key apart from
+a damaged file.
+
+The plaintext is the sealed HDF5 file (`ssgallery.formats.seal`); an encrypted file is
+read through the GCM tags, which are keyed and stronger than the seal, so its inner seal
+is not checked again. ``cryptography`` (the ``crypto`` extra) is imported only when a
+file is encrypted or decrypted.
+"""
+
+import hashlib
+import hmac
+import io
+import os
+import re
+
+from ssgallery.errors import FormatError, SsgalleryError, option
+
+PRIVACY_KEY_ENV = "SSGALLERY_PRIVACY_KEY_FILE"
+MAGIC = b"SSGALLERY-ENCRYPTED 1\n"
+HEADER = 512
+CHUNK = 1 << 16
+TAG = 16
+CIPHER = "aes-256-gcm"
+EXTRA_HINT = "encryption needs the crypto extra: pip install 'ssgallery[crypto]'"
+_LAYOUT = re.compile(
+    rb"SSGALLERY-ENCRYPTED 1\nformat ([a-z0-9-]{1,64})\ncipher aes-256-gcm\n"
+    rb"salt ([0-9a-f]{64})\nnonce ([0-9a-f]{16})\nchunk ([0-9]{1,9})\n"
+    rb"length ([0-9]{1,19})\ncheck ([0-9a-f]{32})\n")
+
+
+def load_privacy_key(key_file=None):
+    """The host's privacy key: the bytes of ``key_file`` or ``$SSGALLERY_PRIVACY_KEY_FILE``
+    (None: no key). Same file rules as the signing key
+    (`ssgallery.formats.integrity.load_key`)."""
+    from ssgallery.formats.integrity import load_key
+
+    return load_key(key_file, env=PRIVACY_KEY_ENV, what="privacy key file")
+
+
+def hkdf(key, salt, info, size=32):
+    """HKDF-SHA256 (RFC 5869): ``size`` bytes of key material from ``key``."""
+    prk = hmac.new(salt, key, hashlib.sha256).digest()
+    out, block = b"", b""
+    for counter in range(1, -(-size // 32) + 1):
+        block = hmac.new(prk, block + info + bytes([counter]), hashlib.sha256).digest()
+        out += block
+    return out[:size]
+
+
+def _file_key(key, salt, fmt):
+    return hkdf(key, salt, b"ssgallery-encryption-1 " + fmt.encode("ascii"))
+
+
+def _check_value(file_key):
+    return hmac.new(file_key, b"ssgallery key check", hashlib.sha256).digest()[:16]
+
+
+def _aead(file_key):
+    try:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    except ImportError:
+        raise SsgalleryError(EXTRA_HINT) from None
+    return AESGCM(file_key)
+
+
+def _nonce(prefix, i):
+    return prefix + i.to_bytes(4, "big")
+
+
+def _aad(header, i):
+    return header + i.to_bytes(8, "big")
+
+
+def encrypted_pieces(data, fmt, key, chunk=CHUNK):
+    """The encrypted file holding ``data`` (a bytes-like plaintext) of format ``fmt``
+    under the privacy key ``key`` (bytes), as an iterator of byte strings (the header,
+    then each sealed chunk): the writer never holds a second whole copy."""
+    salt, prefix = os.urandom(32), os.urandom(8)
+    file_key = _file_key(key, salt, fmt)
+    data = memoryview(data)
+    text = (MAGIC + f"format {fmt}\ncipher {CIPHER}\nsalt {salt.hex()}\nnonce {prefix.hex()}\n"
+            f"chunk {chunk}\nlength {len(data)}\ncheck {_check_value(file_key).hex()}\n"
+            .encode("ascii"))
+    header = text.ljust(HEADER, b"\0")
+    aead = _aead(file_key)
+    yield header
+    for i, start in enumerate(range(0, len(data), chunk)):
+        yield aead.encrypt(_nonce(prefix, i), data[start:start + chunk], _aad(header, i))
+
+
+def encrypt(data, fmt, key, chunk=CHUNK):
+    """`encrypted_pieces` as one bytes object."""
+    return b"".join(encrypted_pieces(data, fmt, key, chunk))
+
+
+def is_encrypted(head):
+    """Whether the first bytes of a file (``head``) start an encrypted container."""
+    return bytes(head[:len(MAGIC)]) == MAGIC
+
+
+def file_format(path):
+    """The format tag in the header of an encrypted file (not authenticated: for telling
+    kinds of files apart only), or None when ``path`` is not one."""
+    try:
+        with open(path, "rb") as handle:
+            match = _LAYOUT.match(handle.read(HEADER))
+    except OSError:
+        return None
+    return match.group(1).decode("ascii") if match else None
+
+
+class _Container:
+    """A parsed header, checked against the key and the file's size."""
+
+    def __init__(self, handle, path, kind, fmt, key):
+        header = handle.read(HEADER)
+        match = _LAYOUT.match(header)
+        if match is None or len(header) < HEADER or any(header[match.end():]):
+            raise FormatError(f"corrupt {kind}: damaged encryption header (the first "
+                              f"{HEADER} bytes)", path=path)
+        found, salt, prefix, chunk, length, check = match.groups()
+        if fmt is not None and found.decode() != fmt:
+            raise FormatError(f"not an {kind} (an encrypted '{found.decode()}' file, "
+                              f"expected '{fmt}')", path=path)
+        if key is None:
+            raise FormatError(f"{kind} is encrypted; reading it needs the privacy key "
+                              f"({option('privacy_key_file')} or ${PRIVACY_KEY_ENV})",
+                              path=path)
+        self.chunk, self.length = int(chunk), int(length)
+        if not 1 <= self.chunk <= 1 << 26:
+            raise FormatError(f"corrupt {kind}: damaged encryption header (chunk size)",
+                              path=path)
+        self.count = -(-self.length // self.chunk)
+        size = os.fstat(handle.fileno()).st_size
+        if size != HEADER + self.length + self.count * TAG:
+            raise FormatError(f"corrupt {kind}: {size} bytes, the encryption header says "
+                              f"{HEADER + self.length + self.count * TAG} (truncated or "
+                              "appended to)", path=path)
+        file_key = _file_key(key, bytes.fromhex(salt.decode()), found.decode())
+        if not hmac.compare_digest(_check_value(file_key), bytes.fromhex(check.decode())):
+            raise FormatError(f"{kind} is encrypted with another privacy key (or its "
+                              "header was edited)", path=path)
+        self.header, self.prefix = header, bytes.fromhex(prefix.decode())
+        self.aead = _aead(file_key)
+
+    def plain(self, handle, i, path, kind):
+        """Chunk ``i`` decrypted and authenticated."""
+        start = HEADER + i * (self.chunk + TAG)
+        size = min(self.chunk, self.length - i * self.chunk) + TAG
+        data = os.pread(handle.fileno(), size, start)
+        from cryptography.exceptions import InvalidTag
+
+        try:
+            return self.aead.decrypt(_nonce(self.prefix, i), data, _aad(self.header, i))
+        except InvalidTag:
+            raise FormatError(f"corrupt {kind}: its bytes {start}-{start + len(data) - 1} "
+                              "fail authentication (AES-GCM); edited, damaged or moved",
+                              path=path) from None
+
+
+def _open(path, kind, fmt, key):
+    try:
+        handle = open(path, "rb", buffering=0)  # noqa: SIM115 (closed by the caller)
+    except OSError as exc:
+        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
+    try:
+        return handle, _Container(handle, path, kind, fmt, key)
+    except BaseException:
+        handle.close()
+        raise
+
+
+def decrypt(path, kind, fmt, key):
+    """The whole plaintext of an encrypted file, every chunk authenticated, as an
+    ``io.BytesIO`` (for ``h5py.File``). Raises `FormatError` (one line)."""
+    handle, box = _open(path, kind, fmt, key)
+    try:
+        out = bytearray(box.length)
+        for i in range(box.count):
+            out[i * box.chunk:(i + 1) * box.chunk] = box.plain(handle, i, path, kind)
+        return io.BytesIO(out)
+    except OSError as exc:
+        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
+    finally:
+        handle.close()
+
+
+class EncryptedFile(io.RawIOBase):
+    """An encrypted file, read-only, for ``h5py.File(EncryptedFile(...), "r")``: the
+    plaintext, each chunk decrypted and authenticated the first time any of its bytes is
+    read (kept in memory), so a reader of one client of 10,000 decrypts a few chunks.
+
+    Raises
+    ------
+    FormatError
+        At construction: missing key, wrong key, damaged header, truncated or appended
+        to; from `readinto`: a chunk that fails authentication.
+    """
+
+    def __init__(self, path, kind, fmt=None, key=None):
+        super().__init__()
+        self.path, self.kind = path, kind
+        self._handle, self._box = _open(path, kind, fmt, key)
+        self._plain = {}
+        self._pos = 0
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def seek(self, offset, whence=os.SEEK_SET):
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._pos, os.SEEK_END: self._box.length}[whence]
+        self._pos = base + offset
+        return self._pos
+
+    def tell(self):
+        return self._pos
+
+    def _chunk(self, i):
+        if i not in self._plain:
+            self._plain[i] = self._box.plain(self._handle, i, self.path, self.kind)
+        return self._plain[i]
+
+    def readinto(self, buffer):
+        box, view = self._box, memoryview(buffer).cast("B")
+        n = min(len(view), max(box.length - self._pos, 0))
+        done = 0
+        while done < n:
+            i, offset = divmod(self._pos + done, box.chunk)
+            piece = self._chunk(i)[offset:offset + n - done]
+            view[done:done + len(piece)] = piece
+            done += len(piece)
+        self._pos += done
+        return done
+
+    def close(self):
+        self._handle.close()
+        super().close()

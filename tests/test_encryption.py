@@ -1,0 +1,199 @@
+"""Encryption at rest (issue 23 item 2): stores (and galleries) encrypted with the host's
+privacy key, AES-256-GCM in authenticated chunks, decrypted in memory only. Real files,
+real HDF5, the real CLI."""
+
+import os
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from helpers import make_faces
+
+from ssgallery.app.enroll import enroll
+from ssgallery.cli import main
+from ssgallery.errors import FormatError, SsgalleryError
+from ssgallery.formats import encryption
+from ssgallery.formats.atomic import hdf5_format
+from ssgallery.formats.encryption import CHUNK, HEADER, TAG, load_privacy_key
+from ssgallery.formats.hdf5 import open_checked
+from ssgallery.formats.store import FORMAT, FORMAT_VERSION, KIND, load_store
+
+
+def _key(folder, name="privacy.key", data=None):
+    path = folder / name
+    path.write_bytes(data if data is not None else os.urandom(32))
+    return path
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """One folder enrolled twice: plain and encrypted (the same images)."""
+    root = tmp_path_factory.mktemp("enc")
+    faces = make_faces(str(root / "faces"), n_clients=6, n_images=6, shape=(96, 84))
+    key = _key(root)
+    enroll(faces, root / "plain.h5")
+    enroll(faces, root / "enc.h5", privacy_key_file=str(key))
+    return root, key
+
+
+def _plain_store(root):
+    return load_store(root / "plain.h5")
+
+
+def test_round_trip_equals_the_plain_store(stores):
+    root, key = stores
+    plain = _plain_store(root)
+    secret = key.read_bytes()
+    store = load_store(root / "enc.h5", privacy_key=secret)
+    np.testing.assert_array_equal(store.images, plain.images)
+    np.testing.assert_array_equal(store.features, plain.features)
+    assert store.clients == plain.clients and store.fingerprint == plain.fingerprint
+    lazy = load_store(root / "enc.h5", images=False, privacy_key=secret)
+    np.testing.assert_array_equal(lazy.images[3:9], plain.images[3:9])
+    np.testing.assert_array_equal(lazy.images[np.array([7, 1])], plain.images[[7, 1]])
+
+
+def test_no_plaintext_reaches_the_disk(stores):
+    """Nothing of the HDF5 image is in the file: no HDF5 signature, no client id, no
+    path, and no 64-byte run of the plain store's pixels."""
+    root, _ = stores
+    data = (root / "enc.h5").read_bytes()
+    assert data.startswith(encryption.MAGIC)
+    assert b"\x89HDF" not in data and b"SSGALLERY-SEAL" not in data
+    plain = (root / "plain.h5").read_bytes()
+    for word in (b"eigenface", b"components", b"explained_variance",
+                 str(root / "faces").encode()):
+        assert word in plain and word not in data
+    raw = _plain_store(root).images.astype(np.uint8).tobytes()
+    assert not any(raw[i:i + 64] in data for i in range(0, len(raw) - 64, 4099))
+    # and no temporary file was left beside it
+    assert sorted(p.name for p in root.iterdir() if "tmp" in p.name) == []
+
+
+def test_missing_and_wrong_key_are_one_line(stores, tmp_path):
+    root, _ = stores
+    with pytest.raises(FormatError, match="is encrypted; reading it needs the privacy key"):
+        load_store(root / "enc.h5")
+    with pytest.raises(FormatError, match="encrypted with another privacy key") as info:
+        load_store(root / "enc.h5", privacy_key=os.urandom(32))
+    assert "\n" not in str(info.value) and str(root / "enc.h5") in str(info.value)
+    runner = CliRunner()
+    for extra in ([], ["--privacy-key-file", str(_key(tmp_path, "other.key"))]):
+        result = runner.invoke(main, ["info", "--store", str(root / "enc.h5"), *extra])
+        assert result.exit_code == 2, result.output
+        assert len(result.output.strip().splitlines()) == 1
+        assert "Traceback" not in result.output
+
+
+def _tampered(root, key, tmp_path, edit):
+    data = bytearray((root / "enc.h5").read_bytes())
+    out = tmp_path / "t.h5"
+    out.write_bytes(bytes(edit(data)))
+    with pytest.raises(FormatError) as info:
+        store = load_store(out, privacy_key=key.read_bytes())
+        store.images[:]
+    assert "\n" not in str(info.value)
+    return str(info.value)
+
+
+def _swap_chunks(data):
+    step = CHUNK + TAG
+    a, b = HEADER, HEADER + step
+    data[a:a + step], data[b:b + step] = data[b:b + step], data[a:a + step]
+    return data
+
+
+def test_tampered_ciphertext_is_refused(stores, tmp_path):
+    root, key = stores
+    assert (root / "enc.h5").stat().st_size > HEADER + 2 * (CHUNK + TAG)
+
+    def flip(at):
+        def edit(data):
+            data[at] ^= 0x01
+            return data
+        return edit
+
+    for at in (HEADER, HEADER + CHUNK + 5, -1):
+        assert "fail authentication" in _tampered(root, key, tmp_path, flip(at))
+    assert "fail authentication" in _tampered(root, key, tmp_path, _swap_chunks)
+    assert "truncated" in _tampered(root, key, tmp_path, lambda d: d[:-100])
+    assert "truncated" in _tampered(root, key, tmp_path, lambda d: d + b"\0" * 16)
+    # the header is authenticated: a changed length is a size mismatch or a bad tag,
+    # a changed salt a wrong key (the key check), a damaged layout is named as such
+    head = bytes((root / "enc.h5").read_bytes()[:HEADER])
+    salt = head.split(b"salt ")[1][:64]
+    other = bytes(salt[:-1]) + (b"0" if salt[-1:] != b"0" else b"1")
+    assert "another privacy key" in _tampered(
+        root, key, tmp_path, lambda d: d.replace(salt, other, 1))
+    assert "damaged encryption header" in _tampered(
+        root, key, tmp_path, lambda d: d.replace(b"cipher aes-256-gcm", b"cipher aes-128-gcm"))
+
+
+def test_a_chunk_of_another_file_under_the_same_key_is_refused(stores, tmp_path):
+    """Replay: the first chunk of another encryption of the same content with the same
+    key (a replayed older file's block) does not authenticate here."""
+    root, key = stores
+    other = tmp_path / "again.h5"
+    load_store(root / "enc.h5", privacy_key=key.read_bytes()).save(
+        other, privacy_key=key.read_bytes())
+    theirs = other.read_bytes()
+
+    def splice(data):
+        data[HEADER:HEADER + CHUNK + TAG] = theirs[HEADER:HEADER + CHUNK + TAG]
+        return data
+
+    assert "fail authentication" in _tampered(root, key, tmp_path, splice)
+
+
+def test_lazy_reads_authenticate_each_chunk(stores, tmp_path):
+    """Readers of a few parts (verify) decrypt only what HDF5 reads; a damaged chunk
+    they read is one line, never handed to HDF5."""
+    root, key = stores
+    data = bytearray((root / "enc.h5").read_bytes())
+    data[len(data) // 2] ^= 0x40
+    out = tmp_path / "half.h5"
+    out.write_bytes(bytes(data))
+    with open_checked(out, FORMAT, FORMAT_VERSION, KIND, lazy=True,
+                      privacy_key=key.read_bytes()) as f:
+        assert f.attrs["format"] == FORMAT  # the header's chunks are intact
+        names = []
+        f.visit(names.append)
+        with pytest.raises(FormatError, match="fail authentication"):
+            for name in names:
+                if hasattr(f[name], "shape"):
+                    f[name][()]
+
+
+def test_kind_is_known_without_the_key_and_a_plain_store_is_read_with_one(stores, tmp_path):
+    root, key = stores
+    assert hdf5_format(root / "enc.h5") == FORMAT  # compress -o enc.h5 stays refused
+    store = load_store(root / "plain.h5", privacy_key=key.read_bytes())
+    assert len(store.images) == len(_plain_store(root).images)
+
+
+def test_enroll_with_a_key_rewrites_nothing_it_cannot_read(stores, tmp_path):
+    """An encrypted store re-enrolled with the same key and folder is unchanged; with
+    --add and no key, the encrypted store is refused, not clobbered."""
+    root, key = stores
+    before = (root / "enc.h5").read_bytes()
+    summary = enroll(root / "faces", root / "enc.h5", privacy_key_file=str(key))
+    assert not summary.changed and (root / "enc.h5").read_bytes() == before
+    with pytest.raises(FormatError, match="needs the privacy key"):
+        enroll(root / "faces", root / "enc.h5", add=True)
+    assert (root / "enc.h5").read_bytes() == before
+
+
+def test_privacy_key_file_rules(tmp_path, monkeypatch):
+    with pytest.raises(SsgalleryError, match="privacy key file must hold 16 to 4096 bytes"):
+        load_privacy_key(str(_key(tmp_path, "short.key", b"x" * 15)))
+    monkeypatch.setenv(encryption.PRIVACY_KEY_ENV, str(_key(tmp_path, "env.key", b"k" * 20)))
+    assert load_privacy_key() == b"k" * 20
+
+
+def test_hkdf_matches_rfc5869_test_case_1():
+    ikm = bytes.fromhex("0b" * 22)
+    salt = bytes.fromhex("000102030405060708090a0b0c")
+    info = bytes.fromhex("f0f1f2f3f4f5f6f7f8f9")
+    okm = ("3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf"
+           "34007208d5b887185865")
+    assert encryption.hkdf(ikm, salt, info, 42).hex() == okm
