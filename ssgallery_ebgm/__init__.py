@@ -59,7 +59,8 @@ def load_image(path):
         else:
             from PIL import Image
 
-            with Image.open(path) as img:
+            # the formats ssgallery documents, nothing else: never Ghostscript (EPS)
+            with Image.open(path, formats=("PPM", "PNG", "JPEG", "BMP", "TIFF")) as img:
                 arr = np.asarray(img.convert("L"))
     except Exception as exc:  # noqa: BLE001 - any unreadable file is one clear line
         raise EbgmError(f"cannot read image {path}: {exc}") from None

@@ -25,6 +25,11 @@ from ssgallery.formats.hdf5 import client_id_problem
 from ssgallery.safeio import MAX_IMAGE_BYTES, read_regular
 
 IMAGE_EXTENSIONS = (".pgm", ".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
+# The only Pillow decoders that ever see a file's bytes: the documented formats
+# (docs/guide.md), recognised by content, whatever the file's extension. Pillow tries
+# no other plugin, so an EPS/PS file never starts Ghostscript and the rarely used
+# decoders (PSD, FITS, ...) never parse untrusted input. PPM also reads PBM and PGM.
+DECODERS = ("PPM", "PNG", "JPEG", "BMP", "TIFF")
 DEFAULT_SIZE = (92, 112)  # (width, height) of the AT&T faces
 # Pillow's decompression-bomb limit: a larger image is refused, whatever its file size
 # (its DecompressionBombWarning is an error). 40 Mpx: an 8K photo fits.
@@ -65,6 +70,18 @@ def _exif_upright(img, image_ops):
         return img
 
 
+def _register_decoders():
+    """Import the plugins of `DECODERS` (nothing else): Pillow then never needs to
+    import its other plugins (``Image.init``) to find one of them."""
+    from PIL import (  # noqa: F401 (registers the plugins)
+        BmpImagePlugin,
+        JpegImagePlugin,
+        PngImagePlugin,
+        PpmImagePlugin,
+        TiffImagePlugin,
+    )
+
+
 @contextlib.contextmanager
 def _quiet():
     """Silence PIL's chatter (corrupt EXIF...) but make a decompression bomb an error."""
@@ -87,11 +104,13 @@ def _decode(data, path):
 
     ImageFile.LOAD_TRUNCATED_IMAGES = False  # a truncated file must fail, not be padded
     Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
+    _register_decoders()
     try:
         with _quiet():
-            img = Image.open(io.BytesIO(data))
+            img = Image.open(io.BytesIO(data), formats=DECODERS)
     except UnidentifiedImageError:
-        raise InputError("not an image (unrecognised format)", path=path) from None
+        raise InputError("not an image in a supported format (PGM/PPM, PNG, JPEG, BMP, "
+                         "TIFF)", path=path) from None
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise _too_large(path) from None
     except (OSError, ValueError, SyntaxError, EOFError, TypeError, KeyError,
@@ -114,6 +133,8 @@ def _decode(data, path):
     img = _exif_upright(img, ImageOps)
     if img.width < 1 or img.height < 1:
         raise InputError("empty image (0 pixels)", path=path)
+    if img.mode == "F" and not np.isfinite(np.asarray(img)).all():  # float TIFF or PFM
+        raise InputError("image has non-finite pixels (NaN or infinity)", path=path)
     try:
         return _grey(img)
     except (OSError, ValueError, TypeError, KeyError) as exc:
