@@ -1,0 +1,58 @@
+"""The gallery file (HDF5, default ``gallery.h5``): what a verification host deploys.
+
+Layout (format ``ssgallery-gallery``, `FORMAT_VERSION` = 2)::
+
+    /                       attrs: format, format_version, tool_version, created,
+                                   matcher (name), matcher_config (JSON, never a command),
+                                   image_shape, target_far, store (path it was compressed
+                                   from), threshold_mode, calibration (JSON: mode, target
+                                   FAR, normalised global threshold, held-out FAR counts
+                                   and interval; both absent in older galleries: per-client
+                                   thresholds), section_digests (JSON: {"matcher": sha256, ...}),
+                                   digest (root digest), hmac (optional signature)
+    /matcher                matcher state: arrays as datasets, numbers/strings as attrs
+                            (e.g. PCA mean and basis for eigenface)
+    /client_index           (N,) rows (id: UTF-8 bytes, digest: SHA-256 hex of the
+                            client's group), sorted by id
+    /clients/<client_id>    prototypes (m, d) float64 in the matcher space,
+                            prototype_images (m, H, W) uint8 (rendered, for `show`),
+                            beta (m,); attrs intercept, threshold, similarity (JSON),
+                            provenance (m, lambda, solver, init, omega, ...),
+                            normalization (JSON, e.g. {"kind": "znorm", "mean", "std", "n"})
+    /index                  every client's model stacked for 1:N search
+                            (`ssgallery.formats.search_index`)
+
+Integrity (`ssgallery.formats.integrity`): ``digest`` = SHA-256 over the root
+attributes (but ``digest``/``hmac``; they include ``section_digests``, so the matcher
+state's digest and any other section's, such as a future ``/index``) and the bytes of
+``/client_index``; each client's group has its digest in the index. A writer adding a
+section puts its `ssgallery.formats.integrity.node_digest` into
+``section_digests`` before the root digest is computed; its readers check it.
+`read_client` checks the signature (when the host has a key), the root digest, the
+matcher's digest and the one client's digest, then the values (`check_model`):
+finite, consistent shapes, m >= 1, gamma > 0, prototypes plausible in the matcher space,
+and a threshold that some probes pass and some fail. It opens a constant number of
+groups whatever the number of clients.
+
+No face image of any client is stored, only virtual prototypes. Nothing is pickled:
+`read_client` reads the header, the matcher state and one client group with h5py
+and numpy only (this module is on the ``verify`` path: no scikit-learn here).
+"""
+
+from ssgallery.formats.gallery.checks import check_model, never_accepting, score_range
+from ssgallery.formats.gallery.model import (
+    FORMAT,
+    FORMAT_VERSION,
+    KIND,
+    ClientModel,
+    Gallery,
+    model_bytes,
+)
+from ssgallery.formats.gallery.read import read_client, read_gallery, read_search
+from ssgallery.formats.gallery.summary import client_summary, gallery_summary, header_calibration
+from ssgallery.formats.gallery.write import write_gallery
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "KIND", "ClientModel", "Gallery", "check_model",
+           "client_summary", "gallery_summary", "header_calibration", "model_bytes",
+           "never_accepting", "read_client", "read_gallery", "read_search", "score_range",
+           "write_gallery"]

@@ -1,0 +1,132 @@
+"""What ``ssgallery info`` shows about a gallery: `gallery_summary` (every client's row
+from the stacked index), `client_summary` (one client in full) and the threshold
+calibration recorded in the header (`header_calibration`)."""
+
+import json
+import os
+
+import numpy as np
+
+from ssgallery.errors import FormatError
+from ssgallery.formats.gallery.model import FORMAT, FORMAT_VERSION, KIND, model_bytes
+from ssgallery.formats.gallery.read import (
+    _OPEN,
+    _client_groups,
+    _nbytes,
+    _read_clients,
+    _read_stacked,
+    read_client,
+)
+from ssgallery.formats.hdf5 import _attr_str, open_checked
+
+
+def header_calibration(header, path=None):
+    """The ``calibration`` header attribute (JSON; absent in galleries written before
+    threshold modes: None)."""
+    raw = header.get("calibration")
+    if raw is None:
+        return None
+    try:
+        cal = json.loads(_attr_str(raw))
+        if not isinstance(cal, dict) or not isinstance(cal.get("mode"), str):
+            raise TypeError("not a calibration record")
+    except (ValueError, TypeError) as exc:
+        raise FormatError(f"corrupt gallery header: calibration: {exc}", path=path) from None
+    return cal
+
+
+def gallery_summary(path, *, svm=False):
+    """What ``ssgallery info`` shows about a gallery, as a JSON-able dict.
+
+    Per client: m, the bytes of the model verification reads (prototypes + beta + b +
+    threshold, float64: `model_bytes`) and the threshold, from the header, the client
+    index and the stacked ``/index`` (a few contiguous reads whatever the number of
+    clients), after checking the seal of the whole file, the root digest, the index's and
+    the matcher's digests, the index's values (`_read_stacked`) and that the client
+    groups are the ones the client index lists (no client group is opened).
+
+    Parameters
+    ----------
+    path : str or Path
+    svm : bool
+        Also compare each client with its full SVM (support vectors + dual coefficients
+        + b + threshold, from the client's provenance): #SVs, bytes, ratio, the SVM's
+        threshold, and the bytes of the rendered images. Reads and checks every client
+        group (`read_gallery`'s checks: O(N) group opens). Without it those fields are
+        None.
+
+    Returns
+    -------
+    dict
+        Header fields, ``clients`` (one dict per client, in id order), totals, and
+        ``svm_compared`` (``svm``).
+    """
+    path = os.fspath(path)
+    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN) as f:
+        try:
+            header, config, rows, index, built, state = _read_stacked(f, path, None, None)
+            provenance = {}
+            if svm:  # reads every client group (and checks them against the client index)
+                provenance = {cid: model.provenance for cid, model in
+                              _read_clients(f, path, rows, built, False).items()}
+            else:
+                _client_groups(f, path, rows)
+        except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
+            raise FormatError(f"corrupt gallery: {exc}", path=path) from None
+    d = int(index.prototypes.shape[1]) if index.n_clients else None
+    rows = [_summary_row(cid, int(m), d, float(t), provenance.get(cid))
+            for cid, m, t in zip(index.client_ids, np.diff(index.offsets), index.threshold)]
+    total = sum(r["bytes"] for r in rows)
+    total_svm = sum(r["svm_bytes"] or 0 for r in rows) if svm else None
+    h = header
+    return {"path": path, "format": h.get("format"), "format_version": h.get("format_version"),
+            "tool_version": h.get("tool_version"), "created": h.get("created"),
+            "matcher": h["matcher"], "matcher_config": config, "dimension": d,
+            "image_shape": h.get("image_shape"), "target_far": h.get("target_far"),
+            "threshold_mode": h.get("threshold_mode", "client"),
+            "calibration": header_calibration(h, path),
+            "basis_stale": bool(h.get("basis_stale", False)),
+            "file_bytes": os.path.getsize(path), "matcher_state_bytes": _nbytes(state),
+            "n_clients": len(rows), "clients": rows, "bytes_total": total,
+            "svm_compared": bool(svm), "svm_bytes_total": total_svm,
+            "ratio": total_svm / total if total and total_svm else None}
+
+
+def client_summary(path, client_id):
+    """One client's row of `gallery_summary` with the full-SVM comparison, and the
+    client's similarity, intercept, normalisation and provenance (how it was trained).
+    Reads and checks what `read_client` does: the header, the client index and that
+    client's group only, whatever the number of clients.
+
+    Returns
+    -------
+    dict
+        The row, plus ``gallery`` (the path), ``similarity``, ``intercept``,
+        ``normalization`` and ``provenance``.
+
+    Raises
+    ------
+    SsgalleryError
+        Unknown client (see `read_client`).
+    """
+    path = os.fspath(path)
+    model = read_client(path, client_id, images=True, matcher=False)
+    m, d = model.prototypes.shape
+    images = 0 if model.prototype_images is None else int(model.prototype_images.size)
+    row = _summary_row(model.client_id, int(m), int(d), model.threshold,
+                       dict(model.provenance, bytes_images=images))
+    row.update(gallery=path, similarity=model.similarity, intercept=model.intercept,
+               normalization=model.normalization, provenance=model.provenance)
+    return row
+
+
+def _summary_row(cid, m, d, threshold, provenance):
+    """One client's row of `gallery_summary` (``provenance``: None when not read)."""
+    p = provenance or {}
+    n_sv = p.get("svm_n_support")
+    svm_bytes = None if n_sv is None else model_bytes(n_sv, d)
+    size = model_bytes(m, d)
+    return {"client": cid, "m": m, "bytes": size, "bytes_images": p.get("bytes_images"),
+            "svm_n_support": n_sv, "svm_bytes": svm_bytes,
+            "ratio": None if svm_bytes is None else svm_bytes / size,
+            "threshold": threshold, "svm_threshold": p.get("svm_threshold")}

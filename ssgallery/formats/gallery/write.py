@@ -1,0 +1,88 @@
+"""Writing a gallery file: atomically, every section's digest, the root digest and the
+optional signature (layout: `ssgallery.formats.gallery`)."""
+
+import json
+
+import numpy as np
+
+from ssgallery.errors import SsgalleryError
+from ssgallery.formats import integrity
+from ssgallery.formats.gallery.model import FORMAT, FORMAT_VERSION
+from ssgallery.formats.hdf5 import client_id_problem, hdf5_image, now_utc, read_state, write_state
+from ssgallery.formats.search_index import write_index
+
+
+def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_shape,
+                  clients, attrs=None, force=False, key=None):
+    """Write a gallery atomically (a crash or Ctrl-C leaves ``path`` untouched).
+
+    Parameters
+    ----------
+    path : str or Path
+    matcher_name : str
+    matcher_config : dict
+        JSON-serialisable matcher constructor parameters (never a command).
+    matcher_state : dict
+        Arrays / numbers / strings (see `ssgallery.matchers.Matcher.get_state`).
+    image_shape : tuple (H, W)
+    clients : list of ClientModel
+    attrs : dict, optional
+        Extra root attributes (numbers / strings), e.g. target_far, store.
+    force : bool
+        Replace an existing file that is not an ssgallery file (never a store: see
+        `ssgallery.formats.atomic.check_writable`).
+    key : bytes, optional
+        The host's signing key: the root digest gets an HMAC-SHA256 (root attr ``hmac``).
+    """
+
+    from ssgallery import __version__
+    from ssgallery.formats.atomic import atomic_path
+    from ssgallery.formats.seal import USERBLOCK
+
+    for model in clients:
+        problem = client_id_problem(model.client_id)
+        if problem:
+            raise SsgalleryError(f"cannot store client {model.client_id!r}: {problem}")
+    with atomic_path(path, FORMAT, force, lock=True) as tmp, \
+            hdf5_image(tmp, userblock_size=USERBLOCK) as f:
+        f.attrs["format"] = FORMAT
+        f.attrs["format_version"] = FORMAT_VERSION
+        f.attrs["tool_version"] = __version__
+        f.attrs["created"] = now_utc()
+        f.attrs["matcher"] = matcher_name
+        f.attrs["matcher_config"] = json.dumps(matcher_config, sort_keys=True)
+        f.attrs["image_shape"] = np.asarray(image_shape, dtype=np.int64)
+        for name, value in (attrs or {}).items():
+            f.attrs[name] = value
+        write_state(f.create_group("matcher"), matcher_state)
+        group = f.create_group("clients")
+        for model in clients:
+            _write_client(group.create_group(model.client_id), model)
+        write_index(f, clients)
+        # digests of what a reader gets back: computed by reading the written file
+        sections = {"matcher": read_state(f["matcher"])[1],
+                    "index": integrity.node_digest(f["index"])}
+        rows = sorted((cid.encode("utf-8"), integrity.node_digest(group[cid]))
+                      for cid in group)
+        width = max([len(r[0]) for r in rows] + [1])
+        index = np.array(rows, dtype=[("id", f"S{width}"), ("digest", "S64")])
+        f.create_dataset("client_index", data=index)
+        f.attrs["section_digests"] = json.dumps(sections, sort_keys=True)
+        digest = integrity.root_digest(dict(f.attrs.items()), f["client_index"][()])
+        f.attrs["digest"] = digest
+        if key is not None:
+            f.attrs["hmac"] = integrity.sign(digest, key)
+
+
+def _write_client(g, model):
+    g.create_dataset("prototypes", data=np.asarray(model.prototypes, dtype=np.float64))
+    g.create_dataset("beta", data=np.asarray(model.beta, dtype=np.float64))
+    if model.prototype_images is not None:
+        g.create_dataset("prototype_images", data=np.asarray(model.prototype_images, np.uint8),
+                         compression="gzip")
+    g.attrs["intercept"] = float(model.intercept)
+    g.attrs["threshold"] = float(model.threshold)
+    g.attrs["similarity"] = json.dumps(model.similarity, sort_keys=True)
+    g.attrs["provenance"] = json.dumps(model.provenance, sort_keys=True)
+    if model.normalization is not None:
+        g.attrs["normalization"] = json.dumps(model.normalization, sort_keys=True)
