@@ -11,10 +11,8 @@ import numpy as np
 
 from ssgallery.errors import InputError
 
-__all__ = ["cmc", "detection_identification_rate", "evaluate_identification", "plot_cmc",
-           "ranks", "score_matrix", "unknown_threshold", "write_identification"]
-
-CMC_PLOT = "cmc.png"
+__all__ = ["cmc", "detection_identification_rate", "evaluate_identification", "ranks",
+           "score_matrix", "unknown_threshold"]
 
 
 def _check(scores, true_client):
@@ -181,55 +179,3 @@ def evaluate_identification(tables, max_rank=10, far=0.01):
             "n_known": n_known, "n_unknown": n_unknown,
         })
     return out
-
-
-def write_identification(out_dir, searches, summaries, plot=True):
-    """Write the full-search score files (``identification/``) and ``cmc.png``.
-
-    Every probe is scored against every client in these 4-column files, so other
-    tools (bob, pyeer) compute the same CMC from them. Returns {kind: path(s)}.
-    """
-    import os
-    from pathlib import Path
-
-    from ssgallery.biometrics.scores import scores_filename, write_scores
-
-    folder = Path(out_dir) / "identification"
-    folder.mkdir(parents=True, exist_ok=True)
-    files = {"identification_scores": []}
-    for table in searches:
-        path = folder / scores_filename(table)
-        write_scores(path, table)
-        files["identification_scores"].append(os.fspath(path))
-    if plot and plot_cmc(Path(out_dir) / CMC_PLOT, summaries):
-        files["cmc_plot"] = os.fspath(Path(out_dir) / CMC_PLOT)
-    return files
-
-
-def plot_cmc(path, summaries, title=None):
-    """Closed-set CMC (identification rate against rank), one line per method, the
-    matches per search in the legend. Returns False when matplotlib is missing."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    from ssgallery.biometrics.report import save_figure
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=110)
-    for i, s in enumerate(summaries):
-        ranks_ = np.arange(1, len(s["cmc"]) + 1)
-        cost = s["matches_per_search"]
-        label = s["label"] + (f" ({cost:,.0f} matches/search)" if cost else "")
-        ax.plot(ranks_, 100 * np.asarray(s["cmc"]), marker="o", ms=3, lw=1.5,
-                color=f"C{i % 10}", label=f"{label}, rank-1 {100 * s['rank1']:.1f} %")
-    ax.set_xlabel("rank")
-    ax.set_ylabel("identification rate (%)")
-    ax.set_xticks(np.arange(1, max(len(s["cmc"]) for s in summaries) + 1))
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
-    ax.set_title(title or "closed-set identification (CMC)", fontsize=9)
-    save_figure(fig, path)
-    return True

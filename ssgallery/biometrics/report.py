@@ -1,4 +1,6 @@
-"""The ``roc`` report folder: score files, ``summary.json``, ``curves.csv``, the plots."""
+"""The ``roc`` report folder: score files, ``summary.json``, ``curves.csv``, the
+identification files, the printed tables, and the plots (drawn by
+`ssgallery.biometrics.plots`)."""
 
 
 import csv
@@ -7,16 +9,21 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
-
+from ssgallery.biometrics.plots import (
+    plot_cmc,
+    plot_curves,
+    plot_scores,
+    plot_title,
+)
 from ssgallery.biometrics.scores import scores_filename, write_scores
 from ssgallery.errors import InputError
-from ssgallery.formats.atomic import PNG_SIGNATURE, has_prefix, write_text_atomic
+from ssgallery.formats.atomic import has_prefix, write_text_atomic
 
 SUMMARY_HEAD = b'{\n  "tool": "ssgallery roc"'
 PLOT = "roc.png"
 DET_PLOT = "det.png"
 SCORES_PLOT = "scores.png"
+CMC_PLOT = "cmc.png"
 
 
 # --------------------------------------------------------------------------- summary
@@ -134,167 +141,6 @@ def format_dev_eval(results):
                                   "development scores, applied to the evaluation scores.")
 
 
-def _legend_label(s):
-    label = s["label"]
-    if s["matches_mean"] is not None:
-        label += f" ({s['matches_mean']:.1f} ± {s['matches_std'] or 0.0:.1f} matches)"
-    if s["eer_averaged_curve"] is not None:
-        label += f", EER {100 * s['eer_averaged_curve']:.2f}%"
-    return label
-
-
-def _pct_ticks(ticks):
-    return [f"{100 * t:g}%" for t in ticks]
-
-
-def _pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
-
-
-def save_figure(fig, path, force=False):
-    """Save a matplotlib figure as PNG atomically and close it; an existing file is
-    replaced only when it is a PNG, or with ``force``."""
-    import matplotlib.pyplot as plt
-
-    from ssgallery.formats.atomic import write_bytes_atomic
-
-    if fig.get_layout_engine() is None:
-        fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    write_bytes_atomic(path, buf.getvalue(), has_prefix(PNG_SIGNATURE), force)
-
-
-def plot_curves(path, summaries, title=None, labels=None, axes="log", targets=(0.01, 0.001),
-                force=False):
-    """FRR against FAR of the client-averaged curves, one line per method, the matches
-    per claim and the EER (point and value) in the legend (the paper's Fig. 4).
-
-    ``axes="log"``: log-log axes; ``axes="det"``: a square DET plot (normal-deviate
-    axes, ``scipy.special.ndtri``) with equal ranges starting at the data's resolution
-    (1 / the fewest impostor claims of a client). Both in %, with dashed lines at the
-    ``targets`` FARs the data resolve. ``labels`` restricts the plot to those methods.
-    Returns False when matplotlib is missing. An existing file is replaced only when
-    it is a PNG, or with ``force``."""
-    plt = _pyplot()
-    if plt is None:
-        return False
-    if labels is not None:
-        summaries = [s for s in summaries if s["label"] in set(labels)]
-    n_imp = min((s.get("impostors_per_client_min") or 10000) for s in summaries)
-    lowest = 1.0 / n_imp
-    styles = ["-", "--", "-.", ":"]
-    families = list(dict.fromkeys(s["method"] for s in summaries))
-    det = axes == "det"
-    fig, ax = plt.subplots(figsize=(6.4, 7.6) if det else (7.5, 6.0), dpi=110,
-                           layout="constrained")
-    tf = _probit if det else (lambda v: np.asarray(v, dtype=float))
-    for i, s in enumerate(summaries):
-        grid, frr = s["far_grid"], s["frr"]
-        keep = grid >= lowest
-        color = f"C{i % 10}"
-        ax.step(tf(grid[keep]), tf(np.maximum(frr[keep], lowest / 2)), where="post",
-                label=_legend_label(s), lw=1.5, color=color,
-                ls=styles[families.index(s["method"]) % len(styles)])
-        if s["eer_averaged_curve"] is not None:
-            e = max(s["eer_averaged_curve"], lowest)
-            ax.plot(tf(e), tf(e), "o", color=color, ms=5)
-    for t in targets:
-        if t >= lowest:
-            ax.axvline(tf(t), color="0.4", ls=":", lw=1)
-            ax.text(tf(t), 0.98, f" target FAR {100 * t:g}%", fontsize=7, color="0.3",
-                    transform=ax.get_xaxis_transform(), rotation=90, va="top", ha="left")
-    if det:
-        ticks = np.array([v for v in (1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05,
-                                      0.1, 0.2, 0.4) if v >= lowest * 0.999])
-        lim = (_probit(lowest), _probit(0.5))
-        ax.plot(lim, lim, color="0.8", lw=0.8, zorder=0)  # FAR = FRR: the EER line
-        for set_ticks in (ax.set_xticks, ax.set_yticks):
-            set_ticks(_probit(ticks), _pct_ticks(ticks))
-        ax.set_xlim(*lim)
-        ax.set_ylim(*lim)
-        ax.set_aspect("equal")
-    else:
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlim(lowest, 1)
-        ax.set_ylim(lowest / 2, 1.05)
-        from matplotlib.ticker import FuncFormatter
-
-        for a in (ax.xaxis, ax.yaxis):
-            a.set_major_formatter(FuncFormatter(lambda v, _: f"{100 * v:g}%"))
-    ax.set_xlabel("FAR (false acceptance rate)")
-    ax.set_ylabel("FRR (false rejection rate)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(title="method (matches per claim), EER of the averaged curve (dot)", fontsize=7,
-              title_fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=1)
-    if title:
-        ax.set_title(title, fontsize=8)
-    save_figure(fig, path, force)
-    return True
-
-
-def plot_scores(path, tables, summaries, title=None, bins=50, force=False):
-    """``scores.png``: genuine and impostor score histograms (densities), one panel per
-    method, every repetition pooled. Returns False when matplotlib is missing."""
-    plt = _pyplot()
-    if plt is None:
-        return False
-    labels = [s["label"] for s in summaries]
-    n = len(labels)
-    cols = min(n, 3)
-    rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), dpi=110,
-                             squeeze=False)
-    for ax, label in zip(axes.ravel(), labels):
-        mine = [t for t in tables if t.label == label]
-        score = np.concatenate([t.score for t in mine])
-        gen = np.concatenate([t.claimed == t.real for t in mine])
-        ok = np.isfinite(score)
-        edges = np.histogram_bin_edges(score[ok], bins=bins)
-        ax.hist(score[ok & ~gen], edges, density=True, alpha=0.55, color="C3",
-                label=f"impostor ({int(np.sum(~gen))})")
-        ax.hist(score[ok & gen], edges, density=True, alpha=0.55, color="C2",
-                label=f"genuine ({int(np.sum(gen))})")
-        ax.set_title(label, fontsize=8)
-        ax.set_xlabel("score g(x)", fontsize=7)
-        ax.set_ylabel("density", fontsize=7)
-        ax.tick_params(labelsize=7)
-        ax.legend(fontsize=6)
-    for ax in axes.ravel()[n:]:
-        ax.set_visible(False)
-    if title:
-        fig.suptitle(title, fontsize=8)
-    save_figure(fig, path, force)
-    return True
-
-
-def _probit(rate):
-    """Normal deviate of a rate, clipped to [1e-6, 1 - 1e-6] (DET axes)."""
-    from ssgallery.biometrics.metrics import probit
-
-    return probit(rate, 1e-6)
-
-
-def plot_title(source, mode, summaries, config):
-    """Data set, clients, repetitions and threshold convention, for the plots."""
-    name = os.path.basename(os.path.normpath(str(source).split(" on ")[0])) or str(source)
-    if mode == "scores":
-        name = f"{len(str(source).split(', '))} score file(s)"
-    s = summaries[0]
-    clients = config.get("enrolled") or (s["clients"] // max(1, s["repetitions"]))
-    return (f"{name} ({mode}): {clients} clients, {s['repetitions']} repetition(s)\n"
-            "client-specific thresholds, FRR averaged over clients at each FAR")
-
-
 def write_report(out_dir, tables, summaries, *, mode="protocol", source="", config=None,
                  plot=True, warn=None, identification=None, force=False):
     """Write the report folder; returns {kind: path}.
@@ -333,10 +179,7 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
     write_text_atomic(files["curves"], format_curves(summaries), has_prefix(b"far,"), force)
     searches = [t.search for t in tables if t.search is not None]
     if searches:
-        from ssgallery.biometrics.identification import (
-            evaluate_identification,
-            write_identification,
-        )
+        from ssgallery.biometrics.identification import evaluate_identification
 
         summary["identification"] = evaluate_identification(searches)
         write_text_atomic(files["summary"], json.dumps(summary, indent=2) + "\n",
@@ -356,6 +199,24 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
     return files
 
 
+def write_identification(out_dir, searches, summaries, plot=True):
+    """Write the full-search score files (``identification/``) and ``cmc.png``.
+
+    Every probe is scored against every client in these 4-column files, so other
+    tools (bob, pyeer) compute the same CMC from them. Returns {kind: path(s)}.
+    """
+    folder = Path(out_dir) / "identification"
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {"identification_scores": []}
+    for table in searches:
+        path = folder / scores_filename(table)
+        write_scores(path, table)
+        files["identification_scores"].append(os.fspath(path))
+    if plot and plot_cmc(Path(out_dir) / CMC_PLOT, summaries):
+        files["cmc_plot"] = os.fspath(Path(out_dir) / CMC_PLOT)
+    return files
+
+
 __all__ = [
     "format_curves",
     "format_dev_eval",
@@ -364,5 +225,6 @@ __all__ = [
     "plot_curves",
     "plot_scores",
     "plot_title",
+    "write_identification",
     "write_report",
 ]
