@@ -40,11 +40,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ssgallery.safeio import env_text
+
 REPO = Path(__file__).resolve().parent.parent
 # $SSGALLERY_BENCH_PAGES / $SSGALLERY_BENCH_OUT send the pages and the scripts' other
 # outputs (figures, caches, saved results) elsewhere: the smoke test's temporary folder
-PAGES = Path(os.environ.get("SSGALLERY_BENCH_PAGES") or REPO / "docs" / "benchmarks")
-OUT = Path(os.environ.get("SSGALLERY_BENCH_OUT") or REPO / "benchmarks" / "out")
+PAGES = Path(env_text("SSGALLERY_BENCH_PAGES") or REPO / "docs" / "benchmarks")
+OUT = Path(env_text("SSGALLERY_BENCH_OUT") or REPO / "benchmarks" / "out")
 _MARK = "<!-- written by benchmarks/_results.py: rerun the command to update, do not edit -->"
 
 

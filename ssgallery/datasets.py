@@ -7,10 +7,11 @@ checkout: ``att_faces/`` (AT&T/ORL, 40 subjects) and ``lfw/`` (Labeled Faces in 
 Wild, 158 people).
 """
 
-import os
 from pathlib import Path
 
 import numpy as np
+
+from ssgallery.safeio import env_text
 
 ENV_DATA = "SSGALLERY_DATA"
 ENV_ATT = "SSGALLERY_ATT_FACES"
@@ -18,10 +19,10 @@ ENV_LFW = "SSGALLERY_LFW"
 
 
 def _data_path(env, folder):
-    if os.environ.get(env):
-        return Path(os.environ[env])
-    if os.environ.get(ENV_DATA):
-        return Path(os.environ[ENV_DATA]) / folder
+    if env_text(env) is not None:
+        return Path(env_text(env))
+    if env_text(ENV_DATA) is not None:
+        return Path(env_text(ENV_DATA)) / folder
     repo = Path(__file__).resolve().parent.parent
     return repo.parent / "shared" / "data" / folder
 

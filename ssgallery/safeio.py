@@ -14,7 +14,7 @@ Standard library only (on the ``verify`` path); below every other layer.
 import os
 import stat
 
-from ssgallery.errors import InputError, printable  # noqa: F401 (re-exported)
+from ssgallery.errors import InputError, printable
 
 MiB = 1 << 20
 MAX_IMAGE_BYTES = 64 * MiB  # a probe or enrolment image file
@@ -78,3 +78,81 @@ def read_regular(path, what, max_bytes, error=InputError, missing=None):
     if len(data) > max_bytes:
         raise error(f"{what} is too large (more than {max_bytes} bytes)", path=path)
     return data
+
+
+# --------------------------------------------------------------------------- environment
+# Every SSGALLERY_* variable anything of the project reads, and what it holds. The CLI
+# refuses any other SSGALLERY_* variable (a misspelt SSGALLERY_KEY_FILE must not mean
+# "no key") and any value its kind does not allow (`check_environment`); the library
+# reads them through `env_text` / `env_seconds`, which apply the same rules. A new
+# variable is added here.
+ENVIRONMENT = {
+    "SSGALLERY_KEY_FILE": ("path", "the signing key file"),
+    "SSGALLERY_PRIVACY_KEY_FILE": ("path", "the privacy (encryption) key file"),
+    "SSGALLERY_MATCHER_CMD": ("text", "the external matcher program and its arguments"),
+    "SSGALLERY_CONFIG": ("path", "the configuration file"),
+    "SSGALLERY_LOCK_TIMEOUT": ("seconds", "how long a writer waits for another run's lock"),
+    "SSGALLERY_DEBUG": ("flag", "0 or 1: print the traceback of an internal error"),
+    "SSGALLERY_DATA": ("path", "the folder holding the real data sets"),
+    "SSGALLERY_ATT_FACES": ("path", "the AT&T faces folder"),
+    "SSGALLERY_LFW": ("path", "the LFW faces folder"),
+    "SSGALLERY_BENCH_PAGES": ("path", "where benchmarks write their pages"),
+    "SSGALLERY_BENCH_OUT": ("path", "where benchmarks write their other outputs"),
+}
+PREFIX = "SSGALLERY_"
+MAX_SECONDS = 7 * 24 * 3600.0  # a lock wait of a week: anything longer is a typo
+
+
+def _env_problem(name, value):
+    """Why ``value`` cannot be the value of the variable ``name`` (None when it can)."""
+    if name not in ENVIRONMENT:
+        known = ", ".join(sorted(ENVIRONMENT))
+        return f"is not a variable of ssgallery (known: {known}); unset it"
+    kind = ENVIRONMENT[name][0]
+    if not value.strip():
+        return ("is set but empty; unset it, or give "
+                f"{ENVIRONMENT[name][1]}")
+    if kind == "flag" and value not in ("0", "1"):
+        return f"must be 0 or 1, got {printable(value[:40])!r}"
+    if kind == "seconds":
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = None
+        if seconds is None or not 0 <= seconds <= MAX_SECONDS:  # NaN fails this too
+            return (f"must be a number of seconds from 0 to {MAX_SECONDS:.0f}, got "
+                    f"{printable(value[:40])!r}")
+    return None
+
+
+def _env_error(name, problem):
+    return InputError(f"environment variable {name} {problem}")
+
+
+def env_text(name):
+    """The value of the environment variable ``name`` (one of `ENVIRONMENT`), or None
+    when it is not set; an empty value is an error, never "not set"."""
+    value = os.environ.get(name)
+    if value is None:
+        return None
+    problem = _env_problem(name, value)
+    if problem:
+        raise _env_error(name, problem)
+    return value
+
+
+def env_seconds(name, default):
+    """A number of seconds from the environment variable ``name`` (``default`` when it
+    is not set)."""
+    value = env_text(name)
+    return default if value is None else float(value)
+
+
+def check_environment():
+    """Refuse (`InputError`, one line) any ``SSGALLERY_*`` variable that is not one of
+    `ENVIRONMENT` or whose value its kind does not allow."""
+    for name in sorted(os.environ):
+        if name.startswith(PREFIX):
+            problem = _env_problem(name, os.environ[name])
+            if problem:
+                raise _env_error(name, problem)

@@ -16,11 +16,13 @@ from ssgallery.errors import (
     interrupt_handlers,
     printable,
 )
+from ssgallery.safeio import check_environment
 
 
 class _Group(click.Group):
     """The one error contract (docs/security.md): `ssgallery.errors.SsgalleryError`
-    and any OSError -> one line on stderr + exit 2; Ctrl-C and SIGTERM -> "interrupted" +
+    and any OSError -> one line on stderr + exit 2 (also an unknown or badly set
+    ``SSGALLERY_*`` environment variable, checked first); Ctrl-C and SIGTERM -> "interrupted" +
     exit 130; any other exception -> "internal error" on one line + exit 4 (``--debug``
     or ``SSGALLERY_DEBUG=1``: the traceback too). Click's own usage errors exit 2."""
 
@@ -42,6 +44,7 @@ class _Group(click.Group):
             # try: an interrupt while the handlers are put in place or back is ours too.
             with interrupt_handlers(_raise_interrupt):
                 _ignore_sigxfsz()
+                check_environment()  # a bad SSGALLERY_* variable: one line, exit 2
                 result = super().invoke(ctx)
         except SsgalleryError as exc:
             from ssgallery.cli.options import as_flags

@@ -28,6 +28,7 @@ import stat
 import threading
 
 from ssgallery.errors import FormatError, SsgalleryError, interrupt_handlers
+from ssgallery.safeio import env_seconds
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 TMP_MARK = ".ssgallery-tmp-"
@@ -147,10 +148,7 @@ def has_prefix(*prefixes):
 
 # --------------------------------------------------------------------------- locks
 def _lock_timeout():
-    try:
-        return float(os.environ.get(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT))
-    except ValueError:
-        return DEFAULT_LOCK_TIMEOUT
+    return env_seconds(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT)  # "abc": an error
 
 
 @contextlib.contextmanager
@@ -164,6 +162,7 @@ def output_lock(path, wait=None):
     """
     import filelock
 
+    timeout = _lock_timeout()  # checked whether or not this run has to wait
     name = os.path.realpath(os.fspath(path)) + ".lock"
     with _locks_guard:
         lock = _locks.setdefault(name, filelock.FileLock(name))
@@ -173,10 +172,10 @@ def output_lock(path, wait=None):
         except filelock.Timeout:
             if wait is not None:
                 wait(f"{path}: another ssgallery run is writing it; waiting for it to finish")
-            lock.acquire(timeout=_lock_timeout())
+            lock.acquire(timeout=timeout)
     except filelock.Timeout:
         raise SsgalleryError(f"another ssgallery run has been writing it for more than "
-                             f"{_lock_timeout():g} s (lock {name}); try again later",
+                             f"{timeout:g} s (lock {name}); try again later",
                              path=path) from None
     except OSError as exc:
         raise SsgalleryError(f"cannot take the lock {name} ({exc.strerror})",

@@ -30,6 +30,7 @@ import stat
 import numpy as np
 
 from ssgallery.errors import FormatError, SsgalleryError, option
+from ssgallery.safeio import env_text
 
 KEY_ENV = "SSGALLERY_KEY_FILE"
 MAX_KEY_BYTES = 4096
@@ -215,13 +216,17 @@ def check_digest(found, expected, what, path=None):
 # ----------------------------------------------------------------------------- signatures
 
 def load_key(key_file=None, env=KEY_ENV, what="key file"):
-    """The host's signing key: ``key_file`` or ``$SSGALLERY_KEY_FILE`` (None: no key).
+    """The host's signing key: ``key_file`` or ``$SSGALLERY_KEY_FILE`` (None: neither
+    is given; an empty name or an empty variable is an error, never "no key").
 
     The file's bytes are the key (16 to 4096 bytes; a regular file). ``env`` and
     ``what`` name another key of the host read by the same rules (the privacy key,
     `ssgallery.formats.encryption.load_privacy_key`).
     """
-    key_file = key_file or os.environ.get(env) or None
+    if key_file is not None and not os.fspath(key_file):
+        raise SsgalleryError(f"the {what} name is empty")
+    if key_file is None:
+        key_file = env_text(env)  # set but empty: an error, never "no key"
     if key_file is None:
         return None
     try:

@@ -21,6 +21,7 @@ import shlex
 from dataclasses import dataclass
 
 from ssgallery.errors import InputError, option
+from ssgallery.safeio import env_text
 
 CMD_ENV = "SSGALLERY_MATCHER_CMD"
 CONFIG_ENV = "SSGALLERY_CONFIG"
@@ -63,8 +64,8 @@ def split_command(command, source):
 
 
 def _config_path():
-    path = os.environ.get(CONFIG_ENV)
-    if path:
+    path = env_text(CONFIG_ENV)
+    if path is not None:
         return path, True
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return os.path.join(base, "ssgallery", "config.toml"), False
@@ -107,8 +108,9 @@ def host_matcher(matcher_cmd=None):
     if matcher_cmd is not None:
         return HostMatcher(split_command(matcher_cmd, option("matcher_cmd")), cache_dir,
                            option("matcher_cmd"))
-    if os.environ.get(CMD_ENV):
-        return HostMatcher(split_command(os.environ[CMD_ENV], f"${CMD_ENV}"), cache_dir,
+    command = env_text(CMD_ENV)
+    if command is not None:
+        return HostMatcher(split_command(command, f"${CMD_ENV}"), cache_dir,
                            f"${CMD_ENV}")
     if "command" in table:
         return HostMatcher(split_command(table["command"], config_path), cache_dir,

@@ -18,7 +18,9 @@ from click.testing import CliRunner
 from ssgallery.cli import main
 runner = CliRunner()
 for line in sys.stdin:
-    r = runner.invoke(main, json.loads(line))
+    job = json.loads(line)  # [args...] or {"args": [...], "env": {name: value or None}}
+    args, env = (job, None) if isinstance(job, list) else (job["args"], job["env"])
+    r = runner.invoke(main, args, env=env)
     exc = r.exception
     crash = None if exc is None or isinstance(exc, SystemExit) else repr(exc)
     print(json.dumps({"code": r.exit_code, "stdout": r.stdout, "stderr": r.stderr,
@@ -48,11 +50,15 @@ class Workers:
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, env=self.env, start_new_session=True)
 
-    def run(self, args):
-        """{"code", "stdout", "stderr", "crash"} or {"hang": True}."""
+    def run(self, args, env=None):
+        """{"code", "stdout", "stderr", "crash"} or {"hang": True}. ``env``: variables
+        set (a value) or unset (None) for this run only."""
         if self.proc is None or self.proc.poll() is not None:
             self._start()
-        self.proc.stdin.write(json.dumps([str(a) for a in args]) + "\n")
+        job = [str(a) for a in args]
+        if env is not None:
+            job = {"args": job, "env": env}
+        self.proc.stdin.write(json.dumps(job) + "\n")
         self.proc.stdin.flush()
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout, selectors.EVENT_READ)
