@@ -296,33 +296,60 @@ def rates_at(neg, pos, threshold):
             "far_resolution": 1.0 / neg.size}
 
 
+PAIRING_RULE = ("one development and one evaluation score file are paired with each other "
+                "whatever their names; several are paired by method label (the side-car's "
+                "method and m, else the file name without .rN and the extension)")
+
+
+def pair_dev_eval(dev_tables, eval_tables):
+    """Development and evaluation tables of each method, paired by `PAIRING_RULE`.
+
+    Returns
+    -------
+    list of (label, dev tables, eval tables)
+        In the order of the development tables; the label of a pair of single files with
+        different labels names both (``"scores-dev / scores-eval"``).
+
+    Raises
+    ------
+    InputError
+        With several files, a method label on one side only (the message states the rule).
+    """
+    if len(dev_tables) == 1 and len(eval_tables) == 1:
+        d, e = dev_tables[0].label, eval_tables[0].label
+        return [(d if d == e else f"{d} / {e}", dev_tables, eval_tables)]
+    dev, ev = _group(dev_tables), _group(eval_tables)
+    lonely = [f"'{dev[k][0].label}' has no evaluation scores" for k in dev if k not in ev]
+    lonely += [f"'{ev[k][0].label}' has no development scores" for k in ev if k not in dev]
+    if lonely:
+        raise InputError(f"{'; '.join(lonely)}: {PAIRING_RULE}")
+    return [(dev[k][0].label, dev[k], ev[k]) for k in dev]
+
+
 def dev_eval(dev_tables, eval_tables, criterion="eer", far=None):
     """Threshold chosen on development scores, error rates on evaluation scores (like
-    ``bob bio metrics -e``): one global threshold per method.
+    ``bob bio metrics -e``): one global threshold per method, the files of each side
+    paired by `pair_dev_eval`.
 
     Returns
     -------
     list of dict
-        Per method label present in both: ``label``, ``criterion``, ``target_far``,
-        ``threshold``, ``dev`` and ``eval`` (each `rates_at`).
+        Per pair: ``label``, ``method``, ``m`` (of the development side), ``criterion``,
+        ``target_far``, ``threshold``, ``dev`` and ``eval`` (each `rates_at`).
     """
-    dev, ev = _group(dev_tables), _group(eval_tables)
-    common = [k for k in dev if k in ev]
-    if not common:
-        raise InputError("no method is in both the development and the evaluation scores")
     out = []
-    for key in common:
-        d_neg, d_pos = _pooled(dev[key])
-        e_neg, e_pos = _pooled(ev[key])
+    for label, dev, ev in pair_dev_eval(dev_tables, eval_tables):
+        d_neg, d_pos = _pooled(dev)
+        e_neg, e_pos = _pooled(ev)
         if not (np.isfinite(d_neg).any() and np.isfinite(d_pos).any()):
-            raise InputError(f"method '{dev[key][0].label}': the development scores need "
-                             f"genuine and impostor claims")
+            raise InputError(f"method '{label}': the development scores need genuine and "
+                             f"impostor claims")
         t = choose_threshold(d_neg, d_pos, criterion, far)
-        out.append({"label": dev[key][0].label, "method": key[0], "m": key[1],
+        out.append({"label": label, "method": dev[0].method, "m": dev[0].m,
                     "criterion": criterion, "target_far": far, "threshold": t,
                     "dev": rates_at(d_neg, d_pos, t), "eval": rates_at(e_neg, e_pos, t)})
     return out
 
 
-__all__ = ["CRITERIA", "choose_threshold", "client_curves", "default_grid", "dev_eval",
-           "evaluate", "evaluate_method", "fta_curve", "rates_at"]
+__all__ = ["CRITERIA", "PAIRING_RULE", "choose_threshold", "client_curves", "default_grid",
+           "dev_eval", "evaluate", "evaluate_method", "fta_curve", "pair_dev_eval", "rates_at"]

@@ -5,6 +5,7 @@ error (the rule of ``verify``)."""
 import click
 
 from ssgallery.cli.options import (
+    csv_text,
     key_file_option,
     matcher_cmd_option,
     probe_options,
@@ -26,7 +27,7 @@ from ssgallery.errors import printable
 @key_file_option
 @matcher_cmd_option
 @click.pass_context
-def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, key_file,
+def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, as_csv, key_file,
             matcher_cmd):
     """Search PROBE images among every client of the gallery.
 
@@ -36,6 +37,8 @@ def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, key
     znorm" or "ranking: raw"). With --open-set, a probe whose best candidate does not
     pass that client's verification threshold is "unknown".
     A probe that is not a usable face is a FAILURE-TO-ACQUIRE and is never searched.
+    --csv prints one line per probe: its status (identified, unknown,
+    failure-to-acquire), the best candidate's scores and the top K client ids.
     Exit status: 0 every probe identified, 1 some unknown, 3 none unknown but some
     failed to acquire, 2 error.
 
@@ -44,7 +47,10 @@ def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, key
       ssgallery identify probe.png
       ssgallery identify probes/*.png --top 3 --open-set
       ssgallery identify --list probes.txt --gallery site.h5 --json
+      ssgallery identify probes/*.png --open-set --csv > found.csv
     """
+    if as_json and as_csv:
+        raise click.UsageError("give --json or --csv, not both")
     from ssgallery.app.identify import exit_status, identify
 
     paths = probe_paths(probes, list_file)
@@ -59,6 +65,8 @@ def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, key
         click.echo(json.dumps({"gallery": gallery, "ranking": ranking, "open_set": open_set,
                                "all_identified": status == 0,
                                "results": [r.to_dict() for r in results]}, indent=2))
+    elif as_csv:
+        click.echo(_csv(results, ranking))
     else:
         click.echo(_format(results, ranking))
     ctx.exit(status)
@@ -77,3 +85,21 @@ def _format(results, ranking):
             lines.append(f"  {c.rank:>3}. {printable(c.client):<20} normalised {c.normalized:+8.3f}"
                          f"  score {c.score:+.4f} {mark} threshold {c.threshold:+.4f}")
     return "\n".join(lines)
+
+
+CSV_FIELDS = ("probe", "status", "identified", "client", "score", "normalized", "threshold",
+              "ranking", "candidates", "reason")
+
+
+def _csv(results, ranking):
+    """One CSV line per probe: status, the best candidate (client, raw and normalised
+    score, threshold), the ranking, the candidates' ids (best first, ';'-separated)."""
+    rows = []
+    for r in results:
+        best = r.candidates[0] if r.candidates else None
+        status = ("failure-to-acquire" if r.failed_to_acquire else
+                  "identified" if r.identified is not None else "unknown")
+        rows.append([r.probe, status, r.identified, best and best.client,
+                     best and best.score, best and best.normalized, best and best.threshold,
+                     ranking, ";".join(c.client for c in r.candidates) or None, r.reason])
+    return csv_text(CSV_FIELDS, rows)

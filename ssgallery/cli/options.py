@@ -40,13 +40,16 @@ def key_file_option(func):
 
 
 def probe_options(func):
-    """--list, --strict and --json: how verify and identify take their probes."""
+    """--list, --strict, --json and --csv: how verify and identify take their probes and
+    print their results."""
     for option in reversed([
             click.option("--list", "list_file", default=None, type=click.Path(), metavar="FILE",
                          help="Also take the probes listed in FILE (one path per line)."),
             click.option("--strict", is_flag=True, help="Refuse probes of another size than "
                          "the gallery's instead of resizing them."),
-            click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")]):
+            click.option("--json", "as_json", is_flag=True, help="Print the results as JSON."),
+            click.option("--csv", "as_csv", is_flag=True, help="Print one CSV line per "
+                         "probe, after a header line.")]):
         func = option(func)
     return func
 
@@ -94,3 +97,23 @@ def warn(message):
     ctx = click.get_current_context(silent=True)
     text = as_flags(message, ctx.command if ctx is not None else None)
     click.echo(f"ssgallery: warning: {printable(text)}", err=True)
+
+
+def csv_text(head, rows):
+    """CSV text (header line, then ``rows``); every field printable (`printable`), None
+    empty, floats in full precision."""
+    import csv
+    import io
+
+    from ssgallery.errors import printable
+
+    def cell(value):
+        if value is None:
+            return ""
+        return repr(value) if isinstance(value, float) else printable(value)
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(head)
+    writer.writerows([cell(v) for v in row] for row in rows)
+    return out.getvalue().rstrip("\n")

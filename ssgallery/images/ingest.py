@@ -451,7 +451,7 @@ def _conform(arr, size, strict, path, resized):
 
 
 def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
-                    return_sizes=False):
+                    return_sizes=False, failed=None):
     """Read probe images into one array.
 
     Parameters
@@ -465,20 +465,36 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
         Receives each warning; None: `default_warn`.
     return_sizes : bool
         Also return each file's own size before any resize.
+    failed : list, optional
+        Receives ``(index, message)`` for each file that cannot be read (missing, not an
+        image, too large, another size with ``strict``), which is then left out of the
+        result instead of raising.
 
     Returns
     -------
     images : ndarray, shape (n, H, W), float32 on [0, 255]
+        n = the files read (all of them unless some ``failed``).
     sizes : ndarray, shape (n, 2), int, (width, height) as read; only with ``return_sizes``
     """
     size = _check_size(size)
     warn = default_warn if warn is None else warn
     out, resized, sizes = [], [], []
-    for path in paths:
-        arr = _decode(_read_file(path), path)
-        sizes.append((arr.shape[1], arr.shape[0]))
-        arr, size = _conform(arr, size, strict, path, resized)
+    for i, path in enumerate(paths):
+        try:
+            arr = _decode(_read_file(path), path)
+            have = (arr.shape[1], arr.shape[0])
+            arr, size = _conform(arr, size, strict, path, resized)
+        except InputError as exc:
+            if failed is None:
+                raise
+            failed.append((i, str(exc)))
+            continue
+        sizes.append(have)
         out.append(arr)
+    if not out and failed:
+        w, h = size if size is not None else (0, 0)
+        empty = np.zeros((0, h, w), dtype=np.float32)
+        return (empty, np.zeros((0, 2), dtype=np.int64)) if return_sizes else empty
     if not out:
         raise InputError("no probe images given")
     if resized:

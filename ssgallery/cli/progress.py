@@ -1,0 +1,182 @@
+"""The one progress reporter of every command (`Reporter`, `reporting`, `quiet_option`).
+
+A library function reports phases and steps through `ssgallery.progress.Progress`;
+this module shows them on stderr:
+
+- on a terminal, click's progress bar (position, percentage, ETA) with the rate, drawn
+  once a phase has run for `DELAY` seconds (short phases leave nothing on screen) and
+  redrawn at most every `REDRAW` seconds;
+- on a pipe or a log file, one plain line every `INTERVAL` seconds while a phase runs
+  (``ssgallery: enroll: reading images 1200/1853 (65%), 41.2 images/s, ETA 0:00:15``)
+  and a closing line for a phase that printed one;
+- nothing with ``--quiet``.
+
+``$SSGALLERY_PROGRESS_INTERVAL`` (seconds) overrides `INTERVAL` and `DELAY` (``0``: a
+line at every step, as the tests use it).
+
+Usage in a command::
+
+    @quiet_option
+    def command(..., quiet):
+        with reporting(quiet) as progress:
+            result = app_function(..., progress=progress)
+"""
+
+import contextlib
+import os
+import sys
+import time
+
+import click
+
+from ssgallery.progress import Progress
+
+DELAY = 1.0  # seconds a phase runs before a terminal shows its bar
+INTERVAL = 10.0  # seconds between the plain lines on a pipe
+REDRAW = 0.1  # seconds between redraws of a terminal bar
+ENV_INTERVAL = "SSGALLERY_PROGRESS_INTERVAL"
+
+
+def quiet_option(func):
+    """``-q/--quiet``: no progress output (results, warnings and errors still print)."""
+    return click.option("-q", "--quiet", is_flag=True,
+                        help="No progress bar or progress lines on stderr.")(func)
+
+
+def _clock(seconds):
+    seconds = round(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def _rate(done, elapsed, unit):
+    if done <= 0 or elapsed <= 0:
+        return ""
+    rate = done / elapsed
+    text = f"{rate:.3g}" if rate < 1000 else f"{rate:,.0f}"
+    return f"{text} {unit or 'steps'}/s"
+
+
+class Reporter(Progress):
+    """Shows the phases of one command on ``file`` (default stderr): see the module.
+
+    Parameters
+    ----------
+    name : str
+        The command, shown in the plain lines (``ssgallery: NAME: ...``).
+    file : file object, optional
+    terminal : bool, optional
+        Draw bars (default: whether ``file`` is a terminal).
+    interval, delay : float, optional
+        Seconds between plain lines, and before a bar is drawn.
+    """
+
+    def __init__(self, name="", file=None, terminal=None, interval=None, delay=None):
+        self.name = name
+        self.file = sys.stderr if file is None else file
+        self.terminal = _isatty(self.file) if terminal is None else terminal
+        env = _env_interval()
+        self.interval = interval if interval is not None else (INTERVAL if env is None else env)
+        self.delay = delay if delay is not None else (DELAY if env is None else env)
+        self.label = None
+
+    # ----------------------------------------------------------------- the phase
+    def start(self, label, total, unit=""):
+        self.end()
+        self.label, self.total, self.unit = label, max(int(total), 0), unit
+        self.done = self.shown = 0
+        self.began = self.last = time.monotonic()
+        self.bar = None
+        self.lines = 0
+
+    def advance(self, n=1):
+        if self.label is None:
+            return
+        self.done += n
+        now = time.monotonic()
+        if self.terminal:
+            self._draw(now)
+        elif now - self.last >= self.interval:
+            self._line(now)
+
+    def end(self):
+        if self.label is None:
+            return
+        now = time.monotonic()
+        if self.bar is not None:
+            self._draw(now, final=True)
+            self.bar.render_finish()
+        elif not self.terminal and self.lines:
+            self._line(now, final=True)
+        self.label = self.bar = None
+
+    # ----------------------------------------------------------------- drawing
+    def _draw(self, now, final=False):
+        elapsed = now - self.began
+        if self.bar is None:
+            if elapsed < self.delay or final:
+                return
+            self.bar = click.progressbar(length=max(self.total, 1), label=self.label,
+                                         file=self.file, show_pos=True, width=20,
+                                         item_show_func=lambda text: text)
+            self.bar.__enter__()
+            self.last = now - REDRAW
+        if final or now - self.last >= REDRAW:
+            step = min(self.done, self.total) - self.shown
+            self.bar.update(step, _rate(self.done, elapsed, self.unit))
+            self.shown += step
+            self.last = now
+
+    def _line(self, now, final=False):
+        elapsed = now - self.began
+        head = f"ssgallery: {self.name}: " if self.name else "ssgallery: "
+        if final:
+            text = f"{self.label} {self.done}/{self.total} {self.unit} in {_clock(elapsed)}"
+        else:
+            pct = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
+            text = f"{self.label} {self.done}/{self.total}{pct}"
+            rate = _rate(self.done, elapsed, self.unit)
+            if rate:
+                text += f", {rate}"
+                if self.total > self.done:
+                    text += f", ETA {_clock((self.total - self.done) * elapsed / self.done)}"
+        click.echo(head + text, file=self.file)
+        self.last = now
+        self.lines += 1
+
+
+def _isatty(file):
+    try:
+        return bool(file.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _env_interval():
+    raw = os.environ.get(ENV_INTERVAL)
+    if raw is None or not raw.strip():
+        return None
+    try:
+        return max(float(raw), 0.0)
+    except ValueError:
+        return None
+
+
+@contextlib.contextmanager
+def reporting(quiet=False, name=None):
+    """A `Reporter` for the current command (``name``: default the command's name), or
+    a silent `ssgallery.progress.Progress` with ``quiet``; the last phase is closed on
+    the way out, also on an error, so that a message starts on its own line."""
+    if quiet:
+        yield Progress()
+        return
+    if name is None:
+        ctx = click.get_current_context(silent=True)
+        name = ctx.info_name if ctx is not None else ""
+    reporter = Reporter(name)
+    try:
+        yield reporter
+    finally:
+        reporter.end()
+
+
+__all__ = ["Reporter", "quiet_option", "reporting"]

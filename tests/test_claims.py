@@ -1,0 +1,208 @@
+"""``verify --claims``: many (probe, claimed id) pairs in one process, one line per claim,
+and ``identify --csv``."""
+
+import csv
+import io
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+from helpers import write_non_faces
+
+from ssgallery.app import claims as claims_module
+from ssgallery.app.claims import Claim, parse_claims, verify_claims
+from ssgallery.cli import main
+from ssgallery.datasets import sample_faces_path
+
+PROBES = sample_faces_path().parent / "probes"
+CLIENTS = "c01,c02,c03"
+
+
+@pytest.fixture(scope="module")
+def gallery(tmp_path_factory):
+    """The sample data enrolled, clients c01-c03 compressed at m = 2."""
+    folder = tmp_path_factory.mktemp("claims")
+    store, path = str(folder / "e.h5"), str(folder / "g.h5")
+    runner = CliRunner()
+    for args in (["enroll", str(sample_faces_path()), "--store", store],
+                 ["compress", "--store", store, "-o", path, "--m", "2", "--clients", CLIENTS]):
+        res = runner.invoke(main, args)
+        assert res.exit_code == 0, res.output
+    return path
+
+
+def _probe(name):
+    return str(PROBES / name)
+
+
+def _verify(gallery, *args, **kwargs):
+    return CliRunner().invoke(main, ["verify", "--gallery", gallery, *args], **kwargs)
+
+
+def _single(gallery, probe, claim):
+    """What plain ``verify PROBE --claim ID`` says of one claim."""
+    res = _verify(gallery, probe, "--claim", claim, "--json")
+    return json.loads(res.stdout)["results"][0]
+
+
+def test_parse_claims_formats_header_comments_and_bad_lines():
+    lines = ["# a comment", "probe claim", "a.png c01", "", "  b.png\tc02  ",
+             "only-one", "x.png c01 extra"]
+    claims, bad = parse_claims(lines)
+    assert claims == [Claim(3, "a.png", "c01"), Claim(5, "b.png", "c02")]
+    assert [(b.line, b.reason) for b in bad] == [
+        (6, "expected a probe path and a claimed id (PROBE CLAIM), got 1 field(s)"),
+        (7, "expected a probe path and a claimed id (PROBE CLAIM), got 3 field(s)")]
+    # CSV: detected from the first claim line's comma; quoted paths keep their spaces
+    claims, bad = parse_claims(["probe,claimed_id", '"my probes/a,b.png",c01', "c.png,",
+                                "d.png c02"])
+    assert claims == [Claim(2, "my probes/a,b.png", "c01")]
+    assert [(b.line, b.reason) for b in bad] == [
+        (3, "expected a probe path and a claimed id (PROBE,CLAIM), got an empty field"),
+        (4, "expected a probe path and a claimed id (PROBE,CLAIM), got 1 field(s)")]
+    # a header is only a header on the first claim line
+    assert parse_claims(["a.png c01", "probe claim"])[0][1] == Claim(2, "probe", "claim")
+
+
+def test_claims_of_several_clients_score_as_verify_does(gallery, tmp_path):
+    pairs = [("c03_genuine_1.png", "c03"), ("c01_genuine_1.png", "c01"),
+             ("c01_genuine_2.png", "c03"), ("c02_genuine_1.png", "c02"),
+             ("unknown1_1.png", "c02"), ("c03_genuine_2.png", "c03")]
+    listing = tmp_path / "claims.txt"
+    listing.write_text("".join(f"{_probe(p)} {c}\n" for p, c in pairs))
+    res = _verify(gallery, "--claims", str(listing), "--json")
+    out = json.loads(res.stdout)
+    got = out["results"]
+    assert [(r["line"], r["claim"]) for r in got] == [(i + 1, c) for i, (_, c) in
+                                                      enumerate(pairs)]
+    for (probe, claim), r in zip(pairs, got):  # the same numbers as one verify per claim
+        one = _single(gallery, _probe(probe), claim)
+        assert r["score"] == pytest.approx(one["score"], rel=1e-9, abs=1e-12)
+        assert (r["threshold"], r["status"]) == (one["threshold"], one["status"])
+    statuses = [r["status"] for r in got]
+    assert statuses[0] == statuses[5] == "accept" and statuses[2] == statuses[4] == "reject"
+    assert res.exit_code == 1 and out["exit_status"] == 1  # some rejected: verify's rule
+    assert out["counts"]["reject"] == statuses.count("reject") and out["bad_lines"] == []
+    # text: one aligned line per claim in the file's order, then the counts
+    res = _verify(gallery, "--claims", str(listing))
+    lines = res.stdout.splitlines()
+    assert len(lines) == len(pairs) + 1 and res.exit_code == 1
+    assert lines[0].startswith(_probe("c03_genuine_1.png")) and lines[0].endswith("ACCEPT")
+    assert " c03  score " in lines[2] and lines[2].endswith("REJECT")
+    assert lines[-1].startswith(f"{len(pairs)} claims: ") and "rejected" in lines[-1]
+    # every claim accepted: 0
+    listing.write_text(f"{_probe('c03_genuine_1.png')} c03\n{_probe('c02_genuine_1.png')} c02\n")
+    assert _verify(gallery, "--claims", str(listing)).exit_code == 0
+
+
+def test_unknown_clients_unreadable_probes_and_bad_lines(gallery, tmp_path):
+    listing = tmp_path / "claims.txt"
+    listing.write_text(f"# probe claim\n{_probe('c03_genuine_1.png')} c03\n"
+                       f"{_probe('c02_genuine_1.png')} c99\n"
+                       f"{tmp_path / 'missing.png'} c01\n"
+                       f"just-one-field\n"
+                       f"{_probe('c03_genuine_2.png')} c03 extra\n")
+    res = _verify(gallery, "--claims", str(listing))
+    assert res.exit_code == 2  # a claim that could not be checked
+    out = res.stdout.splitlines()
+    assert len(out) == 4  # 3 claims + the counts
+    assert out[0].endswith("ACCEPT")
+    assert out[1].endswith("UNKNOWN-CLIENT  the gallery has no client 'c99'")
+    assert out[2].endswith("ERROR  no such file")
+    assert out[3] == "3 claims: 1 accepted, 1 unknown client, 1 unreadable probe, " \
+        "2 bad line(s) skipped"
+    assert res.stderr.splitlines() == [
+        (f"ssgallery: error: {listing}: line 5: expected a probe path and a claimed id "
+        "(PROBE CLAIM), got 1 field(s)"),
+        (f"ssgallery: error: {listing}: line 6: expected a probe path and a claimed id "
+        "(PROBE CLAIM), got 3 field(s)")]
+    # CSV: one row per line of the file that is a claim or a bad line, in file order
+    res = _verify(gallery, "--claims", str(listing), "--csv")
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert [(r["line"], r["status"]) for r in rows] == [
+        ("2", "accept"), ("3", "unknown-client"), ("4", "error"), ("5", "bad-line"),
+        ("6", "bad-line")]
+    assert rows[0]["score"] and not rows[1]["score"] and res.exit_code == 2
+    # a failure to acquire with nothing rejected: 3, as verify
+    junk = write_non_faces(str(tmp_path / "junk"))["black"]
+    listing.write_text(f"{_probe('c03_genuine_1.png')} c03\n{junk} c03\n")
+    res = _verify(gallery, "--claims", str(listing), "--json")
+    assert res.exit_code == 3
+    assert [r["status"] for r in json.loads(res.stdout)["results"]] == [
+        "accept", "failure-to-acquire"]
+
+
+def test_claims_from_stdin_and_csv_with_spaces(gallery, tmp_path):
+    folder = tmp_path / "my probes"
+    folder.mkdir()
+    shutil.copy(_probe("c03_genuine_1.png"), folder / "a, b.png")
+    text = f'probe,claim\n"{folder / "a, b.png"}",c03\n{_probe("c01_genuine_1.png")},c03\n'
+    res = _verify(gallery, "--claims", "-", "--csv", input=text)
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert [(r["line"], r["probe"], r["status"]) for r in rows] == [
+        ("2", str(folder / "a, b.png"), "accept"), ("3", _probe("c01_genuine_1.png"), "reject")]
+    assert res.exit_code == 1
+    res = _verify(gallery, "--claims", "-", input="# nothing\n\n")
+    assert res.exit_code == 2 and "standard input: claims file has no claims" in res.stderr
+
+
+def test_claims_usage_and_gallery_errors(gallery, tmp_path):
+    listing = tmp_path / "claims.txt"
+    listing.write_text(f"{_probe('c03_genuine_1.png')} c03\n")
+    for args in (["--claims", str(listing), "--claim", "c03"],
+                 ["--claims", str(listing), _probe("c03_genuine_1.png")],
+                 [_probe("c03_genuine_1.png")],
+                 ["--claims", str(listing), "--json", "--csv"]):
+        res = _verify(gallery, *args)
+        assert res.exit_code == 2 and "Usage" in res.output, args
+    res = _verify(gallery, "--claims", str(tmp_path / "none.txt"))
+    assert res.exit_code == 2 and res.stderr == \
+        f"ssgallery: error: {tmp_path / 'none.txt'}: no such claims file\n"
+    # a gallery that fails its checks stops the run: nothing printed per claim
+    res = _verify(str(tmp_path / "nothing.h5"), "--claims", str(listing))
+    assert res.exit_code == 2 and res.stdout == "" and len(res.stderr.splitlines()) == 1
+
+
+def test_claims_in_batches_give_the_same_results(gallery, monkeypatch):
+    claims = [Claim(i + 1, _probe(p), c) for i, (p, c) in enumerate(
+        [("c03_genuine_1.png", "c03"), ("c01_genuine_1.png", "c01"), ("c01_genuine_2.png", "c03"),
+         ("c03_genuine_2.png", "c03"), ("unknown2_1.png", "c03"), ("c02_genuine_2.png", "c01")])]
+    whole = verify_claims(gallery, claims)
+    monkeypatch.setattr(claims_module, "BATCH", 2)
+    steps = []
+
+    class Count(claims_module.as_progress(None).__class__):
+        def start(self, label, total, unit=""):
+            steps.append((label, total, unit))
+
+        def advance(self, n=1):
+            steps.append(n)
+
+    batched = verify_claims(gallery, claims, progress=Count())
+    assert [(r.line, r.status) for r in batched] == [(r.line, r.status) for r in whole]
+    # the same numbers up to the rounding of another batch size (BLAS)
+    assert [r.score for r in batched] == pytest.approx([r.score for r in whole], rel=1e-12)
+    # c03: 4 claims in batches of 2, c01: 2 claims
+    assert steps == [("checking claims", 6, "claims"), 2, 2, 2]
+
+
+def test_identify_csv_one_line_per_probe(gallery):
+    probes = [_probe("c03_genuine_1.png"), _probe("unknown1_1.png")]
+    res = CliRunner().invoke(main, ["identify", *probes, "--gallery", gallery, "--top", "2",
+                                    "--csv", "--open-set"])
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    as_json = CliRunner().invoke(main, ["identify", *probes, "--gallery", gallery, "--top", "2",
+                                        "--json", "--open-set"])
+    found = json.loads(as_json.stdout)
+    assert res.exit_code == as_json.exit_code
+    assert [r["probe"] for r in rows] == probes
+    for row, want in zip(rows, found["results"]):
+        best = want["candidates"][0]
+        assert row["status"] == ("identified" if want["identified"] else "unknown")
+        assert (row["identified"] or None) == want["identified"]
+        assert row["client"] == best["client"] and float(row["score"]) == best["score"]
+        assert float(row["normalized"]) == best["normalized"]
+        assert row["candidates"] == ";".join(c["client"] for c in want["candidates"])
+        assert row["ranking"] == found["ranking"]
+    assert rows[0]["identified"] == "c03"

@@ -1,0 +1,77 @@
+"""The one progress reporter: a bar with rate and ETA on a terminal, periodic plain lines
+on a pipe, nothing when quiet or when a phase is short."""
+
+import io
+import re
+
+from ssgallery.cli.progress import Reporter, _clock, _rate
+from ssgallery.progress import NO_PROGRESS, Progress, as_progress
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def _run(reporter, total=5, phases=("reading images",)):
+    for label in phases:
+        with reporter.phase(label, total, "images"):
+            for _ in range(total):
+                reporter.advance()
+
+
+def test_pipe_prints_plain_lines_with_rate_and_eta():
+    out = io.StringIO()
+    _run(Reporter("enroll", file=out, interval=0, delay=0), total=4)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 5  # one per step, then the closing line
+    assert re.fullmatch(r"ssgallery: enroll: reading images 1/4 \(25%\), [0-9.,e+]+ "
+                        r"images/s, ETA \d+:\d\d:\d\d", lines[0]), lines[0]
+    assert lines[3].startswith("ssgallery: enroll: reading images 4/4 (100%), ")
+    assert "ETA" not in lines[3]
+    assert re.fullmatch(r"ssgallery: enroll: reading images 4/4 images in \d+:\d\d:\d\d",
+                        lines[4])
+    assert "\r" not in out.getvalue() and "\x1b" not in out.getvalue()
+
+
+def test_pipe_is_silent_for_a_phase_shorter_than_the_interval():
+    out = io.StringIO()
+    _run(Reporter("enroll", file=out, interval=3600, delay=0), total=50)
+    assert out.getvalue() == ""
+
+
+def test_terminal_draws_a_bar_per_phase_after_the_delay():
+    out = _Terminal()
+    reporter = Reporter("roc", file=out, interval=0, delay=0)
+    _run(reporter, total=3, phases=("fitting", "searching"))
+    text = out.getvalue()
+    assert "fitting" in text and "searching" in text and "3/3" in text
+    assert "images/s" in text and "\r" in text  # redrawn in place
+    assert text.count("\n") == 2  # each bar ends its own line
+    quiet = _Terminal()
+    _run(Reporter("roc", file=quiet, delay=3600), total=3)
+    assert quiet.getvalue() == ""  # a short phase leaves nothing on screen
+
+
+def test_a_new_phase_ends_the_previous_one_and_base_class_is_silent():
+    out = io.StringIO()
+    reporter = Reporter("x", file=out, interval=0, delay=0)
+    reporter.start("one", 2, "clients")
+    reporter.advance()
+    reporter.start("two", 1, "clients")  # closes "one" with its own line
+    reporter.advance()
+    reporter.end()
+    lines = out.getvalue().splitlines()
+    assert lines[1] == "ssgallery: x: one 1/2 clients in 0:00:00"
+    assert lines[-1] == "ssgallery: x: two 1/1 clients in 0:00:00"
+    assert as_progress(None) is NO_PROGRESS and isinstance(NO_PROGRESS, Progress)
+    with NO_PROGRESS.phase("nothing", 3) as p:  # the library's default prints nothing
+        p.advance(3)
+
+
+def test_rate_and_clock_formats():
+    assert _rate(10, 4.0, "images") == "2.5 images/s"
+    assert _rate(3, 12.0, "clients") == "0.25 clients/s"
+    assert _rate(123456, 2.0, "claims") == "61,728 claims/s"
+    assert _rate(0, 1.0, "x") == ""
+    assert _clock(3725.4) == "1:02:05"
