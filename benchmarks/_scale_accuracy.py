@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ssgallery.app.compress import compress
+from ssgallery.app.compress import CompressOptions, CompressRun, compress
 from ssgallery.app.enroll import enroll
 from ssgallery.biometrics.metrics import eer
 from ssgallery.formats.gallery import read_gallery
@@ -76,9 +76,10 @@ def run_accuracy(tmp, name, faces_dir, *, n_test=3, n_clients=0, caps=(600,),
     for seed in seeds:
         for mode, cap in runs:
             out = dst / f"g-{mode}-{cap}-{seed}.h5"
-            compress(store, out, m=2, clients=clients, max_impostors=cap,
-                     impostors="sample" if mode == "all" else mode, random_state=seed,
-                     cv_folds=0, jobs=jobs)
+            compress(store, out,
+                     CompressOptions(m=2, max_impostors=cap, seed=seed, cv_folds=0,
+                                     impostors="sample" if mode == "all" else mode),
+                     CompressRun(clients=clients, jobs=jobs))
             res[(mode, cap, seed)] = client_eers(store, out, test.images,
                                                  np.asarray(test.labels))
             out.unlink()

@@ -116,7 +116,7 @@ def _mode_thresholds(summary, order, far):
 
 
 def run_repetition(subjects, matcher, targets, args, rep, enrolled=None):
-    from ssgallery.app.compress import compress
+    from ssgallery.app.compress import CompressOptions, compress
     from ssgallery.app.enroll import enroll
     from ssgallery.app.roc import score_gallery
 
@@ -127,15 +127,15 @@ def run_repetition(subjects, matcher, targets, args, rep, enrolled=None):
                rng, work)
         enroll(work / "train", work / "e.h5", matcher=matcher, warn=lambda m: None)
         t0 = time.perf_counter()
-        summary = compress(work / "e.h5", work / "g.h5", m=args.m, random_state=rep,
-                           target_far=targets[0])
+        summary = compress(work / "e.h5", work / "g.h5",
+                           CompressOptions(m=args.m, seed=rep, target_far=targets[0]))
         seconds = time.perf_counter() - t0
         table = score_gallery(work / "g.h5", work / "probes", warn=lambda m: None)
         old = None
         if matcher != "dlib":  # before threshold modes: every fold on the store's matcher
-            old = compress(work / "e.h5", work / "g0.h5", m=args.m, random_state=rep,
-                           target_far=targets[0], threshold_mode="client",
-                           refit_matcher=False)
+            old = compress(work / "e.h5", work / "g0.h5",
+                           CompressOptions(m=args.m, seed=rep, target_far=targets[0],
+                                           threshold_mode="client", refit_matcher=False))
     order = [r["client"] for r in summary.clients]
     out = {"repetition": rep, "clients": len(order), "compress_seconds": seconds,
            "heldout_per_client": float(np.mean([len(summary.heldout[c]["impostor"])

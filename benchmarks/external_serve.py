@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _results import markdown_table, write_page
 from _scale_accuracy import client_eers, split_folder
 
-from ssgallery.app.compress import compress
+from ssgallery.app.compress import CompressOptions, CompressRun, compress
 from ssgallery.app.enroll import enroll
 from ssgallery.datasets import att_faces_path
 from ssgallery.formats.gallery import read_gallery
@@ -50,8 +50,9 @@ def run(faces, tmp, name, command, clients, max_iter, size=(46, 56), test=None):
         enroll(faces, store, matcher="external", size=size, warn=lambda message: None,
                matcher_options={"command": command, "serve": serve})
         t0 = time.perf_counter()
-        s = compress(store, Path(tmp) / f"g-{name}-{serve}.h5", m=2, cv_folds=0, max_iter=max_iter,
-                     clients=clients, matcher_cmd=command)  # the host names the program
+        s = compress(store, Path(tmp) / f"g-{name}-{serve}.h5",
+                     CompressOptions(m=2, cv_folds=0, max_iter=max_iter),
+                     CompressRun(clients=clients, matcher_cmd=command))  # the host names it
         wall = time.perf_counter() - t0
         n = len(s.clients)
         out[serve] = {"wall": wall / n, "starts": s.program_runs["starts"] / n,

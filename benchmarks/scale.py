@@ -32,7 +32,7 @@ from _results import markdown_table, write_page
 from _scale_accuracy import describe, paired, run_accuracy, uncapped_spread
 from identify import fake_models
 
-from ssgallery.app.compress import compress
+from ssgallery.app.compress import CompressOptions, CompressRun, compress
 from ssgallery.app.enroll import enroll
 from ssgallery.app.training_sets import DEFAULT_MAX_IMPOSTORS
 from ssgallery.datasets import lfw_path
@@ -130,19 +130,20 @@ def _per_client_rows(pc, sizes):
 
 
 def parallel_ratios(store, clients, tmp):
-    opts = {"m": 2, "clients": clients}
+    opts = CompressOptions(m=2)
     t0 = time.perf_counter()
-    compress(store, Path(tmp) / "j1.h5", jobs=1, **opts)
+    compress(store, Path(tmp) / "j1.h5", opts, CompressRun(clients=clients, jobs=1))
     serial = time.perf_counter() - t0
     t0 = time.perf_counter()
-    compress(store, Path(tmp) / "j2.h5", jobs=2, **opts)
+    compress(store, Path(tmp) / "j2.h5", opts, CompressRun(clients=clients, jobs=2))
     jobs2 = time.perf_counter() - t0
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None) as cluster:
         t0 = time.perf_counter()
-        compress(store, Path(tmp) / "dask.h5", scheduler=cluster.scheduler_address, **opts)
+        compress(store, Path(tmp) / "dask.h5", opts,
+                 CompressRun(clients=clients, scheduler=cluster.scheduler_address))
         dask = time.perf_counter() - t0
     same = all(_same(Path(tmp) / "j1.h5", Path(tmp) / f) for f in ("j2.h5", "dask.h5"))
     say(f"{len(clients)} clients: serial {serial:.1f} s, --jobs 2 {jobs2:.1f} s "

@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 from helpers import edit_h5, heavy_imports, make_faces, rehash_gallery
 
-from ssgallery.app.compress import compress, threshold_at_far, threshold_folds
+from ssgallery.app.compress import (
+    CompressOptions,
+    CompressRun,
+    compress,
+    threshold_at_far,
+    threshold_folds,
+)
 from ssgallery.app.enroll import enroll
 from ssgallery.app.verify import verify
 from ssgallery.errors import FormatError, InputError, SsgalleryError
@@ -29,8 +35,8 @@ def built(tmp_path_factory):
     faces = make_faces(str(root / "faces"), n_clients=5, n_images=6)
     enroll(faces, root / "e.h5")
     seen = []
-    summary = compress(root / "e.h5", root / "g.h5", m=2,
-                       progress=lambda c, done, total: seen.append((c, done, total)))
+    summary = compress(root / "e.h5", root / "g.h5", CompressOptions(m=2),
+                       CompressRun(progress=lambda c, done, total: seen.append((c, done, total))))
     return root, faces, summary, seen
 
 
@@ -215,26 +221,28 @@ def test_failed_compress_leaves_no_gallery_only_committed_parts(built, tmp_path)
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt, match="2 finished client"):
-        compress(root / "e.h5", out, progress=interrupt)
+        compress(root / "e.h5", out, run=CompressRun(progress=interrupt))
     assert os.listdir(tmp_path) == ["g.h5.parts"]  # no gallery, two committed clients
     assert len(os.listdir(tmp_path / "g.h5.parts")) == 2
     # an existing gallery survives a failing run untouched
     out.write_bytes((root / "g.h5").read_bytes())
     with pytest.raises(KeyboardInterrupt):
-        compress(root / "e.h5", out, progress=interrupt)
+        compress(root / "e.h5", out, run=CompressRun(progress=interrupt))
     assert out.read_bytes() == (root / "g.h5").read_bytes()
     assert sorted(os.listdir(tmp_path)) == ["g.h5", "g.h5.parts"]
     with pytest.raises(SsgalleryError, match="not an enrolled client: zz"):
-        compress(root / "e.h5", out, clients="c00,zz")
+        compress(root / "e.h5", out, run=CompressRun(clients="c00,zz"))
     # a bad output folder fails before any training (progress is never called)
     with pytest.raises(SsgalleryError, match="missing: folder does not exist"):
-        compress(root / "e.h5", tmp_path / "missing" / "g.h5", progress=interrupt)
+        compress(root / "e.h5", tmp_path / "missing" / "g.h5",
+                 run=CompressRun(progress=interrupt))
 
 
 def test_compress_options(built, tmp_path):
     root = built[0]
-    s = compress(root / "e.h5", tmp_path / "g1.h5", m=1, clients=["c01"], solver="paper",
-                 target_far=0.1, cv_folds=0)
+    s = compress(root / "e.h5", tmp_path / "g1.h5",
+                 CompressOptions(m=1, solver="paper", target_far=0.1, cv_folds=0),
+                 CompressRun(clients=["c01"]))
     assert [r["client"] for r in s.clients] == ["c01"] and s.clients[0]["m"] == 1
     model = read_client(tmp_path / "g1.h5", "c01")
     assert model.provenance["solver"] == "paper" and model.provenance["target_far"] == 0.1
@@ -243,21 +251,23 @@ def test_compress_options(built, tmp_path):
     assert read_client(root / "g.h5", "c01").provenance["threshold_method"] == \
         "4-fold CV, impostors held out by subject"
     with pytest.raises(InputError, match="`m` must be a positive integer"):
-        compress(root / "e.h5", tmp_path / "g2.h5", m=0)
+        compress(root / "e.h5", tmp_path / "g2.h5", CompressOptions(m=0))
     assert not (tmp_path / "g2.h5").exists()
     # max_iter reaches the learner (paper: sweeps over the m prototypes)
-    s = compress(root / "e.h5", tmp_path / "g3.h5", m=2, clients=["c01"], solver="paper",
-                 cv_folds=0, max_iter=2)
+    s = compress(root / "e.h5", tmp_path / "g3.h5",
+                 CompressOptions(m=2, solver="paper", cv_folds=0, max_iter=2),
+                 CompressRun(clients=["c01"]))
     prov = read_client(tmp_path / "g3.h5", "c01").provenance
     assert prov["max_iter"] == 2 and 1 <= prov["n_iter"] <= 2 * 2  # n_iter counts moves
     assert read_client(root / "g.h5", "c01").provenance["max_iter"] == 200  # the default
     with pytest.raises(InputError, match="`max_iter` must be a positive integer"):
-        compress(root / "e.h5", tmp_path / "g4.h5", max_iter=0)
+        compress(root / "e.h5", tmp_path / "g4.h5", CompressOptions(max_iter=0))
 
 
 def test_compress_auto_m(built, tmp_path):
     root = built[0]
-    s = compress(root / "e.h5", tmp_path / "ga.h5", m="auto", rho=0.01, clients="c00")
+    s = compress(root / "e.h5", tmp_path / "ga.h5", CompressOptions(m="auto", rho=0.01),
+                 CompressRun(clients="c00"))
     m = s.clients[0]["m"]
     assert 1 <= m <= 10
     prov = read_client(tmp_path / "ga.h5", "c00").provenance

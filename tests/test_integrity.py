@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from helpers import edit_h5, make_faces, rehash_gallery
 
-from ssgallery.app.compress import compress
+from ssgallery.app.compress import CompressOptions, CompressRun, compress
 from ssgallery.app.enroll import enroll
 from ssgallery.app.verify import verify
 from ssgallery.cli import main
@@ -31,7 +31,7 @@ def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("trust")
     faces = make_faces(str(root / "faces"), n_clients=4, n_images=5)
     enroll(faces, root / "e.h5")
-    compress(root / "e.h5", root / "g.h5", m=2)
+    compress(root / "e.h5", root / "g.h5", CompressOptions(m=2))
     return root, faces
 
 
@@ -41,8 +41,9 @@ def external(tmp_path_factory):
     root = tmp_path_factory.mktemp("ext")
     faces = make_faces(str(root / "faces"), n_clients=3, n_images=3, shape=(16, 12))
     enroll(faces, root / "e.h5", matcher="external", matcher_options={"command": FOREIGN})
-    compress(root / "e.h5", root / "g.h5", m=1, clients="c00", cv_folds=0, max_iter=2,
-             solver="paper", matcher_cmd=FOREIGN)
+    compress(root / "e.h5", root / "g.h5",
+             CompressOptions(m=1, cv_folds=0, max_iter=2, solver="paper"),
+             CompressRun(clients="c00", matcher_cmd=FOREIGN))
     return root, faces
 
 
@@ -291,7 +292,8 @@ def test_signing(built, tmp_path, monkeypatch):
     other.write_bytes(os.urandom(32))
     probe = os.path.join(faces, "c01", "0.png")
     signed = tmp_path / "signed.h5"
-    compress(root / "e.h5", signed, m=1, clients="c01", cv_folds=0, key_file=str(key))
+    compress(root / "e.h5", signed, CompressOptions(m=1, cv_folds=0),
+             CompressRun(clients="c01", key_file=str(key)))
     assert verify(signed, [probe], "c01", key_file=str(key))[0].accept
     with pytest.raises(FormatError, match="signature does not match the configured key"):
         verify(signed, [probe], "c01", key_file=str(other))

@@ -4,13 +4,14 @@ and incremental runs."""
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import h5py
 import numpy as np
 import pytest
 from helpers import assert_rounding_equal
 
-from ssgallery.app.compress import compress
+from ssgallery.app.compress import CompressOptions, CompressRun, compress
 from ssgallery.app.enroll import enroll
 from ssgallery.app.training_sets import (
     DEFAULT_MAX_IMPOSTORS,
@@ -98,26 +99,28 @@ def test_cohort_takes_the_nearest_subjects():
 def test_cap_recorded_in_provenance_and_uncapped_default(store, tmp_path):
     from ssgallery.formats.gallery import read_gallery
 
-    s = compress(store, tmp_path / "cap.h5", m=1, clients="c01,c02", max_impostors=12,
-                 cv_folds=2)
+    s = compress(store, tmp_path / "cap.h5", CompressOptions(m=1, max_impostors=12, cv_folds=2),
+                 CompressRun(clients="c01,c02"))
     prov = read_gallery(tmp_path / "cap.h5").clients["c01"].provenance
     assert prov["n_impostor"] == 12 and prov["impostors_capped"]
     assert prov["max_impostors"] == 12 and prov["impostors"] == "sample"
     assert [r["n_impostor"] for r in s.clients] == [12, 12]
-    compress(store, tmp_path / "all.h5", m=1, clients="c01", cv_folds=2)
+    compress(store, tmp_path / "all.h5", CompressOptions(m=1, cv_folds=2),
+             CompressRun(clients="c01"))
     prov = read_gallery(tmp_path / "all.h5").clients["c01"].provenance
     assert prov["n_impostor"] == 45 and not prov["impostors_capped"]
     assert prov["max_impostors"] == DEFAULT_MAX_IMPOSTORS
     with pytest.raises(InputError, match="impostors must be one of"):
-        compress(store, tmp_path / "x.h5", impostors="nearest")
+        compress(store, tmp_path / "x.h5", CompressOptions(impostors="nearest"))
 
 
 @pytest.mark.parametrize("max_impostors", [0, 20])
 def test_threshold_cv_leaves_the_trained_models_unchanged(store, tmp_path, max_impostors):
     # benchmarks/_scale_accuracy.py skips the threshold CV when it measures EERs
-    opts = {"m": 2, "max_impostors": max_impostors, "clients": "c00,c03", "random_state": 1}
-    compress(store, tmp_path / "cv.h5", cv_folds=3, **opts)
-    compress(store, tmp_path / "no.h5", cv_folds=0, **opts)
+    opts = {"m": 2, "max_impostors": max_impostors, "seed": 1}
+    run = CompressRun(clients="c00,c03")
+    compress(store, tmp_path / "cv.h5", CompressOptions(cv_folds=3, **opts), run)
+    compress(store, tmp_path / "no.h5", CompressOptions(cv_folds=0, **opts), run)
     A, B = _arrays(tmp_path / "cv.h5"), _arrays(tmp_path / "no.h5")
     for cid in ("c00", "c03"):
         for key in ("prototypes", "beta", "intercept"):
@@ -126,12 +129,14 @@ def test_threshold_cv_leaves_the_trained_models_unchanged(store, tmp_path, max_i
 
 
 def test_jobs_2_gives_the_same_gallery_as_jobs_1(store, tmp_path):
-    opts = {"m": 2, "max_impostors": 20, "cv_folds": 3, "clients": "c00,c01,c02,c03,c04"}
-    one = compress(store, tmp_path / "one.h5", jobs=1, **opts)
-    two = compress(store, tmp_path / "two.h5", jobs=2, **opts)
+    opts = CompressOptions(m=2, max_impostors=20, cv_folds=3)
+    clients = "c00,c01,c02,c03,c04"
+    one = compress(store, tmp_path / "one.h5", opts, CompressRun(clients=clients, jobs=1))
+    two = compress(store, tmp_path / "two.h5", opts, CompressRun(clients=clients, jobs=2))
     assert_same_gallery(tmp_path / "one.h5", tmp_path / "two.h5")
     assert [r["client"] for r in one.clients] == [r["client"] for r in two.clients]
-    cohort = compress(store, tmp_path / "cohort.h5", jobs=2, impostors="cohort", **opts)
+    cohort = compress(store, tmp_path / "cohort.h5", replace(opts, impostors="cohort"),
+                      CompressRun(clients=clients, jobs=2))
     assert all(r["n_impostor"] == 20 for r in cohort.clients)
 
 
@@ -171,10 +176,11 @@ def test_sigkilled_run_resumes_to_the_same_gallery(tmp_path):
     assert not gallery.exists()  # killed: no gallery, only committed parts
     n = committed()
     assert 2 <= n < 14
-    resumed = compress(tmp_path / "e.h5", gallery, m=2, cv_folds=5, resume=True)
+    resumed = compress(tmp_path / "e.h5", gallery, CompressOptions(m=2, cv_folds=5),
+                       CompressRun(resume=True))
     assert len(resumed.resumed) == n and len(resumed.trained) == 14 - n
     assert not parts.exists()  # removed after the gallery was written
-    compress(tmp_path / "e.h5", tmp_path / "whole.h5", m=2, cv_folds=5)
+    compress(tmp_path / "e.h5", tmp_path / "whole.h5", CompressOptions(m=2, cv_folds=5))
     assert_same_gallery(gallery, tmp_path / "whole.h5")
 
 
@@ -188,9 +194,11 @@ def test_resume_ignores_parts_of_other_options(store, tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        compress(store, out, m=1, cv_folds=2, clients="c00,c01,c02", progress=stop)
+        compress(store, out, CompressOptions(m=1, cv_folds=2),
+                 CompressRun(clients="c00,c01,c02", progress=stop))
     assert PartsFolder(out).count() == 2
-    s = compress(store, out, m=2, cv_folds=2, clients="c00,c01,c02", resume=True)
+    s = compress(store, out, CompressOptions(m=2, cv_folds=2),
+                 CompressRun(clients="c00,c01,c02", resume=True))
     assert s.resumed == [] and len(s.trained) == 3  # other options: nothing reused
 
 
@@ -203,11 +211,11 @@ def test_update_trains_only_new_clients_and_names_stale_ones(tmp_path):
     faces = tmp_path / "faces"
     store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
     enroll(faces, store)
-    compress(store, gallery, m=1, cv_folds=2)
+    compress(store, gallery, CompressOptions(m=1, cv_folds=2))
     before = _arrays(gallery)
     add()
     enroll(faces, store, add=True)  # the matcher basis is kept
-    s = compress(store, gallery, m=1, cv_folds=2, update=True)
+    s = compress(store, gallery, CompressOptions(m=1, cv_folds=2), CompressRun(update=True))
     assert s.trained == ["c06", "c07"] and s.kept == [f"c{c:02d}" for c in range(6)]
     after = _arrays(gallery)
     assert sorted(after) == [f"c{c:02d}" for c in range(8)]
@@ -217,7 +225,7 @@ def test_update_trains_only_new_clients_and_names_stale_ones(tmp_path):
     assert read_gallery(gallery).clients["c07"].provenance["n_impostor"] == 35
     enroll(faces, store)  # refit: a new basis
     with pytest.raises(InputError, match="matcher basis changed.*stale clients: c00, c01"):
-        compress(store, gallery, m=1, cv_folds=2, update=True)
+        compress(store, gallery, CompressOptions(m=1, cv_folds=2), CompressRun(update=True))
 
 
 # ----------------------------------------------------------------- Dask
@@ -225,18 +233,20 @@ def test_dask_local_cluster_gives_the_serial_gallery(store, tmp_path, monkeypatc
     pytest.importorskip("distributed", reason="the 'distributed' extra is not installed")
     from distributed import LocalCluster
 
-    opts = {"m": 2, "max_impostors": 20, "cv_folds": 3, "clients": "c00,c01,c02,c03"}
+    opts, clients = CompressOptions(m=2, max_impostors=20, cv_folds=3), "c00,c01,c02,c03"
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None) as cluster:
-        s = compress(store, tmp_path / "dask.h5", scheduler=cluster.scheduler_address, **opts)
+        s = compress(store, tmp_path / "dask.h5", opts,
+                     CompressRun(clients=clients, scheduler=cluster.scheduler_address))
     assert s.scheduler == cluster.scheduler_address
-    compress(store, tmp_path / "serial.h5", **opts)
+    compress(store, tmp_path / "serial.h5", opts, CompressRun(clients=clients))
     assert_same_gallery(tmp_path / "dask.h5", tmp_path / "serial.h5", rounding=True)
     from ssgallery.app import parallel
 
     monkeypatch.setattr(parallel, "CONNECT_TIMEOUT", "2s")
     with pytest.raises(InputError, match="cannot reach the Dask scheduler"):
-        compress(store, tmp_path / "x.h5", scheduler="tcp://127.0.0.1:9", **opts)
+        compress(store, tmp_path / "x.h5", opts,
+                 CompressRun(clients=clients, scheduler="tcp://127.0.0.1:9"))
 
 
 # ----------------------------------------------------------------- black-box matchers
@@ -254,8 +264,9 @@ def test_served_external_matcher_same_gallery_far_fewer_program_runs(tmp_path):
         store = tmp_path / f"e{serve}.h5"
         enroll(faces, store, matcher="external",
                matcher_options={"command": serve_mad, "serve": serve})
-        s = compress(store, tmp_path / f"g{serve}.h5", m=1, cv_folds=0, max_iter=2,
-                     matcher_cmd=serve_mad)
+        s = compress(store, tmp_path / f"g{serve}.h5",
+                     CompressOptions(m=1, cv_folds=0, max_iter=2),
+                     CompressRun(matcher_cmd=serve_mad))
         runs[serve] = s.program_runs
     assert_same_gallery(tmp_path / "gTrue.h5", tmp_path / "gFalse.h5")
     # enroll's matcher may have started the shared program already: at most one start

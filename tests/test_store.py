@@ -214,7 +214,7 @@ def test_bad_store_files(faces, tmp_path):
 
 
 def test_features_are_cached_at_enroll_and_used_by_compress(faces, tmp_path, monkeypatch):
-    from ssgallery.app.compress import compress
+    from ssgallery.app.compress import CompressOptions, CompressRun, compress
     from ssgallery.formats.gallery import read_client
 
     path = tmp_path / "e.h5"
@@ -228,13 +228,13 @@ def test_features_are_cached_at_enroll_and_used_by_compress(faces, tmp_path, mon
     # the new rows were mapped in their own batch: a product of another shape may round
     # its last bit differently
     assert_rounding_equal(store.features, store.matcher().transform(store.images), tol=1e-14)
-    compress(path, tmp_path / "cached.h5", clients="c03")
+    compress(path, tmp_path / "cached.h5", run=CompressRun(clients="c03"))
     # a store without the cache (older files) gives the same gallery: compress recomputes
     with edit_h5(path) as f:
         del f["features"]
     rehash_store(path)  # a store written before the cache existed
     assert load_store(path).features is None
-    compress(path, tmp_path / "recomputed.h5", clients="c03")
+    compress(path, tmp_path / "recomputed.h5", run=CompressRun(clients="c03"))
     a, b = (read_client(tmp_path / g, "c03", matcher=False) for g in ("cached.h5",
                                                                        "recomputed.h5"))
     assert_rounding_equal(a.prototypes, b.prototypes, tol=1e-4)
@@ -248,9 +248,10 @@ def test_features_are_cached_at_enroll_and_used_by_compress(faces, tmp_path, mon
 
     monkeypatch.setattr(EigenfaceMatcher, "transform", refuse)
     # (the per-fold refits map the images through their own refitted matchers)
-    compress(path, tmp_path / "g.h5", clients="c00", refit_matcher=False)
+    compress(path, tmp_path / "g.h5", CompressOptions(refit_matcher=False),
+             CompressRun(clients="c00"))
     with pytest.raises(AssertionError, match="transform called"):
-        compress(path, tmp_path / "g.h5", clients="c00")
+        compress(path, tmp_path / "g.h5", run=CompressRun(clients="c00"))
 
 
 def test_corrupt_feature_cache_is_refused(faces, tmp_path):

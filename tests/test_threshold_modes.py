@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from ssgallery.app.compress import compress
+from ssgallery.app.compress import CompressOptions, CompressRun, compress
 from ssgallery.app.enroll import enroll
 from ssgallery.app.fold_spaces import FoldSpaces, subject_order
 from ssgallery.app.parts import ClientResult, PartsFolder
@@ -48,7 +48,7 @@ def _unseen_far(gallery, root, clients):
 
 def test_global_mode_keeps_its_promise_on_unseen_impostors(synth_split, tmp_path):
     root, clients = synth_split
-    s = compress(root / "e.h5", tmp_path / "g.h5", target_far=0.05)
+    s = compress(root / "e.h5", tmp_path / "g.h5", CompressOptions(target_far=0.05))
     cal = s.calibration
     assert s.threshold_mode == cal["mode"] == "znorm-global"
     assert cal["accepted"] == 33 and cal["impostors"] == 660  # floor(0.05 * 660)
@@ -58,8 +58,8 @@ def test_global_mode_keeps_its_promise_on_unseen_impostors(synth_split, tmp_path
         assert row["threshold"] == pytest.approx(n["mean"] + n["std"] * cal["global_threshold"])
     far, n = _unseen_far(tmp_path / "g.h5", root, clients)
     assert n == 2016 and far == pytest.approx(0.0675, abs=0.002)  # target 0.05
-    compress(root / "e.h5", tmp_path / "v0.h5", target_far=0.05, threshold_mode="client",
-             refit_matcher=False)
+    compress(root / "e.h5", tmp_path / "v0.h5",
+             CompressOptions(target_far=0.05, threshold_mode="client", refit_matcher=False))
     far_v0, _ = _unseen_far(tmp_path / "v0.h5", root, clients)
     assert far_v0 == pytest.approx(0.0947, abs=0.002)  # held-out impostors inside the basis
 
@@ -90,8 +90,9 @@ def test_fold_spaces_are_shared_between_clients(tmp_path):
 
 def test_client_mode_thresholds_are_the_per_client_cv_ones(synth_split, tmp_path):
     root, _ = synth_split
-    s = compress(root / "e.h5", tmp_path / "g.h5", threshold_mode="client", cv_folds=3,
-                 clients=["c01", "c02", "c03"])
+    s = compress(root / "e.h5", tmp_path / "g.h5",
+                 CompressOptions(threshold_mode="client", cv_folds=3),
+                 CompressRun(clients=["c01", "c02", "c03"]))
     assert s.calibration["global_threshold"] is None
     for row in s.clients:
         assert row["threshold"] == row["client_threshold"] and row["threshold_mode"] == "client"
@@ -101,8 +102,9 @@ def test_info_shows_mode_and_expected_far(synth_split, tmp_path):
     from ssgallery.cli import main
 
     root, _ = synth_split
-    compress(root / "e.h5", tmp_path / "g.h5", threshold_mode="shrink", cv_folds=3,
-             clients=["c01", "c02", "c03"])
+    compress(root / "e.h5", tmp_path / "g.h5",
+             CompressOptions(threshold_mode="shrink", cv_folds=3),
+             CompressRun(clients=["c01", "c02", "c03"]))
     out = CliRunner().invoke(main, ["info", "--gallery", str(tmp_path / "g.h5")])
     assert out.exit_code == 0, out.output
     line = next(ln for ln in out.output.splitlines() if ln.startswith("thresholds:"))
@@ -120,7 +122,8 @@ def test_gallery_without_calibration_attrs_still_works(synth_split, tmp_path):
 
     root, _ = synth_split
     g = tmp_path / "g.h5"
-    compress(root / "e.h5", g, threshold_mode="client", cv_folds=3, clients=["c01", "c02"])
+    compress(root / "e.h5", g, CompressOptions(threshold_mode="client", cv_folds=3),
+             CompressRun(clients=["c01", "c02"]))
     with h5py.File(g, "a") as f:  # as written before threshold modes existed
         del f.attrs["threshold_mode"], f.attrs["calibration"]
     rehash_gallery(g)
@@ -138,7 +141,7 @@ def test_new_attrs_are_covered_by_the_digest(synth_split, tmp_path):
 
     root, _ = synth_split
     g = tmp_path / "g.h5"
-    compress(root / "e.h5", g, cv_folds=3, clients=["c01", "c02"])
+    compress(root / "e.h5", g, CompressOptions(cv_folds=3), CompressRun(clients=["c01", "c02"]))
     with h5py.File(g, "a") as f:
         cal = json.loads(f.attrs["calibration"])
         f.attrs["calibration"] = json.dumps(cal | {"expected_far": 0.0}, sort_keys=True)
@@ -165,15 +168,16 @@ def test_update_keeps_the_calibration_and_refuses_another_mode(tmp_path):
     add = growing_faces(str(tmp_path))
     store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
     enroll(tmp_path / "faces", store)
-    first = compress(store, gallery, m=1, cv_folds=2).calibration
+    first = compress(store, gallery, CompressOptions(m=1, cv_folds=2)).calibration
     add()
     enroll(tmp_path / "faces", store, add=True)
     with pytest.raises(InputError, match="threshold_mode` 'znorm-global', not 'client'"):
-        compress(store, gallery, m=1, cv_folds=2, update=True, threshold_mode="client")
+        compress(store, gallery, CompressOptions(m=1, cv_folds=2, threshold_mode="client"),
+                 CompressRun(update=True))
     with pytest.raises(InputError, match="target_far` 0.01, not 0.02"):  # c00..c05 kept
-        compress(store, gallery, m=1, cv_folds=2, update=True, target_far=0.02,
-                 clients="c06,c07")
-    s = compress(store, gallery, m=1, cv_folds=2, update=True)
+        compress(store, gallery, CompressOptions(m=1, cv_folds=2, target_far=0.02),
+                 CompressRun(update=True, clients="c06,c07"))
+    s = compress(store, gallery, CompressOptions(m=1, cv_folds=2), CompressRun(update=True))
     cal = s.calibration
     assert s.trained == ["c06", "c07"] and cal["global_threshold"] == first["global_threshold"]
     assert cal["impostors"] > first["impostors"] and cal["clients"] == 8

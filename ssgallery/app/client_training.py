@@ -21,18 +21,16 @@ Per client c, on the matcher features X of its bounded training set
 """
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ssgallery.app.options import MAX_ITER, N_FOLDS, CompressOptions  # noqa: F401
 from ssgallery.app.parts import ClientResult
 from ssgallery.errors import InputError
-from ssgallery.learn.defaults import DEFAULT_LAM
 from ssgallery.learn.threads import single_threaded_blas
 
-N_FOLDS = 5
 AUTO_M_GRID = (10, 5, 3, 2, 1)  # --m auto: candidates, largest first (Eq. 8 (eq:xval-m))
-MAX_ITER = 200  # the learner's default: L-BFGS-B iterations (varpro) / sweeps (paper)
 
 
 @dataclass
@@ -92,23 +90,24 @@ def threshold_at_far(impostor_scores, target_far):
     return at_far(impostor_scores, target_far)
 
 
-def _fit_pair(X, y, similarity, bounds, m, lam, solver, init, C, rho, random_state,
-              max_iter=MAX_ITER, gram=None):
+def _fit_pair(X, y, similarity, bounds, options, C, m, gram=None):
     """SVM teacher (``gram`` = S(X, X) if known), then its distillation to m prototypes
-    (m="auto": Eq. 8 (eq:xval-m))."""
+    (m="auto": Eq. 8 (eq:xval-m)) with the learner options of ``options``."""
     from ssgallery.learn.supersparse import SuperSparseDistiller
     from ssgallery.learn.teacher import SimilaritySVM
 
-    svm = SimilaritySVM(similarity=similarity, C=C, random_state=random_state).fit(X, y, gram)
+    o = options
+    svm = SimilaritySVM(similarity=similarity, C=C, random_state=o.seed).fit(X, y, gram)
     dist = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=2 if m == "auto" else m,
-                                similarity=similarity, lam=lam, solver=solver, init=init,
-                                bounds=bounds, max_iter=max_iter, random_state=random_state)
+                                similarity=similarity, lam=o.lam, solver=o.solver,
+                                init=o.init, bounds=bounds, max_iter=o.max_iter,
+                                random_state=o.seed)
     if m == "auto":
         from ssgallery.learn.mselect import select_n_prototypes
 
         n_pos = int(np.sum(y > 0))
-        selection = select_n_prototypes(dist, X, y, m_grid=AUTO_M_GRID, rho=rho,
-                                        cv=max(2, min(N_FOLDS, n_pos)), random_state=random_state)
+        selection = select_n_prototypes(dist, X, y, m_grid=AUTO_M_GRID, rho=o.rho,
+                                        cv=max(2, min(N_FOLDS, n_pos)), random_state=o.seed)
         return svm, selection.best_estimator_
     return svm, dist.fit(X, y)
 
@@ -151,10 +150,8 @@ def threshold_folds(y, groups, n_folds=N_FOLDS, random_state=0, subject_order=No
     return folds
 
 
-def train_client(X, y, similarity, *, groups=None, m=2, lam=DEFAULT_LAM, solver="varpro",
-                 init="class",
-                 bounds=None, rho=0.01, target_far=0.01, n_folds=N_FOLDS, random_state=0,
-                 max_iter=MAX_ITER, gram=None, folds=None, fold_spaces=None):
+def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gram=None,
+                 folds=None, fold_spaces=None):
     """Teacher, distillation and CV thresholds for one client.
 
     Parameters
@@ -165,15 +162,15 @@ def train_client(X, y, similarity, *, groups=None, m=2, lam=DEFAULT_LAM, solver=
         +1 for the client's images, -1 for everyone else's.
     similarity : Similarity
         The matcher's similarity on X.
+    options : CompressOptions, optional
+        The training options (`ssgallery.app.options.CompressOptions`; default: its
+        defaults): m, lam, solver, init ("auto": `ssgallery.learn.supersparse.resolve_init`),
+        rho, target_far, max_iter, seed, and cv_folds, the folds of the threshold CV
+        (fewer when there are fewer genuine images).
     groups : ndarray of shape (n,), optional
         Subject of each image; impostors are held out by subject (default: by image).
-    m : int or "auto"
-    lam, solver, init, bounds, rho : learner options
-    target_far : float
-    n_folds : int
-        Folds for the threshold (fewer when there are fewer genuine images).
-    max_iter : int
-        The learner's ``max_iter`` (varpro: L-BFGS-B iterations; paper: sweeps).
+    bounds : (lower, upper), optional
+        The box of the matcher's space.
     gram : ndarray of shape (n, n), optional
         S(X, X), computed once for all clients by `compress`.
     folds : ndarray of shape (n,), optional
@@ -188,11 +185,14 @@ def train_client(X, y, similarity, *, groups=None, m=2, lam=DEFAULT_LAM, solver=
     -------
     ClientFit
     """
-    svm, dist = _fit_pair(X, y, similarity, bounds, m, lam, solver, init, "cv", rho,
-                          random_state, max_iter, gram)
+    from ssgallery.learn.supersparse import resolve_init
+
+    o = options if options is not None else CompressOptions()
+    o = replace(o, init=resolve_init(o.init, similarity))
+    svm, dist = _fit_pair(X, y, similarity, bounds, o, "cv", o.m, gram)
     m_fit = len(dist.beta_)
     if folds is None:
-        folds = threshold_folds(y, groups, n_folds, random_state)
+        folds = threshold_folds(y, groups, o.cv_folds, o.seed)
     k = int(folds.max()) + 1 if folds is not None else 0
     if folds is not None:
         imp_g, imp_s, gen_g, gen_s = [], [], [], []
@@ -200,8 +200,7 @@ def train_client(X, y, similarity, *, groups=None, m=2, lam=DEFAULT_LAM, solver=
             tr, te = folds != j, folds == j
             Xf, sim_f, bounds_f = (X, similarity, bounds) if fold_spaces is None \
                 else fold_spaces[j]
-            f_svm, f_dist = _fit_pair(Xf[tr], y[tr], sim_f, bounds_f, m_fit, lam, solver,
-                                      init, svm.C_, rho, random_state, max_iter)
+            f_svm, f_dist = _fit_pair(Xf[tr], y[tr], sim_f, bounds_f, o, svm.C_, m_fit)
             neg, pos = te & (y < 0), te & (y > 0)
             imp_g.append(f_dist.decision_function(Xf[neg]))
             imp_s.append(f_svm.decision_function(Xf[neg]))
@@ -216,7 +215,7 @@ def train_client(X, y, similarity, *, groups=None, m=2, lam=DEFAULT_LAM, solver=
         imp_subject = np.asarray(groups)[neg] if groups is not None else None
         imp_g, imp_s = dist.decision_function(X[neg]), svm.decision_function(X[neg])
         gen_g, gen_s = dist.decision_function(X[~neg]), svm.decision_function(X[~neg])
-    t, t_svm = threshold_at_far(imp_g, target_far), threshold_at_far(imp_s, target_far)
+    t, t_svm = threshold_at_far(imp_g, o.target_far), threshold_at_far(imp_s, o.target_far)
     cv = {"threshold_folds": k,
           "cv_far": float(np.mean(imp_g >= t)), "cv_frr": float(np.mean(gen_g < t)),
           "svm_cv_far": float(np.mean(imp_s >= t_svm)),
@@ -242,8 +241,8 @@ class ClientJob:
         Subject of each row (impostors are held out by subject).
     similarity, bounds :
         The matcher's similarity and box on its space.
-    options : dict
-        The run's training options (m, lam, solver, init, ..., seed).
+    options : CompressOptions
+        The run's training options (`ssgallery.app.options.CompressOptions`).
     gram : ndarray of shape (k, k), optional
         S(X, X) when the caller shares one matrix between clients (uncapped runs).
     capped : bool
@@ -258,7 +257,7 @@ class ClientJob:
     groups: np.ndarray
     similarity: object
     bounds: object
-    options: dict
+    options: CompressOptions
     gram: np.ndarray = None
     capped: bool = False
     folds: np.ndarray = None
@@ -269,17 +268,14 @@ def client_provenance(job, fit):
     """The provenance dict stored with a client's model: how it was trained."""
     o, d, svm, reg = job.options, fit.distiller, fit.svm, fit.distiller.regressor_
     k = fit.cv["threshold_folds"]
-    return {"m": len(d.beta_), "d": int(job.X.shape[1]), "lambda": float(o["lam"]),
+    return {**o.provenance(), "m": len(d.beta_), "d": int(job.X.shape[1]),
             "lam_scale": reg.lam_scale, "lambda_abs": float(reg.lam_),
-            "n_init": int(reg.n_init), "solver": o["solver"], "init": o["init"], "max_iter": int(o["max_iter"]),
+            "n_init": int(reg.n_init),
             "omega": float(reg.objective_), "n_similarity_evals": int(reg.n_similarity_evals_),
             "n_iter": int(reg.n_iter_), "svm_n_support": int(svm.n_support_total_),
             "svm_C": float(svm.C_), "svm_intercept": float(svm.intercept_),
-            "svm_threshold": fit.svm_threshold, "target_far": float(o["target_far"]),
+            "svm_threshold": fit.svm_threshold,
             "n_genuine": int(np.sum(job.y > 0)), "n_impostor": int(np.sum(job.y < 0)),
-            "m_selection": "auto" if o["m"] == "auto" else "fixed",
-            "rho": float(o["rho"]) if o["m"] == "auto" else None,
-            "impostors": o["impostors"], "max_impostors": o["max_impostors"],
             "impostors_capped": bool(job.capped),
             "threshold_method": f"{k}-fold CV, impostors held out by subject" if k
             else "training scores", **fit.cv}
@@ -299,13 +295,10 @@ def summary_row(client, result_prov, threshold, beta, intercept, normalization=N
 def train_job(job):
     """Train one client (any process): `train_client` -> `ClientResult`."""
     start, cpu = time.perf_counter(), time.process_time()
-    o = job.options
     with single_threaded_blas():
-        fit = train_client(job.X, job.y, job.similarity, groups=job.groups, m=o["m"],
-                           lam=o["lam"], solver=o["solver"], init=o["init"], bounds=job.bounds,
-                           rho=o["rho"], target_far=o["target_far"], n_folds=o["cv_folds"],
-                           random_state=o["seed"], max_iter=o["max_iter"], gram=job.gram,
-                           folds=job.folds, fold_spaces=job.fold_spaces)
+        fit = train_client(job.X, job.y, job.similarity, job.options, groups=job.groups,
+                           bounds=job.bounds, gram=job.gram, folds=job.folds,
+                           fold_spaces=job.fold_spaces)
     d = fit.distiller
     prov = client_provenance(job, fit)
     return ClientResult(client=job.client, prototypes=np.asarray(d.prototypes_, dtype=float),

@@ -1,6 +1,8 @@
 """``compress``: enrollment store -> gallery, one client at a time.
 
-The steps, one function each: check the options (`_check_options`), open the
+The options come checked, as two objects (`ssgallery.app.options`): `CompressOptions`
+(what changes the models: recorded, digested, shipped to the jobs) and `CompressRun`
+(how and where the run happens). The steps, one function each: open the
 store lazily and plan the clients (`_prepare`), compute the features once in
 chunks (`_features`), build each client's bounded job
 (`ssgallery.app.training_sets`, `_jobs`), train the jobs on a backend
@@ -9,7 +11,7 @@ cluster; `ssgallery.app.client_training.train_job`), commit each finished client
 to ``<gallery>.parts/`` (`ssgallery.app.parts`), then assemble and write the gallery
 once, atomically (`_write`). Only this process writes files.
 
-Resumable: after Ctrl-C, SIGKILL or a lost worker, ``resume=True`` reuses the committed
+Resumable: after Ctrl-C, SIGKILL or a lost worker, ``CompressRun(resume=True)`` reuses the committed
 parts whose store fingerprint and options match and trains only the missing clients.
 Incremental: ``update=True`` copies the clients of the existing gallery that were trained
 with the same options on the same matcher basis and trains only the others (e.g. the
@@ -17,32 +19,23 @@ clients added by ``enroll --add``); when the basis has changed it names the stal
 """
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ssgallery.app.client_training import (  # noqa: F401  (threshold_*: public here)
-    MAX_ITER,
-    N_FOLDS,
     ClientJob,
     threshold_at_far,
     threshold_folds,
     train_job,
 )
 from ssgallery.app.fold_spaces import FoldSpaces, learns_from_images, subject_order
-from ssgallery.app.parallel import check_backend, run_jobs
+from ssgallery.app.options import CompressOptions, CompressRun
+from ssgallery.app.parallel import run_jobs
 from ssgallery.app.parts import PartsFolder, options_digest, run_key
 from ssgallery.app.thresholds import apply, calibrate
-from ssgallery.app.training_sets import (
-    DEFAULT_MAX_IMPOSTORS,
-    check_cap,
-    cohort_distances,
-    subject_means,
-    training_rows,
-)
-from ssgallery.biometrics.calibration import DEFAULT_THRESHOLD_MODE, THRESHOLD_MODES
-from ssgallery.errors import InputError, NotRenderableError, SsgalleryError, option
-from ssgallery.learn.defaults import DEFAULT_LAM
+from ssgallery.app.training_sets import cohort_distances, subject_means, training_rows
+from ssgallery.errors import InputError, NotRenderableError, SsgalleryError
 from ssgallery.learn.supersparse import resolve_init
 from ssgallery.learn.threads import single_threaded_blas
 
@@ -84,26 +77,6 @@ class CompressSummary:
         return {k: v for k, v in self.__dict__.items() if k != "heldout"}
 
 
-INITS = ("auto", "class", "genuine", "kmeans", "random")
-
-
-def _check_options(m, rho, target_far, lam, solver, init, max_iter=MAX_ITER):
-    if m != "auto" and (isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1):
-        raise InputError(f"{option('m')} must be a positive integer or 'auto', got {m!r}")
-    if not 0.0 <= float(target_far) < 1.0:
-        raise InputError(f"{option('target_far')} must be in [0, 1), got {target_far}")
-    if float(lam) < 0:
-        raise InputError(f"{option('lam')} must be >= 0, got {lam}")
-    if rho is not None and float(rho) < 0:
-        raise InputError(f"{option('rho')} must be >= 0, got {rho}")
-    if solver not in ("varpro", "paper"):
-        raise InputError(f"{option('solver')} must be 'varpro' or 'paper', got {solver!r}")
-    if init not in INITS:
-        raise InputError(f"{option('init')} must be one of {', '.join(INITS)}, got {init!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise InputError(f"{option('max_iter')} must be a positive integer, got {max_iter!r}")
-
-
 @dataclass
 class _Plan:
     """What every step of one compress run shares."""
@@ -113,7 +86,7 @@ class _Plan:
     similarity: object
     bounds: object
     todo: list
-    options: dict
+    options: CompressOptions  # init resolved for the matcher
     codes: np.ndarray = None  # subject code of every store row
     X: np.ndarray = None  # features of every row (None: read per block)
     gram: np.ndarray = None  # S(X, X) when no client is capped
@@ -123,21 +96,15 @@ class _Plan:
     order: np.ndarray = None  # the subjects' shared order for the threshold folds
 
 
-def _parse_clients(clients):
-    if isinstance(clients, str):
-        clients = [c.strip() for c in clients.split(",") if c.strip()]
-    return None if clients is None else list(clients)
-
-
-def _prepare(store_path, gallery_path, clients, options, force=False, matcher_cmd=None):
+def _prepare(store_path, gallery_path, options, run):
     """Open the store (images stay on disk), check the clients, resolve the matcher."""
     from ssgallery.formats.atomic import check_writable
     from ssgallery.formats.gallery import FORMAT
     from ssgallery.formats.store import load_store
 
     store = load_store(store_path, images=False)
-    check_writable(gallery_path, FORMAT, force)  # fail now, not after training every client
-    todo = list(store.clients) if clients is None else clients
+    check_writable(gallery_path, FORMAT, run.force)  # fail now, not after training anyone
+    todo = list(store.clients) if run.clients is None else run.clients
     unknown = [c for c in todo if c not in store.clients]
     if unknown:
         shown = ", ".join(store.clients[:8]) + (", ..." if len(store.clients) > 8 else "")
@@ -147,9 +114,9 @@ def _prepare(store_path, gallery_path, clients, options, force=False, matcher_cm
         raise InputError("the store has no enrolled client to compress", path=store_path)
     from ssgallery.matchers.host import host_matcher
 
-    matcher = store.matcher(host=host_matcher(matcher_cmd))
+    matcher = store.matcher(host=host_matcher(run.matcher_cmd))
     similarity = matcher.similarity()
-    options = dict(options, init=resolve_init(options["init"], similarity))
+    options = replace(options, init=resolve_init(options.init, similarity))
     subjects, codes = np.unique(store.labels, return_inverse=True)
     return _Plan(store=store, matcher=matcher, similarity=similarity, bounds=matcher.bounds(),
                  todo=todo, options=options, codes=codes, subjects=subjects)
@@ -190,16 +157,16 @@ def _setup_blocks(plan):
     o = plan.options
     plan.X = _features(plan)
     counts = np.bincount(plan.codes)[np.searchsorted(plan.subjects, plan.todo)]
-    capped = bool(o["max_impostors"]) and len(plan.codes) - counts.min() > o["max_impostors"]
-    if capped and o["impostors"] == "cohort":
+    capped = bool(o.max_impostors) and len(plan.codes) - counts.min() > o.max_impostors
+    if capped and o.impostors == "cohort":
         chunks = ((0, plan.X),) if plan.X is not None else _feature_chunks(plan)
         plan.distance = cohort_distances(subject_means(plan.codes, chunks))
     if not capped:  # every client trains on every row: one S(X, X) serves them all
         X = plan.X if plan.X is not None else _block(plan, np.arange(len(plan.codes)))
         plan.X, plan.gram = X, plan.similarity(X, X)
-        if o["refit_matcher"] and o["cv_folds"] > 1 and learns_from_images(plan.matcher):
+        if o.refit_matcher and o.cv_folds > 1 and learns_from_images(plan.matcher):
             plan.fold_spaces = FoldSpaces(plan.store)
-            plan.order = subject_order(plan.subjects, o["seed"])
+            plan.order = subject_order(plan.subjects, o.seed)
 
 
 def _jobs(plan, clients):
@@ -208,8 +175,8 @@ def _jobs(plan, clients):
     index = {s: i for i, s in enumerate(plan.subjects)}
     for client in clients:
         rows, capped = training_rows(plan.codes, index[client], client_id=client,
-                                     max_impostors=o["max_impostors"],
-                                     impostors=o["impostors"], seed=o["seed"],
+                                     max_impostors=o.max_impostors,
+                                     impostors=o.impostors, seed=o.seed,
                                      subject_distance=plan.distance)
         labels = plan.store.labels[rows]
         y = np.where(labels == client, 1, -1)
@@ -218,7 +185,7 @@ def _jobs(plan, clients):
                              "clients or add background subjects", path=plan.store.path)
         folds = spaces = None
         if plan.fold_spaces is not None:
-            folds = threshold_folds(y, labels, o["cv_folds"], o["seed"], plan.order)
+            folds = threshold_folds(y, labels, o.cv_folds, o.seed, plan.order)
             if folds is not None:
                 spaces = plan.fold_spaces.for_client(rows, y, labels, folds)
         yield ClientJob(client=client, X=_block(plan, rows), y=y, groups=labels,
@@ -296,7 +263,7 @@ def _write(plan, gallery_path, store_path, results, calibration, force=False, ke
     write_gallery(gallery_path, matcher_name=store.matcher_name,
                   matcher_config=store.matcher_config, matcher_state=store.matcher_state,
                   image_shape=store.image_shape, clients=models, key=key,
-                  attrs={"target_far": float(plan.options["target_far"]),
+                  attrs={"target_far": plan.options.target_far,
                          "store": os.path.abspath(store_path),
                          "store_fingerprint": store.fingerprint,
                          "matcher_digest": state_digest(store.matcher_state),
@@ -307,116 +274,73 @@ def _write(plan, gallery_path, store_path, results, calibration, force=False, ke
 
 
 @single_threaded_blas()
-def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=0.01,
-             target_far=0.01, lam=DEFAULT_LAM, solver="varpro", init="auto", clients=None,
-             cv_folds=N_FOLDS, random_state=0, progress=None, max_iter=MAX_ITER,
-             max_impostors=DEFAULT_MAX_IMPOSTORS, impostors="sample", jobs=1, scheduler=None,
-             resume=False, update=False, force=False, key_file=None, matcher_cmd=None,
-             threshold_mode=DEFAULT_THRESHOLD_MODE, refit_matcher=True):
+def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None, run=None):
     """Compress the enrolled clients of a store into a gallery.
 
     Parameters
     ----------
     store_path, gallery_path : str or Path
-    m : int or "auto"
-        Prototypes per client; "auto" = Eq. 8 (eq:xval-m) with penalty ``rho`` per prototype.
-    rho : float
-    target_far : float
-        False acceptance rate the thresholds aim at on people never seen here.
-    lam : float
-        Ridge penalty on beta (Eq. 2 (eq:objective)).
-    solver : {"varpro", "paper"}
-    init : {"auto", "class", "genuine", "kmeans", "random"}
-        Starting prototypes; "auto" (default) = `resolve_init`.
-    clients : list of str or comma-separated str, optional
-        Compress only these enrolled clients (the others still serve as impostors).
-    cv_folds : int
-        Folds of the threshold CV; 0 or 1 sets thresholds on training scores instead
-        (optimistic, but 1 + cv_folds times cheaper: for slow external matchers).
-    random_state : int
-    progress : callable(client_id, done, total), optional
-        Called with ``(None, 0, total)`` before the first client, then after each client.
-    max_iter : int
-        The learner's iteration cap (varpro: L-BFGS-B iterations; paper: sweeps).
-    max_impostors : int or None
-        K: each client trains on its own images and at most K impostor images
-        (`ssgallery.app.training_sets`); None or 0 = all. Default ``DEFAULT_MAX_IMPOSTORS``.
-    impostors : {"sample", "cohort"}
-        Which impostors when the cap bites: stratified seeded sample or nearest subjects.
-    jobs : int
-        Local worker processes (joblib/loky); -1 = one per core.
-    scheduler : str, optional
-        Address of a Dask distributed scheduler that runs the per-client jobs.
-    resume : bool
-        Reuse the committed parts of an interrupted run with the same store and options.
-    update : bool
-        Copy the existing gallery's clients trained with the same options on the same
-        matcher basis; train only the others.
-    force : bool
-        Replace a file at ``gallery_path`` that is not an ssgallery file. A store, a
-        folder or a special file there is always refused, before any training.
-    key_file : str, optional
-        The host's signing key (default ``$SSGALLERY_KEY_FILE``; none: unsigned gallery).
-    matcher_cmd : str or list, optional
-        The host's external matcher program (default ``$SSGALLERY_MATCHER_CMD`` or the
-        configuration file, `ssgallery.matchers.host`); its contract must be the
-        store's.
-    threshold_mode : {"znorm-global", "client", "shrink"}
-        How the thresholds are set from every client's held-out impostor scores once all
-        clients are trained (`ssgallery.biometrics.calibration`,
-        `ssgallery.app.thresholds`). With ``update``, the existing gallery's mode,
-        target FAR and global threshold are kept (a different mode is refused).
-    refit_matcher : bool
-        Refit a matcher that learns from images (eigenface's PCA basis) on each
-        threshold-CV fold without that fold's held-out impostors, so that they are
-        unseen by the matcher too, as at verification time
-        (`ssgallery.app.fold_spaces`; uncapped runs only).
+    options : CompressOptions, optional
+        What is trained (`ssgallery.app.options.CompressOptions`, checked when built;
+        default: every default). Recorded in each client's provenance; its digest is
+        what ``resume`` and ``update`` compare. With ``update``, the existing gallery's
+        threshold mode, target FAR and global threshold are kept (a different mode is
+        refused).
+    run : CompressRun, optional
+        How and where (`ssgallery.app.options.CompressRun`): which clients, local jobs or
+        a Dask scheduler, resume, update, force, the host's key file and external
+        matcher program (its contract must be the store's), progress.
 
     Returns
     -------
     CompressSummary
     """
-    if threshold_mode not in THRESHOLD_MODES:
-        raise InputError(f"{option('threshold_mode')} must be one of "
-                         f"{', '.join(THRESHOLD_MODES)}, "
-                         f"got {threshold_mode!r}")
-    _check_options(m, rho, target_far, lam, solver, init, max_iter)
-    check_cap(max_impostors, impostors)
-    check_backend(jobs, scheduler)
-    options = {"m": m, "rho": float(rho), "target_far": float(target_far), "lam": float(lam),
-               "solver": solver, "init": init, "cv_folds": int(cv_folds),
-               "seed": int(random_state), "max_iter": int(max_iter),
-               "max_impostors": int(max_impostors or 0), "impostors": impostors,
-               "refit_matcher": bool(refit_matcher)}
     from ssgallery.formats.integrity import load_key
 
-    key = load_key(key_file)
-    plan = _prepare(store_path, gallery_path, _parse_clients(clients), options, force,
-                    matcher_cmd)
-    results, previous = _kept_from_gallery(plan, gallery_path, key) if update else ({}, None)
+    options = options if options is not None else CompressOptions()
+    run = run if run is not None else CompressRun()
+    key = load_key(run.key_file)
+    plan = _prepare(store_path, gallery_path, options, run)
+    results, previous = _kept_from_gallery(plan, gallery_path, key) if run.update \
+        else ({}, None)
     kept = sorted(results)
-    parts, keys = PartsFolder(gallery_path), {}
-    fingerprint, digest = plan.store.fingerprint, options_digest(plan.options)
-    for c in plan.todo:
-        keys[c] = run_key(c, fingerprint, plan.options)
-    if not resume:
+    parts = PartsFolder(gallery_path)
+    keys = {c: run_key(c, plan.store.fingerprint, plan.options) for c in plan.todo}
+    if not run.resume:
         parts.remove()
     resumed = [c for c in plan.todo if c not in results
                and _resume_one(parts, c, keys[c], results)]
     todo = [c for c in plan.todo if c not in results]
-    if progress is not None:
-        progress(None, 0, len(todo))
+    _train(plan, run, todo, (parts, keys), results)
+    mode = options.threshold_mode
+    thresholds, calibration = calibrate(results, mode, options.target_far, kept, previous,
+                                        gallery_path)
+    apply(results, thresholds, mode)
+    dead = _write(plan, gallery_path, store_path, results, calibration, run.force, key)
+    parts.remove()
+    return _summary(plan, run, (store_path, gallery_path), results,
+                    {"trained": todo, "kept": kept, "resumed": resumed,
+                     "calibration": calibration, "never_accepting": dead})
+
+
+def _train(plan, run, todo, committed, results):
+    """Train the clients ``todo`` on the run's backend; commit each result to the parts
+    folder (``committed``: the folder and every client's run key) and to ``results``."""
+    parts, keys = committed
+    if run.progress is not None:
+        run.progress(None, 0, len(todo))
     if todo:
         _setup_blocks(plan)
+    fingerprint, digest = plan.store.fingerprint, options_digest(plan.options)
     try:
-        for done, result in enumerate(run_jobs(train_job, _jobs(plan, todo), n_jobs=jobs,
-                                               scheduler=scheduler), 1):
+        for done, result in enumerate(run_jobs(train_job, _jobs(plan, todo), n_jobs=run.jobs,
+                                               scheduler=run.scheduler), 1):
             result.provenance["options_digest"] = digest
             result.provenance["store_fingerprint"] = fingerprint
             parts.write(result, keys[result.client])
             results[result.client] = result
-            if progress is not None:
-                progress(result.client, done, len(todo))
+            if run.progress is not None:
+                run.progress(result.client, done, len(todo))
     except KeyboardInterrupt:
         n = parts.count()
         if n:
@@ -425,25 +349,26 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", *, m=2, rho=
     finally:
         if hasattr(plan.matcher, "close"):  # a served external program
             plan.matcher.close()
-    thresholds, calibration = calibrate(results, threshold_mode, target_far, kept, previous,
-                                        gallery_path)
-    apply(results, thresholds, threshold_mode)
-    dead = _write(plan, gallery_path, store_path, results, calibration, force, key)
-    parts.remove()
-    order = [c for c in plan.todo] + [c for c in sorted(results) if c not in plan.todo]
+
+
+def _summary(plan, run, paths, results, done):
+    """The `CompressSummary` of a finished run (``done``: trained, kept, resumed,
+    calibration, never_accepting)."""
+    store_path, gallery_path = paths
+    order = list(plan.todo) + [c for c in sorted(results) if c not in plan.todo]
     return CompressSummary(gallery=os.fspath(gallery_path), store=os.fspath(store_path),
                            matcher=plan.store.matcher_name,
                            dimension=int(next(iter(results.values())).prototypes.shape[1]),
-                           target_far=float(target_far),
+                           target_far=plan.options.target_far,
                            clients=[results[c].row | {"seconds": results[c].seconds,
                                                      "cpu_seconds": results[c].cpu_seconds}
                                     for c in order],
-                           basis_stale=bool(plan.store.basis_stale), trained=todo, kept=kept,
-                           resumed=resumed, jobs=jobs, scheduler=scheduler,
-                           program_runs=_program_runs(plan.matcher, jobs, scheduler),
-                           threshold_mode=threshold_mode, calibration=calibration,
-                           never_accepting=dead,
-                           heldout={c: r.heldout for c, r in results.items() if r.heldout})
+                           basis_stale=bool(plan.store.basis_stale), jobs=run.jobs,
+                           scheduler=run.scheduler,
+                           program_runs=_program_runs(plan.matcher, run.jobs, run.scheduler),
+                           threshold_mode=plan.options.threshold_mode,
+                           heldout={c: r.heldout for c, r in results.items() if r.heldout},
+                           **done)
 
 
 def _program_runs(matcher, jobs, scheduler):

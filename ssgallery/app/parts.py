@@ -7,7 +7,7 @@ atomically at the end from the parts, and the folder is then removed. At every m
 the gallery file is either the previous one or the new complete one.
 
 A part records the key of what produced it (store fingerprint, training options,
-client id); a resumed run reuses only the parts whose key matches and redoes the rest.
+client id: `run_key`); a resumed run reuses only the parts whose key matches and redoes the rest.
 """
 
 import contextlib
@@ -59,15 +59,17 @@ class ClientResult:
 
 
 def run_key(client, store_fingerprint, options):
-    """SHA-256 hex naming what trains a client: store content, options, client id."""
-    payload = json.dumps({"client": client, "store": store_fingerprint, "options": options},
-                         sort_keys=True)
+    """SHA-256 hex naming what trains a client: store content, options
+    (`ssgallery.app.options.CompressOptions`, its ``digest_dict``), client id."""
+    payload = json.dumps({"client": client, "store": store_fingerprint,
+                          "options": options.digest_dict()}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
 def options_digest(options):
-    """SHA-256 hex of the training options (stored in each client's provenance)."""
-    return hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()
+    """SHA-256 hex of the training options (`ssgallery.app.options.CompressOptions`,
+    its ``digest_dict``), stored in each client's provenance."""
+    return hashlib.sha256(json.dumps(options.digest_dict(), sort_keys=True).encode()).hexdigest()
 
 
 class PartsFolder:

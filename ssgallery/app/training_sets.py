@@ -23,8 +23,6 @@ import zlib
 
 import numpy as np
 
-from ssgallery.errors import InputError
-
 DEFAULT_MAX_IMPOSTORS = 600  # images; AT&T (40 x 10 = 400 images) is never capped
 IMPOSTOR_MODES = ("sample", "cohort")
 
@@ -32,17 +30,6 @@ IMPOSTOR_MODES = ("sample", "cohort")
 def client_rng(seed, client):
     """Generator seeded by (seed, client id): the same for a client whatever the run."""
     return np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(str(client).encode())])
-
-
-def check_cap(max_impostors, impostors):
-    """Validate the cap options (``max_impostors`` None or 0 = no cap)."""
-    if max_impostors is not None and (isinstance(max_impostors, bool)
-                                      or not isinstance(max_impostors, (int, np.integer))
-                                      or max_impostors < 0):
-        raise InputError(f"max_impostors must be a non-negative integer, got {max_impostors!r}")
-    if impostors not in IMPOSTOR_MODES:
-        raise InputError(f"impostors must be one of {', '.join(IMPOSTOR_MODES)}, "
-                         f"got {impostors!r}")
 
 
 def training_rows(codes, client, *, max_impostors=DEFAULT_MAX_IMPOSTORS, impostors="sample",

@@ -5,12 +5,14 @@ import sys
 
 import click
 
-from ssgallery.app.training_sets import DEFAULT_MAX_IMPOSTORS
-from ssgallery.biometrics.calibration import DEFAULT_THRESHOLD_MODE, THRESHOLD_MODES
+from ssgallery.app.options import INITS, SOLVERS, CompressOptions
+from ssgallery.app.training_sets import IMPOSTOR_MODES
+from ssgallery.biometrics.calibration import THRESHOLD_MODES
 from ssgallery.cli.info import calibration_line
 from ssgallery.cli.options import key_file_option, matcher_cmd_option
 from ssgallery.errors import printable
-from ssgallery.learn.defaults import DEFAULT_LAM
+
+DEFAULT = CompressOptions()  # every option's default: one definition
 
 
 def _parse_m(ctx, param, value):
@@ -31,45 +33,49 @@ def _parse_m(ctx, param, value):
               help="Enrollment store to read.")
 @click.option("-o", "--output", "gallery", default="gallery.h5", show_default=True,
               metavar="FILE", help="Gallery to write.")
-@click.option("--m", "m", default="2", show_default=True, callback=_parse_m, metavar="M|auto",
+@click.option("--m", "m", default=str(DEFAULT.m), show_default=True, callback=_parse_m,
+              metavar="M|auto",
               help="Virtual prototypes per client; 'auto' picks m by validation "
                    "(Eq. 8 (eq:xval-m)).")
-@click.option("--rho", type=click.FloatRange(min=0), default=0.01, show_default=True,
+@click.option("--rho", type=click.FloatRange(min=0), default=DEFAULT.rho, show_default=True,
               help="With --m auto: price of one prototype in units of validation loss.")
-@click.option("--target-far", type=click.FloatRange(0, 1, max_open=True), default=0.01,
-              show_default=True, help="False acceptance rate the thresholds aim at on people "
-              "never seen at compress time.")
+@click.option("--target-far", type=click.FloatRange(0, 1, max_open=True),
+              default=DEFAULT.target_far, show_default=True,
+              help="False acceptance rate the thresholds aim at on people never seen at "
+              "compress time.")
 @click.option("--threshold-mode", type=click.Choice(list(THRESHOLD_MODES)),
-              default=DEFAULT_THRESHOLD_MODE, show_default=True,
+              default=DEFAULT.threshold_mode, show_default=True,
               help="znorm-global: Z-norm each client on its held-out impostor scores, then "
               "one threshold on all clients' pooled scores; client: each client's own "
               "held-out impostors; shrink: the client's normalised threshold half-way to "
               "the global one. See docs/operating-points.md.")
-@click.option("--refit-matcher/--no-refit-matcher", default=True, show_default=True,
+@click.option("--refit-matcher/--no-refit-matcher", default=DEFAULT.refit_matcher,
+              show_default=True,
               help="Refit a matcher that learns from images (eigenface) on each "
               "threshold-CV fold, so that held-out impostors are unseen by it too.")
-@click.option("--lam", type=click.FloatRange(min=0), default=DEFAULT_LAM, show_default=True,
+@click.option("--lam", type=click.FloatRange(min=0), default=DEFAULT.lam, show_default=True,
               help="Ridge penalty on beta (Eq. 2 (eq:objective)), in the units of the "
                    "learner's lam_scale (default: relative to the spread of the similarities).")
-@click.option("--solver", type=click.Choice(["varpro", "paper"]), default="varpro",
+@click.option("--solver", type=click.Choice(SOLVERS), default=DEFAULT.solver,
               show_default=True, help="varpro: L-BFGS-B on all prototypes; paper: Algorithm 1.")
-@click.option("--init", type=click.Choice(["auto", "class", "genuine", "kmeans", "random"]),
-              default="auto", show_default=True,
+@click.option("--init", type=click.Choice(INITS), default=DEFAULT.init, show_default=True,
               help="Initial prototypes. auto: 'class' (by class weight) for eigenface, "
                    "'genuine' (m-1 on the client's own images) for black-box matchers.")
 @click.option("--clients", default=None, metavar="A,B,...",
               help="Compress only these enrolled clients [all].")
-@click.option("--cv-folds", type=click.IntRange(min=0), default=5, show_default=True,
+@click.option("--cv-folds", type=click.IntRange(min=0), default=DEFAULT.cv_folds,
+              show_default=True,
               help="Folds of the threshold CV; 0 = thresholds on training scores (faster, "
               "optimistic; for slow external matchers).")
-@click.option("--max-iter", type=click.IntRange(min=1), default=200, show_default=True,
+@click.option("--max-iter", type=click.IntRange(min=1), default=DEFAULT.max_iter,
+              show_default=True,
               help="Learner iterations: L-BFGS-B steps (varpro) or sweeps over the m "
               "prototypes (paper); a few (e.g. 4) for slow external matchers.")
-@click.option("--max-impostors", type=click.IntRange(min=0), default=DEFAULT_MAX_IMPOSTORS,
+@click.option("--max-impostors", type=click.IntRange(min=0), default=DEFAULT.max_impostors,
               show_default=True,
               metavar="K", help="Each client trains on its own images and at most K impostor "
               "images (0 = all). Galleries of up to K + 1 people's images are not capped.")
-@click.option("--impostors", type=click.Choice(["sample", "cohort"]), default="sample",
+@click.option("--impostors", type=click.Choice(IMPOSTOR_MODES), default=DEFAULT.impostors,
               show_default=True, help="Which impostors when capped: a seeded sample "
               "stratified over subjects, or the subjects nearest to the client.")
 @click.option("--jobs", type=int, default=1, show_default=True, metavar="N",
@@ -84,15 +90,13 @@ def _parse_m(ctx, param, value):
               help="Keep the existing gallery's clients trained with the same options on "
               "the same matcher basis; train only the others (e.g. after enroll --add), "
               "set against the gallery's threshold calibration.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--seed", type=int, default=DEFAULT.seed, show_default=True, help="Random seed.")
 @click.option("--force", is_flag=True, help="Replace an existing -o file that is not an "
               "ssgallery gallery (never a store, a folder or a device).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @key_file_option
 @matcher_cmd_option
-def command(store, gallery, m, rho, target_far, threshold_mode, refit_matcher, lam, solver,
-            init, clients, cv_folds, max_iter, max_impostors, impostors, jobs, scheduler, resume,
-            update, seed, force, as_json, key_file, matcher_cmd):
+def command(store, gallery, as_json, **options):
     """Train each client's SVM, distil it into m virtual prototypes, write the gallery.
 
     Per enrolled client: a one-vs-all SVM on the matcher's similarity (C by 5-fold CV),
@@ -116,6 +120,7 @@ def command(store, gallery, m, rho, target_far, threshold_mode, refit_matcher, l
       ssgallery compress --update              # after enroll --add: only the new clients
     """
     from ssgallery.app.compress import CompressInterrupted, compress
+    from ssgallery.app.options import CompressOptions, CompressRun, split_options
 
     bar = None
 
@@ -128,14 +133,10 @@ def command(store, gallery, m, rho, target_far, threshold_mode, refit_matcher, l
         if done:
             bar.update(1, client)
 
+    training, run = split_options(dict(options, progress=progress), CompressOptions,
+                                     CompressRun)
     try:
-        summary = compress(store, gallery, m=m, rho=rho, target_far=target_far, lam=lam,
-                           solver=solver, init=init, clients=clients, cv_folds=cv_folds,
-                           random_state=seed, progress=progress, max_iter=max_iter,
-                           max_impostors=max_impostors, impostors=impostors, jobs=jobs,
-                           scheduler=scheduler, resume=resume, update=update, force=force,
-                           key_file=key_file, matcher_cmd=matcher_cmd,
-                           threshold_mode=threshold_mode, refit_matcher=refit_matcher)
+        summary = compress(store, gallery, training, run)
     except CompressInterrupted as exc:
         raise KeyboardInterrupt(f"{exc}; 'ssgallery compress --resume' with the same "
                                 "options continues") from None

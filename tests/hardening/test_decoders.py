@@ -14,7 +14,7 @@ from conftest import Workers, clean_error, report
 from helpers import make_faces
 from PIL import Image
 
-from ssgallery.app.compress import compress
+from ssgallery.app.compress import CompressOptions, compress
 from ssgallery.app.enroll import enroll
 
 EPS = (b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 24 32\n"
@@ -33,7 +33,7 @@ def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("decoders")
     faces = make_faces(str(root / "faces"), n_clients=3, n_images=5)
     enroll(faces, root / "e.h5")
-    compress(root / "e.h5", root / "g.h5", m=2, cv_folds=0)
+    compress(root / "e.h5", root / "g.h5", CompressOptions(m=2, cv_folds=0))
     stub = root / "bin"
     stub.mkdir()
     log = root / "programs-run"

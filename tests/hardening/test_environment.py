@@ -10,7 +10,7 @@ import pytest
 from conftest import Workers, clean_error, report
 from helpers import make_faces
 
-from ssgallery.app.compress import compress
+from ssgallery.app.compress import CompressOptions, compress
 from ssgallery.app.enroll import enroll
 from ssgallery.safeio import ENVIRONMENT
 
@@ -20,7 +20,7 @@ def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("environment")
     faces = make_faces(str(root / "faces"), n_clients=3, n_images=5)
     enroll(faces, root / "e.h5")
-    compress(root / "e.h5", root / "unsigned.h5", m=1, cv_folds=0, max_iter=3)
+    compress(root / "e.h5", root / "unsigned.h5", CompressOptions(m=1, cv_folds=0, max_iter=3))
     (root / "key").write_bytes(b"k" * 32)
     return {"root": root, "faces": faces, "genuine": os.path.join(faces, "c01", "0.png")}
 

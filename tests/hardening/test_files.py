@@ -13,7 +13,7 @@ import pytest
 from conftest import clean_error, report
 from helpers import make_faces, rehash_gallery, rehash_store, write_non_faces
 
-from ssgallery.app.compress import compress
+from ssgallery.app.compress import CompressOptions, compress
 from ssgallery.app.enroll import enroll
 from ssgallery.errors import FormatError
 from ssgallery.formats.seal import USERBLOCK, seal_file
@@ -26,7 +26,7 @@ def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("hardening")
     faces = make_faces(str(root / "faces"), n_clients=4, n_images=5)
     enroll(faces, root / "e.h5")
-    compress(root / "e.h5", root / "g.h5", m=2, cv_folds=0)
+    compress(root / "e.h5", root / "g.h5", CompressOptions(m=2, cv_folds=0))
     impostor = os.path.join(faces, "c02", "0.png")  # claimed as c01: must never be accepted
     genuine = os.path.join(faces, "c01", "0.png")
     return {"root": root, "faces": faces, "impostor": impostor, "genuine": genuine}

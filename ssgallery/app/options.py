@@ -1,0 +1,283 @@
+"""The options of ``compress``, as two objects validated once, where they come in.
+
+`CompressOptions` is what changes the trained models: it is recorded in each client's
+provenance, hashed into the digest that ``--resume`` and ``--update`` compare
+(`ssgallery.app.parts.options_digest`, `ssgallery.app.parts.run_key`), and shipped to
+every worker with the client's job. `CompressRun` is how and where a run happens
+(workers, resuming, the host's key and matcher program, progress): it never changes a
+model, and it is recorded nowhere.
+
+Each field declares its default, its check and how it enters the digest (`option_field`);
+the objects are frozen, and every value is checked and normalised (``float``, ``int``)
+when the object is built, with the messages the command line shows as flags
+(`ssgallery.errors.option`). docs/contributing.md ("Adding a compress option") is the
+recipe for a new field.
+"""
+
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from ssgallery.app.training_sets import DEFAULT_MAX_IMPOSTORS, IMPOSTOR_MODES
+from ssgallery.biometrics.calibration import DEFAULT_THRESHOLD_MODE, THRESHOLD_MODES
+from ssgallery.errors import InputError
+from ssgallery.errors import option as _flag  # how a message names a parameter
+from ssgallery.learn.defaults import DEFAULT_LAM
+
+N_FOLDS = 5  # folds of the threshold CV
+MAX_ITER = 200  # the learner's default: L-BFGS-B iterations (varpro) / sweeps (paper)
+INITS = ("auto", "class", "genuine", "kmeans", "random")
+SOLVERS = ("varpro", "paper")
+
+# How a field enters the options digest (what --resume/--update compare):
+ALWAYS = "always"  # the fields of the first digest: always in it (never add one here)
+IF_CHANGED = "if-changed"  # only when not at its default: a new field keeps old digests
+NEVER = "never"  # never (set after training, checked on its own: threshold_mode)
+
+
+def option_field(default, check=None, digest=IF_CHANGED):
+    """A field of an options object: its default, ``check(name, value) -> value`` (raises
+    `ssgallery.errors.InputError`, returns the value normalised) and how it enters
+    the digest (`ALWAYS`, `IF_CHANGED`, `NEVER`)."""
+    return field(default=default, metadata={"check": check, "digest": digest})
+
+
+# ------------------------------------------------------------------------------ checks
+
+def _is_int(value):
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer))
+
+
+def positive_int(name, value):
+    if not _is_int(value) or value < 1:
+        raise InputError(f"{_flag(name)} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def non_negative_int(name, value):
+    if not _is_int(value) or value < 0:
+        raise InputError(f"{_flag(name)} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def m_or_auto(name, value):
+    if value == "auto":
+        return value
+    if not _is_int(value) or value < 1:
+        raise InputError(f"{_flag(name)} must be a positive integer or 'auto', got {value!r}")
+    return int(value)
+
+
+def non_negative(name, value):
+    if float(value) < 0:
+        raise InputError(f"{_flag(name)} must be >= 0, got {value}")
+    return float(value)
+
+
+def probability(name, value):
+    """A rate in [0, 1)."""
+    if not 0.0 <= float(value) < 1.0:
+        raise InputError(f"{_flag(name)} must be in [0, 1), got {value}")
+    return float(value)
+
+
+def one_of(*choices):
+    def check(name, value):
+        if value not in choices:
+            raise InputError(f"{_flag(name)} must be one of {', '.join(choices)}, "
+                             f"got {value!r}")
+        return value
+    return check
+
+
+def _solver(name, value):
+    if value not in SOLVERS:
+        raise InputError(f"{_flag(name)} must be 'varpro' or 'paper', got {value!r}")
+    return value
+
+
+def _max_impostors(name, value):  # None or 0: no cap
+    if value is not None and (not _is_int(value) or value < 0):
+        raise InputError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value or 0)
+
+
+def _impostors(name, value):
+    if value not in IMPOSTOR_MODES:
+        raise InputError(f"{name} must be one of {', '.join(IMPOSTOR_MODES)}, got {value!r}")
+    return value
+
+
+def _integer(name, value):
+    return int(value)
+
+
+def _flag_bool(name, value):
+    return bool(value)
+
+
+# ------------------------------------------------------------------- the objects' base
+
+class _Options:
+    """Checks every field once when built; `to_dict` / `from_dict`."""
+
+    def __post_init__(self):
+        for f in fields(self):
+            check = f.metadata.get("check")
+            if check is not None:
+                object.__setattr__(self, f.name, check(f.name, getattr(self, f.name)))
+
+    @classmethod
+    def from_dict(cls, values):
+        """The object from ``{field: value}`` (`to_dict`'s output); unknown names are
+        refused, missing ones take their default."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise InputError(f"unknown {cls.__name__} option(s): {', '.join(unknown)}")
+        return cls(**values)
+
+    def to_dict(self):
+        """``{field: value}`` of every field."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompressOptions(_Options):
+    """What ``compress`` trains: the options that change the client models.
+
+    Attributes
+    ----------
+    threshold_mode : {"znorm-global", "client", "shrink"}
+        How the thresholds are set from every client's held-out impostor scores once
+        all clients are trained (`ssgallery.biometrics.calibration`). Not in the
+        digest: an ``--update`` with another mode is refused on its own.
+    m : int or "auto"
+        Prototypes per client; "auto" = Eq. 8 (eq:xval-m) with penalty ``rho`` per
+        prototype.
+    target_far : float
+        False acceptance rate the thresholds aim at on people never seen here.
+    lam : float
+        Ridge penalty on beta (Eq. 2 (eq:objective)).
+    rho : float
+    solver : {"varpro", "paper"}
+    init : {"auto", "class", "genuine", "kmeans", "random"}
+        Starting prototypes; "auto" (default) = `ssgallery.learn.supersparse.resolve_init`
+        (``compress`` digests the resolved value).
+    max_iter : int
+        The learner's iteration cap (varpro: L-BFGS-B iterations; paper: sweeps).
+    max_impostors : int
+        K: each client trains on its own images and at most K impostor images
+        (`ssgallery.app.training_sets`); None or 0 = all (kept as 0).
+    impostors : {"sample", "cohort"}
+        Which impostors when the cap bites: stratified seeded sample or nearest subjects.
+    cv_folds : int
+        Folds of the threshold CV; 0 or 1 sets thresholds on training scores instead.
+    seed : int
+        Random seed (the learner's ``random_state``, the impostor sample, the folds).
+    refit_matcher : bool
+        Refit a matcher that learns from images on each threshold-CV fold
+        (`ssgallery.app.fold_spaces`; uncapped runs only).
+    """
+
+    threshold_mode: str = option_field(DEFAULT_THRESHOLD_MODE, one_of(*THRESHOLD_MODES), NEVER)
+    m: object = option_field(2, m_or_auto, ALWAYS)
+    target_far: float = option_field(0.01, probability, ALWAYS)
+    lam: float = option_field(DEFAULT_LAM, non_negative, ALWAYS)
+    rho: float = option_field(0.01, non_negative, ALWAYS)
+    solver: str = option_field("varpro", _solver, ALWAYS)
+    init: str = option_field("auto", one_of(*INITS), ALWAYS)
+    max_iter: int = option_field(MAX_ITER, positive_int, ALWAYS)
+    max_impostors: int = option_field(DEFAULT_MAX_IMPOSTORS, _max_impostors, ALWAYS)
+    impostors: str = option_field("sample", _impostors, ALWAYS)
+    cv_folds: int = option_field(N_FOLDS, _integer, ALWAYS)
+    seed: int = option_field(0, _integer, ALWAYS)
+    refit_matcher: bool = option_field(True, _flag_bool, ALWAYS)
+
+    def digest_dict(self):
+        """What the options digest and the parts' run key hash: the `ALWAYS` fields, and
+        the `IF_CHANGED` fields whose value is not their default (so that adding a field
+        leaves the digest of every existing gallery unchanged)."""
+        out = {}
+        for f in fields(self):
+            rule, value = f.metadata["digest"], getattr(self, f.name)
+            if rule == ALWAYS or (rule == IF_CHANGED and value != f.default):
+                out[f.name] = value
+        return out
+
+    def provenance(self):
+        """The options' entries of a client's provenance (under their historical names;
+        a later field only when not at its default)."""
+        auto = self.m == "auto"
+        out = {"lambda": self.lam, "solver": self.solver, "init": self.init,
+               "max_iter": self.max_iter, "target_far": self.target_far,
+               "m_selection": "auto" if auto else "fixed", "rho": self.rho if auto else None,
+               "impostors": self.impostors, "max_impostors": self.max_impostors}
+        for f in fields(self):
+            if f.metadata["digest"] == IF_CHANGED and getattr(self, f.name) != f.default:
+                out[f.name] = getattr(self, f.name)
+        return out
+
+
+def _clients(name, value):
+    """None (every enrolled client), a list, or ``"a,b,c"``."""
+    if isinstance(value, str):
+        value = [c.strip() for c in value.split(",") if c.strip()]
+    return None if value is None else list(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompressRun(_Options):
+    """How and where ``compress`` runs: never changes a model, recorded nowhere.
+
+    Attributes
+    ----------
+    clients : list of str or comma-separated str, optional
+        Compress only these enrolled clients (the others still serve as impostors).
+    jobs : int
+        Local worker processes (joblib/loky); -1 = one per core.
+    scheduler : str, optional
+        Address of a Dask distributed scheduler that runs the per-client jobs.
+    resume : bool
+        Reuse the committed parts of an interrupted run with the same store and options.
+    update : bool
+        Copy the existing gallery's clients trained with the same options on the same
+        matcher basis; train only the others.
+    force : bool
+        Replace a file at the gallery path that is not an ssgallery file (a store, a
+        folder or a special file there is always refused, before any training).
+    key_file : str, optional
+        The host's signing key (default ``$SSGALLERY_KEY_FILE``; none: unsigned gallery).
+    matcher_cmd : str or list, optional
+        The host's external matcher program (`ssgallery.matchers.host`).
+    progress : callable(client_id, done, total), optional
+        Called with ``(None, 0, total)`` before the first client, then after each client.
+    """
+
+    clients: object = option_field(None, _clients)
+    jobs: int = option_field(1)
+    scheduler: str = option_field(None)
+    resume: bool = option_field(False, _flag_bool)
+    update: bool = option_field(False, _flag_bool)
+    force: bool = option_field(False, _flag_bool)
+    key_file: str = option_field(None)
+    matcher_cmd: object = option_field(None)
+    progress: object = option_field(None)
+
+    def __post_init__(self):
+        super().__post_init__()
+        from ssgallery.app.parallel import check_backend
+
+        check_backend(self.jobs, self.scheduler)
+
+
+def split_options(values, *classes):
+    """One object per class from ``values`` (e.g. a command's keyword arguments), each
+    taking the names of its fields; a name no class has is a programming error."""
+    rest, out = dict(values), []
+    for cls in classes:
+        names = {f.name for f in fields(cls)}
+        out.append(cls.from_dict({k: rest.pop(k) for k in list(rest) if k in names}))
+    if rest:
+        raise TypeError(f"no options object takes {', '.join(sorted(rest))}")
+    return tuple(out)

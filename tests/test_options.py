@@ -1,0 +1,139 @@
+"""The compress options objects: checked once, one definition for the digest that
+``--resume``/``--update`` compare, and a new field that leaves old digests alone."""
+
+from dataclasses import dataclass, replace
+
+import pytest
+
+from ssgallery.app.options import (
+    CompressOptions,
+    CompressRun,
+    option_field,
+    positive_int,
+    split_options,
+)
+from ssgallery.app.parts import options_digest, run_key
+from ssgallery.errors import InputError
+
+# Computed on main at 4b80f8a (before the options objects) from the dict compress built
+# for its defaults, init resolved for eigenface:
+#   {"m": 2, "rho": 0.01, "target_far": 0.01, "lam": 0.002, "solver": "varpro",
+#    "init": "class", "cv_folds": 5, "seed": 0, "max_iter": 200, "max_impostors": 600,
+#    "impostors": "sample", "refit_matcher": True}
+# Galleries and parts written before must keep these digests (--update, --resume).
+DEFAULT_DIGEST = "b6773249d7cbc1468fb60ab92a95566184cb0dd2a05d660c6d9eca867591339f"
+DEFAULT_RUN_KEY = "d29dcf6e6fd7c28c120c22e1bfd7123eca8813e04c88503a7948ab254d07892c"  # c01, f*64
+OTHER = {"m": "auto", "rho": 0.005, "target_far": 0.001, "lam": 0.5, "solver": "paper",
+         "init": "genuine", "cv_folds": 0, "seed": 3, "max_iter": 4, "max_impostors": 0,
+         "impostors": "cohort", "refit_matcher": False}
+OTHER_DIGEST = "7ae3e75c599d65417c0beaa27096de327da0f92d85d1d0694d2c82bdf6de4707"
+OTHER_RUN_KEY = "c00b4cd49ea74d8dd20482cf1ab0e190e01525a25cc4de4a08249623cfdd3366"  # "c 02", 0*64
+
+
+def test_digests_are_the_ones_main_wrote():
+    options = CompressOptions(init="class")
+    assert options_digest(options) == DEFAULT_DIGEST
+    assert run_key("c01", "f" * 64, options) == DEFAULT_RUN_KEY
+    other = CompressOptions(**OTHER)
+    assert options_digest(other) == OTHER_DIGEST
+    assert run_key("c 02", "0" * 64, other) == OTHER_RUN_KEY
+    # threshold_mode is applied after training and checked on its own: not digested
+    assert options_digest(replace(options, threshold_mode="client")) == DEFAULT_DIGEST
+    # numpy integers and None (no cap) give the same values as Python ones
+    import numpy as np
+
+    assert options_digest(CompressOptions(init="class", m=np.int64(2), max_iter=np.int32(200),
+                                          lam=np.float64(0.002))) == DEFAULT_DIGEST
+    assert CompressOptions(max_impostors=None).max_impostors == 0
+
+
+def test_a_gallery_compressed_with_the_defaults_carries_main_s_digest(faces_factory, tmp_path):
+    from ssgallery.app.compress import compress
+    from ssgallery.app.enroll import enroll
+    from ssgallery.formats.gallery import read_gallery
+
+    enroll(faces_factory(n_clients=4, n_images=6), tmp_path / "e.h5")
+    compress(tmp_path / "e.h5", tmp_path / "g.h5", run=CompressRun(clients="c01"))
+    prov = read_gallery(tmp_path / "g.h5").clients["c01"].provenance
+    assert prov["options_digest"] == DEFAULT_DIGEST
+    # the options' provenance entries, as main wrote them
+    assert {k: prov[k] for k in ("lambda", "solver", "init", "max_iter", "target_far",
+                                 "m_selection", "rho", "impostors", "max_impostors")} == {
+        "lambda": 0.002, "solver": "varpro", "init": "class", "max_iter": 200,
+        "target_far": 0.01, "m_selection": "fixed", "rho": None, "impostors": "sample",
+        "max_impostors": 600}
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Later(CompressOptions):
+    """CompressOptions with a field added later, as the recipe in contributing.md says."""
+
+    restarts: int = option_field(1, positive_int)
+
+
+def test_a_new_field_at_its_default_keeps_every_digest_and_provenance():
+    old, new = CompressOptions(init="class"), _Later(init="class")
+    assert options_digest(new) == DEFAULT_DIGEST
+    assert run_key("c01", "f" * 64, new) == DEFAULT_RUN_KEY
+    assert new.provenance() == old.provenance()
+    changed = _Later(init="class", restarts=3)
+    assert options_digest(changed) != DEFAULT_DIGEST
+    assert changed.digest_dict() == dict(old.digest_dict(), restarts=3)
+    assert changed.provenance() == dict(old.provenance(), restarts=3)
+    with pytest.raises(InputError, match="^`restarts` must be a positive integer, got 0$"):
+        _Later(restarts=0)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"m": 0}, "`m` must be a positive integer or 'auto', got 0"),
+    ({"m": True}, "`m` must be a positive integer or 'auto', got True"),
+    ({"m": "3"}, "`m` must be a positive integer or 'auto', got '3'"),
+    ({"target_far": 1.0}, "`target_far` must be in [0, 1), got 1.0"),
+    ({"lam": -1}, "`lam` must be >= 0, got -1"),
+    ({"rho": -0.5}, "`rho` must be >= 0, got -0.5"),
+    ({"solver": "sgd"}, "`solver` must be 'varpro' or 'paper', got 'sgd'"),
+    ({"init": "pca"}, ("`init` must be one of auto, class, genuine, kmeans, random, "
+                       "got 'pca'")),
+    ({"max_iter": 0}, "`max_iter` must be a positive integer, got 0"),
+    ({"max_impostors": -1}, "max_impostors must be a non-negative integer, got -1"),
+    ({"impostors": "nearest"}, "impostors must be one of sample, cohort, got 'nearest'"),
+    ({"threshold_mode": "x"}, ("`threshold_mode` must be one of client, znorm-global, "
+                               "shrink, got 'x'")),
+])
+def test_every_option_is_checked_when_the_object_is_built(changes, message):
+    with pytest.raises(InputError) as info:
+        CompressOptions(**changes)
+    assert str(info.value) == message
+
+
+def test_run_options_checked_and_clients_parsed():
+    assert CompressRun(clients=" a, b ,,c").clients == ["a", "b", "c"]
+    assert CompressRun().clients is None
+    with pytest.raises(InputError, match="jobs must be a positive integer or -1"):
+        CompressRun(jobs=0)
+    with pytest.raises(InputError, match="not both"):
+        CompressRun(jobs=2, scheduler="tcp://127.0.0.1:8786")
+    with pytest.raises(TypeError):
+        CompressOptions(2)  # keyword-only: no option is passed by position
+
+
+def test_to_dict_from_dict_and_split():
+    options = CompressOptions(**OTHER)
+    assert CompressOptions.from_dict(options.to_dict()) == options
+    assert CompressOptions.from_dict({}) == CompressOptions()
+    with pytest.raises(InputError, match="unknown CompressOptions option"):
+        CompressOptions.from_dict({"mm": 2})
+    training, run = split_options({"m": 3, "jobs": 2, "seed": 1}, CompressOptions, CompressRun)
+    assert (training.m, training.seed, run.jobs) == (3, 1, 2)
+    with pytest.raises(TypeError, match="no options object takes verbose"):
+        split_options({"verbose": True}, CompressOptions, CompressRun)
+    with pytest.raises(AttributeError):
+        options.m = 3  # frozen
+
+
+def test_options_travel_to_worker_processes_unchanged():
+    import pickle
+
+    options = CompressOptions(**OTHER)
+    again = pickle.loads(pickle.dumps(options))
+    assert again == options and options_digest(again) == OTHER_DIGEST
