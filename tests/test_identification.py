@@ -126,3 +126,42 @@ def test_roc_writes_identification_outputs(tmp_path):
         name = "svm.r0.txt" if s["m"] is None else f"ssvm-m{s['m']}.r0.txt"
         _, _, matrix, true = ident.score_matrix(read_scores(out / "identification" / name))
         assert ident.cmc(matrix, true, 10) == pytest.approx(s["cmc"])
+        # 3 people never enrolled x 7 images: FPIR 1 % is not resolved ("—", the reason)
+        assert s["fnir_at_fpir_1pct"] is None and s["fnir_at_fpir_01pct"] is None
+        assert "below the resolution" in s["notes"]["fnir_at_fpir_1pct"]
+        assert s["det"]["fpir"][0] == pytest.approx(1 / 21)
+    assert "FNIR@FPIR=1% (%)" in res.output and "—: FPIR 1% is below" in res.output
+    assert (out / "det_identification.png").stat().st_size > 0
+
+
+def _table(method, rep, S, true):
+    """A full-search Scores table from a probe x client matrix (-1: a stranger)."""
+    clients = np.array([f"c{k}" for k in range(S.shape[1])])
+    real = np.array([f"c{t}" if t >= 0 else f"x{i}" for i, t in enumerate(true)])
+    probes = np.array([f"p{i}" for i in range(len(true))])
+    n = S.shape[1]
+    return Scores(method, 2, rep, np.repeat(clients, len(true)), np.tile(real, n),
+                  np.tile(probes, n), S.T.ravel().copy(), {c: {"matches": 2} for c in clients})
+
+
+def test_evaluation_reports_fnir_at_fpir_and_the_averaged_det():
+    rng = np.random.default_rng(7)
+    tables, mats = [], []
+    for rep in range(2):
+        true = np.r_[rng.integers(0, 5, 40), -np.ones(300, int)]
+        S = rng.normal(size=(340, 5))
+        S[np.arange(40), true[:40]] += 2.5
+        tables.append(_table("ssvm", rep, S, true))
+        mats.append((S, true))
+    (s,) = ident.evaluate_identification(tables)
+    expected = np.mean([ident.fnir_at_fpir(S, t, 0.01)[0] for S, t in mats])
+    assert s["fnir_at_fpir_1pct"] == pytest.approx(expected)
+    assert s["fnir_at_fpir_1pct"] == pytest.approx(1 - s["dir"])
+    assert s["fnir_at_fpir_01pct"] is None  # 300 strangers per repetition
+    assert s["notes"]["fnir_at_fpir_01pct"].startswith("FPIR 0.1% is below")
+    grid, fnir = np.array(s["det"]["fpir"]), np.array(s["det"]["fnir"])
+    assert grid[0] == pytest.approx(1 / 300) and grid[-1] == 1.0
+    assert np.all(np.diff(fnir) <= 1e-12)  # FNIR falls as FPIR grows
+    at_1pct = np.mean([ident.fpir_fnir(S, t, ident.fnir_at_fpir(S, t, 0.01)[1])[1]
+                       for S, t in mats])
+    assert np.interp(0.01, grid, fnir) == pytest.approx(at_1pct, abs=0.05)

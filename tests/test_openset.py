@@ -20,11 +20,11 @@ TRUE = np.array([0, 1, 2, -1])
 
 
 def test_fpir_fnir_hand_case():
-    assert openset.fpir_fnir(S, TRUE, 0.85) == (0.0, 2 / 3)  # only probe 0 found
-    assert openset.fpir_fnir(S, TRUE, 0.8) == (1.0, 2 / 3)   # the stranger's 0.8 passes
-    assert openset.fpir_fnir(S, TRUE, 0.95) == (0.0, 1.0)
-    assert openset.fpir_fnir(S[:3], TRUE[:3], 0.5) == (None, 2 / 3)
-    assert openset.fpir_fnir(S[3:], TRUE[3:], 0.5) == (1.0, None)
+    assert ident.fpir_fnir(S, TRUE, 0.85) == (0.0, 2 / 3)  # only probe 0 found
+    assert ident.fpir_fnir(S, TRUE, 0.8) == (1.0, 2 / 3)   # the stranger's 0.8 passes
+    assert ident.fpir_fnir(S, TRUE, 0.95) == (0.0, 1.0)
+    assert ident.fpir_fnir(S[:3], TRUE[:3], 0.5) == (None, 2 / 3)
+    assert ident.fpir_fnir(S[3:], TRUE[3:], 0.5) == (1.0, None)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -33,11 +33,11 @@ def test_det_curve_is_fpir_fnir_at_every_threshold(seed):
     true = np.r_[rng.integers(0, 6, 40), -np.ones(60, int)]
     scores = rng.normal(size=(100, 6)).round(1)  # ties
     scores[np.arange(40), true[:40]] += 1.5
-    fpir, fnir, t = openset.det_curve(scores, true)
+    fpir, fnir, t = ident.det_curve(scores, true)
     assert np.all(np.diff(t) > 0) and np.isinf(t[-1])
     assert np.all(np.diff(fpir) <= 0) and np.all(np.diff(fnir) >= 0)
     for a, b, th in zip(fpir, fnir, t):
-        assert (a, b) == pytest.approx(openset.fpir_fnir(scores, true, th))
+        assert (a, b) == pytest.approx(ident.fpir_fnir(scores, true, th))
     assert fpir[-1] == 0.0 and fnir[-1] == 1.0
 
 
@@ -46,13 +46,13 @@ def test_fnir_at_fpir_is_one_minus_dir_and_dash_when_unresolvable():
     true = np.r_[rng.integers(0, 5, 30), -np.ones(200, int)]
     scores = rng.normal(size=(230, 5))
     scores[np.arange(30), true[:30]] += 3.0
-    fnir, t = openset.fnir_at_fpir(scores, true, 0.01)
+    fnir, t = ident.fnir_at_fpir(scores, true, 0.01)
     rate, t_dir = ident.detection_identification_rate(scores, true, 0.01)
     assert t == t_dir and fnir == pytest.approx(1 - rate)
-    assert openset.fpir_fnir(scores, true, t) == pytest.approx((2 / 200, fnir))
-    assert openset.fnir_at_fpir(scores, true, 0.001) == (None, None)  # 200 < 1000
-    assert openset.unresolvable_note(0.001, 200).startswith("FPIR 0.1% is below")
-    assert openset.unresolvable_note(0.01, 200) is None
+    assert ident.fpir_fnir(scores, true, t) == pytest.approx((2 / 200, fnir))
+    assert ident.fnir_at_fpir(scores, true, 0.001) == (None, None)  # 200 < 1000
+    assert ident.unresolvable_note(0.001, 200).startswith("FPIR 0.1% is below")
+    assert ident.unresolvable_note(0.01, 200) is None
 
 
 def _flatten(Z, mask=None):
@@ -164,3 +164,18 @@ def test_search_curve_refuses_bad_input():
     curve = openset.search_curve(np.arange(10.0), np.arange(10), 1)
     with pytest.raises(InputError, match="FPIR"):
         openset.threshold_at_fpir(curve, 0.0)
+
+
+def test_subject_out_normalisation_uses_every_other_subject():
+    rng = np.random.default_rng(6)
+    s = rng.normal(size=30)
+    subjects = np.repeat(["a", "b", "c", "d", "e"], 6)
+    z = openset.subject_out_normalised(s, subjects)
+    for name in "abcde":
+        mine, rest = subjects == name, s[subjects != name]
+        assert z[mine] == pytest.approx((s[mine] - rest.mean()) / rest.std(ddof=1))
+    # two subjects: no one left to normalise with; in sample
+    z2 = openset.subject_out_normalised(s[:12], subjects[:12])
+    assert z2 == pytest.approx((s[:12] - s[:12].mean()) / s[:12].std(ddof=1))
+    with pytest.raises(InputError, match="one subject per score"):
+        openset.subject_out_normalised(s, subjects[:5])

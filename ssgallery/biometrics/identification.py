@@ -1,18 +1,29 @@
 """Identification ("who is this?"): closed-set CMC and open-set detection-and-identification
 rates, as pure functions of a probe x client score matrix (the conventions of
-bob.measure's ``cmc``/``detection_identification_rate`` and pyeer's ``getcmcinf``).
+bob.measure's ``cmc``/``detection_identification_rate`` and pyeer's ``getcmcinf``), and
+open-set FPIR/FNIR with one threshold on the top candidate's score (NIST FRVT 1:N,
+ISO/IEC 19795-1).
 
 A *search* scores every probe against every enrolled client. ``true_client[i]`` is the
 column of probe i's identity, or -1 for a probe of a person who is not enrolled (an
 *unknown*, only meaningful in the open set). Higher scores mean more similar.
+
+- a **non-mated search** (``true_client == -1``) is a false positive at threshold t
+  when its best score is >= t: FPIR(t) = #{non-mated searches with max score >= t} /
+  #non-mated searches;
+- a **mated search** is a false negative when its mate is not the first candidate
+  (ties count against it, as in `ranks`) or scores below t: FNIR(t) = 1 - DIR(t).
 """
 
 import numpy as np
 
 from ssgallery.errors import InputError
 
-__all__ = ["cmc", "detection_identification_rate", "evaluate_identification", "ranks",
-           "score_matrix", "unknown_threshold"]
+__all__ = ["FPIR_TARGETS", "cmc", "det_curve", "detection_identification_rate",
+           "evaluate_identification", "fnir_at_fpir", "fpir_fnir", "ranks", "score_matrix",
+           "unknown_threshold", "unresolvable_note"]
+
+FPIR_TARGETS = (0.01, 0.001)  # what roc reports: FNIR at FPIR = 1 % and 0.1 %
 
 
 def _check(scores, true_client):
@@ -104,6 +115,81 @@ def detection_identification_rate(scores, true_client, far=0.01, rank=1):
     return float(np.mean(detected)), t
 
 
+def fpir_fnir(scores, true_client, threshold):
+    """FPIR and FNIR at one threshold on the top candidate's score.
+
+    Parameters
+    ----------
+    scores : ndarray, shape (n_probes, n_clients)
+    true_client : ndarray of int, shape (n_probes,)
+        Column of the probe's identity, -1 for a non-mated search.
+    threshold : float
+        A candidate is returned when its score is >= threshold.
+
+    Returns
+    -------
+    fpir, fnir : float or None
+        None when there is no non-mated (mated) search.
+    """
+    scores, true_client = _check(scores, true_client)
+    unknown, known = true_client < 0, true_client >= 0
+    fpir = float(np.mean(scores[unknown].max(axis=1) >= threshold)) if unknown.any() else None
+    fnir = None
+    if known.any():
+        own = scores[known, true_client[known]]
+        fnir = float(np.mean(~((ranks(scores, true_client) == 1) & (own >= threshold))))
+    return fpir, fnir
+
+
+def fnir_at_fpir(scores, true_client, fpir):
+    """FNIR at the threshold where a fraction ``fpir`` of the non-mated searches pass
+    (`unknown_threshold`).
+
+    Returns
+    -------
+    fnir, threshold : float or None
+        ``(None, None)`` when the non-mated searches cannot resolve ``fpir`` (fewer than
+        1 / fpir of them) or there is no mated search.
+    """
+    scores, true_client = _check(scores, true_client)
+    if not np.any(true_client >= 0):
+        return None, None
+    rate, t = detection_identification_rate(scores, true_client, fpir)
+    return (None, None) if rate is None else (1.0 - rate, t)
+
+
+def unresolvable_note(fpir, n_nonmated):
+    """Why FNIR at ``fpir`` is shown as "—" (or None when it is resolved)."""
+    if n_nonmated and fpir * n_nonmated >= 1:
+        return None
+    return (f"FPIR {100 * fpir:g}% is below the resolution of the non-mated searches "
+            f"(1/{n_nonmated})")
+
+
+def det_curve(scores, true_client):
+    """FPIR and FNIR at every distinct threshold on the top candidate's score.
+
+    Returns
+    -------
+    fpir, fnir, thresholds : ndarray, shape (n_t,)
+        In order of increasing threshold (FPIR non-increasing, FNIR non-decreasing); the
+        thresholds are the distinct best scores of the non-mated searches and the mates'
+        scores, then ``+inf``. Empty arrays when there is no mated or no non-mated search.
+    """
+    scores, true_client = _check(scores, true_client)
+    unknown, known = true_client < 0, true_client >= 0
+    if not (unknown.any() and known.any()):
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    best = np.sort(scores[unknown].max(axis=1))
+    own = scores[known, true_client[known]]
+    # a mate that is not first never counts as found: its score is -inf for the curve
+    found = np.sort(np.where(ranks(scores, true_client) == 1, own, -np.inf))
+    t = np.append(np.unique(np.concatenate([best, found[np.isfinite(found)]])), np.inf)
+    fpir = (best.size - np.searchsorted(best, t, side="left")) / best.size
+    fnir = np.searchsorted(found, t, side="left") / found.size
+    return fpir, fnir, t
+
+
 def score_matrix(table):
     """Pivot a table of every-probe-against-every-client claims into a score matrix.
 
@@ -137,45 +223,68 @@ def score_matrix(table):
     return clients, probes, S, true_client
 
 
-def evaluate_identification(tables, max_rank=10, far=0.01):
+def evaluate_identification(tables, max_rank=10, far=0.01, det_points=41):
     """Identification figures per method from full-search tables.
 
     Parameters
     ----------
     tables : list of Scores
         One per (method, m, repetition), every probe against every client.
+    det_points : int
+        FPIR values of the averaged DET (log-spaced from the resolution of the
+        repetition with the fewest non-mated searches to 1).
 
     Returns
     -------
     list of dict
         Per (method, m), in order of first appearance: ``label``, ``cmc`` (mean over
-        repetitions, ranks 1..max_rank), ``rank1``, ``dir`` (open-set DIR at rank 1, None when the
-        unknowns cannot resolve it), ``dir_far`` (the false-alarm rate of the DIR),
-        ``matches_per_search`` (sum over clients of the
+        repetitions, ranks 1..max_rank), ``rank1``, ``dir`` (open-set DIR at rank 1, None
+        when the unknowns cannot resolve it), ``dir_far`` (the false-alarm rate of the
+        DIR), ``fnir_at_fpir_1pct`` and ``fnir_at_fpir_01pct`` (FNIR at FPIR = 1 % and
+        0.1 %, threshold on the top candidate's score, mean over repetitions; None when
+        a repetition's non-mated searches cannot resolve it, with the reason in
+        ``notes``), ``det`` (``fpir`` grid and the mean over repetitions of the lowest
+        ``fnir`` at FPIR <= each), ``matches_per_search`` (sum over clients of the
         matches per claim), ``n_known``, ``n_unknown``, ``repetitions``.
     """
     groups = {}
     for t in tables:
         groups.setdefault((t.method, t.m), []).append(t)
-    out = []
-    for (method, m), group in groups.items():
-        curves, dirs, searches, n_known, n_unknown = [], [], [], 0, 0
-        for t in group:
-            _, _, S, true_client = score_matrix(t)
-            curves.append(cmc(S, true_client, max_rank))
-            dirs.append(detection_identification_rate(S, true_client, far)[0])
-            matches = [v.get("matches") for v in t.clients.values()]
-            if matches and None not in matches:
-                searches.append(float(np.sum(matches)))
-            n_known += int(np.sum(true_client >= 0))
-            n_unknown += int(np.sum(true_client < 0))
-        width = min(len(c) for c in curves)
-        curve = np.mean([c[:width] for c in curves], axis=0)
-        out.append({
-            "method": method, "m": m, "label": group[0].label, "repetitions": len(group),
-            "cmc": [float(v) for v in curve], "rank1": float(curve[0]),
-            "dir": None if None in dirs else float(np.mean(dirs)), "dir_far": float(far),
-            "matches_per_search": float(np.mean(searches)) if searches else None,
-            "n_known": n_known, "n_unknown": n_unknown,
-        })
+    return [_evaluate_method(method, m, group, max_rank, far, det_points)
+            for (method, m), group in groups.items()]
+
+
+def _evaluate_method(method, m, group, max_rank, far, det_points):
+    from ssgallery.biometrics.metrics import frr_on_grid
+
+    curves, dirs, searches, dets, n_known, n_unknown = [], [], [], [], 0, []
+    fnirs = {f: [] for f in FPIR_TARGETS}
+    for t in group:
+        _, _, S, true_client = score_matrix(t)
+        curves.append(cmc(S, true_client, max_rank))
+        dirs.append(detection_identification_rate(S, true_client, far)[0])
+        for f in FPIR_TARGETS:
+            fnirs[f].append(fnir_at_fpir(S, true_client, f)[0])
+        dets.append(det_curve(S, true_client)[:2])
+        matches = [v.get("matches") for v in t.clients.values()]
+        if matches and None not in matches:
+            searches.append(float(np.sum(matches)))
+        n_known += int(np.sum(true_client >= 0))
+        n_unknown.append(int(np.sum(true_client < 0)))
+    width = min(len(c) for c in curves)
+    curve = np.mean([c[:width] for c in curves], axis=0)
+    out = {"method": method, "m": m, "label": group[0].label, "repetitions": len(group),
+           "cmc": [float(v) for v in curve], "rank1": float(curve[0]),
+           "dir": None if None in dirs else float(np.mean(dirs)), "dir_far": float(far),
+           "matches_per_search": float(np.mean(searches)) if searches else None,
+           "n_known": n_known, "n_unknown": int(sum(n_unknown)), "notes": {}}
+    for f, key in zip(FPIR_TARGETS, ("fnir_at_fpir_1pct", "fnir_at_fpir_01pct")):
+        out[key] = None if None in fnirs[f] else float(np.mean(fnirs[f]))
+        note = unresolvable_note(f, min(n_unknown))
+        if out[key] is None and note:
+            out["notes"][key] = note
+    if all(d[0].size for d in dets):
+        grid = np.geomspace(1.0 / max(1, min(n_unknown)), 1.0, int(det_points))
+        fnir = np.mean([frr_on_grid(fp, fn, grid) for fp, fn in dets], axis=0)
+        out["det"] = {"fpir": grid.tolist(), "fnir": fnir.tolist()}
     return out

@@ -1,16 +1,7 @@
-"""Open-set 1:N search as the field measures it: FPIR and FNIR with one threshold on the
-top candidate's score (NIST FRVT 1:N, ISO/IEC 19795-1), and the 1:N operating point set
-from held-out searches.
-
-Evaluation (pure functions of a probe x client score matrix, the conventions of
-`ssgallery.biometrics.identification`: ``true_client[i]`` is the column of probe i's
-identity, -1 for a probe of a person who is not enrolled):
-
-- a **non-mated search** (``true_client == -1``) is a false positive at threshold t
-  when its best score is >= t: FPIR(t) = #{non-mated searches with max score >= t} /
-  #non-mated searches;
-- a **mated search** is a false negative when its mate is not the first candidate
-  (ties count against it, as in `ranks`) or scores below t: FNIR(t) = 1 - DIR(t).
+"""The 1:N operating point of open-set search, set from held-out searches: one threshold
+on the top candidate's normalised score at a target FPIR (false positive identification
+rate, NIST FRVT 1:N, ISO/IEC 19795-1; its evaluation on a score matrix is in
+`ssgallery.biometrics.identification`).
 
 The operating point (`search_curve`, `threshold_at_fpir`): a stranger searching N
 clients is a false positive when the *largest* of its N normalised scores passes T,
@@ -33,102 +24,42 @@ import numpy as np
 
 from ssgallery.errors import InputError
 
-__all__ = ["FPIR_TARGETS", "det_curve", "fnir_at_fpir", "fpir_at", "fpir_fnir",
-           "merge_curves", "search_curve", "threshold_at_fpir", "unresolvable_note"]
+__all__ = ["fpir_at", "merge_curves", "search_curve", "subject_out_normalised",
+           "threshold_at_fpir"]
 
-FPIR_TARGETS = (0.01, 0.001)  # what roc reports: FNIR at FPIR = 1 % and 0.1 %
 CURVE_POINTS = 200  # hazard levels kept in a stored curve (log-spaced)
 CURVE_MAX_FPIR = 0.5  # a stored curve covers FPIR_n up to this
 
 
-def _matrix(scores, true_client):
-    from ssgallery.biometrics.identification import _check
-
-    return _check(scores, true_client)
-
-
-def fpir_fnir(scores, true_client, threshold):
-    """FPIR and FNIR at one threshold on the top candidate's score.
-
-    Parameters
-    ----------
-    scores : ndarray, shape (n_probes, n_clients)
-    true_client : ndarray of int, shape (n_probes,)
-        Column of the probe's identity, -1 for a non-mated search.
-    threshold : float
-        A candidate is returned when its score is >= threshold.
-
-    Returns
-    -------
-    fpir, fnir : float or None
-        None when there is no non-mated (mated) search.
-    """
-    from ssgallery.biometrics.identification import ranks
-
-    scores, true_client = _matrix(scores, true_client)
-    unknown, known = true_client < 0, true_client >= 0
-    fpir = float(np.mean(scores[unknown].max(axis=1) >= threshold)) if unknown.any() else None
-    fnir = None
-    if known.any():
-        own = scores[known, true_client[known]]
-        fnir = float(np.mean(~((ranks(scores, true_client) == 1) & (own >= threshold))))
-    return fpir, fnir
-
-
-def fnir_at_fpir(scores, true_client, fpir):
-    """FNIR at the threshold where a fraction ``fpir`` of the non-mated searches pass
-    (`ssgallery.biometrics.identification.unknown_threshold`).
-
-    Returns
-    -------
-    fnir, threshold : float or None
-        ``(None, None)`` when the non-mated searches cannot resolve ``fpir`` (fewer than
-        1 / fpir of them) or there is no mated search.
-    """
-    from ssgallery.biometrics.identification import detection_identification_rate
-
-    scores, true_client = _matrix(scores, true_client)
-    if not np.any(true_client >= 0):
-        return None, None
-    rate, t = detection_identification_rate(scores, true_client, fpir)
-    return (None, None) if rate is None else (1.0 - rate, t)
-
-
-def unresolvable_note(fpir, n_nonmated):
-    """Why FNIR at ``fpir`` is shown as "—" (or None when it is resolved)."""
-    if n_nonmated and fpir * n_nonmated >= 1:
-        return None
-    return (f"FPIR {100 * fpir:g}% is below the resolution of the non-mated searches "
-            f"(1/{n_nonmated})")
-
-
-def det_curve(scores, true_client):
-    """FPIR and FNIR at every distinct threshold on the top candidate's score.
-
-    Returns
-    -------
-    fpir, fnir, thresholds : ndarray, shape (n_t,)
-        In order of increasing threshold (FPIR non-increasing, FNIR non-decreasing); the
-        thresholds are the distinct best scores of the non-mated searches and the mates'
-        scores, then ``+inf``. Empty arrays when there is no mated or no non-mated search.
-    """
-    from ssgallery.biometrics.identification import ranks
-
-    scores, true_client = _matrix(scores, true_client)
-    unknown, known = true_client < 0, true_client >= 0
-    if not (unknown.any() and known.any()):
-        return np.zeros(0), np.zeros(0), np.zeros(0)
-    best = np.sort(scores[unknown].max(axis=1))
-    own = scores[known, true_client[known]]
-    # a mate that is not first never counts as found: its score is -inf for the curve
-    found = np.sort(np.where(ranks(scores, true_client) == 1, own, -np.inf))
-    t = np.append(np.unique(np.concatenate([best, found[np.isfinite(found)]])), np.inf)
-    fpir = (best.size - np.searchsorted(best, t, side="left")) / best.size
-    fnir = np.searchsorted(found, t, side="left") / found.size
-    return fpir, fnir, t
-
-
 # ------------------------------------------------------------- the stored operating point
+
+def subject_out_normalised(scores, subjects):
+    """A client's held-out impostor scores Z-normed leave-one-subject-out, shape (n,):
+    each score with the mean and standard deviation of the client's scores of every
+    *other* subject.
+
+    A stranger's score is normalised with parameters estimated from other people; so
+    is each of these. Normalised in sample, a client whose parameters happen to fit its
+    held-out people badly (too low a mean or std for new people) would not show it, yet
+    that client is the one a stranger's best score comes from. (The pooled FAR
+    calibration splits the scores in halves instead, `ssgallery.biometrics.calibration.
+    cross_normalised`; leaving one person out keeps the parameters' error at that of
+    n - 1 people's scores, as deployed, where halves double it.) In-sample Z-norm when
+    there are fewer than 3 subjects or a subject leaves fewer than 2 scores.
+    """
+    s = np.asarray(scores, dtype=float).ravel()
+    _, code = np.unique(np.asarray(subjects).astype(str).ravel(), return_inverse=True)
+    if code.shape != s.shape:
+        raise InputError(f"expected one subject per score, got {code.shape} and {s.shape}")
+    n = np.bincount(code)
+    rest = s.size - n
+    if n.size < 3 or rest.min() < 2:
+        return (s - s.mean()) / max(s.std(ddof=1) if s.size > 1 else 0.0, 1e-12)
+    total, squares = np.bincount(code, s), np.bincount(code, s * s)
+    mean = (s.sum() - total) / rest
+    var = ((s * s).sum() - squares - rest * mean ** 2) / (rest - 1)
+    return (s - mean[code]) / np.sqrt(np.maximum(var, 1e-24))[code]
+
 
 def _log_choose(n, k):
     from scipy.special import gammaln

@@ -1,5 +1,5 @@
 """The plots of the ``roc`` report: FRR against FAR (log or DET axes), score
-histograms and the closed-set CMC, each saved as a PNG atomically (`save_figure`).
+histograms, the closed-set CMC and the open-set DET (FNIR against FPIR), each saved as a PNG atomically (`save_figure`).
 Every function returns False when matplotlib is missing."""
 
 import io
@@ -190,5 +190,43 @@ def plot_cmc(path, summaries, title=None):
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title(title or "closed-set identification (CMC)", fontsize=9)
+    save_figure(fig, path)
+    return True
+
+
+def plot_identification_det(path, summaries, title=None):
+    """Open-set DET: FNIR against FPIR with one threshold on the top candidate's score
+    (normal-deviate axes, averaged over repetitions), one line per method, FNIR at
+    FPIR = 1 % in the legend. Returns False when matplotlib is missing or no method has
+    a curve."""
+    plt = _pyplot()
+    summaries = [s for s in summaries if s.get("det")]
+    if plt is None or not summaries:
+        return False
+    from ssgallery.biometrics.metrics import probit
+
+    lowest = min(s["det"]["fpir"][0] for s in summaries)
+    fig, ax = plt.subplots(figsize=(6.4, 6.4), dpi=110)
+    for i, s in enumerate(summaries):
+        fnir = s.get("fnir_at_fpir_1pct")
+        label = s["label"] + ("" if fnir is None else f", FNIR {100 * fnir:.1f} % at FPIR 1 %")
+        ax.step(probit(s["det"]["fpir"], 1e-6), probit(s["det"]["fnir"], 1e-6), where="post",
+                lw=1.5, color=f"C{i % 10}", label=label)
+    for t in (0.01, 0.001):
+        if t >= lowest:
+            ax.axvline(probit(t), color="0.4", ls=":", lw=1)
+    ticks = np.array([v for v in (1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.8,
+                                  0.95) if v >= lowest * 0.999])
+    ax.set_xticks(probit(ticks), _pct_ticks(ticks))
+    yt = np.array([0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.8, 0.95])
+    ax.set_yticks(probit(yt), _pct_ticks(yt))
+    ax.set_xlim(probit(lowest), probit(0.99))
+    ax.set_ylim(probit(0.005), probit(0.995))
+    ax.set_xlabel("FPIR (non-mated searches returning a candidate)")
+    ax.set_ylabel("FNIR (mated searches whose mate is not returned first)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title(title or "open-set identification: threshold on the top candidate's score",
+                 fontsize=9)
     save_figure(fig, path)
     return True

@@ -12,6 +12,7 @@ from pathlib import Path
 from ssgallery.biometrics.plots import (
     plot_cmc,
     plot_curves,
+    plot_identification_det,
     plot_scores,
     plot_title,
 )
@@ -24,6 +25,7 @@ PLOT = "roc.png"
 DET_PLOT = "det.png"
 SCORES_PLOT = "scores.png"
 CMC_PLOT = "cmc.png"
+IDENTIFICATION_DET_PLOT = "det_identification.png"
 
 
 # --------------------------------------------------------------------------- summary
@@ -64,16 +66,20 @@ def _pm(v, std, fmt="{:.1f}"):
 
 
 def format_identification_table(summaries):
-    """The printed identification table: one row per method."""
-    head = ["method", "m", "matches/search", "rank-1 %", "rank-5 %", "rank-10 %", "DIR@FAR=1% (%)"]
+    """The printed identification table: one row per method; a note under it for each
+    figure shown as "—"."""
+    head = ["method", "m", "matches/search", "rank-1 %", "rank-5 %", "rank-10 %",
+            "FNIR@FPIR=1% (%)", "FNIR@FPIR=0.1% (%)"]
 
     def at(s, r):
-        return _pct(s["cmc"][r - 1]) if len(s["cmc"]) >= r else "—"
+        return _pct(s["cmc"][r - 1]) if len(s["cmc"]) >= r else DASH
 
     rows = [[s["method"], "-" if s["m"] is None else str(s["m"]),
              _pm(s["matches_per_search"], None, "{:,.0f}"), at(s, 1), at(s, 5), at(s, 10),
-             _pct(s["dir"]) if s["dir"] is not None else "—"] for s in summaries]
-    return _format_rows(head, rows)
+             _pct(s.get("fnir_at_fpir_1pct")), _pct(s.get("fnir_at_fpir_01pct"))]
+            for s in summaries]
+    notes = dict.fromkeys(n for s in summaries for n in s.get("notes", {}).values())
+    return _format_rows(head, rows) + "".join(f"\n{DASH}: {n}" for n in notes)
 
 
 def _format_rows(head, rows):
@@ -150,8 +156,8 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
     missing or ``plot`` is False, and ``scores/<method>[-m<m>].r<rep>.txt`` (4 columns)
     with their side-car ``.txt.json``. With ``identification`` (summaries of
     `ssgallery.biometrics.identification.evaluate_identification` of the tables'
-    full searches), also ``identification/<method>[-m<m>].r<rep>.txt``, ``cmc.png``
-    and the ``identification`` section of ``summary.json``. Existing files are replaced
+    full searches), also ``identification/<method>[-m<m>].r<rep>.txt``, ``cmc.png``,
+    ``det_identification.png`` (FNIR against FPIR) and the ``identification`` section of ``summary.json``. Existing files are replaced
     only when they are files of the same kind written by ssgallery, or with ``force``.
     """
     from ssgallery import __version__
@@ -214,6 +220,8 @@ def write_identification(out_dir, searches, summaries, plot=True):
         files["identification_scores"].append(os.fspath(path))
     if plot and plot_cmc(Path(out_dir) / CMC_PLOT, summaries):
         files["cmc_plot"] = os.fspath(Path(out_dir) / CMC_PLOT)
+    if plot and plot_identification_det(Path(out_dir) / IDENTIFICATION_DET_PLOT, summaries):
+        files["identification_det_plot"] = os.fspath(Path(out_dir) / IDENTIFICATION_DET_PLOT)
     return files
 
 
