@@ -12,8 +12,10 @@ of the fold's held-out impostor subjects and the samples are mapped into that sp
 Clients share their folds (one seeded order of the store's subjects,
 `subject_order` and `ssgallery.app.client_training.threshold_folds`), so a
 fold's refit serves every client that is not itself held out in it; the last few refits
-are cached. Matchers whose ``fit`` does not learn from the images (a pretrained
-descriptor, an external program) are never refitted.
+are cached. A refit is the matcher's `ssgallery.matchers.refits` (eigenface: from the
+images' Gram matrix, computed once: no pixel is read again). Matchers whose ``fit``
+does not learn from the images (a pretrained descriptor, an external program) are
+never refitted.
 """
 
 from collections import OrderedDict
@@ -42,15 +44,21 @@ class FoldSpaces:
         Its images (n, H, W) are read once, its matcher class and configuration refitted.
     keep : int
         Refitted spaces kept in memory.
+
+    Attributes
+    ----------
+    n_fits_ : int
+        Refits done so far (one per distinct set of held-out subjects still cached).
     """
 
     def __init__(self, store, keep=KEEP):
         from ssgallery.matchers import get_matcher_class
+        from ssgallery.matchers.refits import subset_refits
 
-        self.cls = get_matcher_class(store.matcher_name)
-        self.config = dict(store.matcher_config)
         self.labels = np.asarray(store.labels).astype(str)
-        self.images = np.asarray(store.images[np.arange(len(self.labels))], dtype=np.float32)
+        self.refits = subset_refits(get_matcher_class(store.matcher_name),
+                                    dict(store.matcher_config),
+                                    store.images[np.arange(len(self.labels))])
         self.keep = keep
         self.n_fits_ = 0
         self._cache = OrderedDict()
@@ -59,11 +67,8 @@ class FoldSpaces:
         """``(X, similarity, bounds)`` of the matcher fitted without the images of the
         subjects ``held_out`` (a frozenset); X has shape (n, d) over every stored image."""
         if held_out not in self._cache:
-            keep = ~np.isin(self.labels, sorted(held_out))
-            matcher = self.cls(**self.config).fit(self.images[keep])
+            self._cache[held_out] = self.refits.space(~np.isin(self.labels, sorted(held_out)))
             self.n_fits_ += 1
-            self._cache[held_out] = (matcher.transform(self.images), matcher.similarity(),
-                                     matcher.bounds())
             if len(self._cache) > self.keep:
                 self._cache.popitem(last=False)
         self._cache.move_to_end(held_out)

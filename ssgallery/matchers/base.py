@@ -32,6 +32,17 @@ class Matcher:
         """Fit on training images, shape (n, H, W), float on [0, 255]. Returns self."""
         raise NotImplementedError
 
+    @classmethod
+    def subset_refits(cls, config, images):
+        """This matcher with constructor parameters ``config`` fitted on subsets of
+        ``images`` (N, H, W), each mapping every image
+        (`ssgallery.matchers.refits`): by default ``fit`` per subset
+        (`ssgallery.matchers.refits.Refits`); a matcher with a cheaper equivalent
+        overrides it."""
+        from ssgallery.matchers.refits import Refits
+
+        return Refits(cls, config, images)
+
     def transform(self, images):
         """Map images (n, H, W) to the matcher space, shape (n, d)."""
         raise NotImplementedError

@@ -157,18 +157,8 @@ class EigenfaceMatcher(Matcher):
             raise InputError(f"eigenface: need at least 2 training images, got {n}")
         self.image_shape = tuple(int(s) for s in np.shape(images)[1:])
         mean, var, Vt = _pca(X)
-        rank = int(np.sum(var > var[0] * 1e-10)) if var[0] > 0 else 0
-        if rank == 0:
-            raise InputError("eigenface: training images are all identical")
+        d = self._n_kept(var)
         ratio = var / var.sum()
-        if self.n_components is not None:
-            d = int(self.n_components)
-            if d > rank:
-                raise SsgalleryError(f"eigenface: n_components={d} exceeds the rank of the "
-                                     f"training images ({rank})")
-        else:
-            d = int(np.searchsorted(np.cumsum(ratio), float(self.variance) - 1e-12) + 1)
-            d = min(d, rank)
         Vt = Vt[:d]
         # Deterministic signs: the largest-magnitude loading of each axis is positive.
         signs = np.sign(Vt[np.arange(d), np.argmax(np.abs(Vt), axis=1)])
@@ -183,6 +173,21 @@ class EigenfaceMatcher(Matcher):
         self.gamma_ = self._resolve_gamma(lambda: self.transform(images))
         self._fit_quality(X)
         return self
+
+    def _n_kept(self, var):
+        """d, the components kept of variances ``var`` (r,) in decreasing order:
+        ``n_components``, or the fewest that explain ``variance`` of the total."""
+        rank = int(np.sum(var > var[0] * 1e-10)) if var[0] > 0 else 0
+        if rank == 0:
+            raise InputError("eigenface: training images are all identical")
+        if self.n_components is not None:
+            d = int(self.n_components)
+            if d > rank:
+                raise SsgalleryError(f"eigenface: n_components={d} exceeds the rank of the "
+                                     f"training images ({rank})")
+            return d
+        d = int(np.searchsorted(np.cumsum(var / var.sum()), float(self.variance) - 1e-12) + 1)
+        return min(d, rank)
 
     def _fit_quality(self, X):
         """The failure-to-acquire limits ``max_relative_dffs_`` and ``max_difs_`` from
@@ -234,6 +239,14 @@ class EigenfaceMatcher(Matcher):
     def _check_fitted(self):
         if not hasattr(self, "components_"):
             raise SsgalleryError("eigenface: matcher is not fitted")
+
+    @classmethod
+    def subset_refits(cls, config, images):
+        """Eigenface with ``config`` fitted on subsets of ``images`` (N, H, W), from
+        their Gram matrix: `ssgallery.matchers.refits.EigenfaceRefits`."""
+        from ssgallery.matchers.refits import EigenfaceRefits
+
+        return EigenfaceRefits(config, images)
 
     # ------------------------------------------------------------------ the contract
     def transform(self, images):
