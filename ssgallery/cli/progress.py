@@ -23,7 +23,6 @@ Usage in a command::
 """
 
 import contextlib
-import os
 import sys
 import time
 
@@ -152,13 +151,9 @@ def _isatty(file):
 
 
 def _env_interval():
-    raw = os.environ.get(ENV_INTERVAL)
-    if raw is None or not raw.strip():
-        return None
-    try:
-        return max(float(raw), 0.0)
-    except ValueError:
-        return None
+    from ssgallery.safeio import env_seconds
+
+    return env_seconds(ENV_INTERVAL, None)
 
 
 @contextlib.contextmanager
