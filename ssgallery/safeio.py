@@ -98,8 +98,7 @@ ENVIRONMENT = {
     "SSGALLERY_LFW": ("path", "the LFW faces folder"),
     "SSGALLERY_BENCH_PAGES": ("path", "where benchmarks write their pages"),
     "SSGALLERY_BENCH_OUT": ("path", "where benchmarks write their other outputs"),
-    "SSGALLERY_PROGRESS_INTERVAL": ("seconds", "seconds between progress lines on a pipe "
-                                    "(and before a bar on a terminal)"),
+    "SSGALLERY_PROGRESS_INTERVAL": ("seconds", "seconds between progress lines on a pipe"),
 }
 PREFIX = "SSGALLERY_"
 MAX_SECONDS = 7 * 24 * 3600.0  # a lock wait of a week: anything longer is a typo

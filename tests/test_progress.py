@@ -75,3 +75,43 @@ def test_rate_and_clock_formats():
     assert _rate(123456, 2.0, "claims") == "61,728 claims/s"
     assert _rate(0, 1.0, "x") == ""
     assert _clock(3725.4) == "1:02:05"
+
+
+def test_enroll_reports_each_phase_on_a_pipe_and_nothing_when_quiet(faces_factory, tmp_path):
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    faces = faces_factory(n_clients=4, n_images=5)
+    env = {"SSGALLERY_PROGRESS_INTERVAL": "0"}
+    res = CliRunner().invoke(main, ["enroll", faces, "--store", str(tmp_path / "e.h5")],
+                             env=env)
+    assert res.exit_code == 0, res.output
+    err = res.stderr.splitlines()
+    assert "ssgallery: enroll: reading images 1/20 (5%)" in err[0]
+    assert "ssgallery: enroll: reading images 20/20 images in 0:00:" in res.stderr
+    assert "ssgallery: enroll: fitting the eigenface matcher 1/1 fits in" in res.stderr
+    assert res.stdout.startswith(f"{tmp_path / 'e.h5'}: enrolled 4 clients")  # unchanged
+    res = CliRunner().invoke(main, ["enroll", faces, "--store", str(tmp_path / "q.h5"), "-q"],
+                             env=env)
+    assert res.exit_code == 0 and res.stderr == ""
+    res = CliRunner().invoke(main, ["enroll", faces, "--store", str(tmp_path / "x.h5")],
+                             env={"SSGALLERY_PROGRESS_INTERVAL": "soon"})
+    assert res.exit_code == 2 and "SSGALLERY_PROGRESS_INTERVAL must be a number" in res.stderr
+
+
+def test_features_in_chunks_report_per_image_and_equal_one_batch():
+    import numpy as np
+
+    from ssgallery.matchers.base import transform_in_chunks
+    from ssgallery.matchers.eigenface import EigenfaceMatcher
+
+    rng = np.random.default_rng(0)
+    images = rng.uniform(0, 255, (150, 12, 10)).astype(np.float32)
+    matcher = EigenfaceMatcher().fit(images)
+    out = io.StringIO()
+    reporter = Reporter("t", file=out, interval=0, delay=0)
+    features = transform_in_chunks(matcher, images, chunk=64, progress=reporter)
+    np.testing.assert_allclose(features, matcher.transform(images), rtol=1e-12, atol=1e-12)
+    lines = out.getvalue().splitlines()
+    assert [line.split()[4] for line in lines[:3]] == ["64/150", "128/150", "150/150"]

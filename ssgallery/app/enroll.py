@@ -7,6 +7,8 @@ import numpy as np
 
 from ssgallery.errors import FormatError, InputError, option
 from ssgallery.formats.store import EnrollmentStore, load_store
+from ssgallery.matchers.base import transform_in_chunks
+from ssgallery.progress import as_progress
 
 
 @dataclass
@@ -39,11 +41,11 @@ def _split_names(value):
     return [v.strip() for v in value if v and v.strip()]
 
 
-def _load(root, names, *, size, strict, skip_bad, min_images, warn):
+def _load(root, names, *, size, strict, skip_bad, min_images, warn, progress):
     from ssgallery.images.ingest import load_faces
 
     return load_faces(root, size=size, strict=strict, skip_bad=skip_bad,
-                      min_images=min_images, clients=names, warn=warn)
+                      min_images=min_images, clients=names, warn=warn, progress=progress)
 
 
 def _new_faces(root, names, known, *, size, **load):
@@ -58,7 +60,7 @@ def _new_faces(root, names, known, *, size, **load):
     return _load(root, new, size=size, **load)
 
 
-def _known_subjects(faces_dir, bg_dir, names, old, skip_bad, warn):
+def _known_subjects(faces_dir, bg_dir, names, old, skip_bad, warn, progress):
     """``--add``: the subjects of ``faces_dir`` (``names``) and of ``bg_dir`` that the
     store already holds, after checking that their files are the enrolled ones (hashed,
     never decoded nor kept: only new subjects' pixels are read)."""
@@ -73,7 +75,8 @@ def _known_subjects(faces_dir, bg_dir, names, old, skip_bad, warn):
         sources.append((bg_dir, [n for n in _scan_subjects(bg_dir) if n in enrolled]))
     for root, subjects in sources:
         if subjects:
-            known.update(file_rows(root, subjects, enrolled, skip_bad=skip_bad, warn=warn))
+            known.update(file_rows(root, subjects, enrolled, skip_bad=skip_bad, warn=warn,
+                                   progress=progress))
     for name, rows in known.items():
         if rows != enrolled[name]:
             raise InputError(f"client '{name}' is already enrolled with other images; "
@@ -132,8 +135,9 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
         matcher; the store records that the basis is stale.
     strict, skip_bad, size, min_images, warn
         Passed to `ssgallery.images.ingest.load_faces`.
-    progress : callable(str), optional
-        Receives a one-line message per stage.
+    progress : ssgallery.progress.Progress, optional
+        Reports reading the images (one step per file), fitting the matcher and
+        computing the features (one step per image).
     force : bool
         Replace a file at ``store_path`` that is not an ssgallery file (never a gallery).
     privacy_key_file : str, optional
@@ -148,17 +152,18 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
     """
     from ssgallery.formats.atomic import output_lock
     from ssgallery.formats.encryption import load_privacy_key
+    from ssgallery.images.ingest import default_warn
 
-    say = progress or (lambda message: None)
+    progress = as_progress(progress)
     key = load_privacy_key(privacy_key_file)
     names = _resolve_names(faces_dir, clients, background)  # bad names: no lock file made
-    with output_lock(store_path, wait=warn or say):
+    with output_lock(store_path, wait=warn or default_warn):
         src = _read_sources(faces_dir, store_path, names, add=add, strict=strict,
                             skip_bad=skip_bad, size=size, min_images=min_images, warn=warn,
-                            say=say, force=force, key=key)
+                            progress=progress, force=force, key=key)
         if add:
-            return _add(src, store_path, say, key)
-        return _enroll_fresh(src, store_path, matcher, matcher_options, say, force, key)
+            return _add(src, store_path, progress, key)
+        return _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, key)
 
 
 def _old_store(store_path, add, force, key):
@@ -208,7 +213,7 @@ def _resolve_names(faces_dir, clients, background):
 
 
 def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, min_images,
-                  warn, say, force, key):
+                  warn, progress, force, key):
     """The shared front of both modes: old store, images (clients + background)."""
     faces_dir = os.fspath(faces_dir)
     clients, bg_dir, bg_names = names
@@ -216,18 +221,17 @@ def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, 
     known = {}
     if add:  # new images take the store's size (resized with a warning unless --strict)
         size = old.image_shape[::-1]
-        known = _known_subjects(faces_dir, bg_dir, clients + bg_names, old, skip_bad, warn)
+        known = _known_subjects(faces_dir, bg_dir, clients + bg_names, old, skip_bad, warn,
+                                progress)
 
-    say(f"reading {faces_dir}")
     faces = _new_faces(faces_dir, clients + bg_names, known, size=size, strict=strict,
-                       skip_bad=skip_bad, min_images=min_images, warn=warn)
+                       skip_bad=skip_bad, min_images=min_images, warn=warn, progress=progress)
     shape = faces.images.shape[1:]
     parts = [(faces, [os.path.abspath(faces_dir)] * len(faces.labels))]
     if bg_dir is not None:
-        say(f"reading background {bg_dir}")
         bg = _new_faces(bg_dir, _scan_subjects(bg_dir) if known else None, known,
                         size=shape[::-1], strict=strict, skip_bad=skip_bad, min_images=1,
-                        warn=warn)
+                        warn=warn, progress=progress)
         bg_names = sorted(set(map(str, bg.labels)))
         parts.append((bg, [os.path.abspath(bg_dir)] * len(bg.labels)))
     labels = np.concatenate([np.asarray(p.labels, dtype=str) for p, _ in parts])
@@ -243,7 +247,7 @@ def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, 
         bg_names=[b for b in bg_names if b in present], old=old)
 
 
-def _enroll_fresh(src, store_path, matcher, matcher_options, say, force, key):
+def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, key):
     """Fresh enrolment: fit the matcher on every image, write the store."""
     from ssgallery.matchers import get_matcher_class
 
@@ -269,13 +273,14 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, say, force, key):
                                 matcher_state=_contract_state(instance))
     old = src.old
     if old is not None and old.fingerprint == candidate.fingerprint:
-        say("nothing changed: the store already holds exactly these images and settings")
         return _summary(old, store_path, changed=False, new_clients=[])
-    say(f"fitting the {matcher} matcher on {len(src.images)} images")
-    instance.fit(src.images)
+    with progress.phase(f"fitting the {matcher} matcher", 1, "fits"):
+        instance.fit(src.images)
+        progress.advance()
     candidate.matcher_config = instance.get_config()
     candidate.matcher_state = instance.get_state()
-    candidate.features = instance.transform(src.images)  # computed once, here
+    # computed once, here
+    candidate.features = transform_in_chunks(instance, src.images, progress=progress)
     candidate.save(store_path, force=force, privacy_key=key)
     new = sorted(set(src.clients) - set(old.clients)) if old is not None else list(src.clients)
     return _summary(candidate, store_path, changed=True, new_clients=new, matcher=instance)
@@ -288,7 +293,7 @@ def _contract_state(matcher):
     return {} if digest is None else {"contract_sha256": digest}
 
 
-def _add(src, store_path, say, key):
+def _add(src, store_path, progress, key):
     """``--add``: append new subjects, keep the fitted matcher, record that it is stale.
     ``src`` holds the new subjects' images only; the old ones stay on disk until the new
     store is written (`ssgallery.formats.store.StackedImages`)."""
@@ -299,7 +304,6 @@ def _add(src, store_path, say, key):
     new_clients = [c for c in src.clients if c not in known]
     new_bg = [b for b in src.bg_names if b not in known]
     if not len(new_images):
-        say("nothing changed: no new client to add")
         return _summary(old, store_path, changed=False, new_clients=[])
     store = EnrollmentStore(
         images=StackedImages([old.images, new_images]),
@@ -311,9 +315,8 @@ def _add(src, store_path, say, key):
         matcher_state=old.matcher_state, basis_stale=True,
         stale_clients=sorted(set(old.stale_clients) | set(new_clients) | set(new_bg)))
     if old.features is not None:  # the matcher is kept, so old features stay valid
-        store.features = np.concatenate([old.features, old.matcher().transform(new_images)])
-    say(f"added {len(new_clients)} client(s) without refitting the {old.matcher_name} "
-        f"matcher: its basis is stale (re-run enroll without {option('add')} to refit)")
+        store.features = np.concatenate([old.features, transform_in_chunks(
+            old.matcher(), new_images, progress=progress)])
     store.save(store_path, privacy_key=key)
     return _summary(store, store_path, changed=True, new_clients=new_clients)
 

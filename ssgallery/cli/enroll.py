@@ -5,6 +5,7 @@ import json
 import click
 
 from ssgallery.cli.options import privacy_key_option, warn
+from ssgallery.cli.progress import quiet_option, reporting
 
 
 def _parse_size(ctx, param, value):
@@ -103,9 +104,10 @@ def _external_command(matcher, matcher_cmd, options, add):
 @click.option("--force", is_flag=True, help="Replace an existing --store file that is not an "
               "ssgallery enrollment store (never a gallery, a folder or a device).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@quiet_option
 @privacy_key_option
 def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_options, clients,
-            background, add, strict, skip_bad, size, min_images, force, as_json,
+            background, add, strict, skip_bad, size, min_images, force, as_json, quiet,
             privacy_key_file):
     """Read FACES_DIR/<client>/*.{pgm,png,jpg,...}, fit the matcher, write the store.
 
@@ -132,10 +134,11 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
     if gamma is not None:
         options["gamma"] = _gamma(gamma)
 
-    summary = enroll(faces_dir, store, matcher=matcher, matcher_options=options,
-                     clients=clients, background=background, add=add, strict=strict,
-                     skip_bad=skip_bad, size=size, min_images=min_images, warn=warn,
-                     force=force, privacy_key_file=privacy_key_file)
+    with reporting(quiet) as progress:
+        summary = enroll(faces_dir, store, matcher=matcher, matcher_options=options,
+                         clients=clients, background=background, add=add, strict=strict,
+                         skip_bad=skip_bad, size=size, min_images=min_images, warn=warn,
+                         force=force, privacy_key_file=privacy_key_file, progress=progress)
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2))
         return

@@ -22,6 +22,7 @@ import numpy as np
 
 from ssgallery.errors import InputError, option
 from ssgallery.formats.hdf5 import client_id_problem
+from ssgallery.progress import as_progress
 from ssgallery.safeio import MAX_IMAGE_BYTES, read_regular
 
 IMAGE_EXTENSIONS = (".pgm", ".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
@@ -339,7 +340,7 @@ class FaceSet:
 
 
 def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images=1,
-               clients=None, warn=default_warn, extensions=IMAGE_EXTENSIONS):
+               clients=None, warn=default_warn, extensions=IMAGE_EXTENSIONS, progress=None):
     """Scan and read a face folder ``ROOT/<client>/<images>``.
 
     Parameters
@@ -357,12 +358,15 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
         Only these clients.
     warn : callable(str) or None
         Receives each warning; None: `default_warn`.
+    progress : ssgallery.progress.Progress, optional
+        One step per file read (phase "reading images").
 
     Returns
     -------
     FaceSet
     """
     root = Path(root)
+    progress = as_progress(progress)
     size = _check_size(size)
     warn = default_warn if warn is None else warn
     listing = scan_faces(root, extensions=extensions, min_images=min_images,
@@ -370,9 +374,11 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
     images, labels, rel, digests = None, [], [], []  # images: filled in place, no list
     resized = []
     total = sum(len(paths) for _, paths in listing)
+    progress.start("reading images", total, "images")
     for client, paths in listing:
         kept = 0
         for path in paths:
+            progress.advance()
             data = _read_file(path)
             arr = _decode_or_skip(data, path, skip_bad, warn)
             if arr is None:
@@ -388,6 +394,7 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
         if kept < min_images:
             raise InputError(f"client folder has {kept} readable image(s), at least "
                              f"{min_images} needed", path=root / client)
+    progress.end()
     if resized:
         first, have = resized[0]
         warn(f"resized {len(resized)} image(s) to {_fmt_size(size)} (first: {first} was "
@@ -409,13 +416,16 @@ def _decode_or_skip(data, path, skip_bad, warn):
 
 
 def file_rows(root, clients, known, skip_bad=False, warn=default_warn,
-              extensions=IMAGE_EXTENSIONS):
+              extensions=IMAGE_EXTENSIONS, progress=None):
     """The (relative path, sha256) of every image file of ``clients`` under ``root``,
     as `load_faces` would list them, without keeping any pixel.
 
     A file whose pair is in ``known[client]`` is hashed only; any other file is also
     decoded, so that a bad one is skipped (``skip_bad``) or refused exactly as
     `load_faces` would.
+
+    ``progress`` (`ssgallery.progress.Progress`): one step per file (phase "checking
+    enrolled images").
 
     Returns
     -------
@@ -424,17 +434,21 @@ def file_rows(root, clients, known, skip_bad=False, warn=default_warn,
     """
     root = Path(root)
     warn = default_warn if warn is None else warn
+    progress = as_progress(progress)
     listing = scan_faces(root, extensions=extensions, min_images=0, skip_bad=skip_bad,
                          clients=clients, warn=warn)
     rows = {}
+    progress.start("checking enrolled images", sum(len(p) for _, p in listing), "images")
     for client, paths in listing:
         mine = rows.setdefault(client, set())
         for path in paths:
+            progress.advance()
             data = _read_file(path)
             row = (path.relative_to(root).as_posix(), hashlib.sha256(data).hexdigest())
             if row in known.get(client, ()) or \
                     _decode_or_skip(data, path, skip_bad, warn) is not None:
                 mine.add(row)
+    progress.end()
     return rows
 
 

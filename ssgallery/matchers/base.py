@@ -114,6 +114,36 @@ class Matcher:
         from a gallery are plausible in this matcher's space. Default: nothing."""
 
 
+def transform_in_chunks(matcher, images, chunk=64, progress=None):
+    """``matcher.transform(images)`` computed ``chunk`` images at a time, one progress
+    step per image (phase "computing features"): a descriptor that takes a fraction of a
+    second per face (dlib) reports as it goes.
+
+    Parameters
+    ----------
+    matcher : Matcher
+    images : ndarray or array-like of rows, shape (n, H, W)
+    chunk : int
+    progress : ssgallery.progress.Progress, optional
+
+    Returns
+    -------
+    features : ndarray, shape (n, d)
+    """
+    from ssgallery.progress import as_progress
+
+    progress = as_progress(progress)
+    n = len(images)
+    if n <= chunk:
+        return matcher.transform(images[:n])
+    parts = []
+    with progress.phase("computing features", n, "images"):
+        for start in range(0, n, chunk):
+            parts.append(matcher.transform(images[start:start + chunk]))
+            progress.advance(len(parts[-1]))
+    return np.concatenate(parts)
+
+
 def face_check(matcher, images):
     """(is_face (n,) bool, quality (n,) float) of images (n, H, W) for any matcher:
     one without `Matcher.quality` / `Matcher.is_face` (a duck-typed
