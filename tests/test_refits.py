@@ -45,7 +45,7 @@ def test_eigenface_refits_equal_fitting_on_the_subset(config, shape):
 def test_eigenface_refits_are_the_exact_pca():
     images, labels = synthetic_images(n_subjects=8, per=7, shape=(12, 10), seed=4)
     keep = labels != "id4"
-    Z, _, _ = EigenfaceRefits({"n_components": 5}, images).space(keep)
+    Z, _, _ = EigenfaceRefits(EigenfaceMatcher, {"n_components": 5}, images).space(keep)
     X = images.reshape(len(images), -1).astype(np.float64)
     mean = X[keep].mean(0)
     _, s, Vt = np.linalg.svd(X[keep] - mean, full_matrices=False)
@@ -58,14 +58,14 @@ def test_eigenface_refits_are_the_exact_pca():
 def test_eigenface_refits_refuse_what_fit_refuses():
     images, _ = synthetic_images(n_subjects=4, per=5, shape=(12, 10), seed=5)
     with pytest.raises(InputError, match="need at least 2 training images, got 1"):
-        EigenfaceRefits({}, images).space(np.arange(1))
+        EigenfaceRefits(EigenfaceMatcher, {}, images).space(np.arange(1))
     with pytest.raises(SsgalleryError, match="n_components=9 exceeds the rank"):
-        EigenfaceRefits({"n_components": 9}, images).space(np.arange(5))
+        EigenfaceRefits(EigenfaceMatcher, {"n_components": 9}, images).space(np.arange(5))
     same = np.repeat(images[:1], 6, axis=0)
     with pytest.raises(InputError, match="training images are all identical"):
-        EigenfaceRefits({}, same).space(np.arange(6))
+        EigenfaceRefits(EigenfaceMatcher, {}, same).space(np.arange(6))
     with pytest.raises(SsgalleryError, match="variance must be a number"):
-        EigenfaceRefits({"variance": 2.0}, images)
+        EigenfaceRefits(EigenfaceMatcher, {"variance": 2.0}, images)
 
 
 def test_generic_refits_fit_on_the_subset():

@@ -246,7 +246,7 @@ class EigenfaceMatcher(Matcher):
         their Gram matrix: `ssgallery.matchers.refits.EigenfaceRefits`."""
         from ssgallery.matchers.refits import EigenfaceRefits
 
-        return EigenfaceRefits(config, images)
+        return EigenfaceRefits(cls, config, images)
 
     # ------------------------------------------------------------------ the contract
     def transform(self, images):

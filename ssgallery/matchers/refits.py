@@ -65,8 +65,11 @@ class EigenfaceRefits:
 
     Parameters
     ----------
+    cls : type
+        ``EigenfaceMatcher`` (or a subclass): its parameter checks, its rule for the
+        number of components kept and for gamma.
     config : dict
-        ``EigenfaceMatcher`` parameters (variance, n_components, gamma).
+        Its parameters (variance, n_components, gamma).
     images : array-like of shape (N, H, W)
         Every image, pixels on [0, 255]; read once, not kept.
 
@@ -76,11 +79,9 @@ class EigenfaceRefits:
         ``(X - mean) (X - mean)^T`` of the flattened images, centred on their mean.
     """
 
-    def __init__(self, config, images):
-        from ssgallery.matchers.eigenface import EigenfaceMatcher
-
-        self.config = dict(config)
-        EigenfaceMatcher(**self.config)._check_params()
+    def __init__(self, cls, config, images):
+        self.cls, self.config = cls, dict(config)
+        cls(**self.config)._check_params()
         X = np.asarray(images, dtype=np.float32).reshape(len(images), -1)
         mean = X.mean(0, dtype=np.float64)
         self.gram_ = np.zeros((len(X), len(X)))
@@ -92,8 +93,6 @@ class EigenfaceRefits:
         """``(X, similarity, None)`` of eigenface fitted on the images ``keep`` (bool
         mask (N,) or indices); X has shape (N, d): the scaled coefficients of every
         image."""
-        from ssgallery.matchers.eigenface import EigenfaceMatcher
-
         rows = np.flatnonzero(keep) if np.asarray(keep).dtype == bool else np.asarray(keep)
         n = len(rows)
         if n < 2:
@@ -105,7 +104,7 @@ class EigenfaceRefits:
         w, U = np.linalg.eigh(C[rows])
         w, U = w[::-1], U[:, ::-1]
         var = np.clip(w, 0.0, None) / (n - 1)
-        matcher = EigenfaceMatcher(**self.config)
+        matcher = self.cls(**self.config)
         d = matcher._n_kept(var)
         Z = C @ (U[:, :d] / np.sqrt(w[:d]))
         Z /= np.sqrt(var[:d].mean())  # EigenfaceMatcher.scale_
