@@ -7,8 +7,10 @@ ssgallery writes the 4-column text format of the biometrics community (bob, CSU)
 one claim per line, fields separated by one space, nothing else in the file (no
 header, no comment), so that bob.bio.base's ``split_four_column`` / ``bob bio metrics``
 and pyeer's score reader (last field of each line) read it unchanged. A claim is
-genuine when ``claimed_id == real_id``. Whitespace and ``%`` inside a field are
-percent-encoded (``%20``, ``%25``). A score that could not be computed is ``nan``
+genuine when ``claimed_id == real_id``. ``%``, ``#``, every white space and line
+break (``\\v``, U+00A0, U+202F, U+2028, ...) and every control character inside a
+field are percent-encoded as UTF-8 bytes (``%25``, ``%23``, ``%20``, ``%E2%80%AF``), so
+that any client id or probe name reads back as written. A score that could not be computed is ``nan``
 (a failure to acquire). What the 4 columns cannot hold (method, m, repetition; per
 client the matches per claim and training time) goes in a side-car JSON file
 ``<file>.json`` beside it.
@@ -32,6 +34,7 @@ import io
 import json
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
@@ -82,10 +85,18 @@ class Scores:
         return self.method if self.m is None else f"{self.method} m={self.m}"
 
 
+def _needs_escape(ch):
+    """Whether a field's character is percent-encoded: ``%``, ``#`` (a line starting
+    with it would read as a comment), white space and line breaks of any kind (a reader
+    splits there), control and format characters."""
+    return ch in "%#" or ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zl",
+                                                                       "Zp", "Zs")
+
+
 def _enc(value):
     s = str(value)
-    return (s.replace("%", "%25").replace(" ", "%20").replace("\t", "%09")
-            .replace("\n", "%0A").replace("\r", "%0D") or "%00")
+    return "".join("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+                   if _needs_escape(ch) else ch for ch in s) or "%00"
 
 
 def _dec(field):
@@ -179,8 +190,13 @@ def _score(text, lineno, path):
     return score
 
 
-def _legacy_header(body, meta, clients):
-    """``#`` lines of ssgallery < 0.2 score files: method/m/repetition, per-client info."""
+_FIELD_SEP = re.compile(r"[ \t]+")  # fields: ASCII spaces and tabs, nothing else
+
+
+def _legacy_header(body, meta, clients, lineno, path):
+    """``#`` lines of ssgallery < 0.2 score files: method/m/repetition, per-client info.
+    Any other line starting with ``#`` is refused: a row of a client id starting with
+    ``#`` (written ``%23`` by ssgallery) must not vanish as a comment."""
     if body.startswith(MAGIC):
         got = _meta(body)
         meta.update({k: got[k] for k in ("method", "m", "repetition") if k in got})
@@ -188,19 +204,22 @@ def _legacy_header(body, meta, clients):
         got = _meta(body)
         c = got.pop("client")
         clients[c] = {k: _float_or_none(v) for k, v in got.items()}
+    elif not body.startswith("columns:"):
+        raise InputError(f"line {lineno} starts with '#': score files have no comments (a "
+                         "field starting with '#' is written %23)", path=path)
 
 
 def _read_text(path):
     """Rows (claimed, real, probe, score) of a 4- or 5-column file, legacy metadata."""
     rows, meta, clients, ncol = [], {}, {}, None
     for lineno, line in enumerate(read_lines(path, "score file"), 1):
-        text = line.strip()
+        text = line.strip(" \t\r")
         if not text:
             continue
         if text.startswith("#"):
-            _legacy_header(text[1:].strip(), meta, clients)
+            _legacy_header(text[1:].strip(), meta, clients, lineno, path)
             continue
-        fields = text.split()
+        fields = _FIELD_SEP.split(text)
         if ncol is None and len(fields) in (4, 5):
             ncol = len(fields)
         if len(fields) != ncol:

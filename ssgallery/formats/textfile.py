@@ -30,8 +30,11 @@ def _read_stdin(what):
 
 
 def read_lines(path, what, stdin=False):
-    """Lines of the UTF-8 text file ``path``; ``what`` names it in errors ("probe list").
+    r"""Lines of the UTF-8 text file ``path``; ``what`` names it in errors ("probe list").
     With ``stdin``, the path ``-`` reads standard input (at most the same size).
+
+    Lines end at ``\n`` (``\r\n`` too) only: a vertical tab, form feed, U+0085 or
+    U+2028 inside a name (a probe file's) is part of the line, as the writer meant.
 
     Raises
     ------
@@ -44,6 +47,10 @@ def read_lines(path, what, stdin=False):
     else:
         data = read_regular(path, what, MAX_TEXT_BYTES)
     try:
-        return data.decode("utf-8").splitlines()
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"cannot read {what} ({exc})", path=path) from None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
