@@ -6,6 +6,8 @@ import os
 import numpy as np
 from PIL import Image
 
+from ssgallery.progress import Progress
+
 
 def synthetic_images(n_subjects=8, per=7, shape=(12, 10), noise=30.0, seed=0):
     """Identities = blocky random patterns; images = pattern + brightness shift + noise.
@@ -162,3 +164,33 @@ def assert_rounding_equal(actual, desired, tol=1e-9, err_msg=""):
     scale = float(np.max(np.abs(desired))) if desired.size else 0.0
     np.testing.assert_allclose(actual, desired, rtol=0, atol=tol * max(scale, 1e-300),
                                err_msg=err_msg)
+
+
+class RecordProgress(Progress):
+    """A `ssgallery.progress.Progress` that records what a library function reports:
+    ``events`` holds ("start", label, total, unit), ("advance", label, n) and ("end", label);
+    ``stop_at``: raise KeyboardInterrupt (Ctrl-C) when the phase ``stop_at[0]`` reaches
+    ``stop_at[1]`` steps."""
+
+    def __init__(self, stop_at=None):
+        self.events, self.stop_at, self.label, self.done = [], stop_at, None, 0
+
+    def start(self, label, total, unit=""):
+        self.end()
+        self.label, self.done = label, 0
+        self.events.append(("start", label, total, unit))
+
+    def advance(self, n=1):
+        self.done += n
+        self.events.append(("advance", self.label, n))
+        if self.stop_at is not None and (self.label, self.done) == tuple(self.stop_at):
+            raise KeyboardInterrupt
+
+    def end(self):
+        if self.label is not None:
+            self.events.append(("end", self.label))
+        self.label = None
+
+    def steps(self, label):
+        """Steps reported in the phase ``label`` (all its runs)."""
+        return sum(e[2] for e in self.events if e[0] == "advance" and e[1] == label)

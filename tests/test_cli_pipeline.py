@@ -56,7 +56,7 @@ def test_enroll_and_compress(data):
     out = json.loads(r.stdout)
     assert [c["client"] for c in out["clients"]] == CLIENTS.split(",")
     assert all(c["m"] == 2 and c["svm_n_support"] > 2 for c in out["clients"])
-    assert "compressing" in r.stderr  # the progress bar
+    assert r.stderr == ""  # a short run on a pipe: no progress line (tests/test_progress.py)
 
 
 def test_verify_accepts_genuine_and_rejects_others(data):

@@ -7,7 +7,7 @@ import os
 import h5py
 import numpy as np
 import pytest
-from helpers import edit_h5, heavy_imports, make_faces, rehash_gallery
+from helpers import RecordProgress, edit_h5, heavy_imports, make_faces, rehash_gallery
 
 from ssgallery.app.compress import (
     CompressOptions,
@@ -34,15 +34,17 @@ def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("g")
     faces = make_faces(str(root / "faces"), n_clients=5, n_images=6)
     enroll(faces, root / "e.h5")
-    seen = []
+    seen = RecordProgress()
     summary = compress(root / "e.h5", root / "g.h5", CompressOptions(m=2),
-                       CompressRun(progress=lambda c, done, total: seen.append((c, done, total))))
+                       CompressRun(progress=seen))
     return root, faces, summary, seen
 
 
 def test_gallery_layout_and_provenance(built):
     root, _, _, seen = built
-    assert seen[0] == (None, 0, 5) and seen[-1] == ("c04", 5, 5)
+    assert ("start", "training clients", 5, "clients") in seen.events
+    assert seen.steps("training clients") == 5
+    assert seen.events[-1] == ("end", "training clients")
     with h5py.File(root / "g.h5") as f:
         assert f.attrs["format"] == "ssgallery-gallery"
         assert f.attrs["format_version"] == FORMAT_VERSION
@@ -216,10 +218,7 @@ def test_failed_compress_leaves_no_gallery_only_committed_parts(built, tmp_path)
     root = built[0]
     out = tmp_path / "g.h5"
 
-    def interrupt(client, done, total):
-        if done == 2:
-            raise KeyboardInterrupt
-
+    interrupt = RecordProgress(stop_at=("training clients", 2))
     with pytest.raises(KeyboardInterrupt, match="2 finished client"):
         compress(root / "e.h5", out, run=CompressRun(progress=interrupt))
     assert os.listdir(tmp_path) == ["g.h5.parts"]  # no gallery, two committed clients

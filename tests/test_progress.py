@@ -77,7 +77,7 @@ def test_rate_and_clock_formats():
     assert _clock(3725.4) == "1:02:05"
 
 
-def test_enroll_reports_each_phase_on_a_pipe_and_nothing_when_quiet(faces_factory, tmp_path):
+def test_enroll_and_compress_report_each_phase_on_a_pipe_and_nothing_when_quiet(faces_factory, tmp_path):
     from click.testing import CliRunner
 
     from ssgallery.cli import main
@@ -98,6 +98,16 @@ def test_enroll_reports_each_phase_on_a_pipe_and_nothing_when_quiet(faces_factor
     res = CliRunner().invoke(main, ["enroll", faces, "--store", str(tmp_path / "x.h5")],
                              env={"SSGALLERY_PROGRESS_INTERVAL": "soon"})
     assert res.exit_code == 2 and "SSGALLERY_PROGRESS_INTERVAL must be a number" in res.stderr
+    # compress: the shared similarities, then one step per client
+    res = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "e.h5"), "-o",
+                                    str(tmp_path / "g.h5"), "--clients", "c00,c01,c02",
+                                    "--cv-folds", "2"], env=env)
+    assert res.exit_code == 0, res.output
+    err = res.stderr.splitlines()
+    assert err[0].startswith("ssgallery: compress: similarities of all images 1/1 (100%)")
+    assert [line.split()[4] for line in err if "training clients" in line] == [
+        "1/3", "2/3", "3/3", "3/3"]
+    assert err[-1].startswith("ssgallery: compress: training clients 3/3 clients in ")
 
 
 def test_features_in_chunks_report_per_image_and_equal_one_batch():

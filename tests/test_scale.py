@@ -9,7 +9,7 @@ from dataclasses import replace
 import h5py
 import numpy as np
 import pytest
-from helpers import assert_rounding_equal
+from helpers import RecordProgress, assert_rounding_equal
 
 from ssgallery.app.compress import CompressOptions, CompressRun, compress
 from ssgallery.app.enroll import enroll
@@ -189,10 +189,7 @@ def test_resume_ignores_parts_of_other_options(store, tmp_path):
 
     out = tmp_path / "g.h5"
 
-    def stop(client, done, total):
-        if done == 2:
-            raise KeyboardInterrupt
-
+    stop = RecordProgress(stop_at=("training clients", 2))
     with pytest.raises(KeyboardInterrupt):
         compress(store, out, CompressOptions(m=1, cv_folds=2),
                  CompressRun(clients="c00,c01,c02", progress=stop))

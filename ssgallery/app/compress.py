@@ -38,6 +38,7 @@ from ssgallery.app.training_sets import cohort_distances, subject_means, trainin
 from ssgallery.errors import InputError, NotRenderableError, SsgalleryError
 from ssgallery.learn.supersparse import resolve_init
 from ssgallery.learn.threads import single_threaded_blas
+from ssgallery.progress import as_progress
 
 FEATURE_BUDGET = 256 * 2**20  # bytes: features of every image kept in memory below this
 CHUNK = 1024  # images per read/transform chunk
@@ -130,9 +131,10 @@ def _feature_chunks(plan):
                       else plan.matcher.transform(images))
 
 
-def _features(plan):
+def _features(plan, progress):
     """Features of every row when they fit `FEATURE_BUDGET` (computed once, in
-    chunks), else None (each job reads and transforms its own rows)."""
+    chunks, one progress step per image), else None (each job reads and transforms its
+    own rows)."""
     cached = getattr(plan.store, "features", None)
     if cached is not None:
         return np.asarray(cached, dtype=float)
@@ -141,8 +143,10 @@ def _features(plan):
     if n * d * 8 > FEATURE_BUDGET:
         return None
     X = np.empty((n, d))
-    for start, F in _feature_chunks(plan):
-        X[start:start + len(F)] = F
+    with progress.phase("computing features", n, "images"):
+        for start, F in _feature_chunks(plan):
+            X[start:start + len(F)] = F
+            progress.advance(len(F))
     return X
 
 
@@ -152,10 +156,10 @@ def _block(plan, rows):
     return plan.matcher.transform(plan.store.images[rows])
 
 
-def _setup_blocks(plan):
+def _setup_blocks(plan, progress):
     """Features, cohort distances, and the one shared S(X, X) when no client is capped."""
     o = plan.options
-    plan.X = _features(plan)
+    plan.X = _features(plan, progress)
     counts = np.bincount(plan.codes)[np.searchsorted(plan.subjects, plan.todo)]
     capped = bool(o.max_impostors) and len(plan.codes) - counts.min() > o.max_impostors
     if capped and o.impostors == "cohort":
@@ -163,7 +167,9 @@ def _setup_blocks(plan):
         plan.distance = cohort_distances(subject_means(plan.codes, chunks))
     if not capped:  # every client trains on every row: one S(X, X) serves them all
         X = plan.X if plan.X is not None else _block(plan, np.arange(len(plan.codes)))
-        plan.X, plan.gram = X, plan.similarity(X, X)
+        with progress.phase("similarities of all images", 1, "matrices"):
+            plan.X, plan.gram = X, plan.similarity(X, X)
+            progress.advance()
         if o.refit_matcher and o.cv_folds > 1 and learns_from_images(plan.matcher):
             plan.fold_spaces = FoldSpaces(plan.store)
             plan.order = subject_order(plan.subjects, o.seed)
@@ -327,20 +333,20 @@ def _train(plan, run, todo, committed, results):
     """Train the clients ``todo`` on the run's backend; commit each result to the parts
     folder (``committed``: the folder and every client's run key) and to ``results``."""
     parts, keys = committed
-    if run.progress is not None:
-        run.progress(None, 0, len(todo))
+    progress = as_progress(run.progress)
     if todo:
-        _setup_blocks(plan)
+        _setup_blocks(plan, progress)
     fingerprint, digest = plan.store.fingerprint, options_digest(plan.options)
     try:
-        for done, result in enumerate(run_jobs(train_job, _jobs(plan, todo), n_jobs=run.jobs,
-                                               scheduler=run.scheduler), 1):
+        progress.start("training clients", len(todo), "clients")
+        for result in run_jobs(train_job, _jobs(plan, todo), n_jobs=run.jobs,
+                               scheduler=run.scheduler):
             result.provenance["options_digest"] = digest
             result.provenance["store_fingerprint"] = fingerprint
             parts.write(result, keys[result.client])
             results[result.client] = result
-            if run.progress is not None:
-                run.progress(result.client, done, len(todo))
+            progress.advance()
+        progress.end()
     except KeyboardInterrupt:
         n = parts.count()
         if n:

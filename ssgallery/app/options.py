@@ -250,8 +250,9 @@ class CompressRun(_Options):
         The host's signing key (default ``$SSGALLERY_KEY_FILE``; none: unsigned gallery).
     matcher_cmd : str or list, optional
         The host's external matcher program (`ssgallery.matchers.host`).
-    progress : callable(client_id, done, total), optional
-        Called with ``(None, 0, total)`` before the first client, then after each client.
+    progress : ssgallery.progress.Progress, optional
+        Reports computing the features (one step per image, when the store has none
+        cached), the shared similarity matrix, and training (one step per client).
     """
 
     clients: object = option_field(None, _clients)

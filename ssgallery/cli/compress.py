@@ -1,7 +1,6 @@
 """``ssgallery compress``: enrollment store -> gallery of super-sparse client models."""
 
 import json
-import sys
 
 import click
 
@@ -10,6 +9,7 @@ from ssgallery.app.training_sets import IMPOSTOR_MODES
 from ssgallery.biometrics.calibration import THRESHOLD_MODES
 from ssgallery.cli.info import calibration_line
 from ssgallery.cli.options import key_file_option, matcher_cmd_option
+from ssgallery.cli.progress import quiet_option, reporting
 from ssgallery.errors import printable
 
 DEFAULT = CompressOptions()  # every option's default: one definition
@@ -94,9 +94,10 @@ def _parse_m(ctx, param, value):
 @click.option("--force", is_flag=True, help="Replace an existing -o file that is not an "
               "ssgallery gallery (never a store, a folder or a device).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@quiet_option
 @key_file_option
 @matcher_cmd_option
-def command(store, gallery, as_json, **options):
+def command(store, gallery, as_json, quiet, **options):
     """Train each client's SVM, distil it into m virtual prototypes, write the gallery.
 
     Per enrolled client: a one-vs-all SVM on the matcher's similarity (C by 5-fold CV),
@@ -122,27 +123,14 @@ def command(store, gallery, as_json, **options):
     from ssgallery.app.compress import CompressInterrupted, compress
     from ssgallery.app.options import CompressOptions, CompressRun, split_options
 
-    bar = None
-
-    def progress(client, done, total):
-        nonlocal bar
-        if bar is None:
-            bar = click.progressbar(length=total, label="compressing", file=sys.stderr,
-                                    show_pos=True, item_show_func=lambda c: c)
-            bar.__enter__()
-        if done:
-            bar.update(1, client)
-
-    training, run = split_options(dict(options, progress=progress), CompressOptions,
-                                     CompressRun)
-    try:
-        summary = compress(store, gallery, training, run)
-    except CompressInterrupted as exc:
-        raise KeyboardInterrupt(f"{exc}; 'ssgallery compress --resume' with the same "
-                                "options continues") from None
-    finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
+    with reporting(quiet) as progress:
+        training, run = split_options(dict(options, progress=progress), CompressOptions,
+                                      CompressRun)
+        try:
+            summary = compress(store, gallery, training, run)
+        except CompressInterrupted as exc:
+            raise KeyboardInterrupt(f"{exc}; 'ssgallery compress --resume' with the same "
+                                    "options continues") from None
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2))
         return
