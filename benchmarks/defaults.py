@@ -93,7 +93,7 @@ def cached_set(data, matcher, variants, args, cache):
 def run_set(data, matcher, variants, args, cache):
     """{variant: {m: SSVM - SVM mean client EER}}, SVM mean client EER, wall seconds."""
     from ssgallery.biometrics.evaluation import evaluate
-    from ssgallery.biometrics.protocol import run_protocol
+    from ssgallery.biometrics.protocol import ProtocolOptions, run_protocol
 
     images, labels = load_set(data)
     if matcher == "dlib" and cache.exists():
@@ -102,9 +102,10 @@ def run_set(data, matcher, variants, args, cache):
         deep.load_cache(cache)
     options = {v: {"method": "ssvm", **VARIANTS[v][1]} for v in variants}
     t0 = time.perf_counter()
-    tables = run_protocol(images, labels, ["svm"] + variants, [2, 3], None, 5,
-                          args.repetitions, args.seed, matcher_factory=matcher_factory(matcher),
-                          n_jobs=args.jobs, method_options=options)
+    protocol = ProtocolOptions(methods=["svm"] + variants, m=[2, 3], n_train=5,
+                               repetitions=args.repetitions, seed=args.seed,
+                               n_jobs=args.jobs, method_options=options)
+    tables = run_protocol(images, labels, protocol, matcher_factory=matcher_factory(matcher))
     wall = time.perf_counter() - t0
     by = {(s["method"], s["m"]): s["eer_client_mean"] for s in evaluate(tables, n_boot=0)}
     svm = by[("svm", None)]

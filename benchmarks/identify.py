@@ -19,9 +19,9 @@ support vectors per client is the mean measured on the sample-data gallery by a 
 compress (``--svs`` overrides).
 
 Accuracy is measured on real faces in the same run: the paper's protocol with a full
-search (``run_protocol(identification=True)``, the code of ``ssgallery roc``) on AT&T
-(eigenface) and, with ``--lfw``, on LFW with the dlib matcher: closed-set rank-1 and
-similarity evaluations per search of SSVM m = 2 against the full SVM.
+search (``run_protocol`` with ``ProtocolOptions(identification=True)``, the code of
+``ssgallery roc``) on AT&T (eigenface) and, with ``--lfw``, on LFW with the dlib
+matcher: closed-set rank-1 and similarity evaluations per search of SSVM m = 2 against the full SVM.
 
     OMP_NUM_THREADS=1 python benchmarks/identify.py
 """
@@ -101,11 +101,11 @@ def face_images(folder=None):
 def accuracy(images, labels, matcher_factory, repetitions):
     """Rank-1, rank-5, DIR and evaluations per search of svm and ssvm m = 2."""
     from ssgallery.biometrics.identification import evaluate_identification
-    from ssgallery.biometrics.protocol import run_protocol
+    from ssgallery.biometrics.protocol import ProtocolOptions, run_protocol
 
-    tables = run_protocol(images, labels, methods=("svm", "ssvm"), m=2,
-                          repetitions=repetitions, matcher_factory=matcher_factory,
-                          identification=True, n_jobs=2)
+    options = ProtocolOptions(methods=("svm", "ssvm"), m=2, repetitions=repetitions,
+                              identification=True, n_jobs=2)
+    tables = run_protocol(images, labels, options, matcher_factory=matcher_factory)
     return evaluate_identification([t.search for t in tables])
 
 

@@ -41,7 +41,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     from ssgallery.biometrics.evaluation import evaluate
-    from ssgallery.biometrics.protocol import run_protocol
+    from ssgallery.biometrics.protocol import ProtocolOptions, run_protocol
     from ssgallery.biometrics.report import format_table, plot_curves, write_report
     from ssgallery.datasets import att_faces_path
     from ssgallery.images.ingest import load_faces
@@ -62,9 +62,11 @@ def main(argv=None):
         print(f"\r  {done[0]}/{n_fits} client fits", end="", file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
-    tables = run_protocol(faces.images, faces.labels, methods, m_values, args.enrolled,
-                          args.train_images, args.repetitions, args.seed,
-                          probe_labels=faces.paths, progress=progress, n_jobs=args.jobs)
+    options = ProtocolOptions(methods=methods, m=m_values, n_enrolled=args.enrolled,
+                              n_train=args.train_images, repetitions=args.repetitions,
+                              seed=args.seed, n_jobs=args.jobs)
+    tables = run_protocol(faces.images, faces.labels, options, probe_labels=faces.paths,
+                          progress=progress)
     print(file=sys.stderr)
     summaries = evaluate(tables)
     wall = time.perf_counter() - t0

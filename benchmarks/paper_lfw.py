@@ -61,7 +61,7 @@ def matcher_factory(name):
 def run_matcher(name, images, labels, paths, args, cache=None):
     """run_protocol + evaluate for one matcher: (summaries, wall seconds)."""
     from ssgallery.biometrics.evaluation import evaluate
-    from ssgallery.biometrics.protocol import run_protocol
+    from ssgallery.biometrics.protocol import ProtocolOptions, run_protocol
 
     if name == "dlib" and cache is not None:
         from ssgallery.matchers import deep
@@ -81,10 +81,11 @@ def run_matcher(name, images, labels, paths, args, cache=None):
               flush=True)
 
     t0 = time.perf_counter()
-    tables = run_protocol(images, labels, methods, m_values, args.enrolled,
-                          args.train_images, args.repetitions, args.seed,
-                          matcher_factory=matcher_factory(name), probe_labels=paths,
-                          progress=progress, n_jobs=args.jobs)
+    options = ProtocolOptions(methods=methods, m=m_values, n_enrolled=args.enrolled,
+                              n_train=args.train_images, repetitions=args.repetitions,
+                              seed=args.seed, n_jobs=args.jobs)
+    tables = run_protocol(images, labels, options, matcher_factory=matcher_factory(name),
+                          probe_labels=paths, progress=progress)
     print(file=sys.stderr)
     summaries = evaluate(tables)
     wall = time.perf_counter() - t0

@@ -7,7 +7,7 @@ import pytest
 from helpers import synthetic_images
 
 from ssgallery.biometrics import identification as ident
-from ssgallery.biometrics.protocol import run_protocol
+from ssgallery.biometrics.protocol import ProtocolOptions, run_protocol
 from ssgallery.biometrics.scores import Scores
 from ssgallery.errors import InputError
 
@@ -81,8 +81,8 @@ def test_score_matrix_pivots_a_table_and_refuses_a_partial_search():
 def test_protocol_search_keeps_the_verification_claims():
     images, labels = synthetic_images(n_subjects=8, per=7, seed=3)
     kwargs = {"methods": ("svm", "ssvm"), "m": 2, "n_train": 4, "repetitions": 1, "seed": 0}
-    plain = run_protocol(images, labels, **kwargs)
-    both = run_protocol(images, labels, identification=True, **kwargs)
+    plain = run_protocol(images, labels, ProtocolOptions(**kwargs))
+    both = run_protocol(images, labels, ProtocolOptions(identification=True, **kwargs))
     for a, b in zip(plain, both):
         assert a.search is None
         assert np.array_equal(a.claimed, b.claimed) and np.array_equal(a.probe, b.probe)

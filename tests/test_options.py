@@ -137,3 +137,33 @@ def test_options_travel_to_worker_processes_unchanged():
     options = CompressOptions(**OTHER)
     again = pickle.loads(pickle.dumps(options))
     assert again == options and options_digest(again) == OTHER_DIGEST
+
+
+def test_protocol_options_checked_and_normalised():
+    import numpy as np
+
+    from ssgallery.biometrics.protocol import DEFAULT_METHODS, ProtocolOptions
+
+    p = ProtocolOptions(m=[1, np.int64(5)], methods=["svm", ("ssvm", 3)])
+    assert p.m == (1, 5) and p.methods == ("svm", ("ssvm", 3)) and p.method_options == {}
+    assert ProtocolOptions(m=3).m == (3,) and ProtocolOptions().methods == DEFAULT_METHODS
+    with pytest.raises(InputError) as info:
+        ProtocolOptions(m=[2, 0])
+    assert str(info.value) == "the number of prototypes m must be at least 1, got [2, 0]"
+    with pytest.raises(InputError, match="^no methods to compare$"):
+        ProtocolOptions(methods=[])
+
+
+def test_roc_command_line_splits_into_its_three_objects():
+    from ssgallery.app.options import ReportOptions, RocInputs
+    from ssgallery.app.roc import ROC_PROTOCOL
+    from ssgallery.biometrics.protocol import ProtocolOptions
+    from ssgallery.cli.roc import command
+
+    values = command.make_context("roc", []).params  # an empty command line, parsed
+    for name in ("paths", "scores", "no_plot", "as_json"):
+        values.pop(name)
+    inputs, protocol, report = split_options(values, RocInputs, ProtocolOptions,
+                                             ReportOptions)
+    assert inputs == RocInputs() and report == ReportOptions()
+    assert protocol == ROC_PROTOCOL  # the command line's defaults are roc's library ones

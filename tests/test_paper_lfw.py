@@ -14,7 +14,7 @@ if importlib.util.find_spec("face_recognition_models") is None:
                 "(face-recognition-models missing)", allow_module_level=True)
 
 from ssgallery.biometrics.evaluation import evaluate
-from ssgallery.biometrics.protocol import run_protocol
+from ssgallery.biometrics.protocol import ProtocolOptions, run_protocol
 from ssgallery.images.ingest import load_faces
 from ssgallery.matchers import deep
 
@@ -32,7 +32,8 @@ def lfw20(lfw_faces):
 @pytest.mark.slow
 def test_dlib_protocol_ssvm_m2_close_to_svm_with_far_fewer_matches(lfw20):
     images, labels = lfw20
-    tables = run_protocol(images, labels, ["svm", "ssvm"], 2, repetitions=1, seed=0,
+    tables = run_protocol(images, labels, ProtocolOptions(methods=["svm", "ssvm"], m=2,
+                                                          repetitions=1, seed=0),
                           matcher_factory=deep.DlibMatcher)
     by = {s["label"]: s for s in evaluate(tables)}
     svm, ssvm = by["svm"], by["ssvm m=2"]

@@ -5,7 +5,12 @@ import pytest
 from helpers import synthetic_images
 
 from ssgallery.biometrics.evaluation import evaluate
-from ssgallery.biometrics.protocol import make_splits, method_specs, run_protocol
+from ssgallery.biometrics.protocol import (
+    ProtocolOptions,
+    make_splits,
+    method_specs,
+    run_protocol,
+)
 from ssgallery.errors import InputError
 
 
@@ -73,9 +78,9 @@ def test_method_specs():
 def test_run_protocol_scores_every_claim_and_is_reproducible():
     images, labels = synthetic_images()
     ticks = []
-    kw = {"methods": ("svm", "ssvm"), "m": [1, 2], "n_enrolled": 4, "n_train": 3,
-          "repetitions": 2, "seed": 5, "progress": ticks.append}
-    tables = run_protocol(images, labels, **kw)
+    options = ProtocolOptions(methods=("svm", "ssvm"), m=[1, 2], n_enrolled=4, n_train=3,
+                              repetitions=2, seed=5)
+    tables = run_protocol(images, labels, options, progress=ticks.append)
     assert sum(ticks) == 2 * 4  # repetitions x clients
     assert [(t.method, t.m, t.repetition) for t in tables] == [
         ("svm", None, 0), ("svm", None, 1), ("ssvm", 1, 0), ("ssvm", 1, 1),
@@ -102,7 +107,7 @@ def test_run_protocol_scores_every_claim_and_is_reproducible():
                 assert info["matches"] == t.m
             else:  # the full SVM: its support vectors, at least one per class
                 assert info["matches"] >= 2
-    again = run_protocol(images, labels, **{**kw, "progress": None})
+    again = run_protocol(images, labels, options)
     for a, b in zip(tables, again):
         np.testing.assert_allclose(a.score, b.score)
     summaries = evaluate(tables)
@@ -136,8 +141,9 @@ def test_run_protocol_fits_the_matcher_on_training_images_only():
         def similarity(self):
             return self.inner.similarity()
 
-    run_protocol(images, labels, methods=("svm",), n_enrolled=3, n_train=2, repetitions=2,
-                 seed=1, matcher_factory=Recording)
+    run_protocol(images, labels, ProtocolOptions(methods=("svm",), n_enrolled=3, n_train=2,
+                                                 repetitions=2, seed=1),
+                 matcher_factory=Recording)
     splits = make_splits(labels, 3, 2, 2, 1)
     for X, sp in zip(seen, splits):
         np.testing.assert_array_equal(X, images[sp.train_indices()])
@@ -147,8 +153,8 @@ def test_parallel_run_matches_sequential():
     images, labels = synthetic_images(n_subjects=6, per=6)
     kw = {"methods": ("svm", "ssvm"), "m": 2, "n_enrolled": 3, "n_train": 3, "repetitions": 1,
           "seed": 2}
-    a = run_protocol(images, labels, n_jobs=1, **kw)
-    b = run_protocol(images, labels, n_jobs=2, **kw)
+    a = run_protocol(images, labels, ProtocolOptions(n_jobs=1, **kw))
+    b = run_protocol(images, labels, ProtocolOptions(n_jobs=2, **kw))
     for x, y in zip(a, b):
         np.testing.assert_allclose(x.score, y.score, rtol=1e-6, atol=1e-8)
 
@@ -176,8 +182,9 @@ def test_every_registered_method_runs_through_the_protocol():
     from ssgallery.biometrics.methods import METHOD_NAMES
 
     images, labels = synthetic_images(n_subjects=5, per=6, seed=3)
-    tables = run_protocol(images, labels, methods=METHOD_NAMES, m=2, n_enrolled=3, n_train=3,
-                          repetitions=1, seed=0)
+    tables = run_protocol(images, labels, ProtocolOptions(methods=METHOD_NAMES, m=2,
+                                                          n_enrolled=3, n_train=3,
+                                                          repetitions=1, seed=0))
     summaries = evaluate(tables)
     assert [s["method"] for s in summaries] == list(METHOD_NAMES)
     for s in summaries:
@@ -190,10 +197,10 @@ def test_method_variants_share_the_teacher_and_carry_their_own_name():
     images, labels = synthetic_images(6, 6, seed=5)
     kw = {"m": 2, "n_enrolled": 3, "n_train": 3, "repetitions": 1, "seed": 2}
     variants = {"ssvm-strong": {"method": "ssvm", "lam": 10.0, "lam_scale": "none"}}
-    mixed = run_protocol(images, labels, methods=("ssvm", "ssvm-strong"),
-                         method_options=variants, **kw)
+    mixed = run_protocol(images, labels, ProtocolOptions(methods=("ssvm", "ssvm-strong"),
+                                                         method_options=variants, **kw))
     assert [(t.method, t.m) for t in mixed] == [("ssvm", 2), ("ssvm-strong", 2)]
-    alone = run_protocol(images, labels, methods=("ssvm",),
-                         method_options={"ssvm": {"lam": 10.0, "lam_scale": "none"}}, **kw)
+    alone = run_protocol(images, labels, ProtocolOptions(
+        methods=("ssvm",), method_options={"ssvm": {"lam": 10.0, "lam_scale": "none"}}, **kw))
     np.testing.assert_array_equal(mixed[1].score, alone[0].score)
     assert not np.allclose(mixed[0].score, mixed[1].score)  # the variant's options apply

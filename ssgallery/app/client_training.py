@@ -195,19 +195,10 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
         folds = threshold_folds(y, groups, o.cv_folds, o.seed)
     k = int(folds.max()) + 1 if folds is not None else 0
     if folds is not None:
-        imp_g, imp_s, gen_g, gen_s = [], [], [], []
-        for j in range(k):
-            tr, te = folds != j, folds == j
-            Xf, sim_f, bounds_f = (X, similarity, bounds) if fold_spaces is None \
-                else fold_spaces[j]
-            f_svm, f_dist = _fit_pair(Xf[tr], y[tr], sim_f, bounds_f, o, svm.C_, m_fit)
-            neg, pos = te & (y < 0), te & (y > 0)
-            imp_g.append(f_dist.decision_function(Xf[neg]))
-            imp_s.append(f_svm.decision_function(Xf[neg]))
-            gen_g.append(f_dist.decision_function(Xf[pos]))
-            gen_s.append(f_svm.decision_function(Xf[pos]))
-        imp_g, imp_s = np.concatenate(imp_g), np.concatenate(imp_s)
-        gen_g, gen_s = np.concatenate(gen_g), np.concatenate(gen_s)
+        spaces = fold_spaces or [(X, similarity, bounds)] * k
+        imp_g, imp_s, gen_g, gen_s = _heldout_scores(
+            y, folds, spaces, lambda Xf, yf, sim_f, bounds_f:
+            _fit_pair(Xf, yf, sim_f, bounds_f, o, svm.C_, m_fit))
         imp_subject = np.concatenate([np.asarray(groups)[(folds == j) & (y < 0)]
                                       for j in range(k)]) if groups is not None else None
     else:  # too few images or impostor subjects to hold out: training scores
@@ -224,6 +215,23 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
                      normalization=znorm_parameters(imp_g),
                      heldout={"impostor": imp_g, "genuine": gen_g,
                               "impostor_subject": imp_subject})
+
+
+def _heldout_scores(y, folds, spaces, refit):
+    """The threshold CV: per fold j, both models refitted (``refit(X, y, similarity,
+    bounds) -> (svm, distiller)``) on the other folds in ``spaces[j]`` (``(X, similarity,
+    bounds)``) score fold j's images. Returns the distilled and the SVM's impostor
+    scores, then their genuine scores, each concatenated over the folds."""
+    imp_g, imp_s, gen_g, gen_s = [], [], [], []
+    for j, (Xf, sim_f, bounds_f) in enumerate(spaces):
+        tr, te = folds != j, folds == j
+        f_svm, f_dist = refit(Xf[tr], y[tr], sim_f, bounds_f)
+        neg, pos = te & (y < 0), te & (y > 0)
+        imp_g.append(f_dist.decision_function(Xf[neg]))
+        imp_s.append(f_svm.decision_function(Xf[neg]))
+        gen_g.append(f_dist.decision_function(Xf[pos]))
+        gen_s.append(f_svm.decision_function(Xf[pos]))
+    return [np.concatenate(v) for v in (imp_g, imp_s, gen_g, gen_s)]
 
 
 @dataclass

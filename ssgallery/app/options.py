@@ -1,11 +1,12 @@
-"""The options of ``compress``, as two objects validated once, where they come in.
+"""The options of ``compress`` and ``roc``, as objects validated once, where they come in.
 
 `CompressOptions` is what changes the trained models: it is recorded in each client's
 provenance, hashed into the digest that ``--resume`` and ``--update`` compare
 (`ssgallery.app.parts.options_digest`, `ssgallery.app.parts.run_key`), and shipped to
 every worker with the client's job. `CompressRun` is how and where a run happens
 (workers, resuming, the host's key and matcher program, progress): it never changes a
-model, and it is recorded nowhere.
+model, and it is recorded nowhere. ``roc`` takes `RocInputs` (what it evaluates), the
+protocol's `ssgallery.biometrics.protocol.ProtocolOptions` and `ReportOptions`.
 
 Each field declares its default, its check and how it enters the digest (`option_field`);
 the objects are frozen, and every value is checked and normalised (``float``, ``int``)
@@ -272,13 +273,76 @@ class CompressRun(_Options):
         check_backend(self.jobs, self.scheduler)
 
 
+def _files(name, value):
+    """A sequence of paths as a tuple; none (empty) as None."""
+    return tuple(value) if value else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RocInputs(_Options):
+    """What ``roc`` evaluates, one mode (`ssgallery.app.roc.roc` picks it).
+
+    Attributes
+    ----------
+    faces_dir : str, optional
+        The protocol on a labelled faces folder.
+    store_path : str
+        Else the protocol on this enrollment store (its matcher, refitted per split).
+    scores : tuple of str, optional
+        Recompute every figure from score files (an empty sequence is None).
+    gallery, probes : str, optional
+        An existing gallery on a labelled probe folder.
+    dev_scores, eval_scores : tuple of str, optional
+        One threshold per method chosen on dev score files, rates on eval ones.
+    key_file, matcher_cmd : str, optional
+        The host's signing key and external matcher program.
+    """
+
+    faces_dir: str = option_field(None)
+    store_path: str = option_field("enrollment.h5")
+    scores: tuple = option_field(None, _files)
+    gallery: str = option_field(None)
+    probes: str = option_field(None)
+    dev_scores: tuple = option_field(None, _files)
+    eval_scores: tuple = option_field(None, _files)
+    key_file: str = option_field(None)
+    matcher_cmd: object = option_field(None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportOptions(_Options):
+    """Where ``roc`` writes its report and what it holds.
+
+    Attributes
+    ----------
+    out_dir : str
+        Report folder.
+    plot : bool
+        Draw the plots.
+    force : bool
+        Replace report files that were not written by ``ssgallery roc``.
+    warn : callable(str), optional
+        Where warnings go (`ssgallery.app.roc.roc`: the library's default).
+    criterion : {"eer", "min-hter", "far"}
+        How the dev threshold is chosen (dev/eval mode; "far": at ``criterion_far``).
+    criterion_far : float, optional
+    """
+
+    out_dir: str = option_field("report")
+    plot: bool = option_field(True, _flag_bool)
+    force: bool = option_field(False, _flag_bool)
+    warn: object = option_field(None)
+    criterion: str = option_field("eer")
+    criterion_far: float = option_field(None)
+
+
 def split_options(values, *classes):
-    """One object per class from ``values`` (e.g. a command's keyword arguments), each
-    taking the names of its fields; a name no class has is a programming error."""
+    """One object per dataclass from ``values`` (e.g. a command's keyword arguments),
+    each taking the names of its fields; a name no class has is a programming error."""
     rest, out = dict(values), []
     for cls in classes:
         names = {f.name for f in fields(cls)}
-        out.append(cls.from_dict({k: rest.pop(k) for k in list(rest) if k in names}))
+        out.append(cls(**{k: rest.pop(k) for k in list(rest) if k in names}))
     if rest:
         raise TypeError(f"no options object takes {', '.join(sorted(rest))}")
     return tuple(out)

@@ -4,11 +4,14 @@ dispatcher `roc`; report folder out (figures of merit from
 `ssgallery.biometrics.evaluation`)."""
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
+from ssgallery.app.options import ReportOptions, RocInputs
 from ssgallery.biometrics.evaluation import evaluate
+from ssgallery.biometrics.protocol import ProtocolOptions
 from ssgallery.biometrics.scores import Scores, read_score_files
 from ssgallery.errors import InputError, option
 from ssgallery.learn.threads import single_threaded_blas
@@ -24,10 +27,10 @@ def _method_order(table):
     return (rank, table.method, -1 if table.m is None else table.m, table.repetition)
 
 
-def _report(tables, out_dir, mode, source, config, plot, warn, force, n_boot=200):
+def _report(tables, report, mode, source, config, n_boot=200):
     """Evaluate (verification, and identification where the tables carry searches) and
-    write the report folder."""
-    from ssgallery.biometrics import report
+    write the report folder (`ReportOptions`)."""
+    from ssgallery.biometrics import report as writer
 
     summaries = evaluate(tables, n_boot=n_boot)
     searches = [t.search for t in tables if getattr(t, "search", None) is not None]
@@ -36,59 +39,57 @@ def _report(tables, out_dir, mode, source, config, plot, warn, force, n_boot=200
         from ssgallery.biometrics.identification import evaluate_identification
 
         found = evaluate_identification(searches)
-    files = report.write_report(out_dir, tables, summaries, mode=mode, source=source,
-                                config=config, plot=plot, warn=warn, identification=found,
-                                force=force)
+    files = writer.write_report(report.out_dir, tables, summaries, mode=mode, source=source,
+                                config=config, plot=report.plot, warn=report.warn,
+                                identification=found, force=report.force)
     return {"summaries": summaries, "identification": found, "files": files,
             "source": source, "mode": mode, "config": config}
 
 
-def _protocol(images, labels, paths, source, factory, enrollable, *, out_dir, methods, m,
-              n_enrolled, n_train, repetitions, seed, n_jobs, progress, progress_total,
-              identification, warn, plot, force, mode):
+def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
+              progress=None, progress_total=None):
     from ssgallery.biometrics.protocol import make_splits, run_protocol
 
-    splits = make_splits(labels, n_enrolled, n_train, repetitions, seed, enrollable)
+    images, labels, paths = data
+    p = protocol
+    splits = make_splits(labels, p.n_enrolled, p.n_train, p.repetitions, p.seed, enrollable)
     if progress_total:
         progress_total(len(splits) * len(splits[0].enrolled))
-    tables = run_protocol(images, labels, methods, m, n_enrolled, n_train, repetitions,
-                          seed, matcher_factory=factory, probe_labels=paths,
-                          progress=progress, n_jobs=n_jobs, enrollable=enrollable,
-                          identification=identification)
-    config = {"enrolled": len(splits[0].enrolled), "train_images": int(n_train),
-              "repetitions": int(repetitions), "seed": int(seed),
-              "m": [int(v) for v in np.atleast_1d(m)], "methods": list(methods)}
-    return _report(tables, out_dir, mode, source, config, plot, warn, force)
+    tables = run_protocol(images, labels, p, matcher_factory=factory, probe_labels=paths,
+                          progress=progress, enrollable=enrollable)
+    config = {"enrolled": len(splits[0].enrolled), "train_images": int(p.n_train),
+              "repetitions": int(p.repetitions), "seed": int(p.seed), "m": list(p.m),
+              "methods": list(p.methods)}
+    return _report(tables, report, "protocol", source, config)
 
 
-PROTOCOL_DEFAULTS = {"methods": ("svm", "ssvm", "svm-red", "svm-sel"), "m": 2,
-                     "n_enrolled": None, "n_train": 5, "repetitions": 5, "seed": 0,
-                     "n_jobs": 1, "progress": None, "progress_total": None,
-                     "identification": True}
+ROC_PROTOCOL = ProtocolOptions(identification=True)  # roc also searches, by default
 
 
-def roc_protocol(faces_dir, *, out_dir="report", warn=None, plot=True, force=False,
-                 **protocol):
-    """The paper's protocol on a labelled faces folder (``protocol``: the keyword
-    arguments of `ssgallery.biometrics.protocol.run_protocol`: methods, m,
-    n_enrolled, n_train, repetitions, seed, n_jobs, progress, identification (also
-    search every probe against every client: CMC, DIR), and progress_total (called
-    once with the number of client fits)). ``force``: replace report files that were
-    not written by ``ssgallery roc``."""
+def roc_protocol(faces_dir, protocol=None, report=None, *, progress=None,
+                 progress_total=None):
+    """The paper's protocol on a labelled faces folder.
+
+    ``protocol``: `ssgallery.biometrics.protocol.ProtocolOptions` (default
+    `ROC_PROTOCOL`: identification too, i.e. every probe against every client: CMC,
+    DIR); ``report``: `ssgallery.app.options.ReportOptions`; ``progress`` is called
+    with the number of clients just finished, ``progress_total`` once with the number of
+    client fits."""
     from ssgallery.images.ingest import load_faces
 
-    faces = load_faces(faces_dir, size=None, warn=warn)  # like enroll: first image's size
-    return _protocol(faces.images, faces.labels, np.asarray(faces.paths), os.fspath(faces_dir),
-                     None, None, out_dir=out_dir, warn=warn, plot=plot, force=force,
-                     mode="protocol", **{**PROTOCOL_DEFAULTS, **protocol})
+    report = report if report is not None else ReportOptions()
+    faces = load_faces(faces_dir, size=None, warn=report.warn)  # like enroll: first size
+    return _protocol((faces.images, faces.labels, np.asarray(faces.paths)),
+                     os.fspath(faces_dir), protocol or ROC_PROTOCOL, report,
+                     progress=progress, progress_total=progress_total)
 
 
-def roc_store(store_path="enrollment.h5", *, out_dir="report", warn=None, plot=True,
-              force=False, matcher_cmd=None, **protocol):
+def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher_cmd=None,
+              progress=None, progress_total=None):
     """The protocol on an enrollment store: its matcher configuration is reused (refitted
     on each split's training images; an external matcher runs the host's program
     ``matcher_cmd``, see `ssgallery.matchers.host`) and its background subjects
-    are never enrolled."""
+    are never enrolled. The other arguments: `roc_protocol`."""
     if not Path(store_path).exists():
         raise InputError(f"{store_path}: no enrollment store here; give a faces folder "
                          f"(ssgallery roc FACES_DIR) or run 'ssgallery enroll FACES_DIR' first")
@@ -99,36 +100,36 @@ def roc_store(store_path="enrollment.h5", *, out_dir="report", warn=None, plot=T
     store = load_store(store_path)
     cls, config = get_matcher_class(store.matcher_name), dict(store.matcher_config)
     host = host_matcher(matcher_cmd) if store.matcher_name == "external" else None
-    return _protocol(store.images, store.labels, np.asarray(store.paths),
-                     os.fspath(store_path), lambda: cls(**config).attach_host(host),
-                     list(store.clients),
-                     out_dir=out_dir, warn=warn, plot=plot, force=force, mode="protocol",
-                     **{**PROTOCOL_DEFAULTS, **protocol})
+    return _protocol((store.images, store.labels, np.asarray(store.paths)),
+                     os.fspath(store_path), protocol or ROC_PROTOCOL,
+                     report if report is not None else ReportOptions(),
+                     factory=lambda: cls(**config).attach_host(host),
+                     enrollable=list(store.clients), progress=progress,
+                     progress_total=progress_total)
 
 
-def roc_gallery(gallery, probes, *, out_dir="report", warn=None, plot=True, force=False,
-                key_file=None, matcher_cmd=None):
+def roc_gallery(gallery, probes, report=None, *, key_file=None, matcher_cmd=None):
     """An existing gallery on a labelled probe folder (figures at the stored thresholds
     too); ``key_file``, ``matcher_cmd``: the host's signing key and external matcher
     program (see `ssgallery.app.verify.load_client`)."""
-    tables = [score_gallery(gallery, probes, warn=warn, key_file=key_file,
+    report = report if report is not None else ReportOptions()
+    tables = [score_gallery(gallery, probes, warn=report.warn, key_file=key_file,
                             matcher_cmd=matcher_cmd)]
-    return _report(tables, out_dir, "gallery", f"{gallery} on {probes}", {}, plot, warn,
-                   force)
+    return _report(tables, report, "gallery", f"{gallery} on {probes}", {})
 
 
-def roc_scores(scores, *, out_dir="report", warn=None, plot=True, force=False):
+def roc_scores(scores, report=None):
     """Recompute every figure from score files (4-column, 5-column or bob CSV)."""
     tables = sorted(read_score_files(scores), key=_method_order)
     source = ", ".join(os.fspath(s) for s in scores)
-    return _report(tables, out_dir, "scores", source, {}, plot, warn, force)
+    return _report(tables, report if report is not None else ReportOptions(), "scores",
+                   source, {})
 
 
-def roc_dev_eval(dev_scores, eval_scores, *, out_dir="report", criterion="eer",
-                 criterion_far=None, warn=None, plot=True, force=False):
-    """One global threshold per method chosen on development score files by
-    ``criterion`` ("eer", "min-hter" or "far" with ``criterion_far``), error rates on
-    evaluation score files (``bob bio metrics -e``); writes ``summary.json``."""
+def roc_dev_eval(dev_scores, eval_scores, report=None):
+    """One global threshold per method chosen on development score files by the
+    report's ``criterion`` ("eer", "min-hter" or "far" with ``criterion_far``), error
+    rates on evaluation score files (``bob bio metrics -e``); writes ``summary.json``."""
     import json
 
     from ssgallery import __version__
@@ -136,10 +137,12 @@ def roc_dev_eval(dev_scores, eval_scores, *, out_dir="report", criterion="eer",
     from ssgallery.biometrics.report import SUMMARY_HEAD
     from ssgallery.formats.atomic import has_prefix, write_text_atomic
 
+    report = report if report is not None else ReportOptions()
+    criterion, criterion_far = report.criterion, report.criterion_far
     dev = sorted(read_score_files(dev_scores), key=_method_order)
     ev = sorted(read_score_files(eval_scores), key=_method_order)
     results = dev_eval(dev, ev, criterion, criterion_far)
-    out = Path(out_dir)
+    out = Path(report.out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -152,17 +155,15 @@ def roc_dev_eval(dev_scores, eval_scores, *, out_dir="report", criterion="eer",
                "methods": results}
     path = os.fspath(out / "summary.json")
     write_text_atomic(path, json.dumps(summary, indent=2) + "\n", has_prefix(SUMMARY_HEAD),
-                      force)
+                      report.force)
     return {"results": results, "files": {"summary": path, "scores": []}, "source": source,
             "mode": "dev-eval", "config": summary["config"]}
 
 
-def _select(faces_dir, options):
+def _select(inputs):
     """Which mode the given inputs ask for (and usage errors for mixed inputs)."""
-    given = {k for k in ("scores", "gallery", "probes", "dev_scores", "eval_scores")
-             if options.get(k)}
-    if faces_dir:
-        given.add("faces_dir")
+    given = {k for k in ("faces_dir", "scores", "gallery", "probes", "dev_scores",
+                         "eval_scores") if getattr(inputs, k)}
     if given & {"dev_scores", "eval_scores"}:
         if given != {"dev_scores", "eval_scores"}:
             raise InputError(f"{option('dev_scores')} and {option('eval_scores')} go together, "
@@ -180,17 +181,25 @@ def _select(faces_dir, options):
             raise InputError(f"give either {option('faces_dir')} or "
                              f"{option('gallery')}/{option('probes')}, not both")
         return roc_gallery
-    return roc_protocol if faces_dir else roc_store
+    return roc_protocol if inputs.faces_dir else roc_store
 
 
 @single_threaded_blas()
-def roc(faces_dir=None, **options):
+def roc(inputs=None, protocol=None, report=None, *, progress=None, progress_total=None):
     """What ``ssgallery roc`` does: pick the mode from the inputs given and run it.
 
-    ``dev_scores`` + ``eval_scores``: `roc_dev_eval`; ``scores``:
-    `roc_scores`; ``gallery`` + ``probes``: `roc_gallery`; ``faces_dir``:
-    `roc_protocol`; nothing: `roc_store` on ``store_path``. Options that
-    the chosen mode does not take are ignored (the CLI passes all of them).
+    Parameters
+    ----------
+    inputs : RocInputs, optional
+        ``dev_scores`` + ``eval_scores``: `roc_dev_eval`; ``scores``: `roc_scores`;
+        ``gallery`` + ``probes``: `roc_gallery`; ``faces_dir``: `roc_protocol`;
+        nothing: `roc_store` on ``store_path``.
+    protocol : ProtocolOptions, optional
+        The protocol modes' options (default `ROC_PROTOCOL`).
+    report : ReportOptions, optional
+        Report folder, plots, force, warnings (default: the library's), dev criterion.
+    progress, progress_total : callable(int), optional
+        Protocol modes: clients just finished; the number of client fits, once.
 
     Returns
     -------
@@ -198,17 +207,24 @@ def roc(faces_dir=None, **options):
         ``{"summaries" (or "results" in dev/eval mode), "files", "source", "mode",
         "config"}``.
     """
-    import inspect
-
     from ssgallery.images.ingest import default_warn
 
-    options["warn"] = options.get("warn") or default_warn
-    run = _select(faces_dir, options)
-    params = inspect.signature(run).parameters
-    takes_all = any(p.kind is p.VAR_KEYWORD for p in params.values())
-    protocol_keys = set(PROTOCOL_DEFAULTS) if takes_all else set()
-    kwargs = {k: v for k, v in options.items() if k in params or k in protocol_keys}
-    return run(faces_dir, **kwargs) if run is roc_protocol else run(**kwargs)
+    i = inputs if inputs is not None else RocInputs()
+    report = report if report is not None else ReportOptions()
+    if report.warn is None:
+        report = replace(report, warn=default_warn)
+    run = _select(i)
+    if run is roc_dev_eval:
+        return roc_dev_eval(i.dev_scores, i.eval_scores, report)
+    if run is roc_scores:
+        return roc_scores(i.scores, report)
+    if run is roc_gallery:
+        return roc_gallery(i.gallery, i.probes, report, key_file=i.key_file,
+                           matcher_cmd=i.matcher_cmd)
+    callbacks = {"progress": progress, "progress_total": progress_total}
+    if run is roc_protocol:
+        return roc_protocol(i.faces_dir, protocol, report, **callbacks)
+    return roc_store(i.store_path, protocol, report, matcher_cmd=i.matcher_cmd, **callbacks)
 
 
 def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cmd=None):

@@ -20,12 +20,13 @@ def difficulty(faces_dir, repetitions=5, seed=0, n_train=5):
         ``repetitions`` and ``clients`` (client models evaluated).
     """
     from ssgallery.biometrics.evaluation import evaluate
-    from ssgallery.biometrics.protocol import run_protocol
+    from ssgallery.biometrics.protocol import ProtocolOptions, run_protocol
     from ssgallery.images.ingest import load_faces
 
     faces = load_faces(faces_dir, size=None, min_images=n_train + 1)
-    tables = run_protocol(faces.images, faces.labels, methods=("svm",), n_train=n_train,
-                          repetitions=repetitions, seed=seed)
+    options = ProtocolOptions(methods=("svm",), n_train=n_train, repetitions=repetitions,
+                              seed=seed)
+    tables = run_protocol(faces.images, faces.labels, options)
     (summary,) = evaluate(tables, n_boot=0)
     return {key: summary[key] for key in ("eer_client_mean", "eer_averaged_curve",
                                           "repetitions", "clients")}

@@ -8,20 +8,70 @@ training set of a client is its training images (+1) against the training images
 the other enrolled clients (-1), so test impostors are never seen in training. The
 matcher (the PCA basis for eigenface) is fitted on the training images only.
 
-`run_protocol` trains, per client, the SVM teacher once and every method at
-every m from it, and returns the claims' scores as `Scores` tables (one per
-method and repetition): what `ssgallery.app.roc` turns into curves and EERs
-and what `ssgallery.biometrics.report` writes as 4-column score files.
+`ProtocolOptions` holds what the protocol runs (methods, m, splits, seed, jobs,
+identification), checked when built. `run_protocol` trains, per client, the SVM teacher
+once and every method at every m from it, and returns the claims' scores as `Scores`
+tables (one per method and repetition): what `ssgallery.app.roc` turns into curves and
+EERs and what `ssgallery.biometrics.report` writes as 4-column score files.
 """
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ssgallery.biometrics.scores import Scores
 from ssgallery.errors import InputError
 from ssgallery.matchers.base import face_check
+
+DEFAULT_METHODS = ("svm", "ssvm", "svm-red", "svm-sel")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProtocolOptions:
+    """What `run_protocol` runs (Sect. IV-A), checked once when built.
+
+    Attributes
+    ----------
+    methods : tuple of str or (str, int)
+        Names known to `ssgallery.biometrics.methods.make_method`; ``"svm"`` is the
+        teacher. A pair ``(name, m)`` runs that method at that m only.
+    m : tuple of int
+        Prototypes per client (an int is taken as one value); every method except
+        ``"svm"`` runs at each value.
+    n_enrolled, n_train, repetitions, seed
+        See `make_splits` (which checks them against the labels).
+    n_jobs : int
+        Parallel client fits (joblib); 1 runs in this process.
+    identification : bool
+        Also search: score every genuine probe against every client (not only its own),
+        so that each table carries a full search in ``table.search``.
+    method_options : dict name -> dict
+        Extra keyword arguments for `ssgallery.biometrics.methods.make_method`.
+        A ``"method"`` entry makes ``name`` a variant of that registry method (e.g.
+        ``{"ssvm-lam6": {"method": "ssvm", "lam": 1e-6}}``), so several settings of one
+        method share each client's teacher; its tables carry the variant's name.
+    """
+
+    methods: tuple = DEFAULT_METHODS
+    m: tuple = (2,)
+    n_enrolled: int = None
+    n_train: int = 5
+    repetitions: int = 5
+    seed: int = 0
+    n_jobs: int = 1
+    identification: bool = False
+    method_options: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        m = [self.m] if np.isscalar(self.m) else list(self.m)
+        if any(int(v) < 1 for v in m):
+            raise InputError(f"the number of prototypes m must be at least 1, got {m}")
+        if len(self.methods) == 0:
+            raise InputError("no methods to compare")
+        object.__setattr__(self, "m", tuple(int(v) for v in m))
+        object.__setattr__(self, "methods", tuple(self.methods))
+        object.__setattr__(self, "method_options", dict(self.method_options or {}))
 
 
 @dataclass
@@ -171,41 +221,24 @@ def _fit_client(X, y, X_gen, X_imp, similarity, specs, random_state, method_opti
     return out
 
 
-def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), m=2,
-                 n_enrolled=None, n_train=5, repetitions=5, seed=0, matcher_factory=None,
-                 probe_labels=None, progress=None, n_jobs=1, method_options=None,
-                 enrollable=None, identification=False):
+def run_protocol(images, labels, options=None, *, matcher_factory=None, probe_labels=None,
+                 progress=None, enrollable=None):
     """Run the protocol and score every claim with every method.
 
     Parameters
     ----------
     images : ndarray, shape (n, H, W), float on [0, 255]
     labels : array-like of str, shape (n,)
-    methods : sequence of str or (str, int)
-        Names known to `ssgallery.biometrics.methods.make_method`; ``"svm"`` is the teacher.
-        A pair ``(name, m)`` runs that method at that m only.
-    m : int or sequence of int
-        Prototypes per client; every method except ``"svm"`` runs at each value.
-    n_enrolled, n_train, repetitions, seed
-        See `make_splits`.
+    options : ProtocolOptions, optional
+        Methods, m, splits, seed, jobs, identification (default: every default).
     matcher_factory : callable () -> Matcher, optional
         A fresh unfitted matcher per repetition; default eigenface.
     probe_labels : sequence of str, optional
         How each image is named in score files (default its index).
     progress : callable(int), optional
         Called with the number of clients just finished.
-    n_jobs : int
-        Parallel client fits (joblib); 1 runs in this process.
-    method_options : dict name -> dict, optional
-        Extra keyword arguments for `ssgallery.biometrics.methods.make_method`.
-        A ``"method"`` entry makes ``name`` a variant of that registry method (e.g.
-        ``{"ssvm-lam6": {"method": "ssvm", "lam": 1e-6}}``), so several settings of one
-        method share each client's teacher; its tables carry the variant's name.
     enrollable : iterable of str, optional
         Subjects that may be enrolled (see `make_splits`).
-    identification : bool
-        Also search: score every genuine probe against every client (not only its own),
-        so that each table carries a full search in ``table.search``.
 
     Returns
     -------
@@ -214,58 +247,64 @@ def run_protocol(images, labels, methods=("svm", "ssvm", "svm-red", "svm-sel"), 
         claims: genuine probes against their own client, impostors against every client;
         a claim whose probe is not a face for the repetition's matcher
         (`ssgallery.matchers.base.Matcher.is_face`) scores NaN, a failure to
-        acquire (the search tables keep every score). With ``identification``, ``table.search`` is a `Scores` of every probe
-        (genuine and impostor) against every client.
+        acquire (the search tables keep every score). With ``options.identification``,
+        ``table.search`` is a `Scores` of every probe (genuine and impostor) against
+        every client.
     """
+    o = options if options is not None else ProtocolOptions()
     images = np.asarray(images)
     labels = np.asarray(labels).astype(str)
     if images.ndim != 3 or len(images) != len(labels):
         raise InputError(f"expected images (n, H, W) and n labels, got {images.shape} and "
                          f"{len(labels)} labels")
-    m_values = [m] if np.isscalar(m) else list(m)
-    if any(int(v) < 1 for v in m_values):
-        raise InputError(f"the number of prototypes m must be at least 1, got {m_values}")
-    if len(methods) == 0:
-        raise InputError("no methods to compare")
-    specs = method_specs(methods, m_values)
+    specs = method_specs(o.methods, o.m)
     probe_labels = (np.arange(len(labels)).astype(str) if probe_labels is None
                     else np.asarray(probe_labels).astype(str))
     matcher_factory = matcher_factory or default_matcher_factory
-    method_options = method_options or {}
-    splits = make_splits(labels, n_enrolled, n_train, repetitions, seed, enrollable)
     tables = []
-    for split in splits:
-        matcher = matcher_factory().fit(images[split.train_indices()])  # training images only
-        sim = matcher.similarity()
-        needed = np.concatenate([split.train_indices(), split.impostors]
-                                + [split.genuine[c] for c in split.enrolled])
-        F = matcher.transform(images[needed])
-        feats = dict(zip(needed.tolist(), F))
-        fta = np.zeros(len(images), dtype=bool)  # test probes that are not faces for it
-        claims = needed[len(split.train_indices()):]
-        fta[claims] = ~face_check(matcher, images[claims])[0]
-        X = np.stack([feats[i] for i in split.train_indices()])
-        owner = labels[split.train_indices()]
-        X_imp = np.stack([feats[i] for i in split.impostors])
-        rs = int(seed) * 1000 + split.repetition
-        gram = sim(X, X)  # the same training set for every client of this repetition
-        gen_idx = np.concatenate([split.genuine[c] for c in split.enrolled])
-        X_gen = np.stack([feats[i] for i in gen_idx])
-        own = {c: np.isin(gen_idx, split.genuine[c]) for c in split.enrolled}
-        jobs = [(X, np.where(owner == c, 1, -1), X_gen if identification else X_gen[own[c]],
-                 X_imp, sim, specs, rs, method_options, gram) for c in split.enrolled]
-        results = _map(jobs, n_jobs, progress)
-        for k, spec in enumerate(specs):
-            per_client = {c: res[k] for c, res in zip(split.enrolled, results)}
-            table = _claims_table(spec, split, labels, probe_labels, per_client,
-                                  {c: own[c] if identification else slice(None)
-                                   for c in split.enrolled}, fta)
-            if identification:
-                table.search = _search_table(spec, split, labels, probe_labels, gen_idx,
-                                             per_client)
-            tables.append(table)
+    for split in make_splits(labels, o.n_enrolled, o.n_train, o.repetitions, o.seed,
+                             enrollable):
+        tables += _split_tables(split, (images, labels, probe_labels), matcher_factory(),
+                                specs, o, progress)
     order = {spec: i for i, spec in enumerate(specs)}
     tables.sort(key=lambda t: (order[(t.method, t.m)], t.repetition))
+    return tables
+
+
+def _split_tables(split, data, matcher, specs, options, progress):
+    """One repetition: fit ``matcher`` on the training images only, train every client,
+    score the claims; one `Scores` per (method, m)."""
+    images, labels, probe_labels = data
+    identification = options.identification
+    matcher = matcher.fit(images[split.train_indices()])  # training images only
+    sim = matcher.similarity()
+    needed = np.concatenate([split.train_indices(), split.impostors]
+                            + [split.genuine[c] for c in split.enrolled])
+    feats = dict(zip(needed.tolist(), matcher.transform(images[needed])))
+    fta = np.zeros(len(images), dtype=bool)  # test probes that are not faces for it
+    claims = needed[len(split.train_indices()):]
+    fta[claims] = ~face_check(matcher, images[claims])[0]
+    X = np.stack([feats[i] for i in split.train_indices()])
+    owner = labels[split.train_indices()]
+    X_imp = np.stack([feats[i] for i in split.impostors])
+    rs = int(options.seed) * 1000 + split.repetition
+    gram = sim(X, X)  # the same training set for every client of this repetition
+    gen_idx = np.concatenate([split.genuine[c] for c in split.enrolled])
+    X_gen = np.stack([feats[i] for i in gen_idx])
+    own = {c: np.isin(gen_idx, split.genuine[c]) for c in split.enrolled}
+    jobs = [(X, np.where(owner == c, 1, -1), X_gen if identification else X_gen[own[c]],
+             X_imp, sim, specs, rs, options.method_options, gram) for c in split.enrolled]
+    results = _map(jobs, options.n_jobs, progress)
+    tables = []
+    for k, spec in enumerate(specs):
+        per_client = {c: res[k] for c, res in zip(split.enrolled, results)}
+        table = _claims_table(spec, split, labels, probe_labels, per_client,
+                              {c: own[c] if identification else slice(None)
+                               for c in split.enrolled}, fta)
+        if identification:
+            table.search = _search_table(spec, split, labels, probe_labels, gen_idx,
+                                         per_client)
+        tables.append(table)
     return tables
 
 

@@ -4,9 +4,11 @@ import sys
 
 import click
 
+from ssgallery.biometrics.protocol import DEFAULT_METHODS as PROTOCOL_METHODS
+from ssgallery.biometrics.protocol import ProtocolOptions
 from ssgallery.cli.options import key_file_option, matcher_cmd_option, warn
 
-DEFAULT_METHODS = "svm,ssvm,svm-red,svm-sel"
+DEFAULT_METHODS = ",".join(PROTOCOL_METHODS)
 
 
 def _parse_m(ctx, param, value):
@@ -33,13 +35,15 @@ def _parse_methods(ctx, param, value):
 
 @click.command("roc")
 @click.argument("paths", nargs=-1, type=click.Path(), metavar="[FACES_DIR]")
-@click.option("--store", default="enrollment.h5", show_default=True, metavar="FILE",
-              help="Enrollment store used when no FACES_DIR is given.")
-@click.option("--enrolled", type=click.IntRange(min=2), default=None, metavar="N",
-              help="Enrolled clients per repetition [half of the subjects].")
-@click.option("--train-images", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--store", "store_path", default="enrollment.h5", show_default=True,
+              metavar="FILE", help="Enrollment store used when no FACES_DIR is given.")
+@click.option("--enrolled", "n_enrolled", type=click.IntRange(min=2), default=None,
+              metavar="N", help="Enrolled clients per repetition [half of the subjects].")
+@click.option("--train-images", "n_train", type=click.IntRange(min=1),
+              default=ProtocolOptions.n_train, show_default=True,
               metavar="K", help="Training images per client; the rest are genuine claims.")
-@click.option("--repetitions", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--repetitions", type=click.IntRange(min=1),
+              default=ProtocolOptions.repetitions, show_default=True,
               metavar="R", help="Random client/image splits to average over.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the splits.")
 @click.option("--m", "m", default="2", show_default=True, callback=_parse_m, metavar="M[,M...]",
@@ -66,7 +70,7 @@ def _parse_methods(ctx, param, value):
               show_default=True, help="How the dev threshold is chosen (far: --criterion-far).")
 @click.option("--criterion-far", type=click.FloatRange(0, 1), default=None, metavar="F",
               help="With --criterion far: the FAR on the dev scores (e.g. 0.01).")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--jobs", "n_jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Clients trained in parallel.")
 @click.option("--identification/--no-identification", default=True, show_default=True,
               help="Protocol mode: also search every probe against every client (closed-set "
@@ -77,9 +81,7 @@ def _parse_methods(ctx, param, value):
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @key_file_option
 @matcher_cmd_option
-def command(paths, store, enrolled, train_images, repetitions, seed, m, methods, out_dir,
-            scores, gallery, probes, dev_scores, eval_scores, criterion, criterion_far, jobs,
-            identification, no_plot, force, as_json, key_file, matcher_cmd):
+def command(paths, scores, no_plot, as_json, **options):
     """Measure what compression costs: FRR/FAR curves, EER and matches per claim.
 
     Runs the paper's protocol (Sect. IV-A) on FACES_DIR (default: the enrollment
@@ -108,12 +110,8 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
       ssgallery roc --gallery gallery.h5 --probes probes/
       ssgallery roc --dev-scores dev.txt --eval-scores eval.txt --criterion min-hter
     """
+    from ssgallery.app.options import ReportOptions, RocInputs, split_options
     from ssgallery.app.roc import roc
-    from ssgallery.biometrics.report import (
-        format_dev_eval,
-        format_identification_table,
-        format_table,
-    )
 
     faces_dir = None
     if scores:  # a shell glob after --scores leaves the other files as arguments
@@ -135,23 +133,29 @@ def command(paths, store, enrolled, train_images, repetitions, seed, m, methods,
         if bar is not None:
             bar.update(k)
 
+    inputs, protocol, report = split_options(
+        dict(options, faces_dir=faces_dir, scores=scores, plot=not no_plot, warn=warn),
+        RocInputs, ProtocolOptions, ReportOptions)
     try:
-        result = roc(faces_dir, out_dir=out_dir, store_path=store, scores=scores or None,
-                     gallery=gallery, probes=probes, dev_scores=dev_scores or None,
-                     eval_scores=eval_scores or None, criterion=criterion,
-                     criterion_far=criterion_far, methods=methods, m=m,
-                     n_enrolled=enrolled, n_train=train_images, repetitions=repetitions,
-                     seed=seed, n_jobs=jobs, progress=progress, progress_total=total,
-                     warn=warn,
-                     plot=not no_plot, identification=identification, force=force,
-                     key_file=key_file, matcher_cmd=matcher_cmd)
+        result = roc(inputs, protocol, report, progress=progress, progress_total=total)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
     if as_json:
         with open(result["files"]["summary"], encoding="utf-8") as handle:
             click.echo(handle.read().rstrip())
-        return
+    else:
+        _echo(result, report.out_dir)
+
+
+def _echo(result, out_dir):
+    """The report's tables and the files written, for the terminal."""
+    from ssgallery.biometrics.report import (
+        format_dev_eval,
+        format_identification_table,
+        format_table,
+    )
+
     if result["mode"] == "dev-eval":
         click.echo(format_dev_eval(result["results"]))
         click.echo(f"wrote {result['files']['summary']}")
