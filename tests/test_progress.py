@@ -125,3 +125,29 @@ def test_features_in_chunks_report_per_image_and_equal_one_batch():
     np.testing.assert_allclose(features, matcher.transform(images), rtol=1e-12, atol=1e-12)
     lines = out.getvalue().splitlines()
     assert [line.split()[4] for line in lines[:3]] == ["64/150", "128/150", "150/150"]
+
+
+def test_verify_and_identify_report_reading_and_features_of_a_batch(faces_factory, tmp_path):
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    faces = faces_factory(n_clients=3, n_images=40)
+    store, gallery = str(tmp_path / "e.h5"), str(tmp_path / "g.h5")
+    for args in (["enroll", faces, "--store", store, "-q"],
+                 ["compress", "--store", store, "-o", gallery, "--clients", "c00",
+                  "--cv-folds", "0", "-q"]):
+        assert CliRunner().invoke(main, args).exit_code == 0
+    probes = sorted(str(p) for p in Path(faces).glob("c0[12]/*.png"))  # 80 probes
+    env = {"SSGALLERY_PROGRESS_INTERVAL": "0"}
+    for args in (["verify", "--claim", "c00"], ["identify"]):
+        res = CliRunner().invoke(main, [*args, *probes, "--gallery", gallery, "--csv"], env=env)
+        assert res.exit_code in (0, 1), res.output
+        name = args[0]
+        assert f"ssgallery: {name}: reading probes 80/80 images in " in res.stderr
+        assert f"ssgallery: {name}: computing features 80/80 images in " in res.stderr
+        assert len(res.stdout.splitlines()) == 81  # the CSV on stdout, untouched
+        quiet = CliRunner().invoke(main, [*args, *probes, "--gallery", gallery, "-q"], env=env)
+        assert quiet.stderr == ""

@@ -89,7 +89,7 @@ def rank_clients(index, scores, top):
 
 
 def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=None,
-             key_file=None, matcher_cmd=None):
+             key_file=None, matcher_cmd=None, progress=None):
     """Search probe images among every client of a gallery.
 
     Parameters
@@ -102,7 +102,7 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
     open_set : bool
         Report "unknown" (``identified = None``) when the best candidate does not pass
         its client's threshold; in the closed set the best candidate is always returned.
-    strict, warn, key_file, matcher_cmd
+    strict, warn, key_file, matcher_cmd, progress
         As for `ssgallery.app.verify.verify`.
 
     Returns
@@ -115,6 +115,7 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
     from ssgallery.app.verify import failures_to_acquire, host_settings
     from ssgallery.formats.gallery import read_search
     from ssgallery.images.ingest import default_warn, load_image_list
+    from ssgallery.matchers.base import transform_in_chunks
 
     probes = [os.fspath(p) for p in probes]
     if not probes:
@@ -126,12 +127,14 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
         raise InputError("the gallery has no clients", path=gallery_path)
     h, w = (int(v) for v in header["image_shape"])
     images, sizes = load_image_list(probes, size=(w, h), strict=strict,
-                                    warn=warn or default_warn, return_sizes=True)
+                                    warn=warn or default_warn, return_sizes=True,
+                                    progress=progress)
     fta, _, reasons = failures_to_acquire(matcher, images, sizes)  # never searched
     results = [IdentifyResult(probe=p, identified=None, failed_to_acquire=True, reason=why)
                for p, why in zip(probes, reasons)]
     if not fta.all():
-        features = matcher.transform(np.asarray(images[~fta], dtype=np.float32))
+        features = transform_in_chunks(matcher, np.asarray(images[~fta], dtype=np.float32),
+                                       progress=progress)
         scores = index.decision_function(features, matcher.similarity())
         for i, candidates in zip(np.flatnonzero(~fta), rank_clients(index, scores, top)):
             best = candidates[0]

@@ -118,15 +118,19 @@ def host_settings(key_file=None, matcher_cmd=None):
     return {"key": load_key(key_file), "host": host}
 
 
-def score_images(model, images):
-    """g(x) of probe images (n, H, W) for a client model, shape (n,)."""
+def score_images(model, images, progress=None):
+    """g(x) of probe images (n, H, W) for a client model, shape (n,); ``progress``: one
+    step per image mapped to the matcher space (`transform_in_chunks`)."""
+    from ssgallery.matchers.base import transform_in_chunks
+
     matcher = model.matcher
-    features = matcher.transform(np.asarray(images, dtype=np.float32))
+    features = transform_in_chunks(matcher, np.asarray(images, dtype=np.float32),
+                                   progress=progress)
     return model.decision_function(features, model.similarity_function(matcher))
 
 
 def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=None,
-           matcher_cmd=None):
+           matcher_cmd=None, progress=None):
     """Verify probe images against a claimed identity.
 
     Parameters
@@ -142,6 +146,9 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=Non
         Receives warnings (e.g. resized probes).
     key_file, matcher_cmd : str, optional
         See `load_client`.
+    progress : ssgallery.progress.Progress, optional
+        Reports reading the probes and mapping them to the matcher space (one step per
+        image).
 
     Returns
     -------
@@ -166,11 +173,12 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=Non
     model = load_client(gallery_path, claim, key_file=key_file, matcher_cmd=matcher_cmd)
     h, w = (int(v) for v in model.header["image_shape"])
     images, sizes = load_image_list(probes, size=(w, h), strict=strict,
-                                    warn=warn or default_warn, return_sizes=True)
+                                    warn=warn or default_warn, return_sizes=True,
+                                    progress=progress)
     fta, quality, reasons = failures_to_acquire(model.matcher, images, sizes)
     scores = np.full(len(images), np.nan)
     if not fta.all():
-        scores[~fta] = score_images(model, images[~fta])
+        scores[~fta] = score_images(model, images[~fta], progress)
     out = []
     for p, s, bad, q, why in zip(probes, scores, fta, quality, reasons):
         status = FTA if bad else (ACCEPT if s >= model.threshold else REJECT)

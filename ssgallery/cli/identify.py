@@ -12,6 +12,7 @@ from ssgallery.cli.options import (
     probe_paths,
     warn,
 )
+from ssgallery.cli.progress import quiet_option, reporting
 from ssgallery.errors import printable
 
 
@@ -24,11 +25,12 @@ from ssgallery.errors import printable
 @click.option("--open-set", is_flag=True, help="Say 'unknown' when the best candidate does "
               "not pass its client's threshold (default: closed set, always a best match).")
 @probe_options
+@quiet_option
 @key_file_option
 @matcher_cmd_option
 @click.pass_context
-def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, as_csv, key_file,
-            matcher_cmd):
+def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, as_csv, quiet,
+            key_file, matcher_cmd):
     """Search PROBE images among every client of the gallery.
 
     Each probe is scored against every client (N x m matches) in one batch and the
@@ -56,8 +58,10 @@ def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, as_
     paths = probe_paths(probes, list_file)
 
 
-    results, ranking = identify(gallery, paths, top=top, open_set=open_set, strict=strict,
-                                warn=warn, key_file=key_file, matcher_cmd=matcher_cmd)
+    with reporting(quiet) as progress:
+        results, ranking = identify(gallery, paths, top=top, open_set=open_set,
+                                    strict=strict, warn=warn, key_file=key_file,
+                                    matcher_cmd=matcher_cmd, progress=progress)
     status = exit_status(results)
     if as_json:
         import json

@@ -77,8 +77,9 @@ def command(ctx, probes, claim, claims_file, gallery, list_file, strict, as_json
     from ssgallery.app.verify import FTA, exit_status, verify
 
     paths = probe_paths(probes, list_file)
-    results = verify(gallery, paths, claim, strict=strict, warn=warn, key_file=key_file,
-                     matcher_cmd=matcher_cmd)
+    with reporting(quiet) as progress:
+        results = verify(gallery, paths, claim, strict=strict, warn=warn, key_file=key_file,
+                         matcher_cmd=matcher_cmd, progress=progress)
     status = exit_status(results)
     n_fta = sum(r.status == FTA for r in results)
     if as_json:

@@ -465,7 +465,7 @@ def _conform(arr, size, strict, path, resized):
 
 
 def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
-                    return_sizes=False, failed=None):
+                    return_sizes=False, failed=None, progress=None):
     """Read probe images into one array.
 
     Parameters
@@ -483,6 +483,8 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
         Receives ``(index, message)`` for each file that cannot be read (missing, not an
         image, too large, another size with ``strict``), which is then left out of the
         result instead of raising.
+    progress : ssgallery.progress.Progress, optional
+        One step per file (phase "reading probes").
 
     Returns
     -------
@@ -493,7 +495,11 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
     size = _check_size(size)
     warn = default_warn if warn is None else warn
     out, resized, sizes = [], [], []
+    progress = as_progress(progress)
+    paths = list(paths)
+    progress.start("reading probes", len(paths), "images")
     for i, path in enumerate(paths):
+        progress.advance()
         try:
             arr = _decode(_read_file(path), path)
             have = (arr.shape[1], arr.shape[0])
@@ -505,6 +511,7 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
             continue
         sizes.append(have)
         out.append(arr)
+    progress.end()
     if not out and failed:
         w, h = size if size is not None else (0, 0)
         empty = np.zeros((0, h, w), dtype=np.float32)
