@@ -197,3 +197,48 @@ def test_hkdf_matches_rfc5869_test_case_1():
     okm = ("3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf"
            "34007208d5b887185865")
     assert encryption.hkdf(ikm, salt, info, 42).hex() == okm
+
+
+def test_encrypted_and_signed_gallery_verifies_as_the_plain_one(tmp_path):
+    """Signing and encryption compose: the HMAC is inside the ciphertext. verify reads
+    the encrypted gallery chunk by chunk with the privacy key and gives the plain
+    gallery's scores; without it, or with another, one line."""
+    import h5py
+
+    from ssgallery.app.compress import compress
+    from ssgallery.app.verify import verify
+    from ssgallery.formats.gallery import read_gallery, write_gallery
+    from ssgallery.formats.hdf5 import read_state
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=5)
+    enroll(faces, tmp_path / "e.h5")
+    compress(tmp_path / "e.h5", tmp_path / "plain.h5", m=2, cv_folds=2)
+    sign, privacy = _key(tmp_path, "sign.key"), _key(tmp_path, "privacy.key")
+    gallery = read_gallery(tmp_path / "plain.h5", arrays=True)
+    with h5py.File(tmp_path / "plain.h5") as f:
+        state = read_state(f["matcher"])[0]
+        attrs = {k: f.attrs[k] for k in ("target_far", "threshold_mode", "calibration")}
+    write_gallery(tmp_path / "enc.h5", matcher_name=gallery.matcher_name,
+                  matcher_config=gallery.matcher_config, matcher_state=state,
+                  image_shape=gallery.header["image_shape"],
+                  clients=list(read_gallery(tmp_path / "plain.h5", arrays=True)
+                               .clients.values()),
+                  attrs=attrs, key=sign.read_bytes(), privacy_key=privacy.read_bytes())
+    assert (tmp_path / "enc.h5").read_bytes().startswith(encryption.MAGIC)
+    probes = sorted(str(p) for p in (tmp_path / "faces").glob("*/*.png"))
+    plain = verify(tmp_path / "plain.h5", probes, "c01")
+    enc = verify(tmp_path / "enc.h5", probes, "c01", key_file=str(sign),
+                 privacy_key_file=str(privacy))
+    assert [r.score for r in enc] == [r.score for r in plain]
+    runner = CliRunner()
+    base = ["verify", probes[0], "--claim", "c01", "--gallery", str(tmp_path / "enc.h5")]
+    for extra, message in (([], "needs the privacy key"),
+                           (["--privacy-key-file", str(sign)], "another privacy key"),
+                           (["--privacy-key-file", str(privacy), "--key-file",
+                             str(_key(tmp_path, "s2.key"))], "signature does not match")):
+        result = runner.invoke(main, base + extra)
+        assert result.exit_code == 2 and message in result.output, result.output
+        assert len(result.output.strip().splitlines()) == 1
+    result = runner.invoke(main, ["info", "--gallery", str(tmp_path / "enc.h5"),
+                                  "--privacy-key-file", str(privacy)])
+    assert result.exit_code == 0 and "4 clients" in result.output, result.output

@@ -175,11 +175,11 @@ def _score_batch(model, batch, strict, warn):
 class _Clients:
     """Each claimed client's model, read once; the matcher built once for all."""
 
-    def __init__(self, gallery_path, key_file, matcher_cmd):
+    def __init__(self, gallery_path, key_file, matcher_cmd, privacy_key_file=None):
         from ssgallery.app.verify import host_settings
 
         self.path = os.fspath(gallery_path)
-        self.settings = host_settings(key_file, matcher_cmd)
+        self.settings = host_settings(key_file, matcher_cmd, privacy_key_file)
         self.matcher = None
 
     def load(self, client_id):
@@ -204,14 +204,14 @@ class _Clients:
 
 
 def verify_claims(gallery_path, claims, *, strict=False, warn=None, key_file=None,
-                  matcher_cmd=None, progress=None):
+                  matcher_cmd=None, progress=None, privacy_key_file=None):
     """Check identity claims against a gallery, grouped by client.
 
     Parameters
     ----------
     gallery_path : str or Path
     claims : list of Claim
-    strict, warn, key_file, matcher_cmd
+    strict, warn, key_file, matcher_cmd, privacy_key_file
         As for `ssgallery.app.verify.verify`.
     progress : ssgallery.progress.Progress, optional
         One step per claim.
@@ -234,7 +234,7 @@ def verify_claims(gallery_path, claims, *, strict=False, warn=None, key_file=Non
     for i, c in enumerate(claims):
         groups.setdefault(c.claim, []).append(i)
     results = [None] * len(claims)
-    clients = _Clients(gallery_path, key_file, matcher_cmd)
+    clients = _Clients(gallery_path, key_file, matcher_cmd, privacy_key_file)
     with progress.phase("checking claims", len(claims), "claims"):
         for client_id, rows in groups.items():
             model = clients.load(client_id)

@@ -89,7 +89,7 @@ def rank_clients(index, scores, top):
 
 
 def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=None,
-             key_file=None, matcher_cmd=None, progress=None):
+             key_file=None, matcher_cmd=None, progress=None, privacy_key_file=None):
     """Search probe images among every client of a gallery.
 
     Parameters
@@ -102,7 +102,7 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
     open_set : bool
         Report "unknown" (``identified = None``) when the best candidate does not pass
         its client's threshold; in the closed set the best candidate is always returned.
-    strict, warn, key_file, matcher_cmd, progress
+    strict, warn, key_file, matcher_cmd, progress, privacy_key_file
         As for `ssgallery.app.verify.verify`.
 
     Returns
@@ -122,7 +122,8 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
         raise InputError("no probe images given")
     if int(top) < 1:
         raise InputError(f"the number of candidates must be at least 1, got {top}")
-    index, matcher, header = read_search(gallery_path, **host_settings(key_file, matcher_cmd))
+    index, matcher, header = read_search(
+        gallery_path, **host_settings(key_file, matcher_cmd, privacy_key_file))
     if index.n_clients == 0:
         raise InputError("the gallery has no clients", path=gallery_path)
     h, w = (int(v) for v in header["image_shape"])

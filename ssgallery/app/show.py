@@ -2,25 +2,39 @@
 
 import os
 
+import numpy as np
+
 from ssgallery.errors import NotRenderableError
-from ssgallery.formats.gallery import read_client
 
 
-def show_prototypes(gallery_path, claim, out_path, *, scale=2):
+def show_prototypes(gallery_path, claim, out_path, *, scale=2, privacy_key_file=None):
     """Montage of one client's rendered prototypes with their beta (paper's Fig. 5),
-    written atomically to ``out_path``. Returns a JSON-able summary."""
+    written atomically to ``out_path``. Returns a JSON-able summary.
+
+    A gallery with protected templates (`ssgallery.formats.protect`) stores no rendered
+    image: its prototypes are drawn only with the privacy key (``privacy_key_file``,
+    default ``$SSGALLERY_PRIVACY_KEY_FILE``), through the keyed isometry. The key also
+    reads an encrypted gallery."""
+    from ssgallery.formats.encryption import load_privacy_key
+    from ssgallery.formats.gallery import read_client
+    from ssgallery.formats.protect import protection_record
     from ssgallery.images.montage import save_montage
 
-    model = read_client(gallery_path, claim, images=True, matcher=False)
-    if model.prototype_images is None:
+    privacy_key = load_privacy_key(privacy_key_file)
+    model = read_client(gallery_path, claim, images=True, matcher=False,
+                        privacy_key=privacy_key)
+    images = model.prototype_images
+    if protection_record(model.header, os.fspath(gallery_path)) is not None:
+        model = read_client(gallery_path, claim, privacy_key=privacy_key)
+        images = np.clip(np.rint(model.matcher.render(model.prototypes)), 0, 255)
+    if images is None:
         matcher = model.header.get("matcher", "?")
         raise NotRenderableError(f"nothing to show for client '{claim}': the {matcher} "
-                                 "matcher's prototypes are not images and cannot be drawn "
-                                 "(a gallery never stores a face); see 'ssgallery info'",
-                                 path=gallery_path)
+                                 "matcher's prototypes are not images and cannot be drawn; "
+                                 "see 'ssgallery info'", path=gallery_path)
     title = (f"client {claim}: b = {model.intercept:+.3g}, threshold = "
              f"{model.threshold:+.3g}, m = {model.n_prototypes}")
-    save_montage(out_path, model.prototype_images, model.beta, title=title, scale=scale)
+    save_montage(out_path, images.astype(np.uint8), model.beta, title=title, scale=scale)
     return {"claim": claim, "output": os.fspath(out_path), "m": model.n_prototypes,
             "beta": [float(b) for b in model.beta], "intercept": model.intercept,
             "threshold": model.threshold}

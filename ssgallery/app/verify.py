@@ -92,22 +92,28 @@ def read_probe_list(list_path):
     return paths
 
 
-def load_client(gallery_path, claim, *, key_file=None, matcher_cmd=None):
+def load_client(gallery_path, claim, *, key_file=None, matcher_cmd=None,
+                privacy_key_file=None):
     """The claimed client's model with its matcher (``model.matcher``), checked.
 
     ``key_file`` (default ``$SSGALLERY_KEY_FILE``): the host's signing key; ``matcher_cmd``
     (default ``$SSGALLERY_MATCHER_CMD`` or the configuration file): the host's external
-    matcher program (see `ssgallery.matchers.host`)."""
+    matcher program (see `ssgallery.matchers.host`); ``privacy_key_file`` (default
+    ``$SSGALLERY_PRIVACY_KEY_FILE``): the host's privacy key, needed for a gallery with
+    protected templates (`ssgallery.formats.protect`)."""
     from ssgallery.formats.gallery import read_client
 
-    return read_client(gallery_path, claim, **host_settings(key_file, matcher_cmd))
+    return read_client(gallery_path, claim,
+                       **host_settings(key_file, matcher_cmd, privacy_key_file))
 
 
-def host_settings(key_file=None, matcher_cmd=None):
-    """What this host brings to a gallery read: ``{"key": ..., "host": ...}`` for
-    `ssgallery.formats.gallery.read_client` and ``read_search`` (the signing key,
-    default ``$SSGALLERY_KEY_FILE``; the external matcher program, see
-    `ssgallery.matchers.host`)."""
+def host_settings(key_file=None, matcher_cmd=None, privacy_key_file=None):
+    """What this host brings to a gallery read: ``{"key": ..., "host": ...,
+    "privacy_key": ...}`` for `ssgallery.formats.gallery.read_client` and
+    ``read_search`` (the signing key, default ``$SSGALLERY_KEY_FILE``; the external
+    matcher program, see `ssgallery.matchers.host`; the privacy key, default
+    ``$SSGALLERY_PRIVACY_KEY_FILE``)."""
+    from ssgallery.formats.encryption import load_privacy_key
     from ssgallery.formats.integrity import load_key
 
     host = None
@@ -115,7 +121,8 @@ def host_settings(key_file=None, matcher_cmd=None):
         from ssgallery.matchers.host import host_matcher
 
         host = host_matcher(matcher_cmd)
-    return {"key": load_key(key_file), "host": host}
+    return {"key": load_key(key_file), "host": host,
+            "privacy_key": load_privacy_key(privacy_key_file)}
 
 
 def score_images(model, images, progress=None):
@@ -130,7 +137,7 @@ def score_images(model, images, progress=None):
 
 
 def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=None,
-           matcher_cmd=None, progress=None):
+           matcher_cmd=None, progress=None, privacy_key_file=None):
     """Verify probe images against a claimed identity.
 
     Parameters
@@ -144,7 +151,7 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=Non
         Refuse probes whose size differs from the gallery's images instead of resizing.
     warn : callable(str), optional
         Receives warnings (e.g. resized probes).
-    key_file, matcher_cmd : str, optional
+    key_file, matcher_cmd, privacy_key_file : str, optional
         See `load_client`.
     progress : ssgallery.progress.Progress, optional
         Reports reading the probes and mapping them to the matcher space (one step per
@@ -170,7 +177,8 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=Non
     probes = [os.fspath(p) for p in probes]
     if not probes:
         raise InputError("no probe images given")
-    model = load_client(gallery_path, claim, key_file=key_file, matcher_cmd=matcher_cmd)
+    model = load_client(gallery_path, claim, key_file=key_file, matcher_cmd=matcher_cmd,
+                        privacy_key_file=privacy_key_file)
     h, w = (int(v) for v in model.header["image_shape"])
     images, sizes = load_image_list(probes, size=(w, h), strict=strict,
                                     warn=warn or default_warn, return_sizes=True,

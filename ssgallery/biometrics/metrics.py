@@ -253,6 +253,49 @@ def grid_frr_at(grid, frr, far):
     return float(np.interp(far, grid, frr))
 
 
+def linkability(mated, nonmated, omega=1.0, bins=None):
+    """Global linkability D<->sys of ISO/IEC 30136 (Gomez-Barrero, Galbally, Rathgeb,
+    Busch, "General framework to evaluate unlinkability in biometric template protection
+    systems", IEEE TIFS 13(6), 2018): 0 = the linkage scores of templates of the same
+    person (mated) and of different people (non-mated) cannot be told apart, 1 = every
+    mated pair is linked with certainty.
+
+    Local measure, per score s: D<->(s) = p(mated | s) - p(non-mated | s) where positive,
+    else 0, i.e. (omega LR(s) - 1) / (omega LR(s) + 1) with LR(s) = p(s | mated) /
+    p(s | non-mated) from normalised histograms (1 where no non-mated score falls in a
+    bin holding mated ones); D<->sys = integral of p(s | mated) D<->(s) ds.
+
+    Parameters
+    ----------
+    mated, nonmated : array-like, shape (n,), (k,)
+        Linkage scores (larger = more alike).
+    omega : float
+        Prior ratio p(mated) / p(non-mated).
+    bins : int, optional
+        Histogram bins over the range of all scores; default min(n / 10, 100), at
+        least 1 (the paper's choice).
+
+    Returns
+    -------
+    float
+        D<->sys in [0, 1].
+    """
+    mated, nonmated = _scores(mated, "mated"), _scores(nonmated, "nonmated")
+    bins = int(bins or max(1, min(len(mated) // 10, 100)))
+    lo = min(mated.min(), nonmated.min())
+    hi = max(mated.max(), nonmated.max())
+    if hi <= lo:
+        return 0.0
+    edges = np.linspace(lo, hi, bins + 1)
+    p_mated = np.histogram(mated, edges, density=True)[0]
+    p_non = np.histogram(nonmated, edges, density=True)[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lr = omega * np.where(p_non > 0, p_mated / p_non, 1.0)
+    local = np.where(lr > 1, (lr - 1) / (lr + 1), 0.0)
+    local[(p_non == 0) & (p_mated > 0)] = 1.0
+    return float(np.clip(np.sum(local * p_mated * np.diff(edges)), 0.0, 1.0))
+
+
 __all__ = [
     "average_curves",
     "average_eer",
@@ -267,6 +310,7 @@ __all__ = [
     "grid_eer",
     "grid_frr_at",
     "hter",
+    "linkability",
     "probit",
     "roc_curve",
     "threshold_at_far",

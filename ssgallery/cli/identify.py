@@ -8,6 +8,7 @@ from ssgallery.cli.options import (
     csv_text,
     key_file_option,
     matcher_cmd_option,
+    privacy_key_option,
     probe_options,
     probe_paths,
     warn,
@@ -28,9 +29,10 @@ from ssgallery.errors import printable
 @quiet_option
 @key_file_option
 @matcher_cmd_option
+@privacy_key_option
 @click.pass_context
 def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, as_csv, quiet,
-            key_file, matcher_cmd):
+            key_file, matcher_cmd, privacy_key_file):
     """Search PROBE images among every client of the gallery.
 
     Each probe is scored against every client (N x m matches) in one batch and the
@@ -61,7 +63,8 @@ def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, as_
     with reporting(quiet) as progress:
         results, ranking = identify(gallery, paths, top=top, open_set=open_set,
                                     strict=strict, warn=warn, key_file=key_file,
-                                    matcher_cmd=matcher_cmd, progress=progress)
+                                    matcher_cmd=matcher_cmd, progress=progress,
+                                    privacy_key_file=privacy_key_file)
     status = exit_status(results)
     if as_json:
         import json

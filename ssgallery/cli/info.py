@@ -130,12 +130,13 @@ def command(gallery, store, svm, client_id, as_json, privacy_key_file):
     if client_id is not None and gallery is None:
         raise click.UsageError("--client needs a gallery (--gallery FILE)")
     out = {}
+    privacy_key = load_privacy_key(privacy_key_file)
     if client_id is not None:
-        out["client"] = client_summary(gallery, client_id)
+        out["client"] = client_summary(gallery, client_id, privacy_key=privacy_key)
     elif gallery is not None:
-        out["gallery"] = gallery_summary(gallery, svm=svm)
+        out["gallery"] = gallery_summary(gallery, svm=svm, privacy_key=privacy_key)
     if store is not None:
-        out["store"] = store_summary(store, privacy_key=load_privacy_key(privacy_key_file))
+        out["store"] = store_summary(store, privacy_key=privacy_key)
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return

@@ -4,6 +4,8 @@ import json
 
 import click
 
+from ssgallery.cli.options import privacy_key_option
+
 
 @click.command("show")
 @click.option("--claim", required=True, metavar="ID", help="The client to show.")
@@ -14,13 +16,16 @@ import click
 @click.option("--scale", type=click.IntRange(1, 8), default=2, show_default=True,
               help="Pixel up-scaling of each prototype.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(claim, output, gallery, scale, as_json):
+@privacy_key_option
+def command(claim, output, gallery, scale, as_json, privacy_key_file):
     """Draw the claimed client's prototypes, each labelled with its weight beta.
 
     Prototypes with beta > 0 (green) look like the client and raise the score;
     prototypes with beta < 0 (red) are impostor-like and lower it (the paper's
-    interpretability figure). Reads only the rendered prototype images: no face of
-    any client is stored in the gallery.
+    interpretability figure). An eigenface gallery's positive prototypes are face-like
+    images in which the client can be recognised: treat every gallery as personal data
+    (docs/privacy.md). A gallery with protected templates stores no image, and its
+    prototypes are drawn only with the privacy key.
 
     \b
     Examples:
@@ -29,7 +34,8 @@ def command(claim, output, gallery, scale, as_json):
     """
     from ssgallery.app.show import show_prototypes
 
-    out = show_prototypes(gallery, claim, output, scale=scale)
+    out = show_prototypes(gallery, claim, output, scale=scale,
+                          privacy_key_file=privacy_key_file)
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return

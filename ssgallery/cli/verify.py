@@ -9,6 +9,7 @@ from ssgallery.cli.options import (
     csv_text,
     key_file_option,
     matcher_cmd_option,
+    privacy_key_option,
     probe_options,
     probe_paths,
     warn,
@@ -31,9 +32,10 @@ FIELDS = ("probe", "claim", "status", "score", "threshold", "quality", "reason")
 @quiet_option
 @key_file_option
 @matcher_cmd_option
+@privacy_key_option
 @click.pass_context
 def command(ctx, probes, claim, claims_file, gallery, list_file, strict, as_json, as_csv,
-            quiet, key_file, matcher_cmd):
+            quiet, key_file, matcher_cmd, privacy_key_file):
     """Score PROBE images against the claimed client's prototypes.
 
     Only the claimed client's model and the matcher are read from the gallery, after
@@ -70,8 +72,9 @@ def command(ctx, probes, claim, claims_file, gallery, list_file, strict, as_json
         if claim is not None or probes or list_file is not None:
             raise click.UsageError("--claims FILE names the probes and the claimed ids: "
                                    "no PROBE, --list or --claim with it")
-        ctx.exit(_claims(gallery, claims_file, strict, as_json, as_csv, quiet, key_file,
-                         matcher_cmd))
+        ctx.exit(_claims(gallery, claims_file, strict, as_json, as_csv, quiet,
+                         {"key_file": key_file, "matcher_cmd": matcher_cmd,
+                              "privacy_key_file": privacy_key_file}))
     if claim is None:
         raise click.UsageError("missing option '--claim' (or --claims FILE)")
     from ssgallery.app.verify import FTA, exit_status, verify
@@ -79,7 +82,8 @@ def command(ctx, probes, claim, claims_file, gallery, list_file, strict, as_json
     paths = probe_paths(probes, list_file)
     with reporting(quiet) as progress:
         results = verify(gallery, paths, claim, strict=strict, warn=warn, key_file=key_file,
-                         matcher_cmd=matcher_cmd, progress=progress)
+                         matcher_cmd=matcher_cmd, progress=progress,
+                         privacy_key_file=privacy_key_file)
     status = exit_status(results)
     n_fta = sum(r.status == FTA for r in results)
     if as_json:
@@ -100,15 +104,14 @@ def command(ctx, probes, claim, claims_file, gallery, list_file, strict, as_json
     ctx.exit(status)
 
 
-def _claims(gallery, claims_file, strict, as_json, as_csv, quiet, key_file, matcher_cmd):
+def _claims(gallery, claims_file, strict, as_json, as_csv, quiet, host):
     """verify --claims: check, print, return the exit status."""
     from ssgallery.app.claims import claims_exit_status, read_claims, verify_claims
 
     claims, bad = read_claims(claims_file)
     with reporting(quiet) as progress:
         results = verify_claims(gallery, claims, strict=strict, warn=warn,
-                                key_file=key_file, matcher_cmd=matcher_cmd,
-                                progress=progress)
+                                progress=progress, **host)
     status = claims_exit_status(results, bad)
     name = "standard input" if claims_file == "-" else printable(claims_file)
     for b in bad:

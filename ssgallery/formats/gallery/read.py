@@ -106,7 +106,11 @@ def _index_ids(index, path):
                           path=path) from None
 
 
-def _read_matcher(f, header, config, sections, path, host):
+def _read_matcher(f, header, config, sections, path, host, privacy_key=None, required=True):
+    """(matcher, state) of an open gallery; a gallery with protected templates gets the
+    keyed matcher (`ssgallery.formats.protect.protected_matcher`)."""
+    from ssgallery.formats.protect import protected_matcher
+
     arrays, attrs, digest = integrity.read_group(integrity.check_node(f, "matcher", path), path)
     integrity.check_digest(digest, sections.get("matcher"), "the matcher state", path)
     try:
@@ -118,7 +122,7 @@ def _read_matcher(f, header, config, sections, path, host):
     if shape is not None and list(shape) != header["image_shape"]:
         raise FormatError(f"corrupt gallery: image_shape {header['image_shape']} differs from "
                           f"the matcher's {list(shape)}", path=path)
-    return matcher, state
+    return protected_matcher(matcher, header, privacy_key, path, required), state
 
 
 def _read_one(clients, client_id, expected, path):
@@ -135,7 +139,7 @@ def _unknown_client(path, client_id, known):
                           path=path)
 
 
-def _client_from(f, path, client_id, key, host, matcher):
+def _client_from(f, path, client_id, key, host, matcher, privacy_key):
     """(model, matcher or None, header) of `read_client`, from the open file."""
     try:
         header, config, sections, index = _open_verified(f, path, key)
@@ -147,14 +151,15 @@ def _client_from(f, path, client_id, key, host, matcher):
         expected = index["digest"][row].decode("ascii", "replace")
         clients = integrity.check_node(f, "clients", path)
         model = _read_one(clients, client_id, expected, path)
-        built = _read_matcher(f, header, config, sections, path, host)[0] \
+        built = _read_matcher(f, header, config, sections, path, host, privacy_key)[0] \
             if matcher else None
     except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
         raise FormatError(f"corrupt gallery: {exc}", path=path) from None
     return model, built, header
 
 
-def read_client(path, client_id, *, images=False, matcher=True, key=None, host=None):
+def read_client(path, client_id, *, images=False, matcher=True, key=None, host=None,
+                privacy_key=None):
     """Read one client's model and the gallery's matcher, and nothing else.
 
     Parameters
@@ -171,6 +176,10 @@ def read_client(path, client_id, *, images=False, matcher=True, key=None, host=N
         The host's signing key: an unsigned or wrongly signed gallery is refused.
     host : HostMatcher, optional
         The host's matcher program (default: from the environment / configuration).
+    privacy_key : bytes, optional
+        The host's privacy key: reads an encrypted gallery
+        (`ssgallery.formats.encryption`), and gives the keyed matcher of protected
+        templates (`ssgallery.formats.protect`; refused without it when ``matcher``).
 
     Returns
     -------
@@ -187,8 +196,10 @@ def read_client(path, client_id, *, images=False, matcher=True, key=None, host=N
     """
     path = os.fspath(path)
     try:
-        with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_LAZY) as f:
-            model, built, header = _client_from(f, path, client_id, key, host, matcher)
+        with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_LAZY,
+                          privacy_key=privacy_key) as f:
+            model, built, header = _client_from(f, path, client_id, key, host, matcher,
+                                                privacy_key)
     except SealMismatch as exc:  # bit rot in a part of the file this read needs
         raise exc.naming(f"while reading client '{printable(client_id)}'") from None
     check_model(model, built, path)
@@ -199,12 +210,12 @@ def read_client(path, client_id, *, images=False, matcher=True, key=None, host=N
     return model
 
 
-def _read_stacked(f, path, key, host):
+def _read_stacked(f, path, key, host, privacy_key=None, required=True):
     """What the stacked readers (``identify``, ``info``) need from an open gallery, all
     checked: signature (with ``key``), root digest, ``/index`` digest and consistency
     (`ssgallery.formats.search_index.read_index`), the matcher's digest, and the
     index against the matcher (dimension, plausible prototypes) and the client index.
-    Opens no client group.
+    Opens no client group. ``privacy_key``, ``required``: see `_read_matcher`.
 
     Returns
     -------
@@ -221,7 +232,8 @@ def _read_stacked(f, path, key, host):
     integrity.check_digest(integrity.node_digest(integrity.check_node(f, "index", path), path),
                            sections.get("index"), "the search index", path)
     index = read_index(f, path)
-    matcher, state = _read_matcher(f, header, config, sections, path, host)
+    matcher, state = _read_matcher(f, header, config, sections, path, host, privacy_key,
+                                   required)
     if list(index.client_ids) != _index_ids(rows, path):
         raise FormatError("integrity check failed: the search index and the client index "
                           "list different clients", path=path)
@@ -236,11 +248,11 @@ def _read_stacked(f, path, key, host):
     return header, config, rows, index, matcher, state
 
 
-def read_search(path, *, key=None, host=None):
+def read_search(path, *, key=None, host=None, privacy_key=None):
     """Read what a 1:N search needs: the header, the matcher and the stacked index
     (`ssgallery.formats.search_index`), in a few contiguous reads, all checked
     (signature with ``key``, root digest, matcher and index digests; see
-    `read_client` for ``key`` and ``host``).
+    `read_client` for ``key``, ``host`` and ``privacy_key``).
 
     Returns
     -------
@@ -249,15 +261,17 @@ def read_search(path, *, key=None, host=None):
     header : dict
     """
     path = os.fspath(path)
-    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_LAZY) as f:
+    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_LAZY,
+                      privacy_key=privacy_key) as f:
         try:
-            header, _, _, index, matcher, _ = _read_stacked(f, path, key, host)
+            header, _, _, index, matcher, _ = _read_stacked(f, path, key, host, privacy_key)
         except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
     return index, matcher, header
 
 
-def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False):
+def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False,
+                 privacy_key=None):
     """Read the header and every client (for ``roc --gallery``, ``info --svm``), all
     checked: O(N) group opens.
 
@@ -265,9 +279,10 @@ def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False):
     ----------
     arrays : bool
         Keep prototypes and beta of every client.
-    key, host : see `read_client`.
+    key, host, privacy_key : see `read_client`.
     matcher : bool
-        Also rebuild the matcher (attribute ``matcher`` of the result).
+        Also rebuild the matcher (attribute ``matcher`` of the result; for protected
+        templates, the keyed one: refused without ``privacy_key``).
 
     Returns
     -------
@@ -276,10 +291,12 @@ def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False):
         what verification needs per client) and ``bytes_images`` (rendered images).
     """
     path = os.fspath(path)
-    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN) as f:
+    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN,
+                      privacy_key=privacy_key) as f:
         try:
             header, config, sections, rows = _open_verified(f, path, key)
-            built, state = _read_matcher(f, header, config, sections, path, host)
+            built, state = _read_matcher(f, header, config, sections, path, host,
+                                         privacy_key, required=matcher)
             out = _read_clients(f, path, rows, built, arrays)
         except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None

@@ -35,7 +35,7 @@ def header_calibration(header, path=None):
     return cal
 
 
-def gallery_summary(path, *, svm=False):
+def gallery_summary(path, *, svm=False, privacy_key=None):
     """What ``ssgallery info`` shows about a gallery, as a JSON-able dict.
 
     Per client: m, the bytes of the model verification reads (prototypes + beta + b +
@@ -54,6 +54,10 @@ def gallery_summary(path, *, svm=False):
         threshold, and the bytes of the rendered images. Reads and checks every client
         group (`read_gallery`'s checks: O(N) group opens). Without it those fields are
         None.
+    privacy_key : bytes, optional
+        The host's privacy key, needed for an encrypted gallery; a gallery with protected
+        templates is summarised without it (its prototypes are then not checked against
+        the matcher: they are plausible only through the key).
 
     Returns
     -------
@@ -62,9 +66,11 @@ def gallery_summary(path, *, svm=False):
         ``svm_compared`` (``svm``).
     """
     path = os.fspath(path)
-    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN) as f:
+    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN,
+                      privacy_key=privacy_key) as f:
         try:
-            header, config, rows, index, built, state = _read_stacked(f, path, None, None)
+            header, config, rows, index, built, state = _read_stacked(
+                f, path, None, None, privacy_key, required=False)
             provenance = {}
             if svm:  # reads every client group (and checks them against the client index)
                 provenance = {cid: model.provenance for cid, model in
@@ -92,11 +98,12 @@ def gallery_summary(path, *, svm=False):
             "ratio": total_svm / total if total and total_svm else None}
 
 
-def client_summary(path, client_id):
+def client_summary(path, client_id, privacy_key=None):
     """One client's row of `gallery_summary` with the full-SVM comparison, and the
     client's similarity, intercept, normalisation and provenance (how it was trained).
     Reads and checks what `read_client` does: the header, the client index and that
-    client's group only, whatever the number of clients.
+    client's group only, whatever the number of clients (``privacy_key``: an encrypted
+    gallery's).
 
     Returns
     -------
@@ -110,7 +117,7 @@ def client_summary(path, client_id):
         Unknown client (see `read_client`).
     """
     path = os.fspath(path)
-    model = read_client(path, client_id, images=True, matcher=False)
+    model = read_client(path, client_id, images=True, matcher=False, privacy_key=privacy_key)
     m, d = model.prototypes.shape
     images = 0 if model.prototype_images is None else int(model.prototype_images.size)
     row = _summary_row(model.client_id, int(m), int(d), model.threshold,

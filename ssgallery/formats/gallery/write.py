@@ -13,7 +13,7 @@ from ssgallery.formats.search_index import write_index
 
 
 def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_shape,
-                  clients, attrs=None, force=False, key=None):
+                  clients, attrs=None, force=False, key=None, privacy_key=None):
     """Write a gallery atomically (a crash or Ctrl-C leaves ``path`` untouched).
 
     Parameters
@@ -33,6 +33,10 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
         `ssgallery.formats.atomic.check_writable`).
     key : bytes, optional
         The host's signing key: the root digest gets an HMAC-SHA256 (root attr ``hmac``).
+    privacy_key : bytes, optional
+        The host's privacy key: the file is encrypted in memory before it is written
+        (`ssgallery.formats.encryption`; signing and encryption compose: the HMAC is
+        inside the ciphertext).
     """
 
     from ssgallery import __version__
@@ -44,7 +48,7 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
         if problem:
             raise SsgalleryError(f"cannot store client {model.client_id!r}: {problem}")
     with atomic_path(path, FORMAT, force, lock=True) as tmp, \
-            hdf5_image(tmp, userblock_size=USERBLOCK) as f:
+            hdf5_image(tmp, USERBLOCK, FORMAT, privacy_key) as f:
         f.attrs["format"] = FORMAT
         f.attrs["format_version"] = FORMAT_VERSION
         f.attrs["tool_version"] = __version__
