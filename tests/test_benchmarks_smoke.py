@@ -66,6 +66,9 @@ CASES = {
     "solvers": ("solvers", lambda tmp, data: [
         "--data", _faces(tmp), "--repetitions", "1", "--clients", "1", "--m", "1",
         "--max-iter", "3", "--long-clients", "1"], None),
+    "template_privacy": ("template_privacy", lambda tmp, data: [
+        "--sets", "att:eigenface", "--people", "4", "--key-pairs", "2", "--startup-runs", "1",
+        "--cache", ""], "att"),
     "teacher_att": ("teacher_att", lambda tmp, data: [
         "--data", _faces(tmp), "--repetitions", "1"], None),
     "toy_fig2": ("toy_fig2", lambda tmp, data: ["--seeds", "1", "-o", str(tmp / "toy.png")],

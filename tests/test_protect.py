@@ -1,7 +1,6 @@
 """Renewable, unlinkable templates (issue 23 item 3): a keyed orthogonal rotation of the
 matcher space applied to prototypes and probes alike. Real galleries, real CLI."""
 
-import json
 import os
 
 import numpy as np
@@ -16,28 +15,9 @@ from ssgallery.app.verify import verify
 from ssgallery.biometrics.metrics import linkability
 from ssgallery.cli import main
 from ssgallery.errors import FormatError, SsgalleryError
-from ssgallery.formats.gallery import read_client, read_gallery, write_gallery
-from ssgallery.formats.hdf5 import read_state
-from ssgallery.formats.protect import ATTR, new_protection, protect_models
+from ssgallery.formats.gallery import read_client
+from ssgallery.formats.protect import new_protection, protect_gallery
 from ssgallery.matchers.rotation import RotatedMatcher, secret_offset, secret_rotation
-
-
-def protect_gallery(src, dst, privacy_key):
-    """The gallery ``src`` with its templates rotated under ``privacy_key``: the same
-    models, prototypes Q z, no rendered images (what compress with protection writes)."""
-    import h5py
-
-    gallery = read_gallery(src, arrays=True, matcher=True)
-    with h5py.File(src) as f:
-        state = read_state(f["matcher"])[0]
-        attrs = {k: f.attrs[k] for k in ("target_far", "threshold_mode", "calibration")
-                 if k in f.attrs}
-    plain = np.concatenate([m.prototypes for m in gallery.clients.values()])
-    record, rotated = new_protection(gallery.matcher, privacy_key, plain)
-    models = protect_models(list(gallery.clients.values()), rotated)
-    write_gallery(dst, matcher_name=gallery.matcher_name, matcher_config=gallery.matcher_config,
-                  matcher_state=state, image_shape=gallery.header["image_shape"],
-                  clients=models, attrs=dict(attrs, **{ATTR: json.dumps(record)}))
 
 
 @pytest.fixture(scope="module")

@@ -373,6 +373,10 @@ class DlibMatcher(Matcher):
     def bounds(self):
         """None: descriptor space is unconstrained (the RBF decays away from the data)."""
 
+    def dimension(self):
+        """d = 128, the descriptor's dimension."""
+        return DIM
+
     def render(self, Z):
         """Always raises `NotRenderableError`: descriptors cannot be drawn."""
         raise NotRenderableError("dlib: prototypes live in the 128-d descriptor space and "
