@@ -74,10 +74,11 @@ def _halves(people, work):
 def _gallery(faces, work, tag, matcher, seed):
     from ssgallery.app.compress import compress
     from ssgallery.app.enroll import enroll
+    from ssgallery.app.options import CompressOptions
 
     store, gallery = work / f"{tag}.store.h5", work / f"{tag}.h5"
     enroll(faces, store, matcher=matcher, min_images=2)
-    compress(store, gallery, m=2, random_state=seed)
+    compress(store, gallery, CompressOptions(m=2, seed=seed))
     return gallery
 
 
@@ -250,7 +251,7 @@ def run_set(name, kind, args, work):
     ga = _gallery(half_a, work, "A", kind, args.seed)
     gb = _gallery(half_b, work, "B", kind, args.seed)
     k1, k2 = _key(work, "k1.key"), _key(work, "k2.key")
-    from ssgallery.formats.protect import protect_gallery
+    from ssgallery.formats.gallery.protected import protect_gallery
 
     protect_gallery(ga, work / "A-prot.h5", k1.read_bytes())
     protect_gallery(gb, work / "B-prot.h5", k2.read_bytes())
@@ -323,7 +324,7 @@ def startup(row, work, runs):
     encrypted + protected + signed gallery A, alternated."""
     import resource
 
-    from ssgallery.formats.protect import protect_gallery
+    from ssgallery.formats.gallery.protected import protect_gallery
 
     plain, _, key, claim, paths = row["galleries"]
     sign = _key(work, "sign.key")

@@ -206,13 +206,14 @@ def test_encrypted_and_signed_gallery_verifies_as_the_plain_one(tmp_path):
     import h5py
 
     from ssgallery.app.compress import compress
+    from ssgallery.app.options import CompressOptions
     from ssgallery.app.verify import verify
     from ssgallery.formats.gallery import read_gallery, write_gallery
     from ssgallery.formats.hdf5 import read_state
 
     faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=5)
     enroll(faces, tmp_path / "e.h5")
-    compress(tmp_path / "e.h5", tmp_path / "plain.h5", m=2, cv_folds=2)
+    compress(tmp_path / "e.h5", tmp_path / "plain.h5", CompressOptions(m=2, cv_folds=2))
     sign, privacy = _key(tmp_path, "sign.key"), _key(tmp_path, "privacy.key")
     gallery = read_gallery(tmp_path / "plain.h5", arrays=True)
     with h5py.File(tmp_path / "plain.h5") as f:

@@ -11,12 +11,14 @@ from helpers import make_faces
 from ssgallery.app.compress import compress
 from ssgallery.app.enroll import enroll
 from ssgallery.app.identify import identify
+from ssgallery.app.options import CompressOptions, CompressRun
 from ssgallery.app.verify import verify
 from ssgallery.biometrics.metrics import linkability
 from ssgallery.cli import main
 from ssgallery.errors import FormatError, SsgalleryError
 from ssgallery.formats.gallery import read_client
-from ssgallery.formats.protect import new_protection, protect_gallery
+from ssgallery.formats.gallery.protected import protect_gallery
+from ssgallery.formats.protect import new_protection
 from ssgallery.matchers.rotation import RotatedMatcher, secret_offset, secret_rotation
 
 
@@ -25,7 +27,7 @@ def galleries(tmp_path_factory):
     root = tmp_path_factory.mktemp("protect")
     faces = make_faces(str(root / "faces"), n_clients=5, n_images=6, shape=(32, 24))
     enroll(faces, root / "e.h5")
-    compress(root / "e.h5", root / "plain.h5", m=2, cv_folds=2)
+    compress(root / "e.h5", root / "plain.h5", CompressOptions(m=2, cv_folds=2))
     key = root / "privacy.key"
     key.write_bytes(os.urandom(32))
     protect_gallery(root / "plain.h5", root / "protected.h5", key.read_bytes())
@@ -170,3 +172,34 @@ class Plain:
         from ssgallery.learn.similarity import RBFSimilarity
 
         return RBFSimilarity(1.0)
+
+
+def test_compress_protects_and_encrypts_with_the_privacy_key(galleries, tmp_path):
+    """compress --protect-templates --privacy-key-file: an encrypted gallery of rotated
+    templates without images; verify with the key scores as the plain gallery does (to
+    the learner's rounding: another training run); --update of it is refused; without
+    a key, compress refuses before training; an external matcher cannot be protected."""
+    root, key, probes = galleries
+    runner = CliRunner()
+    out = tmp_path / "g.h5"
+    args = ["compress", "--store", str(root / "e.h5"), "-o", str(out), "--cv-folds", "2",
+            "--protect-templates"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 2 and "needs the privacy key" in result.output
+    assert not out.exists()
+    result = runner.invoke(main, [*args, "--privacy-key-file", str(key)])
+    assert result.exit_code == 0, result.output
+    from ssgallery.formats.encryption import MAGIC
+
+    assert out.read_bytes().startswith(MAGIC)
+    model = read_client(out, "c02", images=True, matcher=False,
+                        privacy_key=key.read_bytes())
+    assert model.prototype_images is None
+    plain = verify(root / "plain.h5", probes, "c02")
+    prot = verify(out, probes, "c02", privacy_key_file=str(key))
+    np.testing.assert_allclose([r.score for r in prot], [r.score for r in plain], atol=1e-5)
+    result = runner.invoke(main, [*args, "--privacy-key-file", str(key), "--update"])
+    assert result.exit_code == 2 and "protected" in result.output, result.output
+    with pytest.raises(SsgalleryError, match="needs the privacy key"):
+        compress(root / "e.h5", tmp_path / "h.h5", CompressOptions(protect_templates=True),
+                 CompressRun())

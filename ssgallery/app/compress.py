@@ -35,7 +35,7 @@ from ssgallery.app.parallel import run_jobs
 from ssgallery.app.parts import PartsFolder, options_digest, run_key
 from ssgallery.app.thresholds import apply, calibrate
 from ssgallery.app.training_sets import cohort_distances, subject_means, training_rows
-from ssgallery.errors import InputError, NotRenderableError, SsgalleryError
+from ssgallery.errors import InputError, NotRenderableError, SsgalleryError, option
 from ssgallery.learn.supersparse import resolve_init
 from ssgallery.learn.threads import single_threaded_blas
 from ssgallery.progress import as_progress
@@ -97,13 +97,14 @@ class _Plan:
     order: np.ndarray = None  # the subjects' shared order for the threshold folds
 
 
-def _prepare(store_path, gallery_path, options, run):
-    """Open the store (images stay on disk), check the clients, resolve the matcher."""
+def _prepare(store_path, gallery_path, options, run, privacy_key=None):
+    """Open the store (images stay on disk; ``privacy_key``: an encrypted one), check
+    the clients, resolve the matcher, check that protected templates can be written."""
     from ssgallery.formats.atomic import check_writable
     from ssgallery.formats.gallery import FORMAT
     from ssgallery.formats.store import load_store
 
-    store = load_store(store_path, images=False)
+    store = load_store(store_path, images=False, privacy_key=privacy_key)
     check_writable(gallery_path, FORMAT, run.force)  # fail now, not after training anyone
     todo = list(store.clients) if run.clients is None else run.clients
     unknown = [c for c in todo if c not in store.clients]
@@ -116,6 +117,10 @@ def _prepare(store_path, gallery_path, options, run):
     from ssgallery.matchers.host import host_matcher
 
     matcher = store.matcher(host=host_matcher(run.matcher_cmd))
+    if options.protect_templates:  # before any training
+        from ssgallery.formats.protect import new_protection
+
+        new_protection(matcher, privacy_key, np.zeros((0, matcher.dimension() or 1)))
     similarity = matcher.similarity()
     options = replace(options, init=resolve_init(options.init, similarity))
     subjects, codes = np.unique(store.labels, return_inverse=True)
@@ -219,7 +224,7 @@ def _model(plan, result):
                        prototype_images=images, normalization=result.normalization)
 
 
-def _kept_from_gallery(plan, gallery_path, key=None):
+def _kept_from_gallery(plan, gallery_path, key=None, privacy_key=None):
     """Clients of the existing gallery to copy (same options, same matcher basis) and
     the gallery's threshold calibration (`ssgallery.app.thresholds.previous_calibration`)."""
     from ssgallery.app.parts import ClientResult
@@ -229,7 +234,14 @@ def _kept_from_gallery(plan, gallery_path, key=None):
 
     if not os.path.exists(gallery_path):
         return {}, None
-    old = read_gallery(gallery_path, arrays=True, key=key)
+    from ssgallery.formats.protect import protection_record
+
+    old = read_gallery(gallery_path, arrays=True, key=key, privacy_key=privacy_key)
+    if protection_record(old.header, gallery_path) is not None:
+        raise InputError("the gallery's templates are protected; an update would mix two "
+                         f"rotations: compress every client again (without "
+                         f"{option('update')}), which also renews the rotation",
+                         path=gallery_path)
     enrolled = set(plan.store.clients)
     ours = [c for c in old.clients if c in enrolled]
     if old.header.get("matcher_digest") != state_digest(plan.store.matcher_state) \
@@ -256,20 +268,32 @@ def _kept_from_gallery(plan, gallery_path, key=None):
     return kept, previous_calibration(old.header, gallery_path)
 
 
-def _write(plan, gallery_path, store_path, results, calibration, force=False, key=None):
-    """Assemble the models (sorted by client id) and write the gallery atomically;
-    returns the ids of the clients that can never accept a probe."""
+def _write(plan, gallery_path, store_path, results, calibration, force=False,
+           keys=(None, None)):
+    """Assemble the models (sorted by client id), protect their templates when asked
+    (`ssgallery.formats.protect`), write the gallery atomically (signed and encrypted
+    with ``keys`` = (signing key, privacy key)); returns the ids of the clients that can
+    never accept a probe."""
     import json
 
     from ssgallery.formats.gallery import never_accepting, write_gallery
     from ssgallery.formats.hdf5 import state_digest
 
-    store = plan.store
+    store, (key, privacy_key) = plan.store, keys
     models = [_model(plan, results[c]) for c in sorted(results)]
+    protection = {}
+    if plan.options.protect_templates:
+        from ssgallery.formats.protect import ATTR, new_protection, protect_models
+
+        record, rotated = new_protection(plan.matcher, privacy_key,
+                                         np.concatenate([m.prototypes for m in models]))
+        models = protect_models(models, rotated)
+        protection = {ATTR: json.dumps(record, sort_keys=True)}
     write_gallery(gallery_path, matcher_name=store.matcher_name,
                   matcher_config=store.matcher_config, matcher_state=store.matcher_state,
                   image_shape=store.image_shape, clients=models, key=key,
-                  attrs={"target_far": plan.options.target_far,
+                  privacy_key=privacy_key,
+                  attrs={**protection, "target_far": plan.options.target_far,
                          "store": os.path.abspath(store_path),
                          "store_fingerprint": store.fingerprint,
                          "matcher_digest": state_digest(store.matcher_state),
@@ -301,14 +325,15 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
     -------
     CompressSummary
     """
+    from ssgallery.formats.encryption import load_privacy_key
     from ssgallery.formats.integrity import load_key
 
     options = options if options is not None else CompressOptions()
     run = run if run is not None else CompressRun()
-    key = load_key(run.key_file)
-    plan = _prepare(store_path, gallery_path, options, run)
-    results, previous = _kept_from_gallery(plan, gallery_path, key) if run.update \
-        else ({}, None)
+    key, privacy_key = load_key(run.key_file), load_privacy_key(run.privacy_key_file)
+    plan = _prepare(store_path, gallery_path, options, run, privacy_key)
+    results, previous = _kept_from_gallery(plan, gallery_path, key, privacy_key) \
+        if run.update else ({}, None)
     kept = sorted(results)
     parts = PartsFolder(gallery_path)
     keys = {c: run_key(c, plan.store.fingerprint, plan.options) for c in plan.todo}
@@ -322,7 +347,8 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
     thresholds, calibration = calibrate(results, mode, options.target_far, kept, previous,
                                         gallery_path)
     apply(results, thresholds, mode)
-    dead = _write(plan, gallery_path, store_path, results, calibration, run.force, key)
+    dead = _write(plan, gallery_path, store_path, results, calibration, run.force,
+                  (key, privacy_key))
     parts.remove()
     return _summary(plan, run, (store_path, gallery_path), results,
                     {"trained": todo, "kept": kept, "resumed": resumed,

@@ -179,6 +179,13 @@ class CompressOptions(_Options):
     refit_matcher : bool
         Refit a matcher that learns from images on each threshold-CV fold
         (`ssgallery.app.fold_spaces`; uncapped runs only).
+    protect_templates : bool
+        Store the prototypes through a secret isometry of the matcher space keyed by the
+        host's privacy key (`ssgallery.formats.protect`; the run's
+        ``privacy_key_file``), and no rendered image: the same verdicts, templates
+        unlinkable to another deployment's and renewed by compressing with a new key.
+        Eigenface and dlib only (a black-box matcher's pixel-space prototypes cannot be
+        rotated).
     """
 
     threshold_mode: str = option_field(DEFAULT_THRESHOLD_MODE, one_of(*THRESHOLD_MODES), NEVER)
@@ -194,6 +201,7 @@ class CompressOptions(_Options):
     cv_folds: int = option_field(N_FOLDS, _integer, ALWAYS)
     seed: int = option_field(0, _integer, ALWAYS)
     refit_matcher: bool = option_field(True, _flag_bool, ALWAYS)
+    protect_templates: bool = option_field(False, _flag_bool, IF_CHANGED)
 
     def digest_dict(self):
         """What the options digest and the parts' run key hash: the `ALWAYS` fields, and
@@ -251,6 +259,10 @@ class CompressRun(_Options):
         The host's signing key (default ``$SSGALLERY_KEY_FILE``; none: unsigned gallery).
     matcher_cmd : str or list, optional
         The host's external matcher program (`ssgallery.matchers.host`).
+    privacy_key_file : str, optional
+        The host's privacy key (default ``$SSGALLERY_PRIVACY_KEY_FILE``): reads an
+        encrypted store, writes the gallery encrypted, and keys ``protect_templates``
+        (`ssgallery.formats.encryption`).
     progress : ssgallery.progress.Progress, optional
         Reports computing the features (one step per image, when the store has none
         cached), the shared similarity matrix, and training (one step per client).
@@ -264,6 +276,7 @@ class CompressRun(_Options):
     force: bool = option_field(False, _flag_bool)
     key_file: str = option_field(None)
     matcher_cmd: object = option_field(None)
+    privacy_key_file: str = option_field(None)
     progress: object = option_field(None)
 
     def __post_init__(self):

@@ -8,7 +8,7 @@ from ssgallery.app.options import INITS, SOLVERS, CompressOptions
 from ssgallery.app.training_sets import IMPOSTOR_MODES
 from ssgallery.biometrics.calibration import THRESHOLD_MODES
 from ssgallery.cli.info import calibration_line
-from ssgallery.cli.options import key_file_option, matcher_cmd_option
+from ssgallery.cli.options import key_file_option, matcher_cmd_option, privacy_key_option
 from ssgallery.cli.progress import quiet_option, reporting
 from ssgallery.errors import printable
 
@@ -93,10 +93,16 @@ def _parse_m(ctx, param, value):
 @click.option("--seed", type=int, default=DEFAULT.seed, show_default=True, help="Random seed.")
 @click.option("--force", is_flag=True, help="Replace an existing -o file that is not an "
               "ssgallery gallery (never a store, a folder or a device).")
+@click.option("--protect-templates", is_flag=True, default=DEFAULT.protect_templates,
+              help="Store the prototypes through a secret rotation of the matcher space "
+              "keyed by the privacy key (--privacy-key-file), and no rendered image: the "
+              "same verdicts; verify, identify and show then need the key; compressing "
+              "again with a new key renews the templates (eigenface, dlib).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @quiet_option
 @key_file_option
 @matcher_cmd_option
+@privacy_key_option
 def command(store, gallery, as_json, quiet, **options):
     """Train each client's SVM, distil it into m virtual prototypes, write the gallery.
 
@@ -104,9 +110,12 @@ def command(store, gallery, as_json, quiet, **options):
     distilled into m prototypes with weights beta and bias b (the SVM's decision
     values are the targets), and 5-fold cross-validated impostor scores; once every
     client is trained, the thresholds at --target-far are set from all clients'
-    held-out scores (--threshold-mode). The gallery holds no face image, only the
-    prototypes (and their rendering), and is written at the end, atomically;
-    finished clients are committed to GALLERY.parts/ meanwhile (--resume).
+    held-out scores (--threshold-mode). The gallery holds no training image, but its
+    prototypes are biometric templates: an eigenface prototype (and its stored
+    rendering) can look like the client. Treat the gallery as personal data:
+    --privacy-key-file encrypts it, --protect-templates rotates the templates
+    (docs/privacy.md). It is written at the end, atomically; finished clients are
+    committed to GALLERY.parts/ meanwhile (--resume).
     Each client trains on its own images and at most --max-impostors others.
 
     \b
@@ -119,6 +128,7 @@ def command(store, gallery, as_json, quiet, **options):
       ssgallery compress --jobs 2              # two local processes, same gallery
       ssgallery compress --resume              # after Ctrl-C: only the missing clients
       ssgallery compress --update              # after enroll --add: only the new clients
+      ssgallery compress --privacy-key-file /etc/ssgallery/privacy.key --protect-templates
     """
     from ssgallery.app.compress import CompressInterrupted, compress
     from ssgallery.app.options import CompressOptions, CompressRun, split_options
