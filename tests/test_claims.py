@@ -190,10 +190,10 @@ def test_claims_in_batches_give_the_same_results(gallery, monkeypatch):
 def test_identify_csv_one_line_per_probe(gallery):
     probes = [_probe("c03_genuine_1.png"), _probe("unknown1_1.png")]
     res = CliRunner().invoke(main, ["identify", *probes, "--gallery", gallery, "--top", "2",
-                                    "--csv", "--open-set"])
+                                    "--csv", "--verification-thresholds"])
     rows = list(csv.DictReader(io.StringIO(res.stdout)))
     as_json = CliRunner().invoke(main, ["identify", *probes, "--gallery", gallery, "--top", "2",
-                                        "--json", "--open-set"])
+                                        "--json", "--verification-thresholds"])
     found = json.loads(as_json.stdout)
     assert res.exit_code == as_json.exit_code
     assert [r["probe"] for r in rows] == probes
@@ -205,4 +205,5 @@ def test_identify_csv_one_line_per_probe(gallery):
         assert float(row["normalized"]) == best["normalized"]
         assert row["candidates"] == ";".join(c["client"] for c in want["candidates"])
         assert row["ranking"] == found["ranking"]
+        assert row["operating_point"] == found["operating_point"]["kind"] == "verification"
     assert rows[0]["identified"] == "c03"

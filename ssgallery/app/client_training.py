@@ -199,10 +199,11 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
         imp_g, imp_s, gen_g, gen_s = _heldout_scores(
             y, folds, spaces, lambda Xf, yf, sim_f, bounds_f:
             _fit_pair(Xf, yf, sim_f, bounds_f, o, svm.C_, m_fit))
-        imp_subject = np.concatenate([np.asarray(groups)[(folds == j) & (y < 0)]
-                                      for j in range(k)]) if groups is not None else None
+        imp_index = np.concatenate([np.flatnonzero((folds == j) & (y < 0)) for j in range(k)])
+        imp_subject = np.asarray(groups)[imp_index] if groups is not None else None
     else:  # too few images or impostor subjects to hold out: training scores
         neg = y < 0
+        imp_index = np.flatnonzero(neg)
         imp_subject = np.asarray(groups)[neg] if groups is not None else None
         imp_g, imp_s = dist.decision_function(X[neg]), svm.decision_function(X[neg])
         gen_g, gen_s = dist.decision_function(X[~neg]), svm.decision_function(X[~neg])
@@ -214,7 +215,7 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
     return ClientFit(svm=svm, distiller=dist, threshold=t, svm_threshold=t_svm, cv=cv,
                      normalization=znorm_parameters(imp_g),
                      heldout={"impostor": imp_g, "genuine": gen_g,
-                              "impostor_subject": imp_subject})
+                              "impostor_subject": imp_subject, "impostor_index": imp_index})
 
 
 def _heldout_scores(y, folds, spaces, refit):
@@ -270,6 +271,7 @@ class ClientJob:
     capped: bool = False
     folds: np.ndarray = None
     fold_spaces: list = None
+    rows: np.ndarray = None
 
 
 def client_provenance(job, fit):
@@ -300,6 +302,17 @@ def summary_row(client, result_prov, threshold, beta, intercept, normalization=N
             "omega": p["omega"], "n_impostor": p["n_impostor"]}
 
 
+def _heldout(job, fit):
+    """What a result carries of the held-out scores: ``impostor``, ``genuine`` and, when
+    the job knows its store rows, ``impostor_row`` (the store row of each impostor
+    score: the probes of the held-out searches, `ssgallery.app.open_set`)."""
+    out = {"impostor": np.asarray(fit.heldout["impostor"], dtype=float),
+           "genuine": np.asarray(fit.heldout["genuine"], dtype=float)}
+    if job.rows is not None:
+        out["impostor_row"] = np.asarray(job.rows)[fit.heldout["impostor_index"]]
+    return out
+
+
 def train_job(job):
     """Train one client (any process): `train_client` -> `ClientResult`."""
     start, cpu = time.perf_counter(), time.process_time()
@@ -313,8 +326,7 @@ def train_job(job):
                         beta=np.asarray(d.beta_, dtype=float), intercept=float(d.intercept_),
                         threshold=float(fit.threshold), provenance=prov,
                         normalization=fit.normalization,
-                        heldout={"impostor": np.asarray(fit.heldout["impostor"], dtype=float),
-                                 "genuine": np.asarray(fit.heldout["genuine"], dtype=float)},
+                        heldout=_heldout(job, fit),
                         row=summary_row(job.client, prov, fit.threshold, d.beta_, d.intercept_,
                                         fit.normalization),
                         seconds=time.perf_counter() - start,

@@ -30,6 +30,7 @@ from ssgallery.app.client_training import (  # noqa: F401  (threshold_*: public 
     train_job,
 )
 from ssgallery.app.fold_spaces import FoldSpaces, learns_from_images, subject_order
+from ssgallery.app.open_set import operating_point
 from ssgallery.app.options import CompressOptions, CompressRun
 from ssgallery.app.parallel import run_jobs
 from ssgallery.app.parts import PartsFolder, options_digest, run_key
@@ -73,6 +74,7 @@ class CompressSummary:
     calibration: dict = None  # recorded in the gallery: T, held-out FAR estimate + interval
     heldout: dict = None  # client -> its held-out {"impostor", "genuine"} scores (not JSON)
     never_accepting: list = None  # clients whose threshold is above their highest score
+    open_set: dict = None  # the 1:N operating point recorded (`ssgallery.app.open_set`)
 
     def to_dict(self):
         return {k: v for k, v in self.__dict__.items() if k != "heldout"}
@@ -201,7 +203,8 @@ def _jobs(plan, clients):
                 spaces = plan.fold_spaces.for_client(rows, y, labels, folds)
         yield ClientJob(client=client, X=_block(plan, rows), y=y, groups=labels,
                         similarity=plan.similarity, bounds=plan.bounds, options=o,
-                        gram=plan.gram, capped=capped, folds=folds, fold_spaces=spaces)
+                        gram=plan.gram, capped=capped, folds=folds, fold_spaces=spaces,
+                        rows=rows)
 
 
 def _rendered(matcher, prototypes):
@@ -226,7 +229,9 @@ def _model(plan, result):
 
 def _kept_from_gallery(plan, gallery_path, key=None, privacy_key=None):
     """Clients of the existing gallery to copy (same options, same matcher basis) and
-    the gallery's threshold calibration (`ssgallery.app.thresholds.previous_calibration`)."""
+    the gallery's threshold calibration (`ssgallery.app.thresholds.previous_calibration`)
+    and 1:N operating point (`ssgallery.app.open_set.read_record`)."""
+    from ssgallery.app.open_set import read_record
     from ssgallery.app.parts import ClientResult
     from ssgallery.app.thresholds import previous_calibration
     from ssgallery.formats.gallery import read_gallery
@@ -265,21 +270,24 @@ def _kept_from_gallery(plan, gallery_path, key=None, privacy_key=None):
                                    provenance=prov, normalization=model.normalization,
                                    row=summary_row(c, prov, model.threshold, model.beta,
                                                    model.intercept, model.normalization))
-    return kept, previous_calibration(old.header, gallery_path)
+    return kept, (previous_calibration(old.header, gallery_path),
+                  read_record(old.header, gallery_path))
 
 
-def _write(plan, gallery_path, store_path, results, calibration, force=False,
+def _write(plan, gallery_path, store_path, results, recorded, force=False,
            keys=(None, None)):
     """Assemble the models (sorted by client id), protect their templates when asked
     (`ssgallery.formats.protect`), write the gallery atomically (signed and encrypted
     with ``keys`` = (signing key, privacy key)); returns the ids of the clients that can
-    never accept a probe."""
+    never accept a probe. ``recorded``: the threshold calibration and the 1:N operating
+    point."""
     import json
 
     from ssgallery.formats.gallery import never_accepting, write_gallery
     from ssgallery.formats.hdf5 import state_digest
 
     store, (key, privacy_key) = plan.store, keys
+    calibration, point = recorded
     models = [_model(plan, results[c]) for c in sorted(results)]
     protection = {}
     if plan.options.protect_templates:
@@ -299,7 +307,8 @@ def _write(plan, gallery_path, store_path, results, calibration, force=False,
                          "matcher_digest": state_digest(store.matcher_state),
                          "basis_stale": bool(store.basis_stale),
                          "threshold_mode": calibration["mode"],
-                         "calibration": json.dumps(calibration, sort_keys=True)}, force=force)
+                         "calibration": json.dumps(calibration, sort_keys=True),
+                         "open_set": json.dumps(point, sort_keys=True)}, force=force)
     return never_accepting(models, plan.matcher)
 
 
@@ -332,8 +341,9 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
     run = run if run is not None else CompressRun()
     key, privacy_key = load_key(run.key_file), load_privacy_key(run.privacy_key_file)
     plan = _prepare(store_path, gallery_path, options, run, privacy_key)
-    results, previous = _kept_from_gallery(plan, gallery_path, key, privacy_key) \
-        if run.update else ({}, None)
+    results, (previous, previous_point) = \
+        _kept_from_gallery(plan, gallery_path, key, privacy_key) if run.update \
+        else ({}, (None, None))
     kept = sorted(results)
     parts = PartsFolder(gallery_path)
     keys = {c: run_key(c, plan.store.fingerprint, plan.options) for c in plan.todo}
@@ -347,12 +357,15 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
     thresholds, calibration = calibrate(results, mode, options.target_far, kept, previous,
                                         gallery_path)
     apply(results, thresholds, mode)
-    dead = _write(plan, gallery_path, store_path, results, calibration, run.force,
+    point = operating_point(results, plan.store.labels, options.target_fpir, kept,
+                            previous_point, gallery_path)
+    dead = _write(plan, gallery_path, store_path, results, (calibration, point), run.force,
                   (key, privacy_key))
     parts.remove()
     return _summary(plan, run, (store_path, gallery_path), results,
                     {"trained": todo, "kept": kept, "resumed": resumed,
-                     "calibration": calibration, "never_accepting": dead})
+                     "calibration": calibration, "open_set": point,
+                     "never_accepting": dead})
 
 
 def _train(plan, run, todo, committed, results):

@@ -4,8 +4,11 @@ Every probe is scored against every client in one similarity block over the gall
 stacked search index (`ssgallery.formats.search_index`): N x m matches per probe.
 Candidates are ranked on Z-normalised scores when every client has its normalisation
 (so that scores of different clients are comparable), else on raw scores; the output
-says which. In the open set, the top candidate is reported only when its raw score
-passes that client's own verification threshold; otherwise the probe is "unknown". A
+says which. In the open set, the top candidate is reported only when it passes the
+operating point (`ssgallery.app.open_set.resolve`): by default the gallery's 1:N
+threshold on the normalised best score, set by ``compress`` at a target FPIR for its N
+clients; or that threshold at another FPIR, an explicit threshold, or each client's
+own verification threshold on its raw score. Otherwise the probe is "unknown". A
 probe that is not a usable face (`ssgallery.app.verify.failures_to_acquire`) is
 never searched: it is a failure to acquire.
 
@@ -60,7 +63,7 @@ def exit_status(results):
     return 3 if any(r.failed_to_acquire for r in results) else 0
 
 
-def rank_clients(index, scores, top):
+def rank_clients(index, scores, top, point=None):
     """Candidates of each probe: the ``top`` best clients on normalised scores.
 
     Parameters
@@ -69,6 +72,10 @@ def rank_clients(index, scores, top):
     scores : ndarray, shape (n, N)
         Raw scores g_k(x).
     top : int
+    point : dict, optional
+        The operating point (`ssgallery.app.open_set.resolve`) that decides each
+        candidate's ``threshold`` and ``passes``; default (or ``kind`` "verification")
+        each client's own threshold on its raw score.
 
     Returns
     -------
@@ -78,18 +85,35 @@ def rank_clients(index, scores, top):
     top = min(int(top), index.n_clients)
     # ties broken by client order (stable sort on the negated scores)
     order = np.argsort(-normalized, axis=1, kind="stable")[:, :top]
+    one = point is not None and point["kind"] != "verification"
+    value, limit = (normalized, np.full(index.n_clients, point["threshold"])) if one \
+        else (scores, index.threshold)
     out = []
     for i, row in enumerate(order):
         out.append([Candidate(client=str(index.client_ids[k]), rank=r + 1,
                               score=float(scores[i, k]), normalized=float(normalized[i, k]),
-                              threshold=float(index.threshold[k]),
-                              passes=bool(scores[i, k] >= index.threshold[k]))
+                              threshold=float(limit[k]), passes=bool(value[i, k] >= limit[k]))
                     for r, k in enumerate(row)])
     return out
 
 
-def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=None,
-             key_file=None, matcher_cmd=None, progress=None, privacy_key_file=None):
+def operating_point(header, index, open_set, fpir=None, threshold=None,
+                    verification=False, path=None):
+    """The operating point of a search (`ssgallery.app.open_set.resolve`); in the closed
+    set without a recorded 1:N point, the verification thresholds (they only mark the
+    candidates that pass)."""
+    from ssgallery.app.open_set import read_record, resolve
+
+    record = read_record(header, path)
+    if record is None and not open_set and fpir is None and threshold is None:
+        verification = True
+    return resolve(record, index.n_clients, fpir=fpir, threshold=threshold,
+                   verification=verification, path=path)
+
+
+def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshold=None,
+             verification_thresholds=False, strict=False, warn=None, key_file=None,
+             matcher_cmd=None, progress=None, privacy_key_file=None):
     """Search probe images among every client of a gallery.
 
     Parameters
@@ -101,7 +125,14 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
         Candidates to return per probe.
     open_set : bool
         Report "unknown" (``identified = None``) when the best candidate does not pass
-        its client's threshold; in the closed set the best candidate is always returned.
+        the operating point; in the closed set the best candidate is always returned.
+    fpir : float, optional
+        The gallery's 1:N threshold at this FPIR instead of its compress target.
+    threshold : float, optional
+        An explicit threshold on the normalised best score.
+    verification_thresholds : bool
+        Each client's own verification threshold on its raw score instead (a stranger
+        gets one chance per client: false alarms grow with N).
     strict, warn, key_file, matcher_cmd, progress, privacy_key_file
         As for `ssgallery.app.verify.verify`.
 
@@ -111,6 +142,8 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
         In the order of ``probes``.
     ranking : str
         ``"znorm"`` when candidates are ranked on Z-normalised scores, else ``"raw"``.
+    point : dict
+        The operating point used (`ssgallery.app.open_set.resolve`).
     """
     from ssgallery.app.verify import failures_to_acquire, host_settings
     from ssgallery.formats.gallery import read_search
@@ -126,6 +159,8 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
         gallery_path, **host_settings(key_file, matcher_cmd, privacy_key_file))
     if index.n_clients == 0:
         raise InputError("the gallery has no clients", path=gallery_path)
+    point = operating_point(header, index, open_set, fpir, threshold, verification_thresholds,
+                            os.fspath(gallery_path))
     h, w = (int(v) for v in header["image_shape"])
     images, sizes = load_image_list(probes, size=(w, h), strict=strict,
                                     warn=warn or default_warn, return_sizes=True,
@@ -137,12 +172,13 @@ def identify(gallery_path, probes, *, top=5, open_set=False, strict=False, warn=
         features = transform_in_chunks(matcher, np.asarray(images[~fta], dtype=np.float32),
                                        progress=progress)
         scores = index.decision_function(features, matcher.similarity())
-        for i, candidates in zip(np.flatnonzero(~fta), rank_clients(index, scores, top)):
+        for i, candidates in zip(np.flatnonzero(~fta), rank_clients(index, scores, top, point)):
             best = candidates[0]
             found = best.client if (best.passes or not open_set) else None
             results[i] = IdentifyResult(probe=probes[i], identified=found,
                                         candidates=candidates)
-    return results, ("znorm" if index.normalized else "raw")
+    return results, ("znorm" if index.normalized else "raw"), point
 
 
-__all__ = ["Candidate", "IdentifyResult", "exit_status", "identify", "rank_clients"]
+__all__ = ["Candidate", "IdentifyResult", "exit_status", "identify", "operating_point",
+           "rank_clients"]

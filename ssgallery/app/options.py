@@ -82,6 +82,13 @@ def probability(name, value):
     return float(value)
 
 
+def open_rate(name, value):
+    """A rate in (0, 1)."""
+    if not 0.0 < float(value) < 1.0:
+        raise InputError(f"{_flag(name)} must be in (0, 1), got {value}")
+    return float(value)
+
+
 def one_of(*choices):
     def check(name, value):
         if value not in choices:
@@ -186,6 +193,10 @@ class CompressOptions(_Options):
         unlinkable to another deployment's and renewed by compressing with a new key.
         Eigenface and dlib only (a black-box matcher's pixel-space prototypes cannot be
         rotated).
+    target_fpir : float
+        The 1:N operating point: the fraction of strangers' searches over every client
+        that may return someone (`ssgallery.app.open_set`). Set once every client is
+        trained and re-derived for the grown gallery on ``update``: never digested.
     """
 
     threshold_mode: str = option_field(DEFAULT_THRESHOLD_MODE, one_of(*THRESHOLD_MODES), NEVER)
@@ -202,6 +213,7 @@ class CompressOptions(_Options):
     seed: int = option_field(0, _integer, ALWAYS)
     refit_matcher: bool = option_field(True, _flag_bool, ALWAYS)
     protect_templates: bool = option_field(False, _flag_bool, IF_CHANGED)
+    target_fpir: float = option_field(0.01, open_rate, NEVER)
 
     def digest_dict(self):
         """What the options digest and the parts' run key hash: the `ALWAYS` fields, and

@@ -222,7 +222,8 @@ def merge_curves(curves):
     """One curve for a gallery made of several blocks of clients (an update: the kept
     clients' stored curve and the new clients' held-out searches): the hazard per
     client is the client-weighted mean of the blocks' (each an upper bound between its
-    points), N the sum."""
+    points), N the sum; ``searches`` summed, ``search_size`` the smallest, ``blocks``
+    counted."""
     total = sum(int(c["clients"]) for c in curves)
     t = np.unique(np.concatenate([np.asarray(c["thresholds"], dtype=float) for c in curves]))
     out = {"thresholds": t.tolist(), "clients": total}
@@ -235,6 +236,7 @@ def merge_curves(curves):
     out["search_size"] = min(int(c["search_size"]) for c in curves)
     out["searches"] = sum(int(c["searches"]) for c in curves)
     out["searches_left_out"] = sum(int(c.get("searches_left_out", 0)) for c in curves)
+    out["blocks"] = sum(int(c.get("blocks", 1)) for c in curves)
     nonzero = np.asarray(out["hazard"])[np.asarray(out["hazard"]) > 0]
     out["resolution"] = float(-np.expm1(-total * nonzero.min())) if nonzero.size else None
     return out

@@ -7,7 +7,7 @@ import click
 from ssgallery.app.options import INITS, SOLVERS, CompressOptions
 from ssgallery.app.training_sets import IMPOSTOR_MODES
 from ssgallery.biometrics.calibration import THRESHOLD_MODES
-from ssgallery.cli.info import calibration_line
+from ssgallery.cli.info import calibration_line, open_set_line
 from ssgallery.cli.options import key_file_option, matcher_cmd_option, privacy_key_option
 from ssgallery.cli.progress import quiet_option, reporting
 from ssgallery.errors import printable
@@ -43,6 +43,11 @@ def _parse_m(ctx, param, value):
               default=DEFAULT.target_far, show_default=True,
               help="False acceptance rate the thresholds aim at on people never seen at "
               "compress time.")
+@click.option("--target-fpir", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=DEFAULT.target_fpir, show_default=True,
+              help="1:N search (identify --open-set): the fraction of strangers' searches "
+              "over every client that may return someone; sets one threshold on the best "
+              "normalised score for this gallery's number of clients.")
 @click.option("--threshold-mode", type=click.Choice(list(THRESHOLD_MODES)),
               default=DEFAULT.threshold_mode, show_default=True,
               help="znorm-global: Z-norm each client on its held-out impostor scores, then "
@@ -110,7 +115,9 @@ def command(store, gallery, as_json, quiet, **options):
     distilled into m prototypes with weights beta and bias b (the SVM's decision
     values are the targets), and 5-fold cross-validated impostor scores; once every
     client is trained, the thresholds at --target-far are set from all clients'
-    held-out scores (--threshold-mode). The gallery holds no training image, but its
+    held-out scores (--threshold-mode), and the 1:N threshold at --target-fpir on the
+    best normalised score of a search, from the held-out people's searches of every
+    client (identify --open-set). The gallery holds no training image, but its
     prototypes are biometric templates: an eigenface prototype (and its stored
     rendering) can look like the client. Treat the gallery as personal data:
     --privacy-key-file encrypts it, --protect-templates rotates the templates
@@ -122,6 +129,7 @@ def command(store, gallery, as_json, quiet, **options):
     Examples:
       ssgallery compress                       # enrollment.h5 -> gallery.h5, m = 2
       ssgallery compress --m 5 --target-far 0.001 -o strict.h5
+      ssgallery compress --target-fpir 0.001   # 1:N: 0.1 % of strangers' searches hit
       ssgallery compress --m auto --rho 0.005
       ssgallery compress --threshold-mode client   # each client's own threshold
       ssgallery compress --m 5 --cv-folds 0 --max-iter 4   # a slow external matcher
@@ -160,6 +168,7 @@ def command(store, gallery, as_json, quiet, **options):
                f"(the full SVMs: {mean_sv:.1f} support vectors), target FAR "
                f"{summary.target_far:g}")
     click.echo(calibration_line(summary.calibration))
+    click.echo(open_set_line(summary.open_set))
     if summary.never_accepting:
         names = ", ".join(printable(c) for c in summary.never_accepting[:10])
         more = len(summary.never_accepting) - 10

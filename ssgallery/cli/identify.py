@@ -24,25 +24,42 @@ from ssgallery.errors import printable
 @click.option("--top", type=click.IntRange(min=1), default=5, show_default=True, metavar="K",
               help="Candidates shown per probe.")
 @click.option("--open-set", is_flag=True, help="Say 'unknown' when the best candidate does "
-              "not pass its client's threshold (default: closed set, always a best match).")
+              "not pass the gallery's 1:N threshold, set by compress at its --target-fpir "
+              "(default: closed set, always a best match).")
+@click.option("--fpir", type=float, default=None, metavar="F",
+              help="Open set at this FPIR (false alarms per stranger's search) instead of "
+                   "the gallery's target: the threshold for its N clients from compress's "
+                   "held-out searches.")
+@click.option("--threshold", type=float, default=None, metavar="T",
+              help="Open set with this threshold on the normalised best score.")
+@click.option("--verification-thresholds", is_flag=True,
+              help="Open set with each client's own verification threshold on its raw score "
+                   "(what verify uses: a stranger gets one chance per client, so false "
+                   "alarms grow with the number of clients).")
 @probe_options
 @quiet_option
 @key_file_option
 @matcher_cmd_option
 @privacy_key_option
 @click.pass_context
-def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, as_csv, quiet,
-            key_file, matcher_cmd, privacy_key_file):
+def command(ctx, probes, gallery, top, open_set, fpir, threshold, verification_thresholds,
+            list_file, strict, as_json, as_csv, quiet, key_file, matcher_cmd, privacy_key_file):
     """Search PROBE images among every client of the gallery.
 
     Each probe is scored against every client (N x m matches) in one batch and the
     best K clients are listed. Scores of different clients are ranked after each
     client's Z-normalisation when the gallery has it (the output says "ranking:
     znorm" or "ranking: raw"). With --open-set, a probe whose best candidate does not
-    pass that client's verification threshold is "unknown".
+    pass the operating point is "unknown": by default the gallery's 1:N threshold on
+    the normalised best score, set by compress so that about a fraction --target-fpir
+    of strangers' searches return someone; --fpir, --threshold or
+    --verification-thresholds choose another (each implies --open-set). The output and
+    --json name the operating point used.
     A probe that is not a usable face is a FAILURE-TO-ACQUIRE and is never searched.
     --csv prints one line per probe: its status (identified, unknown,
-    failure-to-acquire), the best candidate's scores and the top K client ids.
+    failure-to-acquire), the best candidate's scores and the top K client ids, and the
+    operating point's kind (fpir, threshold: on the normalised score; verification: on
+    the raw score).
     Exit status: 0 every probe identified, 1 some unknown, 3 none unknown but some
     failed to acquire, 2 error.
 
@@ -50,6 +67,7 @@ def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, as_
     Examples:
       ssgallery identify probe.png
       ssgallery identify probes/*.png --top 3 --open-set
+      ssgallery identify probes/*.png --fpir 0.001
       ssgallery identify --list probes.txt --gallery site.h5 --json
       ssgallery identify probes/*.png --open-set --csv > found.csv
     """
@@ -58,29 +76,32 @@ def command(ctx, probes, gallery, top, open_set, list_file, strict, as_json, as_
     from ssgallery.app.identify import exit_status, identify
 
     paths = probe_paths(probes, list_file)
-
-
+    open_set = open_set or fpir is not None or threshold is not None or verification_thresholds
     with reporting(quiet) as progress:
-        results, ranking = identify(gallery, paths, top=top, open_set=open_set,
-                                    strict=strict, warn=warn, key_file=key_file,
-                                    matcher_cmd=matcher_cmd, progress=progress,
-                                    privacy_key_file=privacy_key_file)
+        results, ranking, point = identify(
+            gallery, paths, top=top, open_set=open_set, fpir=fpir, threshold=threshold,
+            verification_thresholds=verification_thresholds, strict=strict, warn=warn,
+            key_file=key_file, matcher_cmd=matcher_cmd, progress=progress,
+            privacy_key_file=privacy_key_file)
     status = exit_status(results)
     if as_json:
         import json
 
         click.echo(json.dumps({"gallery": gallery, "ranking": ranking, "open_set": open_set,
-                               "all_identified": status == 0,
+                               "operating_point": point, "all_identified": status == 0,
                                "results": [r.to_dict() for r in results]}, indent=2))
     elif as_csv:
-        click.echo(_csv(results, ranking))
+        click.echo(_csv(results, ranking, point))
     else:
-        click.echo(_format(results, ranking))
+        click.echo(_format(results, ranking, point))
     ctx.exit(status)
 
 
-def _format(results, ranking):
-    lines = [f"ranking: {ranking}"]
+def _format(results, ranking, point):
+    from ssgallery.app.open_set import describe
+
+    one = point["kind"] != "verification"
+    lines = [f"ranking: {ranking}", describe(point)]
     for r in results:
         if r.failed_to_acquire:
             lines.append(f"{printable(r.probe)}  FAILURE-TO-ACQUIRE ({printable(r.reason)})")
@@ -89,18 +110,21 @@ def _format(results, ranking):
         lines.append(f"{printable(r.probe)}  {verdict}")
         for c in r.candidates:
             mark = ">=" if c.passes else "< "
-            lines.append(f"  {c.rank:>3}. {printable(c.client):<20} normalised {c.normalized:+8.3f}"
-                         f"  score {c.score:+.4f} {mark} threshold {c.threshold:+.4f}")
+            head = f"  {c.rank:>3}. {printable(c.client):<20} normalised {c.normalized:+8.3f}"
+            lines.append(head + (f" {mark} 1:N threshold {c.threshold:+.3f}  score {c.score:+.4f}"
+                                 if one else
+                                 f"  score {c.score:+.4f} {mark} threshold {c.threshold:+.4f}"))
     return "\n".join(lines)
 
 
 CSV_FIELDS = ("probe", "status", "identified", "client", "score", "normalized", "threshold",
-              "ranking", "candidates", "reason")
+              "ranking", "candidates", "reason", "operating_point")
 
 
-def _csv(results, ranking):
+def _csv(results, ranking, point):
     """One CSV line per probe: status, the best candidate (client, raw and normalised
-    score, threshold), the ranking, the candidates' ids (best first, ';'-separated)."""
+    score, the operating point's threshold), the ranking, the candidates' ids (best first,
+    ';'-separated), the operating point's kind."""
     rows = []
     for r in results:
         best = r.candidates[0] if r.candidates else None
@@ -108,5 +132,6 @@ def _csv(results, ranking):
                   "identified" if r.identified is not None else "unknown")
         rows.append([r.probe, status, r.identified, best and best.client,
                      best and best.score, best and best.normalized, best and best.threshold,
-                     ranking, ";".join(c.client for c in r.candidates) or None, r.reason])
+                     ranking, ";".join(c.client for c in r.candidates) or None, r.reason,
+                     point["kind"]])
     return csv_text(CSV_FIELDS, rows)

@@ -31,6 +31,26 @@ def calibration_line(cal):
             "held-out impostor scores)")
 
 
+def open_set_line(rec):
+    """``1:N search: threshold T on the normalised best score at target FPIR f for N
+    clients; expected FPIR x% (95% Clopper-Pearson a-b%, n held-out searches of k
+    clients)`` from a gallery's open-set record (None: not recorded)."""
+    if not rec:
+        return ("1:N search: no operating point recorded (compressed before --target-fpir; "
+                "identify --open-set needs --threshold or --verification-thresholds)")
+    low, high = rec["expected_fpir_ci"]
+    text = (f"1:N search: threshold {rec['threshold']:.4g} on the normalised best score at "
+            f"target FPIR {100 * rec['target_fpir']:g}% for {rec['clients']} clients; "
+            f"expected FPIR {100 * rec['expected_fpir']:.2f}% (95% Clopper-Pearson "
+            f"{100 * low:.2f}-{100 * high:.2f}%, {rec['searches']} held-out searches of "
+            f"{rec['search_size']} clients"
+            + (f" in {rec['blocks']} runs merged by --update" if rec.get("blocks", 1) > 1
+               else "") + ")")
+    if not rec["resolved"]:
+        text += "; too few searches to resolve the target: threshold above every one"
+    return text
+
+
 def _print_gallery(g):
     config = ", ".join(f"{k} {v}" for k, v in sorted(g["matcher_config"].items())
                        if v is not None)
@@ -42,6 +62,7 @@ def _print_gallery(g):
     click.echo(f"matcher: {g['matcher']} ({config}), d = {dim}, shared state "
                f"{_size(g['matcher_state_bytes'])}; target FAR {target}")
     click.echo(calibration_line(g.get("calibration")))
+    click.echo(open_set_line(g.get("open_set")))
     click.echo(f"{'client':<10} {'m':>3} {'bytes':>7}   {'SVM #SVs':>8} {'SVM bytes':>9} "
                f"{'ratio':>6} {'threshold':>10}")
     for r in g["clients"]:

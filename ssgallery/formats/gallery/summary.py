@@ -1,6 +1,7 @@
 """What ``ssgallery info`` shows about a gallery: `gallery_summary` (every client's row
 from the stacked index), `client_summary` (one client in full) and the threshold
-calibration recorded in the header (`header_calibration`)."""
+calibration and the 1:N operating point recorded in the header (`header_calibration`,
+`header_open_set`)."""
 
 import json
 import os
@@ -33,6 +34,45 @@ def header_calibration(header, path=None):
     except (ValueError, TypeError) as exc:
         raise FormatError(f"corrupt gallery header: calibration: {exc}", path=path) from None
     return cal
+
+
+OPEN_SET_ATTR = "open_set"
+OPEN_SET_KIND = "top-candidate-znorm"
+_CURVE_KEYS = ("thresholds", "hazard", "hazard_low", "hazard_high")
+
+
+def header_open_set(header, path=None):
+    """The ``open_set`` header attribute, checked: the 1:N operating point written by
+    compress (`ssgallery.app.open_set`; JSON; absent in galleries written before it:
+    None).
+
+    Raises
+    ------
+    FormatError
+        A record that is not a well-formed operating point: a threshold curve whose
+        thresholds are not finite and increasing, or whose hazards are negative or
+        increasing, or a non-finite threshold, or fewer than 1 client.
+    """
+    raw = header.get(OPEN_SET_ATTR)
+    if raw is None:
+        return None
+    try:
+        rec = json.loads(_attr_str(raw))
+        if not isinstance(rec, dict) or rec.get("kind") != OPEN_SET_KIND:
+            raise ValueError("not a 1:N operating point")
+        curve = {k: np.asarray(rec["curve"][k], dtype=float) for k in _CURVE_KEYS}
+        t, h = curve["thresholds"], curve["hazard"]
+        numbers = [float(rec[k]) for k in ("threshold", "target_fpir", "expected_fpir")]
+        if (t.ndim != 1 or t.size < 1 or any(curve[k].shape != t.shape for k in _CURVE_KEYS)
+                or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0)
+                or np.any(np.isnan(h)) or np.any(h < 0) or np.any(np.diff(h) > 0)
+                or not np.all(np.isfinite(numbers)) or not 0 < numbers[1] < 1
+                or int(rec["clients"]) < 1):
+            raise ValueError("inconsistent curve or values")
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise FormatError(f"corrupt gallery header: {OPEN_SET_ATTR}: {exc}", path=path) from None
+    rec["curve"] = dict(rec["curve"], clients=int(rec["clients"]))
+    return rec
 
 
 def gallery_summary(path, *, svm=False, privacy_key=None):
@@ -91,6 +131,7 @@ def gallery_summary(path, *, svm=False, privacy_key=None):
             "image_shape": h.get("image_shape"), "target_far": h.get("target_far"),
             "threshold_mode": h.get("threshold_mode", "client"),
             "calibration": header_calibration(h, path),
+            "open_set": header_open_set(h, path),
             "basis_stale": bool(h.get("basis_stale", False)),
             "file_bytes": os.path.getsize(path), "matcher_state_bytes": _nbytes(state),
             "n_clients": len(rows), "clients": rows, "bytes_total": total,

@@ -1,0 +1,207 @@
+"""The 1:N operating point of a gallery: one threshold on the best normalised score of a
+search, set at compress time at a target FPIR, and how ``identify`` reads it.
+
+At compress time (`operating_point`), every trained client's threshold-CV held-out
+impostor scores (people its fold model never saw) are normalised leave-one-subject-out
+(`ssgallery.biometrics.openset.subject_out_normalised`) and grouped by probe (the store
+row): each probe's scores are a non-mated search of the clients that held it out (all
+clients but the probe's own when no impostor cap bites). The searches give the FPIR of
+an n-client search at every threshold, and the threshold T for the gallery's N clients
+is the smallest with expected FPIR_N(T) <= the target
+(`ssgallery.biometrics.openset.search_curve`): T grows with N, about as the per-client
+tail at target / N. The record (root attribute ``open_set`` of the gallery, JSON,
+covered by its digest) keeps T, the expected FPIR with its 95 % interval, and the curve
+(T against the hazard per client at 200 levels), from which ``identify --fpir`` reads
+T at another target and ``compress --update`` re-derives T for the grown gallery: the
+kept clients' curve and the new clients' held-out searches are merged, weighted by
+their numbers of clients (`ssgallery.biometrics.openset.merge_curves`).
+
+Light: numpy and json at import (``identify`` reads records; scipy only when deriving).
+"""
+
+import numpy as np
+
+from ssgallery.errors import FormatError, InputError, option
+
+DEFAULT_TARGET_FPIR = 0.01
+
+
+def check_target_fpir(target_fpir):
+    """Refuse a target FPIR outside (0, 1) (exit 2)."""
+    if not 0.0 < float(target_fpir) < 1.0:
+        raise InputError(f"{option('target_fpir')} must be in (0, 1), got {target_fpir}")
+    return float(target_fpir)
+
+
+def heldout_searches(results, labels, clients):
+    """Normalised held-out impostor scores of ``clients`` and the probe of each.
+
+    Parameters
+    ----------
+    results : dict of str to ClientResult
+        Each trained client's result; ``heldout`` holds ``impostor`` scores and their
+        store rows ``impostor_row``.
+    labels : ndarray of str, shape (n_rows,)
+        Subject of every store row.
+    clients : list of str
+
+    Returns
+    -------
+    scores, probes : ndarray, shape (M,)
+    """
+    from ssgallery.biometrics.openset import subject_out_normalised
+
+    scores, probes = [], []
+    for c in clients:
+        held = results[c].heldout or {}
+        if "impostor_row" not in held:
+            raise InputError(f"client '{c}' carries no held-out search rows (a part written "
+                             "by an older ssgallery): compress it again without "
+                             f"{option('resume')}")
+        rows = np.asarray(held["impostor_row"]).astype(np.int64)
+        scores.append(subject_out_normalised(held["impostor"], np.asarray(labels)[rows]))
+        probes.append(rows)
+    return np.concatenate(scores), np.concatenate(probes)
+
+
+def operating_point(results, labels, target_fpir, kept=(), previous=None, path=None):
+    """The gallery's 1:N operating point (the record ``compress`` stores).
+
+    Parameters
+    ----------
+    results : dict of str to ClientResult
+        Every client of the gallery to write; the trained ones (not in ``kept``) carry
+        held-out scores with their store rows.
+    labels : ndarray of str
+        Subject of every store row.
+    target_fpir : float
+    kept : collection of str
+        Clients copied from the existing gallery (``--update``).
+    previous : dict, optional
+        The existing gallery's record (`read_record`); required when ``kept`` is
+        not empty.
+    path : str, optional
+        The existing gallery (named in errors).
+
+    Returns
+    -------
+    dict
+        ``kind``, ``target_fpir``, ``threshold`` (T on the normalised best score),
+        ``resolved`` (False: the held-out searches cannot resolve the target, T is above
+        every held-out score), ``expected_fpir`` and ``expected_fpir_ci``, ``clients``,
+        ``searches`` and ``search_size`` (summed and smallest over ``blocks``: the
+        compress runs merged by updates), ``normalisation`` and ``curve``.
+    """
+    from ssgallery.biometrics import openset
+
+    target_fpir = check_target_fpir(target_fpir)
+    kept = set(kept)
+    new = [c for c in sorted(results) if c not in kept]
+    curves = []
+    if kept:
+        if previous is None:
+            raise InputError("the gallery records no 1:N operating point (written before "
+                             f"{option('target_fpir')} existed): compress every client again "
+                             f"without {option('update')}", path=path)
+        curves.append(dict(previous["curve"], clients=len(kept),
+                           search_size=previous["search_size"], searches=previous["searches"],
+                           blocks=previous.get("blocks", 1)))
+    if new:
+        scores, probes = heldout_searches(results, labels, new)
+        curves.append(openset.search_curve(scores, probes, len(new)))
+    curve = openset.merge_curves(curves) if len(curves) > 1 else curves[0]
+    threshold, resolved = openset.threshold_at_fpir(curve, target_fpir)
+    fpir, ci = openset.fpir_at(curve, threshold)
+    from ssgallery.formats.gallery.summary import OPEN_SET_KIND
+
+    return {"kind": OPEN_SET_KIND, "target_fpir": target_fpir, "threshold": threshold,
+            "resolved": resolved, "expected_fpir": fpir, "expected_fpir_ci": list(ci),
+            "clients": int(curve["clients"]), "searches": int(curve["searches"]),
+            "search_size": int(curve["search_size"]), "blocks": int(curve.get("blocks", 1)),
+            "normalisation": "leave-one-subject-out Z-norm of held-out impostor scores",
+            "curve": {k: curve[k] for k in ("thresholds", "hazard", "hazard_low",
+                                             "hazard_high")}}
+
+
+def read_record(header, path=None):
+    """The gallery's 1:N operating point (`ssgallery.formats.gallery.header_open_set`),
+    None when absent."""
+    from ssgallery.formats.gallery import header_open_set
+
+    return header_open_set(header, path)
+
+
+def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False, path=None):
+    """The operating point ``identify`` uses, as a JSON-able dict.
+
+    Parameters
+    ----------
+    record : dict or None
+        The gallery's record (`read_record`).
+    n_clients : int
+        Clients in the gallery's search index.
+    fpir : float, optional
+        Another target FPIR: T read from the record's curve for ``n_clients``.
+    threshold : float, optional
+        An explicit threshold on the normalised best score.
+    verification : bool
+        Each client's own verification threshold on its raw score (the thresholds
+        ``verify`` uses; a stranger gets N chances).
+
+    Returns
+    -------
+    dict
+        ``kind`` ("fpir", "threshold" or "verification"), ``scale`` ("normalized" or
+        "raw"), ``threshold`` (None for "verification"), and for "fpir":
+        ``target_fpir``, ``expected_fpir``, ``expected_fpir_ci``, ``resolved``,
+        ``clients``.
+    """
+    if sum(v is not None and v is not False for v in (fpir, threshold, verification)) > 1:
+        raise InputError(f"give at most one of {option('fpir')}, {option('threshold')} and "
+                         f"{option('verification_thresholds')}")
+    if verification:
+        return {"kind": "verification", "scale": "raw", "threshold": None}
+    if threshold is not None:
+        if not np.isfinite(float(threshold)):
+            raise InputError(f"{option('threshold')} must be a finite number, got {threshold}")
+        return {"kind": "threshold", "scale": "normalized", "threshold": float(threshold)}
+    if record is None:
+        raise InputError("the gallery records no 1:N operating point (compressed before "
+                         f"{option('target_fpir')} existed): compress it again, or give "
+                         f"{option('threshold')} or {option('verification_thresholds')}",
+                         path=path)
+    if int(record["clients"]) != int(n_clients):
+        raise FormatError(f"corrupt gallery: the 1:N operating point is for "
+                          f"{record['clients']} clients, the index has {n_clients}", path=path)
+    from ssgallery.biometrics.openset import fpir_at, threshold_at_fpir
+
+    target = float(record["target_fpir"]) if fpir is None else check_target_fpir(fpir)
+    if fpir is None:
+        t, resolved = float(record["threshold"]), bool(record["resolved"])
+    else:
+        t, resolved = threshold_at_fpir(record["curve"], target, n_clients)
+    expected, ci = fpir_at(record["curve"], t, n_clients)
+    return {"kind": "fpir", "scale": "normalized", "threshold": t, "target_fpir": target,
+            "expected_fpir": expected, "expected_fpir_ci": list(ci), "resolved": resolved,
+            "clients": int(n_clients)}
+
+
+def describe(point):
+    """One line naming an operating point (``identify``'s output, ``info``)."""
+    if point["kind"] == "verification":
+        return ("operating point: each client's verification threshold on its raw score "
+                "(a stranger gets one chance per client)")
+    if point["kind"] == "threshold":
+        return f"operating point: threshold {point['threshold']:.4g} on the normalised best score"
+    low, high = point["expected_fpir_ci"]
+    text = (f"operating point: FPIR {100 * point['target_fpir']:g}% over {point['clients']} "
+            f"clients (threshold {point['threshold']:.4g} on the normalised best score; "
+            f"expected FPIR {100 * point['expected_fpir']:.2f}%, 95% CI "
+            f"{100 * low:.2f}-{100 * high:.2f}%")
+    if not point["resolved"]:
+        text += "; the held-out searches cannot resolve the target: threshold above all"
+    return text + ")"
+
+
+__all__ = ["DEFAULT_TARGET_FPIR", "check_target_fpir", "describe", "heldout_searches",
+           "operating_point", "read_record", "resolve"]

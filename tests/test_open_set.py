@@ -1,0 +1,215 @@
+"""The 1:N operating point: set by compress at --target-fpir from the held-out people's
+searches, stored in the gallery under its digest, re-derived by --update for the grown
+gallery, and used by identify --open-set (or overridden, always named)."""
+
+import json
+import shutil
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from ssgallery.app.compress import CompressOptions, CompressRun, compress
+from ssgallery.app.enroll import enroll
+from ssgallery.biometrics import openset
+from ssgallery.cli import main
+from ssgallery.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory):
+    """Synthetic faces: 12 clients enrolled with 5 images each and compressed (3-fold
+    threshold CV); their 6th image and every image of 28 other people as probes."""
+    from ssgallery.images.synth import write_sample_data
+
+    root = tmp_path_factory.mktemp("openset")
+    write_sample_data(root / "s", identities=40, images=6, seed=1, probes=0)
+    ids = sorted(p.name for p in (root / "s" / "faces").iterdir())
+    for i, subject in enumerate(ids):
+        files = sorted((root / "s" / "faces" / subject).iterdir())
+        for folder, chosen in (("train", files[:5] if i < 12 else []),
+                               ("probes", files[5:] if i < 12 else files)):
+            for f in chosen:
+                (root / folder / subject).mkdir(parents=True, exist_ok=True)
+                shutil.copy(f, root / folder / subject / f.name)
+    enroll(root / "train", root / "e.h5")
+    summary = compress(root / "e.h5", root / "g.h5", CompressOptions(cv_folds=3))
+    return root, ids[:12], summary
+
+
+def _identify(*args):
+    return CliRunner().invoke(main, ["identify", *map(str, args)])
+
+
+def _probes(root, known):
+    return sorted(p for d in (root / "probes").iterdir() if (d.name in known) for p in
+                  d.iterdir())
+
+
+def test_compress_sets_the_threshold_from_held_out_searches(split):
+    from ssgallery.formats.store import load_store
+
+    root, clients, s = split
+    rec = s.open_set
+    assert rec["clients"] == 12 and rec["target_fpir"] == 0.01
+    # every enrolled image is searched by the 11 clients that held its person out
+    assert rec["searches"] == 60 and rec["search_size"] == 11
+    labels = load_store(root / "e.h5", images=False).labels
+    scores, probes = [], []
+    for c in clients:
+        held = s.heldout[c]
+        rows = held["impostor_row"].astype(int)
+        assert set(labels[rows]) == set(clients) - {c}
+        scores.append(openset.subject_out_normalised(held["impostor"], labels[rows]))
+        probes.append(rows)
+    curve = openset.search_curve(np.concatenate(scores), np.concatenate(probes), 12)
+    t, resolved = openset.threshold_at_fpir(curve, 0.01)
+    # 60 searches cannot resolve 1 %: the threshold is above every held-out search
+    assert (rec["threshold"], rec["resolved"]) == (t, resolved) and not resolved
+    assert rec["expected_fpir"] == 0.0 and 0.05 < rec["expected_fpir_ci"][1] < 0.07
+    info = CliRunner().invoke(main, ["info", "--gallery", str(root / "g.h5")])
+    line = next(ln for ln in info.output.splitlines() if ln.startswith("1:N search:"))
+    assert f"threshold {t:.4g} on the normalised best score at target FPIR 1% for 12" in line
+    assert "60 held-out searches of 11 clients" in line and "above every one" in line
+
+
+def test_identify_open_set_uses_the_gallery_operating_point(split):
+    root, clients, s = split
+    strangers = _probes(root, {p.name for p in (root / "probes").iterdir()} - set(clients))
+    res = _identify(*strangers, "--gallery", root / "g.h5", "--open-set", "--json")
+    out = json.loads(res.stdout)
+    assert set(out) == {"gallery", "ranking", "open_set", "operating_point",
+                        "all_identified", "results"}
+    point = out["operating_point"]
+    assert point["kind"] == "fpir" and point["threshold"] == s.open_set["threshold"]
+    assert point["target_fpir"] == 0.01 and point["clients"] == 12
+    passed = 0
+    for r in out["results"]:
+        assert set(r) == {"probe", "identified", "failed_to_acquire", "reason", "candidates"}
+        if r["failed_to_acquire"]:
+            continue
+        best = r["candidates"][0]
+        assert set(best) == {"client", "rank", "score", "normalized", "threshold", "passes"}
+        assert best["threshold"] == point["threshold"]
+        assert best["passes"] == (best["normalized"] >= point["threshold"])
+        assert (r["identified"] == best["client"]) == best["passes"]
+        passed += best["passes"]
+    assert res.exit_code == (1 if passed < len(strangers) else 0) and passed < len(strangers)
+    text = _identify(strangers[0], "--gallery", root / "g.h5", "--open-set").output
+    assert "operating point: FPIR 1% over 12 clients (threshold" in text
+    assert "1:N threshold" in text
+
+
+def test_identify_overrides_and_exit_statuses(split):
+    root, clients, s = split
+    g = root / "g.h5"
+    genuine = _probes(root, set(clients))[:4]
+    res = _identify(*genuine, "--gallery", g, "--threshold", "-1e6", "--json")
+    assert res.exit_code == 0  # every probe passes: all identified (implies --open-set)
+    out = json.loads(res.stdout)
+    assert out["open_set"] and out["operating_point"] == {
+        "kind": "threshold", "scale": "normalized", "threshold": -1e6}
+    assert _identify(*genuine, "--gallery", g, "--threshold", "1e6").exit_code == 1
+    res = _identify(*genuine, "--gallery", g, "--fpir", "0.3", "--json")
+    point = json.loads(res.stdout)["operating_point"]
+    t, resolved = openset.threshold_at_fpir(dict(s.open_set["curve"], clients=12), 0.3)
+    assert (point["threshold"], point["resolved"]) == (t, resolved) and resolved
+    assert point["target_fpir"] == 0.3 and point["expected_fpir"] <= 0.3
+    assert point["threshold"] < s.open_set["threshold"]
+    res = _identify(*genuine, "--gallery", g, "--verification-thresholds", "--json")
+    out = json.loads(res.stdout)
+    assert out["operating_point"]["kind"] == "verification"
+    for r in out["results"]:
+        best = r["candidates"][0]
+        assert best["passes"] == (best["score"] >= best["threshold"])
+    for bad in (["--fpir", "0"], ["--fpir", "1.5"], ["--fpir", "0.1", "--threshold", "2"],
+                ["--threshold", "1", "--verification-thresholds"]):
+        res = _identify(genuine[0], "--gallery", g, *bad)
+        assert res.exit_code == 2 and "error" in res.output and "Traceback" not in res.output
+
+
+def test_the_operating_point_is_covered_by_the_digest(split, tmp_path):
+    from helpers import rehash_gallery, reseal
+
+    root, clients, _ = split
+    g = tmp_path / "g.h5"
+    shutil.copy(root / "g.h5", g)
+    probe = _probes(root, set(clients))[0]
+    with h5py.File(g, "a") as f:
+        rec = json.loads(f.attrs["open_set"])
+        f.attrs["open_set"] = json.dumps(rec | {"threshold": -50.0}, sort_keys=True)
+    reseal(g)  # the file's seal made whole again: the root digest still refuses it
+    res = _identify(probe, "--gallery", g, "--open-set")
+    assert res.exit_code == 2 and "integrity check failed" in res.output
+    # re-hashed (anybody without the signing key can): a malformed record is refused
+    with h5py.File(g, "a") as f:
+        f.attrs["open_set"] = json.dumps(rec | {"curve": {"thresholds": [2.0, 1.0]}})
+    rehash_gallery(g)
+    res = _identify(probe, "--gallery", g, "--open-set")
+    assert res.exit_code == 2 and "corrupt gallery header: open_set" in res.output
+    # a gallery written before the operating point: the closed set works, the open set
+    # says what to do
+    with h5py.File(g, "a") as f:
+        del f.attrs["open_set"]
+    rehash_gallery(g)
+    assert _identify(probe, "--gallery", g).exit_code == 0
+    res = _identify(probe, "--gallery", g, "--open-set")
+    assert res.exit_code == 2 and "records no 1:N operating point" in res.output
+    assert _identify(probe, "--gallery", g, "--verification-thresholds").exit_code in (0, 1)
+    info = CliRunner().invoke(main, ["info", "--gallery", str(g)])
+    assert "1:N search: no operating point recorded" in info.output
+
+
+def test_update_re_derives_the_threshold_for_the_grown_gallery(tmp_path):
+    from helpers import growing_faces
+
+    from ssgallery.formats.gallery import read_search
+    from ssgallery.formats.store import load_store
+
+    add = growing_faces(str(tmp_path))
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+    enroll(tmp_path / "faces", store)
+    opts = CompressOptions(m=1, cv_folds=2, target_fpir=0.2)
+    first = compress(store, gallery, opts).open_set
+    assert first["clients"] == 6
+    add()
+    enroll(tmp_path / "faces", store, add=True)
+    s = compress(store, gallery, opts, CompressRun(update=True))
+    assert s.trained == ["c06", "c07"] and s.open_set["clients"] == 8
+    labels = load_store(store, images=False).labels
+    new = []
+    for c in ("c06", "c07"):
+        rows = s.heldout[c]["impostor_row"].astype(int)
+        new.append((openset.subject_out_normalised(s.heldout[c]["impostor"], labels[rows]),
+                    rows))
+    merged = openset.merge_curves([
+        dict(first["curve"], clients=6, search_size=first["search_size"],
+             searches=first["searches"]),
+        openset.search_curve(np.concatenate([z for z, _ in new]),
+                             np.concatenate([r for _, r in new]), 2)])
+    t, resolved = openset.threshold_at_fpir(merged, 0.2)
+    assert s.open_set["threshold"] == t and s.open_set["resolved"] == resolved
+    assert s.open_set["searches"] == merged["searches"] and s.open_set["blocks"] == 2
+    _, _, header = read_search(gallery)
+    assert json.loads(header["open_set"])["threshold"] == t
+    # another target on update is allowed: the curve gives T at any FPIR
+    again = compress(store, gallery, CompressOptions(m=1, cv_folds=2, target_fpir=0.3),
+                     CompressRun(update=True)).open_set
+    assert again["target_fpir"] == 0.3 and again["clients"] == 8
+    # a gallery written before the operating point cannot be updated (nothing to merge)
+    with h5py.File(gallery, "a") as f:
+        del f.attrs["open_set"]
+    from helpers import rehash_gallery
+
+    rehash_gallery(gallery)
+    with pytest.raises(InputError, match="records no 1:N operating point"):
+        compress(store, gallery, opts, CompressRun(update=True))
+
+
+def test_target_fpir_is_checked_and_not_digested():
+    from ssgallery.app.parts import options_digest
+
+    with pytest.raises(InputError, match="target_fpir` must be in"):
+        CompressOptions(target_fpir=0.0)
+    assert options_digest(CompressOptions(target_fpir=0.2)) == options_digest(CompressOptions())
