@@ -16,7 +16,9 @@ EXIT_INPUT = 2  # input or usage error (SsgalleryError, click usage errors)
 EXIT_FAILURE_TO_ACQUIRE = 3  # a probe that is not a usable face: never an accept
 EXIT_INTERNAL = 4  # unexpected exception: one line; --debug shows the traceback
 EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM
+EXIT_STDOUT_CLOSED = 141  # standard output closed by its reader (`| head`): 128 + SIGPIPE
 
+REDELIVERY_DELAY = 0.005  # s: a signal dropped inside a finalizer is delivered again
 _deferring = []  # one entry per open `interrupts_deferred` block
 _pending = []  # interrupts that came during such a block
 
@@ -40,6 +42,7 @@ def interrupt_handlers(handler):
     one handler and the other, cannot leave a handler of the block behind.
     """
     import signal
+    import sys
     import threading
 
     if threading.current_thread() is not threading.main_thread():
@@ -47,14 +50,42 @@ def interrupt_handlers(handler):
         return
     watched = (signal.SIGINT, signal.SIGTERM)
     previous = {s: signal.getsignal(s) for s in watched}  # no side effect before the try
+    hook = sys.unraisablehook
+    received = []
+    active = [True]
+
+    def handle(signum, frame):
+        received.append(signum)
+        handler(signum, frame)
+
+    def again(signum):
+        if active[0]:
+            import _thread
+
+            _thread.interrupt_main(signum)  # the handler runs again in the main thread
+
+    def unraisable(info):
+        """The handler raised inside a finalizer or weakref callback, which Python
+        cannot let through (it would print "Exception ignored in ..."): deliver the
+        signal again a moment later, once the callback has returned."""
+        if received and issubclass(info.exc_type, (KeyboardInterrupt, SystemExit)):
+            timer = threading.Timer(REDELIVERY_DELAY, again, args=(received[-1],))
+            timer.daemon = True
+            timer.start()
+            return
+        hook(info)
+
     try:
+        sys.unraisablehook = unraisable
         for s in watched:
-            signal.signal(s, handler)
+            signal.signal(s, handle)
         yield True
     finally:
+        active[0] = False
         for s, old in previous.items():
             if old is not None:  # None: a handler not installed from Python
                 signal.signal(s, old)
+        sys.unraisablehook = hook
 
 
 class interrupts_deferred:  # lower case: used as ``with interrupts_deferred():``
@@ -111,6 +142,19 @@ class SsgalleryError(Exception):
             message = f"{printable(path)}: {message}"
         super().__init__(message)
         self.path = path
+
+
+@contextlib.contextmanager
+def naming(path):
+    """An `SsgalleryError` raised in the block that names no file is made to name
+    ``path``, the input it is about (e.g. the face folder a matcher was fitted on)."""
+    try:
+        yield
+    except SsgalleryError as exc:
+        if exc.path is None and path is not None:
+            exc.args = (f"{printable(path)}: {exc.args[0]}",)
+            exc.path = path
+        raise
 
 
 class InputError(SsgalleryError):

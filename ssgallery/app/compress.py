@@ -116,6 +116,10 @@ def _prepare(store_path, gallery_path, options, run, privacy_key=None):
                              f"(enrolled: {shown})", path=store_path)
     if not todo:
         raise InputError("the store has no enrolled client to compress", path=store_path)
+    if options.m != "auto" and options.m > len(store.labels):  # and O(m^2) memory
+        raise InputError(f"{option('m')} = {options.m} is more prototypes than the store has "
+                         f"images ({len(store.labels)}): a super-sparse model keeps fewer",
+                         path=store_path)
     from ssgallery.matchers.host import host_matcher
 
     matcher = store.matcher(host=host_matcher(run.matcher_cmd))

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ssgallery.errors import FormatError, InputError, option
+from ssgallery.errors import FormatError, InputError, naming, option
 from ssgallery.formats.store import EnrollmentStore, load_store
 from ssgallery.matchers.base import transform_in_chunks
 from ssgallery.progress import as_progress
@@ -163,7 +163,8 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
                             progress=progress, force=force, key=key)
         if add:
             return _add(src, store_path, progress, key)
-        return _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, key)
+        return _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, key,
+                             faces_dir)
 
 
 def _old_store(store_path, add, force, key):
@@ -247,7 +248,8 @@ def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, 
         bg_names=[b for b in bg_names if b in present], old=old)
 
 
-def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, key):
+def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, key,
+                  faces_dir):
     """Fresh enrolment: fit the matcher on every image, write the store."""
     from ssgallery.matchers import get_matcher_class
 
@@ -274,13 +276,14 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, ke
     old = src.old
     if old is not None and old.fingerprint == candidate.fingerprint:
         return _summary(old, store_path, changed=False, new_clients=[])
-    with progress.phase(f"fitting the {matcher} matcher", 1, "fits"):
-        instance.fit(src.images)
-        progress.advance()
-    candidate.matcher_config = instance.get_config()
-    candidate.matcher_state = instance.get_state()
-    # computed once, here
-    candidate.features = transform_in_chunks(instance, src.images, progress=progress)
+    with naming(faces_dir):  # e.g. "training images are all identical": which ones
+        with progress.phase(f"fitting the {matcher} matcher", 1, "fits"):
+            instance.fit(src.images)
+            progress.advance()
+        candidate.matcher_config = instance.get_config()
+        candidate.matcher_state = instance.get_state()
+        # computed once, here
+        candidate.features = transform_in_chunks(instance, src.images, progress=progress)
     candidate.save(store_path, force=force, privacy_key=key)
     new = sorted(set(src.clients) - set(old.clients)) if old is not None else list(src.clients)
     return _summary(candidate, store_path, changed=True, new_clients=new, matcher=instance)

@@ -13,7 +13,7 @@ from ssgallery.app.options import ReportOptions, RocInputs
 from ssgallery.biometrics.evaluation import evaluate
 from ssgallery.biometrics.protocol import ProtocolOptions
 from ssgallery.biometrics.scores import Scores, read_score_files
-from ssgallery.errors import InputError, option
+from ssgallery.errors import InputError, naming, option
 from ssgallery.learn.threads import single_threaded_blas
 
 # --------------------------------------------------------------------------- entry point
@@ -55,8 +55,13 @@ def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
     splits = make_splits(labels, p.n_enrolled, p.n_train, p.repetitions, p.seed, enrollable)
     if progress_total:
         progress_total(len(splits) * len(splits[0].enrolled))
-    tables = run_protocol(images, labels, p, matcher_factory=factory, probe_labels=paths,
-                          progress=progress, enrollable=enrollable)
+    too_many = [m for m in p.m if m != "auto" and m > len(images)]
+    if too_many:  # a super-sparse model keeps fewer prototypes than it learns from
+        raise InputError(f"{option('m')} = {too_many[0]} is more prototypes than there are "
+                         f"images ({len(images)})", path=source)
+    with naming(source):  # a matcher fitted on a split's images names the faces
+        tables = run_protocol(images, labels, p, matcher_factory=factory,
+                              probe_labels=paths, progress=progress, enrollable=enrollable)
     config = {"enrolled": len(splits[0].enrolled), "train_images": int(p.n_train),
               "repetitions": int(p.repetitions), "seed": int(p.seed), "m": list(p.m),
               "methods": list(p.methods)}

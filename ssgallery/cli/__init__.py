@@ -12,6 +12,7 @@ from ssgallery import __version__
 from ssgallery.errors import (
     EXIT_INPUT,
     EXIT_INTERNAL,
+    EXIT_STDOUT_CLOSED,
     SsgalleryError,
     interrupt_handlers,
     printable,
@@ -59,6 +60,14 @@ class _Group(click.Group):
             raise
         except (click.exceptions.Abort, click.ClickException, SystemExit):
             raise
+        except BrokenPipeError as exc:
+            if _stdout_gone():  # `ssgallery info | head -1`: the reader stopped reading
+                _exit_stdout_gone()
+            _fail(f"error: {printable(exc.strerror or exc)}", EXIT_INPUT, ctx)
+        except MemoryError as exc:  # the input needs more memory than this machine has
+            text = printable(" ".join(str(exc).split()))[:300]
+            _fail(f"error: out of memory{f' ({text})' if text else ''}: the input is too "
+                  "large for this machine", EXIT_INPUT, ctx)
         except OSError as exc:  # safety net: permissions, full disk, vanished files
             where = f"{printable(exc.filename)}: " if getattr(exc, "filename", None) else ""
             _fail(f"error: {where}{printable(exc.strerror or exc)}", EXIT_INPUT, ctx)
@@ -86,6 +95,27 @@ def _fail(message, status, ctx):
         traceback.print_exc(file=sys.stderr)
     click.echo(f"ssgallery: {message}", err=True)
     sys.exit(status)
+
+
+def _stdout_gone():
+    """Whether standard output is a pipe whose reader has closed it."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # not a real file (tests), closed
+        return False
+
+
+def _exit_stdout_gone():
+    """Exit quietly with 141 (128 + SIGPIPE, what a shell reports for a program killed
+    by SIGPIPE, e.g. ``yes | head``): no message, and no "Exception ignored" when
+    Python flushes the closed standard output at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(EXIT_STDOUT_CLOSED)
 
 
 def _ignore_sigxfsz():
@@ -150,7 +180,7 @@ def main(ctx, debug):
       0  accept (verify) / success     1  reject (verify: some claim rejected)
       2  input or usage error          3  failure to acquire (probe is not a usable face)
       4  internal error (--debug or SSGALLERY_DEBUG=1 shows the traceback)
-      130 interrupted (Ctrl-C, SIGTERM)
+      130 interrupted (Ctrl-C, SIGTERM)  141 standard output closed (| head)
 
     \b
     Host configuration (never read from a store or gallery):

@@ -311,8 +311,14 @@ def atomic_path(path, kind=None, force=False, lock=False):
         try:
             with _signals_deferred():  # the file and its name in `tmp` come together
                 tmp = _create_temporary(target, shown)
-            yield tmp
-            _install(tmp, target, shown)
+            try:
+                yield tmp
+                _install(tmp, target, shown)
+            except OSError as exc:  # ENOSPC, EFBIG (ulimit -f), EIO: name the output
+                if exc.filename not in (None, tmp):
+                    raise  # another file's problem, named by its own error
+                raise SsgalleryError(f"cannot write it ({exc.strerror or exc})",
+                                     path=shown) from None
         except BaseException:
             if tmp is not None:
                 with _signals_deferred(), contextlib.suppress(OSError):

@@ -302,7 +302,7 @@ def load_store(path, images=True, privacy_key=None):
             digest = integrity.node_digest(f, path, exclude=integrity.ROOT_EXCLUDED)
             integrity.check_digest(digest, integrity.attr_text(f.attrs.get("digest")),
                                    "the store's content", path)
-            strs = {name: [str(s) for s in f[name].asstr()[()]]
+            strs = {name: _strings(f, name)
                     for name in ("labels", "paths", "sha256", "roots", "clients", "background")}
             store = EnrollmentStore(
                 images=(f["images"][()].astype(np.float32) if images
@@ -319,7 +319,8 @@ def load_store(path, images=True, privacy_key=None):
                 created=str(f.attrs.get("created", "")),
                 tool_version=str(f.attrs.get("tool_version", "")), path=path,
                 features=f["features"][()] if "features" in f else None)
-        except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
+        except (KeyError, ValueError, TypeError, OSError, RuntimeError,  # h5py: HDF5 errors
+                AttributeError) as exc:  # a group where a dataset belongs
             raise FormatError(f"corrupt {KIND}: {exc}", path=path) from None
     n = len(store.images)
     if store.images.ndim != 3 or any(len(v) != n for v in strs.values()
@@ -334,7 +335,36 @@ def load_store(path, images=True, privacy_key=None):
         what = f"client id {bad!r}: {client_id_problem(bad)}" if bad is not None \
             else "NaN or infinite pixels or features"
         raise FormatError(f"corrupt {KIND}: {what}", path=path)
+    problem = _subjects_problem(store)
+    if problem:
+        raise FormatError(f"corrupt {KIND}: {problem}", path=path)
     return store
+
+
+def _strings(f, name):
+    """The 1-D string dataset ``name`` of the open store, as a list of str."""
+    obj = f[name]
+    if getattr(obj, "ndim", None) != 1 or obj.dtype.kind not in "OSU":
+        raise ValueError(f"/{name} is not a list of strings")
+    return [str(s) for s in obj.asstr()[()]]
+
+
+def _subjects_problem(store):
+    """Why the store's client and background lists disagree with its images (None when
+    they agree): each subject listed once, in one list, with at least one image."""
+    listed = store.clients + store.background
+    seen, twice = set(), None
+    for name in listed:
+        if name in seen:
+            twice = name
+            break
+        seen.add(name)
+    if twice is not None:
+        both = twice in store.clients and twice in store.background
+        return f"{twice!r} is listed {'as client and background' if both else 'twice'}"
+    have = set(np.unique(store.labels).tolist())
+    empty = next((name for name in listed if name not in have), None)
+    return None if empty is None else f"{empty!r} is listed but has no image"
 
 
 def _finite_images(images):

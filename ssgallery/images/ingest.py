@@ -14,6 +14,7 @@ import hashlib
 import io
 import os
 import re
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +85,34 @@ def _register_decoders():
 
 
 @contextlib.contextmanager
+def _c_stderr(said, active=True):
+    """Keep what C libraries write to file descriptor 2 during the block (libtiff
+    prints its warnings and errors there, a second line beside ssgallery's one) and
+    put its first line in ``said``. Nothing is captured when fd 2 cannot be
+    duplicated (closed)."""
+    import tempfile
+
+    try:
+        saved = os.dup(2) if active else None
+    except OSError:
+        saved = None
+    if saved is None:
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        try:
+            sys.stderr.flush()
+            os.dup2(sink.fileno(), 2)
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            text = sink.read(4096).decode("utf-8", "replace").strip()
+            said.extend(line for line in text.splitlines()[:1] if line)
+
+
+@contextlib.contextmanager
 def _quiet():
     """Silence PIL's chatter (corrupt EXIF...) but make a decompression bomb an error."""
     from PIL import Image
@@ -121,8 +150,9 @@ def _decode(data, path):
         raise InputError(f"not an image ({exc})", path=path) from None
     if img.width * img.height > MAX_IMAGE_PIXELS:
         raise _too_large(path, img.width * img.height)
+    said = []
     try:
-        with _quiet():
+        with _quiet(), _c_stderr(said, img.format == "TIFF"):
             img.load()
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise _too_large(path) from None
@@ -130,7 +160,8 @@ def _decode(data, path):
             MemoryError) as exc:
         if _looks_truncated(exc):
             raise InputError("truncated image", path=path) from None
-        raise InputError(f"corrupt image ({exc})", path=path) from None
+        why = f"; libtiff: {said[0]}" if said else ""
+        raise InputError(f"corrupt image ({exc}{why})", path=path) from None
     img = _exif_upright(img, ImageOps)
     if img.width < 1 or img.height < 1:
         raise InputError("empty image (0 pixels)", path=path)
@@ -222,6 +253,9 @@ def _check_size(size):
         raise InputError(f"image size must be (width, height), got {size!r}") from None
     if w < 1 or h < 1:
         raise InputError(f"image size must be positive, got {_fmt_size((w, h))}")
+    if w * h > MAX_IMAGE_PIXELS:
+        raise InputError(f"image size {_fmt_size((w, h))} is more than {MAX_IMAGE_PIXELS} "
+                         "pixels")
     return (w, h)
 
 
