@@ -154,7 +154,8 @@ def test_foreign_score_files_without_header(tmp_path):
     ("a a p 0.5\nb a p\n", "line 2: expected 4 columns"),
     ("a m a p 0.5\nb a p 1\n", "line 2: expected 5 columns"),
     ("a a p zero\n", "line 1: score 'zero' is not a number"),
-    ("# nothing\n", "score file has no scores"),
+    ("\n \n", "score file has no scores"),
+    ("# nothing\n", "line 1 starts with '#': score files have no comments"),  # issue 20
 ])
 def test_bad_score_files_are_one_line_errors(tmp_path, content, message):
     path = tmp_path / "bad.txt"

@@ -22,7 +22,7 @@ from ssgallery.app.compress import compress
 from ssgallery.app.enroll import enroll
 from ssgallery.app.options import CompressOptions
 
-ENV = dict(os.environ, OMP_NUM_THREADS="1", SSGALLERY_PROGRESS_INTERVAL="0")
+ENV = dict(os.environ, OMP_NUM_THREADS="1")
 
 
 def _cli(*args):
@@ -110,7 +110,7 @@ def test_clean_lines_for_the_listed_inputs(site, tmp_path):
         if not ok:
             failures.append((what, result))
 
-    pool = Workers(env={"SSGALLERY_PROGRESS_INTERVAL": "0"})
+    pool = Workers()
     try:
         judge("enroll --size 20000x20000",
               pool.run(["enroll", faces, "--store", tmp_path / "big.h5", "--size",
@@ -145,7 +145,8 @@ def test_clean_lines_for_the_listed_inputs(site, tmp_path):
         pool.close()
     # libtiff writes to file descriptor 2 itself: real processes show it
     for path in (cut, good):
-        r = subprocess.run(_cli("verify", path, "--claim", "c01", "--gallery", root / "g.h5"),
+        r = subprocess.run(_cli("verify", path, "--claim", "c01", "--gallery", root / "g.h5",
+                                "-q"),
                            env=ENV, capture_output=True, text=True, check=False)
         result = {"code": r.returncode, "stderr": r.stderr, "stdout": r.stdout}
         if path == cut:
@@ -181,8 +182,9 @@ def test_full_disk_names_the_output(site, tmp_path, limit):
 
 
 @pytest.mark.parametrize("args", [["info", "--gallery", "G"], ["info", "--store", "E", "--json"],
-                                  ["verify", "P", "P", "P", "--claim", "c01", "--gallery", "G"],
-                                  ["identify", "P", "P", "--gallery", "G", "--top", "4"]],
+                                  ["verify", "P", "P", "P", "--claim", "c01", "--gallery", "G",
+                                   "-q"],
+                                  ["identify", "P", "P", "--gallery", "G", "--top", "4", "-q"]],
                          ids=["info", "info --store --json", "verify", "identify"])
 def test_closed_stdout_is_quiet(site, args):
     """`ssgallery ... | head -c 0` (the reader is gone before anything is written): no
