@@ -1,12 +1,14 @@
 """The thresholds of a ``compress`` run, set once every client is trained.
 
-Each client's training returns its held-out impostor scores (the threshold CV's,
+Each client's training returns its held-out impostor and genuine scores (the threshold CV's,
 `ssgallery.app.client_training.train_client`); they travel with the client's
 result and its resumable part. When every client is done, `calibrate` sets the
 thresholds of one threshold mode (`ssgallery.biometrics.calibration`) over all of
 them, and records the calibration the gallery keeps: the mode, the global normalised
-threshold T and the held-out estimate of the FAR (counts and the 95 %
-Clopper-Pearson interval).
+threshold T, the held-out estimate of the FAR (counts and the 95 %
+Clopper-Pearson interval) and what that FAR costs: the held-out estimate of the FRR at
+the final thresholds (the clients' held-out genuine scores against their thresholds,
+pooled), with the clients that reject the most of theirs (`frr_record`).
 
 An update (clients copied from the existing gallery) never mixes calibrations: the
 copied clients keep their thresholds, and the new clients are set against the
@@ -17,7 +19,12 @@ compressed again.
 """
 
 
+import numpy as np
+
 from ssgallery.errors import InputError, option
+
+WORST = 5  # clients named by the FRR record
+HIGH_CLIENT_FRR = 0.5  # a client that rejects at least half of its own held-out images
 
 
 def previous_calibration(header, path=None):
@@ -88,27 +95,73 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None):
             counts["impostors"] += info["impostors"]
     known = counts["accepted"] is not None and counts["impostors"]
     far = counts["accepted"] / counts["impostors"] if known else None
-    return thresholds, {"mode": mode, "target_far": float(target_far),
-                        "global_threshold": counts["global_threshold"],
-                        "accepted": counts["accepted"], "impostors": counts["impostors"],
-                        "expected_far": far,
-                        "expected_far_ci": list(clopper_pearson(counts["accepted"],
-                                                                counts["impostors"]))
-                        if known else None, "clients": len(results)}
+    record = {"mode": mode, "target_far": float(target_far),
+              "global_threshold": counts["global_threshold"],
+              "accepted": counts["accepted"], "impostors": counts["impostors"],
+              "expected_far": far,
+              "expected_far_ci": list(clopper_pearson(counts["accepted"],
+                                                      counts["impostors"]))
+              if known else None, "clients": len(results)}
+    frr = frr_record(client_frr(results, thresholds, new),
+                     (previous[1] or {}) if kept and previous else None)
+    return thresholds, record | frr
+
+
+def client_frr(results, thresholds, clients):
+    """Per client: (rejected, genuine) of its held-out genuine scores at its threshold
+    (failures to acquire, NaN, count as rejected); clients without any are left out."""
+    out = {}
+    for c in clients:
+        genuine = np.asarray((results[c].heldout or {}).get("genuine", ()), dtype=float)
+        if genuine.size:
+            out[c] = (int(np.sum(~(genuine >= thresholds[c]))), int(genuine.size))
+    return out
+
+
+def frr_record(per_client, previous=None):
+    """The FRR part of a calibration record: ``rejected`` and ``genuine`` held-out genuine
+    scores (pooled over clients), ``expected_frr`` and its 95 % Clopper-Pearson
+    ``expected_frr_ci``, ``frr_high_clients`` (clients rejecting at least
+    `HIGH_CLIENT_FRR` of theirs) and ``frr_worst`` (the `WORST` clients with the
+    highest FRR, ``[id, frr]``, FRR > 0). ``previous``: the record of the clients copied
+    from an existing gallery (an update); a record without FRR counts leaves them None."""
+    from ssgallery.biometrics.calibration import clopper_pearson
+
+    rejected = sum(r for r, _ in per_client.values())
+    genuine = sum(n for _, n in per_client.values())
+    high = sum(r / n >= HIGH_CLIENT_FRR for r, n in per_client.values())
+    worst = [[c, r / n] for c, (r, n) in per_client.items() if r]
+    if previous is not None:
+        if previous.get("genuine") is None:
+            return {"rejected": None, "genuine": None, "expected_frr": None,
+                    "expected_frr_ci": None, "frr_high_clients": None, "frr_worst": []}
+        rejected += int(previous["rejected"])
+        genuine += int(previous["genuine"])
+        high += int(previous.get("frr_high_clients") or 0)
+        worst += [list(w) for w in previous.get("frr_worst") or ()]
+    worst = sorted(worst, key=lambda w: (-w[1], w[0]))[:WORST]
+    return {"rejected": rejected, "genuine": genuine,
+            "expected_frr": rejected / genuine if genuine else None,
+            "expected_frr_ci": list(clopper_pearson(rejected, genuine)) if genuine else None,
+            "frr_high_clients": high, "frr_worst": worst}
 
 
 def apply(results, thresholds, mode):
     """Set each result's final threshold; its own CV threshold stays in the provenance
-    (``client_threshold``) and the summary row."""
+    (``client_threshold``) and the summary row, with ``frr``: the fraction of its
+    held-out genuine scores below the final threshold (None without them)."""
+    per = client_frr(results, thresholds, thresholds)
     for c, t in thresholds.items():
         r = results[c]
         if "client_threshold" not in r.provenance:
             r.provenance["client_threshold"] = float(r.threshold)
             r.provenance["threshold_mode"] = mode
         r.threshold = float(t)
+        frr = per[c][0] / per[c][1] if c in per else None
         r.row = dict(r.row, threshold=float(t), threshold_mode=r.provenance["threshold_mode"],
-                     client_threshold=r.provenance["client_threshold"])
+                     client_threshold=r.provenance["client_threshold"], frr=frr)
     return results
 
 
-__all__ = ["apply", "calibrate", "previous_calibration"]
+__all__ = ["HIGH_CLIENT_FRR", "WORST", "apply", "calibrate", "client_frr", "frr_record",
+           "previous_calibration"]

@@ -7,8 +7,13 @@ import click
 from ssgallery.app.options import INITS, SOLVERS, CompressOptions
 from ssgallery.app.training_sets import IMPOSTOR_MODES
 from ssgallery.biometrics.calibration import THRESHOLD_MODES
-from ssgallery.cli.info import calibration_line, open_set_line
-from ssgallery.cli.options import key_file_option, matcher_cmd_option, privacy_key_option
+from ssgallery.cli.info import calibration_line, frr_warning, open_set_line
+from ssgallery.cli.options import (
+    key_file_option,
+    matcher_cmd_option,
+    privacy_key_option,
+    warn,
+)
 from ssgallery.cli.progress import quiet_option, reporting
 from ssgallery.errors import printable
 
@@ -152,12 +157,7 @@ def command(store, gallery, as_json, quiet, **options):
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2))
         return
-    click.echo(f"{'client':<10} {'m':>3} {'threshold':>10} {'CV FAR':>7} {'CV FRR':>7}   "
-               f"{'SVM #SVs':>8} {'SVM thr':>8} {'SVM FRR':>8}")
-    for row in summary.clients:
-        click.echo(f"{row['client']:<10} {row['m']:>3} {row['threshold']:>10.4f} "
-                   f"{row['cv_far']:>7.3f} {row['cv_frr']:>7.3f}   {row['svm_n_support']:>8} "
-                   f"{row['svm_threshold']:>8.4f} {row['svm_cv_frr']:>8.3f}")
+    click.echo(client_table(summary.clients))
     n = len(summary.clients)
     if summary.kept or summary.resumed:
         click.echo(f"trained {len(summary.trained)} client(s); kept {len(summary.kept)} from "
@@ -169,6 +169,9 @@ def command(store, gallery, as_json, quiet, **options):
                f"{summary.target_far:g}")
     click.echo(calibration_line(summary.calibration))
     click.echo(open_set_line(summary.open_set))
+    advice = frr_warning(summary.calibration, summary.matcher)
+    if advice:
+        warn(advice)
     if summary.never_accepting:
         names = ", ".join(printable(c) for c in summary.never_accepting[:10])
         more = len(summary.never_accepting) - 10
@@ -179,3 +182,19 @@ def command(store, gallery, as_json, quiet, **options):
     if summary.basis_stale:
         click.echo("warning: the store's matcher basis is stale (clients were added with "
                    "--add); re-run enroll without --add to refit it", err=True)
+
+
+def _pct(value):
+    return None if value is None else f"{100 * value:.0f}%"
+
+
+def client_table(rows):
+    """One line per client: m, the stored threshold, the FRR of its held-out genuine
+    images at that threshold, its own CV threshold's FRR, and its full SVM's #SVs and
+    CV FRR (both CV FRRs at the client's own threshold for the target FAR)."""
+    from ssgallery.tables import format_table
+
+    head = ["client", "m", "threshold", "FRR", "CV FRR", "SVM #SVs", "SVM CV FRR"]
+    return format_table(head, [[printable(r["client"]), r["m"], f"{r['threshold']:.4f}",
+                                _pct(r.get("frr")), _pct(r["cv_frr"]), r["svm_n_support"],
+                                _pct(r["svm_cv_frr"])] for r in rows], right=range(1, 7))

@@ -5,7 +5,9 @@ import os
 
 import click
 
-from ssgallery.cli.options import privacy_key_option
+from ssgallery.cli.options import privacy_key_option, warn
+from ssgallery.errors import printable
+from ssgallery.tables import DASH, format_table
 
 
 def _size(n):
@@ -15,20 +17,63 @@ def _size(n):
         n /= 1024.0
 
 
+HIGH_FRR = 0.2  # an expected FRR from which compress and info warn
+
+
+def _num(value):
+    """A finite float from a calibration record (data from a file), else None."""
+    import math
+
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if ok and math.isfinite(value) else None
+
+
+def _rate(cal, key, count, total, what):
+    """``x% (95% Clopper-Pearson a-b%, k of n held-out <what> scores)``, or None."""
+    value, ci = _num(cal.get(key)), cal.get(f"{key}_ci")
+    if value is None or not isinstance(ci, list) or len(ci) != 2 or None in map(_num, ci):
+        return None
+    return (f"{100 * value:.2f}% (95% Clopper-Pearson {100 * ci[0]:.2f}-{100 * ci[1]:.2f}%, "
+            f"{cal.get(count)} of {cal.get(total)} held-out {what} scores)")
+
+
 def calibration_line(cal):
     """``thresholds: MODE; expected FAR x% (95% Clopper-Pearson a-b%, k of n held-out
-    impostor scores)`` from a gallery's calibration record (None: not recorded)."""
+    impostor scores)`` from a gallery's calibration record (None: not recorded), and on
+    a second line the expected FRR at those thresholds, when recorded."""
     if not cal:
         return "thresholds: client (per-client; no expected FAR recorded)"
-    text = f"thresholds: {cal['mode']}"
-    if cal.get("global_threshold") is not None:
+    text = f"thresholds: {printable(cal['mode'])}"
+    if _num(cal.get("global_threshold")) is not None:
         text += f" (normalised T = {cal['global_threshold']:.4g})"
-    if cal.get("expected_far") is None:
-        return text + "; no expected FAR recorded"
-    low, high = cal["expected_far_ci"]
-    return (text + f"; expected FAR {100 * cal['expected_far']:.2f}% (95% Clopper-Pearson "
-            f"{100 * low:.2f}-{100 * high:.2f}%, {cal['accepted']} of {cal['impostors']} "
-            "held-out impostor scores)")
+    far = _rate(cal, "expected_far", "accepted", "impostors", "impostor")
+    text += f"; expected FAR {far}" if far else "; no expected FAR recorded"
+    frr = _rate(cal, "expected_frr", "rejected", "genuine", "genuine")
+    return text + (f"\nexpected FRR at these thresholds {frr}" if frr else "")
+
+
+def frr_warning(cal, matcher, command="compress"):
+    """The warning ``compress`` and ``info`` give when the recorded expected FRR is at
+    least `HIGH_FRR` (None otherwise): how many genuine claims that rejects, the clients
+    that reject the most of theirs, and what would lower it."""
+    frr = _num((cal or {}).get("expected_frr"))
+    if frr is None or frr < HIGH_FRR:
+        return None
+    worst = [w for w in cal.get("frr_worst") or () if isinstance(w, list) and len(w) == 2
+             and _num(w[1]) is not None]
+    named = ", ".join(f"{printable(c)} ({100 * f:.0f}%)" for c, f in worst)
+    high = cal.get("frr_high_clients")
+    who = (f"{high} client(s) reject at least half of their own held-out images"
+           if isinstance(high, int) and high else "clients rejecting the most")
+    fix = ["a higher target FAR (" + ("--target-far" if command == "compress" else
+                                      "compress --target-far")
+           + f", now {cal.get('target_far')})"]
+    if matcher != "dlib":
+        fix.insert(0, "a matcher that tells these faces apart better (enroll --matcher dlib "
+                      "for photos in the wild)")
+    return (f"expected FRR {100 * frr:.1f}%: about 1 in {max(1, round(1 / frr))} genuine "
+            f"claims would be rejected at these thresholds; {who}"
+            + (f": {named}" if named else "") + f"; {' or '.join(fix)} would lower it")
 
 
 def open_set_line(rec):
@@ -58,18 +103,16 @@ def _print_gallery(g):
                f"created {g['created']} by ssgallery {g['tool_version']} "
                f"(format {g['format_version']})")
     target = "not recorded" if g["target_far"] is None else f"{g['target_far']:g}"
-    dim = "-" if g["dimension"] is None else g["dimension"]
+    dim = DASH if g["dimension"] is None else g["dimension"]
     click.echo(f"matcher: {g['matcher']} ({config}), d = {dim}, shared state "
                f"{_size(g['matcher_state_bytes'])}; target FAR {target}")
     click.echo(calibration_line(g.get("calibration")))
     click.echo(open_set_line(g.get("open_set")))
-    click.echo(f"{'client':<10} {'m':>3} {'bytes':>7}   {'SVM #SVs':>8} {'SVM bytes':>9} "
-               f"{'ratio':>6} {'threshold':>10}")
-    for r in g["clients"]:
-        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.1f}x"
-        click.echo(f"{r['client']:<10} {r['m']:>3} {r['bytes']:>7}   "
-                   f"{r['svm_n_support'] if r['svm_n_support'] is not None else '-':>8} "
-                   f"{r['svm_bytes'] or '-':>9} {ratio:>6} {r['threshold']:>10.4f}")
+    rows = [[printable(r["client"]), r["m"], r["bytes"], r["svm_n_support"],
+             r["svm_bytes"] or None, None if r["ratio"] is None else f"{r['ratio']:.1f}x",
+             f"{r['threshold']:.4f}"] for r in g["clients"]]
+    click.echo(format_table(["client", "m", "bytes", "SVM #SVs", "SVM bytes", "ratio",
+                             "threshold"], rows, right=range(1, 7)))
     if g["clients"]:
         n = len(g["clients"])
         m = sum(r["m"] for r in g["clients"]) / n
@@ -83,6 +126,9 @@ def _print_gallery(g):
                    "--svm compares with the full SVMs, reading every client")
             click.echo(f"total: {_size(g['bytes_total'])} of client models; matches per "
                        f"claim: {m:g} ({why})")
+    advice = frr_warning(g.get("calibration"), g["matcher"], command="info")
+    if advice:
+        warn(advice)
     if g["basis_stale"]:
         click.echo("warning: compressed from a store whose matcher basis was stale", err=True)
 
@@ -135,7 +181,7 @@ def command(gallery, store, svm, client_id, as_json, privacy_key_file):
     Examples:
       ssgallery info
       ssgallery info --gallery site.h5 --svm
-      ssgallery info --gallery site.h5 --client s17
+      ssgallery info --gallery site.h5 --client c03
       ssgallery info --gallery site.h5 --json
     """
     from ssgallery.errors import FormatError

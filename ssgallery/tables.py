@@ -1,0 +1,47 @@
+"""Plain-text tables for a terminal: every column as wide as its widest cell.
+
+One implementation for every table the commands print (``roc``, ``compress``,
+``info``): a header line, a rule, the rows; text columns left-aligned, numeric columns
+right-aligned; `DASH` wherever a figure cannot be resolved or does not apply. Standard
+library only.
+"""
+
+DASH = "—"  # a figure the data cannot resolve, or that does not apply: the one symbol
+
+
+def format_table(head, rows, right=(), gap="  "):
+    """The text of a table.
+
+    Parameters
+    ----------
+    head : list of str
+        Column titles.
+    rows : list of list
+        Cells (converted with ``str``; None shows as `DASH`).
+    right : collection of int
+        Indices of the columns aligned to the right (numbers).
+    gap : str
+        Between two columns.
+
+    Returns
+    -------
+    str
+        Lines without trailing blanks, joined by newlines.
+    """
+    cells = [[DASH if c is None else str(c) for c in row] for row in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *cells)]
+
+    def line(row):
+        return gap.join(str(x).rjust(w) if i in right else str(x).ljust(w)
+                        for i, (x, w) in enumerate(zip(row, widths))).rstrip()
+
+    return "\n".join([line(head), line(["-" * w for w in widths])] +
+                     [line(r) for r in cells])
+
+
+def width(text):
+    """The widest line of ``text``."""
+    return max((len(line) for line in str(text).splitlines()), default=0)
+
+
+__all__ = ["DASH", "format_table", "width"]
