@@ -167,11 +167,11 @@ def main(ctx, debug):
     Typical session:
       ssgallery enroll faces/          # faces/<client>/*.pgm|png|jpg -> enrollment.h5
       ssgallery compress --m 2         # per-client SVM -> 2 virtual prototypes -> gallery.h5
-      ssgallery verify probe.png --claim 17   # m matches; exit 0 accept, 1 reject
+      ssgallery verify probe.png --claim c03  # m matches; exit 0 accept, 1 reject
       ssgallery identify probe.png --top 5    # 1:N search over every client
       ssgallery roc                    # FRR/FAR, EER, matches per claim vs baselines
       ssgallery info                   # clients, m, bytes per client vs the full SVM
-      ssgallery show --claim 17 -o protos.png
+      ssgallery show --claim c03 -o protos.png
 
     Each command has its own --help. Errors are one line on stderr.
 

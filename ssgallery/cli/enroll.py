@@ -120,7 +120,7 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
     Examples:
       ssgallery enroll faces/
       ssgallery enroll faces/ --background impostors/ --variance 0.9
-      ssgallery enroll faces/ --clients s1,s2,s3 --background s4,s5
+      ssgallery enroll faces/ --clients c01,c02,c03 --background c04,c05
       ssgallery enroll new_faces/ --add        # keep the PCA basis (it becomes stale)
       ssgallery enroll faces/ --matcher external --matcher-cmd "my-matcher --model net.bin"
       ssgallery enroll faces/ --privacy-key-file /etc/ssgallery/privacy.key   # encrypted

@@ -29,7 +29,7 @@ def command(claim, output, gallery, scale, as_json, privacy_key_file):
 
     \b
     Examples:
-      ssgallery show --claim s17 -o prototypes_s17.png
+      ssgallery show --claim c03 -o prototypes_c03.png
       ssgallery show --claim c03 -o c03.png --gallery site.h5 --scale 3
     """
     from ssgallery.app.show import show_prototypes

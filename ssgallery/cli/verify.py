@@ -60,9 +60,9 @@ def command(ctx, probes, claim, claims_file, gallery, list_file, strict, as_json
 
     \b
     Examples:
-      ssgallery verify probe.png --claim s17
-      ssgallery verify probes/*.png --claim s17 --json
-      ssgallery verify --list probes.txt --claim s17 --gallery site.h5
+      ssgallery verify probe.png --claim c03
+      ssgallery verify probes/*.png --claim c03 --json
+      ssgallery verify --list probes.txt --claim c03 --gallery site.h5
       ssgallery verify --claims claims.txt --csv > decisions.csv
       cut -d, -f1,2 today.csv | ssgallery verify --claims -
     """
