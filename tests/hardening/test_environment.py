@@ -35,7 +35,8 @@ BAD = [("SSGALLERY_KEY_FILE", ""), ("SSGALLERY_KEY_FILE", "  "),
        ("SSGALLERY_DEBUG", "yes"), ("SSGALLERY_DEBUG", ""), ("SSGALLERY_DEBUG", "true"),
        ("SSGALLERY_MATCHER_CMD", ""), ("SSGALLERY_MATCHER_CMD", " "),
        ("SSGALLERY_CONFIG", ""), ("SSGALLERY_DATA", ""), ("SSGALLERY_ATT_FACES", ""),
-       ("SSGALLERY_LFW", ""), ("SSGALLERY_BENCH_PAGES", ""), ("SSGALLERY_BENCH_OUT", "")]
+       ("SSGALLERY_LFW", ""), ("SSGALLERY_BENCH_PAGES", ""), ("SSGALLERY_BENCH_OUT", ""),
+       ("SSGALLERY_PROGRESS_INTERVAL", "soon"), ("SSGALLERY_PROGRESS_INTERVAL", "")]
 
 
 def test_bad_environment_is_one_line(site, tmp_path):
