@@ -138,6 +138,12 @@ def test_jobs_2_gives_the_same_gallery_as_jobs_1(store, tmp_path):
     cohort = compress(store, tmp_path / "cohort.h5", replace(opts, impostors="cohort"),
                       CompressRun(clients=clients, jobs=2))
     assert all(r["n_impostor"] == 20 for r in cohort.clients)
+    # uncapped, with the fold refits: the features, S(X, X) and the shared refits go to
+    # the workers once (memory-mapped), each client's own fold is refitted there
+    opts = replace(opts, max_impostors=0)
+    compress(store, tmp_path / "one.h5", opts, CompressRun(clients=clients, jobs=1))
+    compress(store, tmp_path / "two.h5", opts, CompressRun(clients=clients, jobs=2))
+    assert_same_gallery(tmp_path / "one.h5", tmp_path / "two.h5", rounding=True)
 
 
 # ----------------------------------------------------------------- resumable, incremental
@@ -231,13 +237,19 @@ def test_dask_local_cluster_gives_the_serial_gallery(store, tmp_path, monkeypatc
     from distributed import LocalCluster
 
     opts, clients = CompressOptions(m=2, max_impostors=20, cv_folds=3), "c00,c01,c02,c03"
+    # capped; and uncapped with the fold refits, whose shared blocks are scattered once
+    uncapped = replace(opts, max_impostors=0)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None) as cluster:
         s = compress(store, tmp_path / "dask.h5", opts,
                      CompressRun(clients=clients, scheduler=cluster.scheduler_address))
+        compress(store, tmp_path / "dask-all.h5", uncapped,
+                 CompressRun(clients=clients, scheduler=cluster.scheduler_address))
     assert s.scheduler == cluster.scheduler_address
     compress(store, tmp_path / "serial.h5", opts, CompressRun(clients=clients))
     assert_same_gallery(tmp_path / "dask.h5", tmp_path / "serial.h5", rounding=True)
+    compress(store, tmp_path / "serial-all.h5", uncapped, CompressRun(clients=clients))
+    assert_same_gallery(tmp_path / "dask-all.h5", tmp_path / "serial-all.h5", rounding=True)
     from ssgallery.app import parallel
 
     monkeypatch.setattr(parallel, "CONNECT_TIMEOUT", "2s")

@@ -242,8 +242,10 @@ class ClientJob:
     Attributes
     ----------
     client : str
-    X : ndarray of shape (k, d)
-        Features of the client's training rows (own images + at most K impostors).
+    X : ndarray of shape (k, d) or None
+        Features of the client's training rows (own images + at most K impostors);
+        None when the client trains on every stored row and the run's `SharedBlocks`
+        hold them.
     y : ndarray of shape (k,)
         +1 own images, -1 impostors.
     groups : ndarray of shape (k,)
@@ -253,11 +255,12 @@ class ClientJob:
     options : CompressOptions
         The run's training options (`ssgallery.app.options.CompressOptions`).
     gram : ndarray of shape (k, k), optional
-        S(X, X) when the caller shares one matrix between clients (uncapped runs).
+        S(X, X).
     capped : bool
         True when the impostor cap left impostor images out.
     folds, fold_spaces : optional
-        The threshold CV's folds and refitted matcher spaces (`train_client`).
+        The threshold CV's folds and refitted matcher spaces (`train_client`; with
+        `SharedBlocks`, the spaces come from their ``fold_spaces``).
     """
 
     client: str
@@ -278,7 +281,7 @@ def client_provenance(job, fit):
     """The provenance dict stored with a client's model: how it was trained."""
     o, d, svm, reg = job.options, fit.distiller, fit.svm, fit.distiller.regressor_
     k = fit.cv["threshold_folds"]
-    return {**o.provenance(), "m": len(d.beta_), "d": int(job.X.shape[1]),
+    return {**o.provenance(), "m": len(d.beta_), "d": int(d.prototypes_.shape[1]),
             "lam_scale": reg.lam_scale, "lambda_abs": float(reg.lam_),
             "n_init": int(reg.n_init),
             "omega": float(reg.objective_), "n_similarity_evals": int(reg.n_similarity_evals_),
@@ -313,13 +316,47 @@ def _heldout(job, fit):
     return out
 
 
-def train_job(job):
-    """Train one client (any process): `train_client` -> `ClientResult`."""
+@dataclass
+class SharedBlocks:
+    """What every client of an uncapped run trains on (each on every stored row), sent
+    once to each worker (`ssgallery.app.parallel.run_jobs`), not with every job.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n, d)
+        Features of every stored row.
+    gram : ndarray of shape (n, n)
+        S(X, X).
+    fold_spaces : FoldSpaces, optional
+        The matcher refitted per threshold-CV fold (`ssgallery.app.fold_spaces`), the
+        folds several clients share already done.
+    """
+
+    X: np.ndarray
+    gram: np.ndarray
+    fold_spaces: object = None
+
+
+def _blocks(job, shared):
+    """``(X, gram, fold_spaces)`` of a job: its own, or those of the run's
+    `SharedBlocks` when the job carries no features of its own."""
+    if job.X is not None or shared is None:
+        return job.X, job.gram, job.fold_spaces
+    spaces = job.fold_spaces
+    if shared.fold_spaces is not None and job.folds is not None:
+        spaces = shared.fold_spaces.for_client(job.y, job.groups, job.folds)
+    return shared.X, shared.gram, spaces
+
+
+def train_job(job, shared=None):
+    """Train one client (any process): `train_client` -> `ClientResult`; ``shared``: the
+    run's `SharedBlocks`, if any."""
     start, cpu = time.perf_counter(), time.process_time()
     with single_threaded_blas():
-        fit = train_client(job.X, job.y, job.similarity, job.options, groups=job.groups,
-                           bounds=job.bounds, gram=job.gram, folds=job.folds,
-                           fold_spaces=job.fold_spaces)
+        X, gram, spaces = _blocks(job, shared)
+        fit = train_client(X, job.y, job.similarity, job.options, groups=job.groups,
+                           bounds=job.bounds, gram=gram, folds=job.folds,
+                           fold_spaces=spaces)
     d = fit.distiller
     prov = client_provenance(job, fit)
     return ClientResult(client=job.client, prototypes=np.asarray(d.prototypes_, dtype=float),

@@ -25,11 +25,12 @@ import numpy as np
 
 from ssgallery.app.client_training import (  # noqa: F401  (threshold_*: public here)
     ClientJob,
+    SharedBlocks,
     threshold_at_far,
     threshold_folds,
     train_job,
 )
-from ssgallery.app.fold_spaces import FoldSpaces, learns_from_images, subject_order
+from ssgallery.app.fold_spaces import FoldSpaces, learns_from_images, shared_folds, subject_order
 from ssgallery.app.open_set import operating_point
 from ssgallery.app.options import CompressOptions, CompressRun
 from ssgallery.app.parallel import run_jobs
@@ -167,8 +168,9 @@ def _block(plan, rows):
     return plan.matcher.transform(plan.store.images[rows])
 
 
-def _setup_blocks(plan, progress):
-    """Features, cohort distances, and the one shared S(X, X) when no client is capped."""
+def _setup_blocks(plan, clients, progress):
+    """Features, cohort distances, and when no client is capped the one shared S(X, X)
+    and the fold refits several ``clients`` share."""
     o = plan.options
     plan.X = _features(plan, progress)
     counts = np.bincount(plan.codes)[np.searchsorted(plan.subjects, plan.todo)]
@@ -182,8 +184,20 @@ def _setup_blocks(plan, progress):
             plan.X, plan.gram = X, plan.similarity(X, X)
             progress.advance()
         if o.refit_matcher and o.cv_folds > 1 and learns_from_images(plan.matcher):
-            plan.fold_spaces = FoldSpaces(plan.store)
-            plan.order = subject_order(plan.subjects, o.seed)
+            _share_folds(plan, clients, progress)
+
+
+def _share_folds(plan, clients, progress):
+    """The matcher refitted without each fold's held-out people (`FoldSpaces`), once for
+    every fold that several of ``clients`` hold out (all train on every row)."""
+    o = plan.options
+    plan.fold_spaces = FoldSpaces(plan.store)
+    plan.order = subject_order(plan.subjects, o.seed)
+    shared = shared_folds(plan.store.labels, clients, o.cv_folds, o.seed, plan.order)
+    with progress.phase("matcher refitted per shared fold", len(shared), "folds"):
+        for key in shared:
+            plan.fold_spaces.share([key])
+            progress.advance()
 
 
 def _jobs(plan, clients):
@@ -200,15 +214,13 @@ def _jobs(plan, clients):
         if not np.any(y < 0):
             raise InputError(f"client '{client}' has no impostor images: enrol at least two "
                              "clients or add background subjects", path=plan.store.path)
-        folds = spaces = None
-        if plan.fold_spaces is not None:
+        folds = None
+        if plan.fold_spaces is not None:  # its spaces: SharedBlocks.fold_spaces
             folds = threshold_folds(y, labels, o.cv_folds, o.seed, plan.order)
-            if folds is not None:
-                spaces = plan.fold_spaces.for_client(rows, y, labels, folds)
-        yield ClientJob(client=client, X=_block(plan, rows), y=y, groups=labels,
-                        similarity=plan.similarity, bounds=plan.bounds, options=o,
-                        gram=plan.gram, capped=capped, folds=folds, fold_spaces=spaces,
-                        rows=rows)
+        # every row (uncapped): X and S(X, X) are the run's SharedBlocks
+        X = None if plan.gram is not None else _block(plan, rows)
+        yield ClientJob(client=client, X=X, y=y, groups=labels, similarity=plan.similarity,
+                        bounds=plan.bounds, options=o, capped=capped, folds=folds, rows=rows)
 
 
 def _rendered(matcher, prototypes):
@@ -378,12 +390,13 @@ def _train(plan, run, todo, committed, results):
     parts, keys = committed
     progress = as_progress(run.progress)
     if todo:
-        _setup_blocks(plan, progress)
+        _setup_blocks(plan, todo, progress)
+    shared = None if plan.gram is None else SharedBlocks(plan.X, plan.gram, plan.fold_spaces)
     fingerprint, digest = plan.store.fingerprint, options_digest(plan.options)
     try:
         progress.start("training clients", len(todo), "clients")
         for result in run_jobs(train_job, _jobs(plan, todo), n_jobs=run.jobs,
-                               scheduler=run.scheduler):
+                               scheduler=run.scheduler, shared=shared):
             result.provenance["options_digest"] = digest
             result.provenance["store_fingerprint"] = fingerprint
             parts.write(result, keys[result.client])

@@ -19,6 +19,7 @@ from ssgallery.errors import InputError
 from ssgallery.learn.similarity import RBFSimilarity
 
 GRAM_BLOCK = 2048  # pixels per block of the Gram matrix: bounds its float64 temporaries
+READ_ROWS = 256  # images read at a time
 
 
 def subset_refits(cls, config, images):
@@ -27,6 +28,21 @@ def subset_refits(cls, config, images):
     cheaper equivalent of fitting), else `Refits`."""
     hook = getattr(cls, "subset_refits", None)
     return hook(config, images) if hook is not None else Refits(cls, config, images)
+
+
+def _pixels(images):
+    """The images as one (N, p) array, read `READ_ROWS` at a time: uint8 when every
+    pixel is an integer on [0, 255] (a quarter of float32), else float32."""
+    parts, exact = [], True
+    for start in range(0, len(images), READ_ROWS):
+        rows = np.asarray(images[start:start + READ_ROWS], dtype=np.float32)
+        rows = rows.reshape(len(rows), -1)
+        small = np.clip(rows, 0, 255).astype(np.uint8)
+        exact = exact and np.array_equal(small, rows)
+        parts.append(small if exact else rows)
+    if not exact:
+        parts = [p.astype(np.float32) for p in parts]
+    return np.concatenate(parts)
 
 
 class Refits:
@@ -39,12 +55,13 @@ class Refits:
     config : dict
         Its constructor parameters.
     images : array-like of shape (N, H, W)
-        Every image; kept (float32) to fit and to map.
+        Every image (an array, or rows read on demand: ``images[a:b]``); kept
+        (float32) to fit and to map.
     """
 
     def __init__(self, cls, config, images):
         self.cls, self.config = cls, dict(config)
-        self.images = np.asarray(images, dtype=np.float32)
+        self.images = np.asarray(images[0:len(images)], dtype=np.float32)
 
     def space(self, keep):
         """``(X, similarity, bounds)`` of the matcher fitted on the images ``keep``
@@ -71,7 +88,8 @@ class EigenfaceRefits:
     config : dict
         Its parameters (variance, n_components, gamma).
     images : array-like of shape (N, H, W)
-        Every image, pixels on [0, 255]; read once, not kept.
+        Every image, pixels on [0, 255] (an array, or rows read on demand:
+        ``images[a:b]``); read once, `READ_ROWS` at a time, not kept.
 
     Attributes
     ----------
@@ -82,7 +100,7 @@ class EigenfaceRefits:
     def __init__(self, cls, config, images):
         self.cls, self.config = cls, dict(config)
         cls(**self.config)._check_params()
-        X = np.asarray(images, dtype=np.float32).reshape(len(images), -1)
+        X = _pixels(images)
         mean = X.mean(0, dtype=np.float64)
         self.gram_ = np.zeros((len(X), len(X)))
         for b in range(0, X.shape[1], GRAM_BLOCK):
