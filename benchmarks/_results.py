@@ -63,6 +63,18 @@ def git_commit(repo=REPO):
     return commit + ("-dirty" if dirty else "")
 
 
+def archive_tree(ref, where, repo=REPO):
+    """The ``ssgallery`` package of commit ``ref`` (``git archive``) extracted into the new
+    folder ``where``, to run with ``PYTHONPATH=where`` (a baseline for before/after
+    figures); returns ``where``."""
+    archive = subprocess.run(["git", "-C", str(repo), "archive", ref, "ssgallery"],
+                             check=True, capture_output=True).stdout
+    where = Path(where)
+    where.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
+    return where
+
+
 def command_line(argv=None):
     """The command as typed from the repository root, with ``OMP_NUM_THREADS`` if set."""
     argv = list(sys.argv if argv is None else argv)

@@ -3,6 +3,9 @@
 - per-client compress time at S0 vs S2 identities (synthetic, 6 images each, m = 2,
   the impostor cap active), and peak RSS of ``ssgallery compress`` at each size
   (subprocesses, ``getrusage(RUSAGE_CHILDREN)`` of a wrapper whose only child is it);
+- the per-client cost of each regime: uncapped (100 identities) with the calibration's
+  fold refits (the default) and without, capped and uncapped at 300 identities
+  (benchmarks/_scale_regimes.py);
 - ``--jobs 2`` vs ``--jobs 1`` and a Dask LocalCluster (2 single-threaded worker
   processes) vs serial, same clients, same galleries;
 - ``verify`` start-up on a 10,000-client gallery vs a 20-client one, and ``info`` on it
@@ -28,8 +31,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _results import markdown_table, write_page
+from _results import archive_tree, markdown_table, write_page
 from _scale_accuracy import describe, paired, run_accuracy, uncapped_spread
+from _scale_regimes import cli_run, regime_rows, run_regimes
 from identify import fake_models
 
 from ssgallery.app.compress import CompressOptions, CompressRun, compress
@@ -65,34 +69,16 @@ def synth_store(tmp, identities, images=6):
     enroll(root / "faces", store, clients=names[:FIT_IDENTITIES])
     rss = float("nan")
     if identities > FIT_IDENTITIES:
-        _, rss, _ = cli_subprocess(["enroll", str(root / "faces"), "--store", str(store),
-                                    "--add", "--json"])
+        rss = cli_run(["enroll", str(root / "faces"), "--store", str(store), "--add",
+                       "--json"])["rss"]
     return store, names, t_synth, rss
-
-
-def cli_subprocess(args):
-    """``ssgallery ARGS`` in a subprocess: (stdout, peak RSS MiB, wall s); the RSS is
-    ``getrusage(RUSAGE_CHILDREN)`` of a wrapper whose only child is it."""
-    code = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
-            "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
-            "w = time.perf_counter() - t; sys.stderr.write(r.stderr); "
-            "print(json.dumps({'out': r.stdout, 'rc': r.returncode, 'wall': w, 'rss': "
-            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))")
-    r = subprocess.run([sys.executable, "-c", "import json; " + code,
-                        str(BIN / "ssgallery"), *args], capture_output=True, text=True,
-                       check=True)
-    res = json.loads(r.stdout)
-    if res["rc"] != 0:
-        raise SystemExit(f"ssgallery {args[0]} failed: {r.stderr[-500:]}")
-    return res["out"], res["rss"] / 1024, res["wall"]
 
 
 def compress_subprocess(store, clients, out, extra=()):
     """``ssgallery compress --json`` in a subprocess: (summary, peak RSS MiB, wall s)."""
-    out_text, rss, wall = cli_subprocess(
-        ["compress", "--store", str(store), "-o", str(out), "--m", "2",
-         "--clients", ",".join(clients), "--json", *extra])
-    return json.loads(out_text), rss, wall
+    res = cli_run(["compress", "--store", str(store), "-o", str(out), "--m", "2",
+                   "--clients", ",".join(clients), "--json", *extra])
+    return json.loads(res["out"]), res["rss"], res["wall"]
 
 
 def per_client(tmp, sizes, n_clients):
@@ -259,7 +245,23 @@ def _accuracy_rows(args, pc, tmp):
     return rows
 
 
-STAGES = {"parallel": _parallel_rows, "startup": _startup_rows, "accuracy": _accuracy_rows}
+def _regime_rows(args, pc, tmp):
+    sizes = [int(s) for s in args.regime_sizes.split(",")]
+    stores = {}
+    for n in sizes:
+        store, names = (pc[n]["store"], pc[n]["names"]) if n in pc \
+            else synth_store(tmp, n)[:2]
+        stores[n] = (store, names)
+    baseline = None
+    if args.baseline:
+        baseline = (args.baseline, archive_tree(args.baseline, Path(tmp) / "baseline"))
+    res = run_regimes(stores, args.regime_clients, args.regime_rounds,
+                      args.regime_max_impostors, baseline, say=say)
+    return regime_rows(res, args.regime_max_impostors)
+
+
+STAGES = {"regimes": _regime_rows, "parallel": _parallel_rows, "startup": _startup_rows,
+          "accuracy": _accuracy_rows}
 
 
 def main(argv=None):
@@ -269,6 +271,17 @@ def main(argv=None):
     ap.add_argument("--parallel-identities", type=int, default=200)
     ap.add_argument("--parallel-clients", type=int, default=40)
     ap.add_argument("--big-gallery", type=int, default=10_000)
+    ap.add_argument("--regime-sizes", default="100,300",
+                    help="identities of the regimes stage (uncapped and capped sizes)")
+    ap.add_argument("--regime-clients", type=int, default=10,
+                    help="clients compressed by each arm of the regimes stage")
+    ap.add_argument("--regime-rounds", type=int, default=1,
+                    help="interleaved rounds of the regimes stage's arms (median)")
+    ap.add_argument("--regime-max-impostors", type=int, default=DEFAULT_MAX_IMPOSTORS,
+                    help="--max-impostors of the regimes stage's capped arms")
+    ap.add_argument("--baseline", default=None,
+                    help="git ref: the regimes stage also runs its smallest size's arms "
+                         "with that commit's code (before/after)")
     ap.add_argument("--acc-identities", type=int, default=400)
     ap.add_argument("--acc-clients", type=int, default=100,
                     help="synthetic clients compressed (0 = all)")
@@ -294,6 +307,7 @@ def main(argv=None):
     partial = set(stages) != {"per_client", *STAGES}
     if args.quick:
         args.sizes, args.clients, args.parallel_clients = "100,300", 6, 8
+        args.regime_clients = 4
         args.big_gallery, args.acc_identities, args.acc_clients, args.lfw_clients = \
             500, 60, 10, 10
         args.acc_seeds = "0"
@@ -317,8 +331,9 @@ def main(argv=None):
     print(table)
     if args.quick or (partial and not args.page):
         return
-    title = ("Compress at scale: what the impostor cap costs in accuracy"
-             if stages == ["accuracy"] else "Compress at scale: bounded, parallel, distributed")
+    title = {("accuracy",): "Compress at scale: what the impostor cap costs in accuracy",
+             ("regimes",): "Compress: what one client costs in each regime"}.get(
+        tuple(stages), "Compress at scale: bounded, parallel, distributed")
     write_page(args.page or "scale", title, table,
                notes=" ".join(NOTES[name](args, pc, sizes) for name in stages),
                output="\n".join(LOG))
@@ -332,6 +347,18 @@ NOTES = {
         f"time is the CPU time of training a client (mean over {args.clients} clients, "
         "`cpu_seconds` of `compress --json`: CPU time because the machine's load varies), "
         "peak RSS that of the whole `ssgallery compress` (or `enroll --add`) process."),
+    "regimes": lambda args, pc, sizes: (
+        f"Regimes: `compress --m 2` of the first {args.regime_clients} clients of synthetic "
+        f"stores of {args.regime_sizes} identities (6 images each), every arm in a "
+        "subprocess, the arms interleaved over "
+        f"{args.regime_rounds} round(s) (median). Per client: CPU time (user + sys) of "
+        "the whole process divided by the clients (start-up, store, features and the "
+        "refits shared by every client included), the training CPU (`cpu_seconds` of "
+        "`--json`: the per-client job, the client's own fold refit included) and wall "
+        "time (meaningful only on an otherwise idle machine); peak RSS of the process. "
+        "Uncapped: every client trains on every stored image; the default then refits "
+        "the matcher per threshold-CV fold (docs/operating-points.md). The baseline "
+        "arms, if any, run the named commit's code on the same store."),
     "parallel": lambda args, pc, sizes: (
         f"Parallel: wall time of `compress` of {args.parallel_clients} clients of "
         f"{args.parallel_identities} synthetic identities, serial, `--jobs 2` and a Dask "

@@ -42,7 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _results import docstring, printed, write_page
+from _results import archive_tree, docstring, printed, write_page
 
 REPO = Path(__file__).resolve().parent.parent
 BASELINE = "220bbc3"  # main before the gallery format 2 (issue 8)
@@ -196,14 +196,6 @@ def _startup(cases, runs, baseline, n_big):
     return wall
 
 
-def _checkout(ref, where):
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "ssgallery"],
-                             check=True, capture_output=True).stdout
-    where.mkdir()
-    subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
-    return where
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15)
@@ -227,7 +219,7 @@ def main():
             return dlib_row(work, args.dlib_runs, args.dlib_probes)
         t = time.perf_counter()
         new20, new_big = _build(work / "new", None, args.big, extra)
-        old_tree = _checkout(args.baseline, work / "old_tree")
+        old_tree = archive_tree(args.baseline, work / "old_tree")
         old20, old_big = _build(work / "old", old_tree, args.big, extra)
         _compile(REPO)
         _compile(old_tree)

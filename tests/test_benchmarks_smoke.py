@@ -59,7 +59,8 @@ CASES = {
     "regression_distill": ("regression_distill", lambda tmp, data: [
         "--identities", "6", "--images", "4", "--m", "2"], None),
     "scale": ("smoke", lambda tmp, data: [
-        "--sizes", "12", "--clients", "2", "--parallel-identities", "12",
+        "--sizes", "12", "--clients", "2", "--regime-sizes", "6,12", "--regime-clients", "2",
+        "--regime-max-impostors", "40", "--baseline", "HEAD", "--parallel-identities", "12",
         "--parallel-clients", "2", "--big-gallery", "30", "--acc-identities", "12",
         "--acc-clients", "2", "--acc-sets", "synthetic", "--acc-seeds", "0,1",
         "--acc-impostors", "sample,cohort", "--acc-caps", "30", "--page", "smoke"], None),
