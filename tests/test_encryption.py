@@ -243,3 +243,11 @@ def test_encrypted_and_signed_gallery_verifies_as_the_plain_one(tmp_path):
     result = runner.invoke(main, ["info", "--gallery", str(tmp_path / "enc.h5"),
                                   "--privacy-key-file", str(privacy)])
     assert result.exit_code == 0 and "4 clients" in result.output, result.output
+
+
+def test_enroll_with_a_key_encrypts_an_unchanged_plain_store(tmp_path):
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4)
+    enroll(faces, tmp_path / "e.h5")
+    again = enroll(faces, tmp_path / "e.h5", privacy_key_file=str(_key(tmp_path)))
+    assert again.changed
+    assert (tmp_path / "e.h5").read_bytes().startswith(encryption.MAGIC)

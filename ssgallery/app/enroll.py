@@ -250,7 +250,9 @@ def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, 
 
 def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, key,
                   faces_dir):
-    """Fresh enrolment: fit the matcher on every image, write the store."""
+    """Fresh enrolment: fit the matcher on every image, write the store (again when
+    it is unchanged but plain and a privacy ``key`` is given: it is then encrypted)."""
+    from ssgallery.formats.encryption import file_format
     from ssgallery.matchers import get_matcher_class
 
     cls = get_matcher_class(matcher)
@@ -274,7 +276,8 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, ke
                                 matcher_config=config,
                                 matcher_state=_contract_state(instance))
     old = src.old
-    if old is not None and old.fingerprint == candidate.fingerprint:
+    if old is not None and old.fingerprint == candidate.fingerprint \
+            and (key is None or file_format(store_path) is not None):  # (a key: encrypted)
         return _summary(old, store_path, changed=False, new_clients=[])
     with naming(faces_dir):  # e.g. "training images are all identical": which ones
         with progress.phase(f"fitting the {matcher} matcher", 1, "fits"):

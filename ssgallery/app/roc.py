@@ -247,6 +247,7 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
         the gallery's ``threshold``.
     """
     from ssgallery.app.verify import failures_to_acquire
+    from ssgallery.formats.encryption import load_privacy_key
     from ssgallery.formats.gallery import read_gallery
     from ssgallery.formats.integrity import load_key
     from ssgallery.images.ingest import load_faces, natural_key
@@ -254,7 +255,7 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
 
     host = host_matcher(matcher_cmd) if matcher_cmd is not None else None
     info = read_gallery(gallery_path, arrays=True, key=load_key(key_file), host=host,
-                        matcher=True)
+                        matcher=True, privacy_key=load_privacy_key())  # $SSGALLERY_PRIVACY_KEY_FILE
     ids = sorted(info.clients, key=natural_key)
     if not ids:
         raise InputError("gallery has no clients", path=gallery_path)

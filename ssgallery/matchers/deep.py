@@ -380,7 +380,7 @@ class DlibMatcher(Matcher):
     def render(self, Z):
         """Always raises `NotRenderableError`: descriptors cannot be drawn."""
         raise NotRenderableError("dlib: prototypes live in the 128-d descriptor space and "
-                                 "cannot be drawn as images (a gallery never stores a face)")
+                                 "cannot be drawn as images")
 
     # ------------------------------------------------------------------ persistence
     def get_config(self):

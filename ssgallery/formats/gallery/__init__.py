@@ -34,7 +34,8 @@ finite, consistent shapes, m >= 1, gamma > 0, prototypes plausible in the matche
 and a threshold that some probes pass and some fail. It opens a constant number of
 groups whatever the number of clients.
 
-No face image of any client is stored, only virtual prototypes. Nothing is pickled:
+No training image is stored, only virtual prototypes, but prototypes are biometric
+templates (docs/privacy.md: encryption, protected templates). Nothing is pickled:
 `read_client` reads the header, the matcher state and one client group with h5py
 and numpy only (this module is on the ``verify`` path: no scikit-learn here).
 """
