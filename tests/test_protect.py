@@ -51,8 +51,8 @@ def test_rotation_preserves_decision_values_and_verdicts(galleries):
                                    rtol=0, atol=1e-10)
         assert [r.status for r in prot] == [r.status for r in plain]
         assert {r.status for r in plain} == {"accept", "reject"}  # both verdicts occur
-    a, _ = identify(root / "plain.h5", probes, top=5)
-    b, _ = identify(root / "protected.h5", probes, top=5, privacy_key_file=str(key))
+    a = identify(root / "plain.h5", probes, top=5)[0]
+    b = identify(root / "protected.h5", probes, top=5, privacy_key_file=str(key))[0]
     assert [[c.client for c in r.candidates] for r in a] == \
         [[c.client for c in r.candidates] for r in b]
 
@@ -86,6 +86,9 @@ def test_without_the_key_or_with_another_one_it_is_one_line(galleries, tmp_path)
             assert result.exit_code == 2, result.output
             assert len(result.output.strip().splitlines()) == 1, result.output
     assert not (tmp_path / "x.png").exists()
+    # info needs no key for protected templates (it scores nothing)
+    result = runner.invoke(main, ["info", "--gallery", str(root / "protected.h5")])
+    assert result.exit_code == 0 and "5 clients" in result.output, result.output
 
 
 def test_show_draws_protected_prototypes_only_with_the_key(galleries, tmp_path):
