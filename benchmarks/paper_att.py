@@ -43,6 +43,7 @@ def main(argv=None):
     from ssgallery.biometrics.evaluation import evaluate
     from ssgallery.biometrics.protocol import ProtocolOptions, run_protocol
     from ssgallery.biometrics.report import format_table, plot_curves, write_report
+    from ssgallery.cli.progress import reporting
     from ssgallery.datasets import att_faces_path
     from ssgallery.images.ingest import load_faces
 
@@ -54,20 +55,13 @@ def main(argv=None):
     if not args.no_nystrom:
         methods.append(("nystrom", 2))
     faces = load_faces(faces_dir, size=None)
-    n_fits = args.repetitions * args.enrolled
-    done = [0]
-
-    def progress(k):
-        done[0] += k
-        print(f"\r  {done[0]}/{n_fits} client fits", end="", file=sys.stderr, flush=True)
-
     t0 = time.perf_counter()
     options = ProtocolOptions(methods=methods, m=m_values, n_enrolled=args.enrolled,
                               n_train=args.train_images, repetitions=args.repetitions,
                               seed=args.seed, n_jobs=args.jobs)
-    tables = run_protocol(faces.images, faces.labels, options, probe_labels=faces.paths,
-                          progress=progress)
-    print(file=sys.stderr)
+    with reporting(name="paper_att") as progress:
+        tables = run_protocol(faces.images, faces.labels, options, probe_labels=faces.paths,
+                              progress=progress)
     summaries = evaluate(tables)
     wall = time.perf_counter() - t0
     config = {"enrolled": args.enrolled, "train_images": args.train_images,

@@ -62,6 +62,7 @@ def run_matcher(name, images, labels, paths, args, cache=None):
     """run_protocol + evaluate for one matcher: (summaries, wall seconds)."""
     from ssgallery.biometrics.evaluation import evaluate
     from ssgallery.biometrics.protocol import ProtocolOptions, run_protocol
+    from ssgallery.cli.progress import reporting
 
     if name == "dlib" and cache is not None:
         from ssgallery.matchers import deep
@@ -71,22 +72,13 @@ def run_matcher(name, images, labels, paths, args, cache=None):
                   file=sys.stderr)
     methods = args.methods.split(",")
     m_values = [int(v) for v in args.m.split(",")]
-    n_people = len(set(labels.tolist()))
-    n_fits = args.repetitions * (args.enrolled or n_people // 2)
-    done = [0]
-
-    def progress(k):
-        done[0] += k
-        print(f"\r  {name}: {done[0]}/{n_fits} client fits", end="", file=sys.stderr,
-              flush=True)
-
     t0 = time.perf_counter()
     options = ProtocolOptions(methods=methods, m=m_values, n_enrolled=args.enrolled,
                               n_train=args.train_images, repetitions=args.repetitions,
                               seed=args.seed, n_jobs=args.jobs)
-    tables = run_protocol(images, labels, options, matcher_factory=matcher_factory(name),
-                          probe_labels=paths, progress=progress)
-    print(file=sys.stderr)
+    with reporting(name=f"paper_lfw {name}") as progress:
+        tables = run_protocol(images, labels, options, matcher_factory=matcher_factory(name),
+                              probe_labels=paths, progress=progress)
     summaries = evaluate(tables)
     wall = time.perf_counter() - t0
     if name == "dlib" and cache is not None:

@@ -151,3 +151,27 @@ def test_verify_and_identify_report_reading_and_features_of_a_batch(faces_factor
         assert len(res.stdout.splitlines()) == 81  # the CSV on stdout, untouched
         quiet = CliRunner().invoke(main, [*args, *probes, "--gallery", gallery, "-q"], env=env)
         assert quiet.stderr == ""
+
+
+def test_roc_reports_every_phase_from_the_first(faces_factory, tmp_path):
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    faces = faces_factory(n_clients=6, n_images=6)
+    res = CliRunner().invoke(main, ["roc", faces, "--repetitions", "2", "--methods", "svm,ssvm",
+                                    "--no-plot", "-o", str(tmp_path / "r")],
+                             env={"SSGALLERY_PROGRESS_INTERVAL": "0"})
+    assert res.exit_code == 0, res.output
+    closing = [line.split(": ", 2)[2].rsplit(" ", 2)[0] for line in res.stderr.splitlines()
+               if re.search(r" in \d+:\d\d:\d\d$", line)]
+    assert closing == [
+        "reading images 36/36 images",
+        "repetition 1/2: fitting the eigenface matcher 1/1 fits",
+        "repetition 1/2: training clients 3/3 clients",
+        "repetition 2/2: fitting the eigenface matcher 1/1 fits",
+        "repetition 2/2: training clients 3/3 clients",
+        "evaluating (curves, bootstrap over clients) 2/2 methods",
+        "evaluating identification 1/1 steps",
+        "writing the report 1/1 reports"]
+    assert "EER client-mean" in res.stdout and "ssgallery:" not in res.stdout

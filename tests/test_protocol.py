@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from helpers import synthetic_images
+from helpers import RecordProgress, synthetic_images
 
 from ssgallery.biometrics.evaluation import evaluate
 from ssgallery.biometrics.protocol import (
@@ -77,11 +77,14 @@ def test_method_specs():
 
 def test_run_protocol_scores_every_claim_and_is_reproducible():
     images, labels = synthetic_images()
-    ticks = []
+    ticks = RecordProgress()
     options = ProtocolOptions(methods=("svm", "ssvm"), m=[1, 2], n_enrolled=4, n_train=3,
                               repetitions=2, seed=5)
-    tables = run_protocol(images, labels, options, progress=ticks.append)
-    assert sum(ticks) == 2 * 4  # repetitions x clients
+    tables = run_protocol(images, labels, options, progress=ticks)
+    for r in (1, 2):  # per repetition: the matcher, then the clients
+        assert ticks.steps(f"repetition {r}/2: training clients") == 4
+        assert ticks.steps(f"repetition {r}/2: fitting the eigenface matcher") == 1
+
     assert [(t.method, t.m, t.repetition) for t in tables] == [
         ("svm", None, 0), ("svm", None, 1), ("ssvm", 1, 0), ("ssvm", 1, 1),
         ("ssvm", 2, 0), ("ssvm", 2, 1)]

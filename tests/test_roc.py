@@ -95,7 +95,7 @@ def test_roc_on_a_faces_folder_writes_every_file_and_scores_reproduce_it(faces, 
     files = sorted(str(p) for p in (out / "scores").glob("*.txt"))
     res = run(["roc", "--scores", *files, "-o", str(again), "--json"])
     assert res.exit_code == 0, res.output
-    redo = json.loads(res.output)
+    redo = json.loads(res.stdout)
     by_label = {s["label"]: s for s in redo["methods"]}
     for s in summary["methods"]:
         r = by_label[s["label"]]

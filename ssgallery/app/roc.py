@@ -15,6 +15,8 @@ from ssgallery.biometrics.protocol import ProtocolOptions
 from ssgallery.biometrics.scores import Scores, read_score_files
 from ssgallery.errors import InputError, naming, option
 from ssgallery.learn.threads import single_threaded_blas
+from ssgallery.matchers.base import transform_in_chunks
+from ssgallery.progress import as_progress
 
 # --------------------------------------------------------------------------- entry point
 
@@ -27,34 +29,38 @@ def _method_order(table):
     return (rank, table.method, -1 if table.m is None else table.m, table.repetition)
 
 
-def _report(tables, report, mode, source, config, n_boot=200):
+def _report(tables, report, mode, source, config, progress=None, n_boot=200):
     """Evaluate (verification, and identification where the tables carry searches) and
     write the report folder (`ReportOptions`)."""
     from ssgallery.biometrics import report as writer
 
-    summaries = evaluate(tables, n_boot=n_boot)
+    progress = as_progress(progress)
+    summaries = evaluate(tables, n_boot=n_boot, progress=progress)
     searches = [t.search for t in tables if getattr(t, "search", None) is not None]
     found = None
     if searches:
         from ssgallery.biometrics.identification import evaluate_identification
 
-        found = evaluate_identification(searches)
-    files = writer.write_report(report.out_dir, tables, summaries, mode=mode, source=source,
-                                config=config, plot=report.plot, warn=report.warn,
-                                identification=found, force=report.force)
+        with progress.phase("evaluating identification", 1, "steps"):
+            found = evaluate_identification(searches)
+            progress.advance()
+    with progress.phase("writing the report", 1, "reports"):
+        files = writer.write_report(report.out_dir, tables, summaries, mode=mode,
+                                    source=source, config=config, plot=report.plot,
+                                    warn=report.warn, identification=found,
+                                    force=report.force)
+        progress.advance()
     return {"summaries": summaries, "identification": found, "files": files,
             "source": source, "mode": mode, "config": config}
 
 
 def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
-              progress=None, progress_total=None):
+              progress=None):
     from ssgallery.biometrics.protocol import make_splits, run_protocol
 
     images, labels, paths = data
     p = protocol
     splits = make_splits(labels, p.n_enrolled, p.n_train, p.repetitions, p.seed, enrollable)
-    if progress_total:
-        progress_total(len(splits) * len(splits[0].enrolled))
     too_many = [m for m in p.m if m != "auto" and m > len(images)]
     if too_many:  # a super-sparse model keeps fewer prototypes than it learns from
         raise InputError(f"{option('m')} = {too_many[0]} is more prototypes than there are "
@@ -65,32 +71,32 @@ def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
     config = {"enrolled": len(splits[0].enrolled), "train_images": int(p.n_train),
               "repetitions": int(p.repetitions), "seed": int(p.seed), "m": list(p.m),
               "methods": list(p.methods)}
-    return _report(tables, report, "protocol", source, config)
+    return _report(tables, report, "protocol", source, config, progress)
 
 
 ROC_PROTOCOL = ProtocolOptions(identification=True)  # roc also searches, by default
 
 
-def roc_protocol(faces_dir, protocol=None, report=None, *, progress=None,
-                 progress_total=None):
+def roc_protocol(faces_dir, protocol=None, report=None, *, progress=None):
     """The paper's protocol on a labelled faces folder.
 
     ``protocol``: `ssgallery.biometrics.protocol.ProtocolOptions` (default
     `ROC_PROTOCOL`: identification too, i.e. every probe against every client: CMC,
-    DIR); ``report``: `ssgallery.app.options.ReportOptions`; ``progress`` is called
-    with the number of clients just finished, ``progress_total`` once with the number of
-    client fits."""
+    DIR); ``report``: `ssgallery.app.options.ReportOptions`; ``progress``
+    (`ssgallery.progress.Progress`): reading the faces, then each repetition's
+    features and clients, the evaluation and the report."""
     from ssgallery.images.ingest import load_faces
 
     report = report if report is not None else ReportOptions()
-    faces = load_faces(faces_dir, size=None, warn=report.warn)  # like enroll: first size
+    faces = load_faces(faces_dir, size=None, warn=report.warn,  # like enroll: first size
+                       progress=progress)
     return _protocol((faces.images, faces.labels, np.asarray(faces.paths)),
                      os.fspath(faces_dir), protocol or ROC_PROTOCOL, report,
-                     progress=progress, progress_total=progress_total)
+                     progress=progress)
 
 
 def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher_cmd=None,
-              progress=None, progress_total=None):
+              progress=None):
     """The protocol on an enrollment store: its matcher configuration is reused (refitted
     on each split's training images; an external matcher runs the host's program
     ``matcher_cmd``, see `ssgallery.matchers.host`) and its background subjects
@@ -109,26 +115,27 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
                      os.fspath(store_path), protocol or ROC_PROTOCOL,
                      report if report is not None else ReportOptions(),
                      factory=lambda: cls(**config).attach_host(host),
-                     enrollable=list(store.clients), progress=progress,
-                     progress_total=progress_total)
+                     enrollable=list(store.clients), progress=progress)
 
 
-def roc_gallery(gallery, probes, report=None, *, key_file=None, matcher_cmd=None):
+def roc_gallery(gallery, probes, report=None, *, key_file=None, matcher_cmd=None,
+                progress=None):
     """An existing gallery on a labelled probe folder (figures at the stored thresholds
     too); ``key_file``, ``matcher_cmd``: the host's signing key and external matcher
-    program (see `ssgallery.app.verify.load_client`)."""
+    program (see `ssgallery.app.verify.load_client`); ``progress``: see
+    `score_gallery`, then the evaluation and the report."""
     report = report if report is not None else ReportOptions()
     tables = [score_gallery(gallery, probes, warn=report.warn, key_file=key_file,
-                            matcher_cmd=matcher_cmd)]
-    return _report(tables, report, "gallery", f"{gallery} on {probes}", {})
+                            matcher_cmd=matcher_cmd, progress=progress)]
+    return _report(tables, report, "gallery", f"{gallery} on {probes}", {}, progress)
 
 
-def roc_scores(scores, report=None):
+def roc_scores(scores, report=None, *, progress=None):
     """Recompute every figure from score files (4-column, 5-column or bob CSV)."""
     tables = sorted(read_score_files(scores), key=_method_order)
     source = ", ".join(os.fspath(s) for s in scores)
     return _report(tables, report if report is not None else ReportOptions(), "scores",
-                   source, {})
+                   source, {}, progress)
 
 
 def roc_dev_eval(dev_scores, eval_scores, report=None):
@@ -190,7 +197,7 @@ def _select(inputs):
 
 
 @single_threaded_blas()
-def roc(inputs=None, protocol=None, report=None, *, progress=None, progress_total=None):
+def roc(inputs=None, protocol=None, report=None, *, progress=None):
     """What ``ssgallery roc`` does: pick the mode from the inputs given and run it.
 
     Parameters
@@ -203,8 +210,8 @@ def roc(inputs=None, protocol=None, report=None, *, progress=None, progress_tota
         The protocol modes' options (default `ROC_PROTOCOL`).
     report : ReportOptions, optional
         Report folder, plots, force, warnings (default: the library's), dev criterion.
-    progress, progress_total : callable(int), optional
-        Protocol modes: clients just finished; the number of client fits, once.
+    progress : ssgallery.progress.Progress, optional
+        Every phase of the chosen mode (`roc_protocol`, `roc_gallery`, `roc_scores`).
 
     Returns
     -------
@@ -222,18 +229,20 @@ def roc(inputs=None, protocol=None, report=None, *, progress=None, progress_tota
     if run is roc_dev_eval:
         return roc_dev_eval(i.dev_scores, i.eval_scores, report)
     if run is roc_scores:
-        return roc_scores(i.scores, report)
+        return roc_scores(i.scores, report, progress=progress)
     if run is roc_gallery:
         return roc_gallery(i.gallery, i.probes, report, key_file=i.key_file,
-                           matcher_cmd=i.matcher_cmd)
-    callbacks = {"progress": progress, "progress_total": progress_total}
+                           matcher_cmd=i.matcher_cmd, progress=progress)
     if run is roc_protocol:
-        return roc_protocol(i.faces_dir, protocol, report, **callbacks)
-    return roc_store(i.store_path, protocol, report, matcher_cmd=i.matcher_cmd, **callbacks)
+        return roc_protocol(i.faces_dir, protocol, report, progress=progress)
+    return roc_store(i.store_path, protocol, report, matcher_cmd=i.matcher_cmd,
+                     progress=progress)
 
 
-def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cmd=None):
-    """Score every probe of a labelled folder against every client of a gallery.
+def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cmd=None,
+                  progress=None):
+    """Score every probe of a labelled folder against every client of a gallery
+    (``progress``: reading the probes, their features, one step per client scored).
 
     ``probes_dir/<subject>/*.png``: a probe is a genuine claim for the client with its
     subject's name and an impostor claim against every other client (so probes of
@@ -261,16 +270,19 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
         raise InputError("gallery has no clients", path=gallery_path)
     h, w = (int(v) for v in info.header["image_shape"])
     kwargs = {} if warn is None else {"warn": warn}
-    faces = load_faces(probes_dir, size=(w, h), **kwargs)
+    progress = as_progress(progress)
+    faces = load_faces(probes_dir, size=(w, h), progress=progress, **kwargs)
     matcher = info.matcher
-    feats = matcher.transform(faces.images)
+    feats = transform_in_chunks(matcher, faces.images, progress=progress)
     fta = failures_to_acquire(matcher, faces.images)[0]  # scored NaN: rejected
     subjects = faces.labels.astype(str)
     if not set(subjects) & set(ids):
         raise InputError(f"no probe subject folder matches a gallery client (gallery: "
                          f"{', '.join(ids[:5])}...)", path=probes_dir)
     claimed, real, probe, score, clients = [], [], [], [], {}
+    progress.start("scoring clients", len(ids), "clients")
     for c in ids:
+        progress.advance()
         model = info.clients[c]
         g = model.decision_function(feats, model.similarity_function(matcher))
         claimed.append(np.full(len(g), c))
@@ -278,6 +290,7 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
         probe.append(np.asarray(faces.paths).astype(str))
         score.append(np.where(fta, np.nan, g))
         clients[c] = {"matches": float(model.n_prototypes), "threshold": model.threshold}
+    progress.end()
     m_values = {int(info.clients[c].n_prototypes) for c in ids}
     return Scores("gallery", m_values.pop() if len(m_values) == 1 else None, 0,
                   np.concatenate(claimed), np.concatenate(real), np.concatenate(probe),

@@ -28,6 +28,7 @@ import numpy as np
 
 from ssgallery.biometrics import metrics
 from ssgallery.errors import InputError
+from ssgallery.progress import as_progress
 
 GRID_LOWEST = 1e-4
 GRID_POINTS = 401
@@ -215,7 +216,7 @@ def evaluate_method(group, grid, n_boot=N_BOOT, seed=0):
     return out
 
 
-def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0):
+def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0, progress=None):
     """Figures of merit per method.
 
     Parameters
@@ -227,6 +228,8 @@ def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0):
         Bootstrap resamples of the clients for the 95 % intervals (0: none).
     seed : int
         Seed of the bootstrap.
+    progress : ssgallery.progress.Progress, optional
+        One step per method.
 
     Returns
     -------
@@ -244,7 +247,15 @@ def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0):
         (gallery mode, else None) and ``far_grid`` / ``frr`` (the averaged curve).
     """
     grid = default_grid() if grid is None else np.asarray(grid, dtype=float)
-    return [evaluate_method(group, grid, n_boot, seed) for group in _group(tables).values()]
+    progress = as_progress(progress)
+    groups = list(_group(tables).values())
+    out = []
+    with progress.phase("evaluating (curves, bootstrap over clients)", len(groups),
+                        "methods"):
+        for group in groups:
+            out.append(evaluate_method(group, grid, n_boot, seed))
+            progress.advance()
+    return out
 
 
 # ------------------------------------------------------------------------ dev / eval

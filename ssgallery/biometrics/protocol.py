@@ -22,7 +22,8 @@ import numpy as np
 
 from ssgallery.biometrics.scores import Scores
 from ssgallery.errors import InputError
-from ssgallery.matchers.base import face_check
+from ssgallery.matchers.base import face_check, transform_in_chunks
+from ssgallery.progress import as_progress
 
 DEFAULT_METHODS = ("svm", "ssvm", "svm-red", "svm-sel")
 
@@ -235,8 +236,9 @@ def run_protocol(images, labels, options=None, *, matcher_factory=None, probe_la
         A fresh unfitted matcher per repetition; default eigenface.
     probe_labels : sequence of str, optional
         How each image is named in score files (default its index).
-    progress : callable(int), optional
-        Called with the number of clients just finished.
+    progress : ssgallery.progress.Progress, optional
+        Per repetition, the probes and training images mapped to the matcher space (one
+        step per image) and the clients trained (one step per client).
     enrollable : iterable of str, optional
         Subjects that may be enrolled (see `make_splits`).
 
@@ -262,25 +264,33 @@ def run_protocol(images, labels, options=None, *, matcher_factory=None, probe_la
                     else np.asarray(probe_labels).astype(str))
     matcher_factory = matcher_factory or default_matcher_factory
     tables = []
+    progress = as_progress(progress)
     for split in make_splits(labels, o.n_enrolled, o.n_train, o.repetitions, o.seed,
                              enrollable):
+        step = f"repetition {split.repetition + 1}/{o.repetitions}: "
         tables += _split_tables(split, (images, labels, probe_labels), matcher_factory(),
-                                specs, o, progress)
+                                specs, o, (progress, step))
     order = {spec: i for i, spec in enumerate(specs)}
     tables.sort(key=lambda t: (order[(t.method, t.m)], t.repetition))
     return tables
 
 
-def _split_tables(split, data, matcher, specs, options, progress):
+def _split_tables(split, data, matcher, specs, options, reporting):
     """One repetition: fit ``matcher`` on the training images only, train every client,
-    score the claims; one `Scores` per (method, m)."""
+    score the claims; one `Scores` per (method, m). ``reporting``: (Progress, the
+    repetition's label prefix)."""
     images, labels, probe_labels = data
+    progress, step = reporting
     identification = options.identification
-    matcher = matcher.fit(images[split.train_indices()])  # training images only
+    with progress.phase(f"{step}fitting the {getattr(matcher, 'name', '')} matcher", 1,
+                        "fits"):
+        matcher = matcher.fit(images[split.train_indices()])  # training images only
+        progress.advance()
     sim = matcher.similarity()
     needed = np.concatenate([split.train_indices(), split.impostors]
                             + [split.genuine[c] for c in split.enrolled])
-    feats = dict(zip(needed.tolist(), matcher.transform(images[needed])))
+    feats = dict(zip(needed.tolist(), transform_in_chunks(
+        matcher, images[needed], progress=progress, label=f"{step}computing features")))
     fta = np.zeros(len(images), dtype=bool)  # test probes that are not faces for it
     claims = needed[len(split.train_indices()):]
     fta[claims] = ~face_check(matcher, images[claims])[0]
@@ -294,7 +304,8 @@ def _split_tables(split, data, matcher, specs, options, progress):
     own = {c: np.isin(gen_idx, split.genuine[c]) for c in split.enrolled}
     jobs = [(X, np.where(owner == c, 1, -1), X_gen if identification else X_gen[own[c]],
              X_imp, sim, specs, rs, options.method_options, gram) for c in split.enrolled]
-    results = _map(jobs, options.n_jobs, progress)
+    with progress.phase(f"{step}training clients", len(jobs), "clients"):
+        results = _map(jobs, options.n_jobs, progress)
     tables = []
     for k, spec in enumerate(specs):
         per_client = {c: res[k] for c, res in zip(split.enrolled, results)}
@@ -346,8 +357,7 @@ def _map(jobs, n_jobs, progress):
         out = []
         for job in jobs:
             out.append(_fit_client(*job))
-            if progress:
-                progress(1)
+            progress.advance()
         return out
     from joblib import Parallel, delayed
 
@@ -355,6 +365,5 @@ def _map(jobs, n_jobs, progress):
     gen = Parallel(n_jobs=n_jobs, return_as="generator")(delayed(_fit_client)(*j) for j in jobs)
     for res in gen:
         out.append(res)
-        if progress:
-            progress(1)
+        progress.advance()
     return out

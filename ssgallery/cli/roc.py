@@ -1,12 +1,11 @@
 """``ssgallery roc``: the paper's evaluation protocol, FRR/FAR curves, EER, score files."""
 
-import sys
-
 import click
 
 from ssgallery.biometrics.protocol import DEFAULT_METHODS as PROTOCOL_METHODS
 from ssgallery.biometrics.protocol import ProtocolOptions
 from ssgallery.cli.options import key_file_option, matcher_cmd_option, warn
+from ssgallery.cli.progress import quiet_option, reporting
 
 DEFAULT_METHODS = ",".join(PROTOCOL_METHODS)
 
@@ -79,9 +78,10 @@ def _parse_methods(ctx, param, value):
 @click.option("--force", is_flag=True, help="Replace report files that were not written by "
               "ssgallery roc (never a folder or a device).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@quiet_option
 @key_file_option
 @matcher_cmd_option
-def command(paths, scores, no_plot, as_json, **options):
+def command(paths, scores, no_plot, as_json, quiet, **options):
     """Measure what compression costs: FRR/FAR curves, EER and matches per claim.
 
     Runs the paper's protocol (Sect. IV-A) on FACES_DIR (default: the enrollment
@@ -121,26 +121,11 @@ def command(paths, scores, no_plot, as_json, **options):
                                f"(score files go after --scores)")
     elif paths:
         faces_dir = paths[0]
-    err = sys.stderr
-    bar = None
-
-    def total(n):
-        nonlocal bar
-        bar = click.progressbar(length=n, label="clients", file=err, show_pos=True)
-        bar.__enter__()
-
-    def progress(k):
-        if bar is not None:
-            bar.update(k)
-
     inputs, protocol, report = split_options(
         dict(options, faces_dir=faces_dir, scores=scores, plot=not no_plot, warn=warn),
         RocInputs, ProtocolOptions, ReportOptions)
-    try:
-        result = roc(inputs, protocol, report, progress=progress, progress_total=total)
-    finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
+    with reporting(quiet) as progress:
+        result = roc(inputs, protocol, report, progress=progress)
     if as_json:
         with open(result["files"]["summary"], encoding="utf-8") as handle:
             click.echo(handle.read().rstrip())

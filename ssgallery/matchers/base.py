@@ -114,10 +114,11 @@ class Matcher:
         from a gallery are plausible in this matcher's space. Default: nothing."""
 
 
-def transform_in_chunks(matcher, images, chunk=64, progress=None):
+def transform_in_chunks(matcher, images, chunk=64, progress=None,
+                        label="computing features"):
     """``matcher.transform(images)`` computed ``chunk`` images at a time, one progress
-    step per image (phase "computing features"): a descriptor that takes a fraction of a
-    second per face (dlib) reports as it goes.
+    step per image (phase ``label``): a descriptor that takes a fraction of a second per
+    face (dlib) reports as it goes.
 
     Parameters
     ----------
@@ -137,7 +138,7 @@ def transform_in_chunks(matcher, images, chunk=64, progress=None):
     if n <= chunk:
         return matcher.transform(images[:n])
     parts = []
-    with progress.phase("computing features", n, "images"):
+    with progress.phase(label, n, "images"):
         for start in range(0, n, chunk):
             parts.append(matcher.transform(images[start:start + chunk]))
             progress.advance(len(parts[-1]))
