@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := demo_out
 
-.PHONY: demo test bench bench-quick lint docs clean
+.PHONY: demo test test-fast bench bench-quick lint docs clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,8 +14,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,plot,docs,dlib,distributed,crypto]'
 	@touch $(STAMP)
 
+# Every test (CI). pyproject's addopts add --dist loadfile: a file's tests share one worker,
+# so a module fixture is built once, not once per worker.
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --durations=15 tests
+
+# The unit tier for the edit loop: no real data, hardening corpus, benchmark smoke, nor
+# tests that start a process or cost more than 1 CPU-s with their fixtures, as measured
+# the last time they ran (tests/tiers.py; docs/contributing.md).
+TIER_FAST := not (slow or hardening or bench or process or heavy)
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -q -m "$(TIER_FAST)" tests
 
 demo: $(STAMP)
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)

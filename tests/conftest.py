@@ -1,4 +1,5 @@
-"""Shared fixtures: the real face data sets and synthetic face folders.
+"""Shared fixtures: the real face data sets, synthetic face folders, and the sample data
+enrolled and compressed once per test run (`built_once`).
 
 One rule for real data: a data set that is missing skips its tests on a developer's
 machine and fails them in CI (``CI`` set to anything but empty/"0"/"false"), where the
@@ -6,12 +7,23 @@ data must be there (``../shared/data`` or the ``SSGALLERY_*`` variables of
 :mod:`ssgallery.datasets`).
 """
 
+import json
 import os
+import shutil
 
 import pytest
-from helpers import make_faces
+import tiers
+from filelock import FileLock
+from helpers import invoked, make_faces
 
-from ssgallery.datasets import att_faces_path, lfw_path
+from ssgallery.datasets import att_faces_path, lfw_path, sample_faces_path
+
+
+def pytest_configure(config):
+    """The test tiers (tests/tiers.py), as a plugin: its hooks see every test and fixture,
+    session-scoped ones included."""
+    if not config.pluginmanager.has_plugin("ssgallery-tiers"):
+        config.pluginmanager.register(tiers, "ssgallery-tiers")
 
 
 def in_ci():
@@ -51,3 +63,84 @@ def faces_factory(tmp_path):
         return make_faces(str(tmp_path / f"faces{next(counter)}"), **kwargs)
 
     return make
+
+
+# ----------------------------------------------------------------- built once per test run
+
+@pytest.fixture(scope="session")
+def built_once(tmp_path_factory):
+    """``built_once(name, build)``: the folder where ``build(folder)`` wrote something
+    expensive (a store, a trained gallery) and the JSON-able value it returned, built once
+    per test run even across xdist workers (the worker that comes first builds it under a
+    file lock, the others wait and read it; a failed build is retried by the next).
+
+    Tests must not change what is in the folder: copy files out first
+    (``helpers.copied``).
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by the workers of this run
+
+    def get(name, build):
+        folder = root / f"built-once-{name}"
+        with FileLock(f"{folder}.lock"):
+            done = folder / "built.json"
+            if not done.is_file():
+                shutil.rmtree(folder, ignore_errors=True)  # what a failed build left
+                folder.mkdir()
+                done.write_text(json.dumps(build(folder)))
+            return folder, json.loads(done.read_text())
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def sample_store(built_once):
+    """sample_data/faces enrolled by ``ssgallery enroll FACES --store S --json`` (20
+    clients, eigenface): {"store": path, "enrolled": the CLI result}. Read only."""
+    def build(folder):
+        store = folder / "enrollment.h5"
+        return {"store": str(store),
+                "enrolled": invoked(["enroll", sample_faces_path(), "--store", store, "--json"])}
+
+    return built_once("sample-store", build)[1]
+
+
+@pytest.fixture(scope="session")
+def sample_gallery_3(built_once, sample_store):
+    """`sample_store` compressed by ``ssgallery compress --m 2 --clients c01,c02,c03
+    --json`` (every other client trains as an impostor): {"gallery": path, "compressed":
+    the CLI result}. Read only."""
+    def build(folder):
+        gallery = folder / "gallery.h5"
+        return {"gallery": str(gallery),
+                "compressed": invoked(["compress", "--store", sample_store["store"], "-o",
+                                       gallery, "--m", "2", "--clients", "c01,c02,c03",
+                                       "--json"])}
+
+    return built_once("sample-gallery-3", build)[1]
+
+
+@pytest.fixture(scope="session")
+def synth_split_built(built_once):
+    """Synthetic faces (``write_sample_data``: 40 identities x 6 images, seed 1): the first
+    12 enrolled with 5 images each (``train/``, ``e.h5``); their 6th image and every image
+    of the 28 others as probes (``probes/``). Built once per run: (folder, the 12 client
+    ids). Read only: copy the folder first (``shutil.copytree``)."""
+    def build(root):
+        from ssgallery.app.enroll import enroll
+        from ssgallery.images.synth import write_sample_data
+
+        write_sample_data(root / "s", identities=40, images=6, seed=1, probes=0)
+        ids = sorted(p.name for p in (root / "s" / "faces").iterdir())
+        for i, subject in enumerate(ids):
+            files = sorted((root / "s" / "faces" / subject).iterdir())
+            for folder, chosen in (("train", files[:5] if i < 12 else []),
+                                   ("probes", files[5:] if i < 12 else files)):
+                for f in chosen:
+                    (root / folder / subject).mkdir(parents=True, exist_ok=True)
+                    shutil.copy(f, root / folder / subject / f.name)
+        enroll(root / "train", root / "e.h5")
+        return ids[:12]
+
+    return built_once("synth-split", build)

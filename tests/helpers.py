@@ -194,3 +194,27 @@ class RecordProgress(Progress):
     def steps(self, label):
         """Steps reported in the phase ``label`` (all its runs)."""
         return sum(e[2] for e in self.events if e[0] == "advance" and e[1] == label)
+
+
+def copied(src, dst_folder, name):
+    """``src`` copied to ``dst_folder / name`` (a path string); nothing when ``src`` is
+    missing (a failed build: the test then reports the command's error)."""
+    import os
+    import shutil
+
+    dst = os.path.join(dst_folder, name)
+    if os.path.exists(src):
+        shutil.copyfile(src, dst)
+    return dst
+
+
+def invoked(args):
+    """``ssgallery ARGS`` through click's CliRunner, as a JSON-able dict of what the tests
+    read of a result: exit_code, output, stdout, stderr."""
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    return {"exit_code": r.exit_code, "output": r.output, "stdout": r.stdout,
+            "stderr": r.stderr}

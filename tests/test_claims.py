@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 from click.testing import CliRunner
-from helpers import write_non_faces
+from helpers import copied, write_non_faces
 
 from ssgallery.app import claims as claims_module
 from ssgallery.app.claims import Claim, parse_claims, verify_claims
@@ -20,16 +20,14 @@ CLIENTS = "c01,c02,c03"
 
 
 @pytest.fixture(scope="module")
-def gallery(tmp_path_factory):
-    """The sample data enrolled, clients c01-c03 compressed at m = 2."""
+def gallery(tmp_path_factory, sample_store, sample_gallery_3):
+    """The sample data enrolled, clients c01-c03 compressed at m = 2 (once per run:
+    conftest.py)."""
     folder = tmp_path_factory.mktemp("claims")
-    store, path = str(folder / "e.h5"), str(folder / "g.h5")
-    runner = CliRunner()
-    for args in (["enroll", str(sample_faces_path()), "--store", store],
-                 ["compress", "--store", store, "-o", path, "--m", "2", "--clients", CLIENTS]):
-        res = runner.invoke(main, args)
-        assert res.exit_code == 0, res.output
-    return path
+    for res in (sample_store["enrolled"], sample_gallery_3["compressed"]):
+        assert res["exit_code"] == 0, res["output"]
+    assert CLIENTS == "c01,c02,c03"  # the clients of sample_gallery_3
+    return copied(sample_gallery_3["gallery"], folder, "g.h5")
 
 
 def _probe(name):

@@ -6,10 +6,11 @@ import os
 import shutil
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
-from helpers import make_faces
+from helpers import copied, make_faces
 
 from ssgallery.cli import main
 from ssgallery.datasets import sample_faces_path
@@ -18,21 +19,28 @@ CLIENTS = "c01,c02,c03"  # compress a few clients (all 200 images still train as
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
+def data(tmp_path_factory, request):
     root = tmp_path_factory.mktemp("cli")
     faces = sample_faces_path()
     probes = faces.parent / "probes"
-    if not (faces / "c03").is_dir():  # sample_data not generated yet: a tiny stand-in
+    store, gallery = str(root / "enrollment.h5"), str(root / "gallery.h5")
+    if (faces / "c03").is_dir():  # enrolled and compressed once per run (conftest.py)
+        shared = request.getfixturevalue("sample_store")
+        copied(shared["store"], root, "enrollment.h5")
+        enrolled = SimpleNamespace(**shared["enrolled"])
+        shared = request.getfixturevalue("sample_gallery_3")
+        copied(shared["gallery"], root, "gallery.h5")
+        compressed = SimpleNamespace(**shared["compressed"])
+    else:  # sample_data not generated yet: a tiny stand-in
         faces = make_faces(str(root / "faces"), n_clients=5, n_images=6, prefix="c")
         probes = root / "probes"
         probes.mkdir()
         shutil.copy(os.path.join(faces, "c03", "5.png"), probes / "c03_genuine_1.png")
         shutil.copy(os.path.join(faces, "c01", "5.png"), probes / "c01_genuine_1.png")
-    runner = CliRunner()
-    store, gallery = str(root / "enrollment.h5"), str(root / "gallery.h5")
-    enrolled = runner.invoke(main, ["enroll", str(faces), "--store", store, "--json"])
-    compressed = runner.invoke(main, ["compress", "--store", store, "-o", gallery, "--m", "2",
-                                      "--clients", CLIENTS, "--json"])
+        runner = CliRunner()
+        enrolled = runner.invoke(main, ["enroll", str(faces), "--store", store, "--json"])
+        compressed = runner.invoke(main, ["compress", "--store", store, "-o", gallery, "--m",
+                                          "2", "--clients", CLIENTS, "--json"])
     return {"root": root, "faces": str(faces), "probes": probes, "store": store,
             "gallery": gallery, "enrolled": enrolled, "compressed": compressed}
 

@@ -7,7 +7,7 @@ import shutil
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import write_non_faces
+from helpers import copied, write_non_faces
 
 from ssgallery.biometrics.protocol import make_splits
 from ssgallery.cli import main
@@ -19,15 +19,14 @@ PROBES = sample_faces_path().parent / "probes"
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """sample_data enrolled and compressed (3 clients), plus the non-face corpus."""
+def built(tmp_path_factory, sample_store, sample_gallery_3):
+    """sample_data enrolled and compressed (3 clients; once per run: conftest.py), plus
+    the non-face corpus."""
     root = tmp_path_factory.mktemp("fta")
-    store, gallery = str(root / "e.h5"), str(root / "g.h5")
-    runner = CliRunner()
-    assert runner.invoke(main, ["enroll", str(sample_faces_path()), "--store", store]) \
-        .exit_code == 0
-    assert runner.invoke(main, ["compress", "--store", store, "-o", gallery, "--m", "2",
-                                "--clients", "c01,c02,c03"]).exit_code == 0
+    assert sample_store["enrolled"]["exit_code"] == 0
+    assert sample_gallery_3["compressed"]["exit_code"] == 0
+    store = copied(sample_store["store"], root, "e.h5")
+    gallery = copied(sample_gallery_3["gallery"], root, "g.h5")
     return {"root": root, "store": store, "gallery": gallery,
             "non_faces": write_non_faces(str(root / "nonfaces"))}
 
@@ -37,10 +36,16 @@ def _verify(built, *args):
     return result.exit_code, result.stdout
 
 
-def test_eigenface_limits_sample_data(built):
-    """Every sample probe (genuine and unknown people) is a face; every non-face is not."""
+@pytest.fixture(scope="module")
+def sample_fit():
+    """The sample faces and the eigenface matcher fitted on all of them (read only)."""
     faces = load_faces(sample_faces_path(), size=None)
-    matcher = EigenfaceMatcher().fit(faces.images)
+    return faces, EigenfaceMatcher().fit(faces.images)
+
+
+def test_eigenface_limits_sample_data(built, sample_fit):
+    """Every sample probe (genuine and unknown people) is a face; every non-face is not."""
+    faces, matcher = sample_fit
     assert 0 < matcher.max_relative_dffs_ <= 0.95 and matcher.max_difs_ > 0
     size = faces.images.shape[1:][::-1]
     probes = load_image_list(sorted(PROBES.glob("*.png")), size=size)
@@ -54,9 +59,9 @@ def test_eigenface_limits_sample_data(built):
         assert matcher.quality(image)[0] < 1.0
 
 
-def test_state_round_trip_and_older_files():
-    images = load_faces(sample_faces_path(), size=None).images
-    matcher = EigenfaceMatcher().fit(images)
+def test_state_round_trip_and_older_files(sample_fit):
+    faces, matcher = sample_fit
+    images = faces.images
     again = EigenfaceMatcher.from_state(matcher.get_config(), matcher.get_state())
     np.testing.assert_array_equal(again.quality(images[:5]), matcher.quality(images[:5]))
     state = {k: v for k, v in matcher.get_state().items()

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from helpers import copied, invoked
 
 from ssgallery.cli import main
 from ssgallery.datasets import sample_faces_path
@@ -14,16 +15,15 @@ PROBES = sample_faces_path().parent / "probes"
 
 
 @pytest.fixture(scope="module")
-def gallery(tmp_path_factory):
-    """The sample data enrolled and compressed at m = 2 (20 clients)."""
+def gallery(tmp_path_factory, built_once, sample_store):
+    """The sample data enrolled and compressed at m = 2 (20 clients; once per run)."""
     folder = tmp_path_factory.mktemp("identify")
-    runner = CliRunner()
-    store, path = str(folder / "e.h5"), str(folder / "g.h5")
-    for args in (["enroll", str(sample_faces_path()), "--store", store],
-                 ["compress", "--store", store, "-o", path, "--m", "2"]):
-        res = runner.invoke(main, args)
-        assert res.exit_code == 0, res.output
-    return path
+    res = sample_store["enrolled"]
+    assert res["exit_code"] == 0, res["output"]
+    shared, res = built_once("sample-gallery-20", lambda f: invoked(
+        ["compress", "--store", sample_store["store"], "-o", f / "g.h5", "--m", "2"]))
+    assert res["exit_code"] == 0, res["output"]
+    return copied(shared / "g.h5", folder, "g.h5")
 
 
 def test_index_scores_equal_each_clients_own_model(gallery):

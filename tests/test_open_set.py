@@ -18,24 +18,15 @@ from ssgallery.errors import InputError
 
 
 @pytest.fixture(scope="module")
-def split(tmp_path_factory):
-    """Synthetic faces: 12 clients enrolled with 5 images each and compressed (3-fold
-    threshold CV); their 6th image and every image of 28 other people as probes."""
-    from ssgallery.images.synth import write_sample_data
-
+def split(tmp_path_factory, synth_split_built):
+    """Synthetic faces: 12 clients enrolled with 5 images each (built once per run:
+    conftest.py) and compressed (3-fold threshold CV); their 6th image and every image of
+    28 other people as probes."""
+    shared, clients = synth_split_built
     root = tmp_path_factory.mktemp("openset")
-    write_sample_data(root / "s", identities=40, images=6, seed=1, probes=0)
-    ids = sorted(p.name for p in (root / "s" / "faces").iterdir())
-    for i, subject in enumerate(ids):
-        files = sorted((root / "s" / "faces" / subject).iterdir())
-        for folder, chosen in (("train", files[:5] if i < 12 else []),
-                               ("probes", files[5:] if i < 12 else files)):
-            for f in chosen:
-                (root / folder / subject).mkdir(parents=True, exist_ok=True)
-                shutil.copy(f, root / folder / subject / f.name)
-    enroll(root / "train", root / "e.h5")
+    shutil.copytree(shared, root, dirs_exist_ok=True)
     summary = compress(root / "e.h5", root / "g.h5", CompressOptions(cv_folds=3))
-    return root, ids[:12], summary
+    return root, clients, summary
 
 
 def _identify(*args):

@@ -17,23 +17,14 @@ from ssgallery.errors import InputError
 
 
 @pytest.fixture(scope="module")
-def synth_split(tmp_path_factory):
+def synth_split(tmp_path_factory, synth_split_built):
     """Synthetic faces (ssgallery synth): 12 clients enrolled with 5 images each; their
-    6th image and every image of 28 other people (never enrolled) as probes."""
-    from ssgallery.images.synth import write_sample_data
-
+    6th image and every image of 28 other people (never enrolled) as probes (built once
+    per run: conftest.py)."""
+    shared, clients = synth_split_built
     root = tmp_path_factory.mktemp("split")
-    write_sample_data(root / "s", identities=40, images=6, seed=1, probes=0)
-    ids = sorted(p.name for p in (root / "s" / "faces").iterdir())
-    for i, subject in enumerate(ids):
-        files = sorted((root / "s" / "faces" / subject).iterdir())
-        for folder, chosen in (("train", files[:5] if i < 12 else []),
-                               ("probes", files[5:] if i < 12 else files)):
-            for f in chosen:
-                (root / folder / subject).mkdir(parents=True, exist_ok=True)
-                shutil.copy(f, root / folder / subject / f.name)
-    enroll(root / "train", root / "e.h5")
-    return root, ids[:12]
+    shutil.copytree(shared, root, dirs_exist_ok=True)
+    return root, clients
 
 
 def _unseen_far(gallery, root, clients):
