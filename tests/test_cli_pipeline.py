@@ -64,7 +64,39 @@ def test_enroll_and_compress(data):
     out = json.loads(r.stdout)
     assert [c["client"] for c in out["clients"]] == CLIENTS.split(",")
     assert all(c["m"] == 2 and c["svm_n_support"] > 2 for c in out["clients"])
+    # held-out agreement with the SVM (threshold CV): m = 2 ranks like its teacher
+    assert all(abs(c["teacher_gap"]) < 0.05 for c in out["clients"])
+    assert out["worse_than_svm"] == []
     assert r.stderr == ""  # a short run on a pipe: no progress line (tests/test_progress.py)
+
+
+def test_compress_names_clients_much_worse_than_their_svm(data, tmp_path):
+    # one prototype from a random start, one sweep: the distilled models rank held-out
+    # images far worse than their SVMs; compress names them (as never-accepting ones)
+    gallery = str(tmp_path / "bad.h5")
+    args = ["compress", "--store", data["store"], "-o", gallery, "--m", "1", "--init",
+            "random", "--max-iter", "1", "--clients", CLIENTS]
+    r = CliRunner().invoke(main, [*args, "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    bad = [c["client"] for c in out["clients"] if c["teacher_gap"] > 0.05]
+    assert bad and out["worse_than_svm"] == bad
+    r = CliRunner().invoke(main, [*args, "--force"])
+    assert r.exit_code == 0, r.output
+    assert f"warning: {len(bad)} client(s) rank held-out images much worse than their SVM" \
+        in r.stderr and ", ".join(bad) in r.stderr
+    assert "vs SVM" in r.stdout
+    # --guard refits them (other starts, with their threshold CV) and keeps the best
+    r = CliRunner().invoke(main, [*args, "--guard", "--force", "--json"])
+    assert r.exit_code == 0, r.output
+    guarded = {c["client"]: c["teacher_gap"] for c in json.loads(r.stdout)["clients"]}
+    before = {c["client"]: c["teacher_gap"] for c in out["clients"]}
+    assert all(guarded[c] < before[c] for c in bad)
+    assert json.loads(r.stdout)["worse_than_svm"] == [c for c in bad if guarded[c] > 0.05]
+    r = CliRunner().invoke(main, ["info", "--gallery", gallery, "--client", bad[0], "--json"])
+    assert r.exit_code == 0, r.output
+    record = json.loads(r.stdout)["client"]["provenance"]["guard"]
+    assert record["attempts"][0][0] == "first fit" and record["repaired"]
 
 
 def test_verify_accepts_genuine_and_rejects_others(data):

@@ -95,6 +95,7 @@ def test_a_new_field_at_its_default_keeps_every_digest_and_provenance():
     ({"init": "pca"}, ("`init` must be one of auto, class, genuine, kmeans, random, "
                        "got 'pca'")),
     ({"max_iter": 0}, "`max_iter` must be a positive integer, got 0"),
+    ({"refresh_every": 0}, "`refresh_every` must be a positive integer, got 0"),
     ({"max_impostors": -1}, "max_impostors must be a non-negative integer, got -1"),
     ({"impostors": "nearest"}, "impostors must be one of sample, cohort, got 'nearest'"),
     ({"threshold_mode": "x"}, ("`threshold_mode` must be one of client, znorm-global, "
@@ -167,3 +168,11 @@ def test_roc_command_line_splits_into_its_three_objects():
                                              ReportOptions)
     assert inputs == RocInputs() and report == ReportOptions()
     assert protocol == ROC_PROTOCOL  # the command line's defaults are roc's library ones
+
+
+def test_robust_training_fields_enter_the_digest_only_when_set():
+    base = CompressOptions()
+    assert "refresh_every" not in base.digest_dict() and "guard" not in base.digest_dict()
+    set_ = CompressOptions(refresh_every=5, guard=True)
+    assert set_.digest_dict()["refresh_every"] == 5 and set_.digest_dict()["guard"] is True
+    assert set_.provenance()["refresh_every"] == 5 and set_.provenance()["guard"] is True

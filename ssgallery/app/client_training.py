@@ -30,6 +30,7 @@ from ssgallery.app.parts import ClientResult
 from ssgallery.errors import InputError
 from ssgallery.learn.threads import single_threaded_blas
 
+GUARD_GAP = 0.05  # held-out teacher_gap above which compress warns (and --guard refits)
 AUTO_M_GRID = (10, 5, 3, 2, 1)  # --m auto: candidates, largest first (Eq. 8 (eq:xval-m))
 
 
@@ -90,9 +91,10 @@ def threshold_at_far(impostor_scores, target_far):
     return at_far(impostor_scores, target_far)
 
 
-def _fit_pair(X, y, similarity, bounds, options, C, m, gram=None):
+def _fit_pair(X, y, similarity, bounds, options, C, m, gram=None, n_init=1):
     """SVM teacher (``gram`` = S(X, X) if known), then its distillation to m prototypes
-    (m="auto": Eq. 8 (eq:xval-m)) with the learner options of ``options``."""
+    (m="auto": Eq. 8 (eq:xval-m)) with the learner options of ``options`` and ``n_init``
+    starts (more only when the guard refits)."""
     from ssgallery.learn.supersparse import SuperSparseDistiller
     from ssgallery.learn.teacher import SimilaritySVM
 
@@ -101,6 +103,7 @@ def _fit_pair(X, y, similarity, bounds, options, C, m, gram=None):
     dist = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=2 if m == "auto" else m,
                                 similarity=similarity, lam=o.lam, solver=o.solver,
                                 init=o.init, bounds=bounds, max_iter=o.max_iter,
+                                refresh_every=o.refresh_every, n_init=n_init,
                                 random_state=o.seed)
     if m == "auto":
         from ssgallery.learn.mselect import select_n_prototypes
@@ -189,33 +192,96 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
 
     o = options if options is not None else CompressOptions()
     o = replace(o, init=resolve_init(o.init, similarity))
-    svm, dist = _fit_pair(X, y, similarity, bounds, o, "cv", o.m, gram)
-    m_fit = len(dist.beta_)
     if folds is None:
         folds = threshold_folds(y, groups, o.cv_folds, o.seed)
     k = int(folds.max()) + 1 if folds is not None else 0
-    if folds is not None:
-        spaces = fold_spaces or [(X, similarity, bounds)] * k
-        imp_g, imp_s, gen_g, gen_s = _heldout_scores(
-            y, folds, spaces, lambda Xf, yf, sim_f, bounds_f:
-            _fit_pair(Xf, yf, sim_f, bounds_f, o, svm.C_, m_fit))
-        imp_index = np.concatenate([np.flatnonzero((folds == j) & (y < 0)) for j in range(k)])
-        imp_subject = np.asarray(groups)[imp_index] if groups is not None else None
-    else:  # too few images or impostor subjects to hold out: training scores
-        neg = y < 0
-        imp_index = np.flatnonzero(neg)
-        imp_subject = np.asarray(groups)[neg] if groups is not None else None
-        imp_g, imp_s = dist.decision_function(X[neg]), svm.decision_function(X[neg])
-        gen_g, gen_s = dist.decision_function(X[~neg]), svm.decision_function(X[~neg])
+
+    def fit_and_hold_out(opts, m, n_init=1):
+        svm, dist = _fit_pair(X, y, similarity, bounds, opts, "cv", m, gram, n_init)
+        if folds is None:  # too few images or impostor subjects to hold out: training scores
+            neg = y < 0
+            return svm, dist, (dist.decision_function(X[neg]), svm.decision_function(X[neg]),
+                               dist.decision_function(X[~neg]), svm.decision_function(X[~neg]))
+        m_fit = len(dist.beta_)
+        return svm, dist, _heldout_scores(
+            y, folds, fold_spaces or [(X, similarity, bounds)] * k,
+            lambda Xf, yf, sim_f, bounds_f: _fit_pair(Xf, yf, sim_f, bounds_f, opts,
+                                                      svm.C_, m_fit, n_init=n_init))
+
+    svm, dist, scores = fit_and_hold_out(o, o.m)
+    guard = None
+    if o.guard and k:
+        svm, dist, scores, guard = _guard(o, fit_and_hold_out, (svm, dist, scores))
+    imp_g, imp_s, gen_g, gen_s = scores
+    imp_index = np.concatenate([np.flatnonzero((folds == j) & (y < 0)) for j in range(k)]) \
+        if k else np.flatnonzero(y < 0)
+    imp_subject = np.asarray(groups)[imp_index] if groups is not None else None
     t, t_svm = threshold_at_far(imp_g, o.target_far), threshold_at_far(imp_s, o.target_far)
     cv = {"threshold_folds": k,
           "cv_far": float(np.mean(imp_g >= t)), "cv_frr": float(np.mean(gen_g < t)),
           "svm_cv_far": float(np.mean(imp_s >= t_svm)),
-          "svm_cv_frr": float(np.mean(gen_s < t_svm))}
+          "svm_cv_frr": float(np.mean(gen_s < t_svm)),
+          **teacher_agreement(gen_g, imp_g, gen_s, imp_s, held_out=k > 0)}
+    if guard is not None:
+        cv["guard"] = guard
     return ClientFit(svm=svm, distiller=dist, threshold=t, svm_threshold=t_svm, cv=cv,
                      normalization=znorm_parameters(imp_g),
                      heldout={"impostor": imp_g, "genuine": gen_g,
                               "impostor_subject": imp_subject, "impostor_index": imp_index})
+
+
+def teacher_agreement(gen_g, imp_g, gen_s, imp_s, held_out=True):
+    """How the distilled model ranks held-out images beside its SVM teacher.
+
+    From the threshold CV's held-out scores (distilled ``gen_g``, ``imp_g``; SVM
+    ``gen_s``, ``imp_s``): each model's share of misranked (genuine, impostor) pairs
+    (`ssgallery.learn.guard.misranking`, 1 - ROC AUC) and their difference
+    ``teacher_gap`` (> 0: the distilled model is worse). None when nothing was held out
+    (training scores say nothing of new images).
+
+    Returns
+    -------
+    dict
+        ``{"misranking", "svm_misranking", "teacher_gap"}``, floats or None.
+    """
+    if not held_out:
+        return {"misranking": None, "svm_misranking": None, "teacher_gap": None}
+    from ssgallery.learn.guard import misranking
+
+    mine, svm = misranking(gen_g, imp_g), misranking(gen_s, imp_s)
+    return {"misranking": mine, "svm_misranking": svm, "teacher_gap": mine - svm}
+
+
+def _guard(o, fit_and_hold_out, first):
+    """``--guard``: when the first fit's held-out `teacher_agreement` gap exceeds
+    `GUARD_GAP`, refit from the other class-aware start, from 3 random starts of real
+    images, and (``m="auto"``) with one prototype more, each with its threshold CV,
+    keeping the fit of least gap (`ssgallery.learn.guard`, the library's twin).
+    Returns (svm, distiller, held-out scores, record)."""
+    def gap(scores):
+        imp_g, imp_s, gen_g, gen_s = scores
+        return teacher_agreement(gen_g, imp_g, gen_s, imp_s)["teacher_gap"]
+
+    best, best_gap = first, gap(first[2])
+    attempts = [("first fit", best_gap)]
+    if best_gap > GUARD_GAP:
+        m = len(first[1].beta_)
+        tries = [(f"init={i}", replace(o, init=i), m, 1) for i in ("class", "genuine")
+                 if i != o.init]
+        # n_init=4: the class-aware start, then 3 of random real images of each class
+        tries.append(("3 random starts", replace(o, init="class"), m, 4))
+        if o.m == "auto":
+            tries.append((f"m={m + 1}", o, m + 1, 1))
+        for label, opts, m_try, n_init in tries:
+            fit = fit_and_hold_out(opts, m_try, n_init)
+            attempts.append((label, gap(fit[2])))
+            if attempts[-1][1] < best_gap:
+                best, best_gap = fit, attempts[-1][1]
+            if best_gap <= GUARD_GAP:
+                break
+    record = {"attempts": [[a, float(g)] for a, g in attempts],
+              "repaired": bool(best_gap < attempts[0][1]), "ok": bool(best_gap <= GUARD_GAP)}
+    return (*best, record)
 
 
 def _heldout_scores(y, folds, spaces, refit):
@@ -302,6 +368,7 @@ def summary_row(client, result_prov, threshold, beta, intercept, normalization=N
             "beta": [float(b) for b in beta], "intercept": float(intercept),
             "svm_n_support": p["svm_n_support"], "svm_threshold": p["svm_threshold"],
             "cv_far": p["cv_far"], "cv_frr": p["cv_frr"], "svm_cv_frr": p["svm_cv_frr"],
+            "teacher_gap": p.get("teacher_gap"),  # None in galleries made before it
             "omega": p["omega"], "n_impostor": p["n_impostor"]}
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ssgallery.app.client_training import (  # noqa: F401  (threshold_*: public here)
+    GUARD_GAP,
     ClientJob,
     SharedBlocks,
     threshold_at_far,
@@ -76,6 +77,7 @@ class CompressSummary:
     heldout: dict = None  # client -> its held-out {"impostor", "genuine"} scores (not JSON)
     never_accepting: list = None  # clients whose threshold is above their highest score
     open_set: dict = None  # the 1:N operating point recorded (`ssgallery.app.open_set`)
+    worse_than_svm: list = None  # clients whose held-out teacher_gap exceeds GUARD_GAP
 
     def to_dict(self):
         return {k: v for k, v in self.__dict__.items() if k != "heldout"}
@@ -430,6 +432,9 @@ def _summary(plan, run, paths, results, done):
                            program_runs=_program_runs(plan.matcher, run.jobs, run.scheduler),
                            threshold_mode=plan.options.threshold_mode,
                            heldout={c: r.heldout for c, r in results.items() if r.heldout},
+                           worse_than_svm=[c for c in order
+                                           if (results[c].row.get("teacher_gap") or 0)
+                                           > GUARD_GAP],
                            **done)
 
 

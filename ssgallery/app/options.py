@@ -197,6 +197,13 @@ class CompressOptions(_Options):
         The 1:N operating point: the fraction of strangers' searches over every client
         that may return someone (`ssgallery.app.open_set`). Set once every client is
         trained and re-derived for the grown gallery on ``update``: never digested.
+    refresh_every : int
+        ``solver="paper"``: exact similarities every p moves of a prototype, the
+        first-order model in between (`ssgallery.learn.solvers.solve_paper_refresh`).
+    guard : bool
+        Refit a client whose distilled model ranks the threshold CV's held-out images
+        much worse than its SVM (`ssgallery.app.client_training.GUARD_GAP`) from other
+        starts (and m + 1 with ``m="auto"``), keeping the fit of least held-out gap.
     """
 
     threshold_mode: str = option_field(DEFAULT_THRESHOLD_MODE, one_of(*THRESHOLD_MODES), NEVER)
@@ -214,6 +221,8 @@ class CompressOptions(_Options):
     refit_matcher: bool = option_field(True, _flag_bool, ALWAYS)
     protect_templates: bool = option_field(False, _flag_bool, IF_CHANGED)
     target_fpir: float = option_field(0.01, open_rate, NEVER)
+    refresh_every: int = option_field(1, positive_int)
+    guard: bool = option_field(False, _flag_bool)
 
     def digest_dict(self):
         """What the options digest and the parts' run key hash: the `ALWAYS` fields, and

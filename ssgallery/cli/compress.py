@@ -81,6 +81,13 @@ def _parse_m(ctx, param, value):
               show_default=True,
               help="Learner iterations: L-BFGS-B steps (varpro) or sweeps over the m "
               "prototypes (paper); a few (e.g. 4) for slow external matchers.")
+@click.option("--refresh-every", type=click.IntRange(min=1), default=DEFAULT.refresh_every,
+              show_default=True, metavar="P",
+              help="--solver paper: the matcher scores a moved prototype every P moves, a "
+              "first-order model in between (more sweeps for the same matcher runs).")
+@click.option("--guard/--no-guard", default=DEFAULT.guard, show_default=True,
+              help="Refit clients whose model ranks held-out images much worse than their "
+              "SVM ('vs SVM' > 0.05) from other starts (m + 1 with --m auto).")
 @click.option("--max-impostors", type=click.IntRange(min=0), default=DEFAULT.max_impostors,
               show_default=True,
               metavar="K", help="Each client trains on its own images and at most K impostor "
@@ -143,7 +150,7 @@ def command(store, gallery, as_json, quiet, **options):
       ssgallery compress --update              # after enroll --add: only the new clients
       ssgallery compress --privacy-key-file /etc/ssgallery/privacy.key --protect-templates
     """
-    from ssgallery.app.compress import CompressInterrupted, compress
+    from ssgallery.app.compress import GUARD_GAP, CompressInterrupted, compress
     from ssgallery.app.options import CompressOptions, CompressRun, split_options
 
     with reporting(quiet) as progress:
@@ -179,6 +186,14 @@ def command(store, gallery, as_json, quiet, **options):
                    f"(threshold above the highest score their model gives): {names}"
                    + (f" and {more} more" if more > 0 else "") + "; try more impostors "
                    "(--max-impostors, --impostors sample) or a lower --target-far", err=True)
+    if summary.worse_than_svm:
+        names = ", ".join(printable(c) for c in summary.worse_than_svm[:10])
+        more = len(summary.worse_than_svm) - 10
+        click.echo(f"warning: {len(summary.worse_than_svm)} client(s) rank held-out images "
+                   f"much worse than their SVM ('vs SVM' above {GUARD_GAP:g}: share of "
+                   f"genuine-impostor pairs misranked beyond the SVM's): {names}"
+                   + (f" and {more} more" if more > 0 else "") + "; try more prototypes "
+                   "(--m, --m auto), more iterations (--max-iter) or --guard", err=True)
     if summary.basis_stale:
         click.echo("warning: the store's matcher basis is stale (clients were added with "
                    "--add); re-run enroll without --add to refit it", err=True)
@@ -191,10 +206,17 @@ def _pct(value):
 def client_table(rows):
     """One line per client: m, the stored threshold, the FRR of its held-out genuine
     images at that threshold, its own CV threshold's FRR, and its full SVM's #SVs and
-    CV FRR (both CV FRRs at the client's own threshold for the target FAR)."""
+    CV FRR (both CV FRRs at the client's own threshold for the target FAR), and "vs SVM":
+    the share of held-out genuine-impostor pairs it misranks beyond its SVM
+    (``teacher_gap``; "-" without held-out images or in galleries made before it)."""
     from ssgallery.tables import format_table
 
-    head = ["client", "m", "threshold", "FRR", "CV FRR", "SVM #SVs", "SVM CV FRR"]
+    head = ["client", "m", "threshold", "FRR", "CV FRR", "SVM #SVs", "SVM CV FRR", "vs SVM"]
     return format_table(head, [[printable(r["client"]), r["m"], f"{r['threshold']:.4f}",
                                 _pct(r.get("frr")), _pct(r["cv_frr"]), r["svm_n_support"],
-                                _pct(r["svm_cv_frr"])] for r in rows], right=range(1, 7))
+                                _pct(r["svm_cv_frr"]), _gap(r.get("teacher_gap"))]
+                               for r in rows], right=range(1, 8))
+
+
+def _gap(value):
+    return None if value is None else f"{value:+.3f}"

@@ -201,7 +201,7 @@ class SuperSparseRegressionDistiller(DistillerMixin, RegressorMixin, BaseEstimat
     init : str, default="quantile"
         See `ssgallery.learn.supersparse.initial_prototypes`.
     n_init : int, default=1
-    solver, bounds, eta, normalize_step, repulsion, max_iter, tol, random_state
+    solver, bounds, eta, normalize_step, repulsion, max_iter, tol, random_state, refresh_every
         Passed to `ssgallery.learn.supersparse.SuperSparseRegressor`.
 
     Attributes
@@ -224,7 +224,7 @@ class SuperSparseRegressionDistiller(DistillerMixin, RegressorMixin, BaseEstimat
                  gamma="median", lam=1e-6, lam_scale="none", solver="varpro",
                  init="quantile", n_init=1,
                  bounds=None, eta=0.5, normalize_step=False, repulsion=True, max_iter=200,
-                 tol=1e-6, random_state=None):
+                 tol=1e-6, random_state=None, refresh_every=1):
         self.teacher = teacher
         self.n_prototypes = n_prototypes
         self.prefit = prefit
@@ -242,6 +242,7 @@ class SuperSparseRegressionDistiller(DistillerMixin, RegressorMixin, BaseEstimat
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
+        self.refresh_every = refresh_every
 
     def teacher_targets(self, X, y):
         """Fit the teacher (unless prefit): (teacher_, targets, weights, X)."""

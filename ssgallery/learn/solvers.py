@@ -28,6 +28,7 @@ class CountingSimilarity:
     def __init__(self, similarity):
         self.similarity = similarity
         self.n_evals = 0
+        self.has_gradient = getattr(similarity, "has_gradient", False)
 
     def __call__(self, X, Z):
         S = np.asarray(self.similarity(X, Z), dtype=float)
@@ -168,17 +169,24 @@ def _project(Z, bounds):
 
 
 def solve_paper(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=False,
-                repulsion=True, bounds=None, max_iter=100, tol=1e-6):
+                repulsion=True, bounds=None, max_iter=100, tol=1e-6, refresh_every=1):
     """Algorithm 1 of the paper: cyclic prototype moves, beta-step after every move.
 
     ``similarity`` must be a `CountingSimilarity`. ``max_iter`` counts sweeps
     (m prototype moves each). Stops when |Delta Omega| < tol after a move.
+    ``refresh_every`` = p > 1: the paper's suggestion for the training cost (closing
+    section, sect:contributions_and_future_work), see `solve_paper_refresh`.
 
     Returns
     -------
     Z, beta, b, omega, n_moves, path
         ``path`` is a list of (cumulative similarity evaluations, Omega).
     """
+    if refresh_every > 1:
+        return solve_paper_refresh(X, y, u, Z0, similarity, lam, eta=eta,
+                                   normalize_step=normalize_step, repulsion=repulsion,
+                                   bounds=bounds, max_iter=max_iter, tol=tol,
+                                   refresh_every=refresh_every)
     Z = _project(np.array(Z0, dtype=float), bounds)
     m = len(Z)
     S = similarity(X, Z)
@@ -189,16 +197,8 @@ def solve_paper(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=False,
     while t < max_iter * m:
         j = t % m
         t += 1
-        r = S @ beta + b - y
         zj = Z[j:j + 1]
-        # Eq. 5 (eq:gradient-z) (reduced form) for prototype j only: O(n), S[:, j] is cached
-        W = (2.0 * beta[j] * u * r)[:, None]
-        g = similarity.contract_gradient(X, zj, W, S[:, j:j + 1])[0]
-        if normalize_step:
-            norm = np.linalg.norm(g)
-            step = eta * g / norm if norm > 0 else np.zeros_like(g)
-        else:
-            step = eta * g
+        step = _move(X, y, u, S, beta, b, j, zj, similarity, eta, normalize_step)
         if repulsion and m > 1:
             others = np.delete(Z, j, axis=0)
             s_oj = similarity(others, zj)  # (m-1, 1)
@@ -214,6 +214,126 @@ def solve_paper(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=False,
         if done:
             break
     return Z, beta, b, omega, t, path
+
+
+def _move(X, y, u, S, beta, b, j, zj, similarity, eta, normalize_step):
+    """Algorithm 1's gradient step for prototype j (before repulsion), shape (d,):
+    Eq. 5 (eq:gradient-z) in its reduced form, O(n) with S[:, j] known."""
+    r = S @ beta + b - y
+    W = (2.0 * beta[j] * u * r)[:, None]
+    g = similarity.contract_gradient(X, zj, W, S[:, j:j + 1])[0]
+    if not normalize_step:
+        return eta * g
+    norm = np.linalg.norm(g)
+    return eta * g / norm if norm > 0 else np.zeros_like(g)
+
+
+def first_order_column(X, z, s, delta, similarity, kappa=1.0):
+    """First-order model of a moved prototype's column: s(x_i, z + delta) ~= s(x_i, z)
+    + kappa * ds(x_i, z)/dz . delta, shape (n,).
+
+    ``s`` (n,) holds the exact s(X, z). For a black-box similarity the derivative is
+    Eq. 7 (eq:similarity-grad), s(x_i, z)(x_i - z), a direction without a scale:
+    ``kappa`` is that scale, fitted on exact refreshes (`secant_scale`); an analytic
+    gradient takes ``kappa=1``.
+    """
+    G = similarity.gradient(X, z[None, :], s[:, None])[:, 0, :]  # (n, d)
+    return s + kappa * (G @ delta)
+
+
+def secant_scale(predicted_change, exact_change):
+    """Least-squares kappa with exact_change ~= kappa * predicted_change (1.0 when the
+    prediction is zero): the scale of Eq. 7 (eq:similarity-grad) measured on a move."""
+    den = float(predicted_change @ predicted_change)
+    return float(predicted_change @ exact_change) / den if den > 0 else 1.0
+
+
+def solve_paper_refresh(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=False,
+                        repulsion=True, bounds=None, max_iter=100, tol=1e-6,
+                        refresh_every=3):
+    """Algorithm 1 with exact similarities every p moves of a prototype (the paper's
+    closing section: "similarities ... computed after a given number of iterations
+    p > 1 ... updated using a first-order approximation" in between).
+
+    Prototype j's column s(X, z_j) is computed exactly (one similarity call) on its
+    first move and then on every p-th move; in between it is the first-order model
+    `first_order_column` around the last exact point a_j, with the scale of Eq. 7
+    (eq:similarity-grad) fitted by `secant_scale` on the previous exact refresh.
+    The same call also returns s(z_k, z_j) for the other prototypes, the repulsion
+    weights of j's next moves (so a refreshed move costs one call, not two). After the
+    last sweep every approximate column is refreshed in one call, and the exact state
+    (Z, beta, b) of lowest Omega seen at a refresh is returned: Omega is always exact.
+
+    Returns
+    -------
+    Z, beta, b, omega, n_moves, path
+        ``path``: (cumulative similarity evaluations, exact Omega) at each refresh.
+    """
+    Z = _project(np.array(Z0, dtype=float), bounds)
+    m, n = len(Z), len(X)
+    S_all = similarity(np.vstack([X, Z]), Z)  # the columns and s(z_k, z_j) in one call
+    S, S_zz = S_all[:n].copy(), S_all[n:].copy()
+    anchor, anchor_col = Z.copy(), S.copy()  # last exact point of each prototype
+    kappa = np.full(m, 1.0 if getattr(similarity, "has_gradient", False) else np.nan)
+    moves = np.zeros(m, dtype=int)  # moves since each prototype's last refresh
+    beta, b = beta_step(S, y, u, lam)
+    omega = objective(S, y, u, beta, b, lam)
+    best = (omega, Z.copy(), beta, b)
+    path = [(similarity.n_evals, omega)]
+    t = 0
+    while t < max_iter * m:
+        j = t % m
+        t += 1
+        step = _move(X, y, u, S, beta, b, j, Z[j:j + 1], similarity, eta, normalize_step)
+        if repulsion and m > 1:
+            others = np.delete(np.arange(m), j)
+            w = S_zz[others, j][:, None]  # s(z_k, z_j) at j's last refresh
+            rep = similarity.contract_gradient(Z[others], Z[j:j + 1], np.ones_like(w), w)[0]
+            step = step + rep / t ** 2
+        Z[j] = _project(Z[j] - step, bounds)
+        moves[j] += 1
+        if np.isnan(kappa[j]) or moves[j] >= refresh_every:
+            _refresh(X, Z, [j], similarity, S, S_zz, anchor, anchor_col, kappa, moves)
+        else:
+            S[:, j] = first_order_column(X, anchor[j], anchor_col[:, j], Z[j] - anchor[j],
+                                         similarity, kappa[j])
+        beta, b = beta_step(S, y, u, lam)  # Eq. 4 (eq:beta) after every move
+        new = objective(S, y, u, beta, b, lam)
+        if not moves.any():  # every column exact: a true Omega
+            path.append((similarity.n_evals, new))
+            if new < best[0]:
+                best = (new, Z.copy(), beta, b)
+        done = abs(new - omega) < tol
+        omega = new
+        if done:
+            break
+    stale = list(np.flatnonzero(moves))
+    if stale:
+        _refresh(X, Z, stale, similarity, S, S_zz, anchor, anchor_col, kappa, moves)
+        beta, b = beta_step(S, y, u, lam)
+        omega = objective(S, y, u, beta, b, lam)
+        path.append((similarity.n_evals, omega))
+        if omega < best[0]:
+            best = (omega, Z.copy(), beta, b)
+    omega, Z, beta, b = best
+    return Z, beta, b, omega, t, path
+
+
+def _refresh(X, Z, cols, similarity, S, S_zz, anchor, anchor_col, kappa, moves):
+    """Exact columns for prototypes ``cols`` (one call, with s(z_k, z_j)); refits each
+    one's Eq. 7 (eq:similarity-grad) scale on the change since its last exact point."""
+    n = len(X)
+    A = similarity(np.vstack([X, Z]), Z[cols])
+    for k, j in enumerate(cols):
+        exact = A[:n, k]
+        delta = Z[j] - anchor[j]
+        if np.any(delta):
+            pred = first_order_column(X, anchor[j], anchor_col[:, j], delta, similarity)
+            kappa[j] = secant_scale(pred - anchor_col[:, j], exact - anchor_col[:, j])
+        S[:, j] = anchor_col[:, j] = exact
+        S_zz[:, j] = A[n:, k]
+        anchor[j] = Z[j]
+        moves[j] = 0
 
 
 def solve_varpro(X, y, u, Z0, similarity, lam, repulsion=True, bounds=None,

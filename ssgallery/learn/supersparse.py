@@ -204,6 +204,7 @@ LEARNER_CONSTRAINTS = {
     "max_iter": [Interval(Integral, 0, None, closed="left")],
     "tol": [Interval(Real, 0, None, closed="left")],
     "random_state": ["random_state"],
+    "refresh_every": [Interval(Integral, 1, None, closed="left")],
 }
 LEARNER_PARAMS = tuple(LEARNER_CONSTRAINTS)
 
@@ -251,6 +252,10 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     tol : float, default=1e-6
         varpro: L-BFGS-B ``ftol``; paper: stop when |Delta Omega| < tol.
     random_state : int, RandomState or None, default=None
+    refresh_every : int, default=1
+        ``solver="paper"``: p, the moves of a prototype between exact evaluations of its
+        similarities; in between, the first-order model of the paper's closing section
+        (`ssgallery.learn.solvers.solve_paper_refresh`). 1: exact after every move.
     normalize_y : bool, default=False
         Standardise y (weighted mean 0, variance 1) before fitting; ``beta_`` and
         ``intercept_`` are mapped back to the units of y. Then ``lam`` is relative to the
@@ -289,7 +294,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
                  lam_scale=DEFAULT_LAM_SCALE, solver="varpro", init="class",
                  prototypes_init=None, n_init=DEFAULT_N_INIT, bounds=None,
                  eta=0.5, normalize_step=False, repulsion=True, max_iter=200, tol=1e-6,
-                 random_state=None, normalize_y=False):
+                 random_state=None, normalize_y=False, refresh_every=1):
         self.n_prototypes = n_prototypes
         self.similarity = similarity
         self.gamma = gamma
@@ -307,6 +312,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         self.tol = tol
         self.random_state = random_state
         self.normalize_y = normalize_y
+        self.refresh_every = refresh_every
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -355,7 +361,8 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
             if self.solver == "paper":
                 out = solve_paper(X, y, u, Z0, counter, self.lam_, eta=self.eta,
                                   normalize_step=self.normalize_step, repulsion=self.repulsion,
-                                  bounds=bounds, max_iter=self.max_iter, tol=self.tol)
+                                  bounds=bounds, max_iter=self.max_iter, tol=self.tol,
+                                  refresh_every=self.refresh_every)
             else:
                 out = solve_varpro(X, y, u, Z0, counter, self.lam_, repulsion=self.repulsion,
                                    bounds=bounds, max_iter=self.max_iter, tol=self.tol)
@@ -431,7 +438,7 @@ class SuperSparseDistiller(DistillerMixin, BinaryDecisionMixin, ClassifierMixin,
     prefit : bool, default=False
         True: ``teacher`` is already fitted; use it as is.
     similarity, gamma, lam, lam_scale, solver, init, n_init, bounds, eta, normalize_step, \
-repulsion, max_iter, tol, random_state
+repulsion, max_iter, tol, random_state, refresh_every
         Passed to `SuperSparseRegressor`.
 
     Attributes
@@ -456,7 +463,7 @@ repulsion, max_iter, tol, random_state
                  gamma="paper", lam=DEFAULT_LAM, lam_scale=DEFAULT_LAM_SCALE, solver="varpro",
                  init="class", n_init=DEFAULT_N_INIT,
                  bounds=None, eta=0.5, normalize_step=False, repulsion=True, max_iter=200,
-                 tol=1e-6, random_state=None):
+                 tol=1e-6, random_state=None, refresh_every=1):
         self.teacher = teacher
         self.n_prototypes = n_prototypes
         self.prefit = prefit
@@ -474,6 +481,7 @@ repulsion, max_iter, tol, random_state
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
+        self.refresh_every = refresh_every
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
