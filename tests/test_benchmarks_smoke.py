@@ -36,6 +36,9 @@ CASES = {
         "--jobs", "1", "--cache", str(tmp / "none.npz")], None),
     "dlib_fta": ("dlib_fta", lambda tmp, data: [
         "--repetitions", "1", "--no-att", "--people", "4", "--cache", ""], "lfw"),
+    "ebgm_tail": ("ebgm_tail", lambda tmp, data: [
+        "--subjects", "6", "--repetitions", "1", "--clients", "1", "--starts", "2",
+        "--max-iter", "1", "--tail-iter", "2", "--tail-gap", "-100"], "att"),
     "ebgm_throughput": ("ebgm_throughput", lambda tmp, data: ["--max-batch", "3"], "att"),
     "external_serve": ("external_serve", lambda tmp, data: [
         "--identities", "3", "--clients", "1", "--ebgm-clients", "1", "--max-iter", "1"],
