@@ -251,3 +251,31 @@ def test_enroll_with_a_key_encrypts_an_unchanged_plain_store(tmp_path):
     again = enroll(faces, tmp_path / "e.h5", privacy_key_file=str(_key(tmp_path)))
     assert again.changed
     assert (tmp_path / "e.h5").read_bytes().startswith(encryption.MAGIC)
+
+
+def test_compress_parts_are_encrypted_with_the_privacy_key(tmp_path):
+    """A part of an interrupted compress holds a client's plain template: with the
+    privacy key it is written encrypted (no prototype bytes, no client id on disk) and
+    read back with the key; with another key it is not read (the client is redone)."""
+    from ssgallery.app.parts import ClientResult, PartsFolder
+
+    key = os.urandom(32)
+    rng = np.random.default_rng(0)
+    result = ClientResult(client="alice", prototypes=rng.normal(size=(2, 40)),
+                          beta=np.array([1.0, -0.5]), intercept=0.1, threshold=0.2,
+                          provenance={"m": 2}, heldout={"impostor": rng.normal(size=30)},
+                          row={"client": "alice"})
+    parts = PartsFolder(tmp_path / "g.h5", key)
+    parts.write(result, "run-key")
+    (part,) = (tmp_path / "g.h5.parts").iterdir()
+    raw = part.read_bytes()
+    assert raw.startswith(encryption.MAGIC) and b"alice" not in raw
+    assert result.prototypes.tobytes()[:64] not in raw and b"prototypes" not in raw
+    back = parts.read("alice", "run-key")
+    np.testing.assert_array_equal(back.prototypes, result.prototypes)
+    np.testing.assert_array_equal(back.heldout["impostor"], result.heldout["impostor"])
+    assert PartsFolder(tmp_path / "g.h5", os.urandom(32)).read("alice", "run-key") is None
+    assert PartsFolder(tmp_path / "g.h5").read("alice", "run-key") is None
+    plain = PartsFolder(tmp_path / "p.h5")
+    plain.write(result, "run-key")
+    assert plain.read("alice", "run-key").threshold == 0.2

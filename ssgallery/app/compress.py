@@ -363,7 +363,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
         _kept_from_gallery(plan, gallery_path, key, privacy_key) if run.update \
         else ({}, (None, None))
     kept = sorted(results)
-    parts = PartsFolder(gallery_path)
+    parts = PartsFolder(gallery_path, privacy_key)
     keys = {c: run_key(c, plan.store.fingerprint, plan.options) for c in plan.todo}
     if not run.resume:
         parts.remove()

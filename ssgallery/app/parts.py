@@ -12,12 +12,15 @@ client id: `run_key`); a resumed run reuses only the parts whose key matches and
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ssgallery.errors import SsgalleryError
 
 
 @dataclass
@@ -73,10 +76,15 @@ def options_digest(options):
 
 
 class PartsFolder:
-    """``<gallery>.parts/``: one ``.npz`` per finished client, written atomically."""
+    """``<gallery>.parts/``: one ``.npz`` per finished client, written atomically; with
+    the host's ``privacy_key`` each part is encrypted in memory before it is written
+    (`ssgallery.formats.encryption`: a part holds a client's plain template)."""
 
-    def __init__(self, gallery_path):
+    FORMAT = "ssgallery-part"
+
+    def __init__(self, gallery_path, privacy_key=None):
         self.path = os.fspath(gallery_path) + ".parts"
+        self.privacy_key = privacy_key
 
     def _file(self, client):
         return os.path.join(self.path, hashlib.sha256(client.encode()).hexdigest()[:32] + ".npz")
@@ -92,15 +100,31 @@ class PartsFolder:
                 "cpu_seconds": float(result.cpu_seconds)}
         heldout = {f"heldout_{k}": np.asarray(v, dtype=np.float64)
                    for k, v in (result.heldout or {}).items()}
+        buffer = io.BytesIO()
+        np.savez(buffer, prototypes=np.asarray(result.prototypes, dtype=np.float64),
+                 beta=np.asarray(result.beta, dtype=np.float64),
+                 meta=np.array(json.dumps(meta, sort_keys=True)), **heldout)
+        data = buffer.getbuffer()
+        if self.privacy_key is not None:
+            from ssgallery.formats.encryption import encrypt
+
+            data = encrypt(data, self.FORMAT, self.privacy_key)
         with atomic_path(self._file(result.client)) as tmp, open(tmp, "wb") as handle:
-            np.savez(handle, prototypes=np.asarray(result.prototypes, dtype=np.float64),
-                     beta=np.asarray(result.beta, dtype=np.float64),
-                     meta=np.array(json.dumps(meta, sort_keys=True)), **heldout)
+            handle.write(data)
+
+    def _open(self, client):
+        """The part's npz (a path, or the decrypted bytes of an encrypted part)."""
+        from ssgallery.formats.encryption import decrypt, file_format
+
+        path = self._file(client)
+        if file_format(path) is None:
+            return path
+        return decrypt(path, "compress part", self.FORMAT, self.privacy_key)
 
     def read(self, client, key):
         """The committed result of ``client`` if its key matches, else None."""
         try:
-            with np.load(self._file(client), allow_pickle=False) as data:
+            with np.load(self._open(client), allow_pickle=False) as data:
                 meta = json.loads(str(data["meta"]))
                 if meta.get("key") != key or meta.get("client") != client:
                     return None
@@ -114,8 +138,8 @@ class PartsFolder:
                                     row=meta["row"],
                                     seconds=meta["seconds"],
                                     cpu_seconds=meta.get("cpu_seconds", 0.0))
-        except (OSError, ValueError, KeyError, TypeError):  # absent or unreadable: redo it
-            return None
+        except (OSError, ValueError, KeyError, TypeError, SsgalleryError):
+            return None  # absent, unreadable, or encrypted with another key: redo it
 
     def count(self):
         """Number of committed parts."""
