@@ -47,12 +47,16 @@ def test_compress_sets_the_threshold_from_held_out_searches(split):
     # every enrolled image is searched by the 11 clients that held its person out
     assert rec["searches"] == 60 and rec["search_size"] == 11
     labels = load_store(root / "e.h5", images=False).labels
+    # the 1:N score: each client's score minus its impostor mean, on one scale for all
+    scale = np.sqrt(np.mean([r["normalization"]["std"] ** 2 for r in s.clients]))
+    assert rec["score"] == "centred" and rec["scale"] == pytest.approx(scale, rel=1e-12)
     scores, probes = [], []
     for c in clients:
         held = s.heldout[c]
         rows = held["impostor_row"].astype(int)
         assert set(labels[rows]) == set(clients) - {c}
-        scores.append(openset.subject_out_normalised(held["impostor"], labels[rows]))
+        scores.append(openset.subject_out_normalised(held["impostor"], labels[rows],
+                                                     rec["scale"]))
         probes.append(rows)
     curve = openset.search_curve(np.concatenate(scores), np.concatenate(probes), 12)
     t, resolved = openset.threshold_at_fpir(curve, 0.01)
@@ -61,7 +65,7 @@ def test_compress_sets_the_threshold_from_held_out_searches(split):
     assert rec["expected_fpir"] == 0.0 and 0.05 < rec["expected_fpir_ci"][1] < 0.07
     info = CliRunner().invoke(main, ["info", "--gallery", str(root / "g.h5")])
     line = next(ln for ln in info.output.splitlines() if ln.startswith("1:N search:"))
-    assert f"threshold {t:.4g} on the normalised best score at target FPIR 1% for 12" in line
+    assert f"threshold {t:.4g} on the best centred score at target FPIR 1% for 12" in line
     assert "60 held-out searches of 11 clients" in line and "above every one" in line
 
 
@@ -75,6 +79,8 @@ def test_identify_open_set_uses_the_gallery_operating_point(split):
     point = out["operating_point"]
     assert point["kind"] == "fpir" and point["threshold"] == s.open_set["threshold"]
     assert point["target_fpir"] == 0.01 and point["clients"] == 12
+    assert out["ranking"] == "centred" and point["score"] == "centred"
+    norm = {r["client"]: r["normalization"] for r in s.clients}
     passed = 0
     for r in out["results"]:
         assert set(r) == {"probe", "identified", "failed_to_acquire", "reason", "candidates"}
@@ -84,6 +90,8 @@ def test_identify_open_set_uses_the_gallery_operating_point(split):
         assert set(best) == {"client", "rank", "score", "normalized", "threshold", "passes"}
         assert best["threshold"] == point["threshold"]
         assert best["passes"] == (best["normalized"] >= point["threshold"])
+        assert best["normalized"] == pytest.approx(
+            (best["score"] - norm[best["client"]]["mean"]) / point["scale"])
         assert (r["identified"] == best["client"]) == best["passes"]
         passed += best["passes"]
     assert res.exit_code == (1 if passed < len(strangers) else 0) and passed < len(strangers)
@@ -100,7 +108,8 @@ def test_identify_overrides_and_exit_statuses(split):
     assert res.exit_code == 0  # every probe passes: all identified (implies --open-set)
     out = json.loads(res.stdout)
     assert out["open_set"] and out["operating_point"] == {
-        "kind": "threshold", "scale": "normalized", "threshold": -1e6}
+        "kind": "threshold", "score": "centred", "scale": s.open_set["scale"],
+        "threshold": -1e6}
     assert _identify(*genuine, "--gallery", g, "--threshold", "1e6").exit_code == 1
     res = _identify(*genuine, "--gallery", g, "--fpir", "0.3", "--json")
     point = json.loads(res.stdout)["operating_point"]
@@ -110,7 +119,7 @@ def test_identify_overrides_and_exit_statuses(split):
     assert point["threshold"] < s.open_set["threshold"]
     res = _identify(*genuine, "--gallery", g, "--verification-thresholds", "--json")
     out = json.loads(res.stdout)
-    assert out["operating_point"]["kind"] == "verification"
+    assert out["operating_point"]["kind"] == "verification" and out["ranking"] == "znorm"
     for r in out["results"]:
         best = r["candidates"][0]
         assert best["passes"] == (best["score"] >= best["threshold"])
@@ -170,10 +179,11 @@ def test_update_re_derives_the_threshold_for_the_grown_gallery(tmp_path):
     assert s.trained == ["c06", "c07"] and s.open_set["clients"] == 8
     labels = load_store(store, images=False).labels
     new = []
+    assert s.open_set["scale"] == first["scale"]  # the gallery keeps its 1:N scale
     for c in ("c06", "c07"):
         rows = s.heldout[c]["impostor_row"].astype(int)
-        new.append((openset.subject_out_normalised(s.heldout[c]["impostor"], labels[rows]),
-                    rows))
+        new.append((openset.subject_out_normalised(s.heldout[c]["impostor"], labels[rows],
+                                                   first["scale"]), rows))
     merged = openset.merge_curves([
         dict(first["curve"], clients=6, search_size=first["search_size"],
              searches=first["searches"]),

@@ -179,3 +179,15 @@ def test_subject_out_normalisation_uses_every_other_subject():
     assert z2 == pytest.approx((s[:12] - s[:12].mean()) / s[:12].std(ddof=1))
     with pytest.raises(InputError, match="one subject per score"):
         openset.subject_out_normalised(s, subjects[:5])
+
+
+def test_centred_scores_share_one_scale():
+    s = np.array([1.0, 2.0, 3.0, 5.0, 8.0, 13.0])
+    subjects = np.array(["a", "a", "b", "b", "c", "c"])
+    z = openset.subject_out_normalised(s, subjects, scale=2.0)
+    for name in "abc":
+        mine = subjects == name
+        assert z[mine] == pytest.approx((s[mine] - s[~mine].mean()) / 2.0)
+    assert openset.pooled_scale([1.0, 7.0]) == pytest.approx(5.0)  # sqrt((1 + 49) / 2)
+    with pytest.raises(InputError, match="spread"):
+        openset.pooled_scale([np.nan])

@@ -2,13 +2,15 @@
 
 Every probe is scored against every client in one similarity block over the gallery's
 stacked search index (`ssgallery.formats.search_index`): N x m matches per probe.
-Candidates are ranked on Z-normalised scores when every client has its normalisation
-(so that scores of different clients are comparable), else on raw scores; the output
-says which. In the open set, the top candidate is reported only when it passes the
+In the closed set, candidates are ranked on Z-normalised scores when every client has
+its normalisation (so that scores of different clients are comparable), else on raw
+scores. In the open set, the top candidate is reported only when it passes the
 operating point (`ssgallery.app.open_set.resolve`): by default the gallery's 1:N
-threshold on the normalised best score, set by ``compress`` at a target FPIR for its N
-clients; or that threshold at another FPIR, an explicit threshold, or each client's
-own verification threshold on its raw score. Otherwise the probe is "unknown". A
+threshold on the best *centred* score (each client's score minus its impostor mean, on
+one scale for every client; candidates are then ranked on it), set by ``compress`` at a
+target FPIR for its N clients; or that threshold at another FPIR, an explicit
+threshold, or each client's own verification threshold on its raw score. Otherwise the
+probe is "unknown"; the output says which ranking and which operating point. A
 probe that is not a usable face (`ssgallery.app.verify.failures_to_acquire`) is
 never searched: it is a failure to acquire.
 
@@ -74,14 +76,17 @@ def rank_clients(index, scores, top, point=None):
     top : int
     point : dict, optional
         The operating point (`ssgallery.app.open_set.resolve`) that decides each
-        candidate's ``threshold`` and ``passes``; default (or ``kind`` "verification")
-        each client's own threshold on its raw score.
+        candidate's ``threshold`` and ``passes``, and with ``score`` "centred" the
+        ranking (on ``(g - mean) / scale``); default (or ``kind`` "verification") each
+        client's own threshold on its raw score, Z-normalised ranking.
 
     Returns
     -------
     list (n) of list of Candidate
     """
-    normalized = index.normalize(scores)
+    centred = point is not None and point.get("score") == "centred"
+    normalized = ((np.asarray(scores, dtype=float) - index.norm_mean) / point["scale"]
+                  if centred else index.normalize(scores))
     top = min(int(top), index.n_clients)
     # ties broken by client order (stable sort on the negated scores)
     order = np.argsort(-normalized, axis=1, kind="stable")[:, :top]
@@ -100,13 +105,13 @@ def rank_clients(index, scores, top, point=None):
 def operating_point(header, index, open_set, fpir=None, threshold=None,
                     verification=False, path=None):
     """The operating point of a search (`ssgallery.app.open_set.resolve`); in the closed
-    set without a recorded 1:N point, the verification thresholds (they only mark the
-    candidates that pass)."""
+    set the verification thresholds (they only mark the candidates that pass; the
+    ranking is the Z-normalised one, as it always was)."""
     from ssgallery.app.open_set import read_record, resolve
 
     record = read_record(header, path)
-    if record is None and not open_set and fpir is None and threshold is None:
-        verification = True
+    if not open_set:
+        verification, fpir, threshold = True, None, None
     return resolve(record, index.n_clients, fpir=fpir, threshold=threshold,
                    verification=verification, path=path)
 
@@ -141,7 +146,10 @@ def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshol
     results : list of IdentifyResult
         In the order of ``probes``.
     ranking : str
-        ``"znorm"`` when candidates are ranked on Z-normalised scores, else ``"raw"``.
+        ``"centred"`` in the open set of a gallery with a 1:N operating point (the score
+        its threshold is on: each client's raw score minus its impostor mean, on one
+        scale), else ``"znorm"`` when candidates are ranked on Z-normalised scores, else
+        ``"raw"``.
     point : dict
         The operating point used (`ssgallery.app.open_set.resolve`).
     """
@@ -177,7 +185,9 @@ def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshol
             found = best.client if (best.passes or not open_set) else None
             results[i] = IdentifyResult(probe=probes[i], identified=found,
                                         candidates=candidates)
-    return results, ("znorm" if index.normalized else "raw"), point
+    ranking = "centred" if point.get("score") == "centred" else \
+        ("znorm" if index.normalized else "raw")
+    return results, ranking, point
 
 
 __all__ = ["Candidate", "IdentifyResult", "exit_status", "identify", "operating_point",

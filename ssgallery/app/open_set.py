@@ -1,8 +1,15 @@
 """The 1:N operating point of a gallery: one threshold on the best normalised score of a
 search, set at compress time at a target FPIR, and how ``identify`` reads it.
 
+The score a search thresholds is the *centred* score (g_c(x) - mean_c) / scale: each
+client's raw score minus its impostor mean (the Z-norm mean stored with the client),
+on one scale for every client (`ssgallery.biometrics.openset.pooled_scale`, recorded).
+A per-client Z-norm would divide by each client's own impostor std, estimated from
+~20 held-out people: a client whose held-out people scored tightly becomes a "lamb"
+that draws most strangers' best scores.
+
 At compress time (`operating_point`), every trained client's threshold-CV held-out
-impostor scores (people its fold model never saw) are normalised leave-one-subject-out
+impostor scores (people its fold model never saw) are centred leave-one-subject-out
 (`ssgallery.biometrics.openset.subject_out_normalised`) and grouped by probe (the store
 row): each probe's scores are a non-mated search of the clients that held it out (all
 clients but the probe's own when no impostor cap bites). The searches give the FPIR of
@@ -33,8 +40,8 @@ def check_target_fpir(target_fpir):
     return float(target_fpir)
 
 
-def heldout_searches(results, labels, clients):
-    """Normalised held-out impostor scores of ``clients`` and the probe of each.
+def heldout_searches(results, labels, clients, scale):
+    """Centred held-out impostor scores of ``clients`` and the probe of each.
 
     Parameters
     ----------
@@ -44,6 +51,8 @@ def heldout_searches(results, labels, clients):
     labels : ndarray of str, shape (n_rows,)
         Subject of every store row.
     clients : list of str
+    scale : float
+        The gallery's 1:N score scale.
 
     Returns
     -------
@@ -59,7 +68,7 @@ def heldout_searches(results, labels, clients):
                              "by an older ssgallery): compress it again without "
                              f"{option('resume')}")
         rows = np.asarray(held["impostor_row"]).astype(np.int64)
-        scores.append(subject_out_normalised(held["impostor"], np.asarray(labels)[rows]))
+        scores.append(subject_out_normalised(held["impostor"], np.asarray(labels)[rows], scale))
         probes.append(rows)
     return np.concatenate(scores), np.concatenate(probes)
 
@@ -86,11 +95,12 @@ def operating_point(results, labels, target_fpir, kept=(), previous=None, path=N
     Returns
     -------
     dict
-        ``kind``, ``target_fpir``, ``threshold`` (T on the normalised best score),
+        ``kind``, ``target_fpir``, ``threshold`` (T on the best centred score),
+        ``score`` ("centred") and ``scale`` (the centred scores' common scale),
         ``resolved`` (False: the held-out searches cannot resolve the target, T is above
         every held-out score), ``expected_fpir`` and ``expected_fpir_ci``, ``clients``,
         ``searches`` and ``search_size`` (summed and smallest over ``blocks``: the
-        compress runs merged by updates), ``normalisation`` and ``curve``.
+        compress runs merged by updates) and ``curve``.
     """
     from ssgallery.biometrics import openset
 
@@ -98,6 +108,7 @@ def operating_point(results, labels, target_fpir, kept=(), previous=None, path=N
     kept = set(kept)
     new = [c for c in sorted(results) if c not in kept]
     curves = []
+    scale = None if previous is None else previous["scale"]
     if kept:
         if previous is None:
             raise InputError("the gallery records no 1:N operating point (written before "
@@ -106,8 +117,11 @@ def operating_point(results, labels, target_fpir, kept=(), previous=None, path=N
         curves.append(dict(previous["curve"], clients=len(kept),
                            search_size=previous["search_size"], searches=previous["searches"],
                            blocks=previous.get("blocks", 1)))
+    if scale is None or not kept:
+        scale = openset.pooled_scale([(results[c].normalization or {}).get("std", np.nan)
+                                      for c in sorted(results)])
     if new:
-        scores, probes = heldout_searches(results, labels, new)
+        scores, probes = heldout_searches(results, labels, new, scale)
         curves.append(openset.search_curve(scores, probes, len(new)))
     curve = openset.merge_curves(curves) if len(curves) > 1 else curves[0]
     threshold, resolved = openset.threshold_at_fpir(curve, target_fpir)
@@ -118,7 +132,7 @@ def operating_point(results, labels, target_fpir, kept=(), previous=None, path=N
             "resolved": resolved, "expected_fpir": fpir, "expected_fpir_ci": list(ci),
             "clients": int(curve["clients"]), "searches": int(curve["searches"]),
             "search_size": int(curve["search_size"]), "blocks": int(curve.get("blocks", 1)),
-            "normalisation": "leave-one-subject-out Z-norm of held-out impostor scores",
+            "score": "centred", "scale": scale,
             "curve": {k: curve[k] for k in ("thresholds", "hazard", "hazard_low",
                                              "hazard_high")}}
 
@@ -143,7 +157,8 @@ def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False,
     fpir : float, optional
         Another target FPIR: T read from the record's curve for ``n_clients``.
     threshold : float, optional
-        An explicit threshold on the normalised best score.
+        An explicit threshold on the best centred score (Z-normalised when the gallery
+        records no 1:N point).
     verification : bool
         Each client's own verification threshold on its raw score (the thresholds
         ``verify`` uses; a stranger gets N chances).
@@ -151,8 +166,10 @@ def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False,
     Returns
     -------
     dict
-        ``kind`` ("fpir", "threshold" or "verification"), ``scale`` ("normalized" or
-        "raw"), ``threshold`` (None for "verification"), and for "fpir":
+        ``kind`` ("fpir", "threshold" or "verification"), ``score`` (what is
+        thresholded: "centred" = (g - mean_c) / ``scale`` when the gallery records its
+        1:N point, else "znorm"; "raw" for "verification", each client's own
+        threshold), ``threshold`` (None for "verification"), and for "fpir":
         ``target_fpir``, ``expected_fpir``, ``expected_fpir_ci``, ``resolved``,
         ``clients``.
     """
@@ -160,11 +177,13 @@ def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False,
         raise InputError(f"give at most one of {option('fpir')}, {option('threshold')} and "
                          f"{option('verification_thresholds')}")
     if verification:
-        return {"kind": "verification", "scale": "raw", "threshold": None}
+        return {"kind": "verification", "score": "raw", "scale": None, "threshold": None}
     if threshold is not None:
         if not np.isfinite(float(threshold)):
             raise InputError(f"{option('threshold')} must be a finite number, got {threshold}")
-        return {"kind": "threshold", "scale": "normalized", "threshold": float(threshold)}
+        centred = record is not None
+        return {"kind": "threshold", "score": "centred" if centred else "znorm",
+                "scale": record["scale"] if centred else None, "threshold": float(threshold)}
     if record is None:
         raise InputError("the gallery records no 1:N operating point (compressed before "
                          f"{option('target_fpir')} existed): compress it again, or give "
@@ -181,7 +200,8 @@ def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False,
     else:
         t, resolved = threshold_at_fpir(record["curve"], target, n_clients)
     expected, ci = fpir_at(record["curve"], t, n_clients)
-    return {"kind": "fpir", "scale": "normalized", "threshold": t, "target_fpir": target,
+    return {"kind": "fpir", "score": "centred", "scale": float(record["scale"]),
+            "threshold": t, "target_fpir": target,
             "expected_fpir": expected, "expected_fpir_ci": list(ci), "resolved": resolved,
             "clients": int(n_clients)}
 
@@ -192,10 +212,11 @@ def describe(point):
         return ("operating point: each client's verification threshold on its raw score "
                 "(a stranger gets one chance per client)")
     if point["kind"] == "threshold":
-        return f"operating point: threshold {point['threshold']:.4g} on the normalised best score"
+        return (f"operating point: threshold {point['threshold']:.4g} on the best "
+                f"{point['score']} score")
     low, high = point["expected_fpir_ci"]
     text = (f"operating point: FPIR {100 * point['target_fpir']:g}% over {point['clients']} "
-            f"clients (threshold {point['threshold']:.4g} on the normalised best score; "
+            f"clients (threshold {point['threshold']:.4g} on the best centred score; "
             f"expected FPIR {100 * point['expected_fpir']:.2f}%, 95% CI "
             f"{100 * low:.2f}-{100 * high:.2f}%")
     if not point["resolved"]:

@@ -24,8 +24,8 @@ import numpy as np
 
 from ssgallery.errors import InputError
 
-__all__ = ["fpir_at", "merge_curves", "search_curve", "subject_out_normalised",
-           "threshold_at_fpir"]
+__all__ = ["fpir_at", "merge_curves", "pooled_scale", "search_curve",
+           "subject_out_normalised", "threshold_at_fpir"]
 
 CURVE_POINTS = 200  # hazard levels kept in a stored curve (log-spaced)
 CURVE_MAX_FPIR = 0.5  # a stored curve covers FPIR_n up to this
@@ -33,19 +33,35 @@ CURVE_MAX_FPIR = 0.5  # a stored curve covers FPIR_n up to this
 
 # ------------------------------------------------------------- the stored operating point
 
-def subject_out_normalised(scores, subjects):
-    """A client's held-out impostor scores Z-normed leave-one-subject-out, shape (n,):
-    each score with the mean and standard deviation of the client's scores of every
-    *other* subject.
+def pooled_scale(stds):
+    """One impostor-score scale for every client: the root mean of their variances.
+
+    The 1:N score of client c is ``(g_c(x) - mean_c) / scale``: centred on the client's
+    impostor mean, on one scale for all. Dividing by each client's own std (Z-norm)
+    turns a client whose ~20 held-out people happened to score tightly into a "lamb"
+    whose std is too small for new people: a stranger's normalised score on it is
+    inflated and the best of N scores comes from it (on LFW/dlib one client with a
+    held-out std half its strangers' drew most false alarms).
+    """
+    v = np.asarray(stds, dtype=float) ** 2
+    if v.size == 0 or not np.all(np.isfinite(v)):
+        raise InputError("no finite impostor-score spread to scale the 1:N scores with")
+    return float(max(np.sqrt(v.mean()), 1e-12))
+
+
+def subject_out_normalised(scores, subjects, scale=None):
+    """A client's held-out impostor scores normalised leave-one-subject-out, shape (n,):
+    each score centred on the mean of the client's scores of every *other* subject and
+    divided by ``scale`` (default: by their standard deviation, a Z-norm).
 
     A stranger's score is normalised with parameters estimated from other people; so
-    is each of these. Normalised in sample, a client whose parameters happen to fit its
-    held-out people badly (too low a mean or std for new people) would not show it, yet
-    that client is the one a stranger's best score comes from. (The pooled FAR
-    calibration splits the scores in halves instead, `ssgallery.biometrics.calibration.
-    cross_normalised`; leaving one person out keeps the parameters' error at that of
-    n - 1 people's scores, as deployed, where halves double it.) In-sample Z-norm when
-    there are fewer than 3 subjects or a subject leaves fewer than 2 scores.
+    is each of these. Normalised in sample, a client whose mean happens to fit its
+    held-out people badly would not show it, yet that client is the one a stranger's
+    best score comes from. (The pooled FAR calibration splits the scores in halves
+    instead, `ssgallery.biometrics.calibration.cross_normalised`; leaving one person out
+    keeps the parameters' error at that of n - 1 people's scores, as deployed, where
+    halves double it.) In sample when there are fewer than 3 subjects or a subject
+    leaves fewer than 2 scores.
     """
     s = np.asarray(scores, dtype=float).ravel()
     _, code = np.unique(np.asarray(subjects).astype(str).ravel(), return_inverse=True)
@@ -54,9 +70,12 @@ def subject_out_normalised(scores, subjects):
     n = np.bincount(code)
     rest = s.size - n
     if n.size < 3 or rest.min() < 2:
-        return (s - s.mean()) / max(s.std(ddof=1) if s.size > 1 else 0.0, 1e-12)
+        spread = max(s.std(ddof=1) if s.size > 1 else 0.0, 1e-12) if scale is None else scale
+        return (s - s.mean()) / spread
     total, squares = np.bincount(code, s), np.bincount(code, s * s)
     mean = (s.sum() - total) / rest
+    if scale is not None:
+        return (s - mean[code]) / float(scale)
     var = ((s * s).sum() - squares - rest * mean ** 2) / (rest - 1)
     return (s - mean[code]) / np.sqrt(np.maximum(var, 1e-24))[code]
 

@@ -31,7 +31,8 @@ from ssgallery.errors import printable
                    "the gallery's target: the threshold for its N clients from compress's "
                    "held-out searches.")
 @click.option("--threshold", type=float, default=None, metavar="T",
-              help="Open set with this threshold on the normalised best score.")
+              help="Open set with this threshold on the best centred score (the 1:N "
+                   "score; Z-normalised for a gallery without a 1:N operating point).")
 @click.option("--verification-thresholds", is_flag=True,
               help="Open set with each client's own verification threshold on its raw score "
                    "(what verify uses: a stranger gets one chance per client, so false "
@@ -47,18 +48,19 @@ def command(ctx, probes, gallery, top, open_set, fpir, threshold, verification_t
     """Search PROBE images among every client of the gallery.
 
     Each probe is scored against every client (N x m matches) in one batch and the
-    best K clients are listed. Scores of different clients are ranked after each
-    client's Z-normalisation when the gallery has it (the output says "ranking:
-    znorm" or "ranking: raw"). With --open-set, a probe whose best candidate does not
-    pass the operating point is "unknown": by default the gallery's 1:N threshold on
-    the normalised best score, set by compress so that about a fraction --target-fpir
-    of strangers' searches return someone; --fpir, --threshold or
+    best K clients are listed. In the closed set, scores of different clients are
+    ranked after each client's Z-normalisation when the gallery has it ("ranking:
+    znorm", else "raw"). With --open-set, a probe whose best candidate does not pass
+    the operating point is "unknown": by default the gallery's 1:N threshold on the
+    best centred score (each client's score minus its impostor mean, on one scale;
+    "ranking: centred"), set by compress so that about a fraction --target-fpir of
+    strangers' searches return someone; --fpir, --threshold or
     --verification-thresholds choose another (each implies --open-set). The output and
     --json name the operating point used.
     A probe that is not a usable face is a FAILURE-TO-ACQUIRE and is never searched.
     --csv prints one line per probe: its status (identified, unknown,
     failure-to-acquire), the best candidate's scores and the top K client ids, and the
-    operating point's kind (fpir, threshold: on the normalised score; verification: on
+    operating point's kind (fpir, threshold: on the ranking's score; verification: on
     the raw score).
     Exit status: 0 every probe identified, 1 some unknown, 3 none unknown but some
     failed to acquire, 2 error.
@@ -101,6 +103,7 @@ def _format(results, ranking, point):
     from ssgallery.app.open_set import describe
 
     one = point["kind"] != "verification"
+    name = "centred" if ranking == "centred" else "normalised"
     lines = [f"ranking: {ranking}", describe(point)]
     for r in results:
         if r.failed_to_acquire:
@@ -110,7 +113,7 @@ def _format(results, ranking, point):
         lines.append(f"{printable(r.probe)}  {verdict}")
         for c in r.candidates:
             mark = ">=" if c.passes else "< "
-            head = f"  {c.rank:>3}. {printable(c.client):<20} normalised {c.normalized:+8.3f}"
+            head = f"  {c.rank:>3}. {printable(c.client):<20} {name} {c.normalized:+8.3f}"
             lines.append(head + (f" {mark} 1:N threshold {c.threshold:+.3f}  score {c.score:+.4f}"
                                  if one else
                                  f"  score {c.score:+.4f} {mark} threshold {c.threshold:+.4f}"))

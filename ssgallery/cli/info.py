@@ -77,14 +77,14 @@ def frr_warning(cal, matcher, command="compress"):
 
 
 def open_set_line(rec):
-    """``1:N search: threshold T on the normalised best score at target FPIR f for N
+    """``1:N search: threshold T on the best centred score at target FPIR f for N
     clients; expected FPIR x% (95% Clopper-Pearson a-b%, n held-out searches of k
     clients)`` from a gallery's open-set record (None: not recorded)."""
     if not rec:
         return ("1:N search: no operating point recorded (compressed before --target-fpir; "
                 "identify --open-set needs --threshold or --verification-thresholds)")
     low, high = rec["expected_fpir_ci"]
-    text = (f"1:N search: threshold {rec['threshold']:.4g} on the normalised best score at "
+    text = (f"1:N search: threshold {rec['threshold']:.4g} on the best centred score at "
             f"target FPIR {100 * rec['target_fpir']:g}% for {rec['clients']} clients; "
             f"expected FPIR {100 * rec['expected_fpir']:.2f}% (95% Clopper-Pearson "
             f"{100 * low:.2f}-{100 * high:.2f}%, {rec['searches']} held-out searches of "

@@ -37,7 +37,7 @@ def header_calibration(header, path=None):
 
 
 OPEN_SET_ATTR = "open_set"
-OPEN_SET_KIND = "top-candidate-znorm"
+OPEN_SET_KIND = "top-candidate-centred"
 _CURVE_KEYS = ("thresholds", "hazard", "hazard_low", "hazard_high")
 
 
@@ -51,7 +51,7 @@ def header_open_set(header, path=None):
     FormatError
         A record that is not a well-formed operating point: a threshold curve whose
         thresholds are not finite and increasing, or whose hazards are negative or
-        increasing, or a non-finite threshold, or fewer than 1 client.
+        increasing, or a non-finite threshold, or a scale <= 0, or fewer than 1 client.
     """
     raw = header.get(OPEN_SET_ATTR)
     if raw is None:
@@ -62,11 +62,13 @@ def header_open_set(header, path=None):
             raise ValueError("not a 1:N operating point")
         curve = {k: np.asarray(rec["curve"][k], dtype=float) for k in _CURVE_KEYS}
         t, h = curve["thresholds"], curve["hazard"]
-        numbers = [float(rec[k]) for k in ("threshold", "target_fpir", "expected_fpir")]
+        numbers = [float(rec[k]) for k in ("threshold", "target_fpir", "expected_fpir",
+                                           "scale")]
         if (t.ndim != 1 or t.size < 1 or any(curve[k].shape != t.shape for k in _CURVE_KEYS)
                 or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0)
                 or np.any(np.isnan(h)) or np.any(h < 0) or np.any(np.diff(h) > 0)
                 or not np.all(np.isfinite(numbers)) or not 0 < numbers[1] < 1
+                or numbers[3] <= 0
                 or int(rec["clients"]) < 1):
             raise ValueError("inconsistent curve or values")
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
