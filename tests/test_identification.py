@@ -165,3 +165,48 @@ def test_evaluation_reports_fnir_at_fpir_and_the_averaged_det():
     at_1pct = np.mean([ident.fpir_fnir(S, t, ident.fnir_at_fpir(S, t, 0.01)[1])[1]
                        for S, t in mats])
     assert np.interp(0.01, grid, fnir) == pytest.approx(at_1pct, abs=0.05)
+
+
+def test_protocol_searches_carry_each_methods_held_out_normalisation():
+    """roc ranks searches as compress deploys them: each method's Z-norm parameters come
+    from its training impostors held out by subject; closed set on Z-norm, open set on
+    the centred scores."""
+    from ssgallery.biometrics.heldout import threshold_folds
+    from ssgallery.biometrics.protocol import ProtocolOptions, make_splits
+    from ssgallery.learn.teacher import SimilaritySVM
+    from ssgallery.matchers.eigenface import EigenfaceMatcher
+
+    images, labels = synthetic_images(n_subjects=8, per=7, seed=3)
+    options = ProtocolOptions(methods=("svm",), n_train=4, repetitions=1, seed=0,
+                              identification=True, norm_folds=3)
+    (table,) = run_protocol(images, labels, options)
+    split = make_splits(labels, None, 4, 1, 0)[0]
+    idx = split.train_indices()
+    matcher = EigenfaceMatcher().fit(images[idx])
+    X, owner = matcher.transform(images[idx]), labels[idx]
+    c = split.enrolled[0]
+    y = np.where(owner == c, 1, -1)
+    teacher = SimilaritySVM(similarity=matcher.similarity(), random_state=0).fit(X, y)
+    folds = threshold_folds(y, owner, 3, 0)
+    held = []
+    for j in range(folds.max() + 1):
+        model = SimilaritySVM(similarity=matcher.similarity(), C=teacher.C_,
+                              random_state=0).fit(X[folds != j], y[folds != j])
+        held.append(model.decision_function(X[(folds == j) & (y < 0)]))
+    held = np.concatenate(held)
+    info = table.search.clients[c]
+    assert info["norm_mean"] == pytest.approx(held.mean(), rel=1e-6)
+    assert info["norm_std"] == pytest.approx(held.std(ddof=1), rel=1e-6)
+    clients, _, raw, true = ident.score_matrix(table.search)
+    Z, centred, kind = ident.normalised_searches(table.search, clients, raw)
+    assert kind == ("znorm", "centred")
+    (s,) = ident.evaluate_identification([table.search])
+    assert s["ranking"] == "znorm" and s["open_set_score"] == "centred"
+    assert s["cmc"] == pytest.approx(ident.cmc(Z, true, 10))
+    assert s["dir"] == pytest.approx(ident.detection_identification_rate(centred, true)[0])
+    # norm_folds=0: raw scores, as before
+    (plain,) = run_protocol(images, labels, ProtocolOptions(
+        methods=("svm",), n_train=4, repetitions=1, seed=0, identification=True,
+        norm_folds=0))
+    assert "norm_mean" not in plain.search.clients[c]
+    assert ident.evaluate_identification([plain.search])[0]["ranking"] == "raw"

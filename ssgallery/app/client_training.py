@@ -27,6 +27,7 @@ import numpy as np
 
 from ssgallery.app.options import MAX_ITER, N_FOLDS, CompressOptions  # noqa: F401
 from ssgallery.app.parts import ClientResult
+from ssgallery.biometrics.heldout import threshold_folds
 from ssgallery.errors import InputError
 from ssgallery.learn.threads import single_threaded_blas
 
@@ -113,44 +114,6 @@ def _fit_pair(X, y, similarity, bounds, options, C, m, gram=None, n_init=1):
                                         cv=max(2, min(N_FOLDS, n_pos)), random_state=o.seed)
         return svm, selection.best_estimator_
     return svm, dist.fit(X, y)
-
-
-def threshold_folds(y, groups, n_folds=N_FOLDS, random_state=0, subject_order=None):
-    """Fold index per sample for the threshold CV, or None when it cannot be done.
-
-    Impostors are split by subject (``groups``): a held-out impostor is someone the
-    fold's model never saw, as at verification time. Genuine images are spread over
-    the folds one by one. Shape (n,), values 0..k-1 with k = min(n_folds, #genuine,
-    #impostor subjects) >= 2.
-
-    ``subject_order`` (every subject of the store, in one seeded order shared by all
-    clients): an impostor subject's fold is its place in that order modulo k, so that
-    clients share their folds' held-out subjects (and the matcher refitted without
-    them, `ssgallery.app.fold_spaces`); when that leaves a fold without
-    impostors, the client's impostor subjects are dealt out in that order instead.
-    """
-    y = np.asarray(y)
-    groups = np.asarray(groups if groups is not None else np.arange(len(y))).astype(str)
-    pos = np.flatnonzero(y > 0)
-    subjects = np.unique(groups[y < 0])
-    k = min(n_folds, len(pos), len(subjects))
-    if k < 2:
-        return None
-    rng = np.random.default_rng(random_state)
-    if subject_order is None:
-        fold_of = {s: j % k for j, s in enumerate(rng.permutation(subjects))}
-    else:
-        mine = set(subjects.tolist())
-        order = [str(s) for s in subject_order if str(s) in mine]
-        place = {str(s): i for i, s in enumerate(subject_order)}
-        fold_of = {s: place[s] % k for s in order}
-        if len(set(fold_of.values())) < k:
-            fold_of = {s: j % k for j, s in enumerate(order)}
-    folds = np.empty(len(y), dtype=int)
-    for subject, j in fold_of.items():
-        folds[(groups == subject) & (y < 0)] = j
-    folds[rng.permutation(pos)] = np.arange(len(pos)) % k
-    return folds
 
 
 def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gram=None,

@@ -20,8 +20,8 @@ import numpy as np
 from ssgallery.errors import InputError
 
 __all__ = ["FPIR_TARGETS", "cmc", "det_curve", "detection_identification_rate",
-           "evaluate_identification", "fnir_at_fpir", "fpir_fnir", "ranks", "score_matrix",
-           "unknown_threshold", "unresolvable_note"]
+           "evaluate_identification", "fnir_at_fpir", "fpir_fnir", "normalised_searches",
+           "ranks", "score_matrix", "unknown_threshold", "unresolvable_note"]
 
 FPIR_TARGETS = (0.01, 0.001)  # what roc reports: FNIR at FPIR = 1 % and 0.1 %
 
@@ -238,9 +238,11 @@ def evaluate_identification(tables, max_rank=10, far=0.01, det_points=41):
     -------
     list of dict
         Per (method, m), in order of first appearance: ``label``, ``cmc`` (mean over
-        repetitions, ranks 1..max_rank), ``rank1``, ``dir`` (open-set DIR at rank 1, None
-        when the unknowns cannot resolve it), ``dir_far`` (the false-alarm rate of the
-        DIR), ``fnir_at_fpir_1pct`` and ``fnir_at_fpir_01pct`` (FNIR at FPIR = 1 % and
+        repetitions, ranks 1..max_rank, on the ``ranking`` scores: "znorm" when the
+        tables carry each client's held-out normalisation, `normalised_searches`, else
+        "raw"), ``rank1``, and on the ``open_set_score`` scores ("centred" or "raw"):
+        ``dir`` (open-set DIR at rank 1, None when the unknowns cannot resolve it),
+        ``dir_far`` (the false-alarm rate of the DIR), ``fnir_at_fpir_1pct`` and ``fnir_at_fpir_01pct`` (FNIR at FPIR = 1 % and
         0.1 %, threshold on the top candidate's score, mean over repetitions; None when
         a repetition's non-mated searches cannot resolve it, with the reason in
         ``notes``), ``det`` (``fpir`` grid and the mean over repetitions of the lowest
@@ -254,14 +256,40 @@ def evaluate_identification(tables, max_rank=10, far=0.01, det_points=41):
             for (method, m), group in groups.items()]
 
 
+def normalised_searches(table, clients, scores):
+    """A search's scores as a deployed gallery ranks them, from the per-client held-out
+    normalisation its table carries (``clients[c]["norm_mean"]``, ``["norm_std"]``):
+    Z-normalised for the closed set, centred on one scale for the open set
+    (`ssgallery.biometrics.openset.pooled_scale`).
+
+    Returns
+    -------
+    closed, open : ndarray, shape (n_probes, n_clients)
+        The raw scores twice when some client carries no normalisation.
+    kind : (str, str)
+        ``("znorm", "centred")`` or ``("raw", "raw")``.
+    """
+    from ssgallery.biometrics.openset import pooled_scale
+
+    info = [table.clients.get(str(c)) or {} for c in clients]
+    mean = np.array([i.get("norm_mean", np.nan) for i in info], dtype=float)
+    std = np.array([i.get("norm_std", np.nan) for i in info], dtype=float)
+    if not (np.all(np.isfinite(mean)) and np.all(std > 0)):
+        return scores, scores, ("raw", "raw")
+    return (scores - mean) / std, (scores - mean) / pooled_scale(std), ("znorm", "centred")
+
+
 def _evaluate_method(method, m, group, max_rank, far, det_points):
     from ssgallery.biometrics.metrics import frr_on_grid
 
     curves, dirs, searches, dets, n_known, n_unknown = [], [], [], [], 0, []
     fnirs = {f: [] for f in FPIR_TARGETS}
+    kinds = set()
     for t in group:
-        _, _, S, true_client = score_matrix(t)
-        curves.append(cmc(S, true_client, max_rank))
+        clients, _, raw, true_client = score_matrix(t)
+        Z, S, kind = normalised_searches(t, clients, raw)
+        kinds.add(kind)
+        curves.append(cmc(Z, true_client, max_rank))
         dirs.append(detection_identification_rate(S, true_client, far)[0])
         for f in FPIR_TARGETS:
             fnirs[f].append(fnir_at_fpir(S, true_client, f)[0])
@@ -273,11 +301,13 @@ def _evaluate_method(method, m, group, max_rank, far, det_points):
         n_unknown.append(int(np.sum(true_client < 0)))
     width = min(len(c) for c in curves)
     curve = np.mean([c[:width] for c in curves], axis=0)
+    kind = kinds.pop() if len(kinds) == 1 else ("mixed", "mixed")
     out = {"method": method, "m": m, "label": group[0].label, "repetitions": len(group),
            "cmc": [float(v) for v in curve], "rank1": float(curve[0]),
            "dir": None if None in dirs else float(np.mean(dirs)), "dir_far": float(far),
            "matches_per_search": float(np.mean(searches)) if searches else None,
-           "n_known": n_known, "n_unknown": int(sum(n_unknown)), "notes": {}}
+           "n_known": n_known, "n_unknown": int(sum(n_unknown)), "notes": {},
+           "ranking": kind[0], "open_set_score": kind[1]}
     for f, key in zip(FPIR_TARGETS, ("fnir_at_fpir_1pct", "fnir_at_fpir_01pct")):
         out[key] = None if None in fnirs[f] else float(np.mean(fnirs[f]))
         note = unresolvable_note(f, min(n_unknown))

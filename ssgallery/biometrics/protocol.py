@@ -47,6 +47,13 @@ class ProtocolOptions:
     identification : bool
         Also search: score every genuine probe against every client (not only its own),
         so that each table carries a full search in ``table.search``.
+    norm_folds : int
+        With ``identification``: folds of the held-out normalisation of each method's
+        scores (`ssgallery.biometrics.heldout.heldout_normalisation`, as ``compress``
+        sets each client's Z-norm: its training impostors held out by subject), whose
+        parameters the search tables carry per client (``norm_mean``, ``norm_std``) so
+        that searches are ranked as deployed; 0 ranks raw scores (cheaper: every
+        client is refitted once per fold and method).
     method_options : dict name -> dict
         Extra keyword arguments for `ssgallery.biometrics.methods.make_method`.
         A ``"method"`` entry makes ``name`` a variant of that registry method (e.g.
@@ -63,6 +70,7 @@ class ProtocolOptions:
     n_jobs: int = 1
     identification: bool = False
     method_options: dict = field(default_factory=dict)
+    norm_folds: int = 5
 
     def __post_init__(self):
         m = [self.m] if np.isscalar(self.m) else list(self.m)
@@ -73,6 +81,11 @@ class ProtocolOptions:
         object.__setattr__(self, "m", tuple(int(v) for v in m))
         object.__setattr__(self, "methods", tuple(self.methods))
         object.__setattr__(self, "method_options", dict(self.method_options or {}))
+        if isinstance(self.norm_folds, bool) or int(self.norm_folds) < 0 \
+                or int(self.norm_folds) == 1:
+            raise InputError(f"the normalisation folds must be 0 (none) or at least 2, got "
+                             f"{self.norm_folds}")
+        object.__setattr__(self, "norm_folds", int(self.norm_folds))
 
 
 @dataclass
@@ -196,12 +209,22 @@ def method_specs(methods, m_values):
     return specs
 
 
-def _fit_client(X, y, X_gen, X_imp, similarity, specs, random_state, method_options, gram=None):
-    """Teacher once (on ``gram`` = S(X, X), shared by the clients of a repetition), then
-    every (method, m): scores of the genuine probes ``X_gen`` and the impostor claims."""
+def _make(name, m, random_state, method_options):
+    """An unfitted method (the teacher's distillation or reduction) from the registry."""
     from ssgallery.biometrics.methods import make_method
+
+    opts = dict(method_options.get(name, {}))
+    return make_method(opts.pop("method", name), m, random_state=random_state, **opts)
+
+
+def _fit_client(data, similarity, specs, random_state, options, gram=None):
+    """Teacher once (on ``gram`` = S(X, X), shared by the clients of a repetition), then
+    every (method, m): scores of the genuine probes and the impostor claims; with
+    ``options.norm_folds`` (searches only), each method's held-out Z-norm parameters.
+    ``data``: (X, y, subject of each row, genuine probes, impostor claims)."""
     from ssgallery.learn.teacher import SimilaritySVM
 
+    X, y, groups, X_gen, X_imp = data
     t0 = time.perf_counter()
     teacher = SimilaritySVM(similarity=similarity, random_state=random_state).fit(X, y, gram)
     teacher_s = time.perf_counter() - t0
@@ -211,15 +234,33 @@ def _fit_client(X, y, X_gen, X_imp, similarity, specs, random_state, method_opti
         if name == "svm":
             model, matches = teacher, teacher.n_support_total_
         else:
-            opts = dict(method_options.get(name, {}))
-            model = make_method(opts.pop("method", name), m, random_state=random_state,
-                                **opts)
+            model = _make(name, m, random_state, options.method_options)
             model.fit(X, y, teacher=teacher)
             matches = model.n_matches_
         fit_s = time.perf_counter() - t0
         out.append((model.decision_function(X_gen), model.decision_function(X_imp),
-                    float(matches), teacher_s + fit_s))
+                    float(matches), teacher_s + fit_s, None))
+    if options.identification and options.norm_folds:
+        norms = _normalisation(X, y, groups, similarity, specs, teacher.C_, random_state,
+                               options, gram)
+        out = [row[:4] + (norm,) for row, norm in zip(out, norms or [None] * len(out))]
     return out
+
+
+def _normalisation(X, y, groups, similarity, specs, C, random_state, options, gram):
+    """Every method's held-out Z-norm parameters (None when the folds cannot be made)."""
+    from ssgallery.biometrics.heldout import heldout_normalisation
+    from ssgallery.learn.teacher import SimilaritySVM
+
+    def fit_fold(train):
+        sub = None if gram is None else gram[np.ix_(train, train)]
+        teacher = SimilaritySVM(similarity=similarity, C=C, random_state=random_state).fit(
+            X[train], y[train], sub)
+        return [teacher if name == "svm" else
+                _make(name, m, random_state, options.method_options).fit(
+                    X[train], y[train], teacher=teacher) for name, m in specs]
+
+    return heldout_normalisation(X, y, groups, fit_fold, options.norm_folds, random_state)
 
 
 def run_protocol(images, labels, options=None, *, matcher_factory=None, probe_labels=None,
@@ -302,8 +343,8 @@ def _split_tables(split, data, matcher, specs, options, reporting):
     gen_idx = np.concatenate([split.genuine[c] for c in split.enrolled])
     X_gen = np.stack([feats[i] for i in gen_idx])
     own = {c: np.isin(gen_idx, split.genuine[c]) for c in split.enrolled}
-    jobs = [(X, np.where(owner == c, 1, -1), X_gen if identification else X_gen[own[c]],
-             X_imp, sim, specs, rs, options.method_options, gram) for c in split.enrolled]
+    jobs = [((X, np.where(owner == c, 1, -1), owner, X_gen if identification else X_gen[own[c]],
+              X_imp), sim, specs, rs, options, gram) for c in split.enrolled]
     with progress.phase(f"{step}training clients", len(jobs), "clients"):
         results = _map(jobs, options.n_jobs, progress)
     tables = []
@@ -324,7 +365,7 @@ def _claims_table(spec, split, labels, probe_labels, per_client, own_rows, fta):
     probe failed to acquire (``fta``, per image) score NaN (never accepted)."""
     claimed, real, probe, score, clients = [], [], [], [], {}
     for c in split.enrolled:
-        gen, imp, matches, secs = per_client[c]
+        gen, imp, matches, secs, _ = per_client[c]
         idx = np.concatenate([split.genuine[c], split.impostors])
         claimed.append(np.full(len(idx), c))
         real.append(labels[idx])
@@ -341,11 +382,15 @@ def _search_table(spec, split, labels, probe_labels, gen_idx, per_client):
     idx = np.concatenate([gen_idx, split.impostors])
     claimed, score = [], []
     for c in split.enrolled:
-        gen, imp, _, _ = per_client[c]
+        gen, imp, _, _, _ = per_client[c]
         claimed.append(np.full(len(idx), c))
         score.append(np.concatenate([gen, imp]))
     n = len(split.enrolled)
-    clients = {c: {"matches": per_client[c][2]} for c in split.enrolled}
+    clients = {}
+    for c in split.enrolled:
+        norm = per_client[c][4]
+        clients[c] = {"matches": per_client[c][2]} | (
+            {} if norm is None else {"norm_mean": norm["mean"], "norm_std": norm["std"]})
     return Scores(spec[0], spec[1], split.repetition, np.concatenate(claimed),
                   np.tile(labels[idx], n), np.tile(probe_labels[idx], n),
                   np.concatenate(score).astype(float), clients)

@@ -73,7 +73,13 @@ def _parse_methods(ctx, param, value):
               help="Clients trained in parallel.")
 @click.option("--identification/--no-identification", default=True, show_default=True,
               help="Protocol mode: also search every probe against every client (closed-set "
-              "CMC, open-set DIR at FAR 1 %, cmc.png, identification/*.txt).")
+              "CMC, open-set FNIR at FPIR 1 % and 0.1 %, cmc.png, det_identification.png, "
+              "identification/*.txt).")
+@click.option("--norm-folds", type=click.IntRange(min=0), default=ProtocolOptions.norm_folds,
+              show_default=True, metavar="K",
+              help="Searches are ranked as a gallery deploys them: each method's scores "
+                   "normalised with its training impostors held out by subject in K folds "
+                   "(as compress does); 0 ranks raw scores (K times fewer refits).")
 @click.option("--no-plot", is_flag=True, help="Do not draw the plots.")
 @click.option("--force", is_flag=True, help="Replace report files that were not written by "
               "ssgallery roc (never a folder or a device).")
@@ -92,8 +98,11 @@ def command(paths, scores, no_plot, as_json, quiet, **options):
     averaged over clients and repetitions. Writes to -o: summary.json, curves.csv,
     roc.png, det.png, scores.png and scores/*.txt (4-column: claimed_id real_id
     probe_label score, metadata in scores/*.txt.json). In protocol mode every probe is
-    also searched against every client (identification): closed-set CMC, open-set DIR
-    at FAR = 1 %, cmc.png and identification/*.txt (every probe against every client).
+    also searched against every client (identification), ranked as a compressed
+    gallery ranks them (each method's held-out Z-norm, --norm-folds): closed-set CMC,
+    open-set FNIR at FPIR = 1 % and 0.1 % with one threshold on the top candidate's
+    centred score, cmc.png, det_identification.png (FNIR against FPIR) and
+    identification/*.txt (every probe against every client).
 
     Every figure names its convention: EER client-mean (the headline: each client's
     own threshold), EER averaged-curve (the paper's Fig. 4 curve), global-threshold
@@ -151,7 +160,8 @@ def _echo(result, out_dir):
         click.echo(format_identification_table(result["identification"]))
     files = result["files"]
     shown = [files["summary"], files["curves"]] + [
-        files[k] for k in ("plot", "det_plot", "scores_plot", "cmc_plot") if k in files]
+        files[k] for k in ("plot", "det_plot", "scores_plot", "cmc_plot",
+                           "identification_det_plot") if k in files]
     if files["scores"]:
         shown.append(f"{len(files['scores'])} score files in {out_dir}/scores/")
     if files.get("identification_scores"):
