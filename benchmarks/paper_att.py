@@ -75,7 +75,7 @@ def main(argv=None):
     fig4 = ["svm", "ssvm m=2", "svm-red m=2", "svm-sel m=10", "nystrom m=2"]
     plot_curves(Path(args.out, "fig4.png"), summaries, "AT&T, eigenface RBF (paper Fig. 4)",
                 labels=fig4)
-    table = format_table(summaries)
+    table = format_table(summaries, wide=True)
     print(table)
     Path(args.out, "table.txt").write_text(table + "\n")
     footer = f"wall time {wall:.0f} s with {args.jobs} job(s)"

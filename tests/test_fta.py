@@ -115,7 +115,7 @@ def test_roc_counts_failures_to_acquire_like_bob_measure(built, tmp_path):
     shutil.copy(next(PROBES.glob("unknown1_*.png")), probes / "stranger" / "u.png")
     out = tmp_path / "report"
     result = CliRunner().invoke(main, ["roc", "--gallery", built["gallery"], "--probes",
-                                       str(probes), "-o", str(out), "--no-plot"])
+                                       str(probes), "-o", str(out), "--no-plot", "--wide"])
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())["methods"][0]
     # 7 genuine claims (2 + 2 + 3), one FTA; impostors: 7 * 2 + 3 * 3 = 23 claims, of

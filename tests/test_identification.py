@@ -130,7 +130,7 @@ def test_roc_writes_identification_outputs(tmp_path):
         assert s["fnir_at_fpir_1pct"] is None and s["fnir_at_fpir_01pct"] is None
         assert "below the resolution" in s["notes"]["fnir_at_fpir_1pct"]
         assert s["det"]["fpir"][0] == pytest.approx(1 / 21)
-    assert "FNIR@FPIR=1% (%)" in res.output and "—: FPIR 1% is below" in res.output
+    assert "FNIR@1% %" in res.output and "—: FPIR 1% is below" in res.output
     assert (out / "det_identification.png").stat().st_size > 0
 
 

@@ -174,4 +174,5 @@ def test_roc_reports_every_phase_from_the_first(faces_factory, tmp_path):
         "evaluating (curves, bootstrap over clients) 2/2 methods",
         "evaluating identification 1/1 steps",
         "writing the report 1/1 reports"]
-    assert "EER client-mean" in res.stdout and "ssgallery:" not in res.stdout
+    assert "EER % [95% CI]" in res.stdout and "ssgallery:" not in res.stdout
+    assert max(len(line) for line in res.stdout.splitlines()) <= 100  # both tables, notes

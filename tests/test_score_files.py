@@ -133,7 +133,7 @@ def test_duplicate_score_files_are_refused(tmp_path):
 def test_unresolved_operating_points_print_as_a_dash(tmp_path):
     write_scores(tmp_path / "s.txt", _table(n_clients=4, n_gen=10, n_imp=300))
     res = CliRunner().invoke(main, ["roc", "--scores", str(tmp_path / "s.txt"), "-o",
-                                    str(tmp_path / "o"), "--no-plot"])
+                                    str(tmp_path / "o"), "--no-plot", "--wide"])
     assert res.exit_code == 0, res.output
     s = json.loads((tmp_path / "o" / "summary.json").read_text())["methods"][0]
     # 300 impostor claims per client: FAR 0.1 % is not resolved per client (None),

@@ -19,6 +19,8 @@ from ssgallery.biometrics.plots import (
 from ssgallery.biometrics.scores import scores_filename, write_scores
 from ssgallery.errors import InputError
 from ssgallery.formats.atomic import has_prefix, write_text_atomic
+from ssgallery.tables import DASH
+from ssgallery.tables import format_table as format_rows
 
 SUMMARY_HEAD = b'{\n  "tool": "ssgallery roc"'
 PLOT = "roc.png"
@@ -45,7 +47,6 @@ def format_curves(summaries):
     return out.getvalue()
 
 
-DASH = "—"  # an operating point the data cannot resolve, or a figure that does not apply
 
 
 def _pct(v, std=None):
@@ -68,83 +69,107 @@ def _pm(v, std, fmt="{:.1f}"):
 def format_identification_table(summaries):
     """The printed identification table: one row per method; a note under it for each
     figure shown as "—"."""
-    head = ["method", "m", "matches/search", "rank-1 %", "rank-5 %", "rank-10 %",
-            "FNIR@FPIR=1% (%)", "FNIR@FPIR=0.1% (%)"]
+    head = ["method", "m", "matches", "rank-1 %", "rank-5 %", "rank-10 %", "FNIR@1% %",
+            "FNIR@0.1% %"]
 
     def at(s, r):
         return _pct(s["cmc"][r - 1]) if len(s["cmc"]) >= r else DASH
 
-    rows = [[s["method"], "-" if s["m"] is None else str(s["m"]),
+    rows = [[s["method"], s["m"],
              _pm(s["matches_per_search"], None, "{:,.0f}"), at(s, 1), at(s, 5), at(s, 10),
              _pct(s.get("fnir_at_fpir_1pct")), _pct(s.get("fnir_at_fpir_01pct"))]
             for s in summaries]
     notes = dict.fromkeys(n for s in summaries for n in s.get("notes", {}).values())
-    return _format_rows(head, rows) + "".join(f"\n{DASH}: {n}" for n in notes)
+    text = format_rows(head, rows, right=range(1, len(head)))
+    legend = ("matches: per search (N clients x m); rank-r: closed-set CMC; FNIR@x%: open "
+              "set, mated searches missed at FPIR = x% (the threshold on the top score).")
+    return text + "\n" + _wrapped([f"{DASH}: {n}" for n in notes] + [legend])
 
 
-def _format_rows(head, rows):
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    line = lambda r: "  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip()
-    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
-
-
-def _columns(summaries):
-    """(header, row function) of the printed table; the headline convention first."""
-    cols = [("method", lambda s: s["method"]),
-            ("m", lambda s: DASH if s["m"] is None else str(s["m"])),
-            ("matches/claim", lambda s: _pm(s["matches_mean"], s["matches_std"])),
-            ("EER client-mean % [95% CI]",
-             lambda s: _pct(s["eer_client_mean"]) + _ci(s, "eer_client_mean")),
-            ("EER averaged-curve %", lambda s: _pct(s["eer_averaged_curve"])),
-            ("EER global-threshold %", lambda s: _pct(s["eer_global_threshold"])),
-            ("FRR@FAR=1% averaged-curve", lambda s: _pct(s["frr_at_far_1pct_averaged_curve"])),
-            ("FRR@FAR=0.1% averaged-curve",
-             lambda s: _pct(s["frr_at_far_01pct_averaged_curve"])),
+def _columns(summaries, wide=False):
+    """(header, row function, keys shown) of the printed table. By default the columns a
+    person reads first, in at most `WIDTH` characters: method, m, matches per claim, the
+    mean client EER (the headline) with its interval, FRR at FAR = 1 % (averaged
+    curve), and in gallery mode FAR and FRR at the stored thresholds; ``wide`` adds
+    every other convention, the fit time and the failure-to-acquire rates."""
+    cols = [("method", lambda s: s["method"], ()),
+            ("m", lambda s: s["m"], ()),
+            ("matches", lambda s: _pm(s["matches_mean"], s["matches_std"]), ()),
+            ("EER % [95% CI]", lambda s: _pct(s["eer_client_mean"]) + _ci(s, "eer_client_mean"),
+             ("eer_client_mean",)),
+            ("FRR@FAR=1%", lambda s: _pct(s["frr_at_far_1pct_averaged_curve"]),
+             ("frr_at_far_1pct_averaged_curve",))]
+    if wide:
+        cols += [
+            ("EER averaged-curve %", lambda s: _pct(s["eer_averaged_curve"]), ()),
+            ("EER global-threshold %", lambda s: _pct(s["eer_global_threshold"]), ()),
+            ("FRR@FAR=0.1% averaged-curve", lambda s: _pct(s["frr_at_far_01pct_averaged_curve"]),
+             ("frr_at_far_01pct_averaged_curve",)),
             ("FRR@FAR=1% global-threshold",
-             lambda s: _pct(s["frr_at_far_1pct_global_threshold"])),
+             lambda s: _pct(s["frr_at_far_1pct_global_threshold"]),
+             ("frr_at_far_1pct_global_threshold",)),
             ("FRR@FAR=0.1% global-threshold",
-             lambda s: _pct(s["frr_at_far_01pct_global_threshold"])),
-            ("fit s/client", lambda s: _pm(s["fit_seconds_mean"], None, "{:.2f}"))]
+             lambda s: _pct(s["frr_at_far_01pct_global_threshold"]),
+             ("frr_at_far_01pct_global_threshold",)),
+            ("fit s/client", lambda s: _pm(s["fit_seconds_mean"], None, "{:.2f}"), ())]
     if any(s.get("far_at_stored_thresholds") is not None for s in summaries):
-        cols += [("FAR@stored-thresholds %", lambda s: _pct(s.get("far_at_stored_thresholds"))),
-                 ("FRR@stored-thresholds %", lambda s: _pct(s.get("frr_at_stored_thresholds")))]
-    if any(s.get("fta_genuine") or s.get("fta_impostor") for s in summaries):
-        cols += [("FTA genuine %", lambda s: _pct(s.get("fta_genuine"))),
-                 ("FTA impostor %", lambda s: _pct(s.get("fta_impostor")))]
+        cols += [("FAR@thresholds %", lambda s: _pct(s.get("far_at_stored_thresholds")), ()),
+                 ("FRR@thresholds %", lambda s: _pct(s.get("frr_at_stored_thresholds")), ())]
+    if wide and any(s.get("fta_genuine") or s.get("fta_impostor") for s in summaries):
+        cols += [("FTA genuine %", lambda s: _pct(s.get("fta_genuine")), ()),
+                 ("FTA impostor %", lambda s: _pct(s.get("fta_impostor")), ())]
     return cols
 
 
-def _format_rows(head, rows):
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    line = lambda r: "  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip()
-    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
+WIDTH = 100  # the default tables and their notes fit a terminal this wide
 
 
-def format_table(summaries):
-    """The printed table: one row per method, each column named by its convention; a
-    note under the table for each figure shown as "—"."""
-    cols = _columns(summaries)
-    text = _format_rows([h for h, _ in cols], [[f(s) for _, f in cols] for s in summaries])
-    notes = dict.fromkeys(note for s in summaries for note in s.get("notes", {}).values())
-    if notes:
-        text += "\n" + "\n".join(f"{DASH}: {n}" for n in notes)
-    return text + ("\nEER client-mean (the headline): each client's own threshold sweep, "
-                   "averaged over clients and repetitions; [95% CI]: bootstrap over clients.")
+def _notes(summaries, keys):
+    """The notes of the figures shown as `DASH` in the columns of ``keys``."""
+    return dict.fromkeys(note for s in summaries for k, note in s.get("notes", {}).items()
+                         if k in keys)
+
+
+def _wrapped(lines):
+    import textwrap
+
+    return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines)
+
+
+def format_table(summaries, wide=False):
+    """The printed table: one row per method; under it a note for each figure shown as
+    `DASH` and what the columns mean. At most `WIDTH` characters a line unless
+    ``wide`` (every convention: see `_columns`; all of them are in summary.json)."""
+    cols = _columns(summaries, wide)
+    text = format_rows([h for h, _, _ in cols], [[f(s) for _, f, _ in cols] for s in summaries],
+                       right=range(1, len(cols)))
+    notes = _notes(summaries, {k for _, _, keys in cols for k in keys})
+    legend = [("EER: each client's own threshold sweep, averaged over clients and repetitions "
+              "(the headline); [95% CI]: bootstrap over clients. FRR@FAR=1%: on the "
+              "client-averaged curve (the paper's Fig. 4).")]
+    if any(h.startswith("FAR@thresholds") for h, _, _ in cols):
+        legend.append("FAR/FRR@thresholds: at the thresholds stored in the gallery.")
+    if not wide:
+        legend.append("--wide: every convention, the fit time and failures to acquire "
+                      "(all in summary.json).")
+    return text + "\n" + _wrapped([f"{DASH}: {n}" for n in notes] + legend)
 
 
 def format_dev_eval(results):
-    """The printed table of `ssgallery.biometrics.evaluation.dev_eval`."""
-    head = ["method", "criterion", "threshold", "dev FAR %", "dev FRR %", "dev HTER %",
-            "eval FAR %", "eval FRR %", "eval HTER %", "eval FTA %"]
+    """The printed table of `ssgallery.biometrics.evaluation.dev_eval` (the dev HTER and
+    the counts are in summary.json)."""
+    head = ["method", "criterion", "threshold", "dev FAR %", "dev FRR %", "eval FAR %",
+            "eval FRR %", "eval HTER %", "eval FTA %"]
     rows = []
     for r in results:
         crit = r["criterion"] + (f"={100 * r['target_far']:g}%" if r["criterion"] == "far" else "")
         d, e = r["dev"], r["eval"]
         rows.append([r["label"], crit, f"{r['threshold']:.6g}", _pct(d["far"]), _pct(d["frr"]),
-                     _pct(d["hter"]), _pct(e["far"]), _pct(e["frr"]), _pct(e["hter"]),
+                     _pct(e["far"]), _pct(e["frr"]), _pct(e["hter"]),
                      _pct(0.5 * (e["fta_genuine"] + e["fta_impostor"]))])
-    return _format_rows(head, rows) + ("\nOne global threshold per method, chosen on the "
-                                  "development scores, applied to the evaluation scores.")
+    return format_rows(head, rows, right=range(2, len(head))) + "\n" + _wrapped([
+        ("One global threshold per method, chosen on the development scores, applied to the "
+        "evaluation scores.")])
 
 
 def write_report(out_dir, tables, summaries, *, mode="protocol", source="", config=None,
