@@ -30,6 +30,9 @@ suspects, each measured on its own:
 
 EER: per client, on its 5 genuine claims and the 200 impostor claims (mean over client
 models; "worse > 5": client models more than 5 points worse than their SVM).
+"pairs/client": the s(x, z) entries the learner asked for (``n_similarity_evals_``,
+whether the program or the cache answered them; Algorithm 1 sends one prototype's
+column, 100 pairs, per run).
 ``--pair-cache DIR`` keeps the program's answers in an SQLite cache
 (ExternalMatcher ``cache_dir``): a rerun gives the same figures and sends only new pairs.
 """
@@ -115,9 +118,9 @@ def distil(svm, sim, matcher, Xt, y, rep, m, max_iter, **kw):
     params = {"teacher": svm, "prefit": True, "n_prototypes": m, "similarity": sim,
               "bounds": matcher.bounds(), "solver": "paper", "lam": 1e-5, "eta": 0.5,
               "max_iter": max_iter, "init": "genuine", "random_state": rep, **kw}
-    calls = matcher.n_calls_
     d = SuperSparseDistiller(**params).fit(Xt, y)
-    return d, matcher.n_calls_ - calls
+    # what the learner asked the matcher for, answered by the program or by the cache
+    return d, d.regressor_.n_similarity_evals_
 
 
 def one_client(split, tr, labels, X, K, sim, matcher, client, args, rng):
@@ -138,9 +141,9 @@ def one_client(split, tr, labels, X, K, sim, matcher, client, args, rng):
     if args.sweeps and row["start"] - row["svm"] > args.tail_gap:
         for name, kw in sweeps(args.tail_iter):
             kw = {"max_iter": args.max_iter, **kw}
-            d, runs = distil(svm, sim, matcher, Xt, y, split.repetition, args.m, **kw)
+            d, pairs = distil(svm, sim, matcher, Xt, y, split.repetition, args.m, **kw)
             row[name] = client_eer(d.decision_function(gen), d.decision_function(imp))
-            row[name + " runs"] = runs
+            row[name + " pairs"] = pairs
             row[name + " omega"] = d.regressor_.objective_
     return row
 
@@ -153,8 +156,8 @@ def summary(rows, keys, label):
     for k in keys:
         e = np.array([r[k] for r in rows])
         extra = ""
-        if k + " runs" in rows[0]:
-            extra = f"   {np.mean([r[k + ' runs'] for r in rows]):5.1f} matcher runs/client"
+        if k + " pairs" in rows[0]:
+            extra = f"   {np.mean([r[k + ' pairs'] for r in rows]):6.0f} pairs/client"
         print(f"  {k:28s} {e.mean():8.2f}% {int((e - svm > 5).sum()):10d} "
               f"{np.max(e - svm):9.1f}{extra}")
 
