@@ -57,9 +57,12 @@ def plot_curves(path, summaries, title=None, labels=None, axes="log", targets=(0
     ``axes="log"``: log-log axes; ``axes="det"``: a square DET plot (normal-deviate
     axes, ``scipy.special.ndtri``) with equal ranges starting at the data's resolution
     (1 / the fewest impostor claims of a client). Both in %, with dashed lines at the
-    ``targets`` FARs the data resolve. ``labels`` restricts the plot to those methods.
-    Returns False when matplotlib is missing. An existing file is replaced only when
-    it is a PNG, or with ``force``."""
+    ``targets`` FARs the data resolve. A method whose summary has the rates at the
+    gallery's stored thresholds (``roc --gallery``) gets that operating point marked
+    (a cross), and one with genuine failures to acquire the floor its FRR cannot go
+    below (a dashed line at FRR = the genuine FTA rate). ``labels`` restricts the plot
+    to those methods. Returns False when matplotlib is missing. An existing file is
+    replaced only when it is a PNG, or with ``force``."""
     plt = _pyplot()
     if plt is None:
         return False
@@ -83,6 +86,7 @@ def plot_curves(path, summaries, title=None, labels=None, axes="log", targets=(0
         if s["eer_averaged_curve"] is not None:
             e = max(s["eer_averaged_curve"], lowest)
             ax.plot(tf(e), tf(e), "o", color=color, ms=5)
+        _operating_marks(ax, s, color, lowest, tf)
     for t in targets:
         if t >= lowest:
             ax.axvline(tf(t), color="0.4", ls=":", lw=1)
@@ -112,15 +116,69 @@ def plot_curves(path, summaries, title=None, labels=None, axes="log", targets=(0
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(title="method (matches per claim), EER of the averaged curve (dot)", fontsize=7,
               title_fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=1)
+    if title:  # a long source name must not be cut by the figure's edge
+        title = _fit_title(title, 90 if det else 105)
     if title:
         ax.set_title(title, fontsize=8)
     save_figure(fig, path, force)
     return True
 
 
+def _operating_marks(ax, s, color, lowest, tf):
+    """The stored thresholds' operating point (a cross, its rates in the legend) and the
+    failure-to-acquire floor of one method's curve."""
+    far, frr = s.get("far_at_stored_thresholds"), s.get("frr_at_stored_thresholds")
+    if far is not None and frr is not None:
+        ax.plot(tf(max(far, lowest)), tf(max(frr, lowest / 2)), "X", color=color, ms=9,
+                mec="black", mew=0.6, label=f"{s['label']} at the stored thresholds: FAR "
+                f"{100 * far:.2f}%, FRR {100 * frr:.2f}%")
+    fta = s.get("fta_genuine") or 0.0
+    if fta > 0:
+        ax.axhline(tf(max(fta, lowest / 2)), color=color, ls="--", lw=0.9, alpha=0.8,
+                   label=f"{s['label']}: failure-to-acquire floor (FRR >= {100 * fta:.2f}%)")
+
+
+def _fit_title(title, width):
+    """``title`` with each line cut at ``width`` characters (an ellipsis in the middle)."""
+    out = []
+    for line in str(title).splitlines():
+        if len(line) > width:
+            keep = (width - 3) // 2
+            line = line[:keep] + "..." + line[-keep:]
+        out.append(line)
+    return "\n".join(out)
+
+
+def _threshold_line(ax, mine, shifted):
+    """The threshold drawn on a score histogram: 0 when the scores are shifted by each
+    client's stored threshold, else the pooled scores' EER threshold (one global
+    threshold)."""
+    from ssgallery.biometrics.metrics import eer_threshold
+
+    if shifted:
+        ax.axvline(0.0, color="black", lw=1, ls="--", label="stored thresholds")
+        return
+    gen = np.concatenate([t.score[t.claimed == t.real] for t in mine])
+    imp = np.concatenate([t.score[t.claimed != t.real] for t in mine])
+    gen, imp = gen[np.isfinite(gen)], imp[np.isfinite(imp)]
+    if gen.size and imp.size:
+        ax.axvline(eer_threshold(imp, gen), color="black", lw=1, ls="--",
+                   label="global EER threshold")
+
+
+def _stored(table):
+    """Each claim's stored threshold (NaN where the client has none)."""
+    t = {c: (info or {}).get("threshold") for c, info in table.clients.items()}
+    return np.array([np.nan if t.get(c) is None else float(t[c]) for c in table.claimed])
+
+
 def plot_scores(path, tables, summaries, title=None, bins=50, force=False):
     """``scores.png``: genuine and impostor score histograms (densities), one panel per
-    method, every repetition pooled. Returns False when matplotlib is missing."""
+    method, every repetition pooled, with the threshold: for a gallery (stored
+    thresholds) the scores are shown as g(x) minus the claimed client's threshold, so
+    that every client's threshold is the line at 0; otherwise the line is the pooled
+    scores' EER threshold (one global threshold). Returns False when matplotlib is
+    missing."""
     plt = _pyplot()
     if plt is None:
         return False
@@ -133,6 +191,10 @@ def plot_scores(path, tables, summaries, title=None, bins=50, force=False):
     for ax, label in zip(axes.ravel(), labels):
         mine = [t for t in tables if t.label == label]
         score = np.concatenate([t.score for t in mine])
+        stored = np.concatenate([_stored(t) for t in mine])
+        shifted = bool(np.isfinite(stored).all())
+        if shifted:
+            score = score - stored
         gen = np.concatenate([t.claimed == t.real for t in mine])
         ok = np.isfinite(score)
         edges = np.histogram_bin_edges(score[ok], bins=bins)
@@ -140,8 +202,10 @@ def plot_scores(path, tables, summaries, title=None, bins=50, force=False):
                 label=f"impostor ({int(np.sum(~gen))})")
         ax.hist(score[ok & gen], edges, density=True, alpha=0.55, color="C2",
                 label=f"genuine ({int(np.sum(gen))})")
+        _threshold_line(ax, mine, shifted)
         ax.set_title(label, fontsize=8)
-        ax.set_xlabel("score g(x)", fontsize=7)
+        ax.set_xlabel("g(x) - the client's threshold" if shifted else "score g(x)",
+                      fontsize=7)
         ax.set_ylabel("density", fontsize=7)
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=6)
