@@ -162,7 +162,7 @@ def test_roc_command_line_splits_into_its_three_objects():
     from ssgallery.cli.roc import command
 
     values = command.make_context("roc", []).params  # an empty command line, parsed
-    for name in ("paths", "scores", "no_plot", "as_json"):
+    for name in ("paths", "scores", "no_plot", "as_json", "wide", "quiet"):  # printing only
         values.pop(name)
     inputs, protocol, report = split_options(values, RocInputs, ProtocolOptions,
                                              ReportOptions)
