@@ -256,7 +256,8 @@ def test_enroll_with_a_key_encrypts_an_unchanged_plain_store(tmp_path):
 def test_compress_parts_are_encrypted_with_the_privacy_key(tmp_path):
     """A part of an interrupted compress holds a client's plain template: with the
     privacy key it is written encrypted (no prototype bytes, no client id on disk) and
-    read back with the key; with another key it is not read (the client is redone)."""
+    read back with the key; with another key, or plain in a run with a key, it is not
+    read (the client is redone)."""
     from ssgallery.app.parts import ClientResult, PartsFolder
 
     key = os.urandom(32)
@@ -279,3 +280,7 @@ def test_compress_parts_are_encrypted_with_the_privacy_key(tmp_path):
     plain = PartsFolder(tmp_path / "p.h5")
     plain.write(result, "run-key")
     assert plain.read("alice", "run-key").threshold == 0.2
+    # a plain part (an earlier run without the key, or planted) is not read by a run with
+    # the key: nothing authenticates it, and it would enter the encrypted, signed gallery
+    assert PartsFolder(tmp_path / "p.h5", key).read("alice", "run-key") is None
+

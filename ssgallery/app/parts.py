@@ -113,11 +113,15 @@ class PartsFolder:
             handle.write(data)
 
     def _open(self, client):
-        """The part's npz (a path, or the decrypted bytes of an encrypted part)."""
+        """The part's npz (a path, or the decrypted bytes of an encrypted part). With a
+        privacy key a plain part is not read (`read` redoes its client): it was not
+        written by a run under this key, and nothing authenticates it."""
         from ssgallery.formats.encryption import decrypt, file_format
 
         path = self._file(client)
         if file_format(path) is None:
+            if self.privacy_key is not None:
+                raise SsgalleryError("a plain part in a run with a privacy key", path=path)
             return path
         return decrypt(path, "compress part", self.FORMAT, self.privacy_key)
 
