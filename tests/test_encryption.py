@@ -284,3 +284,24 @@ def test_compress_parts_are_encrypted_with_the_privacy_key(tmp_path):
     # the key: nothing authenticates it, and it would enter the encrypted, signed gallery
     assert PartsFolder(tmp_path / "p.h5", key).read("alice", "run-key") is None
 
+
+def test_roc_on_an_encrypted_store_reads_it_with_the_privacy_key(stores, tmp_path):
+    """roc's protocol on an encrypted store: the key from $SSGALLERY_PRIVACY_KEY_FILE (the
+    variable the refusal names), the same figures as on the plain store."""
+    import json
+
+    root, key = stores
+    args = ["--repetitions", "1", "--methods", "svm", "--enrolled", "3", "--no-plot", "--json",
+            "-q"]
+    runner = CliRunner()
+    refused = runner.invoke(main, ["roc", "--store", str(root / "enc.h5"), *args, "-o",
+                                   str(tmp_path / "r0")])
+    assert refused.exit_code == 2 and "needs the privacy key" in refused.output
+    summaries = []
+    for name, env in (("plain.h5", {}), ("enc.h5", {encryption.PRIVACY_KEY_ENV: str(key)})):
+        result = runner.invoke(main, ["roc", "--store", str(root / name), *args, "-o",
+                                      str(tmp_path / name)], env=env)
+        assert result.exit_code == 0, result.output
+        summaries.append([{k: v for k, v in method.items() if k.startswith(("eer", "frr"))}
+                          for method in json.loads(result.stdout)["methods"]])
+    assert summaries[0] == summaries[1] and summaries[0][0]  # but for timings

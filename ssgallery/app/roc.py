@@ -100,15 +100,18 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
     """The protocol on an enrollment store: its matcher configuration is reused (refitted
     on each split's training images; an external matcher runs the host's program
     ``matcher_cmd``, see `ssgallery.matchers.host`) and its background subjects
-    are never enrolled. The other arguments: `roc_protocol`."""
+    are never enrolled; an encrypted store is read with ``$SSGALLERY_PRIVACY_KEY_FILE``
+    (as ``roc --gallery`` reads an encrypted gallery). The other arguments:
+    `roc_protocol`."""
     if not Path(store_path).exists():
         raise InputError(f"{store_path}: no enrollment store here; give a faces folder "
                          f"(ssgallery roc FACES_DIR) or run 'ssgallery enroll FACES_DIR' first")
+    from ssgallery.formats.encryption import load_privacy_key
     from ssgallery.formats.store import load_store
     from ssgallery.matchers import get_matcher_class
     from ssgallery.matchers.host import host_matcher
 
-    store = load_store(store_path)
+    store = load_store(store_path, privacy_key=load_privacy_key())  # $SSGALLERY_PRIVACY_KEY_FILE
     cls, config = get_matcher_class(store.matcher_name), dict(store.matcher_config)
     host = host_matcher(matcher_cmd) if store.matcher_name == "external" else None
     return _protocol((store.images, store.labels, np.asarray(store.paths)),
