@@ -89,8 +89,24 @@ def test_a_new_field_at_its_default_keeps_every_digest_and_provenance():
     ({"m": True}, "`m` must be a positive integer or 'auto', got True"),
     ({"m": "3"}, "`m` must be a positive integer or 'auto', got '3'"),
     ({"target_far": 1.0}, "`target_far` must be in [0, 1), got 1.0"),
-    ({"lam": -1}, "`lam` must be >= 0, got -1"),
-    ({"rho": -0.5}, "`rho` must be >= 0, got -0.5"),
+    ({"lam": -1}, "`lam` must be >= 0 and finite, got -1"),
+    ({"rho": -0.5}, "`rho` must be >= 0 and finite, got -0.5"),
+    # NaN passed '< 0' (--lam nan: an internal error after loading the store; --rho nan
+    # with --m auto: a gallery written, m picked from NaN losses); bools are not numbers
+    ({"lam": float("nan")}, "`lam` must be >= 0 and finite, got nan"),
+    ({"lam": float("inf")}, "`lam` must be >= 0 and finite, got inf"),
+    ({"rho": float("nan")}, "`rho` must be >= 0 and finite, got nan"),
+    ({"lam": True}, "`lam` must be a number, got True"),
+    ({"lam": "0.1x"}, "`lam` must be a number, got '0.1x'"),
+    ({"target_far": False}, "`target_far` must be a number, got False"),
+    ({"target_fpir": float("nan")}, "`target_fpir` must be in (0, 1), got nan"),
+    # int() took -3, True and 2.7 (as 2); --seed -1 was an internal error in training
+    ({"cv_folds": -3}, "`cv_folds` must be a non-negative integer, got -3"),
+    ({"cv_folds": True}, "`cv_folds` must be a non-negative integer, got True"),
+    ({"cv_folds": 2.7}, "`cv_folds` must be a non-negative integer, got 2.7"),
+    ({"seed": -1}, "`seed` must be an integer from 0 to 2**32 - 1, got -1"),
+    ({"seed": 2 ** 32}, "`seed` must be an integer from 0 to 2**32 - 1, got 4294967296"),
+    ({"seed": float("nan")}, "`seed` must be an integer from 0 to 2**32 - 1, got nan"),
     ({"solver": "sgd"}, "`solver` must be 'varpro' or 'paper', got 'sgd'"),
     ({"init": "pca"}, ("`init` must be one of auto, class, genuine, kmeans, random, "
                        "got 'pca'")),
@@ -176,3 +192,19 @@ def test_robust_training_fields_enter_the_digest_only_when_set():
     set_ = CompressOptions(refresh_every=5, guard=True)
     assert set_.digest_dict()["refresh_every"] == 5 and set_.digest_dict()["guard"] is True
     assert set_.provenance()["refresh_every"] == 5 and set_.provenance()["guard"] is True
+
+
+def test_compress_command_refuses_non_finite_and_out_of_range_options_as_input_errors(tmp_path):
+    """Checked before the store is read: exit 2, one line, never an internal error."""
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    for args, message in ((["--lam", "nan"], "--lam must be >= 0 and finite, got nan"),
+                          (["--rho", "inf"], "--rho must be >= 0 and finite, got inf"),
+                          (["--seed", "-1"], ("--seed must be an integer from 0 to 2**32 - 1, "
+                                              "got -1"))):
+        result = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "none.h5"),
+                                           "-o", str(tmp_path / "g.h5"), *args])
+        assert result.exit_code == 2, result.output
+        assert result.output.splitlines() == [f"ssgallery: error: {message}"]

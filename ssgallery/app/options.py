@@ -69,24 +69,43 @@ def m_or_auto(name, value):
     return int(value)
 
 
+def _real(name, value):
+    """``value`` as a float; a bool or a non-number is refused."""
+    try:
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError
+        return float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{_flag(name)} must be a number, got {value!r}") from None
+
+
 def non_negative(name, value):
-    if float(value) < 0:
-        raise InputError(f"{_flag(name)} must be >= 0, got {value}")
+    """A finite number >= 0 (NaN and infinity are refused)."""
+    if not 0.0 <= _real(name, value) < np.inf:
+        raise InputError(f"{_flag(name)} must be >= 0 and finite, got {value}")
     return float(value)
 
 
 def probability(name, value):
     """A rate in [0, 1)."""
-    if not 0.0 <= float(value) < 1.0:
+    if not 0.0 <= _real(name, value) < 1.0:
         raise InputError(f"{_flag(name)} must be in [0, 1), got {value}")
     return float(value)
 
 
 def open_rate(name, value):
     """A rate in (0, 1)."""
-    if not 0.0 < float(value) < 1.0:
+    if not 0.0 < _real(name, value) < 1.0:
         raise InputError(f"{_flag(name)} must be in (0, 1), got {value}")
     return float(value)
+
+
+def seed_int(name, value):
+    """A random seed: an integer in [0, 2**32 - 1] (what numpy and scikit-learn take)."""
+    if not _is_int(value) or not 0 <= value < 2 ** 32:
+        raise InputError(f"{_flag(name)} must be an integer from 0 to 2**32 - 1, "
+                         f"got {value!r}")
+    return int(value)
 
 
 def one_of(*choices):
@@ -114,10 +133,6 @@ def _impostors(name, value):
     if value not in IMPOSTOR_MODES:
         raise InputError(f"{name} must be one of {', '.join(IMPOSTOR_MODES)}, got {value!r}")
     return value
-
-
-def _integer(name, value):
-    return int(value)
 
 
 def _flag_bool(name, value):
@@ -216,8 +231,8 @@ class CompressOptions(_Options):
     max_iter: int = option_field(MAX_ITER, positive_int, ALWAYS)
     max_impostors: int = option_field(DEFAULT_MAX_IMPOSTORS, _max_impostors, ALWAYS)
     impostors: str = option_field("sample", _impostors, ALWAYS)
-    cv_folds: int = option_field(N_FOLDS, _integer, ALWAYS)
-    seed: int = option_field(0, _integer, ALWAYS)
+    cv_folds: int = option_field(N_FOLDS, non_negative_int, ALWAYS)
+    seed: int = option_field(0, seed_int, ALWAYS)
     refit_matcher: bool = option_field(True, _flag_bool, ALWAYS)
     protect_templates: bool = option_field(False, _flag_bool, IF_CHANGED)
     target_fpir: float = option_field(0.01, open_rate, NEVER)
