@@ -12,6 +12,8 @@ other, and re-compressing with a new seed revokes a leaked gallery. The centre c
 matters: a rotation about the origin keeps each template's norm (its distance from the
 mean face, for eigenface), which links the same person across deployments; with c
 drawn ten times wider than the templates' spread, the stored norm says next to nothing.
+It does not hide what every isometry keeps: each template's distance from the centroid
+of its own gallery's templates links people as the plain norm does (docs/privacy.md).
 
 What it does not do: it is not encryption. Whoever has the seed (the host's key) undoes
 it. A prototype can still be submitted at the comparator (after the rotation) of the
