@@ -34,7 +34,8 @@ def in_ci():
 def require_data(path, probe, name):
     """``path`` if ``path / probe`` exists; else skip (developer) or fail (CI)."""
     if not (path / probe).exists():
-        message = f"{name} not found at {path} (see ssgallery.datasets for the variables)"
+        message = (f"{name} not found at {path} (how to get it and the SSGALLERY_* "
+                   f"variables: docs/getting-started.md#get-the-data)")
         if in_ci():
             pytest.fail(message)
         pytest.skip(message)

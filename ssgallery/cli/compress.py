@@ -41,7 +41,7 @@ def _parse_m(ctx, param, value):
 @click.option("--m", "m", default=str(DEFAULT.m), show_default=True, callback=_parse_m,
               metavar="M|auto",
               help="Virtual prototypes per client; 'auto' picks m by validation "
-                   "(Eq. 8 (eq:xval-m)).")
+                   "(the paper's Eq. 8).")
 @click.option("--rho", type=click.FloatRange(min=0), default=DEFAULT.rho, show_default=True,
               help="With --m auto: price of one prototype in units of validation loss.")
 @click.option("--target-far", type=click.FloatRange(0, 1, max_open=True),
@@ -64,7 +64,7 @@ def _parse_m(ctx, param, value):
               help="Refit a matcher that learns from images (eigenface) on each "
               "threshold-CV fold, so that held-out impostors are unseen by it too.")
 @click.option("--lam", type=click.FloatRange(min=0), default=DEFAULT.lam, show_default=True,
-              help="Ridge penalty on beta (Eq. 2 (eq:objective)), in the units of the "
+              help="Ridge penalty on beta (the paper's Eq. 2), in the units of the "
                    "learner's lam_scale (default: relative to the spread of the similarities).")
 @click.option("--solver", type=click.Choice(SOLVERS), default=DEFAULT.solver,
               show_default=True, help="varpro: L-BFGS-B on all prototypes; paper: Algorithm 1.")
