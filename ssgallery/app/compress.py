@@ -398,7 +398,8 @@ def _train(plan, run, todo, committed, results):
     try:
         progress.start("training clients", len(todo), "clients")
         for result in run_jobs(train_job, _jobs(plan, todo), n_jobs=run.jobs,
-                               scheduler=run.scheduler, shared=shared):
+                               scheduler=run.scheduler, shared=shared,
+                               n_tasks=len(todo)):
             result.provenance["options_digest"] = digest
             result.provenance["store_fingerprint"] = fingerprint
             parts.write(result, keys[result.client])

@@ -125,7 +125,7 @@ def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshol
     ----------
     gallery_path : str or Path
     probes : list of str or Path
-        Probe image files; scored in one batch.
+        Probe image files; read and searched `ssgallery.app.verify.BATCH` at a time.
     top : int
         Candidates to return per probe.
     open_set : bool
@@ -153,10 +153,8 @@ def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshol
     point : dict
         The operating point used (`ssgallery.app.open_set.resolve`).
     """
-    from ssgallery.app.verify import failures_to_acquire, host_settings
+    from ssgallery.app.verify import host_settings, probe_batches
     from ssgallery.formats.gallery import read_search
-    from ssgallery.images.ingest import default_warn, load_image_list
-    from ssgallery.matchers.base import transform_in_chunks
 
     probes = [os.fspath(p) for p in probes]
     if not probes:
@@ -169,10 +167,21 @@ def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshol
         raise InputError("the gallery has no clients", path=gallery_path)
     point = operating_point(header, index, open_set, fpir, threshold, verification_thresholds,
                             os.fspath(gallery_path))
-    h, w = (int(v) for v in header["image_shape"])
-    images, sizes = load_image_list(probes, size=(w, h), strict=strict,
-                                    warn=warn or default_warn, return_sizes=True,
-                                    progress=progress)
+    results = []
+    for start, images, sizes in probe_batches(probes, header["image_shape"], strict, warn,
+                                              progress):
+        results += _search(index, matcher, probes[start:start + len(images)], images, sizes,
+                           top, point, open_set, progress)
+    ranking = "centred" if point.get("score") == "centred" else \
+        ("znorm" if index.normalized else "raw")
+    return results, ranking, point
+
+
+def _search(index, matcher, probes, images, sizes, top, point, open_set, progress):
+    """IdentifyResults of one batch of probes (images (k, H, W))."""
+    from ssgallery.app.verify import failures_to_acquire
+    from ssgallery.matchers.base import transform_in_chunks
+
     fta, _, reasons = failures_to_acquire(matcher, images, sizes)  # never searched
     results = [IdentifyResult(probe=p, identified=None, failed_to_acquire=True, reason=why)
                for p, why in zip(probes, reasons)]
@@ -185,9 +194,7 @@ def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshol
             found = best.client if (best.passes or not open_set) else None
             results[i] = IdentifyResult(probe=probes[i], identified=found,
                                         candidates=candidates)
-    ranking = "centred" if point.get("score") == "centred" else \
-        ("znorm" if index.normalized else "raw")
-    return results, ranking, point
+    return results
 
 
 __all__ = ["Candidate", "IdentifyResult", "exit_status", "identify", "operating_point",

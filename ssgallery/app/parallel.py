@@ -11,7 +11,7 @@ backend or the number of workers; the caller alone writes files.
 """
 
 from ssgallery.errors import InputError
-from ssgallery.learn.threads import large_arrays_on_heap
+from ssgallery.learn.threads import large_arrays_on_heap, worker_count
 
 CONNECT_TIMEOUT = "20s"  # to reach a Dask scheduler
 
@@ -23,7 +23,7 @@ def check_backend(n_jobs, scheduler):
         raise InputError("give either a number of local jobs or a scheduler address, not both")
 
 
-def run_jobs(func, jobs, *, n_jobs=1, scheduler=None, shared=None):
+def run_jobs(func, jobs, *, n_jobs=1, scheduler=None, shared=None, n_tasks=None):
     """Yield ``func(job)`` (``func(job, shared)`` when ``shared`` is given) for every
     job, in completion order.
 
@@ -37,12 +37,17 @@ def run_jobs(func, jobs, *, n_jobs=1, scheduler=None, shared=None):
         What every job needs besides its own data, sent once (module docstring); never
         modified by ``func``.
     n_jobs : int
-        Local worker processes (joblib's loky backend); 1 = in this process.
+        Local worker processes (joblib's loky backend); 1 = in this process; at most
+        the cores and ``n_tasks`` (`ssgallery.learn.threads.worker_count`).
     scheduler : str, optional
         Address of a Dask distributed scheduler (``tcp://host:8786``).
+    n_tasks : int, optional
+        The number of jobs, when known.
     """
     check_backend(n_jobs, scheduler)
     extra = () if shared is None else (shared,)
+    if scheduler is None and n_jobs != 1:
+        n_jobs = worker_count(n_jobs, n_tasks)
     if scheduler is not None:
         yield from _run_dask(func, jobs, scheduler, shared)
     elif n_jobs == 1:

@@ -144,7 +144,7 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=Non
     ----------
     gallery_path : str or Path
     probes : list of str or Path
-        Probe image files; scored in one batch.
+        Probe image files; read and scored `BATCH` at a time.
     claim : str
         The claimed client id.
     strict : bool
@@ -172,29 +172,43 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=Non
     InputError
         A bad probe image.
     """
-    from ssgallery.images.ingest import default_warn, load_image_list
-
     probes = [os.fspath(p) for p in probes]
     if not probes:
         raise InputError("no probe images given")
     model = load_client(gallery_path, claim, key_file=key_file, matcher_cmd=matcher_cmd,
                         privacy_key_file=privacy_key_file)
-    h, w = (int(v) for v in model.header["image_shape"])
-    images, sizes = load_image_list(probes, size=(w, h), strict=strict,
-                                    warn=warn or default_warn, return_sizes=True,
-                                    progress=progress)
-    fta, quality, reasons = failures_to_acquire(model.matcher, images, sizes)
-    scores = np.full(len(images), np.nan)
-    if not fta.all():
-        scores[~fta] = score_images(model, images[~fta], progress)
     out = []
-    for p, s, bad, q, why in zip(probes, scores, fta, quality, reasons):
-        status = FTA if bad else (ACCEPT if s >= model.threshold else REJECT)
-        out.append(VerifyResult(probe=p, claim=claim, score=None if bad else float(s),
-                                threshold=model.threshold, accept=status == ACCEPT,
-                                status=status, quality=None if np.isnan(q) else float(q),
-                                reason=why))
+    for start, images, sizes in probe_batches(probes, model.header["image_shape"], strict,
+                                              warn, progress):
+        fta, quality, reasons = failures_to_acquire(model.matcher, images, sizes)
+        scores = np.full(len(images), np.nan)
+        if not fta.all():
+            scores[~fta] = score_images(model, images[~fta], progress)
+        for p, s, bad, q, why in zip(probes[start:], scores, fta, quality, reasons):
+            status = FTA if bad else (ACCEPT if s >= model.threshold else REJECT)
+            out.append(VerifyResult(probe=p, claim=claim, score=None if bad else float(s),
+                                    threshold=model.threshold, accept=status == ACCEPT,
+                                    status=status,
+                                    quality=None if np.isnan(q) else float(q), reason=why))
     return out
+
+
+BATCH = 256  # probe images read, mapped and scored at once (verify, identify)
+
+
+def probe_batches(probes, image_shape, strict=False, warn=None, progress=None):
+    """Yield ``(start, images (k, H, W), sizes (k, 2))`` for ``probes[start:start + k]``,
+    `BATCH` files at a time, each brought to ``image_shape`` (H, W) as
+    `ssgallery.images.ingest.load_image_list` does: memory does not grow with the
+    number of probes."""
+    from ssgallery.images.ingest import default_warn, load_image_list
+
+    h, w = (int(v) for v in image_shape)
+    for start in range(0, len(probes), BATCH):
+        images, sizes = load_image_list(probes[start:start + BATCH], size=(w, h),
+                                        strict=strict, warn=warn or default_warn,
+                                        return_sizes=True, progress=progress)
+        yield start, images, sizes
 
 
 def exit_status(results):

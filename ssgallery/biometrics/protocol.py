@@ -398,7 +398,10 @@ def _search_table(spec, split, labels, probe_labels, gen_idx, per_client):
 
 def _map(jobs, n_jobs, progress):
     """_fit_client over jobs, in order, reporting progress per finished client."""
-    if n_jobs is None or n_jobs == 1 or len(jobs) == 1:
+    from ssgallery.learn.threads import worker_count
+
+    n_jobs = 1 if n_jobs is None or n_jobs == 1 else worker_count(n_jobs, len(jobs))
+    if n_jobs == 1:
         out = []
         for job in jobs:
             out.append(_fit_client(*job))

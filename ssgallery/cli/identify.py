@@ -47,8 +47,8 @@ def command(ctx, probes, gallery, top, open_set, fpir, threshold, verification_t
             list_file, strict, as_json, as_csv, quiet, key_file, matcher_cmd, privacy_key_file):
     """Search PROBE images among every client of the gallery.
 
-    Each probe is scored against every client (N x m matches) in one batch and the
-    best K clients are listed. In the closed set, scores of different clients are
+    Each probe is scored against every client (N x m matches), 256 probes at a time,
+    and the best K clients are listed. In the closed set, scores of different clients are
     ranked after each client's Z-normalisation when the gallery has it ("ranking:
     znorm", else "raw"). With --open-set, a probe whose best candidate does not pass
     the operating point is "unknown": by default the gallery's 1:N threshold on the

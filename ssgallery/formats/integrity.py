@@ -122,10 +122,31 @@ def check_node(parent, name, path=None):
         kind = "an external link" if isinstance(link, h5py.ExternalLink) else "a soft link"
         raise FormatError(f"refused: {where} is {kind} (links are never followed)", path=path)
     node = parent[name]
-    if isinstance(node, h5py.Dataset) and (node.is_virtual or node.external):
-        raise FormatError(f"refused: {where} is a virtual or externally stored dataset",
-                          path=path)
+    if isinstance(node, h5py.Dataset):
+        if node.is_virtual or node.external:
+            raise FormatError(f"refused: {where} is a virtual or externally stored dataset",
+                              path=path)
+        _check_extent(node, where, path)
     return node
+
+
+EXTENT_FLOOR = 1 << 20  # bytes: a dataset this small is never questioned
+MAX_INFLATION = 1100  # deflate's best ratio is about 1032:1; unfiltered data is 1:1
+
+
+def _check_extent(dataset, where, path):
+    """Refuse a dataset whose extent is larger than the bytes the file stores for it
+    could hold (a sparse chunked dataset: its shape claims gigabytes the file never
+    wrote, which reading or hashing would make up as fill values), before anything
+    is read: its metadata only."""
+    logical = int(dataset.size) * dataset.dtype.itemsize
+    if logical <= EXTENT_FLOOR:
+        return
+    stored = dataset.id.get_storage_size()
+    filtered = dataset.compression is not None or bool(dataset.scaleoffset)
+    if logical > stored * (MAX_INFLATION if filtered else 1):
+        raise FormatError(f"refused: {where} claims {logical} bytes, the file stores "
+                          f"{stored} for it (a sparse or inflated dataset)", path=path)
 
 
 def node_digest(node, path=None, exclude=()):
@@ -162,6 +183,9 @@ def read_group(group, path=None):
     """
     import h5py
 
+    if not isinstance(group, h5py.Group):
+        raise FormatError(f"corrupt file: {group.name} is a dataset, expected a group",
+                          path=path)
     h = hashlib.sha256()
     attrs = dict(group.attrs.items())
     h.update(b"group\0" + attrs_digest(attrs).encode())

@@ -78,3 +78,17 @@ def large_arrays_on_heap():
             if _inside == 0:
                 for param, value in _GLIBC_DEFAULTS.items():
                     mallopt(param, value)
+
+
+def worker_count(n_jobs, n_tasks=None):
+    """Local worker processes to start for ``n_jobs`` (-1: every core): never more than
+    the cores this process may use (CPU affinity and cgroup quota, as joblib counts
+    them) nor than the tasks (``n_tasks``, when known); at least 1. ``--jobs 1000`` on
+    2 cores starts 2 processes, not 1,000."""
+    from joblib import cpu_count
+
+    cores = max(1, int(cpu_count()))
+    n = cores if n_jobs is None or n_jobs == -1 else min(int(n_jobs), cores)
+    if n_tasks is not None:
+        n = min(n, int(n_tasks))
+    return max(1, n)

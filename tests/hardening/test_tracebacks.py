@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 import pytest
 from conftest import Workers, clean_error, report
-from helpers import make_faces, rehash_store
+from helpers import make_faces, rehash_gallery, rehash_store
 
 from ssgallery.app.compress import compress
 from ssgallery.app.enroll import enroll
@@ -127,6 +127,19 @@ def test_clean_lines_for_the_listed_inputs(site, tmp_path):
             for args in (["compress", "--store", store, "-o", tmp_path / "g.h5", "--m", "1",
                           "--cv-folds", "0", "-q"], ["info", "--store", store]):
                 judge(f"{name}: {args[0]}", pool.run(args), f"{store}: corrupt")
+        gallery = tmp_path / "dataset-client.h5"  # a client group replaced by a dataset
+        shutil.copy(root / "g.h5", gallery)
+        with h5py.File(gallery, "a") as f:
+            del f["clients/c01"]
+            f["clients/c01"] = np.zeros(3)
+        rehash_gallery(gallery)
+        probe = os.path.join(faces, "c01", "0.png")
+        for args in (["verify", probe, "--claim", "c01", "--gallery", gallery, "-q"],
+                     ["info", "--svm", "--gallery", gallery],
+                     ["roc", "--gallery", gallery, "--probes", faces, "-o", tmp_path / "rg",
+                      "--no-plot"]):
+            judge(f"client group a dataset: {args[0]}", pool.run(args),
+                  f"{gallery}: corrupt file: /clients/c01 is a dataset")
         same = tmp_path / "same"
         for client in ("a", "b", "c", "d"):
             (same / client).mkdir(parents=True)

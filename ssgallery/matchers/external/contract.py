@@ -66,8 +66,13 @@ def contract_digest(describe_json, config):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def parse_matrix(text, shape, program):
-    """Parse the program's answer into a finite float matrix of ``shape``."""
+RANGE_TOLERANCE = 1e-6  # relative to the range's width: printing rounds the last digit
+
+
+def parse_matrix(text, shape, program, bounds=None):
+    """Parse the program's answer into a finite float matrix of ``shape``; with
+    ``bounds`` = (lo, hi), every value must lie in it (values beyond it by less than
+    `RANGE_TOLERANCE` of its width, printing's rounding, are clipped to it)."""
     rows = [line.split() for line in text.splitlines() if line.strip()]
     if len(rows) != shape[0] or any(len(r) != shape[1] for r in rows):
         got = f"{len(rows)} rows" if len(rows) != shape[0] else "rows of " + "/".join(
@@ -84,7 +89,21 @@ def parse_matrix(text, shape, program):
         i, j = np.argwhere(~np.isfinite(S))[0]
         raise MatcherError(f"matcher {program} returned {int((~np.isfinite(S)).sum())} "
                            f"non-finite score(s) (first: probe {i}, gallery {j}: {S[i, j]})")
-    return S
+    return S if bounds is None else _within(S, bounds, program)
+
+
+def _within(S, bounds, program):
+    """``S`` clipped to ``bounds`` after checking that no value lies beyond them."""
+    lo, hi = (float(b) for b in bounds)
+    width = hi - lo if np.isfinite(hi - lo) else 1.0  # a half-open range: absolute slack
+    slack = RANGE_TOLERANCE * max(width, 1.0)
+    outside = (S < lo - slack) | (S > hi + slack)
+    if outside.any():
+        i, j = np.argwhere(outside)[0]
+        raise MatcherError(f"matcher {program} returned {int(outside.sum())} score(s) outside "
+                           f"its range [{lo:g}, {hi:g}] (first: probe {i}, gallery {j}: "
+                           f"{S[i, j]:g})")
+    return np.clip(S, lo, hi)
 
 
 def _is_float(v):

@@ -203,7 +203,7 @@ class ExternalMatcher(Matcher):
         text = self._call({"probe_list": probe_paths, "gallery_list": gallery_paths},
                           shape[0] * shape[1], workdir)
         self.n_pairs_ += shape[0] * shape[1]
-        return parse_matrix(text, shape, self.program)
+        return parse_matrix(text, shape, self.program, self._answer_bounds())
 
     def quality_paths(self, paths, workdir=None):
         """The program's quality score of image files, shape (n,), one run."""
@@ -263,6 +263,14 @@ class ExternalMatcher(Matcher):
         return np.array([self._quality[k] for k in keys], dtype=float)
 
     # -- conversion and cache ----------------------------------------------------------
+    def _answer_bounds(self):
+        """The range every answer must lie in: the described one; a distance is never
+        negative, whatever its description says (exp(-d / scale) would overflow)."""
+        lo, hi = self.describe()["range"]
+        if self.describe()["kind"] == "distance":
+            lo = max(float(lo), 0.0)
+        return lo, hi
+
     def _convert(self, D):
         """Program answers -> similarities (identity, or exp(-d / scale) for a distance)."""
         if self.describe()["kind"] == "distance":

@@ -20,15 +20,16 @@ import json
 import os
 import select
 import subprocess
-import tempfile
 import time
 import weakref
 
 from ssgallery.errors import MatcherError, interrupts_deferred
-from ssgallery.matchers.external.oneshot import kill_group
+from ssgallery.matchers.external.oneshot import MAX_STDERR_KEPT, kill_group
+
+MAX_REPLY_BYTES = 1 << 16  # one reply line; a longer one kills the program
 
 
-def _stop(proc, stderr):
+def _stop(proc):
     """Close the program's input, give it a moment to exit, then kill its group."""
     try:
         if proc.stdin:
@@ -39,9 +40,9 @@ def _stop(proc, stderr):
     kill_group(proc.pid)
     if proc.poll() is None:
         proc.wait()
-    if proc.stdout:
-        proc.stdout.close()
-    stderr.close()
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe:
+            pipe.close()
 
 
 class MatcherServer:
@@ -57,18 +58,17 @@ class MatcherServer:
 
     def __init__(self, argv, program):
         self.program = program
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by the finalizer)
+        self._err = bytearray()  # the tail of the program's stderr (MAX_STDERR_KEPT)
         with interrupts_deferred():  # never a started program without its finalizer
             try:
                 self.proc = subprocess.Popen(list(argv) + ["--serve"], stdin=subprocess.PIPE,
-                                             stdout=subprocess.PIPE, stderr=self._stderr,
+                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                              start_new_session=True)
             except OSError as exc:
-                self._stderr.close()
                 raise MatcherError(f"cannot start matcher {program}: {exc.strerror or exc}") \
                     from None
             # killed with its group when this object goes away or the interpreter exits
-            self._finalizer = weakref.finalize(self, _stop, self.proc, self._stderr)
+            self._finalizer = weakref.finalize(self, _stop, self.proc)
 
     def alive(self):
         return self.proc.poll() is None
@@ -76,9 +76,20 @@ class MatcherServer:
     def close(self):
         self._finalizer()
 
+    def _keep_stderr(self, chunk):
+        self._err.extend(chunk)
+        del self._err[:-MAX_STDERR_KEPT]
+
     def _last_error(self):
-        self._stderr.seek(0)
-        lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
+        """The last line the program wrote on stderr (what is there now, its tail)."""
+        fd = self.proc.stderr.fileno() if self.proc.stderr and not self.proc.stderr.closed \
+            else None
+        while fd is not None and select.select([fd], [], [], 0.05)[0]:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            self._keep_stderr(chunk)
+        lines = self._err.decode("utf-8", "replace").strip().splitlines()
         return f": {lines[-1].strip()[:300]}" if lines else ""
 
     def request(self, fields, timeout):
@@ -104,17 +115,32 @@ class MatcherServer:
             raise MatcherError(f"matcher {self.program} failed: {str(message)[:300]}")
 
     def _read_line(self, timeout):
-        fd = self.proc.stdout.fileno()
+        """One reply line (at most `MAX_REPLY_BYTES`); stderr is drained meanwhile and
+        only its tail kept."""
+        fd, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
+        watched = [fd, err]
         deadline = time.monotonic() + timeout
         data = b""
         while not data.endswith(b"\n"):
             left = deadline - time.monotonic()
-            ready = select.select([fd], [], [], max(left, 0))[0] if left > 0 else []
+            ready = select.select(watched, [], [], max(left, 0))[0] if left > 0 else []
             if not ready:
                 self.close()
                 raise MatcherError(f"matcher {self.program} --serve timed out after "
                                    f"{timeout:.3g} s and was killed")
+            if err in ready:
+                chunk = os.read(err, 1 << 16)
+                self._keep_stderr(chunk)
+                if not chunk:  # the program closed its stderr
+                    watched.remove(err)
+                if fd not in ready:
+                    continue
             chunk = os.read(fd, 65536)
+            if len(data) + len(chunk) > MAX_REPLY_BYTES:
+                self.close()
+                raise MatcherError(f"matcher {self.program} --serve wrote more than "
+                                   f"{MAX_REPLY_BYTES} bytes without ending its reply line "
+                                   "and was killed")
             if not chunk:
                 self.proc.wait()
                 error = self._last_error()
