@@ -145,6 +145,49 @@ def test_a_chunk_of_another_file_under_the_same_key_is_refused(stores, tmp_path)
     assert "fail authentication" in _tampered(root, key, tmp_path, splice)
 
 
+def test_whole_file_decryption_authenticates_every_chunk_and_keeps_one_copy(tmp_path):
+    """decrypt (whole-file readers: enroll, compress, info, parts) checks every chunk
+    before it returns, and holds the plaintext once: a 48 MiB file read whole costs about
+    48 MiB more memory, not twice that (it was an io.BytesIO copy of a bytearray)."""
+    key = os.urandom(32)
+    plain = os.urandom(32 * CHUNK + 123)
+    path = tmp_path / "f.enc"
+    path.write_bytes(encryption.encrypt(plain, "ssgallery-test", key))
+    reader = encryption.decrypt(path, "test file", "ssgallery-test", key)
+    assert reader.read() == plain
+    reader.seek(5 * CHUNK - 3)
+    assert reader.read(10) == plain[5 * CHUNK - 3:5 * CHUNK + 7]
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0x01  # the last chunk: refused by decrypt itself, before any read
+    path.write_bytes(bytes(data))
+    with pytest.raises(FormatError, match="fail authentication"):
+        encryption.decrypt(path, "test file", "ssgallery-test", key)
+    # memory, in a fresh process: the peak resident size while decrypting a 48 MiB file
+    # above the resident size just before (Linux: /proc/self/clear_refs resets the peak)
+    import subprocess
+    import sys
+
+    code = """if True:
+        import os, sys
+        from ssgallery.formats import encryption
+        def status(field):
+            with open("/proc/self/status") as f:
+                return next(int(line.split()[1]) for line in f if line.startswith(field))
+        key, path = os.urandom(32), sys.argv[1]
+        with open(path, "wb") as handle:
+            handle.writelines(encryption.encrypted_pieces(bytes(48 << 20), "t", key))
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        before = status("VmRSS:")
+        reader = encryption.decrypt(path, "test file", "t", key)
+        print(status("VmHWM:") - before)
+    """
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "big.enc")],
+                         capture_output=True, text=True, check=True)
+    grown = int(out.stdout)  # KiB
+    assert 40 * 1024 < grown < 1.5 * 48 * 1024, grown
+
+
 def test_lazy_reads_authenticate_each_chunk(stores, tmp_path):
     """Readers of a few parts (verify) decrypt only what HDF5 reads; a damaged chunk
     they read is one line, never handed to HDF5."""

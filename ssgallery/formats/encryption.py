@@ -201,18 +201,19 @@ def _open(path, kind, fmt, key):
 
 
 def decrypt(path, kind, fmt, key):
-    """The whole plaintext of an encrypted file, every chunk authenticated, as an
-    ``io.BytesIO`` (for ``h5py.File``). Raises `FormatError` (one line)."""
-    handle, box = _open(path, kind, fmt, key)
+    """The whole plaintext of an encrypted file, every chunk authenticated before this
+    returns, as a read-only file object (an `EncryptedFile` holding every chunk: one
+    copy of the plaintext in memory; for ``h5py.File`` or ``np.load``). Raises
+    `FormatError` (one line)."""
+    reader = EncryptedFile(path, kind, fmt, key)
     try:
-        out = bytearray(box.length)
-        for i in range(box.count):
-            out[i * box.chunk:(i + 1) * box.chunk] = box.plain(handle, i, path, kind)
-        return io.BytesIO(out)
+        for i in range(reader._box.count):
+            reader._chunk(i)
     except OSError as exc:
         raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
     finally:
-        handle.close()
+        reader._handle.close()  # every chunk is in memory now
+    return reader
 
 
 class EncryptedFile(io.RawIOBase):
