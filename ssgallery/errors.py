@@ -165,6 +165,11 @@ class FormatError(SsgalleryError):
     """A store or gallery file that is missing, foreign, corrupt or too new."""
 
 
+class UnknownClientError(SsgalleryError):
+    """A client id the gallery (or store) has no client for; the message lists a few
+    known ids. ``verify --claims`` reports such a claim and goes on."""
+
+
 class MatcherError(SsgalleryError):
     """A matcher (plugin or external program) failed or answered garbage."""
 

@@ -18,7 +18,7 @@ from ssgallery.app.compress import (
 )
 from ssgallery.app.enroll import enroll
 from ssgallery.app.verify import verify
-from ssgallery.errors import FormatError, InputError, SsgalleryError
+from ssgallery.errors import EXIT_INPUT, FormatError, InputError, SsgalleryError, UnknownClientError
 from ssgallery.formats.gallery import (
     FORMAT_VERSION,
     client_summary,
@@ -134,6 +134,15 @@ def test_normalization_stored_and_read_back(built, tmp_path):
     assert old.normalization is None
     with pytest.raises(ValueError, match="no known score normalisation"):
         old.normalize([0.0])
+
+
+def test_an_unknown_client_has_its_own_error_class(built):
+    """verify --claims tells an unknown id (reported, the run goes on) from a bad gallery
+    (the run stops) by its class; message and exit status are those of any input error."""
+    with pytest.raises(UnknownClientError) as info:
+        read_client(built[0] / "g.h5", "nobody")
+    assert isinstance(info.value, SsgalleryError) and info.value.exit_code == EXIT_INPUT
+    assert not isinstance(info.value, (FormatError, InputError))
 
 
 def test_unknown_client_and_bad_galleries(built, tmp_path):

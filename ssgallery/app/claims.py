@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ssgallery.app.verify import ACCEPT, FTA, REJECT, VerifyResult, exit_status
-from ssgallery.errors import InputError, SsgalleryError, printable
+from ssgallery.errors import InputError, UnknownClientError, printable
 from ssgallery.formats.textfile import read_lines
 from ssgallery.progress import as_progress
 
@@ -189,11 +189,9 @@ class _Clients:
         try:
             model = read_client(self.path, client_id, matcher=self.matcher is None,
                                 **self.settings)
-        except SsgalleryError as exc:
-            # unknown ids are plain SsgalleryErrors; a damaged, foreign or unsigned
-            # gallery (FormatError) or a failing matcher (MatcherError) stops the run
-            if type(exc) is not SsgalleryError:
-                raise
+        except UnknownClientError:
+            # only an unknown id: a damaged, foreign or unsigned gallery (FormatError)
+            # or a failing matcher (MatcherError) stops the run
             return None
         if self.matcher is None:
             self.matcher = model.matcher

@@ -167,7 +167,7 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=Non
     ------
     FormatError
         Missing, foreign, corrupt or newer gallery.
-    SsgalleryError
+    UnknownClientError
         Unknown claim.
     InputError
         A bad probe image.

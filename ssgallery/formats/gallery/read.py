@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from ssgallery.errors import FormatError, SsgalleryError, printable
+from ssgallery.errors import FormatError, SsgalleryError, UnknownClientError, printable
 from ssgallery.formats import integrity
 from ssgallery.formats.gallery.checks import check_model
 from ssgallery.formats.gallery.model import (
@@ -135,8 +135,8 @@ def _read_one(clients, client_id, expected, path):
 def _unknown_client(path, client_id, known):
     shown = ", ".join(printable(k) for k in known[:8]) + (
         f", ... ({len(known)} in all)" if len(known) > 8 else "")
-    return SsgalleryError(f"unknown client '{printable(client_id)}' (known: {shown or 'none'})",
-                          path=path)
+    return UnknownClientError(f"unknown client '{printable(client_id)}' "
+                              f"(known: {shown or 'none'})", path=path)
 
 
 def _client_from(f, path, client_id, key, host, matcher, privacy_key):
@@ -191,7 +191,7 @@ def read_client(path, client_id, *, images=False, matcher=True, key=None, host=N
     FormatError
         Missing, foreign, corrupt, edited, unsigned (with a key), older or newer gallery,
         or insane values.
-    SsgalleryError
+    UnknownClientError
         Unknown client id (the message lists a few known ids).
     """
     path = os.fspath(path)
