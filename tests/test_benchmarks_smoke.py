@@ -46,6 +46,10 @@ CASES = {
     "identify": ("identify", lambda tmp, data: [
         "--sizes", "20,40", "--probes", "2", "--repeats", "1", "--repetitions", "1",
         "--faces", _faces(tmp), "--cold-runs", "1"], None),
+    "open_set": ("open_set", lambda tmp, data: [
+        "--datasets", "synth", "--sizes", "6", "--repetitions", "1",
+        "--protocol-repetitions", "1", "--protocol-enrolled", "4", "--train-images", "3",
+        "--page"], None),
     "paper_att": ("paper_att", lambda tmp, data: [
         "--faces", _faces(tmp), "--repetitions", "1", "--enrolled", "3", "--m", "1,2",
         "--methods", "svm,ssvm", "--no-nystrom", "--jobs", "1", "-o", str(tmp / "out")],
