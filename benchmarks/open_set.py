@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _results  # noqa: E402
-from calibration import _link, _subjects  # noqa: E402
+import _results
+from calibration import _link, _subjects
 
 MATCHERS = {"att": "eigenface", "lfw": "dlib", "synth": "eigenface"}
 
@@ -97,7 +97,7 @@ def run_fpir(name, size, rep, subjects, args):
     from ssgallery.app.enroll import enroll
     from ssgallery.app.identify import identify
 
-    n = len(subjects) - int(round(args.holdout * len(subjects))) if size == "all" \
+    n = len(subjects) - round(args.holdout * len(subjects)) if size == "all" \
         else int(size)
     rng = np.random.default_rng(1000 * args.seed + rep)
     with tempfile.TemporaryDirectory(prefix="ssg-open-") as tmp:
