@@ -214,3 +214,27 @@ def test_target_fpir_is_checked_and_not_digested():
     with pytest.raises(InputError, match="target_fpir` must be in"):
         CompressOptions(target_fpir=0.0)
     assert options_digest(CompressOptions(target_fpir=0.2)) == options_digest(CompressOptions())
+
+
+def test_roc_gallery_measures_fpir_and_fnir_at_the_stored_operating_point(split, tmp_path):
+    from ssgallery.app.identify import identify
+
+    root, clients, s = split
+    out = tmp_path / "rep"
+    res = CliRunner().invoke(main, ["roc", "--gallery", str(root / "g.h5"), "--probes",
+                                    str(root / "probes"), "-o", str(out), "--no-plot"])
+    assert res.exit_code == 0, res.output
+    assert "FPIR@T %" in res.output and "stored 1:N threshold T" in " ".join(res.output.split())
+    (found,) = json.loads((out / "summary.json").read_text())["identification"]
+    assert found["stored_threshold"] == s.open_set["threshold"]
+    assert found["ranking"] == "znorm" and found["open_set_score"] == "centred"
+    # the same decisions as identify --open-set on every probe of the folder
+    probes = sorted(p for d in (root / "probes").iterdir() for p in d.iterdir())
+    results, _, _ = identify(root / "g.h5", probes, top=1, open_set=True)
+    searched = [(p.parent.name, r) for p, r in zip(probes, results) if not r.failed_to_acquire]
+    strangers = [r for name, r in searched if name not in clients]
+    mated = [(name, r) for name, r in searched if name in clients]
+    assert found["fpir_at_stored_threshold"] == pytest.approx(
+        np.mean([r.identified is not None for r in strangers]))
+    assert found["fnir_at_stored_threshold"] == pytest.approx(
+        np.mean([r.identified != name for name, r in mated]))

@@ -255,8 +255,10 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
     Returns
     -------
     Scores
-        Method ``"gallery"``, repetition 0; ``clients[c]`` holds ``matches`` (m) and
-        the gallery's ``threshold``.
+        Method ``"gallery"``, repetition 0; ``clients[c]`` holds ``matches`` (m), the
+        gallery's ``threshold`` and its Z-norm ``norm_mean``, ``norm_std``; ``search``:
+        the full search of the probes that are faces, with the gallery's 1:N operating
+        point (`ssgallery.app.open_set`; None for a gallery written before it).
     """
     from ssgallery.app.verify import failures_to_acquire
     from ssgallery.formats.encryption import load_privacy_key
@@ -293,11 +295,23 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
         probe.append(np.asarray(faces.paths).astype(str))
         score.append(np.where(fta, np.nan, g))
         clients[c] = {"matches": float(model.n_prototypes), "threshold": model.threshold}
+        norm = model.normalization or {}
+        if norm.get("kind") == "znorm":
+            clients[c].update(norm_mean=float(norm["mean"]), norm_std=float(norm["std"]))
     progress.end()
     m_values = {int(info.clients[c].n_prototypes) for c in ids}
-    return Scores("gallery", m_values.pop() if len(m_values) == 1 else None, 0,
-                  np.concatenate(claimed), np.concatenate(real), np.concatenate(probe),
-                  np.concatenate(score).astype(float), clients)
+    table = Scores("gallery", m_values.pop() if len(m_values) == 1 else None, 0,
+                   np.concatenate(claimed), np.concatenate(real), np.concatenate(probe),
+                   np.concatenate(score).astype(float), clients)
+    searched = np.tile(~fta, len(ids))  # identify never searches a failure to acquire
+    if searched.any():
+        from ssgallery.app.open_set import read_record
+
+        table.search = Scores("gallery", table.m, 0, table.claimed[searched],
+                              table.real[searched], table.probe[searched],
+                              table.score[searched], clients,
+                              operating_point=read_record(info.header, gallery_path))
+    return table
 
 
 __all__ = ["roc", "roc_dev_eval", "roc_gallery", "roc_protocol", "roc_scores", "roc_store",

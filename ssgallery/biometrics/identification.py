@@ -246,7 +246,9 @@ def evaluate_identification(tables, max_rank=10, far=0.01, det_points=41):
         0.1 %, threshold on the top candidate's score, mean over repetitions; None when
         a repetition's non-mated searches cannot resolve it, with the reason in
         ``notes``), ``det`` (``fpir`` grid and the mean over repetitions of the lowest
-        ``fnir`` at FPIR <= each), ``matches_per_search`` (sum over clients of the
+        ``fnir`` at FPIR <= each), with a gallery's stored 1:N point
+        (``table.operating_point``, ``roc --gallery``) ``stored_threshold``,
+        ``fpir_at_stored_threshold`` and ``fnir_at_stored_threshold``, ``matches_per_search`` (sum over clients of the
         matches per claim), ``n_known``, ``n_unknown``, ``repetitions``.
     """
     groups = {}
@@ -279,16 +281,28 @@ def normalised_searches(table, clients, scores):
     return (scores - mean) / std, (scores - mean) / pooled_scale(std), ("znorm", "centred")
 
 
+def _at_stored(table, clients, raw, true_client):
+    """(threshold, FPIR, FNIR) of a gallery's search at its stored 1:N operating point:
+    the centred scores (g - mean_c) / the point's scale, thresholded."""
+    point = table.operating_point
+    mean = np.array([table.clients[str(c)]["norm_mean"] for c in clients], dtype=float)
+    centred = (raw - mean) / float(point["scale"])
+    return (float(point["threshold"]),
+            *fpir_fnir(centred, true_client, float(point["threshold"])))
+
+
 def _evaluate_method(method, m, group, max_rank, far, det_points):
     from ssgallery.biometrics.metrics import frr_on_grid
 
     curves, dirs, searches, dets, n_known, n_unknown = [], [], [], [], 0, []
     fnirs = {f: [] for f in FPIR_TARGETS}
-    kinds = set()
+    kinds, stored = set(), []
     for t in group:
         clients, _, raw, true_client = score_matrix(t)
         Z, S, kind = normalised_searches(t, clients, raw)
         kinds.add(kind)
+        if t.operating_point is not None and kind[0] == "znorm":
+            stored.append(_at_stored(t, clients, raw, true_client))
         curves.append(cmc(Z, true_client, max_rank))
         dirs.append(detection_identification_rate(S, true_client, far)[0])
         for f in FPIR_TARGETS:
@@ -308,6 +322,11 @@ def _evaluate_method(method, m, group, max_rank, far, det_points):
            "matches_per_search": float(np.mean(searches)) if searches else None,
            "n_known": n_known, "n_unknown": int(sum(n_unknown)), "notes": {},
            "ranking": kind[0], "open_set_score": kind[1]}
+    if stored:
+        out["stored_threshold"] = float(np.mean([v[0] for v in stored]))
+        for i, key in ((1, "fpir_at_stored_threshold"), (2, "fnir_at_stored_threshold")):
+            values = [v[i] for v in stored]
+            out[key] = None if None in values else float(np.mean(values))
     for f, key in zip(FPIR_TARGETS, ("fnir_at_fpir_1pct", "fnir_at_fpir_01pct")):
         out[key] = None if None in fnirs[f] else float(np.mean(fnirs[f]))
         note = unresolvable_note(f, min(n_unknown))

@@ -79,10 +79,17 @@ def format_identification_table(summaries):
              _pm(s["matches_per_search"], None, "{:,.0f}"), at(s, 1), at(s, 5), at(s, 10),
              _pct(s.get("fnir_at_fpir_1pct")), _pct(s.get("fnir_at_fpir_01pct"))]
             for s in summaries]
+    if any("stored_threshold" in s for s in summaries):  # roc --gallery: its 1:N point
+        head += ["FPIR@T %", "FNIR@T %"]
+        for row, s in zip(rows, summaries):
+            row += [_pct(s.get("fpir_at_stored_threshold")),
+                    _pct(s.get("fnir_at_stored_threshold"))]
     notes = dict.fromkeys(n for s in summaries for n in s.get("notes", {}).values())
     text = format_rows(head, rows, right=range(1, len(head)))
     legend = ("matches: per search (N clients x m); rank-r: closed-set CMC; FNIR@x%: open "
-              "set, mated searches missed at FPIR = x% (the threshold on the top score).")
+              "set, mated searches missed at FPIR = x% (the threshold on the top score)."
+              + (" FPIR@T, FNIR@T: at the gallery's stored 1:N threshold T (what identify "
+                 "--open-set decides)." if len(head) > 8 else ""))
     return text + "\n" + _wrapped([f"{DASH}: {n}" for n in notes] + [legend])
 
 

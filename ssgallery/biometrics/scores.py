@@ -67,6 +67,9 @@ class Scores:
     search : Scores or None
         The same method's full search (every probe against every client), when the
         protocol ran one (identification).
+    operating_point : dict or None
+        A gallery's 1:N operating point (``threshold`` on the centred score, ``scale``:
+        `ssgallery.app.open_set`) for a search of that gallery (``roc --gallery``).
     """
 
     method: str
@@ -78,6 +81,7 @@ class Scores:
     score: np.ndarray
     clients: dict = field(default_factory=dict)
     search: object = None
+    operating_point: dict = None
 
     @property
     def label(self):
