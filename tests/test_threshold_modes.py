@@ -57,18 +57,19 @@ def test_global_mode_keeps_its_promise_on_unseen_impostors(synth_split, tmp_path
 def test_each_shared_fold_is_refitted_once_per_compress_not_per_client(tmp_path):
     from helpers import make_faces
 
-    from ssgallery.app import compress as app
-    from ssgallery.app.client_training import train_job
+    from ssgallery.app import compress_plan as app
+    from ssgallery.app.client_training import SharedBlocks, train_job
     from ssgallery.app.fold_spaces import held_out
+    from ssgallery.progress import as_progress
 
     enroll(make_faces(str(tmp_path / "faces"), n_clients=12, n_images=5, seed=2),
            tmp_path / "e.h5")
-    plan = app._prepare(tmp_path / "e.h5", tmp_path / "g.h5", CompressOptions(), CompressRun())
-    app._setup_blocks(plan, plan.todo, app.as_progress(None))
+    plan = app.prepare(tmp_path / "e.h5", tmp_path / "g.h5", CompressOptions(), CompressRun())
+    app.setup_blocks(plan, plan.todo, as_progress(None))
     spaces = plan.fold_spaces
     assert spaces.n_fits_ == 5 and len(spaces.shared) == 5  # once per fold, all 12 clients
-    shared = app.SharedBlocks(plan.X, plan.gram, spaces)
-    for job in app._jobs(plan, plan.todo):
+    shared = SharedBlocks(plan.X, plan.gram, spaces)
+    for job in app.client_jobs(plan, plan.todo):
         # a job carries only what is its own: the rows, S(X, X) and the shared refits
         # are sent once (run_jobs' shared)
         assert job.X is None and job.gram is None and job.fold_spaces is None

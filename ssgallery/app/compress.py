@@ -2,14 +2,13 @@
 
 The options come checked, as two objects (`ssgallery.app.options`): `CompressOptions`
 (what changes the models: recorded, digested, shipped to the jobs) and `CompressRun`
-(how and where the run happens). The steps, one function each: open the
-store lazily and plan the clients (`_prepare`), compute the features once in
-chunks (`_features`), build each client's bounded job
-(`ssgallery.app.training_sets`, `_jobs`), train the jobs on a backend
-(`ssgallery.app.parallel.run_jobs`: this process, ``jobs`` local processes or a Dask
-cluster; `ssgallery.app.client_training.train_job`), commit each finished client
-to ``<gallery>.parts/`` (`ssgallery.app.parts`), then assemble and write the gallery
-once, atomically (`_write`). Only this process writes files.
+(how and where the run happens). The steps: open the store lazily, plan the clients,
+compute the features once in chunks and build each client's bounded job
+(`ssgallery.app.compress_plan`: `prepare`, `setup_blocks`, `client_jobs`), train the
+jobs on a backend (`ssgallery.app.parallel.run_jobs`: this process, ``jobs`` local
+processes or a Dask cluster; `ssgallery.app.client_training.train_job`), commit each
+finished client to ``<gallery>.parts/`` (`ssgallery.app.parts`), then assemble and
+write the gallery once, atomically (`_write`). Only this process writes files.
 
 Resumable: after Ctrl-C, SIGKILL or a lost worker, ``CompressRun(resume=True)`` reuses the committed
 parts whose store fingerprint and options match and trains only the missing clients.
@@ -19,11 +18,11 @@ clients added by ``enroll --add``); when the basis has changed it names the stal
 """
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from ssgallery.app.client_training import (  # noqa: F401  (threshold_*: public here)
+from ssgallery.app.client_training import (  # noqa: F401  (threshold_*, ClientJob: public here)
     GUARD_GAP,
     ClientJob,
     SharedBlocks,
@@ -31,20 +30,22 @@ from ssgallery.app.client_training import (  # noqa: F401  (threshold_*: public 
     threshold_folds,
     train_job,
 )
-from ssgallery.app.fold_spaces import FoldSpaces, learns_from_images, shared_folds, subject_order
+from ssgallery.app.compress_plan import (  # noqa: F401  (FEATURE_BUDGET, CHUNK: public here)
+    CHUNK,
+    FEATURE_BUDGET,
+    client_jobs,
+    prepare,
+    setup_blocks,
+)
 from ssgallery.app.open_set import operating_point
 from ssgallery.app.options import CompressOptions, CompressRun
 from ssgallery.app.parallel import run_jobs
 from ssgallery.app.parts import PartsFolder, options_digest, run_key
 from ssgallery.app.thresholds import apply, calibrate
-from ssgallery.app.training_sets import cohort_distances, subject_means, training_rows
-from ssgallery.errors import InputError, NotRenderableError, SsgalleryError, option
-from ssgallery.learn.supersparse import resolve_init
+from ssgallery.errors import InputError, NotRenderableError, option
+from ssgallery.learn.supersparse import resolve_init  # noqa: F401  (public here)
 from ssgallery.learn.threads import single_threaded_blas
 from ssgallery.progress import as_progress
-
-FEATURE_BUDGET = 256 * 2**20  # bytes: features of every image kept in memory below this
-CHUNK = 1024  # images per read/transform chunk
 
 
 class CompressInterrupted(KeyboardInterrupt):
@@ -81,148 +82,6 @@ class CompressSummary:
 
     def to_dict(self):
         return {k: v for k, v in self.__dict__.items() if k != "heldout"}
-
-
-@dataclass
-class _Plan:
-    """What every step of one compress run shares."""
-
-    store: object
-    matcher: object
-    similarity: object
-    bounds: object
-    todo: list
-    options: CompressOptions  # init resolved for the matcher
-    codes: np.ndarray = None  # subject code of every store row
-    X: np.ndarray = None  # features of every row (None: read per block)
-    gram: np.ndarray = None  # S(X, X) when no client is capped
-    distance: object = None  # cohort distances
-    subjects: np.ndarray = None  # subject of each code
-    fold_spaces: object = None  # FoldSpaces: the matcher refitted per threshold-CV fold
-    order: np.ndarray = None  # the subjects' shared order for the threshold folds
-
-
-def _prepare(store_path, gallery_path, options, run, privacy_key=None):
-    """Open the store (images stay on disk; ``privacy_key``: an encrypted one), check
-    the clients, resolve the matcher, check that protected templates can be written."""
-    from ssgallery.formats.atomic import check_writable
-    from ssgallery.formats.gallery import FORMAT
-    from ssgallery.formats.store import load_store
-
-    store = load_store(store_path, images=False, privacy_key=privacy_key)
-    check_writable(gallery_path, FORMAT, run.force)  # fail now, not after training anyone
-    todo = list(store.clients) if run.clients is None else run.clients
-    unknown = [c for c in todo if c not in store.clients]
-    if unknown:
-        shown = ", ".join(store.clients[:8]) + (", ..." if len(store.clients) > 8 else "")
-        raise SsgalleryError(f"not an enrolled client: {', '.join(unknown[:5])} "
-                             f"(enrolled: {shown})", path=store_path)
-    if not todo:
-        raise InputError("the store has no enrolled client to compress", path=store_path)
-    if options.m != "auto" and options.m > len(store.labels):  # and O(m^2) memory
-        raise InputError(f"{option('m')} = {options.m} is more prototypes than the store has "
-                         f"images ({len(store.labels)}): a super-sparse model keeps fewer",
-                         path=store_path)
-    from ssgallery.matchers.host import host_matcher
-
-    matcher = store.matcher(host=host_matcher(run.matcher_cmd))
-    if options.protect_templates:  # before any training
-        from ssgallery.formats.protect import new_protection
-
-        new_protection(matcher, privacy_key, np.zeros((0, matcher.dimension() or 1)))
-    similarity = matcher.similarity()
-    options = replace(options, init=resolve_init(options.init, similarity))
-    subjects, codes = np.unique(store.labels, return_inverse=True)
-    return _Plan(store=store, matcher=matcher, similarity=similarity, bounds=matcher.bounds(),
-                 todo=todo, options=options, codes=codes, subjects=subjects)
-
-
-def _feature_chunks(plan):
-    """Yield ``(start, features of rows start..start+k)`` over the store, chunk by chunk."""
-    cached = getattr(plan.store, "features", None)
-    for start, images in plan.store.images.chunks(CHUNK):
-        yield start, (cached[start:start + len(images)] if cached is not None
-                      else plan.matcher.transform(images))
-
-
-def _features(plan, progress):
-    """Features of every row when they fit `FEATURE_BUDGET` (computed once, in
-    chunks, one progress step per image), else None (each job reads and transforms its
-    own rows)."""
-    cached = getattr(plan.store, "features", None)
-    if cached is not None:
-        return np.asarray(cached, dtype=float)
-    n = len(plan.store.images)
-    d = plan.matcher.transform(plan.store.images[:1]).shape[1]
-    if n * d * 8 > FEATURE_BUDGET:
-        return None
-    X = np.empty((n, d))
-    with progress.phase("computing features", n, "images"):
-        for start, F in _feature_chunks(plan):
-            X[start:start + len(F)] = F
-            progress.advance(len(F))
-    return X
-
-
-def _block(plan, rows):
-    if plan.X is not None:
-        return plan.X[rows]
-    return plan.matcher.transform(plan.store.images[rows])
-
-
-def _setup_blocks(plan, clients, progress):
-    """Features, cohort distances, and when no client is capped the one shared S(X, X)
-    and the fold refits several ``clients`` share."""
-    o = plan.options
-    plan.X = _features(plan, progress)
-    counts = np.bincount(plan.codes)[np.searchsorted(plan.subjects, plan.todo)]
-    capped = bool(o.max_impostors) and len(plan.codes) - counts.min() > o.max_impostors
-    if capped and o.impostors == "cohort":
-        chunks = ((0, plan.X),) if plan.X is not None else _feature_chunks(plan)
-        plan.distance = cohort_distances(subject_means(plan.codes, chunks))
-    if not capped:  # every client trains on every row: one S(X, X) serves them all
-        X = plan.X if plan.X is not None else _block(plan, np.arange(len(plan.codes)))
-        with progress.phase("similarities of all images", 1, "matrices"):
-            plan.X, plan.gram = X, plan.similarity(X, X)
-            progress.advance()
-        if o.refit_matcher and o.cv_folds > 1 and learns_from_images(plan.matcher):
-            _share_folds(plan, clients, progress)
-
-
-def _share_folds(plan, clients, progress):
-    """The matcher refitted without each fold's held-out people (`FoldSpaces`), once for
-    every fold that several of ``clients`` hold out (all train on every row)."""
-    o = plan.options
-    plan.fold_spaces = FoldSpaces(plan.store)
-    plan.order = subject_order(plan.subjects, o.seed)
-    shared = shared_folds(plan.store.labels, clients, o.cv_folds, o.seed, plan.order)
-    with progress.phase("matcher refitted per shared fold", len(shared), "folds"):
-        for key in shared:
-            plan.fold_spaces.share([key])
-            progress.advance()
-
-
-def _jobs(plan, clients):
-    """One bounded `ClientJob` per client, built lazily (blocks read on demand)."""
-    o = plan.options
-    index = {s: i for i, s in enumerate(plan.subjects)}
-    for client in clients:
-        rows, capped = training_rows(plan.codes, index[client], client_id=client,
-                                     max_impostors=o.max_impostors,
-                                     impostors=o.impostors, seed=o.seed,
-                                     subject_distance=plan.distance)
-        labels = plan.store.labels[rows]
-        y = np.where(labels == client, 1, -1)
-        if not np.any(y < 0):
-            raise InputError(f"client '{client}' has no impostor images: enrol at least two "
-                             "clients or add background subjects", path=plan.store.path)
-        folds = None
-        if plan.fold_spaces is not None:  # its spaces: SharedBlocks.fold_spaces
-            folds = threshold_folds(y, labels, o.cv_folds, o.seed, plan.order)
-        # every row (uncapped): X and S(X, X) are the run's SharedBlocks
-        X = None if plan.gram is not None else _block(plan, rows)
-        yield ClientJob(client=client, X=X, y=y, groups=labels, similarity=plan.similarity,
-                        bounds=plan.bounds, options=o, capped=capped, folds=folds, rows=rows)
 
 
 def _rendered(matcher, prototypes):
@@ -358,7 +217,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
     options = options if options is not None else CompressOptions()
     run = run if run is not None else CompressRun()
     key, privacy_key = load_key(run.key_file), load_privacy_key(run.privacy_key_file)
-    plan = _prepare(store_path, gallery_path, options, run, privacy_key)
+    plan = prepare(store_path, gallery_path, options, run, privacy_key)
     results, (previous, previous_point) = \
         _kept_from_gallery(plan, gallery_path, key, privacy_key) if run.update \
         else ({}, (None, None))
@@ -392,12 +251,12 @@ def _train(plan, run, todo, committed, results):
     parts, keys = committed
     progress = as_progress(run.progress)
     if todo:
-        _setup_blocks(plan, todo, progress)
+        setup_blocks(plan, todo, progress)
     shared = None if plan.gram is None else SharedBlocks(plan.X, plan.gram, plan.fold_spaces)
     fingerprint, digest = plan.store.fingerprint, options_digest(plan.options)
     try:
         progress.start("training clients", len(todo), "clients")
-        for result in run_jobs(train_job, _jobs(plan, todo), n_jobs=run.jobs,
+        for result in run_jobs(train_job, client_jobs(plan, todo), n_jobs=run.jobs,
                                scheduler=run.scheduler, shared=shared,
                                n_tasks=len(todo)):
             result.provenance["options_digest"] = digest

@@ -1,0 +1,161 @@
+"""The plan of one compress run (`ssgallery.app.compress`): the store opened lazily and
+its clients checked (`prepare`), the features computed once in chunks, the blocks every
+client shares when none is capped (S(X, X), the matcher refitted per shared threshold-CV
+fold: `setup_blocks`) and each client's bounded job (`client_jobs`,
+`ssgallery.app.training_sets`)."""
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ssgallery.app.client_training import ClientJob, threshold_folds
+from ssgallery.app.fold_spaces import FoldSpaces, learns_from_images, shared_folds, subject_order
+from ssgallery.app.options import CompressOptions
+from ssgallery.app.training_sets import cohort_distances, subject_means, training_rows
+from ssgallery.errors import InputError, SsgalleryError, option
+from ssgallery.learn.supersparse import resolve_init
+
+FEATURE_BUDGET = 256 * 2**20  # bytes: features of every image kept in memory below this
+CHUNK = 1024  # images per read/transform chunk
+
+
+@dataclass
+class Plan:
+    """What every step of one compress run shares."""
+
+    store: object
+    matcher: object
+    similarity: object
+    bounds: object
+    todo: list
+    options: CompressOptions  # init resolved for the matcher
+    codes: np.ndarray = None  # subject code of every store row
+    X: np.ndarray = None  # features of every row (None: read per block)
+    gram: np.ndarray = None  # S(X, X) when no client is capped
+    distance: object = None  # cohort distances
+    subjects: np.ndarray = None  # subject of each code
+    fold_spaces: object = None  # FoldSpaces: the matcher refitted per threshold-CV fold
+    order: np.ndarray = None  # the subjects' shared order for the threshold folds
+
+
+def prepare(store_path, gallery_path, options, run, privacy_key=None):
+    """Open the store (images stay on disk; ``privacy_key``: an encrypted one), check
+    the clients, resolve the matcher, check that protected templates can be written."""
+    from ssgallery.formats.atomic import check_writable
+    from ssgallery.formats.gallery import FORMAT
+    from ssgallery.formats.store import load_store
+
+    store = load_store(store_path, images=False, privacy_key=privacy_key)
+    check_writable(gallery_path, FORMAT, run.force)  # fail now, not after training anyone
+    todo = list(store.clients) if run.clients is None else run.clients
+    unknown = [c for c in todo if c not in store.clients]
+    if unknown:
+        shown = ", ".join(store.clients[:8]) + (", ..." if len(store.clients) > 8 else "")
+        raise SsgalleryError(f"not an enrolled client: {', '.join(unknown[:5])} "
+                             f"(enrolled: {shown})", path=store_path)
+    if not todo:
+        raise InputError("the store has no enrolled client to compress", path=store_path)
+    if options.m != "auto" and options.m > len(store.labels):  # and O(m^2) memory
+        raise InputError(f"{option('m')} = {options.m} is more prototypes than the store has "
+                         f"images ({len(store.labels)}): a super-sparse model keeps fewer",
+                         path=store_path)
+    from ssgallery.matchers.host import host_matcher
+
+    matcher = store.matcher(host=host_matcher(run.matcher_cmd))
+    if options.protect_templates:  # before any training
+        from ssgallery.formats.protect import new_protection
+
+        new_protection(matcher, privacy_key, np.zeros((0, matcher.dimension() or 1)))
+    similarity = matcher.similarity()
+    options = replace(options, init=resolve_init(options.init, similarity))
+    subjects, codes = np.unique(store.labels, return_inverse=True)
+    return Plan(store=store, matcher=matcher, similarity=similarity, bounds=matcher.bounds(),
+                 todo=todo, options=options, codes=codes, subjects=subjects)
+
+
+def _feature_chunks(plan):
+    """Yield ``(start, features of rows start..start+k)`` over the store, chunk by chunk."""
+    cached = getattr(plan.store, "features", None)
+    for start, images in plan.store.images.chunks(CHUNK):
+        yield start, (cached[start:start + len(images)] if cached is not None
+                      else plan.matcher.transform(images))
+
+
+def _features(plan, progress):
+    """Features of every row when they fit `FEATURE_BUDGET` (computed once, in
+    chunks, one progress step per image), else None (each job reads and transforms its
+    own rows)."""
+    cached = getattr(plan.store, "features", None)
+    if cached is not None:
+        return np.asarray(cached, dtype=float)
+    n = len(plan.store.images)
+    d = plan.matcher.transform(plan.store.images[:1]).shape[1]
+    if n * d * 8 > FEATURE_BUDGET:
+        return None
+    X = np.empty((n, d))
+    with progress.phase("computing features", n, "images"):
+        for start, F in _feature_chunks(plan):
+            X[start:start + len(F)] = F
+            progress.advance(len(F))
+    return X
+
+
+def _block(plan, rows):
+    if plan.X is not None:
+        return plan.X[rows]
+    return plan.matcher.transform(plan.store.images[rows])
+
+
+def setup_blocks(plan, clients, progress):
+    """Features, cohort distances, and when no client is capped the one shared S(X, X)
+    and the fold refits several ``clients`` share."""
+    o = plan.options
+    plan.X = _features(plan, progress)
+    counts = np.bincount(plan.codes)[np.searchsorted(plan.subjects, plan.todo)]
+    capped = bool(o.max_impostors) and len(plan.codes) - counts.min() > o.max_impostors
+    if capped and o.impostors == "cohort":
+        chunks = ((0, plan.X),) if plan.X is not None else _feature_chunks(plan)
+        plan.distance = cohort_distances(subject_means(plan.codes, chunks))
+    if not capped:  # every client trains on every row: one S(X, X) serves them all
+        X = plan.X if plan.X is not None else _block(plan, np.arange(len(plan.codes)))
+        with progress.phase("similarities of all images", 1, "matrices"):
+            plan.X, plan.gram = X, plan.similarity(X, X)
+            progress.advance()
+        if o.refit_matcher and o.cv_folds > 1 and learns_from_images(plan.matcher):
+            _share_folds(plan, clients, progress)
+
+
+def _share_folds(plan, clients, progress):
+    """The matcher refitted without each fold's held-out people (`FoldSpaces`), once for
+    every fold that several of ``clients`` hold out (all train on every row)."""
+    o = plan.options
+    plan.fold_spaces = FoldSpaces(plan.store)
+    plan.order = subject_order(plan.subjects, o.seed)
+    shared = shared_folds(plan.store.labels, clients, o.cv_folds, o.seed, plan.order)
+    with progress.phase("matcher refitted per shared fold", len(shared), "folds"):
+        for key in shared:
+            plan.fold_spaces.share([key])
+            progress.advance()
+
+
+def client_jobs(plan, clients):
+    """One bounded `ClientJob` per client, built lazily (blocks read on demand)."""
+    o = plan.options
+    index = {s: i for i, s in enumerate(plan.subjects)}
+    for client in clients:
+        rows, capped = training_rows(plan.codes, index[client], client_id=client,
+                                     max_impostors=o.max_impostors,
+                                     impostors=o.impostors, seed=o.seed,
+                                     subject_distance=plan.distance)
+        labels = plan.store.labels[rows]
+        y = np.where(labels == client, 1, -1)
+        if not np.any(y < 0):
+            raise InputError(f"client '{client}' has no impostor images: enrol at least two "
+                             "clients or add background subjects", path=plan.store.path)
+        folds = None
+        if plan.fold_spaces is not None:  # its spaces: SharedBlocks.fold_spaces
+            folds = threshold_folds(y, labels, o.cv_folds, o.seed, plan.order)
+        # every row (uncapped): X and S(X, X) are the run's SharedBlocks
+        X = None if plan.gram is not None else _block(plan, rows)
+        yield ClientJob(client=client, X=X, y=y, groups=labels, similarity=plan.similarity,
+                        bounds=plan.bounds, options=o, capped=capped, folds=folds, rows=rows)
