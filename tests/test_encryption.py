@@ -300,8 +300,8 @@ def test_compress_parts_are_encrypted_with_the_privacy_key(tmp_path):
     """A part of an interrupted compress holds a client's plain template: with the
     privacy key it is written encrypted (no prototype bytes, no client id on disk) and
     read back with the key; with another key, or plain in a run with a key, it is not
-    read (the client is redone)."""
-    from ssgallery.app.parts import ClientResult, PartsFolder
+    read (a bad part: reported, the client is redone)."""
+    from ssgallery.app.parts import BadPart, ClientResult, PartsFolder
 
     key = os.urandom(32)
     rng = np.random.default_rng(0)
@@ -318,14 +318,17 @@ def test_compress_parts_are_encrypted_with_the_privacy_key(tmp_path):
     back = parts.read("alice", "run-key")
     np.testing.assert_array_equal(back.prototypes, result.prototypes)
     np.testing.assert_array_equal(back.heldout["impostor"], result.heldout["impostor"])
-    assert PartsFolder(tmp_path / "g.h5", os.urandom(32)).read("alice", "run-key") is None
-    assert PartsFolder(tmp_path / "g.h5").read("alice", "run-key") is None
+    with pytest.raises(BadPart, match="another privacy key"):
+        PartsFolder(tmp_path / "g.h5", os.urandom(32)).read("alice", "run-key")
+    with pytest.raises(BadPart, match="needs the privacy key"):
+        PartsFolder(tmp_path / "g.h5").read("alice", "run-key")
     plain = PartsFolder(tmp_path / "p.h5")
     plain.write(result, "run-key")
     assert plain.read("alice", "run-key").threshold == 0.2
     # a plain part (an earlier run without the key, or planted) is not read by a run with
     # the key: nothing authenticates it, and it would enter the encrypted, signed gallery
-    assert PartsFolder(tmp_path / "p.h5", key).read("alice", "run-key") is None
+    with pytest.raises(BadPart, match="a plain part in a run with a privacy key"):
+        PartsFolder(tmp_path / "p.h5", key).read("alice", "run-key")
 
 
 def test_roc_on_an_encrypted_store_reads_it_with_the_privacy_key(stores, tmp_path):

@@ -40,9 +40,9 @@ from ssgallery.app.compress_plan import (  # noqa: F401  (FEATURE_BUDGET, CHUNK:
 from ssgallery.app.open_set import operating_point
 from ssgallery.app.options import CompressOptions, CompressRun
 from ssgallery.app.parallel import run_jobs
-from ssgallery.app.parts import PartsFolder, options_digest, run_key
+from ssgallery.app.parts import PartsFolder, encode_result, options_digest, run_key
 from ssgallery.app.thresholds import apply, calibrate
-from ssgallery.errors import InputError, NotRenderableError, option
+from ssgallery.errors import InputError, NotRenderableError, SsgalleryError, option
 from ssgallery.learn.supersparse import resolve_init  # noqa: F401  (public here)
 from ssgallery.learn.threads import single_threaded_blas
 from ssgallery.progress import as_progress
@@ -222,12 +222,13 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
         _kept_from_gallery(plan, gallery_path, key, privacy_key) if run.update \
         else ({}, (None, None))
     kept = sorted(results)
-    parts = PartsFolder(gallery_path, privacy_key)
+    parts = PartsFolder(gallery_path, privacy_key, key)
+    parts.check()  # a link or a folder that is not ours: refused before any training
     keys = {c: run_key(c, plan.store.fingerprint, plan.options) for c in plan.todo}
     if not run.resume:
         parts.remove()
     resumed = [c for c in plan.todo if c not in results
-               and _resume_one(parts, c, keys[c], results)]
+               and _resume_one(parts, c, keys[c], results, plan, run)]
     todo = [c for c in plan.todo if c not in results]
     _train(plan, run, todo, (parts, keys), results)
     mode = options.threshold_mode
@@ -256,9 +257,13 @@ def _train(plan, run, todo, committed, results):
     fingerprint, digest = plan.store.fingerprint, options_digest(plan.options)
     try:
         progress.start("training clients", len(todo), "clients")
+        waiting = set(todo)
         for result in run_jobs(train_job, client_jobs(plan, todo), n_jobs=run.jobs,
                                scheduler=run.scheduler, shared=shared,
-                               n_tasks=len(todo)):
+                               n_tasks=len(todo), to_bytes=encode_result):
+            if run.scheduler is not None:  # a worker's answer: data, checked like a part
+                result = _from_worker(plan, result, waiting, run.scheduler)
+            waiting.discard(result.client)
             result.provenance["options_digest"] = digest
             result.provenance["store_fingerprint"] = fingerprint
             parts.write(result, keys[result.client])
@@ -305,8 +310,32 @@ def _program_runs(matcher, jobs, scheduler):
     return {"starts": int(matcher.n_starts_), "calls": int(matcher.n_calls_)}
 
 
-def _resume_one(parts, client, key, results):
-    result = parts.read(client, key)
+def _resume_one(parts, client, key, results, plan, run):
+    """Take ``client``'s committed part if it is this run's and passes `check_result`;
+    a bad part is reported (``run.warn``) and its client trained again."""
+    from ssgallery.images.ingest import default_warn
+
+    try:
+        result = parts.read(client, key)
+        if result is not None:
+            _check(plan, result, client, parts.path)
+    except SsgalleryError as exc:
+        (run.warn or default_warn)(f"{exc}; a bad part: client '{client}' is trained again")
+        return False
     if result is not None:
         results[client] = result
     return result is not None
+
+
+def _from_worker(plan, data, waiting, scheduler):
+    from ssgallery.app.result_checks import worker_result
+
+    return worker_result(data, waiting, (plan.matcher, plan.similarity,
+                                         len(plan.store.labels)), f"Dask cluster {scheduler}")
+
+
+def _check(plan, result, client, where):
+    from ssgallery.app.result_checks import check_result
+
+    check_result(result, client, (plan.matcher, plan.similarity, len(plan.store.labels)),
+                 where)

@@ -302,6 +302,9 @@ class CompressRun(_Options):
     progress : ssgallery.progress.Progress, optional
         Reports computing the features (one step per image, when the store has none
         cached), the shared similarity matrix, and training (one step per client).
+    warn : callable(str), optional
+        Receives warnings (a bad committed part, whose client is trained again);
+        default `ssgallery.images.ingest.default_warn`.
     """
 
     clients: object = option_field(None, _clients)
@@ -314,6 +317,7 @@ class CompressRun(_Options):
     matcher_cmd: object = option_field(None)
     privacy_key_file: str = option_field(None)
     progress: object = option_field(None)
+    warn: object = option_field(None)
 
     def __post_init__(self):
         super().__post_init__()

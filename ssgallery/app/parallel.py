@@ -10,7 +10,10 @@ the same object in this process. Results depend only on their job, never on the
 backend or the number of workers; the caller alone writes files.
 """
 
-from ssgallery.errors import InputError
+import contextlib
+import logging
+
+from ssgallery.errors import InputError, SsgalleryError
 from ssgallery.learn.threads import large_arrays_on_heap, worker_count
 
 CONNECT_TIMEOUT = "20s"  # to reach a Dask scheduler
@@ -23,7 +26,8 @@ def check_backend(n_jobs, scheduler):
         raise InputError("give either a number of local jobs or a scheduler address, not both")
 
 
-def run_jobs(func, jobs, *, n_jobs=1, scheduler=None, shared=None, n_tasks=None):
+def run_jobs(func, jobs, *, n_jobs=1, scheduler=None, shared=None, n_tasks=None,
+             to_bytes=None):
     """Yield ``func(job)`` (``func(job, shared)`` when ``shared`` is given) for every
     job, in completion order.
 
@@ -40,16 +44,20 @@ def run_jobs(func, jobs, *, n_jobs=1, scheduler=None, shared=None, n_tasks=None)
         Local worker processes (joblib's loky backend); 1 = in this process; at most
         the cores and ``n_tasks`` (`ssgallery.learn.threads.worker_count`).
     scheduler : str, optional
-        Address of a Dask distributed scheduler (``tcp://host:8786``).
+        Address of a Dask distributed scheduler (``tcp://host:8786``); then each result
+        comes back as bytes (``to_bytes(func(...))`` on the worker; `_run_dask`), and
+        the caller decodes and checks it.
     n_tasks : int, optional
         The number of jobs, when known.
+    to_bytes : callable, optional
+        Turns a result into bytes on a Dask worker (default: ``func`` returns bytes).
     """
     check_backend(n_jobs, scheduler)
     extra = () if shared is None else (shared,)
     if scheduler is None and n_jobs != 1:
         n_jobs = worker_count(n_jobs, n_tasks)
     if scheduler is not None:
-        yield from _run_dask(func, jobs, scheduler, shared)
+        yield from _run_dask(func, jobs, scheduler, shared, to_bytes)
     elif n_jobs == 1:
         for job in jobs:
             yield func(job, *extra)
@@ -61,41 +69,155 @@ def run_jobs(func, jobs, *, n_jobs=1, scheduler=None, shared=None, n_tasks=None)
         yield from parallel(delayed(func)(job, *extra) for job in jobs)
 
 
-def _run_dask(func, jobs, address, shared=None):
+SAFE_DESERIALIZERS = ["msgpack"]  # what this process accepts from the cluster: no pickle
+POLL_SECONDS = 2.0  # how often a quiet cluster is looked at
+NO_WORKER_SECONDS = 60.0  # a cluster without any worker this long: the run fails
+
+
+def _run_dask(func, jobs, address, shared=None, to_bytes=None):
+    """Yield ``to_bytes(func(job, shared))`` computed on the cluster, as bytes.
+
+    The process that holds the host's keys unpickles nothing a worker sends (module
+    docstring of `ssgallery.app.result_checks`; docs/security.md): the job returns
+    bytes (``b"ok\\n"`` + payload, or ``b"error\\n"`` + one line: no exception object
+    crosses), results are fetched with msgpack only, and the scheduler's report stream
+    and its "key in memory" message are read without pickle. Anything else a worker
+    could send (a pickled result or exception, a failure Dask reports with a pickled
+    exception, a dead cluster) ends the run with one line within about
+    `NO_WORKER_SECONDS`, never a hang or a library traceback.
+    """
     try:
-        from distributed import Client, as_completed
+        from distributed import Client
     except ImportError:
         raise InputError("a Dask scheduler needs the 'distributed' extra: "
                          "pip install 'ssgallery[distributed]'") from None
-    try:
-        client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
-    except (OSError, TimeoutError) as exc:
-        raise InputError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
-    try:
-        window = 2 * max(1, sum(client.nthreads().values()))
-        extra = () if shared is None else (client.scatter(shared, broadcast=True, hash=False),)
-        jobs = iter(jobs)
-        first = []
-        for job in jobs:
-            first.append(client.submit(_on_dask_worker, func, job, *extra, pure=False))
-            if len(first) >= window:
-                break
-        if not first:
-            return
-        pending = as_completed(first, loop=client.loop)
-        for future in pending:
-            result = future.result()
+    with _quiet_dask_logs():
+        try:
+            client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False,
+                            deserializers=SAFE_DESERIALIZERS)
+        except (OSError, TimeoutError) as exc:
+            raise InputError(f"cannot reach the Dask scheduler at {address}: {exc}") \
+                from None
+        try:
+            _no_pickle_from_the_cluster(client)
+            yield from _dask_results(client, func, jobs, shared, to_bytes, address)
+        finally:  # a broken report stream raises its error again on close: ours stands
+            with contextlib.suppress(Exception):
+                client.close(timeout=POLL_SECONDS * 5)
+
+
+def _dask_results(client, func, jobs, shared, to_bytes, address):
+    import time
+
+    from distributed import as_completed
+
+    window = 2 * max(1, sum(client.nthreads().values()))
+    extra = () if shared is None else (client.scatter(shared, broadcast=True, hash=False),)
+
+    def submit(job):
+        return client.submit(_on_dask_worker, func, job, to_bytes, *extra, pure=False)
+
+    jobs = iter(jobs)
+    first = [submit(job) for _, job in zip(range(window), jobs)]
+    if not first:
+        return
+    pending = as_completed(first, loop=client.loop)
+    watch, last_look = {"no_worker_since": None}, time.monotonic()
+    while not pending.is_empty():
+        done = pending.next_batch(block=False)
+        if not done:  # nothing finished: look at the cluster now and then
+            time.sleep(0.05)
+            if time.monotonic() - last_look > POLL_SECONDS:
+                _check_cluster(client, address, watch)
+                last_look = time.monotonic()
+            continue
+        for future in done:
+            answer = _answer(future, address)
             future.release()
             job = next(jobs, None)
             if job is not None:
-                pending.add(client.submit(_on_dask_worker, func, job, *extra, pure=False))
-            yield result
+                pending.add(submit(job))
+            yield answer
+
+
+def _answer(future, address):
+    """The payload a finished job sent back, or one line saying why there is none."""
+    try:
+        data = future.result(timeout=POLL_SECONDS * 5)
+    except Exception as exc:  # noqa: BLE001 - whatever Dask raises: one line
+        text = " ".join(str(exc).split())[:300]
+        raise SsgalleryError(f"a job failed on the Dask cluster at {address} "
+                             f"({type(exc).__name__}: {text})") from None
+    if not isinstance(data, bytes) or not data.startswith((b"ok\n", b"error\n")):
+        raise SsgalleryError(f"a worker of the Dask cluster at {address} answered "
+                             f"{type(data).__name__}, not a job's bytes")
+    if data.startswith(b"error\n"):
+        text = data[6:506].decode("utf-8", "replace")
+        raise SsgalleryError(f"a job failed on the Dask cluster at {address}: {text}")
+    return data[3:]
+
+
+def _check_cluster(client, address, watch):
+    """Between results: a broken report stream or no worker for `NO_WORKER_SECONDS`
+    ends the run with one line."""
+    import time
+
+    task = getattr(client, "_handle_report_task", None)
+    if client.status != "running" or (task is not None and task.done()):
+        raise SsgalleryError(f"the Dask scheduler at {address} sent what this host does not "
+                             "unpickle, or closed the connection (a worker died, or raised "
+                             "outside the job; see the cluster's logs)")
+    try:
+        workers = sum(client.nthreads().values())
+    except Exception:  # noqa: BLE001 - an unreachable scheduler: no worker either
+        workers = 0
+    if workers:
+        watch["no_worker_since"] = None
+        return
+    since = watch["no_worker_since"] = watch["no_worker_since"] or time.monotonic()
+    if time.monotonic() - since > NO_WORKER_SECONDS:
+        raise SsgalleryError(f"the Dask cluster at {address} has had no worker for "
+                             f"{NO_WORKER_SECONDS:.0f} s")
+
+
+def _no_pickle_from_the_cluster(client):
+    """Read the scheduler's report stream with `SAFE_DESERIALIZERS` only, and drop the
+    pickled type Dask attaches to a result held in memory (this process never needs
+    it): the two ways a message from a worker would otherwise be unpickled here."""
+    import functools
+
+    comm = getattr(getattr(client, "scheduler_comm", None), "comm", None)
+    if comm is not None:
+        comm.read = functools.partial(comm.read, deserializers=SAFE_DESERIALIZERS)
+    handlers = getattr(client, "_stream_handlers", {})
+    in_memory = handlers.get("key-in-memory")
+    if in_memory is not None:
+        handlers["key-in-memory"] = \
+            lambda key=None, type=None, workers=None, **rest: in_memory(
+                key=key, workers=workers, **rest)
+
+
+@contextlib.contextmanager
+def _quiet_dask_logs():
+    """Dask's own log lines (tracebacks of failed tasks, reconnection notes) stay off
+    this command's stderr: a failure is the one line of `SsgalleryError`."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
     finally:
-        client.close()
+        logging.disable(previous)
 
 
-def _on_dask_worker(func, job, *shared):
-    """``func(job, *shared)`` on a Dask worker, whose allocator the nanny has tuned for
-    memory rather than speed (`ssgallery.learn.threads.large_arrays_on_heap`)."""
-    with large_arrays_on_heap():
-        return func(job, *shared)
+def _on_dask_worker(func, job, to_bytes, *shared):
+    """On a Dask worker: ``b"ok\\n" + to_bytes(func(job, *shared))``, or ``b"error\\n"``
+    and one line of text for any exception (an exception object, perhaps not even
+    picklable, never travels back); the allocator tuned for speed
+    (`ssgallery.learn.threads.large_arrays_on_heap`)."""
+    try:
+        with large_arrays_on_heap():
+            out = func(job, *shared)
+        return b"ok\n" + (to_bytes(out) if to_bytes is not None else out)
+    except BaseException as exc:  # noqa: BLE001 - reported as text to the host
+        text = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+        return b"error\n" + text.encode("utf-8", "replace")

@@ -2,26 +2,47 @@
 
 The gallery is one HDF5 file, which cannot be modified in place safely under SIGKILL, so
 each finished client goes to a sidecar folder ``<gallery>.parts/<client digest>.npz``,
-written atomically (`ssgallery.formats.atomic`). The gallery itself is written
-atomically at the end from the parts, and the folder is then removed. At every moment
-the gallery file is either the previous one or the new complete one.
+written atomically. The gallery itself is written atomically at the end from the
+parts, and the folder is then removed. At every moment the gallery file is either the
+previous one or the new complete one.
 
 A part records the key of what produced it (store fingerprint, training options,
-client id: `run_key`); a resumed run reuses only the parts whose key matches and redoes the rest.
+client id: `run_key`); a resumed run reuses only the parts whose key matches and redoes
+the rest.
+
+Parts are input like any file (issue 20): the folder must be a real folder owned by
+this user and writable by nobody else, and is used through a descriptor opened without
+following a symbolic link; a part is a regular file (``O_NOFOLLOW``, no FIFO) of at
+most `MAX_PART_BYTES`, an uncompressed ``.npz`` read with ``allow_pickle=False``;
+with the host's signing key it carries an HMAC-SHA256 that must verify (with the
+privacy key it is also encrypted and authenticated, `ssgallery.formats.encryption`).
+Whatever it holds is then checked by ``compress`` like a gallery's client. A part that
+fails any of this is reported and its client trained again (`PartsFolder.read` raises
+`BadPart`), never signed into a gallery.
 """
 
 import contextlib
 import hashlib
+import hmac
 import io
 import json
 import os
 import shutil
+import stat
+import zipfile
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ssgallery.errors import SsgalleryError
 
+MAX_PART_BYTES = 256 << 20  # a part's file, and each array in it
+PART_MAGIC = b"ssgallery-part 2\n"
+UNSIGNED = b"-" * 64
+
+
+class BadPart(SsgalleryError):
+    """A part that cannot be used: its client is trained again."""
 
 @dataclass
 class ClientResult:
@@ -76,74 +97,131 @@ def options_digest(options):
 
 
 class PartsFolder:
-    """``<gallery>.parts/``: one ``.npz`` per finished client, written atomically; with
-    the host's ``privacy_key`` each part is encrypted in memory before it is written
-    (`ssgallery.formats.encryption`: a part holds a client's plain template)."""
+    """``<gallery>.parts/``: one part per finished client, written atomically, signed with
+    the host's signing ``key`` when there is one and encrypted with its ``privacy_key``
+    (a part holds a client's plain template). See the module docstring for what a
+    reader checks."""
 
     FORMAT = "ssgallery-part"
 
-    def __init__(self, gallery_path, privacy_key=None):
+    def __init__(self, gallery_path, privacy_key=None, key=None):
         self.path = os.fspath(gallery_path) + ".parts"
         self.privacy_key = privacy_key
+        self.key = key
 
-    def _file(self, client):
-        return os.path.join(self.path, hashlib.sha256(client.encode()).hexdigest()[:32] + ".npz")
+    def _name(self, client):
+        return hashlib.sha256(client.encode()).hexdigest()[:32] + ".npz"
+
+    def _shown(self, client):
+        return os.path.join(self.path, self._name(client))
+
+    def _folder(self, create=False):
+        """A descriptor of the folder (None when absent and not ``create``), opened
+        without following a symbolic link and checked: a folder, owned by this user,
+        writable by nobody else."""
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(self.path, flags)
+        except FileNotFoundError:
+            if not create:
+                return None
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(self.path, 0o700)
+            return self._folder()
+        except OSError:  # ELOOP: a symbolic link; ENOTDIR: a file
+            raise SsgalleryError("the parts folder is a symbolic link or not a folder; "
+                                 "compress never follows it: remove it", path=self.path) \
+                from None
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            os.close(fd)
+            raise SsgalleryError("the parts folder is not owned by this user or is "
+                                 "writable by others: remove it", path=self.path)
+        return fd
+
+    def check(self):
+        """Refuse an unusable folder now, before any training (`_folder`)."""
+        fd = self._folder()
+        if fd is not None:
+            os.close(fd)
+
+    def _tag(self, payload):
+        if self.key is None:
+            return UNSIGNED
+        return hmac.new(self.key, b"ssgallery-part\0" + payload, hashlib.sha256) \
+            .hexdigest().encode()
 
     def write(self, result, key):
         """Commit one client's result (atomic: the part is whole or absent)."""
-        from ssgallery.formats.atomic import atomic_path
+        from ssgallery.formats.atomic import write_in_folder
 
-        os.makedirs(self.path, exist_ok=True)
-        meta = {"client": result.client, "key": key, "intercept": float(result.intercept),
-                "threshold": float(result.threshold), "provenance": result.provenance,
-                "normalization": result.normalization, "row": result.row, "seconds": float(result.seconds),
-                "cpu_seconds": float(result.cpu_seconds)}
-        heldout = {f"heldout_{k}": np.asarray(v, dtype=np.float64)
-                   for k, v in (result.heldout or {}).items()}
-        buffer = io.BytesIO()
-        np.savez(buffer, prototypes=np.asarray(result.prototypes, dtype=np.float64),
-                 beta=np.asarray(result.beta, dtype=np.float64),
-                 meta=np.array(json.dumps(meta, sort_keys=True)), **heldout)
-        data = buffer.getbuffer()
+        payload = encode_result(result, key)
+        data = PART_MAGIC + self._tag(payload) + b"\n" + payload
         if self.privacy_key is not None:
             from ssgallery.formats.encryption import encrypt
 
             data = encrypt(data, self.FORMAT, self.privacy_key)
-        with atomic_path(self._file(result.client)) as tmp, open(tmp, "wb") as handle:
-            handle.write(data)
+        fd = self._folder(create=True)
+        try:
+            write_in_folder(fd, self._name(result.client), data, self._shown(result.client))
+        finally:
+            os.close(fd)
 
-    def _open(self, client):
-        """The part's npz (a path, or the decrypted bytes of an encrypted part). With a
-        privacy key a plain part is not read (`read` redoes its client): it was not
-        written by a run under this key, and nothing authenticates it."""
-        from ssgallery.formats.encryption import decrypt, file_format
+    def _bytes(self, client):
+        """The part's plain bytes (None when there is no part), read without following a
+        link, a regular file of at most `MAX_PART_BYTES`; decrypted and authenticated
+        with the privacy key (a plain part is refused then: nothing vouches for it)."""
+        from ssgallery.formats.encryption import decrypt_open, is_encrypted
 
-        path = self._file(client)
-        if file_format(path) is None:
+        folder = self._folder()
+        if folder is None:
+            return None
+        shown = self._shown(client)
+        try:
+            fd = os.open(self._name(client), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                         | getattr(os, "O_CLOEXEC", 0), dir_fd=folder)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise BadPart(f"cannot open it ({exc.strerror}; a symbolic link is never "
+                          "followed)", path=shown) from None
+        finally:
+            os.close(folder)
+        handle = os.fdopen(fd, "rb", buffering=0)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_PART_BYTES + (1 << 20):
+            handle.close()
+            raise BadPart("not a regular file" if not stat.S_ISREG(st.st_mode) else
+                          f"{st.st_size} bytes, more than a part holds", path=shown)
+        head = os.pread(fd, 64, 0)
+        if is_encrypted(head):
+            return decrypt_open(handle, shown, "compress part", self.FORMAT,
+                                self.privacy_key)
+        with handle:
             if self.privacy_key is not None:
-                raise SsgalleryError("a plain part in a run with a privacy key", path=path)
-            return path
-        return decrypt(path, "compress part", self.FORMAT, self.privacy_key)
+                raise BadPart("a plain part in a run with a privacy key", path=shown)
+            return handle.read(MAX_PART_BYTES + (1 << 20))
 
     def read(self, client, key):
-        """The committed result of ``client`` if its key matches, else None."""
+        """The committed result of ``client`` if its key matches, else None (no part, or
+        a part of another run). Raises `BadPart` for a part that cannot be trusted."""
         try:
-            with np.load(self._open(client), allow_pickle=False) as data:
-                meta = json.loads(str(data["meta"]))
-                if meta.get("key") != key or meta.get("client") != client:
-                    return None
-                return ClientResult(client=client, prototypes=data["prototypes"],
-                                    beta=data["beta"], intercept=meta["intercept"],
-                                    threshold=meta["threshold"],
-                                    provenance=meta["provenance"],
-                                    normalization=meta.get("normalization"),
-                                    heldout={k[len("heldout_"):]: data[k] for k in data.files
-                                             if k.startswith("heldout_")} or None,
-                                    row=meta["row"],
-                                    seconds=meta["seconds"],
-                                    cpu_seconds=meta.get("cpu_seconds", 0.0))
-        except (OSError, ValueError, KeyError, TypeError, SsgalleryError):
-            return None  # absent, unreadable, or encrypted with another key: redo it
+            data = self._bytes(client)
+        except SsgalleryError as exc:
+            raise BadPart(str(exc)) from None
+        if data is None:
+            return None
+        shown = self._shown(client)
+        if not data.startswith(PART_MAGIC) or len(data) < len(PART_MAGIC) + 65:
+            raise BadPart("not a part of this ssgallery version", path=shown)
+        tag, payload = data[len(PART_MAGIC):len(PART_MAGIC) + 64], data[len(PART_MAGIC) + 65:]
+        if self.key is not None and not hmac.compare_digest(tag, self._tag(payload)):
+            raise BadPart("not signed with this host's key (written without it, by another "
+                          "key, or forged)", path=shown)
+        result, found = decode_result(payload, shown)
+        if found != key or result.client != client:
+            return None
+        return result
 
     def count(self):
         """Number of committed parts."""
@@ -152,5 +230,64 @@ class PartsFolder:
         return 0
 
     def remove(self):
-        """Remove the folder (after the gallery was written)."""
-        shutil.rmtree(self.path, ignore_errors=True)
+        """Remove the folder (after the gallery was written, or before a fresh run); a
+        link or a folder that is not ours is refused (`_folder`), never followed."""
+        fd = self._folder()
+        if fd is None:
+            return
+        os.close(fd)
+        shutil.rmtree(self.path, ignore_errors=True)  # rmtree never follows links
+
+
+def encode_result(result, key=""):
+    """A `ClientResult` and its run ``key`` as the bytes of an uncompressed ``.npz``
+    (arrays and one JSON string; nothing pickled): what a part holds, and what a worker
+    sends back."""
+    meta = {"client": result.client, "key": key, "intercept": float(result.intercept),
+            "threshold": float(result.threshold), "provenance": result.provenance,
+            "normalization": result.normalization, "row": result.row,
+            "seconds": float(result.seconds), "cpu_seconds": float(result.cpu_seconds)}
+    heldout = {f"heldout_{k}": np.asarray(v, dtype=np.int64 if k.endswith("_row")
+                                          else np.float64)
+               for k, v in (result.heldout or {}).items()}
+    buffer = io.BytesIO()
+    np.savez(buffer, prototypes=np.asarray(result.prototypes, dtype=np.float64),
+             beta=np.asarray(result.beta, dtype=np.float64),
+             meta=np.array(json.dumps(meta, sort_keys=True)), **heldout)
+    return buffer.getvalue()
+
+
+_ARRAYS = {"prototypes", "beta", "meta", "heldout_impostor", "heldout_genuine",
+           "heldout_impostor_row"}
+
+
+def decode_result(payload, shown):
+    """(`ClientResult`, run key) of `encode_result`'s bytes. Every member is checked in
+    the zip directory first: a known name, stored uncompressed, at most `MAX_PART_BYTES`
+    (no decompression bomb); arrays are read without pickle. Raises `BadPart`."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(payload)) as archive:
+            for info in archive.infolist():
+                if info.filename[:-4] not in _ARRAYS or not info.filename.endswith(".npy") \
+                        or info.compress_type != zipfile.ZIP_STORED \
+                        or info.file_size > MAX_PART_BYTES:
+                    raise BadPart(f"unexpected member {info.filename[:40]!r} "
+                                  f"({info.file_size} bytes)", path=shown)
+        with np.load(io.BytesIO(payload), allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            if not isinstance(meta, dict):
+                raise TypeError("meta is not a JSON object")
+            result = ClientResult(
+                client=str(meta["client"]), prototypes=data["prototypes"], beta=data["beta"],
+                intercept=float(meta["intercept"]), threshold=float(meta["threshold"]),
+                provenance=meta["provenance"], normalization=meta.get("normalization"),
+                heldout={k[len("heldout_"):]: data[k] for k in data.files
+                         if k.startswith("heldout_")} or None,
+                row=meta["row"], seconds=float(meta["seconds"]),
+                cpu_seconds=float(meta.get("cpu_seconds", 0.0)))
+            return result, meta.get("key")
+    except BadPart:
+        raise
+    except Exception as exc:  # noqa: BLE001 - zip, npy and JSON errors alike: a bad part
+        raise BadPart(f"unreadable ({type(exc).__name__}: {str(exc)[:120]})",
+                      path=shown) from None

@@ -154,8 +154,8 @@ def command(store, gallery, as_json, quiet, **options):
     from ssgallery.app.options import CompressOptions, CompressRun, split_options
 
     with reporting(quiet) as progress:
-        training, run = split_options(dict(options, progress=progress), CompressOptions,
-                                      CompressRun)
+        training, run = split_options(dict(options, progress=progress, warn=warn),
+                                      CompressOptions, CompressRun)
         try:
             summary = compress(store, gallery, training, run)
         except CompressInterrupted as exc:

@@ -335,3 +335,32 @@ def write_bytes_atomic(path, data, kind=None, force=False):
 def write_text_atomic(path, text, kind=None, force=False):
     """Write ``text`` (str, UTF-8) to ``path`` atomically."""
     write_bytes_atomic(path, text.encode("utf-8"), kind, force)
+
+
+def write_in_folder(folder_fd, name, data, shown):
+    """Write ``data`` as ``name`` inside the folder open as ``folder_fd``, atomically,
+    never following a symbolic link: the temporary file is created with ``O_EXCL |
+    O_NOFOLLOW`` (mode 0600) and renamed onto ``name`` within the folder, which replaces
+    a link there rather than its target (`ssgallery.app.parts`: a folder checked once,
+    then used through its descriptor only). ``shown`` names the file in messages."""
+    tmp = f"{name}{TMP_MARK}{os.getpid()}-{os.urandom(4).hex()}"
+    fd = None
+    try:
+        with _signals_deferred():
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=folder_fd)
+        with os.fdopen(fd, "wb", closefd=False) as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(fd)
+        with _signals_deferred():
+            os.replace(tmp, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+            tmp = None
+    except OSError as exc:
+        raise SsgalleryError(f"cannot write it ({exc.strerror or exc})", path=shown) from None
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if tmp is not None and fd is not None:
+            with _signals_deferred(), contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=folder_fd)

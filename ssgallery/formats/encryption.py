@@ -216,6 +216,20 @@ def decrypt(path, kind, fmt, key):
     return reader
 
 
+def decrypt_open(handle, path, kind, fmt, key):
+    """The whole plaintext (bytes), every chunk authenticated, of an encrypted file
+    already open as ``handle`` (an unbuffered binary file, e.g. opened without following
+    a symbolic link); ``path`` names it in messages. Closes ``handle``. Raises
+    `FormatError` (one line)."""
+    try:
+        box = _Container(handle, path, kind, fmt, key)
+        return b"".join(box.plain(handle, i, path, kind) for i in range(box.count))
+    except OSError as exc:
+        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
+    finally:
+        handle.close()
+
+
 class EncryptedFile(io.RawIOBase):
     """An encrypted file, read-only, for ``h5py.File(EncryptedFile(...), "r")``: the
     plaintext, each chunk decrypted and authenticated the first time any of its bytes is

@@ -7,6 +7,17 @@ import numpy as np
 from ssgallery.errors import FormatError, SsgalleryError, printable
 
 
+def check_normalization(norm):
+    """A stored normalisation is a dict; a Z-norm has a finite mean and a std > 0.
+    Raises TypeError or ValueError (the readers turn them into one line)."""
+    if not isinstance(norm, dict):
+        raise TypeError("normalization is not a JSON object")
+    if norm.get("kind") == "znorm" and not (np.isfinite(float(norm["mean"]))
+                                            and float(norm["std"]) > 0):
+        raise ValueError("normalization has a non-finite mean or a std <= 0")
+    return norm
+
+
 def check_model(model, matcher, path=None):
     """Refuse a client model whose values cannot come from ``compress``.
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ssgallery.errors import FormatError, SsgalleryError, UnknownClientError, printable
 from ssgallery.formats import integrity
-from ssgallery.formats.gallery.checks import check_model
+from ssgallery.formats.gallery.checks import check_model, check_normalization
 from ssgallery.formats.gallery.model import (
     FORMAT,
     FORMAT_VERSION,
@@ -33,16 +33,6 @@ _OPEN = {"hint": " (run 'ssgallery compress' first)",
 _LAZY = dict(_OPEN, lazy=True)  # readers of a few groups: constant work whatever N
 
 
-def _check_normalization(norm):
-    """A stored normalisation is a dict; a Z-norm has a finite mean and a std > 0."""
-    if not isinstance(norm, dict):
-        raise TypeError("normalization is not a JSON object")
-    if norm.get("kind") == "znorm" and not (np.isfinite(float(norm["mean"]))
-                                            and float(norm["std"]) > 0):
-        raise ValueError("normalization has a non-finite mean or a std <= 0")
-    return norm
-
-
 def _model_from(client_id, arrays, attrs, path):
     try:
         model = ClientModel(
@@ -51,7 +41,7 @@ def _model_from(client_id, arrays, attrs, path):
             similarity=json.loads(_attr_str(attrs["similarity"])),
             provenance=json.loads(_attr_str(attrs.get("provenance", "{}"))),
             prototype_images=arrays.get("prototype_images"),
-            normalization=(_check_normalization(json.loads(_attr_str(attrs["normalization"])))
+            normalization=(check_normalization(json.loads(_attr_str(attrs["normalization"])))
                            if "normalization" in attrs else None))
     except (KeyError, ValueError, TypeError) as exc:
         raise FormatError(f"corrupt gallery: client '{client_id}': {exc}", path=path) from None

@@ -1,0 +1,70 @@
+"""A Dask worker preload (``LocalCluster(preload=[this file])``) that makes the worker
+hostile, for tests/hardening/test_dask.py. The mode is read from the file named by
+$TAMPER_MODE_FILE at every job, so one cluster serves every case:
+
+- ``honest``: nothing changed;
+- ``threshold`` / ``nan`` / ``client``: the trained result forged (an accept-all
+  threshold, NaN weights, another client's name);
+- ``evil_result``: the job returns an object whose unpickling runs a program (it
+  writes the unpickling process's pid to $TAMPER_PWNED_FILE);
+- ``unpicklable``: the job raises an exception that cannot be pickled;
+- ``die``: the worker process exits in the middle of the job.
+"""
+
+import os
+import threading
+
+from ssgallery.app import client_training, parallel
+
+# the originals, once: a second import of this module must not wrap its own wrappers
+_honest_train = getattr(client_training, "_honest_train_job", client_training.train_job)
+_honest_wrapper = getattr(parallel, "_honest_on_dask_worker", parallel._on_dask_worker)
+client_training._honest_train_job = _honest_train
+parallel._honest_on_dask_worker = _honest_wrapper
+
+
+def _mode():
+    with open(os.environ["TAMPER_MODE_FILE"]) as handle:
+        return handle.read().strip()
+
+
+class Evil:
+    def __reduce__(self):
+        cmd = f"echo $PPID >> {os.environ['TAMPER_PWNED_FILE']}"
+        return (os.system, (cmd,))
+
+
+class Unpicklable(Exception):
+    def __init__(self):
+        super().__init__("cannot travel")
+        self.lock = threading.Lock()
+
+    def __reduce__(self):
+        raise TypeError("no pickling")
+
+
+def train_job(job, *shared):
+    result = _honest_train(job, *shared)
+    mode = _mode()
+    if mode == "threshold":
+        result.threshold = -1e9
+    elif mode == "nan":
+        result.beta = result.beta * float("nan")
+    elif mode == "client":
+        result.client = "nobody"
+    return result
+
+
+def wrapper(func, job, to_bytes, *shared):
+    mode = _mode()
+    if mode == "evil_result":
+        return Evil()
+    if mode == "unpicklable":
+        raise Unpicklable()
+    if mode == "die":
+        os._exit(1)
+    return _honest_wrapper(func, job, to_bytes, *shared)
+
+
+client_training.train_job = train_job
+parallel._on_dask_worker = wrapper

@@ -1,0 +1,204 @@
+"""Issue 20 families 1 and 2: ``compress`` parts are data. A forged, unsigned, NaN,
+accept-all, truncated, oversized or zip-bomb part is reported and its client trained
+again, never signed into a gallery; the parts folder and its files are never followed
+through a symbolic link (no file outside the output is ever written), a FIFO never
+blocks. Every run goes through the real CLI; the part names are derived from public
+data, as an attacker derives them (no interrupted run is needed)."""
+
+import io
+import os
+import shutil
+import stat
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import Workers, clean_error, report
+from helpers import make_faces
+
+from ssgallery.app.enroll import enroll
+from ssgallery.app.options import CompressOptions
+from ssgallery.app.parts import (
+    PART_MAGIC,
+    UNSIGNED,
+    ClientResult,
+    PartsFolder,
+    encode_result,
+    run_key,
+)
+from ssgallery.formats.store import load_store
+from ssgallery.images.ingest import read_image
+from ssgallery.learn.supersparse import resolve_init
+
+ARGS = ["--m", "1", "--cv-folds", "0", "--max-iter", "5", "--threshold-mode", "client"]
+OPTIONS = CompressOptions(m=1, cv_folds=0, max_iter=5, threshold_mode="client")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("parts")
+    faces = make_faces(str(root / "faces"), n_clients=4, n_images=5)
+    enroll(faces, root / "e.h5")
+    (root / "key").write_bytes(b"k" * 32)
+    (root / "other-key").write_bytes(b"o" * 32)
+    store = load_store(root / "e.h5")
+    impostor = os.path.join(faces, "c02", "0.png")  # claimed as c01: never accepted
+    matcher = store.matcher()
+    features = matcher.transform(read_image(impostor, size=(24, 32))[None])
+    options = replace(OPTIONS, init=resolve_init(OPTIONS.init, matcher.similarity()))
+    return {"root": root, "faces": faces, "impostor": impostor, "features": features,
+            "key": run_key("c01", store.fingerprint, options)}
+
+
+def _forged(site, **change):
+    """c01's model centred on the impostor: s(impostor, z) = 1 > threshold 0.9, a
+    threshold above the lowest possible score (it passes the value checks)."""
+    values = {"client": "c01", "prototypes": site["features"].astype(float),
+                  "beta": np.ones(1), "intercept": 0.0, "threshold": 0.9,
+                  "provenance": {"m": 1}, "row": {"client": "c01"}, "seconds": 1.0}
+    values.update(change)
+    return ClientResult(**values)
+
+
+def _plant(site, gallery, result, key=None, raw=None):
+    """Write ``result`` as c01's part (signed with ``key``), or the bytes ``raw``."""
+    parts = PartsFolder(gallery, key=key)
+    if raw is None:
+        parts.write(result, site["key"])
+        return parts._shown("c01")
+    os.makedirs(parts.path, mode=0o700, exist_ok=True)
+    path = parts._shown("c01")
+    with open(path, "wb") as handle:
+        handle.write(raw)
+    return path
+
+
+def _bomb():
+    """A part whose npz member inflates to 300 MB from about 300 KB."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive, \
+            archive.open("prototypes.npy", "w", force_zip64=True) as member:
+        block = bytes(1 << 20)
+        for _ in range(300):
+            member.write(block)
+    return PART_MAGIC + UNSIGNED + b"\n" + buffer.getvalue()
+
+
+def _cases(site, tmp):
+    """name -> (signing key file or None, how to plant the part given the gallery path)."""
+    key, other = site["root"] / "key", site["root"] / "other-key"
+    k, o = key.read_bytes(), other.read_bytes()
+    honest = encode_result(_forged(site, threshold=0.95), "")
+
+    def fifo(g):
+        os.makedirs(f"{g}.parts", mode=0o700, exist_ok=True)
+        os.mkfifo(PartsFolder(g)._shown("c01"))
+
+    def link(g):
+        os.makedirs(f"{g}.parts", mode=0o700, exist_ok=True)
+        os.symlink(tmp / "victim.txt", PartsFolder(g)._shown("c01"))
+
+    def linked_folder(g):
+        elsewhere = tmp / "elsewhere"
+        elsewhere.mkdir(exist_ok=True)
+        os.symlink(tmp / "victim.txt", elsewhere / PartsFolder(g)._name("c01"))
+        os.symlink(elsewhere, f"{g}.parts")
+
+    def open_folder(g):
+        _plant(site, g, _forged(site))
+        os.chmod(f"{g}.parts", 0o777)
+
+    return {
+        "forged, unsigned (key set)": (key, lambda g: _plant(site, g, _forged(site))),
+        "forged, another key": (key, lambda g: _plant(site, g, _forged(site), key=o)),
+        "signed part, payload edited": (key, lambda g: _edit_payload(
+            _plant(site, g, _forged(site), key=k))),
+        "NaN prototypes (key set)": (key, lambda g: _plant(
+            site, g, _forged(site, prototypes=np.full((1, site["features"].shape[1]),
+                                                      np.nan)))),
+        "NaN prototypes (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, prototypes=np.full((1, site["features"].shape[1]),
+                                                      np.nan)))),
+        "accept-all threshold (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, threshold=-1e9))),
+        "NaN held-out scores (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, heldout={"impostor": np.array([np.nan])}))),
+        "wrong dimension (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, prototypes=np.ones((1, 3))))),
+        "truncated": (None, lambda g: _plant(site, g, None, raw=(
+            PART_MAGIC + UNSIGNED + b"\n" + honest)[:300])),
+        "zip bomb": (None, lambda g: _plant(site, g, None, raw=_bomb())),
+        "FIFO": (None, fifo),
+        "part is a symlink to a victim": (None, link),
+        "folder is a symlink": (None, linked_folder),
+        "folder writable by others": (None, open_folder),
+    }
+
+
+def _edit_payload(path):
+    data = bytearray(Path(path).read_bytes())
+    data[-20] ^= 0xFF
+    Path(path).write_bytes(bytes(data))
+
+
+REFUSED_FOLDERS = ("folder is a symlink", "folder writable by others")
+
+
+def test_hostile_parts(site, tmp_path):
+    victim = tmp_path / "victim.txt"
+    pool = Workers(timeout=120)
+    counts = {"cases": 0, "retrained": 0, "refused": 0, "accepts": 0,
+              "files written outside": 0, "exit 4": 0, "hangs": 0, "failures": 0}
+    failures = []
+    try:
+        for name, (key, plant) in _cases(site, tmp_path).items():
+            victim.write_text("precious\n")
+            gallery = tmp_path / f"g{counts['cases']}.h5"
+            plant(gallery)
+            env = {"SSGALLERY_KEY_FILE": str(key) if key else None}
+            r = pool.run(["compress", "--store", site["root"] / "e.h5", "-o", gallery,
+                          "--resume", "-q", *ARGS], env=env)
+            counts["cases"] += 1
+            counts["hangs"] += bool(r.get("hang"))
+            counts["exit 4"] += r.get("code") == 4
+            counts["files written outside"] += victim.read_text() != "precious\n"
+            if name in REFUSED_FOLDERS:
+                ok = clean_error(r) and "parts folder" in r["stderr"]
+                counts["refused" if ok else "failures"] += 1
+            else:
+                verdict = pool.run(["verify", site["impostor"], "--claim", "c01",
+                                    "--gallery", gallery, "-q"], env=env)
+                counts["accepts"] += verdict.get("code") == 0
+                ok = r.get("code") == 0 and "trained again" in r["stderr"] \
+                    and verdict.get("code") == 1
+                counts["retrained" if ok else "failures"] += 1
+            if not ok:
+                failures.append((name, r))
+            shutil.rmtree(f"{gallery}.parts", ignore_errors=True)
+            if os.path.islink(f"{gallery}.parts"):
+                os.unlink(f"{gallery}.parts")
+    finally:
+        pool.close()
+    line = report("families 1-2, hostile compress parts", counts)
+    assert not failures, (line, failures)
+    assert counts["accepts"] == counts["files written outside"] == counts["exit 4"] == 0, line
+
+
+def test_plain_compress_never_writes_through_a_parts_symlink(site, tmp_path):
+    """Without --resume: a parts folder that is a link to a folder holding a link named
+    like a part, to a victim file: refused before any training; the victim untouched."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    gallery = tmp_path / "g.h5"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for client in ("c00", "c01", "c02", "c03"):
+        os.symlink(victim, elsewhere / PartsFolder(gallery)._name(client))
+    os.symlink(elsewhere, f"{gallery}.parts")
+    r = Workers().run(["compress", "--store", site["root"] / "e.h5", "-o", gallery, "-q",
+                       *ARGS])
+    assert clean_error(r) and "symbolic link" in r["stderr"], r
+    assert victim.read_text() == "precious\n" and not gallery.exists()
+    assert all(stat.S_ISLNK(os.lstat(p).st_mode) for p in elsewhere.iterdir())
