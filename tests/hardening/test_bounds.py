@@ -3,6 +3,7 @@ bounded by cores and clients. (The ``--serve`` bounds: test_matcher_answers.py.)
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -139,12 +140,20 @@ def test_jobs_are_capped_by_cores_and_clients(site, tmp_path):
                              site["root"] / "e.h5", "-o", tmp_path / "g.h5", "--m", "1",
                              "--cv-folds", "0", "--max-iter", "3", "--jobs", "8", "-q"],
                             env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, start_new_session=True)
     parent, most = psutil.Process(proc.pid), 0
-    while proc.poll() is None:
-        most = max(most, _loky_workers(parent))
-        time.sleep(0.05)
-    err = proc.communicate(timeout=300)[1]
+    try:
+        deadline = time.monotonic() + 300
+        while proc.poll() is None and time.monotonic() < deadline:
+            most = max(most, _loky_workers(parent))
+            time.sleep(0.05)
+        err = proc.communicate(timeout=1 if proc.poll() is None else 30)[1]
+    finally:  # whatever happens, nothing of this run outlives the test
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
     cap = min(cores, 4)
     report("family 7, --jobs 8", {"cores": cores, "clients": 4, "workers seen at once": most})
     assert proc.returncode == 0, err
