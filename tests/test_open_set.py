@@ -224,7 +224,10 @@ def test_roc_gallery_measures_fpir_and_fnir_at_the_stored_operating_point(split,
     res = CliRunner().invoke(main, ["roc", "--gallery", str(root / "g.h5"), "--probes",
                                     str(root / "probes"), "-o", str(out), "--no-plot"])
     assert res.exit_code == 0, res.output
-    assert "FPIR@T %" in res.output and "stored 1:N threshold T" in " ".join(res.output.split())
+    legend = " ".join(res.output.split())
+    assert "FPIR@T %" in res.output and "stored 1:N threshold T" in legend
+    assert "(what identify --open-set decides)" in legend and "`" not in legend  # flags shown
+    assert "--wide: every convention" in legend
     (found,) = json.loads((out / "summary.json").read_text())["identification"]
     assert found["stored_threshold"] == s.open_set["threshold"]
     assert found["ranking"] == "znorm" and found["open_set_score"] == "centred"

@@ -103,7 +103,7 @@ def test_compress_table_fits_long_client_ids(tmp_path):
     lines = res.stdout.splitlines()
     head, rule = lines[0], lines[1]
     assert head.split() == ["client", "m", "threshold", "FRR", "CV", "FRR", "SVM", "#SVs",
-                            "SVM", "CV", "FRR"]
+                            "SVM", "CV", "FRR", "vs", "SVM"]
     row = next(ln for ln in lines if ln.startswith(long_id))
     assert len(row) == len(rule)  # every column aligned on the longest id
     for cmd in (["info", "--gallery", str(tmp_path / "g.h5")],):

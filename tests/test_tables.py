@@ -42,7 +42,7 @@ def test_default_table_fits_100_columns_wide_has_every_convention():
                    "FAR@thresholds %", "FRR@thresholds %"):
         assert column in head
     assert "averaged-curve" not in head and "FTA" not in head
-    assert "--wide: every convention" in text
+    assert "`wide`: every convention" in text  # the command line shows it as --wide
     # 60 impostor claims per client cannot resolve FAR 1 %: the one symbol and its note
     assert f"{DASH}: FAR 1% is below the resolution of a client's curve" in text
     assert "-" not in {cell for line in lines[2:len(tables) + 2] for cell in line.split()}

@@ -17,7 +17,7 @@ from ssgallery.biometrics.plots import (
     plot_title,
 )
 from ssgallery.biometrics.scores import scores_filename, write_scores
-from ssgallery.errors import InputError
+from ssgallery.errors import InputError, option
 from ssgallery.formats.atomic import has_prefix, write_text_atomic
 from ssgallery.tables import DASH
 from ssgallery.tables import format_table as format_rows
@@ -89,7 +89,7 @@ def format_identification_table(summaries):
     legend = ("matches: per search (N clients x m); rank-r: closed-set CMC; FNIR@x%: open "
               "set, mated searches missed at FPIR = x% (the threshold on the top score)."
               + (" FPIR@T, FNIR@T: at the gallery's stored 1:N threshold T (what identify "
-                 "--open-set decides)." if len(head) > 8 else ""))
+                 f"{option('open_set')} decides)." if len(head) > 8 else ""))
     return text + "\n" + _wrapped([f"{DASH}: {n}" for n in notes] + [legend])
 
 
@@ -157,7 +157,7 @@ def format_table(summaries, wide=False):
     if any(h.startswith("FAR@thresholds") for h, _, _ in cols):
         legend.append("FAR/FRR@thresholds: at the thresholds stored in the gallery.")
     if not wide:
-        legend.append("--wide: every convention, the fit time and failures to acquire "
+        legend.append(f"{option('wide')}: every convention, the fit time and failures to acquire "
                       "(all in summary.json).")
     return text + "\n" + _wrapped([f"{DASH}: {n}" for n in notes] + legend)
 

@@ -4,7 +4,7 @@ import click
 
 from ssgallery.biometrics.protocol import DEFAULT_METHODS as PROTOCOL_METHODS
 from ssgallery.biometrics.protocol import ProtocolOptions
-from ssgallery.cli.options import key_file_option, matcher_cmd_option, warn
+from ssgallery.cli.options import as_flags, key_file_option, matcher_cmd_option, warn
 from ssgallery.cli.progress import quiet_option, reporting
 
 DEFAULT_METHODS = ",".join(PROTOCOL_METHODS)
@@ -157,10 +157,11 @@ def _echo(result, out_dir, wide=False):
         click.echo(format_dev_eval(result["results"]))
         click.echo(f"wrote {result['files']['summary']}")
         return
-    click.echo(format_table(result["summaries"], wide=wide))
+    command = click.get_current_context().command
+    click.echo(as_flags(format_table(result["summaries"], wide=wide), command))
     if result["identification"]:
         click.echo("\nidentification (every probe against every client):")
-        click.echo(format_identification_table(result["identification"]))
+        click.echo(as_flags(format_identification_table(result["identification"]), command))
     import os
     import textwrap
 
