@@ -87,9 +87,12 @@ def test_identify_open_set_uses_the_gallery_operating_point(split):
         if r["failed_to_acquire"]:
             continue
         best = r["candidates"][0]
-        assert set(best) == {"client", "rank", "score", "normalized", "threshold", "passes"}
+        assert set(best) == {"client", "rank", "score", "normalized", "threshold", "passes",
+                             "verified"}
         assert best["threshold"] == point["threshold"]
-        assert best["passes"] == (best["normalized"] >= point["threshold"])
+        # passing takes the operating point and the client's own verify decision
+        assert best["passes"] == (best["normalized"] >= point["threshold"]
+                                  and best["verified"])
         assert best["normalized"] == pytest.approx(
             (best["score"] - norm[best["client"]]["mean"]) / point["scale"])
         assert (r["identified"] == best["client"]) == best["passes"]

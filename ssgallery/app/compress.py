@@ -94,14 +94,19 @@ def _rendered(matcher, prototypes):
 
 
 def _model(plan, result):
-    """A `ClientModel` from a result (prototype images rendered here, if drawable)."""
+    """A `ClientModel` from a result (prototype images rendered here, if drawable; its
+    Z-norm std floored, `ssgallery.formats.gallery.checks.std_floor`)."""
     from ssgallery.formats.gallery import ClientModel
+    from ssgallery.formats.gallery.checks import floor_normalization
 
     images = _rendered(plan.matcher, result.prototypes)
-    return ClientModel(client_id=result.client, prototypes=result.prototypes, beta=result.beta,
-                       intercept=result.intercept, threshold=result.threshold,
-                       similarity=plan.similarity.params(), provenance=result.provenance,
-                       prototype_images=images, normalization=result.normalization)
+    model = ClientModel(client_id=result.client, prototypes=result.prototypes,
+                        beta=result.beta, intercept=result.intercept,
+                        threshold=result.threshold, similarity=plan.similarity.params(),
+                        provenance=result.provenance, prototype_images=images,
+                        normalization=result.normalization)
+    model.normalization = floor_normalization(model, plan.matcher)
+    return model
 
 
 def _kept_from_gallery(plan, gallery_path, key=None, privacy_key=None):

@@ -34,7 +34,8 @@ class Candidate:
     score: float
     normalized: float
     threshold: float
-    passes: bool
+    passes: bool  # the operating point passes it and so does its record (``verified``)
+    verified: bool = None  # ``verify`` would accept the probe for this client
 
     def to_dict(self):
         return dict(self.__dict__)
@@ -103,17 +104,38 @@ def rank_clients(index, scores, top, point=None):
 
 
 def operating_point(header, index, open_set, fpir=None, threshold=None,
-                    verification=False, path=None):
+                    verification=False, path=None, matcher=None):
     """The operating point of a search (`ssgallery.app.open_set.resolve`); in the closed
     set the verification thresholds (they only mark the candidates that pass; the
-    ranking is the Z-normalised one, as it always was)."""
+    ranking is the Z-normalised one, as it always was). A gallery's 1:N threshold at
+    or below some client's lowest possible centred score would accept every probe
+    that client ranks first: refused, as `ssgallery.formats.gallery.check_model`
+    refuses such a verification threshold."""
     from ssgallery.app.open_set import read_record, resolve
 
     record = read_record(header, path)
     if not open_set:
         verification, fpir, threshold = True, None, None
-    return resolve(record, index.n_clients, fpir=fpir, threshold=threshold,
-                   verification=verification, path=path)
+    if record is not None:  # the record is data: checked whatever the mode
+        _check_open_set_threshold(index, record["threshold"], record["scale"], matcher, path)
+    point = resolve(record, index.n_clients, fpir=fpir, threshold=threshold,
+                    verification=verification, path=path)
+    if point["kind"] == "fpir":  # also T read from the record's curve (--fpir)
+        _check_open_set_threshold(index, point["threshold"], point["scale"], matcher, path)
+    return point
+
+
+def _check_open_set_threshold(index, threshold, scale, matcher, path):
+    from ssgallery.errors import FormatError, printable
+    from ssgallery.formats.gallery.checks import index_score_range
+
+    lowest = (index_score_range(index, matcher)[0] - index.norm_mean) / float(scale)
+    k = int(np.argmax(np.nan_to_num(lowest, nan=-np.inf)))
+    if np.isfinite(lowest[k]) and float(threshold) <= lowest[k]:
+        raise FormatError(f"refused: the gallery's 1:N threshold {float(threshold):.6g} "
+                          f"would accept every probe client '{printable(index.client_ids[k])}'"
+                          f" ranks first (lowest possible centred score {lowest[k]:.6g})",
+                          path=path)
 
 
 def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshold=None,
@@ -161,27 +183,71 @@ def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshol
         raise InputError("no probe images given")
     if int(top) < 1:
         raise InputError(f"the number of candidates must be at least 1, got {top}")
-    index, matcher, header = read_search(
-        gallery_path, **host_settings(key_file, matcher_cmd, privacy_key_file))
+    settings = host_settings(key_file, matcher_cmd, privacy_key_file)
+    index, matcher, header = read_search(gallery_path, **settings)
     if index.n_clients == 0:
         raise InputError("the gallery has no clients", path=gallery_path)
     point = operating_point(header, index, open_set, fpir, threshold, verification_thresholds,
-                            os.fspath(gallery_path))
+                            os.fspath(gallery_path), matcher)
+    records = Records(gallery_path, header, index, matcher, settings)
     results = []
     for start, images, sizes in probe_batches(probes, header["image_shape"], strict, warn,
                                               progress):
-        results += _search(index, matcher, probes[start:start + len(images)], images, sizes,
+        results += _search(records, probes[start:start + len(images)], images, sizes,
                            top, point, open_set, progress)
     ranking = "centred" if point.get("score") == "centred" else \
         ("znorm" if index.normalized else "raw")
     return results, ranking, point
 
 
-def _search(index, matcher, probes, images, sizes, top, point, open_set, progress):
-    """IdentifyResults of one batch of probes (images (k, H, W))."""
+class Records:
+    """The client records ``verify`` reads (`ssgallery.formats.gallery.read_records`),
+    for the candidates a search reports: each read once, and its rows of the search index
+    compared with it (`ssgallery.formats.search_index.row_difference`): a difference is
+    an error, never a silent misidentification."""
+
+    def __init__(self, path, header, index, matcher, settings):
+        self.path, self.index, self.matcher = os.fspath(path), index, matcher
+        self.digest = header.get("digest")
+        self.key, self.privacy_key = settings["key"], settings["privacy_key"]
+        self.row = {str(c): k for k, c in enumerate(index.client_ids)}
+        self.models = {}
+
+    def get(self, client_ids):
+        """{id: ClientModel} of ``client_ids``, checked against the index."""
+        from ssgallery.errors import FormatError, printable
+        from ssgallery.formats.gallery import read_records
+        from ssgallery.formats.search_index import row_difference
+
+        new = sorted(set(client_ids) - set(self.models))
+        if new:
+            read = read_records(self.path, new, digest=self.digest, matcher=self.matcher,
+                                key=self.key, privacy_key=self.privacy_key)
+            for cid, model in read.items():
+                field = row_difference(self.index, self.row[cid], model)
+                if field is not None:
+                    raise FormatError(f"integrity check failed: the search index's "
+                                      f"{field} of client '{printable(cid)}' differs from "
+                                      f"the client's record (re-run 'ssgallery compress')",
+                                      path=self.path)
+            self.models.update(read)
+        return {c: self.models[c] for c in client_ids}
+
+    def verified(self, client_id, features):
+        """``verify``'s decision for a claim of ``client_id`` on probes (n, d) in the
+        matcher space: g(x) >= threshold of the client's record, shape (n,)."""
+        model = self.get([client_id])[client_id]
+        g = model.decision_function(features, model.similarity_function(self.matcher))
+        return g >= model.threshold
+
+
+def _search(records, probes, images, sizes, top, point, open_set, progress):
+    """IdentifyResults of one batch of probes (images (k, H, W)). A candidate passes only
+    when its record would also accept the probe in ``verify`` (`Records.verified`)."""
     from ssgallery.app.verify import failures_to_acquire
     from ssgallery.matchers.base import transform_in_chunks
 
+    index, matcher = records.index, records.matcher
     fta, _, reasons = failures_to_acquire(matcher, images, sizes)  # never searched
     results = [IdentifyResult(probe=p, identified=None, failed_to_acquire=True, reason=why)
                for p, why in zip(probes, reasons)]
@@ -189,7 +255,9 @@ def _search(index, matcher, probes, images, sizes, top, point, open_set, progres
         features = transform_in_chunks(matcher, np.asarray(images[~fta], dtype=np.float32),
                                        progress=progress)
         scores = index.decision_function(features, matcher.similarity())
-        for i, candidates in zip(np.flatnonzero(~fta), rank_clients(index, scores, top, point)):
+        ranked = rank_clients(index, scores, top, point)
+        _verify_candidates(records, features, ranked)
+        for i, candidates in zip(np.flatnonzero(~fta), ranked):
             best = candidates[0]
             found = best.client if (best.passes or not open_set) else None
             results[i] = IdentifyResult(probe=probes[i], identified=found,
@@ -197,5 +265,22 @@ def _search(index, matcher, probes, images, sizes, top, point, open_set, progres
     return results
 
 
-__all__ = ["Candidate", "IdentifyResult", "exit_status", "identify", "operating_point",
+def _verify_candidates(records, features, ranked):
+    """Check every reported candidate's record against the index and keep ``passes``
+    only where ``verify`` would accept the probe for that client too."""
+    wanted = {}
+    for i, candidates in enumerate(ranked):
+        for c in candidates:
+            wanted.setdefault(c.client, []).append(i)
+    records.get(list(wanted))
+    for client, rows in wanted.items():
+        accepted = dict(zip(rows, records.verified(client, features[rows])))
+        for i in rows:
+            for c in ranked[i]:
+                if c.client == client:
+                    c.verified = bool(accepted[i])
+                    c.passes = bool(c.passes and c.verified)
+
+
+__all__ = ["Candidate", "IdentifyResult", "Records", "exit_status", "identify", "operating_point",
            "rank_clients"]

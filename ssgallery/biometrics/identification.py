@@ -283,10 +283,17 @@ def normalised_searches(table, clients, scores):
 
 def _at_stored(table, clients, raw, true_client):
     """(threshold, FPIR, FNIR) of a gallery's search at its stored 1:N operating point:
-    the centred scores (g - mean_c) / the point's scale, thresholded."""
+    the centred scores (g - mean_c) / the point's scale, thresholded, the top candidate
+    returned only when its own verification threshold accepts the probe too (as
+    ``identify``: it never accepts what ``verify`` rejects)."""
     point = table.operating_point
-    mean = np.array([table.clients[str(c)]["norm_mean"] for c in clients], dtype=float)
+    info = [table.clients[str(c)] for c in clients]
+    mean = np.array([i["norm_mean"] for i in info], dtype=float)
+    own = np.array([i.get("threshold", -np.inf) for i in info], dtype=float)
     centred = (raw - mean) / float(point["scale"])
+    top = np.argmax(centred, axis=1)
+    rows = np.arange(len(raw))
+    centred[raw[rows, top] < own[top]] = -np.inf  # verify would reject: no candidate
     return (float(point["threshold"]),
             *fpir_fnir(centred, true_client, float(point["threshold"])))
 

@@ -112,11 +112,12 @@ def _format(results, ranking, point):
         verdict = f"IDENTIFIED {printable(r.identified)}" if r.identified is not None else "UNKNOWN"
         lines.append(f"{printable(r.probe)}  {verdict}")
         for c in r.candidates:
-            mark = ">=" if c.passes else "< "
+            mark = ">=" if (c.normalized if one else c.score) >= c.threshold else "< "
             head = f"  {c.rank:>3}. {printable(c.client):<20} {name} {c.normalized:+8.3f}"
             lines.append(head + (f" {mark} 1:N threshold {c.threshold:+.3f}  score {c.score:+.4f}"
                                  if one else
-                                 f"  score {c.score:+.4f} {mark} threshold {c.threshold:+.4f}"))
+                                 f"  score {c.score:+.4f} {mark} threshold {c.threshold:+.4f}")
+                         + ("  (verify rejects)" if c.verified is False and mark == ">=" else ""))
     return "\n".join(lines)
 
 

@@ -121,6 +121,25 @@ def build_index(models):
         norm_std=np.array([norm(model, "std") for model in models], dtype=np.float64))
 
 
+def row_difference(index, k, model):
+    """The first array in which client ``k``'s stacked rows differ from ``model`` (the
+    `ssgallery.formats.gallery.ClientModel` they were stacked from; exact comparison,
+    NaN equal to NaN), or None when they are the same."""
+    one = build_index([model])
+    lo, hi = int(index.offsets[k]), int(index.offsets[k + 1])
+    if str(index.client_ids[k]) != str(model.client_id):
+        return "client_ids"
+    for name in _ARRAYS:
+        if name == "offsets":
+            continue
+        mine = getattr(index, name)
+        mine = mine[lo:hi] if name in ("prototypes", "beta") else mine[k:k + 1]
+        theirs = getattr(one, name)
+        if mine.shape != theirs.shape or not np.array_equal(mine, theirs, equal_nan=True):
+            return name
+    return None
+
+
 def write_index(h5file, models):
     """Write ``/index`` into an open, writable gallery file."""
     index = build_index(models)

@@ -61,6 +61,9 @@ class Matcher:
 
     # -- failure to acquire (optional; defaults: no measure, every image acquired) -----
     quality_threshold_ = None
+    # state keys holding the failure-to-acquire limits: a gallery lacking one is refused
+    # (without them every probe would be acquired; `ssgallery.formats.gallery.read_client`)
+    FTA_STATE = ()
 
     def quality(self, images):
         """How face-like each image (n, H, W) is in this matcher's own terms, shape (n,),

@@ -94,6 +94,8 @@ class EigenfaceMatcher(Matcher):
     image_shape : tuple (H, W)
     """
 
+    FTA_STATE = ("max_relative_dffs", "max_difs")  # `Matcher.FTA_STATE`
+
     name = "eigenface"
 
     def __init__(self, variance=0.95, n_components=None, gamma="paper"):

@@ -1,6 +1,7 @@
 """The gallery's value checks: a client model that would accept every probe, or whose
 values cannot come from ``compress``, is refused (`check_model`); one that can accept no
-probe is reported (`never_accepting`)."""
+probe is reported (`never_accepting`). The stacked search index is held to the same
+rules, row by row (`check_index`), and a Z-norm std has a floor (`std_floor`)."""
 
 import numpy as np
 
@@ -93,3 +94,76 @@ def _similarity_bounds(model, matcher, who, path):
     if not isinstance(kind, str):
         raise FormatError(f"{who} has no similarity kind", path=path)
     return None if matcher is None else matcher.similarity_range()
+
+
+NORM_STD_FLOOR = 1e-6  # a Z-norm std below this share of the client's score span: refused
+
+
+def std_floor(model, matcher):
+    """The smallest Z-norm std a client model may carry: `NORM_STD_FLOOR` times the
+    span of the scores it can give (``score_range``), 1e-12 when that is unbounded. A
+    smaller std would make the client's normalised score dominate every search
+    (``compress`` floors it here; ``identify`` refuses a smaller one)."""
+    bounds = _similarity_bounds(model, matcher, model.client_id, None)
+    lo, hi = score_range(model, bounds)
+    return float(NORM_STD_FLOOR * (hi - lo)) if np.isfinite(hi - lo) else 1e-12
+
+
+def floor_normalization(model, matcher):
+    """``model.normalization`` with its Z-norm std raised to `std_floor` (compress)."""
+    norm = model.normalization
+    if not norm or norm.get("kind") != "znorm":
+        return norm
+    return dict(norm, std=max(float(norm["std"]), std_floor(model, matcher)))
+
+
+def index_score_range(index, matcher):
+    """Lowest and highest g(x) (Eq. 1) of every row of a search index, shapes (N,):
+    `score_range` for all clients at once (RBF rows: s in [0, 1]; the others: the
+    matcher's ``similarity_range()``, unbounded without one)."""
+    bounds = matcher.similarity_range() if matcher is not None else None
+    s_lo, s_hi = (-np.inf, np.inf) if bounds is None else (float(bounds[0]), float(bounds[1]))
+    owner = np.repeat(np.arange(index.n_clients), np.diff(index.offsets))
+    rbf = np.isfinite(index.gamma)[owner]
+    lo, hi = np.where(rbf, 0.0, s_lo), np.where(rbf, 1.0, s_hi)
+    with np.errstate(invalid="ignore"):  # 0 * inf: a zero weight contributes nothing
+        a, b = np.nan_to_num(index.beta * lo), np.nan_to_num(index.beta * hi)
+    bounded = np.logical_and.reduceat(np.isfinite(lo) & np.isfinite(hi), index.offsets[:-1])
+    starts = index.offsets[:-1]
+    g_min = index.intercept + np.add.reduceat(np.minimum(a, b), starts)
+    g_max = index.intercept + np.add.reduceat(np.maximum(a, b), starts)
+    return np.where(bounded, g_min, -np.inf), np.where(bounded, g_max, np.inf)
+
+
+def check_index(index, matcher, path=None):
+    """Refuse a search index whose rows break `check_model`'s accept-all rule (a
+    threshold at or below the lowest possible score) or carry a Z-norm std below
+    `std_floor` (up to rounding). Vectorised: no client group is opened.
+
+    Raises
+    ------
+    FormatError
+        One line naming the file and the first client concerned.
+    """
+    if index.n_clients == 0:
+        return
+    g_min, g_max = index_score_range(index, matcher)
+    bad = np.flatnonzero(index.threshold <= g_min)
+    if bad.size:
+        k = bad[0]
+        raise FormatError(f"refused: the search index's row of client "
+                          f"'{printable(str(index.client_ids[k]))}' would accept every probe "
+                          f"(threshold {index.threshold[k]:.6g} <= lowest possible score "
+                          f"{g_min[k]:.6g})", path=path)
+    span = g_max - g_min
+    floor = np.where(np.isfinite(span), NORM_STD_FLOOR * span, 1e-12) * (1 - 1e-9)
+    std = index.norm_std
+    bad = np.flatnonzero(np.isfinite(std) & (std < floor) | (np.isfinite(index.norm_mean)
+                                                              != np.isfinite(std)))
+    if bad.size:
+        k = bad[0]
+        raise FormatError(f"refused: the search index's row of client "
+                          f"'{printable(str(index.client_ids[k]))}' has a Z-norm std "
+                          f"{std[k]:.3g} below {NORM_STD_FLOOR:g} of its score span (or a "
+                          f"mean without a std): its normalised scores would outrank every "
+                          f"other client's", path=path)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ssgallery.errors import FormatError, SsgalleryError, UnknownClientError, printable
 from ssgallery.formats import integrity
-from ssgallery.formats.gallery.checks import check_model, check_normalization
+from ssgallery.formats.gallery.checks import check_index, check_model, check_normalization
 from ssgallery.formats.gallery.model import (
     FORMAT,
     FORMAT_VERSION,
@@ -108,6 +108,11 @@ def _read_matcher(f, header, config, sections, path, host, privacy_key=None, req
     except (ValueError, TypeError) as exc:
         raise FormatError(f"corrupt matcher state: {exc}", path=path) from None
     matcher = build_matcher(header["matcher"], config, state, path, host=host)
+    missing = [k for k in getattr(type(matcher), "FTA_STATE", ()) if k not in state]
+    if missing:
+        raise FormatError(f"refused: the matcher state has no failure-to-acquire limits "
+                          f"('{missing[0]}' missing): every probe would be acquired; re-run "
+                          "'ssgallery compress'", path=path)
     shape = getattr(matcher, "image_shape", None)
     if shape is not None and list(shape) != header["image_shape"]:
         raise FormatError(f"corrupt gallery: image_shape {header['image_shape']} differs from "
@@ -235,6 +240,7 @@ def _read_stacked(f, path, key, host, privacy_key=None, required=True):
         matcher.check_prototypes(index.prototypes)
     except SsgalleryError as exc:
         raise FormatError(f"refused: the search index: {exc}", path=path) from None
+    check_index(index, matcher, path)
     return header, config, rows, index, matcher, state
 
 
@@ -258,6 +264,40 @@ def read_search(path, *, key=None, host=None, privacy_key=None):
         except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
     return index, matcher, header
+
+
+def read_records(path, client_ids, *, digest, matcher, key=None, privacy_key=None):
+    """The records ``verify`` reads for a few clients, from one open: each client group
+    checked against the client index and by `check_model` (with ``matcher``, the one
+    `read_search` built), in a gallery whose root digest is still ``digest`` (the
+    header `read_search` returned: a file replaced meanwhile is refused).
+
+    Returns
+    -------
+    dict of str to ClientModel
+    """
+    path = os.fspath(path)
+    out = {}
+    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_LAZY,
+                      privacy_key=privacy_key) as f:
+        try:
+            header, _, _, index = _open_verified(f, path, key)
+            if header.get("digest") != digest:
+                raise FormatError("the gallery changed while it was being searched",
+                                  path=path)
+            clients = integrity.check_node(f, "clients", path)
+            for cid in client_ids:
+                want = cid.encode("utf-8", "surrogateescape")
+                row = int(np.searchsorted(index["id"], want))
+                if row >= len(index) or index["id"][row] != want:
+                    raise _unknown_client(path, cid, _index_ids(index, path))
+                out[cid] = _read_one(clients, cid,
+                                     index["digest"][row].decode("ascii", "replace"), path)
+        except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py
+            raise FormatError(f"corrupt gallery: {exc}", path=path) from None
+    for model in out.values():
+        check_model(model, matcher, path)
+    return out
 
 
 def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False,

@@ -1,0 +1,213 @@
+"""Issue 20 family 4: ``identify`` never trusts the search index (``/index``) where
+``verify`` would refuse. The gallery is unsigned and every edit is re-hashed (what
+anybody who can write the file can do): a 1:N threshold of -1e9, a row whose threshold
+accepts everything, overlapping offsets, a forged row, a lowered threshold, a record
+edited behind the index, a tiny Z-norm std or deleted failure-to-acquire limits are
+each one line and exit 2, never an identification; and on the intact gallery every
+probe identify identifies is one verify accepts for that client."""
+
+import json
+import shutil
+
+import h5py
+import numpy as np
+import pytest
+from conftest import clean_error, report
+from helpers import rehash_gallery
+
+from ssgallery.app.compress import CompressOptions, compress
+from ssgallery.app.identify import Records, identify
+from ssgallery.app.verify import verify
+from ssgallery.errors import FormatError
+from ssgallery.formats.gallery import read_search
+from ssgallery.formats.gallery.checks import index_score_range
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, synth_split_built):
+    """12 synthetic clients compressed unsigned (3-fold threshold CV: Z-norm and a 1:N
+    operating point); probes: their held-out images and 28 strangers'."""
+    shared, clients = synth_split_built
+    root = tmp_path_factory.mktemp("index")
+    shutil.copytree(shared, root, dirs_exist_ok=True)
+    compress(root / "e.h5", root / "g.h5", CompressOptions(cv_folds=3))
+    probes = sorted(str(p) for d in sorted((root / "probes").iterdir()) for p in d.iterdir())
+    strangers = [p for p in probes if p.split("/")[-2] not in clients]
+    (root / "probes.txt").write_text("".join(p + "\n" for p in probes))
+    return {"root": root, "clients": clients, "probes": probes, "strangers": strangers}
+
+
+def _rows(f, k):
+    off = f["index/offsets"][()]
+    return int(off[k]), int(off[k + 1])
+
+
+def _set(f, name, k, value):
+    data = f[name][()]
+    data[k] = value
+    f[name][...] = data
+
+
+def _lenient(g):
+    """A 1:N threshold just above the accept-all bound (it passes the value checks) and
+    the share of strangers whose top candidate passes it."""
+    index, matcher, header = read_search(g)
+    scale = json.loads(header["open_set"])["scale"]
+    t = float(np.max(index_score_range(index, matcher)[0] - index.norm_mean) / scale) + 1e-6
+    return t
+
+
+def _edits():
+    """name -> edit(open h5py file, gallery path): every case an attacker without the
+    signing key can write (the file re-hashed afterwards)."""
+    def open_set(value):
+        def edit(f, g):
+            rec = json.loads(f.attrs["open_set"])
+            f.attrs["open_set"] = json.dumps(rec | {"threshold": value}, sort_keys=True)
+        return edit
+
+    def forged_row(f, g):  # client 3's rows replaced by client 0's (same m)
+        (a0, a1), (b0, b1) = _rows(f, 0), _rows(f, 3)
+        for name in ("prototypes", "beta"):
+            data = f[f"index/{name}"][()]
+            data[b0:b1] = data[a0:a1]
+            f[f"index/{name}"][...] = data
+        for name in ("intercept", "threshold", "gamma", "norm_mean", "norm_std"):
+            _set(f, f"index/{name}", 3, f[f"index/{name}"][0])
+
+    def overlapping(f, g):  # client 1's segment grows into client 2's
+        _set(f, "index/offsets", 2, f["index/offsets"][2] + 1)
+
+    def decreasing(f, g):
+        _set(f, "index/offsets", 2, f["index/offsets"][1] - 1)
+
+    def record_only(f, g):  # the client group's threshold lowered, the index untouched
+        grp = f["clients"][sorted(f["clients"])[5]]
+        grp.attrs["threshold"] = float(grp.attrs["threshold"]) - 0.05
+
+    def no_fta(f, g):
+        for name in ("max_relative_dffs", "max_difs"):
+            if name in f["matcher"].attrs:
+                del f["matcher"].attrs[name]
+            if name in f["matcher"]:
+                del f["matcher"][name]
+
+    def tiny_std_both(f, g):  # index and record alike: the floor still refuses it
+        _set(f, "index/norm_std", 4, 1e-12)
+        grp = f["clients"][sorted(f["clients"])[4]]
+        norm = json.loads(grp.attrs["normalization"])
+        grp.attrs["normalization"] = json.dumps(norm | {"std": 1e-12})
+
+    return {
+        "1:N threshold -1e9": (open_set(-1e9), "would accept every probe"),
+        "1:N threshold just above the accept-all bound": (None, None),  # see the test
+        "index threshold -1e9": (lambda f, g: _set(f, "index/threshold", 2, -1e9),
+                                 "would accept every probe"),
+        "index threshold lowered": (lambda f, g: _set(f, "index/threshold", 2,
+                                                      f["index/threshold"][2] - 0.05),
+                                    "threshold of client"),
+        "forged row": (forged_row, "differs from the client's record"),
+        "overlapping offsets": (overlapping, "differs from the client's record"),
+        "decreasing offsets": (decreasing, "corrupt search index"),
+        "record edited behind the index": (record_only, "differs from the client's record"),
+        "tiny Z-norm std (index)": (lambda f, g: _set(f, "index/norm_std", 4, 1e-12),
+                                    "Z-norm std"),
+        "tiny Z-norm std (index and record)": (tiny_std_both, "Z-norm std"),
+        "Z-norm mean without std": (lambda f, g: _set(f, "index/norm_std", 4, np.nan),
+                                    "Z-norm std"),
+        "failure-to-acquire limits deleted": (no_fta, "no failure-to-acquire limits"),
+    }
+
+
+def _wrong_accepts(gallery, site, **kwargs):
+    """Probes identify identifies as a client whose verify rejects them (must be 0), and
+    the number identified."""
+    results, _, _ = identify(gallery, site["probes"], **kwargs)
+    wrong = found = 0
+    for r in results:
+        if r.identified is not None:
+            found += 1
+            v = verify(gallery, [r.probe], r.identified)[0]
+            wrong += v.status != "accept"
+    return wrong, found
+
+
+def test_hostile_search_indexes(site, workers, tmp_path):
+    root = site["root"]
+    counts = {"cases": 0, "clean errors": 0, "accepts": 0, "tracebacks": 0, "other": 0}
+    failures = []
+    for i, (name, (edit, expected)) in enumerate(_edits().items()):
+        if edit is None:
+            continue
+        g = tmp_path / f"{i}.h5"
+        shutil.copy(root / "g.h5", g)
+        with h5py.File(g, "a") as f:
+            edit(f, g)
+        rehash_gallery(g)
+        for args in (["--open-set"], ["--verification-thresholds"], []):
+            r = workers.run(["identify", "--list", root / "probes.txt", "--gallery", g,
+                             "-q", *args])
+            counts["cases"] += 1
+            if clean_error(r) and expected in r["stderr"]:
+                counts["clean errors"] += 1
+                continue
+            kind = "tracebacks" if r.get("crash") or "Traceback" in r.get("stderr", "") \
+                else "accepts" if r.get("code") in (0, 1, 3) else "other"
+            counts[kind] += 1
+            failures.append((name, args, r.get("code"), r.get("stderr", "")[-300:]))
+    # verify refuses what identify refuses, where verify reads it (FTA limits, record)
+    line = report("family 4, hostile search indexes", counts)
+    assert not failures, (line, failures)
+    assert counts["cases"] == 3 * (len(_edits()) - 1)
+
+
+def test_verify_refuses_the_same_records(site, workers, tmp_path):
+    """Deleted failure-to-acquire limits (which verify reads too) are refused by verify
+    in the same words."""
+    root, probe = site["root"], site["strangers"][0]
+    g = tmp_path / "g.h5"
+    shutil.copy(root / "g.h5", g)
+    with h5py.File(g, "a") as f:
+        for name in ("max_relative_dffs", "max_difs"):
+            del f["matcher"].attrs[name]
+    rehash_gallery(g)
+    r = workers.run(["verify", probe, "--claim", site["clients"][0], "--gallery", g, "-q"])
+    assert clean_error(r) and "no failure-to-acquire limits" in r["stderr"], r
+
+
+def test_identify_never_accepts_what_verify_rejects(site, tmp_path):
+    """On the intact gallery and on one whose 1:N threshold is just above the accept-all
+    bound (valid, but far too lenient: almost every stranger passes it), every probe
+    identify identifies is accepted by verify for that client."""
+    root = site["root"]
+    counts = {}
+    wrong, found = _wrong_accepts(root / "g.h5", site, open_set=True)
+    counts["intact: identified"], counts["intact: verify rejects"] = found, wrong
+    g = tmp_path / "lenient.h5"
+    shutil.copy(root / "g.h5", g)
+    t = _lenient(g)
+    with h5py.File(g, "a") as f:
+        rec = json.loads(f.attrs["open_set"])
+        f.attrs["open_set"] = json.dumps(rec | {"threshold": t}, sort_keys=True)
+    rehash_gallery(g)
+    wrong_l, found_l = _wrong_accepts(g, site, open_set=True)
+    counts["lenient: identified"], counts["lenient: verify rejects"] = found_l, wrong_l
+    results, _, _ = identify(g, site["strangers"], open_set=True)
+    counts["lenient: strangers identified"] = sum(r.identified is not None for r in results)
+    counts["strangers"] = len(site["strangers"])
+    line = report("family 4, identify vs verify", counts)
+    assert wrong == 0 and wrong_l == 0, line
+    assert found > 0, line  # the rule does not reject the genuine identifications
+    assert counts["lenient: strangers identified"] < len(site["strangers"]), line
+
+
+def test_a_gallery_replaced_during_a_search_is_refused(site, tmp_path):
+    g = tmp_path / "g.h5"
+    shutil.copy(site["root"] / "g.h5", g)
+    index, matcher, header = read_search(g)
+    settings = {"key": None, "privacy_key": None}
+    records = Records(g, dict(header, digest="0" * 64), index, matcher, settings)
+    with pytest.raises(FormatError, match="changed while it was being searched"):
+        records.get([site["clients"][0]])
+    ok = Records(g, header, index, matcher, settings).get(site["clients"][:2])
+    assert sorted(ok) == site["clients"][:2]
