@@ -8,6 +8,8 @@
    (``--baseline REF``, default the last commit before gallery format 2: no integrity
    checks) on galleries of the same two sizes written by its own code. Targets: this
    tree <= 1.1x the baseline; 10,000 clients as fast as 20 (constant group opens).
+   ``ssgallery identify PROBE`` (closed set, top 5) alternates in the same loop, on
+   the same four galleries: the same targets.
 2. Throughput: one ``ssgallery verify --list FILE`` process scoring 1,000 probes,
    in probes per second (start-up included), and the per-probe cost after start-up.
 
@@ -184,15 +186,19 @@ def _startup(cases, runs, baseline, n_big):
     print(f"start-up, median of {runs} alternated runs (1 probe; CPU: user + system of "
           "the process, less sensitive to the load):")
     for name in cases:
-        print(f"  {name:<40} {wall[name] * 1000:7.0f} ms  {wall[name] / wall['floor']:5.2f}x "
+        print(f"  {name:<50} {wall[name] * 1000:7.0f} ms  {wall[name] / wall['floor']:5.2f}x "
               f"floor   CPU {cpu[name] * 1000:5.0f} ms  {cpu[name] / cpu['floor']:5.2f}x floor")
-    for n in ("20", str(n_big)):
-        new, old = f"this tree, {n} clients", f"baseline {baseline}, {n} clients"
-        print(f"  this tree / baseline, {n} clients: {wall[new] / wall[old]:.3f} wall, "
-              f"{cpu[new] / cpu[old]:.3f} CPU  (target <= 1.1)")
-    big, small = f"this tree, {n_big} clients", "this tree, 20 clients"
-    print(f"  this tree, {n_big} / 20 clients: {wall[big] / wall[small]:.3f} wall, "
-          f"{cpu[big] / cpu[small]:.3f} CPU")
+    for command in ("verify", "identify"):
+        for n in ("20", str(n_big)):
+            new, old = f"{command}: this tree, {n} clients", \
+                f"{command}: baseline {baseline}, {n} clients"
+            print(f"  {command}: this tree / baseline, {n} clients: "
+                  f"{wall[new] / wall[old]:.3f} wall, {cpu[new] / cpu[old]:.3f} CPU  "
+                  "(target <= 1.1)")
+        big, small = f"{command}: this tree, {n_big} clients", \
+            f"{command}: this tree, 20 clients"
+        print(f"  {command}: this tree, {n_big} / 20 clients: "
+              f"{wall[big] / wall[small]:.3f} wall, {cpu[big] / cpu[small]:.3f} CPU")
     return wall
 
 
@@ -230,23 +236,22 @@ def main():
         probe = str(probes[0])
         cli = [sys.executable, "-m", "ssgallery", "verify"]
         big_claim = f"c{min(42, args.big - 1):05d}"
-        cases = {  # name -> (command, env)
-            "floor": ([sys.executable, "-c", "import numpy, h5py, PIL.Image"], _env()),
-            f"baseline {args.baseline}, 20 clients": (
-                cli + [probe, "--claim", args.claim, "--gallery", str(old20)], _env(old_tree)),
-            "this tree, 20 clients": (
-                cli + [probe, "--claim", args.claim, "--gallery", str(new20)], _env()),
-            f"baseline {args.baseline}, {args.big} clients": (
-                cli + [probe, "--claim", big_claim, "--gallery", str(old_big)], _env(old_tree)),
-            f"this tree, {args.big} clients": (
-                cli + [probe, "--claim", big_claim, "--gallery", str(new_big)], _env()),
-        }
+        cases = {"floor": ([sys.executable, "-c", "import numpy, h5py, PIL.Image"], _env())}
+        for command in ("verify", "identify"):  # name -> (command, env)
+            run = [sys.executable, "-m", "ssgallery", command, probe]
+            for n, claim, old, new in (("20", args.claim, old20, new20),
+                                       (str(args.big), big_claim, old_big, new_big)):
+                claimed = ["--claim", claim] if command == "verify" else []
+                cases[f"{command}: baseline {args.baseline}, {n} clients"] = (
+                    run + claimed + ["--gallery", str(old)], _env(old_tree))
+                cases[f"{command}: this tree, {n} clients"] = (
+                    run + claimed + ["--gallery", str(new)], _env())
         med = _startup(cases, args.runs, args.baseline, args.big)
 
         listing = work / "probes.txt"
         paths = [str(probes[i % len(probes)]) for i in range(args.probes)]
         listing.write_text("\n".join(paths) + "\n")
-        v = med["this tree, 20 clients"]
+        v = med["verify: this tree, 20 clients"]
         batch = statistics.median(_wall(cli + ["--claim", args.claim, "--gallery", str(new20),
                                                "--list", str(listing)], _env())
                                   for _ in range(3))
