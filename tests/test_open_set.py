@@ -201,14 +201,108 @@ def test_update_re_derives_the_threshold_for_the_grown_gallery(tmp_path):
     again = compress(store, gallery, CompressOptions(m=1, cv_folds=2, target_fpir=0.3),
                      CompressRun(update=True)).open_set
     assert again["target_fpir"] == 0.3 and again["clients"] == 8
-    # a gallery written before the operating point cannot be updated (nothing to merge)
+    # a gallery without the operating point, updated with no client to train: none
     with h5py.File(gallery, "a") as f:
         del f.attrs["open_set"]
     from helpers import rehash_gallery
 
     rehash_gallery(gallery)
-    with pytest.raises(InputError, match="records no 1:N operating point"):
-        compress(store, gallery, opts, CompressRun(update=True))
+    s = compress(store, gallery, opts, CompressRun(update=True))
+    assert s.trained == [] and len(s.kept) == 8 and s.open_set is None
+    assert "open_set" not in read_search(gallery)[2]
+
+
+OLD = "4b80f8a"  # main before compress --target-fpir (32631fa)
+
+
+def _old_tree(where):
+    """The ``ssgallery`` package of commit `OLD` (``git archive``, as
+    benchmarks/_results.archive_tree) and a runner of its command line."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    tree = where / "old_tree"
+    tree.mkdir()
+    archive = subprocess.run(["git", "-C", str(repo), "archive", OLD, "ssgallery"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+
+    def run(*args):
+        res = subprocess.run([sys.executable, "-m", "ssgallery", *map(str, args)],
+                             env=dict(os.environ, PYTHONPATH=str(tree)), cwd=where,
+                             capture_output=True, text=True, timeout=600, check=False)
+        assert res.returncode == 0, res.stderr
+    return run
+
+
+def test_update_of_a_gallery_written_before_the_operating_point(tmp_path):
+    """A gallery written by the code before --target-fpir (its clients carry no held-out
+    searches) still takes --update: the new clients' held-out searches set the 1:N point
+    for every client, with a warning; an update that trains nobody records none, with a
+    warning, and identify --open-set then says how to get one."""
+    from helpers import growing_faces
+
+    from ssgallery.formats.gallery import read_gallery, read_search
+    from ssgallery.formats.store import load_store
+
+    old_cli = _old_tree(tmp_path)
+    add = growing_faces(str(tmp_path))
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+    old_cli("enroll", tmp_path / "faces", "--store", store)
+    old_cli("compress", "--store", store, "-o", gallery, "--m", "1", "--cv-folds", "2")
+    assert "open_set" not in read_search(gallery)[2]  # the old format
+    for name in ("e0.h5", "g0.h5", "g1.h5"):
+        shutil.copy(store if name == "e0.h5" else gallery, tmp_path / name)
+    add()
+    enroll(tmp_path / "faces", store, add=True)
+    opts = CompressOptions(m=1, cv_folds=2, target_fpir=0.2)
+    s = compress(store, gallery, opts, CompressRun(update=True))
+    assert s.trained == ["c06", "c07"] and len(s.kept) == 6
+    rec = s.open_set
+    assert rec["clients"] == 8 and rec["measured_clients"] == 2 and rec["blocks"] == 1
+    kept, now = read_gallery(tmp_path / "g0.h5").clients, read_gallery(gallery).clients
+    assert all(now[c].normalization == kept[c].normalization for c in kept)
+    stds = [now[c].normalization["std"] for c in sorted(now)]
+    assert rec["scale"] == pytest.approx(openset.pooled_scale(stds), rel=1e-12)
+    labels = load_store(store, images=False).labels
+    z, rows = [], []
+    for c in s.trained:
+        r = s.heldout[c]["impostor_row"].astype(int)
+        z.append(openset.subject_out_normalised(s.heldout[c]["impostor"], labels[r],
+                                                rec["scale"]))
+        rows.append(r)
+    curve = openset.search_curve(np.concatenate(z), np.concatenate(rows), 8)
+    assert (rec["threshold"], rec["resolved"]) == openset.threshold_at_fpir(curve, 0.2)
+    assert json.loads(read_search(gallery)[2]["open_set"]) == rec
+    probe = min((tmp_path / "faces" / "c01").iterdir())  # in the old basis
+    res = _identify(probe, "--gallery", gallery, "--open-set", "--json")
+    assert res.exit_code in (0, 1), res.output
+    assert json.loads(res.stdout)["operating_point"]["threshold"] == rec["threshold"]
+    # the command line says so in one line; a later update keeps the mark
+    res = CliRunner().invoke(main, ["compress", "--store", str(store), "-o",
+                                    str(tmp_path / "g1.h5"), "--m", "1", "--cv-folds", "2",
+                                    "--target-fpir", "0.2", "--update"])
+    assert res.exit_code == 0, res.output
+    warned = [ln for ln in res.stderr.splitlines() if "1:N operating point" in ln]
+    assert len(warned) == 1 and "held-out searches of the 2 client(s)" in warned[0]
+    assert "measured on 2 of the 8 clients" in res.stdout
+    again = compress(store, gallery, opts, CompressRun(update=True)).open_set
+    assert again["measured_clients"] == 2 and again["threshold"] == rec["threshold"]
+    # nothing to train: no point, a warning, and identify --open-set says what to do
+    res = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "e0.h5"), "-o",
+                                    str(tmp_path / "g0.h5"), "--m", "1", "--cv-folds", "2",
+                                    "--update"])
+    assert res.exit_code == 0, res.output
+    warned = [ln for ln in res.stderr.splitlines() if "1:N operating point" in ln]
+    assert len(warned) == 1 and "none recorded" in warned[0] and "--update" in warned[0]
+    assert "open_set" not in read_search(tmp_path / "g0.h5")[2]
+    res = _identify(probe, "--gallery", tmp_path / "g0.h5", "--open-set")
+    assert res.exit_code == 2 and "records no 1:N operating point" in res.output
+    assert "--threshold" in res.output and "without --update" in res.output
+    assert _identify(probe, "--gallery", tmp_path / "g0.h5").exit_code == 0
 
 
 def test_target_fpir_is_checked_and_not_digested():

@@ -21,7 +21,10 @@ covered by its digest) keeps T, the expected FPIR with its 95 % interval, and th
 (T against the hazard per client at 200 levels), from which ``identify --fpir`` reads
 T at another target and ``compress --update`` re-derives T for the grown gallery: the
 kept clients' curve and the new clients' held-out searches are merged, weighted by
-their numbers of clients (`ssgallery.biometrics.openset.merge_curves`).
+their numbers of clients (`ssgallery.biometrics.openset.merge_curves`). An update of a
+gallery written before the record (its clients carry no held-out searches) sets T from
+the new clients' searches alone, taken as typical of every client (``measured_clients``
+in the record), or records none when it trains no client (`_without_record`).
 
 Light: numpy and json at import (``identify`` reads records; scipy only when deriving).
 """
@@ -87,43 +90,71 @@ def operating_point(results, labels, target_fpir, kept=(), previous=None, path=N
     kept : collection of str
         Clients copied from the existing gallery (``--update``).
     previous : dict, optional
-        The existing gallery's record (`read_record`); required when ``kept`` is
-        not empty.
+        The existing gallery's record (`read_record`); None for a gallery written
+        before 1:N operating points (`_without_record`).
     path : str, optional
         The existing gallery (named in errors).
 
     Returns
     -------
-    dict
+    dict or None
         ``kind``, ``target_fpir``, ``threshold`` (T on the best centred score),
         ``score`` ("centred") and ``scale`` (the centred scores' common scale),
         ``resolved`` (False: the held-out searches cannot resolve the target, T is above
         every held-out score), ``expected_fpir`` and ``expected_fpir_ci``, ``clients``,
         ``searches`` and ``search_size`` (summed and smallest over ``blocks``: the
-        compress runs merged by updates) and ``curve``.
+        compress runs merged by updates) and ``curve``; ``measured_clients`` when only
+        some of the clients' held-out searches set it (an update of a gallery written
+        before 1:N operating points). None when an update of such a gallery trains no
+        client: it records no point.
     """
     from ssgallery.biometrics import openset
 
     target_fpir = check_target_fpir(target_fpir)
     kept = set(kept)
     new = [c for c in sorted(results) if c not in kept]
+    if kept and previous is None:
+        return _without_record(results, labels, target_fpir, new)
     curves = []
-    scale = None if previous is None else previous["scale"]
     if kept:
-        if previous is None:
-            raise InputError("the gallery records no 1:N operating point (written before "
-                             f"{option('target_fpir')} existed): compress every client again "
-                             f"without {option('update')}", path=path)
+        scale = previous["scale"]
         curves.append(dict(previous["curve"], clients=len(kept),
                            search_size=previous["search_size"], searches=previous["searches"],
                            blocks=previous.get("blocks", 1)))
-    if scale is None or not kept:
+    else:
         scale = openset.pooled_scale([(results[c].normalization or {}).get("std", np.nan)
                                       for c in sorted(results)])
     if new:
         scores, probes = heldout_searches(results, labels, new, scale)
         curves.append(openset.search_curve(scores, probes, len(new)))
     curve = openset.merge_curves(curves) if len(curves) > 1 else curves[0]
+    record = _record(curve, target_fpir, scale)
+    if kept and "measured_clients" in previous:  # still partly extrapolated
+        record["measured_clients"] = min(int(previous["measured_clients"]), len(kept)) + len(new)
+    return record
+
+
+def _without_record(results, labels, target_fpir, new):
+    """An update of a gallery that records no 1:N operating point (written before
+    ``--target-fpir``): its kept clients carry no held-out searches. The point is set
+    from the new clients' searches alone, their hazard per client taken for every
+    client (``measured_clients`` < ``clients`` in the record); None (no point) when the
+    run trained no client or a kept client has no impostor mean to centre on."""
+    from ssgallery.biometrics import openset
+
+    norms = [results[c].normalization or {} for c in sorted(results)]
+    if not new or any("mean" not in n or "std" not in n for n in norms):
+        return None
+    scale = openset.pooled_scale([n["std"] for n in norms])
+    scores, probes = heldout_searches(results, labels, new, scale)
+    record = _record(openset.search_curve(scores, probes, len(results)), target_fpir, scale)
+    return dict(record, measured_clients=len(new))
+
+
+def _record(curve, target_fpir, scale):
+    """The stored record of a gallery's 1:N curve at ``target_fpir``."""
+    from ssgallery.biometrics import openset
+
     threshold, resolved = openset.threshold_at_fpir(curve, target_fpir)
     fpir, ci = openset.fpir_at(curve, threshold)
     from ssgallery.formats.gallery.summary import OPEN_SET_KIND
@@ -186,9 +217,11 @@ def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False,
                 "scale": record["scale"] if centred else None, "threshold": float(threshold)}
     if record is None:
         raise InputError("the gallery records no 1:N operating point (compressed before "
-                         f"{option('target_fpir')} existed): compress it again, or give "
-                         f"{option('threshold')} or {option('verification_thresholds')}",
-                         path=path)
+                         f"{option('target_fpir')} existed, or updated from such a gallery "
+                         "without training a client): give "
+                         f"{option('threshold')} or {option('verification_thresholds')}, or "
+                         f"compress every client again without {option('update')} to "
+                         "record one", path=path)
     if int(record["clients"]) != int(n_clients):
         raise FormatError(f"corrupt gallery: the 1:N operating point is for "
                           f"{record['clients']} clients, the index has {n_clients}", path=path)

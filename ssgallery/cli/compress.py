@@ -7,7 +7,7 @@ import click
 from ssgallery.app.options import INITS, SOLVERS, CompressOptions
 from ssgallery.app.training_sets import IMPOSTOR_MODES
 from ssgallery.biometrics.calibration import THRESHOLD_MODES
-from ssgallery.cli.info import calibration_line, frr_warning, open_set_line
+from ssgallery.cli.info import calibration_line, frr_warning, open_set_line, open_set_warning
 from ssgallery.cli.options import (
     key_file_option,
     matcher_cmd_option,
@@ -176,6 +176,8 @@ def command(store, gallery, as_json, quiet, **options):
                f"{summary.target_far:g}")
     click.echo(calibration_line(summary.calibration))
     click.echo(open_set_line(summary.open_set))
+    if open_set_warning(summary):
+        warn(open_set_warning(summary))
     advice = frr_warning(summary.calibration, summary.matcher)
     if advice:
         warn(advice)

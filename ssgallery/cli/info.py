@@ -81,8 +81,10 @@ def open_set_line(rec):
     clients; expected FPIR x% (95% Clopper-Pearson a-b%, n held-out searches of k
     clients)`` from a gallery's open-set record (None: not recorded)."""
     if not rec:
-        return ("1:N search: no operating point recorded (compressed before --target-fpir; "
-                "identify --open-set needs --threshold or --verification-thresholds)")
+        return ("1:N search: no operating point recorded (compressed before --target-fpir, "
+                "or updated from such a gallery without training a client): identify "
+                "--open-set needs --threshold or --verification-thresholds until every "
+                "client is compressed again without --update")
     low, high = rec["expected_fpir_ci"]
     text = (f"1:N search: threshold {rec['threshold']:.4g} on the best centred score at "
             f"target FPIR {100 * rec['target_fpir']:g}% for {rec['clients']} clients; "
@@ -93,7 +95,30 @@ def open_set_line(rec):
                else "") + ")")
     if not rec["resolved"]:
         text += "; too few searches to resolve the target: threshold above every one"
+    measured = rec.get("measured_clients")
+    if measured is not None and measured < rec["clients"]:
+        text += (f"; measured on {measured} of the {rec['clients']} clients (the others "
+                 "came from a gallery that recorded no 1:N point)")
     return text
+
+
+def open_set_warning(summary):
+    """The warning ``compress --update`` gives when the gallery it updated recorded no
+    1:N operating point (written before --target-fpir): none written, or one measured
+    on the clients this run trained only (None otherwise)."""
+    rec, redo = summary.open_set, "compress every client again without --update"
+    if not summary.kept:
+        return None
+    if rec is None:
+        return ("the gallery records no 1:N operating point and this update trained no "
+                "client to measure one: none recorded (identify --open-set needs "
+                f"--threshold or --verification-thresholds); {redo} to record one")
+    measured = rec.get("measured_clients")
+    if measured is None or measured >= rec["clients"]:
+        return None
+    return (f"the gallery recorded no 1:N operating point: set from the held-out searches "
+            f"of the {measured} client(s) trained by updates, taken as typical of all "
+            f"{rec['clients']}; {redo} to measure it on every client")
 
 
 def _print_gallery(g):

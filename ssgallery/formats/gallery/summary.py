@@ -69,7 +69,8 @@ def header_open_set(header, path=None):
                 or np.any(np.isnan(h)) or np.any(h < 0) or np.any(np.diff(h) > 0)
                 or not np.all(np.isfinite(numbers)) or not 0 < numbers[1] < 1
                 or numbers[3] <= 0
-                or int(rec["clients"]) < 1):
+                or int(rec["clients"]) < 1
+                or not 1 <= int(rec.get("measured_clients", 1)) <= int(rec["clients"])):
             raise ValueError("inconsistent curve or values")
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise FormatError(f"corrupt gallery header: {OPEN_SET_ATTR}: {exc}", path=path) from None
