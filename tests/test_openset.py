@@ -129,6 +129,20 @@ def test_larger_searches_are_subsampled_exactly():
         assert openset._hazard_at(curve, t) >= h - 1e-12
 
 
+def test_step_deltas_are_the_hypergeometric_differences():
+    """Each score's step of FPIR_n (read from one table per search size) is P(top rank)
+    - P(top rank - 1) of its probe; a probe's steps add up to 1."""
+    rng = np.random.default_rng(6)
+    n_x = rng.integers(3, 60, 2000)
+    rank = 1 + (rng.random(2000) * n_x).astype(np.int32)
+    want = openset._p_any(rank, n_x, 3) - openset._p_any(rank - 1, n_x, 3)
+    np.testing.assert_array_equal(openset._deltas(rank, n_x, 3), want)
+    full = np.arange(1, 38)
+    assert openset._deltas(full, np.full(37, 37), 5).sum() == pytest.approx(1.0)
+    # the 4 lowest of 37 scores are the max of no 5-subset
+    assert openset._deltas(full, np.full(37, 37), 5)[-4:].tolist() == [0.0] * 4
+
+
 def test_unresolvable_target_sits_above_every_held_out_score():
     rng = np.random.default_rng(4)
     Z = rng.normal(size=(50, 8))
