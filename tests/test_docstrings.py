@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = sorted(p for package in ("ssgallery", "ssgallery_ebgm")
+SOURCES = sorted(p for package in ("ssgallery", "ssgallery_ebgm", "ssgallery_dlibbox")
                  for p in (ROOT / package).rglob("*.py"))
 FORBIDDEN = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|exc|obj|ref):`|§\s*\d")
 
