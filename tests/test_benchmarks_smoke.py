@@ -61,6 +61,9 @@ CASES = {
     "paper_lfw": ("paper_lfw", lambda tmp, data: [
         "--matchers", "eigenface", "--methods", "svm,ssvm", "--m", "2", "--repetitions", "1",
         "--people", "6", "--train-images", "3", "--jobs", "1", "--cache", ""], "lfw"),
+    "paper_lfw_dlibbox": ("paper_lfw_dlibbox", lambda tmp, data: [
+        "--people", "4", "--clients", "1", "--m", "2", "--max-iter", "1",
+        "--variants", "start,alg1", "--cache", ""], "lfw"),
     "paper_table1": ("table1", lambda tmp, data: [
         "--identities", "10", "--images", "4", "--folds", "2", "--skip-lfw",
         "--diabetes-rows", "40", "--m-grid", "3,2"], None),

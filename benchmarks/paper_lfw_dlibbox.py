@@ -1,0 +1,320 @@
+"""dlib as a black box on LFW: prototypes learned in pixel space from scores only.
+
+The matcher is the ``ssgallery-dlibbox`` program (squared distances between dlib ResNet
+descriptors, nothing else), reached only through the external contract
+(:class:`ssgallery.matchers.external.ExternalMatcher`, persistent mode, s = exp(-d /
+scale) with scale the median training distance). Beside it, the analytic ``dlib``
+matcher of ssgallery (the same descriptors, prototypes in descriptor space). The
+paper's protocol (Sect. IV-A) on LFW (158 people, 75x100 grey crops): per repetition
+half of the people are clients with 5 training images each, their other images are
+genuine claims, every image of the other people is an impostor claim against every
+client.
+
+Methods, per client, all from one SVM teacher per matcher:
+
+- black box: ``svm`` (the full SVM on the program's similarity; matches = its SVs);
+  ``svm-sel`` (m support vectors kept by kernel-PCA-driven removal); the SSVM, m
+  virtual prototypes in pixel space inside [0, 255], moved with the heuristic gradient
+  of Eq. 7 (eq:similarity-grad), starting as ``compress`` starts a black box
+  (``init`` "auto": m - 1 genuine medoids + 1 impostor medoid, real training images),
+  in four variants:
+  ``start`` (never moved, beta by Eq. 4 (eq:beta): its similarities are all in the
+  Gram matrix, no program run), ``alg1`` (Algorithm 1 as the paper ran EBGM: 4
+  sweeps, eta 0.5, with its prototype repulsion; as benchmarks/paper_att_ebgm.py),
+  ``alg1 no-rep`` (the same without the repulsion term) and ``varpro`` (the default
+  solver of ``compress``, ``--max-iter 4`` as docs/external-matcher.md's example);
+  each variant has its own answer cache, so its runs are its own;
+- analytic dlib: ``svm`` and ``ssvm`` (varpro in descriptor space, the library's
+  defaults, as on the paper_lfw page).
+
+Per method: mean over clients of the client's EER and of its FRR at FAR = 1 %, matches
+per claim, matcher program runs and new pairs per client (runs: requests to the served
+program) and training wall time per client (load-dependent: compare arms of one run).
+Beside the means, per SSVM the gap to its own SVM client by client: mean, the clients
+more than 5 points worse, the largest gap and the worst clients; and what training did
+to the prototypes (RMS pixel move, pixels clipped to 0 or 255, training Omega of Eq. 2
+(eq:objective) before and after).
+
+    OMP_NUM_THREADS=1 python benchmarks/paper_lfw_dlibbox.py --people 20 --repetitions 1
+"""
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _results import OUT, docstring, markdown_table, printed, write_page
+from paper_lfw import load_lfw
+
+from ssgallery.biometrics.metrics import eer, frr_at_far
+from ssgallery.biometrics.protocol import make_splits
+from ssgallery.learn.defaults import DEFAULT_LAM
+from ssgallery.matchers import deep
+from ssgallery.matchers.deep import DlibMatcher
+from ssgallery.matchers.external import ExternalMatcher
+
+WORSE = 0.05  # a client model "much worse" than its SVM: more than 5 points of EER
+
+
+def program(cache):
+    exe = shutil.which("ssgallery-dlibbox") or os.path.join(os.path.dirname(sys.executable),
+                                                            "ssgallery-dlibbox")
+    return [exe, "--cache-dir", cache]
+
+
+class Arm:
+    """The results of every method, client by client."""
+
+    def __init__(self):
+        self.rows = {}
+
+    def record(self, name, model, gen, imp, matches, **extra):
+        s_gen, s_imp = model.decision_function(gen), model.decision_function(imp)
+        row = {"eer": eer(s_imp, s_gen), "frr1": frr_at_far(s_imp, s_gen, 0.01),
+               "matches": matches, **extra}
+        self.rows.setdefault(name, []).append(row)
+        return row
+
+
+def fit_timed(matcher, fit):
+    """fit() with the program runs, new pairs and wall time it cost."""
+    calls, pairs = matcher.n_calls_, matcher.n_pairs_
+    t0 = time.perf_counter()
+    model = fit()
+    return model, {"runs": matcher.n_calls_ - calls, "pairs": matcher.n_pairs_ - pairs,
+                   "wall": time.perf_counter() - t0}
+
+
+VARIANTS = {
+    # name: SuperSparseDistiller options (with bounds, eta and lambda of the run)
+    "start": {"solver": "paper", "max_iter": 0},
+    "alg1": {"solver": "paper"},
+    "alg1 no-rep": {"solver": "paper", "repulsion": False},
+    "varpro": {"solver": "varpro"},
+}
+
+
+def variant_matchers(command, names, images, X, tr, rows):
+    """One matcher per SSVM variant, each with its own answer cache holding every pair
+    of real images (rows x training images) and nothing else: a variant's program runs
+    are its prototypes' only, whatever the variants before it asked."""
+    out = {}
+    for name in names:
+        em = ExternalMatcher(command, timeout_per_pair=0.05).fit(images[tr])
+        em.similarity()(X[rows], X[tr])
+        out[name] = em
+    return out
+
+
+def black_box_client(arm, em, variants, X, tr, y, gen, imp, args):
+    """The black-box methods of one client (X: pixels of every image)."""
+    from ssgallery.biometrics.methods import make_method
+    from ssgallery.learn.teacher import SimilaritySVM
+
+    svm = SimilaritySVM(similarity=em.similarity(), random_state=0).fit(X[tr], y)
+    arm.record("svm", svm, gen, imp, svm.n_support_total_)
+    out = {"svm": f"{100 * arm.rows['svm'][-1]['eer']:.1f}"}
+    for m in args.m:
+        for name, vm in variants.items():
+            # the variant's own matcher (the same program) answers the distiller
+            opts = {"similarity": vm.similarity(), "bounds": vm.bounds(),
+                    "max_iter": args.max_iter, "eta": args.eta, "lam": args.lam,
+                    **VARIANTS[name]}
+            method = make_method("ssvm", m, **opts)
+            model, cost = fit_timed(vm, lambda s=method: s.fit(X[tr], y, teacher=svm))
+            row = arm.record(f"ssvm {name} m={m}", model, gen, imp, m, **cost,
+                             **moves(model.distiller_.regressor_))
+            if name != "start":
+                out[f"{name} m={m}"] = f"{100 * row['eer']:.1f} ({cost['runs']} runs)"
+        sel = make_method("svm-sel", m)
+        model, cost = fit_timed(em, lambda s=sel: s.fit(X[tr], y, teacher=svm))
+        arm.record(f"svm-sel m={m}", model, gen, imp, m, **cost)
+    return out
+
+
+def moves(fit):
+    """What Algorithm 1 / varpro did to the prototypes: RMS pixel move (grey levels,
+    mean over prototypes), share of pixels pushed to 0 or 255, training Omega before
+    and after."""
+    Z, Z0 = fit.prototypes_, fit.initial_prototypes_
+    moved = Z != Z0
+    return {"move": float(np.sqrt(((Z - Z0) ** 2).mean(axis=1)).mean()),
+            "clip": float(np.mean(moved & ((Z <= 0) | (Z >= 255)))),
+            "omega0": float(fit.objective_path_[0][1]), "omega": float(fit.objective_)}
+
+
+def move_lines(arm):
+    """Per SSVM variant: the prototypes' moves and the training objective."""
+    lines = []
+    for name, rs in arm.rows.items():
+        if "move" in rs[0]:
+            mean = lambda key, rs=rs: np.mean([r[key] for r in rs])
+            rose = sum(r["omega"] > r["omega0"] * (1 + 1e-9) for r in rs)
+            lines.append(f"  {name}: RMS move {mean('move'):5.1f} grey levels, "
+                         f"{100 * mean('clip'):4.1f} % of pixels clipped to 0/255; training "
+                         f"Omega {mean('omega0'):.4f} -> {mean('omega'):.4f}, higher at the "
+                         f"end for {rose} of {len(rs)} clients")
+    return lines
+
+
+def analytic_client(arm, dm, D, tr, y, gen, imp, args):
+    """The analytic dlib methods of one client (D: descriptors of every image)."""
+    from ssgallery.biometrics.methods import make_method
+    from ssgallery.learn.teacher import SimilaritySVM
+
+    svm = SimilaritySVM(similarity=dm.similarity(), random_state=0).fit(D[tr], y)
+    arm.record("svm", svm, gen, imp, svm.n_support_total_)
+    for m in args.m:
+        t0 = time.perf_counter()
+        model = make_method("ssvm", m).fit(D[tr], y, teacher=svm)
+        arm.record(f"ssvm m={m}", model, gen, imp, m, runs=0, pairs=0,
+                   wall=time.perf_counter() - t0)
+    return {"dlib svm": 100 * arm.rows["svm"][-1]["eer"]}
+
+
+HEAD = ["arm", "method", "client EER %", "FRR@FAR=1% %", "matches", "runs/client",
+        "pairs/client", "train s/client", "gap to SVM", "> 5 worse", "largest gap"]
+
+
+def table_rows(title, arm):
+    """One row per method: the means, then the per-client gap to its SVM (points)."""
+    svm = 100 * np.array([r["eer"] for r in arm.rows["svm"]])
+    rows = []
+    for name, rs in arm.rows.items():
+        mean = lambda key, rs=rs: np.mean([r[key] for r in rs])
+        cost = ([f"{mean('runs'):.1f}", f"{mean('pairs'):.0f}", f"{mean('wall'):.2f}"]
+                if "runs" in rs[0] else ["-", "-", "-"])
+        gap = 100 * np.array([r["eer"] for r in rs]) - svm
+        gaps = (["-", "-", "-"] if name == "svm" else
+                [f"{gap.mean():+.2f}", f"{int((gap > 100 * WORSE).sum())}/{len(gap)}",
+                 f"{gap.max():+.1f}"])
+        rows.append([title, name, f"{100 * mean('eer'):.2f}", f"{100 * mean('frr1'):.2f}",
+                     f"{mean('matches'):.1f}"] + cost + gaps)
+    return rows
+
+
+def worst_lines(arm, clients, k=5):
+    """The k clients of largest gap to their SVM, per reduced model."""
+    svm = 100 * np.array([r["eer"] for r in arm.rows["svm"]])
+    lines = []
+    for name, rs in arm.rows.items():
+        if name != "svm":
+            gap = 100 * np.array([r["eer"] for r in rs]) - svm
+            lines.append(f"  {name}: " + ", ".join(f"{clients[i]} {gap[i]:+.1f}"
+                                                    for i in np.argsort(-gap)[:k]))
+    return lines
+
+
+def goal_lines(arm):
+    """The issue's goal: each SSVM's mean client EER within 1 point of its SVM."""
+    svm = 100 * np.mean([r["eer"] for r in arm.rows["svm"]])
+    lines = []
+    for name, rs in arm.rows.items():
+        if name.startswith("ssvm"):
+            e = 100 * np.mean([r["eer"] for r in rs])
+            lines.append(f"  {'PASS' if e <= svm + 1 else 'MISS'}  {name} within 1 point "
+                         f"of its SVM: {e:.2f} % vs {svm:.2f} %")
+    return lines
+
+
+def text_table(head, rows):
+    widths = [max(len(str(r[i])) for r in [head] + rows) for i in range(len(head))]
+    line = lambda r: "  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w)
+                               for i, (c, w) in enumerate(zip(r, widths)))
+    return "\n".join([line(head), "-" * len(line(head))] + [line(r) for r in rows])
+
+
+def run(args, folder):
+    """The protocol (the program's descriptor cache in ``folder``); returns the table
+    rows."""
+    images, labels, _ = load_lfw(args.faces, args.people)
+    splits = make_splits(labels, n_train=5, repetitions=args.repetitions, seed=args.seed)
+    command = program(folder)
+    if args.cache and (Path(args.cache) / "analytic_dlib.npz").exists():
+        deep.load_cache(Path(args.cache) / "analytic_dlib.npz")
+    bb, an, clients = Arm(), Arm(), []
+    print(f"LFW {len(set(labels))} people, {len(images)} images; {args.repetitions} "
+          f"repetition(s) (seed {args.seed}); m = {args.m}; SSVM variants "
+          f"{', '.join(args.variants)}: max_iter {args.max_iter}, eta {args.eta}, "
+          f"lambda {args.lam:g}", flush=True)
+    for split in splits:
+        tr = split.train_indices()
+        claims = np.unique(np.concatenate([split.impostors] + list(split.genuine.values())))
+        rows = np.concatenate([tr, claims])
+        t0 = time.perf_counter()
+        em = ExternalMatcher(command, timeout_per_pair=0.05).fit(images[tr])
+        X = em.transform(images)
+        em.similarity()(X[rows], X[tr])  # every real pair, one run
+        variants = variant_matchers(command, args.variants, images, X, tr, rows)
+        dm = DlibMatcher().fit(images[tr])
+        D = dm.transform(images)
+        if args.cache:
+            deep.save_cache(Path(args.cache) / "analytic_dlib.npz")
+        print(f"repetition {split.repetition}: {len(split.enrolled)} clients, "
+              f"{len(tr)} training images, {len(claims)} claims; black-box distance "
+              f"scale {em.distance_scale_:.4f} (analytic 1/gamma {1 / dm.gamma_:.4f}); "
+              f"descriptors and every real pair in {time.perf_counter() - t0:.0f} s",
+              flush=True)
+        try:
+            for client in split.enrolled[: args.clients]:
+                y = np.where(labels[tr] == client, 1, -1)
+                g, i = split.genuine[client], split.impostors
+                out = black_box_client(bb, em, variants, X, tr, y, X[g], X[i], args)
+                out.update(analytic_client(an, dm, D, tr, y, D[g], D[i], args))
+                clients.append(f"{client}/{split.repetition}")
+                print(f"  {client}: " + ", ".join(f"{k} {v}" for k, v in out.items()),
+                      flush=True)
+        finally:
+            em.close()
+    load = os.getloadavg()
+    rows = table_rows("black box", bb) + table_rows("analytic dlib", an)
+    report = (["", text_table(HEAD, rows), "", "worst clients (EER points above their SVM):"]
+              + worst_lines(bb, clients) + worst_lines(an, clients)
+              + ["", "what the black-box SSVM's training did to its prototypes:"]
+              + move_lines(bb)
+              + ["", "goal (issue 21): SSVM mean client EER within 1 point of its SVM"]
+              + goal_lines(bb) + goal_lines(an)
+              + ["", (f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on "
+                 f"{os.cpu_count()} CPUs")])
+    print("\n".join(report))
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--faces", default=None, help="LFW folder [ssgallery.datasets.lfw_path]")
+    ap.add_argument("--people", type=int, default=None, help="only the first N people")
+    ap.add_argument("--repetitions", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--clients", type=int, default=None, help="only the first N per split")
+    ap.add_argument("--m", default="2,5")
+    ap.add_argument("--max-iter", type=int, default=4, help="Algorithm 1 sweeps")
+    ap.add_argument("--eta", type=float, default=0.5)
+    ap.add_argument("--lam", type=float, default=DEFAULT_LAM,
+                    help="Eq. 2's lambda, relative to the similarity scale (the default)")
+    ap.add_argument("--cache", default=str(OUT / "dlibbox_descriptors"),
+                    help="descriptor caches: the program's and the analytic matcher's "
+                    "('' for none: a temporary folder)")
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help=f"SSVM variants among {', '.join(VARIANTS)}")
+    ap.add_argument("--no-page", action="store_true")
+    args = ap.parse_args(argv)
+    args.m = [int(v) for v in args.m.split(",")]
+    args.variants = [v.strip() for v in args.variants.split(",")]
+    unknown = set(args.variants) - set(VARIANTS)
+    if unknown:
+        ap.error(f"unknown variant(s) {', '.join(sorted(unknown))}")
+    with printed() as out, tempfile.TemporaryDirectory(prefix="dlibbox-") as tmp:
+        rows = run(args, args.cache or tmp)
+    if not args.no_page:
+        write_page("paper_lfw_dlibbox", "dlib as a black box on LFW",
+                   markdown_table(HEAD, rows), notes=docstring(__doc__),
+                   output=out.getvalue())
+
+
+if __name__ == "__main__":
+    main()
