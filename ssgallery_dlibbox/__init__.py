@@ -106,7 +106,6 @@ class Describer:
     def __init__(self, cache_dir=None, dlib_8bit=False):
         self.cache_dir, self.dlib_8bit = cache_dir, dlib_8bit
         self.memory = collections.OrderedDict()  # key -> (descriptor, quality)
-        self.n_computed = 0
 
     def _folder(self):
         from .face import model_digests
@@ -159,11 +158,9 @@ class Describer:
                 self._store(key, hit, False)
             else:
                 todo[key], images[key] = real, img
-        if todo:
-            D, q = describe([images[k] for k in todo], self.dlib_8bit)
-            self.n_computed += len(todo)
-            for i, (key, real) in enumerate(todo.items()):
-                self._store(key, (D[i], float(q[i])), real)
+        for key, real in todo.items():  # each kept at once: a killed call loses one
+            D, q = describe([images[key]], self.dlib_8bit)
+            self._store(key, (D[0], float(q[0])), real)
         values = [self.memory[k] for k in keys]
         return (np.array([v[0] for v in values]).reshape(len(keys), 128),
                 np.array([v[1] for v in values], dtype=float), keys)
