@@ -57,7 +57,7 @@ bench-quick: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/solvers.py --quick
 
 lint: $(STAMP)
-	$(BIN)/ruff check ssgallery ssgallery_ebgm tests benchmarks tools
+	$(BIN)/ruff check ssgallery ssgallery_ebgm ssgallery_dlibbox tests benchmarks tools
 	$(BIN)/lint-imports
 
 # The documentation site (mkdocs-material) into site/; --strict turns every warning
