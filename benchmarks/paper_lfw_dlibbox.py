@@ -35,10 +35,18 @@ more than 5 points worse, the largest gap and the worst clients; and what traini
 to the prototypes (RMS pixel move, pixels clipped to 0 or 255, training Omega of Eq. 2
 (eq:objective) before and after).
 
+Each client's rows are appended to a results file beside the caches (one JSON line per
+client, named by the configuration): ``--time-budget MIN`` starts no new client after
+MIN minutes, and the same command run again continues with the clients not measured
+yet; the page is written once every client is. The page then says which commits
+measured the clients and the load while they were measured.
+
     OMP_NUM_THREADS=1 python benchmarks/paper_lfw_dlibbox.py --people 20 --repetitions 1
 """
 
 import argparse
+import hashlib
+import json
 import os
 import shutil
 import sys
@@ -47,7 +55,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _results import OUT, docstring, markdown_table, printed, write_page
+from _results import OUT, docstring, git_commit, markdown_table, printed, write_page
 from paper_lfw import load_lfw
 
 from ssgallery.biometrics.metrics import eer, frr_at_far
@@ -228,60 +236,158 @@ def text_table(head, rows):
     return "\n".join([line(head), "-" * len(line(head))] + [line(r) for r in rows])
 
 
+def results_file(args, folder):
+    """The per-client results of this configuration (one JSON line per client), so a
+    run stopped by ``--time-budget`` continues where it stopped."""
+    config = {k: getattr(args, k) for k in ("faces", "people", "repetitions", "seed", "m",
+                                            "max_iter", "eta", "lam", "variants")}
+    tag = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+    return Path(folder) / f"results-{tag}.jsonl"
+
+
+def read_results(path):
+    """{(repetition, client): record} of the clients already measured."""
+    done = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            done[(rec["repetition"], rec["client"])] = rec
+    return done
+
+
+def add_record(rec, bb, an, clients, loads, commits):
+    """Put one client's rows (measured now or read back) into the arms."""
+    for arm, key in ((bb, "bb"), (an, "an")):
+        for name, row in rec[key].items():
+            arm.rows.setdefault(name, []).append(row)
+    clients.append(f"{rec['client']}/{rec['repetition']}")
+    loads.append(rec["load"])
+    commits.add(rec["commit"])
+
+
+def measure_client(setup, client, split, labels, args):
+    """One client's rows in every method of both arms: a record for the results file."""
+    em, variants, X, dm, D, tr = setup
+    bb, an = Arm(), Arm()
+    y = np.where(labels[tr] == client, 1, -1)
+    g, i = split.genuine[client], split.impostors
+    out = black_box_client(bb, em, variants, X, tr, y, X[g], X[i], args)
+    out.update(analytic_client(an, dm, D, tr, y, D[g], D[i], args))
+    print(f"  {client}: " + ", ".join(f"{k} {v}" for k, v in out.items()), flush=True)
+    return {"repetition": int(split.repetition), "client": str(client),
+            "bb": {k: v[0] for k, v in bb.rows.items()},
+            "an": {k: v[0] for k, v in an.rows.items()},
+            "load": os.getloadavg()[0], "commit": git_commit()}
+
+
+def split_setup(images, split, command, args):
+    """The matchers of one split, every real pair already asked (one run each)."""
+    tr = split.train_indices()
+    claims = np.unique(np.concatenate([split.impostors] + list(split.genuine.values())))
+    rows = np.concatenate([tr, claims])
+    t0 = time.perf_counter()
+    em = ExternalMatcher(command, timeout_per_pair=0.05).fit(images[tr])
+    X = em.transform(images)
+    em.similarity()(X[rows], X[tr])  # every real pair, one run
+    variants = variant_matchers(command, args.variants, images, X, tr, rows)
+    dm = DlibMatcher().fit(images[tr])
+    D = dm.transform(images)
+    if args.cache:
+        deep.save_cache(Path(args.cache) / "analytic_dlib.npz")
+    print(f"repetition {split.repetition}: {len(split.enrolled)} clients, "
+          f"{len(tr)} training images, {len(claims)} claims; black-box distance "
+          f"scale {em.distance_scale_:.4f} (analytic 1/gamma {1 / dm.gamma_:.4f}); "
+          f"descriptors and every real pair in {time.perf_counter() - t0:.0f} s", flush=True)
+    return em, variants, X, dm, D, tr
+
+
 def run(args, folder):
-    """The protocol (the program's descriptor cache in ``folder``); returns the table
-    rows."""
+    """The protocol (the program's descriptor cache and the results file in ``folder``);
+    returns the table rows, or None when ``--time-budget`` stopped it first."""
     images, labels, _ = load_lfw(args.faces, args.people)
     splits = make_splits(labels, n_train=5, repetitions=args.repetitions, seed=args.seed)
     command = program(folder)
     if args.cache and (Path(args.cache) / "analytic_dlib.npz").exists():
         deep.load_cache(Path(args.cache) / "analytic_dlib.npz")
-    bb, an, clients = Arm(), Arm(), []
+    path = results_file(args, folder)
+    done = read_results(path)
+    bb, an, clients, loads, commits = Arm(), Arm(), [], [], set()
     print(f"LFW {len(set(labels))} people, {len(images)} images; {args.repetitions} "
           f"repetition(s) (seed {args.seed}); m = {args.m}; SSVM variants "
           f"{', '.join(args.variants)}: max_iter {args.max_iter}, eta {args.eta}, "
-          f"lambda {args.lam:g}", flush=True)
+          f"lambda {args.lam:g}; {len(done)} client(s) already measured in {path.name}",
+          flush=True)
+    start, stopped = time.perf_counter(), False
     for split in splits:
-        tr = split.train_indices()
-        claims = np.unique(np.concatenate([split.impostors] + list(split.genuine.values())))
-        rows = np.concatenate([tr, claims])
-        t0 = time.perf_counter()
-        em = ExternalMatcher(command, timeout_per_pair=0.05).fit(images[tr])
-        X = em.transform(images)
-        em.similarity()(X[rows], X[tr])  # every real pair, one run
-        variants = variant_matchers(command, args.variants, images, X, tr, rows)
-        dm = DlibMatcher().fit(images[tr])
-        D = dm.transform(images)
-        if args.cache:
-            deep.save_cache(Path(args.cache) / "analytic_dlib.npz")
-        print(f"repetition {split.repetition}: {len(split.enrolled)} clients, "
-              f"{len(tr)} training images, {len(claims)} claims; black-box distance "
-              f"scale {em.distance_scale_:.4f} (analytic 1/gamma {1 / dm.gamma_:.4f}); "
-              f"descriptors and every real pair in {time.perf_counter() - t0:.0f} s",
-              flush=True)
-        try:
-            for client in split.enrolled[: args.clients]:
-                y = np.where(labels[tr] == client, 1, -1)
-                g, i = split.genuine[client], split.impostors
-                out = black_box_client(bb, em, variants, X, tr, y, X[g], X[i], args)
-                out.update(analytic_client(an, dm, D, tr, y, D[g], D[i], args))
-                clients.append(f"{client}/{split.repetition}")
-                print(f"  {client}: " + ", ".join(f"{k} {v}" for k, v in out.items()),
-                      flush=True)
-        finally:
-            em.close()
-    load = os.getloadavg()
+        setup = None
+        for client in split.enrolled[: args.clients]:
+            rec = done.get((int(split.repetition), str(client)))
+            if rec is None:
+                if args.time_budget and time.perf_counter() - start > 60 * args.time_budget:
+                    stopped = True
+                    break
+                if setup is None:
+                    setup = split_setup(images, split, command, args)
+                rec = measure_client(setup, client, split, labels, args)
+                with path.open("a") as handle:
+                    handle.write(json.dumps(rec, default=lambda v: v.item()) + "\n")
+            add_record(rec, bb, an, clients, loads, commits)
+        if setup is not None:
+            for matcher in [setup[0], *setup[1].values()]:
+                matcher.close()
+        if stopped:
+            break
+    if stopped:
+        print(f"stopped by --time-budget after {len(clients)} client(s): rerun the same "
+              f"command to continue (results kept in {path})")
+        return None
     rows = table_rows("black box", bb) + table_rows("analytic dlib", an)
+    load = os.getloadavg()
     report = (["", text_table(HEAD, rows), "", "worst clients (EER points above their SVM):"]
               + worst_lines(bb, clients) + worst_lines(an, clients)
               + ["", "what the black-box SSVM's training did to its prototypes:"]
               + move_lines(bb)
               + ["", "goal (issue 21): SSVM mean client EER within 1 point of its SVM"]
               + goal_lines(bb) + goal_lines(an)
-              + ["", (f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on "
-                 f"{os.cpu_count()} CPUs")])
+              + ["", (f"{len(clients)} clients measured with code {', '.join(sorted(commits))}"
+                      f"; load average (1 min) while measuring them: min {min(loads):.1f}, "
+                      f"median {np.median(loads):.1f}, max {max(loads):.1f}; now "
+                      f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")])
     print("\n".join(report))
     return rows
+
+
+DIAGNOSIS = """\
+**How to read the diagnosis.** The `start` rows cost no program run: the SSVM at its
+starting prototypes (real training images) with beta by Eq. 4 (`eq:beta`). Every other
+SSVM row starts there, so the gap between a variant and `start` is what moving the
+prototypes in pixel space did, and "what training did to its prototypes" says how far
+they went, how many pixels ended on the box [0, 255] and whether the training Omega of
+Eq. 2 (`eq:objective`) went down.
+
+**Algorithm 1's repulsion has no step size for a black box.** In Algorithm 1
+(`ssgallery.learn.solvers.solve_paper`) a move of prototype j is
+eta * dOmega/dz_j + (1/t^2) * sum_k ds(z_k, z_j)/dz_j: the repulsion term is not
+multiplied by eta. With an analytic RBF its gradient carries the factor 2 gamma; with
+a black box it is Eq. 7 (`eq:similarity-grad`), s(z_k, z_j) (z_k - z_j), a pixel
+difference weighted by a similarity, with no scale. On the first sweep (t = 1 ... m)
+each prototype is pushed away from the others by about their similarity times their
+pixel distance, per other prototype; a client's own face images are similar under dlib
+(that is what a good matcher does), so with m - 1 genuine starting images the first
+moves extrapolate far beyond any face, into the pixel box, whatever eta is (the
+`alg1 no-rep` rows: the same algorithm without that term). `varpro` (L-BFGS-B on the
+variable-projection objective, repulsion as a penalty scaled by Omega in a short first
+phase, the best point evaluated returned) cannot end above its starting training
+Omega.
+
+**What a pixel step does to a dlib descriptor.** The descriptor is computed on a face
+chip that the detector and the landmarks place: a pixel step moves it along directions
+Eq. 7 does not know (Eq. 7 only says "towards the images that score high"), and a step
+that changes the image rounded to 8 bits can move a landmark by a pixel, a small jump of
+the score. Starting prototypes that are real images of the client carry dlib's
+invariances; a move keeps them only as far as the blend of faces it makes still looks
+like a face to the detector, the landmarks and the network.
+"""
 
 
 def main(argv=None):
@@ -301,6 +407,9 @@ def main(argv=None):
                     "('' for none: a temporary folder)")
     ap.add_argument("--variants", default=",".join(VARIANTS),
                     help=f"SSVM variants among {', '.join(VARIANTS)}")
+    ap.add_argument("--time-budget", type=float, default=None,
+                    help="start no new client after this many minutes; the results so far "
+                    "are kept beside the caches and the same command continues")
     ap.add_argument("--no-page", action="store_true")
     args = ap.parse_args(argv)
     args.m = [int(v) for v in args.m.split(",")]
@@ -310,9 +419,9 @@ def main(argv=None):
         ap.error(f"unknown variant(s) {', '.join(sorted(unknown))}")
     with printed() as out, tempfile.TemporaryDirectory(prefix="dlibbox-") as tmp:
         rows = run(args, args.cache or tmp)
-    if not args.no_page:
+    if rows is not None and not args.no_page:
         write_page("paper_lfw_dlibbox", "dlib as a black box on LFW",
-                   markdown_table(HEAD, rows), notes=docstring(__doc__),
+                   markdown_table(HEAD, rows), notes=docstring(__doc__) + "\n\n" + DIAGNOSIS,
                    output=out.getvalue())
 
 
