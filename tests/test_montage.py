@@ -47,6 +47,17 @@ def test_montage_wraps_into_rows():
     assert two_rows.width == 4 * (23 * 4 + 10 + 10) + 10
 
 
+def test_montage_title_is_never_cut():
+    # an LFW name and one prototype: the title is wider than the tiles and than 360 px
+    title = "client George_Walker_Bush_Junior: b = -0.861, threshold = +0.212, m = 1"
+    img = np.asarray(prototype_montage(protos(1, 112, 92), [1.0], title=title, scale=2))
+    ink = np.nonzero((img[5:25].min(-1) < 100).any(0))[0]
+    assert img.shape[1] > 360 and ink.max() < img.shape[1] - 5  # white margin on the right
+    # a short title keeps the width of the tiles
+    assert prototype_montage(protos(4), np.ones(4), title="c03", scale=4).width == 4 * (
+        23 * 4 + 20) + 10
+
+
 def test_montage_clips_out_of_range_rendering():
     imgs = protos(2)
     imgs[0, 0, 0], imgs[1, 0, 0] = -40, 400

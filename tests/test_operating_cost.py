@@ -43,6 +43,9 @@ def test_warning_names_clients_and_suggests_a_better_matcher_or_target():
     assert text.startswith("expected FRR 35.0%: about 1 in 3 genuine claims would be "
                            "rejected at these thresholds; 2 client(s) reject at least half")
     assert "George_W_Bush (100%), c\\x1bx (50%)" in text  # printable: no escape sequence
+    # more such clients than the record names: the list says it is the worst few
+    assert ("3 client(s) reject at least half of their own held-out images: the worst 2, "
+            "George_W_Bush (100%)") in frr_warning(cal | {"frr_high_clients": 3}, "eigenface")
     assert "enroll --matcher dlib" in text and "--target-far, now 0.01" in text
     assert "enroll --matcher dlib" not in frr_warning(cal, "dlib")
     assert "compress --target-far" in frr_warning(cal, "eigenface", command="info")

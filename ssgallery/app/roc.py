@@ -36,7 +36,7 @@ def _report(tables, report, mode, source, config, progress=None, n_boot=200):
 
     progress = as_progress(progress)
     summaries = evaluate(tables, n_boot=n_boot, progress=progress)
-    searches = [t.search for t in tables if getattr(t, "search", None) is not None]
+    searches = [t.search for t in tables if t.search is not None]
     found = None
     if searches:
         from ssgallery.biometrics.identification import evaluate_identification

@@ -188,9 +188,11 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
     missing or ``plot`` is False, and ``scores/<method>[-m<m>].r<rep>.txt`` (4 columns)
     with their side-car ``.txt.json``. With ``identification`` (summaries of
     `ssgallery.biometrics.identification.evaluate_identification` of the tables'
-    full searches), also ``identification/<method>[-m<m>].r<rep>.txt``, ``cmc.png``,
-    ``det_identification.png`` (FNIR against FPIR) and the ``identification`` section of ``summary.json``. Existing files are replaced
-    only when they are files of the same kind written by ssgallery, or with ``force``.
+    full searches; computed here when not given and the tables carry searches), also
+    ``identification/<method>[-m<m>].r<rep>.txt``, ``cmc.png``, ``det_identification.png``
+    (FNIR against FPIR) and the ``identification`` section of ``summary.json``. Existing
+    files are replaced only when they are files of the same kind written by ssgallery, or
+    with ``force``.
     """
     from ssgallery import __version__
 
@@ -205,6 +207,11 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
             p = out / "scores" / scores_filename(t)
             write_scores(p, t, force)
             files["scores"].append(os.fspath(p))
+    searches = [t.search for t in tables if t.search is not None]
+    if searches and identification is None:
+        from ssgallery.biometrics.identification import evaluate_identification
+
+        identification = evaluate_identification(searches)
     summary = {"tool": "ssgallery roc", "tool_version": __version__, "mode": mode,
                "source": source, "config": config or {},
                "methods": [_jsonable(s) for s in summaries]}
@@ -215,15 +222,8 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
                       has_prefix(SUMMARY_HEAD), force)
     files["curves"] = os.fspath(out / "curves.csv")
     write_text_atomic(files["curves"], format_curves(summaries), has_prefix(b"far,"), force)
-    searches = [t.search for t in tables if t.search is not None]
     if searches:
-        from ssgallery.biometrics.identification import evaluate_identification
-
-        summary["identification"] = evaluate_identification(searches)
-        write_text_atomic(files["summary"], json.dumps(summary, indent=2) + "\n",
-                          has_prefix(SUMMARY_HEAD), force)
-        files.update(write_identification(out, searches, summary["identification"],
-                                          plot=plot))
+        files.update(write_identification(out, searches, identification, plot=plot))
     if plot:
         title = plot_title(source, mode, summaries, config or {})
         if plot_curves(out / PLOT, summaries, title=title, force=force):

@@ -71,6 +71,8 @@ def frr_warning(cal, matcher, command="compress"):
     if matcher != "dlib":
         fix.insert(0, "a matcher that tells these faces apart better (enroll --matcher dlib "
                       "for photos in the wild)")
+    if named and isinstance(high, int) and high > len(worst):  # frr_worst keeps a few
+        named = f"the worst {len(worst)}, {named}"
     return (f"expected FRR {100 * frr:.1f}%: about 1 in {max(1, round(1 / frr))} genuine "
             f"claims would be rejected at these thresholds; {who}"
             + (f": {named}" if named else "") + f"; {' or '.join(fix)} would lower it")

@@ -40,5 +40,6 @@ def command(claim, output, gallery, scale, as_json, privacy_key_file):
         click.echo(json.dumps(out, indent=2))
         return
     betas = ", ".join(f"{b:+.3g}" for b in out["beta"])
-    click.echo(f"{output}: {out['m']} prototypes of client {claim} (beta {betas}; "
+    noun = "prototype" if out["m"] == 1 else "prototypes"
+    click.echo(f"{output}: {out['m']} {noun} of client {claim} (beta {betas}; "
                f"b = {out['intercept']:+.3g}, threshold {out['threshold']:+.3g})")

@@ -76,7 +76,11 @@ def prototype_montage(images, beta, title=None, scale=2, columns=6, names=None):
     cols = min(columns, m)
     rows = -(-m // cols)
     top = 30 if title else pad
-    width = max(cols * (tile_w + pad) + pad, 360)
+    legend = "green: beta > 0 (genuine-like)   red: beta < 0 (impostor-like)"
+    measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    texts = [(str(title) if title else "", font), (legend, _font(10))]
+    width = max(cols * (tile_w + pad) + pad, 360,  # the title and legend are never cut
+                *(int(np.ceil(measure.textlength(t, font=f))) + 2 * pad for t, f in texts))
     canvas = Image.new("RGB", (width, top + rows * (tile_h + pad) + 16), "white")
     draw = ImageDraw.Draw(canvas)
     if title:
@@ -94,7 +98,6 @@ def prototype_montage(images, beta, title=None, scale=2, columns=6, names=None):
         ty = y0 + h * scale + 2 * border + 3
         draw.text((x0 + 1, ty), f"{names[j]}: {value}", fill="black", font=font)
         draw.text((x0 + 1, ty + 19), kind, fill=colour, font=small)
-    legend = "green: beta > 0 (genuine-like)   red: beta < 0 (impostor-like)"
     draw.text((pad, canvas.height - 15), legend, fill=(90, 90, 90), font=_font(10))
     return canvas
 
