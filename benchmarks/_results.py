@@ -169,17 +169,9 @@ def write_page(name, title, table_markdown="", notes="", command=None, output=No
 
 
 def write_index():
-    """``docs/benchmarks/index.md``: one line per benchmark page, with its title."""
-    rows = []
-    for page in sorted(PAGES.glob("*.md")):
-        if page.name == "index.md":
-            continue
-        first = page.read_text().splitlines()[0] if page.stat().st_size else page.stem
-        commit = re.search(r"Commit `([^`]+)`, ([^,]+),", page.read_text())
-        when = f" (commit `{commit.group(1)}`, {commit.group(2)})" if commit else ""
-        rows.append(f"- [{first.lstrip('# ')}]({page.name}){when}")
-    text = ["# Benchmarks", "", _MARK, "",
-            ("Each page is written by the benchmark script it names, with the exact "
-             "command, the commit and the date; rerun the command to update it. "
-             "Ratios are measured side by side in one run on the machine stated."), ""]
-    (PAGES / "index.md").write_text("\n".join(text + rows) + "\n")
+    """``docs/benchmarks/index.md``: a table of every benchmark page with its headline
+    figures, read from the pages (`_index`)."""
+    from _index import INTRO, index_text
+
+    text = ["# Benchmarks", "", _MARK, "", INTRO, "", index_text(PAGES.glob("*.md"))]
+    (PAGES / "index.md").write_text("\n".join(text) + "\n")

@@ -1,0 +1,219 @@
+"""``docs/benchmarks/index.md``: one row per benchmark page with its headline figures.
+
+The figures are read from the pages themselves (their markdown tables and printed
+output), never typed: `HEADLINES` says, per page, which cells make its headline. When
+a page is rewritten by its script, the index is rewritten with it
+(`_results.write_page` calls `write_index`), and tests/test_benchmarks_index.py fails
+when the committed index is not what `index_text` makes of the committed pages, or when
+a page has no headline (a new page needs an entry here; a page whose table changed
+shape needs its entry mended).
+"""
+
+import re
+from pathlib import Path
+
+INTRO = ("Each page is written by the benchmark script it names, with the exact command, "
+         "the commit, the date and the machine's load; rerun the command to update it. "
+         "Ratios are measured side by side in one run. The headline figures below are "
+         "read from the pages by `benchmarks/_index.py` when a page is written.")
+
+
+class Missing(LookupError):
+    """A figure the page does not have (any more)."""
+
+
+def _split(line):
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def tables(text):
+    """The markdown tables of a page: lists of {column: cell} rows."""
+    out, lines = [], text.splitlines()
+    for i in range(len(lines) - 1):
+        if lines[i].startswith("|") and re.fullmatch(r"\|(---\|)+", lines[i + 1].strip()) \
+                and (i == 0 or not lines[i - 1].startswith("|")):
+            head, rows = _split(lines[i]), []
+            for line in lines[i + 2:]:
+                if not line.startswith("|"):
+                    break
+                rows.append(dict(zip(head, _split(line))))
+            out.append(rows)
+    return out
+
+
+def cell(text, first, column, *, where=None):
+    """The cell of column ``column`` (its exact title) in the first row whose first
+    cell is ``first`` (and whose other cells match ``where``: {column: value})."""
+    for rows in tables(text):
+        for row in rows:
+            values = list(row.values())
+            if values and values[0] == first and column in row and all(
+                    row.get(k) == v for k, v in (where or {}).items()):
+                return row[column]
+    raise Missing(f"no cell '{column}' in a row '{first}'")
+
+
+def grab(text, pattern, group=1):
+    """The first match of ``pattern`` in the page (its printed output included)."""
+    found = re.search(pattern, text, re.MULTILINE)
+    if not found:
+        raise Missing(f"nothing matches {pattern!r}")
+    return found.group(group)
+
+
+def _paper_att(t):
+    svm, ssvm = (cell(t, m, "client EER %", where={"m": k}) for m, k in
+                 (("svm", "-"), ("ssvm", "2")))
+    return (f"AT&T, eigenface: mean client EER {ssvm} % at m = 2 vs {svm} % for the full "
+            f"SVM ({cell(t, 'svm', 'matches/claim')} matches per claim)")
+
+
+def _paper_lfw(t):
+    parts = []
+    for matcher in ("eigenface", "dlib"):
+        col = f"{matcher} client EER %"
+        try:
+            parts.append(f"{matcher}: SVM {cell(t, 'svm', col)} %, SSVM m = 2 "
+                         f"{cell(t, 'ssvm m=2', col)} % (mean client EER)")
+        except Missing:
+            continue
+    if not parts:
+        raise Missing("no matcher's column")
+    return "LFW, " + "; ".join(parts)
+
+
+def _scale_row(measure):
+    return lambda t: f"{measure}: {cell(t, measure, 'value')}"
+
+
+def _scale(t):
+    rows = [r for rows in tables(t) for r in rows]
+    ratio = next(r["value"] for r in rows if r["measure"].startswith("per-client training"))
+    capped = [r for r in rows if r["measure"].startswith("peak RSS of compress")][-1]
+    return (f"per-client training time, largest vs smallest store: {ratio}; "
+            f"{capped['measure'].split(' (')[0]}: {capped['value']}")
+
+
+HEADLINES = {
+    "calibration": lambda t: (
+        "achieved FAR at target 1 % on unseen impostors, AT&T: "
+        f"{cell(t, 'att', 'achieved FAR % (mean ± sd)', where={'mode': '`znorm-global`'})} % "
+        "(znorm-global) vs "
+        f"{cell(t, 'att', 'achieved FAR % (mean ± sd)', where={'mode': '`client-v0`'})} % "
+        "(per client, before)"),
+    "defaults": lambda t: (
+        "SSVM - SVM mean client EER with the default stop rule: worst "
+        f"{cell(t, 'rel-2e-3 (default)', 'worst')} pp, mean "
+        f"{cell(t, 'rel-2e-3 (default)', 'mean')} pp over 8 set/matcher/m cells"),
+    "dlib_fta": lambda t: (
+        "LFW, rule 'any detection': genuine FTA "
+        + grab(t, r"^LFW: 158 people(?:.*\n)+?\s+any detection\s+\S+\s+([\d.]+ %)")
+        + ", non-faces accepted "
+        + grab(t, r"^LFW: 158 people(?:.*\n)+?\s+any detection(?:\s+\S+){6}\s+(\d+/\d+)")),
+    "ebgm_tail": lambda t: (
+        "AT&T, EBGM, mean EER of the tail's client models: SVM "
+        + grab(t, r"^Tail:(?:.*\n)+?\s+svm\s+(\S+)") + ", start "
+        + grab(t, r"^Tail:(?:.*\n)+?\s+start\s+(\S+)") + ", 30 sweeps p=5 eta 2 "
+        + grab(t, r"^Tail:(?:.*\n)+?\s+30 sweeps p=5 eta 2\s+(\S+)")),
+    "ebgm_throughput": lambda t: (
+        "200 x 200 batch: " + grab(t, r"200 x 200\s+\d+\s+[\d.]+\s+[\d.]+\s+(\d+)")
+        + " pairs/s wall, " + grab(t, r"200 x 200\s+\d+\s+[\d.]+\s+[\d.]+\s+\d+\s+(\d+)")
+        + " pairs per CPU-second"),
+    "external_serve": lambda t: (
+        "program starts per client, one-shot vs --serve (L1, 50 clients): "
+        f"{cell(t, 'L1 example', 'starts/client one-shot')} vs "
+        f"{cell(t, 'L1 example', 'starts/client serve')}; speed-up "
+        f"{cell(t, 'L1 example', 'speed-up')}"),
+    "identify": lambda t: (
+        f"rank-1, AT&T: SSVM m = 2 {cell(t, 'AT&T, eigenface', 'rank-1 % SSVM m=2')} % vs "
+        f"SVM {cell(t, 'AT&T, eigenface', 'rank-1 % SVM')} % with "
+        f"{cell(t, 'AT&T, eigenface', 'ratio')} fewer evaluations per search; 10,000 "
+        f"identities: {cell(t, '10,000', 'speed-up')} faster"),
+    "open_set": lambda t: (
+        "strangers' searches returning someone, LFW dlib, all clients: "
+        + cell(t, "lfw (dlib) all", "achieved FPIR % (mean ± sd)", where={
+            "arm": "operating point"}) + " % at the 1:N operating point (target 1 %) vs "
+        + cell(t, "lfw (dlib) all", "achieved FPIR % (mean ± sd)", where={
+            "arm": "verification thresholds"}) + " % with the verification thresholds"),
+    "paper_att": _paper_att,
+    "paper_att_ebgm": lambda t: (
+        "AT&T, EBGM, m = 5: EER SSVM " + grab(t, r"^ssvm\s+EER\s+([\d.]+ %)") + " vs SVM "
+        + grab(t, r"^svm\s+EER\s+([\d.]+ %)") + " (" + grab(t, r"^svm\s+EER.*matches\s+([\d.]+)")
+        + " matches per claim)"),
+    "paper_lfw": _paper_lfw,
+    "regression_distill": lambda t: (
+        "age: ridge teacher MAE " + cell(t, "age", "ridge teacher MAE")
+        + ", SRidge m = 10 " + cell(t, "age", "SRidge m = 10: MAE (vs teacher)",
+                                     where={"settings (cumulative)": "+ n_init 3"})),
+    "scale": _scale,
+    "scale_accuracy": lambda t: (
+        "impostor cap K = 600 vs uncapped, mean client EER: synthetic "
+        + cell(t, "mean client EER, synthetic 400 identities, eigenface (2,400 training "
+               "images, 100 clients x 3 seeds), --impostors sample, K = 600 vs all", "value")
+        + "; LFW eigenface "
+        + cell(t, "mean client EER, LFW, eigenface (1,695 training images, 158 clients x 3 "
+               "seeds), --impostors sample, K = 600 vs all", "value")),
+    "scale_parallel": lambda t: (
+        "--jobs 2 vs 1: " + cell(t, "--jobs 2 vs --jobs 1, 200 clients of 200 identities",
+                                 "value")
+        + "; Dask: " + cell(t, "Dask LocalCluster (2 workers x 1 thread) vs serial", "value")),
+    "scale_regimes": lambda t: (
+        "uncapped 100 identities, fold refits vs --no-refit-matcher: CPU per client "
+        + cell(t, "refit vs --no-refit-matcher, 100 identities: CPU per client", "value")
+        + ", peak RSS "
+        + cell(t, "refit vs --no-refit-matcher, 100 identities: peak RSS", "value")),
+    "solvers": lambda t: (
+        "varpro vs Algorithm 1 (m = 1, class init): "
+        + grab(t, r"^\s+1 varpro\s+class\s+\S+\s+\S+\s+\d+\s+(\S+)")
+        + "x the similarity evaluations"),
+    "table1": lambda t: (
+        "synth-age MAE (#prototypes): SRidge " + cell(t, "SRidge", "synth-age")
+        + " vs Ridge " + cell(t, "Ridge", "synth-age")),
+    "teacher_att": lambda t: (
+        "EER with C by plain CV accuracy vs the balanced rule (gamma paper): "
+        + grab(t, r"^paper\s+plain accuracy(?:\s+\d+){5}\s+(\S+)") + " vs "
+        + grab(t, r"^paper\s+balanced rule(?:\s+\d+){5}\s+(\S+)")),
+    "template_privacy": lambda t: (
+        "replay of plain prototypes accepted (AT&T): "
+        + cell(t, "att / eigenface", "replay plain % (clients / prototypes)")
+        + " %, protected " + cell(t, "att / eigenface", "replay protected %") + " %"),
+    "toy_fig2": lambda t: (
+        "sign agreement with the SVM at m = 2, median over draws: SSVM "
+        + grab(t, r"^ssvm\s+\S+\s+(\S+)") + ", SVM-sel " + grab(t, r"^svm-sel\s+\S+\s+(\S+)")),
+    "verify_latency": lambda t: (
+        "verify start-up " + re.sub(r"\s+", " ", grab(
+            t, r"this tree, 20 clients\s+(\d+ ms\s+\S+ floor)")) + " of Python's imports"
+        + "; " + grab(t, r"(\d+ probes/s); [\d.]+ ms per extra probe")
+        + " in one process"),
+}
+
+
+def headline(name, text):
+    """The page's headline figures, or ``None`` when `HEADLINES` cannot read them."""
+    try:
+        return HEADLINES[name](text)
+    except (KeyError, Missing, StopIteration):
+        return None
+
+
+def _measured(text):
+    found = re.search(r"Commit `[^`]+`, (\d{4}-\d\d-\d\d)[^,]*, \d+ CPUs"
+                      r"(?: \(load average ([\d.]+))?", text)
+    if not found:
+        return ""
+    return found.group(1) + (f", load {found.group(2)}" if found.group(2) else
+                             " (load not recorded)")
+
+
+def index_text(pages):
+    """The index page for the benchmark pages ``pages`` (their paths)."""
+    rows = ["| benchmark | headline figures | measured |", "|---|---|---|"]
+    for page in sorted(map(Path, pages), key=lambda p: p.name):
+        if page.name == "index.md":
+            continue
+        text = page.read_text(encoding="utf-8")
+        title = text.splitlines()[0].lstrip("# ") if text else page.stem
+        figures = headline(page.stem, text) or "—"
+        rows.append(f"| [{title}]({page.name}) | {figures.replace('|', '/')} | "
+                    f"{_measured(text)} |")
+    return "\n".join(rows)
