@@ -58,6 +58,10 @@ SESSION = {
     "roc": {"comment": "the paper's protocol vs baselines"},
 }
 
+# blocks shown as ``text`` (scrolled sideways on the site: a table wider than a page);
+# ``console`` blocks wrap their long lines as a terminal does (docs/stylesheets/wide.css)
+SCROLL = {"roc-wide"}
+
 MIXED_CLAIMS = ("../sample_data/probes/c03_genuine_1.png c03\n"
                 "../sample_data/probes/c01_genuine_2.png c03\n"
                 "../sample_data/probes/c02_genuine_1.png c99\n")
@@ -144,9 +148,8 @@ def shorten(text, rows=None, lines=None, head=None):
     return "\n".join(out)
 
 
-def _prompt(command, comment=None, width=0):
-    line = f"$ {command}"
-    return f"{line.ljust(width)}  # {comment}" if comment else line
+def _prompt(command, comment=None):
+    return f"$ {command}  # {comment}" if comment else f"$ {command}"
 
 
 # ----------------------------------------------------------------------- the blocks
@@ -155,19 +158,17 @@ def session(folder, raw=None):
     """The getting-started session: every demo command with its (shortened) output;
     ``raw`` gets each command's whole output."""
     parts = []
-    commands = demo_commands()
-    width = max(len(c) for c in commands) + 2  # the comments in one column
-    for command in commands:
+    for command in demo_commands():
         name = command.split()[1]
         spec = SESSION.get(name, {})
         text, status = run(command, folder)
         if raw is not None:
             raw[command] = text
-        block = [_prompt(command, spec.get("comment"), width),
+        block = [_prompt(command, spec.get("comment")),
                  shorten(text, rows=spec.get("rows"))]
         if spec.get("status"):
-            block += [_prompt("echo $?", "0 every claim accepted, 1 some rejected, 2 error",
-                              width), str(status)]
+            block += [_prompt("echo $?", "0 every claim accepted, 1 some rejected, 2 error"),
+                      str(status)]
         parts.append("\n".join(b for b in block if b))
     return "\n\n".join(parts)
 
@@ -250,7 +251,8 @@ def rewrite(text, made, seen):
         if name not in made:
             raise SystemExit(f"doc_outputs: no block named '{name}' (known: {sorted(made)})")
         seen.add(name)
-        return f"{m.group(1)}```console\n{made[name]}\n```\n{m.group(4)}"
+        fence = "text" if name in SCROLL else "console"
+        return f"{m.group(1)}```{fence}\n{made[name]}\n```\n{m.group(4)}"
 
     return MARK.sub(one, text)
 
