@@ -89,6 +89,7 @@ def _env():
     env = {k: v for k, v in os.environ.items() if not k.startswith("SSGALLERY_")}
     return env | {"PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}", "OMP_NUM_THREADS": "1",
                   "PYTHONUNBUFFERED": "1", "COLUMNS": "100",
+                  "LC_ALL": "C.UTF-8",  # the shell sorts probes/*.png alike everywhere
                   "SSGALLERY_PROGRESS_INTERVAL": "86400"}  # no progress lines
 
 
