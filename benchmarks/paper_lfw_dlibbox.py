@@ -218,14 +218,19 @@ def worst_lines(arm, clients, k=5):
 
 
 def goal_lines(arm):
-    """The issue's goal: each SSVM's mean client EER within 1 point of its SVM."""
-    svm = 100 * np.mean([r["eer"] for r in arm.rows["svm"]])
+    """Issue 21's goals per SSVM: mean client EER within 1 point of its SVM (item 4's
+    goal), and no client more than 5 points worse than its SVM (the tail target the
+    issue states for EBGM)."""
+    svm = 100 * np.array([r["eer"] for r in arm.rows["svm"]])
     lines = []
     for name, rs in arm.rows.items():
         if name.startswith("ssvm"):
-            e = 100 * np.mean([r["eer"] for r in rs])
-            lines.append(f"  {'PASS' if e <= svm + 1 else 'MISS'}  {name} within 1 point "
-                         f"of its SVM: {e:.2f} % vs {svm:.2f} %")
+            e = 100 * np.array([r["eer"] for r in rs])
+            worse = int((e - svm > 100 * WORSE).sum())
+            lines += [(f"  {'PASS' if e.mean() <= svm.mean() + 1 else 'MISS'}  {name}: mean "
+                      f"client EER {e.mean():.2f} % vs its SVM's {svm.mean():.2f} %"),
+                      (f"  {'PASS' if worse == 0 else 'MISS'}  {name}: {worse} of {len(e)} "
+                      f"clients more than 5 points worse than their SVM")]
     return lines
 
 
@@ -347,7 +352,9 @@ def run(args, folder):
               + worst_lines(bb, clients) + worst_lines(an, clients)
               + ["", "what the black-box SSVM's training did to its prototypes:"]
               + move_lines(bb)
-              + ["", "goal (issue 21): SSVM mean client EER within 1 point of its SVM"]
+              + ["", ("goals (issue 21): an SSVM's mean client EER within 1 point of its "
+                 "SVM's (item 4); no client more than 5 points worse than its SVM (the tail "
+                 "target the issue states for EBGM on AT&T)")]
               + goal_lines(bb) + goal_lines(an)
               + ["", (f"{len(clients)} clients measured with code {', '.join(sorted(commits))}"
                       f"; load average (1 min) while measuring them: min {min(loads):.1f}, "
