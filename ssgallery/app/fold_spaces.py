@@ -7,10 +7,10 @@ basis, whereas the impostors met at verification time are not. Thresholds set on
 held-out scores accept more unseen people than the target promises. Here, for each fold
 of a client's threshold CV, the matcher is refitted on every stored image except those
 of the fold's held-out impostor subjects and the samples are mapped into that space
-(`ssgallery.app.client_training.train_client`, ``fold_spaces``).
+(`ssgallery.app.client_fit.train_client`, ``fold_spaces``).
 
 Clients share their folds (one seeded order of the store's subjects,
-`subject_order` and `ssgallery.app.client_training.threshold_folds`), so a
+`subject_order` and `ssgallery.biometrics.heldout.threshold_folds`), so a
 fold's refit serves every client that is not itself held out in it: compress refits
 each such shared fold once (`FoldSpaces.share`) and sends them once to every worker; a
 client's own fold (its fold's people but the client) is refitted where the client
@@ -57,11 +57,11 @@ def shared_folds(labels, clients, n_folds, seed, order):
         Subject of every stored row.
     clients : list of str
     n_folds, seed : int
-        The threshold CV's folds and seed (`ssgallery.app.client_training.threshold_folds`).
+        The threshold CV's folds and seed (`ssgallery.biometrics.heldout.threshold_folds`).
     order : ndarray of shape (s,)
         `subject_order` of the store's subjects.
     """
-    from ssgallery.app.client_training import threshold_folds
+    from ssgallery.biometrics.heldout import threshold_folds
 
     counts = Counter()
     for client in clients:

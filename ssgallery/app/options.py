@@ -217,7 +217,7 @@ class CompressOptions(_Options):
         first-order model in between (`ssgallery.learn.solvers.solve_paper_refresh`).
     guard : bool
         Refit a client whose distilled model ranks the threshold CV's held-out images
-        much worse than its SVM (`ssgallery.app.client_training.GUARD_GAP`) from other
+        much worse than its SVM (`ssgallery.app.client_fit.GUARD_GAP`) from other
         starts (and m + 1 with ``m="auto"``), keeping the fit of least held-out gap.
     """
 

@@ -1,7 +1,7 @@
 """The thresholds of a ``compress`` run, set once every client is trained.
 
 Each client's training returns its held-out impostor and genuine scores (the threshold CV's,
-`ssgallery.app.client_training.train_client`); they travel with the client's
+`ssgallery.app.client_fit.train_client`); they travel with the client's
 result and its resumable part. When every client is done, `calibrate` sets the
 thresholds of one threshold mode (`ssgallery.biometrics.calibration`) over all of
 them, and records the calibration the gallery keeps: the mode, the global normalised
