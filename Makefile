@@ -14,8 +14,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,plot,docs,dlib,distributed,crypto]'
 	@touch $(STAMP)
 
-# Every test (CI). pyproject's addopts add --dist loadfile: a file's tests share one worker,
-# so a module fixture is built once, not once per worker.
+# Every test (CI). With -n, tests/conftest.py picks --dist loadfile: a file's tests share
+# one worker, so a module fixture is built once, not once per worker.
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --durations=15 tests
 

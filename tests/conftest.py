@@ -9,6 +9,7 @@ data must be there (``../shared/data`` or the ``SSGALLERY_*`` variables of
 
 import json
 import os
+import shlex
 import shutil
 
 import pytest
@@ -21,9 +22,21 @@ from ssgallery.datasets import att_faces_path, lfw_path, sample_faces_path
 
 def pytest_configure(config):
     """The test tiers (tests/tiers.py), as a plugin: its hooks see every test and fixture,
-    session-scoped ones included."""
+    session-scoped ones included. With xdist (``-n 2``) and no ``--dist`` given: loadfile
+    (a file's tests share one worker, so a module fixture is built once, not once per
+    worker); set here rather than in pyproject's addopts so that ``pytest -p no:xdist``
+    still runs."""
     if not config.pluginmanager.has_plugin("ssgallery-tiers"):
         config.pluginmanager.register(tiers, "ssgallery-tiers")
+    if getattr(config.option, "dist", "no") == "load" and not _dist_given(config):
+        config.option.dist = "loadfile"
+
+
+def _dist_given(config):
+    """Whether the command line, ``PYTEST_ADDOPTS`` or the ini's addopts chose a --dist."""
+    words = [*config.invocation_params.args, *config.getini("addopts"),
+             *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
+    return any(str(w).startswith("--dist") or w == "-d" for w in words)
 
 
 def in_ci():
