@@ -171,6 +171,73 @@ def test_protocol_options_checked_and_normalised():
         ProtocolOptions(methods=[])
 
 
+PAIRS = "`methods` takes method names and (name, m) pairs with m a positive integer, got "
+DICTS = "`method_options` must map method names to dicts of options, got "
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("m", 2.7, "`m` must be one or more positive integers, got 2.7"),
+    ("m", True, "`m` must be one or more positive integers, got True"),
+    ("m", [2, 2.0], "`m` must be one or more positive integers, got [2, 2.0]"),
+    ("m", (), "`m` must be one or more positive integers, got ()"),
+    ("m", "2", "`m` must be one or more positive integers, got '2'"),
+    ("methods", ["svm", 3], f"{PAIRS}3"),
+    ("methods", [("ssvm", 0)], f"{PAIRS}('ssvm', 0)"),
+    ("methods", [("ssvm", True)], f"{PAIRS}('ssvm', True)"),
+    ("methods", [""], f"{PAIRS}''"),
+    ("n_enrolled", 0, "`n_enrolled` must be a positive integer, got 0"),
+    ("n_enrolled", True, "`n_enrolled` must be a positive integer, got True"),
+    ("n_train", 2.5, "`n_train` must be a positive integer, got 2.5"),
+    ("repetitions", 0, "`repetitions` must be a positive integer, got 0"),
+    ("repetitions", "5", "`repetitions` must be a positive integer, got '5'"),
+    ("n_jobs", 0, "`n_jobs` must be a positive integer, got 0"),
+    ("n_jobs", -1, "`n_jobs` must be a positive integer, got -1"),
+    ("n_jobs", True, "`n_jobs` must be a positive integer, got True"),
+    ("seed", -1, "`seed` must be an integer from 0 to 2**32 - 1, got -1"),
+    ("seed", 2 ** 32, "`seed` must be an integer from 0 to 2**32 - 1, got 4294967296"),
+    ("seed", 1.0, "`seed` must be an integer from 0 to 2**32 - 1, got 1.0"),
+    ("norm_folds", 1, "the normalisation folds must be 0 (none) or at least 2, got 1"),
+    ("norm_folds", True, "the normalisation folds must be 0 (none) or at least 2, got True"),
+    ("method_options", {"ssvm": 3}, f"{DICTS}{{'ssvm': 3}}"),
+    ("method_options", [("ssvm", {})], f"{DICTS}[('ssvm', {{}})]"),
+])
+def test_protocol_options_refuse_what_the_protocol_cannot_run(field, value, message):
+    from ssgallery.biometrics.protocol import ProtocolOptions
+
+    with pytest.raises(InputError) as info:
+        ProtocolOptions(**{field: value})
+    assert str(info.value) == message
+
+
+def test_protocol_options_normalise_one_value_and_round_trip():
+    import numpy as np
+
+    from ssgallery.biometrics.protocol import ProtocolOptions
+
+    one = ProtocolOptions(methods="svm", m=np.int64(3), n_enrolled=np.int32(4), seed=2 ** 32 - 1,
+                          n_jobs=2, identification=1, norm_folds=0,
+                          method_options={"ssvm-lam6": {"method": "ssvm", "lam": 1e-6}})
+    assert one.methods == ("svm",) and one.m == (3,) and one.n_enrolled == 4
+    assert type(one.n_enrolled) is int and one.identification is True and one.norm_folds == 0
+    assert ProtocolOptions(methods=[["ssvm", np.int64(3)]]).methods == (("ssvm", 3),)
+    assert ProtocolOptions.from_dict(one.to_dict()) == one
+    with pytest.raises(InputError, match="^unknown ProtocolOptions option"):
+        ProtocolOptions.from_dict({"repetition": 3})
+
+
+def test_roc_refuses_a_bad_protocol_option_in_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    res = CliRunner().invoke(main, ["roc", str(tmp_path), "--seed", "-1", "-o",
+                                    str(tmp_path / "report")])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.strip().splitlines() == [
+        "ssgallery: error: --seed must be an integer from 0 to 2**32 - 1, got -1"]
+    assert not (tmp_path / "report").exists()
+
+
 def test_roc_command_line_splits_into_its_three_objects():
     from ssgallery.app.options import ReportOptions, RocInputs
     from ssgallery.app.roc import ROC_PROTOCOL

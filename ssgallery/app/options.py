@@ -15,12 +15,24 @@ when the object is built, with the messages the command line shows as flags
 recipe for a new field.
 """
 
-from dataclasses import dataclass, field, fields
-
-import numpy as np
+from dataclasses import dataclass, fields
 
 from ssgallery.app.training_sets import DEFAULT_MAX_IMPOSTORS, IMPOSTOR_MODES
 from ssgallery.biometrics.calibration import DEFAULT_THRESHOLD_MODE, THRESHOLD_MODES
+from ssgallery.checks import (  # noqa: F401  (the checks are public here too)
+    CheckedOptions,
+    checked_field,
+    flag_bool,
+    is_int,
+    non_negative,
+    non_negative_int,
+    one_of,
+    open_rate,
+    positive_int,
+    probability,
+    real,
+    seed_int,
+)
 from ssgallery.errors import InputError
 from ssgallery.errors import option as _flag  # how a message names a parameter
 from ssgallery.learn.defaults import DEFAULT_LAM
@@ -38,83 +50,20 @@ NEVER = "never"  # never (set after training, checked on its own: threshold_mode
 
 def option_field(default, check=None, digest=IF_CHANGED):
     """A field of an options object: its default, ``check(name, value) -> value`` (raises
-    `ssgallery.errors.InputError`, returns the value normalised) and how it enters
-    the digest (`ALWAYS`, `IF_CHANGED`, `NEVER`)."""
-    return field(default=default, metadata={"check": check, "digest": digest})
+    `ssgallery.errors.InputError`, returns the value normalised; `ssgallery.checks`)
+    and how it enters the digest (`ALWAYS`, `IF_CHANGED`, `NEVER`)."""
+    return checked_field(default, check, digest=digest)
 
 
 # ------------------------------------------------------------------------------ checks
-
-def _is_int(value):
-    return not isinstance(value, bool) and isinstance(value, (int, np.integer))
-
-
-def positive_int(name, value):
-    if not _is_int(value) or value < 1:
-        raise InputError(f"{_flag(name)} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def non_negative_int(name, value):
-    if not _is_int(value) or value < 0:
-        raise InputError(f"{_flag(name)} must be a non-negative integer, got {value!r}")
-    return int(value)
-
+# (the shared ones: ssgallery.checks)
 
 def m_or_auto(name, value):
     if value == "auto":
         return value
-    if not _is_int(value) or value < 1:
+    if not is_int(value) or value < 1:
         raise InputError(f"{_flag(name)} must be a positive integer or 'auto', got {value!r}")
     return int(value)
-
-
-def _real(name, value):
-    """``value`` as a float; a bool or a non-number is refused."""
-    try:
-        if isinstance(value, (bool, np.bool_)):
-            raise TypeError
-        return float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{_flag(name)} must be a number, got {value!r}") from None
-
-
-def non_negative(name, value):
-    """A finite number >= 0 (NaN and infinity are refused)."""
-    if not 0.0 <= _real(name, value) < np.inf:
-        raise InputError(f"{_flag(name)} must be >= 0 and finite, got {value}")
-    return float(value)
-
-
-def probability(name, value):
-    """A rate in [0, 1)."""
-    if not 0.0 <= _real(name, value) < 1.0:
-        raise InputError(f"{_flag(name)} must be in [0, 1), got {value}")
-    return float(value)
-
-
-def open_rate(name, value):
-    """A rate in (0, 1)."""
-    if not 0.0 < _real(name, value) < 1.0:
-        raise InputError(f"{_flag(name)} must be in (0, 1), got {value}")
-    return float(value)
-
-
-def seed_int(name, value):
-    """A random seed: an integer in [0, 2**32 - 1] (what numpy and scikit-learn take)."""
-    if not _is_int(value) or not 0 <= value < 2 ** 32:
-        raise InputError(f"{_flag(name)} must be an integer from 0 to 2**32 - 1, "
-                         f"got {value!r}")
-    return int(value)
-
-
-def one_of(*choices):
-    def check(name, value):
-        if value not in choices:
-            raise InputError(f"{_flag(name)} must be one of {', '.join(choices)}, "
-                             f"got {value!r}")
-        return value
-    return check
 
 
 def _solver(name, value):
@@ -124,7 +73,7 @@ def _solver(name, value):
 
 
 def _max_impostors(name, value):  # None or 0: no cap
-    if value is not None and (not _is_int(value) or value < 0):
+    if value is not None and (not is_int(value) or value < 0):
         raise InputError(f"{name} must be a non-negative integer, got {value!r}")
     return int(value or 0)
 
@@ -135,34 +84,7 @@ def _impostors(name, value):
     return value
 
 
-def _flag_bool(name, value):
-    return bool(value)
-
-
-# ------------------------------------------------------------------- the objects' base
-
-class _Options:
-    """Checks every field once when built; `to_dict` / `from_dict`."""
-
-    def __post_init__(self):
-        for f in fields(self):
-            check = f.metadata.get("check")
-            if check is not None:
-                object.__setattr__(self, f.name, check(f.name, getattr(self, f.name)))
-
-    @classmethod
-    def from_dict(cls, values):
-        """The object from ``{field: value}`` (`to_dict`'s output); unknown names are
-        refused, missing ones take their default."""
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - names)
-        if unknown:
-            raise InputError(f"unknown {cls.__name__} option(s): {', '.join(unknown)}")
-        return cls(**values)
-
-    def to_dict(self):
-        """``{field: value}`` of every field."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+_Options = CheckedOptions  # the objects' base (ssgallery.checks)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,11 +155,11 @@ class CompressOptions(_Options):
     impostors: str = option_field("sample", _impostors, ALWAYS)
     cv_folds: int = option_field(N_FOLDS, non_negative_int, ALWAYS)
     seed: int = option_field(0, seed_int, ALWAYS)
-    refit_matcher: bool = option_field(True, _flag_bool, ALWAYS)
-    protect_templates: bool = option_field(False, _flag_bool, IF_CHANGED)
+    refit_matcher: bool = option_field(True, flag_bool, ALWAYS)
+    protect_templates: bool = option_field(False, flag_bool, IF_CHANGED)
     target_fpir: float = option_field(0.01, open_rate, NEVER)
     refresh_every: int = option_field(1, positive_int)
-    guard: bool = option_field(False, _flag_bool)
+    guard: bool = option_field(False, flag_bool)
 
     def digest_dict(self):
         """What the options digest and the parts' run key hash: the `ALWAYS` fields, and
@@ -310,9 +232,9 @@ class CompressRun(_Options):
     clients: object = option_field(None, _clients)
     jobs: int = option_field(1)
     scheduler: str = option_field(None)
-    resume: bool = option_field(False, _flag_bool)
-    update: bool = option_field(False, _flag_bool)
-    force: bool = option_field(False, _flag_bool)
+    resume: bool = option_field(False, flag_bool)
+    update: bool = option_field(False, flag_bool)
+    force: bool = option_field(False, flag_bool)
     key_file: str = option_field(None)
     matcher_cmd: object = option_field(None)
     privacy_key_file: str = option_field(None)
@@ -382,8 +304,8 @@ class ReportOptions(_Options):
     """
 
     out_dir: str = option_field("report")
-    plot: bool = option_field(True, _flag_bool)
-    force: bool = option_field(False, _flag_bool)
+    plot: bool = option_field(True, flag_bool)
+    force: bool = option_field(False, flag_bool)
     warn: object = option_field(None)
     criterion: str = option_field("eer")
     criterion_far: float = option_field(None)

@@ -8,84 +8,27 @@ training set of a client is its training images (+1) against the training images
 the other enrolled clients (-1), so test impostors are never seen in training. The
 matcher (the PCA basis for eigenface) is fitted on the training images only.
 
-`ProtocolOptions` holds what the protocol runs (methods, m, splits, seed, jobs,
-identification), checked when built. `run_protocol` trains, per client, the SVM teacher
-once and every method at every m from it, and returns the claims' scores as `Scores`
-tables (one per method and repetition): what `ssgallery.app.roc` turns into curves and
-EERs and what `ssgallery.biometrics.report` writes as 4-column score files.
+`ProtocolOptions` (`ssgallery.biometrics.protocol_options`) holds what the protocol runs
+(methods, m, splits, seed, jobs, identification), checked when built. `run_protocol`
+trains, per client, the SVM teacher once and every method at every m from it, and
+returns the claims' scores as `Scores` tables (one per method and repetition): what
+`ssgallery.app.roc` turns into curves and EERs and what `ssgallery.biometrics.report`
+writes as 4-column score files.
 """
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from ssgallery.biometrics.protocol_options import (  # noqa: F401  (public here too)
+    DEFAULT_METHODS,
+    ProtocolOptions,
+)
 from ssgallery.biometrics.scores import Scores
 from ssgallery.errors import InputError
 from ssgallery.matchers.base import face_check, transform_in_chunks
 from ssgallery.progress import as_progress
-
-DEFAULT_METHODS = ("svm", "ssvm", "svm-red", "svm-sel")
-
-
-@dataclass(frozen=True, kw_only=True)
-class ProtocolOptions:
-    """What `run_protocol` runs (Sect. IV-A), checked once when built.
-
-    Attributes
-    ----------
-    methods : tuple of str or (str, int)
-        Names known to `ssgallery.biometrics.methods.make_method`; ``"svm"`` is the
-        teacher. A pair ``(name, m)`` runs that method at that m only.
-    m : tuple of int
-        Prototypes per client (an int is taken as one value); every method except
-        ``"svm"`` runs at each value.
-    n_enrolled, n_train, repetitions, seed
-        See `make_splits` (which checks them against the labels).
-    n_jobs : int
-        Parallel client fits (joblib); 1 runs in this process.
-    identification : bool
-        Also search: score every genuine probe against every client (not only its own),
-        so that each table carries a full search in ``table.search``.
-    norm_folds : int
-        With ``identification``: folds of the held-out normalisation of each method's
-        scores (`ssgallery.biometrics.heldout.heldout_normalisation`, as ``compress``
-        sets each client's Z-norm: its training impostors held out by subject), whose
-        parameters the search tables carry per client (``norm_mean``, ``norm_std``) so
-        that searches are ranked as deployed; 0 ranks raw scores (cheaper: every
-        client is refitted once per fold and method).
-    method_options : dict name -> dict
-        Extra keyword arguments for `ssgallery.biometrics.methods.make_method`.
-        A ``"method"`` entry makes ``name`` a variant of that registry method (e.g.
-        ``{"ssvm-lam6": {"method": "ssvm", "lam": 1e-6}}``), so several settings of one
-        method share each client's teacher; its tables carry the variant's name.
-    """
-
-    methods: tuple = DEFAULT_METHODS
-    m: tuple = (2,)
-    n_enrolled: int = None
-    n_train: int = 5
-    repetitions: int = 5
-    seed: int = 0
-    n_jobs: int = 1
-    identification: bool = False
-    method_options: dict = field(default_factory=dict)
-    norm_folds: int = 5
-
-    def __post_init__(self):
-        m = [self.m] if np.isscalar(self.m) else list(self.m)
-        if any(int(v) < 1 for v in m):
-            raise InputError(f"the number of prototypes m must be at least 1, got {m}")
-        if len(self.methods) == 0:
-            raise InputError("no methods to compare")
-        object.__setattr__(self, "m", tuple(int(v) for v in m))
-        object.__setattr__(self, "methods", tuple(self.methods))
-        object.__setattr__(self, "method_options", dict(self.method_options or {}))
-        if isinstance(self.norm_folds, bool) or int(self.norm_folds) < 0 \
-                or int(self.norm_folds) == 1:
-            raise InputError(f"the normalisation folds must be 0 (none) or at least 2, got "
-                             f"{self.norm_folds}")
-        object.__setattr__(self, "norm_folds", int(self.norm_folds))
 
 
 @dataclass

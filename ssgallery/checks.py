@@ -1,0 +1,121 @@
+"""Options objects checked once, where they come in: the base class (`CheckedOptions`),
+the field declaration (`checked_field`) and the value checks that the options of
+``compress`` and ``roc`` (`ssgallery.app.options`) and of the protocol
+(`ssgallery.biometrics.protocol.ProtocolOptions`) share.
+
+A check is ``check(name, value) -> value``: it returns the value normalised (``int``,
+``float``) or raises `ssgallery.errors.InputError` naming the parameter with
+`ssgallery.errors.option` (the command line shows it as its flag). Bools are refused
+where a number is expected, as are NaN and infinity.
+"""
+
+from dataclasses import field, fields
+
+import numpy as np
+
+from ssgallery.errors import InputError, option
+
+
+def is_int(value):
+    """An integer (Python or numpy), not a bool."""
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer))
+
+
+def positive_int(name, value):
+    if not is_int(value) or value < 1:
+        raise InputError(f"{option(name)} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def non_negative_int(name, value):
+    if not is_int(value) or value < 0:
+        raise InputError(f"{option(name)} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def real(name, value):
+    """``value`` as a float; a bool or a non-number is refused."""
+    try:
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError
+        return float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{option(name)} must be a number, got {value!r}") from None
+
+
+def non_negative(name, value):
+    """A finite number >= 0 (NaN and infinity are refused)."""
+    if not 0.0 <= real(name, value) < np.inf:
+        raise InputError(f"{option(name)} must be >= 0 and finite, got {value}")
+    return float(value)
+
+
+def probability(name, value):
+    """A rate in [0, 1)."""
+    if not 0.0 <= real(name, value) < 1.0:
+        raise InputError(f"{option(name)} must be in [0, 1), got {value}")
+    return float(value)
+
+
+def open_rate(name, value):
+    """A rate in (0, 1)."""
+    if not 0.0 < real(name, value) < 1.0:
+        raise InputError(f"{option(name)} must be in (0, 1), got {value}")
+    return float(value)
+
+
+def seed_int(name, value):
+    """A random seed: an integer in [0, 2**32 - 1] (what numpy and scikit-learn take)."""
+    if not is_int(value) or not 0 <= value < 2 ** 32:
+        raise InputError(f"{option(name)} must be an integer from 0 to 2**32 - 1, "
+                         f"got {value!r}")
+    return int(value)
+
+
+def one_of(*choices):
+    def check(name, value):
+        if value not in choices:
+            raise InputError(f"{option(name)} must be one of {', '.join(choices)}, "
+                             f"got {value!r}")
+        return value
+    return check
+
+
+def flag_bool(name, value):
+    """A yes/no option as a bool."""
+    return bool(value)
+
+
+# ------------------------------------------------------------------- the objects' base
+
+def checked_field(default, check=None, **metadata):
+    """A field of a `CheckedOptions` dataclass: its default and ``check(name, value) ->
+    value`` (raises `ssgallery.errors.InputError` naming the parameter with
+    `ssgallery.errors.option`, returns the value normalised); ``metadata`` for the
+    class's own use (e.g. how ``compress`` digests it)."""
+    return field(default=default, metadata={"check": check, **metadata})
+
+
+class CheckedOptions:
+    """Base of a frozen options dataclass: checks every field (`checked_field`) once
+    when built; `to_dict` / `from_dict`."""
+
+    def __post_init__(self):
+        for f in fields(self):
+            check = f.metadata.get("check")
+            if check is not None:
+                object.__setattr__(self, f.name, check(f.name, getattr(self, f.name)))
+
+    @classmethod
+    def from_dict(cls, values):
+        """The object from ``{field: value}`` (`to_dict`'s output); unknown names are
+        refused, missing ones take their default."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise InputError(f"unknown {cls.__name__} option(s): {', '.join(unknown)}")
+        return cls(**values)
+
+    def to_dict(self):
+        """``{field: value}`` of every field."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
