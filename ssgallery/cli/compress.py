@@ -163,7 +163,13 @@ def command(store, gallery, as_json, quiet, **options):
                                     "options continues") from None
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2))
-        return
+    else:
+        _echo(summary, GUARD_GAP)
+
+
+def _echo(summary, guard_gap):
+    """The summary of a run for the terminal: the clients' table, the gallery's line,
+    its calibration and 1:N operating point, and the warnings."""
     click.echo(client_table(summary.clients))
     n = len(summary.clients)
     if summary.kept or summary.resumed:
@@ -181,25 +187,26 @@ def command(store, gallery, as_json, quiet, **options):
     advice = frr_warning(summary.calibration, summary.matcher)
     if advice:
         warn(advice)
-    if summary.never_accepting:
-        names = ", ".join(printable(c) for c in summary.never_accepting[:10])
-        more = len(summary.never_accepting) - 10
-        click.echo(f"warning: {len(summary.never_accepting)} client(s) can never be accepted "
-                   f"(threshold above the highest score their model gives): {names}"
-                   + (f" and {more} more" if more > 0 else "") + "; try more impostors "
-                   "(--max-impostors, --impostors sample) or a lower --target-far", err=True)
-    if summary.worse_than_svm:
-        names = ", ".join(printable(c) for c in summary.worse_than_svm[:10])
-        more = len(summary.worse_than_svm) - 10
-        click.echo(f"warning: {len(summary.worse_than_svm)} client(s) rank held-out images "
-                   f"much worse than their SVM ('vs SVM' above {GUARD_GAP:g}: share of "
-                   f"genuine-impostor pairs misranked beyond the SVM's): {names}"
-                   + (f" and {more} more" if more > 0 else "") + "; try more prototypes "
-                   "(--m, --m auto), more iterations (--max-iter) or --guard", err=True)
+    _warn_clients(summary.never_accepting, "can never be accepted (threshold above the "
+                  "highest score their model gives)", "try more impostors (--max-impostors, "
+                  "--impostors sample) or a lower --target-far")
+    _warn_clients(summary.worse_than_svm, f"rank held-out images much worse than their SVM "
+                  f"('vs SVM' above {guard_gap:g}: share of genuine-impostor pairs misranked "
+                  f"beyond the SVM's)", "try more prototypes (--m, --m auto), more "
+                  "iterations (--max-iter) or --guard")
     if summary.basis_stale:
         click.echo("warning: the store's matcher basis is stale (clients were added with "
                    "--add); re-run enroll without --add to refit it", err=True)
 
+
+def _warn_clients(clients, what, advice):
+    """One warning line on stderr naming the first 10 ``clients`` (if any)."""
+    if not clients:
+        return
+    names = ", ".join(printable(c) for c in clients[:10])
+    more = len(clients) - 10
+    click.echo(f"warning: {len(clients)} client(s) {what}: {names}"
+               + (f" and {more} more" if more > 0 else "") + f"; {advice}", err=True)
 
 def _pct(value):
     return None if value is None else f"{100 * value:.0f}%"
