@@ -40,7 +40,11 @@ The package, one idea per module:
 - `serve`: the persistent ``--serve`` session (one process per command per ssgallery
   process);
 - `cache`: the answer cache (memory and SQLite), keyed by image content;
-- `matcher`: `ExternalMatcher`, the `ssgallery.matchers.Matcher` that uses them.
+- `program`: `ProgramClient`, the program side of the matcher: naming and running it
+  (one-shot or served), its ``--describe`` contract and the check of a rebuilt
+  matcher's, the score and quality requests;
+- `matcher`: `ExternalMatcher` (a `ProgramClient` and a `ssgallery.matchers.Matcher`):
+  features, similarity and its conversion, the answer cache, fit, state.
 """
 
 from ssgallery.matchers.external.contract import (

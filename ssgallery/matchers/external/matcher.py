@@ -1,5 +1,6 @@
 """`ExternalMatcher`: the matcher that is a program, through the external-matcher
-contract (see `ssgallery.matchers.external` for the contract and its parts).
+contract (see `ssgallery.matchers.external` for the contract and its parts; talking to
+the program is `ssgallery.matchers.external.program.ProgramClient`, its base).
 
 A *distance* is turned into a similarity ``s = exp(-d / scale)`` (positive and larger
 for closer pairs, as the heuristic gradient of Eq. 7 (eq:similarity-grad) assumes), with
@@ -11,27 +12,18 @@ scores at ``fit``; `quality_threshold` sets ``quality_threshold_`` from them, an
 probe scoring below it is not a face (`Matcher.is_face`), as for eigenface and dlib.
 """
 
-import json
-import os
 import shlex
 import tempfile
 
 import numpy as np
 
-from ssgallery.errors import InputError, MatcherError, option, printable
+from ssgallery.errors import InputError, MatcherError
 from ssgallery.learn.similarity import CallableSimilarity, HeuristicGradient
 from ssgallery.matchers.base import Matcher
 from ssgallery.matchers.external import cache
-from ssgallery.matchers.external.contract import (
-    answer_limit,
-    contract_digest,
-    parse_describe,
-    parse_matrix,
-    quality_threshold,
-)
-from ssgallery.matchers.external.oneshot import resolve, run_once, write_images, write_lists
-from ssgallery.matchers.host import CMD_ENV, split_command
-from ssgallery.safeio import read_regular
+from ssgallery.matchers.external.contract import quality_threshold
+from ssgallery.matchers.external.oneshot import write_images
+from ssgallery.matchers.external.program import ProgramClient
 
 PIXEL_RANGE = (0.0, 255.0)
 QUALITY_MAX_IMAGES = 600  # training images whose quality sets the threshold
@@ -42,7 +34,7 @@ def _as_str(value):
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-class ExternalMatcher(Matcher):
+class ExternalMatcher(ProgramClient, Matcher):
     """Black-box matcher reached through the external contract; prototypes are images.
 
     Features are the flattened pixels (d = H * W); prototypes move in pixel space
@@ -105,147 +97,6 @@ class ExternalMatcher(Matcher):
         self._contract_checked = True  # False once rebuilt from a file (from_state)
         self._server = None
 
-    def __getstate__(self):  # a worker process starts its own program
-        state = dict(self.__dict__)
-        state["_server"] = None
-        return state
-
-    def close(self):
-        """Stop the served program, if one runs (it is also stopped at exit)."""
-        if self._server is not None:
-            from ssgallery.matchers.external.serve import close_shared
-
-            close_shared(self.argv)
-            self._server = None
-
-    def _serves(self):
-        """True when the program is to be used in persistent mode."""
-        return bool(self.serve) and self._offers()
-
-    def _offers(self):
-        """True when the program's ``--describe`` says ``"serve": true`` (asked once)."""
-        if getattr(self, "serve_offered_", None) is None:
-            out = self.run(["--describe"])
-            try:
-                self.serve_offered_ = bool(json.loads(out.decode("utf-8")).get("serve", False))
-            except (ValueError, AttributeError):
-                self.serve_offered_ = False
-        return self.serve_offered_
-
-    # -- the program -----------------------------------------------------------------
-    @property
-    def argv(self):
-        """The command as an argument list."""
-        if self.command is None:
-            raise MatcherError("the external matcher's program is not named on this host "
-                               f"(a file never names it): set ${CMD_ENV} or give "
-                               f"{option('matcher_cmd')}")
-        try:
-            return split_command(self.command, "this host")
-        except InputError as exc:
-            raise MatcherError(str(exc)) from None
-
-    @property
-    def program(self):
-        """The program's name for messages: the command, shortened."""
-        text = printable(shlex.join(self.argv))
-        return text if len(text) <= 120 else text[:117] + "..."
-
-    def _resolve(self):
-        return resolve(self.argv)
-
-    def run(self, args, n_pairs=0):
-        """Run the program with extra ``args``; return its stdout (bytes).
-
-        Raises `MatcherError` on failure, timeout or a non-zero exit status.
-        """
-        argv = self._resolve() + list(args)
-        timeout = float(self.timeout_base) + float(self.timeout_per_pair) * n_pairs
-        return run_once(argv, self.program, timeout, n_pairs)
-
-    def _ask_describe(self):
-        """Run ``PROGRAM --describe``; return (normalised description, contract digest)."""
-        out = self.run(["--describe"])
-        raw, desc = parse_describe(out, self.program)
-        self.serve_offered_ = raw.get("serve") is True
-        return desc, contract_digest(raw, self.get_config())
-
-    def describe(self):
-        """The program's ``--describe`` answer (asked once), validated."""
-        if getattr(self, "description_", None) is None:
-            self.description_, self.contract_sha256_ = self._ask_describe()
-            self._contract_checked = True
-        return self.description_
-
-    def contract_digest(self):
-        """`contract_sha256_` of the program (asks ``--describe`` once)."""
-        self.describe()
-        return self.contract_sha256_
-
-    def _check_contract(self):
-        """Before the first scoring run of a matcher rebuilt from a file: the host's
-        program must have the contract the file was made with."""
-        if getattr(self, "_contract_checked", False):
-            return
-        desc, digest = self._ask_describe()
-        if digest != self.contract_sha256_ or desc != self.description_:
-            raise MatcherError(f"matcher {self.program} is not the file's matcher: its "
-                               f"contract digest is {digest[:12]}..., the file was made with "
-                               f"{self.contract_sha256_[:12]}... (name the same program, "
-                               "version and model on this host)")
-        self._contract_checked = True
-
-    def score_paths(self, probe_paths, gallery_paths, workdir=None):
-        """Raw program answers (n, m) for image files, one run (no conversion, no cache)."""
-        shape = (len(probe_paths), len(gallery_paths))
-        if 0 in shape:
-            return np.zeros(shape)
-        text = self._call({"probe_list": probe_paths, "gallery_list": gallery_paths},
-                          shape[0] * shape[1], workdir)
-        self.n_pairs_ += shape[0] * shape[1]
-        return parse_matrix(text, shape, self.program, self._answer_bounds())
-
-    def quality_paths(self, paths, workdir=None):
-        """The program's quality score of image files, shape (n,), one run."""
-        if not paths:
-            return np.zeros(0)
-        text = self._call({"quality_list": paths}, len(paths), workdir)
-        return parse_matrix(text, (len(paths), 1), self.program)[:, 0]
-
-    def _call(self, lists, n_pairs, workdir):
-        """One request of the contract (one run, or one request to the served program):
-        ``lists`` maps each list option (probe_list, ...) to its image paths; returns the
-        answer's text (the answer file, else stdout). ``n_pairs`` sets the timeout."""
-        with tempfile.TemporaryDirectory(prefix="ssgallery-match-", dir=workdir) as tmp:
-            request = write_lists(tmp, lists)
-            request["out"] = os.path.join(tmp, "answer.txt")
-            self._check_contract()
-            stdout = b""
-            if self._serves():
-                from ssgallery.matchers.external.serve import shared_server
-
-                self._server, started = shared_server(self._resolve(), self.program)
-                self.n_starts_ += int(started)
-                self._server.request(request, timeout=float(self.timeout_base)
-                                     + float(self.timeout_per_pair) * n_pairs)
-            else:
-                stdout = self.run([a for key, value in request.items()
-                                   for a in ("--" + key.replace("_", "-"), value)],
-                                  n_pairs=n_pairs)
-                self.n_starts_ += 1
-            self.n_calls_ += 1
-            if os.path.lexists(request["out"]):
-                stdout = read_regular(request["out"], f"answer file of matcher {self.program}",
-                                      answer_limit(n_pairs), error=MatcherError)
-            return stdout.decode("utf-8", "replace")
-
-    def score_images(self, X, Y):
-        """Raw program answers (n, m) for images X (n, H, W) and Y (m, H, W), one run
-        (files: `write_images`)."""
-        with tempfile.TemporaryDirectory(prefix="ssgallery-img-") as tmp:
-            return self.score_paths(write_images(tmp, "p", X), write_images(tmp, "g", Y),
-                                    workdir=tmp)
-
     def quality(self, images):
         """The program's quality score of images (n, H, W), shape (n,), higher is more
         face-like; NaN when the program offers none. One run for the images not asked
@@ -263,14 +114,6 @@ class ExternalMatcher(Matcher):
         return np.array([self._quality[k] for k in keys], dtype=float)
 
     # -- conversion and cache ----------------------------------------------------------
-    def _answer_bounds(self):
-        """The range every answer must lie in: the described one; a distance is never
-        negative, whatever its description says (exp(-d / scale) would overflow)."""
-        lo, hi = self.describe()["range"]
-        if self.describe()["kind"] == "distance":
-            lo = max(float(lo), 0.0)
-        return lo, hi
-
     def _convert(self, D):
         """Program answers -> similarities (identity, or exp(-d / scale) for a distance)."""
         if self.describe()["kind"] == "distance":
