@@ -8,7 +8,9 @@ For galleries of 100, 1,000 and 10,000 identities it measures, in one run:
   latency an operator sees), through the same code path as ``ssgallery identify``
   (:class:`ssgallery.formats.search_index.SearchIndex`);
 * cold-start wall time of ``ssgallery identify`` on one probe (process start, gallery
-  read, search) for the 10,000-client gallery against a 20-client gallery.
+  read, search) for the 10,000-client gallery against a 20-client gallery, and for the
+  same galleries with protected templates (one keyed isometry per client, drawn when
+  the gallery is read: `ssgallery.formats.protect`), runs alternated.
 
 How the galleries are built (say it plainly: only shapes matter for cost). An
 eigenface matcher is fitted on 200 AT&T faces (synthetic faces when AT&T is absent);
@@ -27,6 +29,7 @@ matcher: closed-set rank-1 and similarity evaluations per search of SSVM m = 2 a
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -74,15 +77,42 @@ def latency(index, features, repeats):
     return float(np.median(times))
 
 
-def cold_start(gallery, probe, runs=5):
-    exe = Path(sys.executable).parent / "ssgallery"
-    walls = []
+def cold_start(commands, runs=5):
+    """Median wall time of each command (a dict name -> argv), runs alternated."""
+    walls = {name: [] for name in commands}
     for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run([str(exe), "identify", probe, "--gallery", gallery], check=False,
-                       capture_output=True)
-        walls.append(time.perf_counter() - t0)
-    return float(np.median(walls))
+        for name, argv in commands.items():
+            t0 = time.perf_counter()
+            out = subprocess.run(argv, check=False, capture_output=True, text=True)
+            walls[name].append(time.perf_counter() - t0)
+            if out.returncode not in (0, 1, 3):  # 3: the probe failed to acquire
+                sys.exit(f"identify benchmark: {name}: {out.stderr.strip()}")
+    return {name: float(np.median(w)) for name, w in walls.items()}
+
+
+def cold_commands(tmp, matcher, shape, probe, sizes, m, rng):
+    """``identify`` command lines on plain and protected galleries of each size."""
+    from ssgallery.formats.protect import new_protection, protect_models
+
+    exe = str(Path(sys.executable).parent / "ssgallery")
+    key, secret = os.path.join(tmp, "privacy.key"), os.urandom(32)
+    with open(key, "wb") as handle:
+        handle.write(secret)
+    commands = {}
+    for n in sizes:
+        models = fake_models(n, m, matcher, rng)
+        _, tmap = new_protection(matcher, secret,
+                                 np.concatenate([x.prototypes for x in models]))
+        for name, clients, extra in ((n, models, []),
+                                     (f"{n} protected", protect_models(models, tmap),
+                                      ["--privacy-key-file", key])):
+            path = os.path.join(tmp, f"g{name}.h5".replace(" ", "-"))
+            record = {} if not extra else {"template_protection": json.dumps(tmap.record)}
+            write_gallery(path, matcher_name="eigenface", matcher_config=matcher.get_config(),
+                          matcher_state=matcher.get_state(), image_shape=shape,
+                          clients=clients, attrs=record)
+            commands[name] = [exe, "identify", probe, "--gallery", path, *extra]
+    return commands
 
 
 def face_images(folder=None):
@@ -188,16 +218,18 @@ def main(argv=None):
         from PIL import Image
 
         Image.fromarray(images[-1].astype(np.uint8)).save(probe)
-        walls = {}
-        for n in (20, max(sizes)):
-            path = os.path.join(tmp, f"g{n}.h5")
-            write_gallery(path, matcher_name="eigenface", matcher_config=matcher.get_config(),
-                          matcher_state=matcher.get_state(), image_shape=images.shape[1:],
-                          clients=fake_models(n, args.m, matcher, rng))
-            walls[n] = cold_start(path, probe, args.cold_runs)
-    cold = (f"cold start of `ssgallery identify` on one probe: {walls[max(sizes)]:.2f} s with "
-            f"{max(sizes):,} clients vs {walls[20]:.2f} s with 20 clients "
-            f"({walls[max(sizes)] / walls[20]:.2f}x)")
+        commands = cold_commands(tmp, matcher, images.shape[1:], probe,
+                                 (20, max(sizes)), args.m, rng)
+        walls = cold_start(commands, args.cold_runs)
+    big = max(sizes)
+    cold = (f"cold start of `ssgallery identify` on one probe: {walls[big]:.2f} s with "
+            f"{big:,} clients vs {walls[20]:.2f} s with 20 clients "
+            f"({walls[big] / walls[20]:.2f}x); protected templates: "
+            f"{walls[f'{big} protected']:.2f} s with {big:,} clients "
+            f"({walls[f'{big} protected'] / walls[big]:.2f}x plain), "
+            f"{walls['20 protected']:.2f} s with 20 "
+            f"({walls['20 protected'] / walls[20]:.2f}x); load average "
+            f"{os.getloadavg()[0]:.1f} at the end")
     print(cold)
     write_page("identify", "1:N search: accuracy and cost, m = 2 against the full SVM",
                markdown_table(acc_head, acc) + "\n\n" + markdown_table(head, rows),

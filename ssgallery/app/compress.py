@@ -175,9 +175,9 @@ def _write(plan, gallery_path, store_path, results, recorded, force=False,
     if plan.options.protect_templates:
         from ssgallery.formats.protect import ATTR, new_protection, protect_models
 
-        record, rotated = new_protection(plan.matcher, privacy_key,
-                                         np.concatenate([m.prototypes for m in models]))
-        models = protect_models(models, rotated)
+        record, tmap = new_protection(plan.matcher, privacy_key,
+                                      np.concatenate([m.prototypes for m in models]))
+        models = protect_models(models, tmap)
         extra[ATTR] = json.dumps(record, sort_keys=True)
     write_gallery(gallery_path, matcher_name=store.matcher_name,
                   matcher_config=store.matcher_config, matcher_state=store.matcher_state,

@@ -1,28 +1,35 @@
-"""A secret isometry (rotation about a secret centre) of the matcher space: renewable,
-unlinkable templates (issue 23 item 3; ISO/IEC 24745).
+"""Secret isometries of the matcher space, one per client: renewable, unlinkable
+templates (issue 23 item 3; ISO/IEC 24745).
 
 For a similarity that depends on the features only through ||x - z|| (the RBF
-s(x, z) = exp(-gamma ||x - z||^2) of the eigenface and dlib matchers), the map
-x -> Q (x - c), with Q orthogonal, preserves every similarity: ||Q(x - c) - Q(z - c)||
-= ||x - z||. So a gallery whose prototypes are Q (z_j - c), scored on probes mapped to
-Q (x - c), gives the same g(x) (Eq. 1 (g(x))) up to rounding, and the same verdicts.
-Q and c are drawn from a secret seed (`secret_rotation`, `secret_offset`); two
-deployments with different seeds hold prototypes that cannot be compared with each
-other, and re-compressing with a new seed revokes a leaked gallery. The centre c
-matters: a rotation about the origin keeps each template's norm (its distance from the
-mean face, for eigenface), which links the same person across deployments; with c
-drawn ten times wider than the templates' spread, the stored norm says next to nothing.
-It does not hide what every isometry keeps: each template's distance from the centroid
-of its own gallery's templates links people as the plain norm does (docs/privacy.md).
+s(x, z) = exp(-gamma ||x - z||^2) of the eigenface and dlib matchers), an isometry
+z -> Q (z - c), with Q orthogonal, preserves every similarity: ||Q(x - c) - Q(z - c)||
+= ||x - z||. So a client's prototypes stored as Q_k (z_j - c_k), and put back
+(`Isometries.apply` with ``inverse``) by a reader holding the key, give the same g(x)
+(Eq. 1 (g(x))) up to rounding, and the same verdicts.
+
+Each client k has its own isometry (`Isometries`): Q_k Haar-random and c_k Gaussian,
+drawn from a secret seed of its own. One isometry for the whole gallery would keep every
+distance between the clients' prototypes, so each template's distance from its
+gallery's centroid (and all the inter-client geometry) would link the same people
+across two deployments without any key; with independent per-client isometries, what a
+stored gallery still shows of a client is the norm ||z_j - c_k|| (hidden by the wide
+random centre) and the distances between the client's own m prototypes (one number
+for m = 2; docs/privacy.md measures what that links).
+
+Q_k is generated as Stewart's (1980) product of Householder reflections of fresh
+Gaussian vectors with Mezzadri's (2007) sign correction, the distribution of the Q of
+the QR decomposition of a Gaussian matrix (Haar on O(d)), in O(d^2) random numbers and
+O(m d^2) operations per client: never a d x d matrix, never a QR per client.
 
 What it does not do: it is not encryption. Whoever has the seed (the host's key) undoes
-it. A prototype can still be submitted at the comparator (after the rotation) of the
-deployment it came from; that is what renewal is for. Distances between templates survive
-by design: an attacker holding a whole gallery sees its geometry, and with the client
-ids (stored in clear) as correspondences can align two galleries of the same people
-(orthogonal Procrustes) or, knowing some plain templates, recover the map
-(docs/privacy.md measures what is left). A matcher whose prototypes live in a bounded pixel box
-(an external program) cannot be rotated: its similarity is not rotation-invariant.
+it. A prototype can still be submitted at the comparator (after the map) of the
+deployment it came from; that is what renewal is for. A matcher whose prototypes live
+in a bounded pixel box (an external program) cannot be rotated: its similarity is not
+rotation-invariant.
+
+`secret_rotation` and `secret_offset` are the one gallery-wide isometry of the first
+scheme (template protection version 1), kept to read galleries written with it.
 
 numpy only (on the ``verify`` path).
 """
@@ -31,9 +38,7 @@ import hashlib
 
 import numpy as np
 
-from ssgallery.errors import SsgalleryError
 from ssgallery.learn.similarity import RBFSimilarity
-from ssgallery.matchers.base import Matcher
 
 
 def _uniforms(seed, n):
@@ -44,15 +49,26 @@ def _uniforms(seed, n):
     return ((raw >> np.uint64(11)).astype(np.float64) + 0.5) / float(1 << 53)
 
 
+def _normals(seed, n):
+    """``n`` standard normals from SHAKE-128 of ``seed`` (Box-Muller on 32-bit uniforms,
+    both outputs of each pair): the per-client streams, O(d^2) numbers per client."""
+    pairs = -(-n // 2)
+    raw = np.frombuffer(hashlib.shake_128(b"ssgallery-isometry-2\0" + seed).digest(8 * pairs),
+                        dtype="<u4").reshape(2, pairs)
+    u = (raw.astype(np.float64) + 0.5) * (1.0 / 4294967296.0)
+    r, t = np.sqrt(-2.0 * np.log(u[0])), (2.0 * np.pi) * u[1]
+    return np.concatenate([r * np.cos(t), r * np.sin(t)])[:n]
+
+
 def secret_offset(seed, d, scale):
-    """The secret centre c (d,): Gaussian entries of standard deviation ``scale``, from
-    the secret ``seed`` (a stream apart from `secret_rotation`'s)."""
+    """The secret centre c (d,) of version 1: Gaussian entries of standard deviation
+    ``scale``, from the secret ``seed`` (a stream apart from `secret_rotation`'s)."""
     u = _uniforms(b"offset\0" + seed, 2 * int(d)).reshape(2, int(d))
     return scale * np.sqrt(-2.0 * np.log(u[0])) * np.cos(2.0 * np.pi * u[1])
 
 
 def secret_rotation(seed, d):
-    """A Haar-random orthogonal matrix (d, d) from the secret ``seed`` (bytes).
+    """A Haar-random orthogonal matrix (d, d) from the secret ``seed`` (bytes), version 1.
 
     Gaussian entries (Box-Muller on `_uniforms`), QR, and the signs of R's diagonal
     folded into Q (Mezzadri 2007), so Q is uniform on O(d) and unique for the seed.
@@ -66,6 +82,62 @@ def secret_rotation(seed, d):
     return Q * np.where(np.diag(R) < 0, -1.0, 1.0)
 
 
+class Isometries:
+    """k secret isometries z -> Q_i (z - c_i) of R^d, one per seed: Q_i Haar-random,
+    c_i with Gaussian entries of standard deviation ``scale``.
+
+    Q_i = H_0 H_1 ... H_{d-2} D (Stewart 1980): H_j reflects coordinates j..d-1 about
+    the hyperplane orthogonal to w_j, with w_j from a fresh Gaussian vector x of length
+    d - j (v = x + sign(x_0) ||x|| e_0, the Householder vector that QR would compute),
+    and D the signs that make R's diagonal positive (Mezzadri 2007).
+
+    Parameters
+    ----------
+    seeds : list of bytes
+        One secret seed per isometry.
+    d : int
+        The dimension.
+    scale : float
+        Standard deviation of the centres' entries.
+    """
+
+    def __init__(self, seeds, d, scale):
+        d, k = int(d), len(seeds)
+        if d < 1:
+            raise ValueError(f"dimension must be >= 1, got {d}")
+        n = d * (d + 1) // 2  # the reflections' vectors and the last diagonal sign
+        G = np.stack([_normals(s, n + d) for s in seeds]) if k else np.zeros((0, n + d))
+        self.d, self.offset = d, scale * G[:, n:]
+        self.signs, self.vectors = np.empty((k, d)), []
+        start = 0
+        for j in range(d - 1):
+            x = G[:, start:start + d - j]
+            start += d - j
+            s = np.where(x[:, 0] < 0, -1.0, 1.0)
+            v = x.copy()
+            v[:, 0] += s * np.linalg.norm(x, axis=1)
+            self.vectors.append(v / np.linalg.norm(v, axis=1)[:, None])
+            self.signs[:, j] = -s  # the sign of R_jj = -sign(x_0) ||x||
+        self.signs[:, d - 1] = np.where(G[:, start] < 0, -1.0, 1.0)
+
+    def apply(self, Z, owner, inverse=False):
+        """Rows of ``Z`` (p, d) through their isometries: row r through isometry
+        ``owner[r]``: Q (z - c), or with ``inverse`` Q^T z + c. Returns a new (p, d)."""
+        Y = np.array(Z, dtype=np.float64, copy=True).reshape(-1, self.d)
+        owner = np.asarray(owner, dtype=np.intp)
+        if not inverse:
+            Y -= self.offset[owner]
+            Y *= self.signs[owner]
+        steps = range(self.d - 1) if inverse else range(self.d - 2, -1, -1)
+        for j in steps:
+            w = self.vectors[j][owner]
+            Y[:, j:] -= 2.0 * np.einsum("pj,pj->p", Y[:, j:], w)[:, None] * w
+        if inverse:
+            Y *= self.signs[owner]
+            Y += self.offset[owner]
+        return Y
+
+
 def rotatable(matcher):
     """None when ``matcher``'s similarity survives a rotation of its space (RBF on
     unbounded features), else why not (one line)."""
@@ -77,86 +149,3 @@ def rotatable(matcher):
         return (f"the {matcher.name} matcher's similarity is not an RBF of the feature "
                 "distance; a rotation would change its scores")
     return None
-
-
-class RotatedMatcher(Matcher):
-    """``inner`` seen through the isometry x -> Q (x - c): features and prototypes alike.
-
-    Scores are those of ``inner`` (`rotatable`); `render` undoes the rotation first, so
-    only a holder of Q can draw the prototypes. ``get_config`` / ``get_state`` are the
-    inner matcher's (a gallery stores the plain matcher and a record of the rotation,
-    never Q).
-
-    Parameters
-    ----------
-    inner : Matcher
-        A fitted matcher with an RBF similarity and unbounded features.
-    rotation : ndarray, shape (d, d)
-        Orthogonal.
-    offset : ndarray, shape (d,), optional
-        The centre c (default: the origin).
-    """
-
-    def __init__(self, inner, rotation, offset=None):
-        problem = rotatable(inner)
-        if problem:
-            raise SsgalleryError(problem)
-        self.inner = inner
-        self.rotation = np.asarray(rotation, dtype=np.float64)
-        self.offset = np.zeros(len(self.rotation)) if offset is None \
-            else np.asarray(offset, dtype=np.float64)
-        self.name = inner.name
-        self.learns_from_images = inner.learns_from_images
-        self.image_shape = getattr(inner, "image_shape", None)
-        self.quality_threshold_ = getattr(inner, "quality_threshold_", None)
-
-    def rotate(self, Z):
-        """Plain features or prototypes (n, d) -> protected, (n, d)."""
-        return (np.asarray(Z, dtype=np.float64) - self.offset) @ self.rotation.T
-
-    def unrotate(self, Z):
-        """Protected (n, d) -> plain (n, d)."""
-        return np.asarray(Z, dtype=np.float64) @ self.rotation + self.offset
-
-    def fit(self, images):
-        raise SsgalleryError("a rotated matcher is built from a fitted one; fit the inner "
-                             "matcher")
-
-    def transform(self, images):
-        """Rotated features of images (n, H, W), shape (n, d)."""
-        return self.rotate(self.inner.transform(images))
-
-    def similarity(self):
-        return self.inner.similarity()
-
-    def bounds(self):
-        """None (`rotatable` refuses a bounded space)."""
-
-    def render(self, Z):
-        """Rotated prototypes (m, d) drawn as the inner matcher draws the plain ones."""
-        return self.inner.render(self.unrotate(Z))
-
-    def quality(self, images):
-        return self.inner.quality(images)
-
-    def is_face(self, images):
-        return self.inner.is_face(images)
-
-    def get_config(self):
-        return self.inner.get_config()
-
-    def get_state(self):
-        return self.inner.get_state()
-
-    def dimension(self):
-        return self.inner.dimension()
-
-    def similarity_range(self):
-        return self.inner.similarity_range()
-
-    def check_prototypes(self, Z):
-        """The inner matcher's check of the plain prototypes."""
-        self.inner.check_prototypes(self.unrotate(Z))
-
-    def __repr__(self):
-        return f"RotatedMatcher({self.inner!r}, d={len(self.rotation)})"

@@ -25,6 +25,7 @@ from ssgallery.formats.hdf5 import (
     decode_state,
     open_checked,
 )
+from ssgallery.formats.protect import keyed_templates, unprotect_models
 from ssgallery.formats.seal import SealMismatch
 from ssgallery.formats.search_index import read_index
 
@@ -97,10 +98,9 @@ def _index_ids(index, path):
 
 
 def _read_matcher(f, header, config, sections, path, host, privacy_key=None, required=True):
-    """(matcher, state) of an open gallery; a gallery with protected templates gets the
-    keyed matcher (`ssgallery.formats.protect.protected_matcher`)."""
-    from ssgallery.formats.protect import protected_matcher
-
+    """(matcher, state, template map) of an open gallery: the map puts protected
+    prototypes back (None for plain templates, or without the key when not
+    ``required``: `ssgallery.formats.protect.keyed_templates`)."""
     arrays, attrs, digest = integrity.read_group(integrity.check_node(f, "matcher", path), path)
     integrity.check_digest(digest, sections.get("matcher"), "the matcher state", path)
     try:
@@ -117,7 +117,7 @@ def _read_matcher(f, header, config, sections, path, host, privacy_key=None, req
     if shape is not None and list(shape) != header["image_shape"]:
         raise FormatError(f"corrupt gallery: image_shape {header['image_shape']} differs from "
                           f"the matcher's {list(shape)}", path=path)
-    return protected_matcher(matcher, header, privacy_key, path, required), state
+    return (*keyed_templates(matcher, header, privacy_key, path, required), state)
 
 
 def _read_one(clients, client_id, expected, path):
@@ -146,8 +146,12 @@ def _client_from(f, path, client_id, key, host, matcher, privacy_key):
         expected = index["digest"][row].decode("ascii", "replace")
         clients = integrity.check_node(f, "clients", path)
         model = _read_one(clients, client_id, expected, path)
-        built = _read_matcher(f, header, config, sections, path, host, privacy_key)[0] \
-            if matcher else None
+        built = None
+        if matcher:
+            built, tmap, _ = _read_matcher(f, header, config, sections, path, host,
+                                           privacy_key)
+            if tmap is not None:
+                unprotect_models([model], tmap)
     except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
         raise FormatError(f"corrupt gallery: {exc}", path=path) from None
     return model, built, header
@@ -227,8 +231,11 @@ def _read_stacked(f, path, key, host, privacy_key=None, required=True):
     integrity.check_digest(integrity.node_digest(integrity.check_node(f, "index", path), path),
                            sections.get("index"), "the search index", path)
     index = read_index(f, path)
-    matcher, state = _read_matcher(f, header, config, sections, path, host, privacy_key,
-                                   required)
+    matcher, tmap, state = _read_matcher(f, header, config, sections, path, host,
+                                         privacy_key, required)
+    if tmap is not None:
+        index.prototypes = tmap.unprotect(list(index.client_ids), index.prototypes,
+                                          index.offsets)
     if list(index.client_ids) != _index_ids(rows, path):
         raise FormatError("integrity check failed: the search index and the client index "
                           "list different clients", path=path)
@@ -295,6 +302,9 @@ def read_records(path, client_ids, *, digest, matcher, key=None, privacy_key=Non
                                      index["digest"][row].decode("ascii", "replace"), path)
         except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
+    _, tmap = keyed_templates(matcher, header, privacy_key, path)
+    if tmap is not None:  # protected templates put back, as read_search put the index's
+        unprotect_models(list(out.values()), tmap)
     for model in out.values():
         check_model(model, matcher, path)
     return out
@@ -325,9 +335,9 @@ def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False,
                       privacy_key=privacy_key) as f:
         try:
             header, config, sections, rows = _open_verified(f, path, key)
-            built, state = _read_matcher(f, header, config, sections, path, host,
-                                         privacy_key, required=matcher)
-            out = _read_clients(f, path, rows, built, arrays)
+            built, tmap, state = _read_matcher(f, header, config, sections, path, host,
+                                               privacy_key, required=matcher)
+            out = _read_clients(f, path, rows, built, arrays, tmap)
         except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
     gallery = Gallery(path=path, header=header, matcher_name=header["matcher"],
@@ -336,16 +346,18 @@ def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False,
     return gallery
 
 
-def _read_clients(f, path, rows, built, arrays):
+def _read_clients(f, path, rows, built, arrays, tmap=None):
     """Every client group of an open gallery, each checked against its row of the client
-    index (``rows``) and by `check_model`: {id: ClientModel} (see `read_gallery`)."""
+    index (``rows``) and by `check_model` (protected prototypes put back by ``tmap``
+    first): {id: ClientModel} (see `read_gallery`)."""
     clients, ids = _client_groups(f, path, rows)
-    out = {}
-    for cid, expected in zip(ids, rows["digest"]):
-        model = _read_one(clients, cid, expected.decode("ascii", "replace"), path)
+    out = {cid: _read_one(clients, cid, expected.decode("ascii", "replace"), path)
+           for cid, expected in zip(ids, rows["digest"])}
+    if tmap is not None:
+        unprotect_models(list(out.values()), tmap)
+    for model in out.values():
         check_model(model, built, path)
         _account(model, arrays)
-        out[cid] = model
     return out
 
 

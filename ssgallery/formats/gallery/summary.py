@@ -98,9 +98,9 @@ def gallery_summary(path, *, svm=False, privacy_key=None):
         group (`read_gallery`'s checks: O(N) group opens). Without it those fields are
         None.
     privacy_key : bytes, optional
-        The host's privacy key, needed for an encrypted gallery; a gallery with protected
-        templates is summarised without it (its prototypes are then not checked against
-        the matcher: they are plausible only through the key).
+        The host's privacy key, needed for an encrypted gallery. Protected templates are
+        summarised as stored, with or without it (their prototypes are not checked
+        against the matcher: they are plausible only through the key).
 
     Returns
     -------
@@ -112,8 +112,9 @@ def gallery_summary(path, *, svm=False, privacy_key=None):
     with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN,
                       privacy_key=privacy_key) as f:
         try:
+            # the templates as stored (protected ones unchecked): nothing is scored
             header, config, rows, index, built, state = _read_stacked(
-                f, path, None, None, privacy_key, required=False)
+                f, path, None, None, None, required=False)
             provenance = {}
             if svm:  # reads every client group (and checks them against the client index)
                 provenance = {cid: model.provenance for cid, model in
