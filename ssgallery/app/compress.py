@@ -335,12 +335,15 @@ def _resume_one(parts, client, key, results, plan, run):
 def _from_worker(plan, data, waiting, scheduler):
     from ssgallery.app.result_checks import worker_result
 
-    return worker_result(data, waiting, (plan.matcher, plan.similarity,
-                                         len(plan.store.labels)), f"Dask cluster {scheduler}")
+    return worker_result(data, waiting, _context(plan), f"Dask cluster {scheduler}")
 
 
 def _check(plan, result, client, where):
     from ssgallery.app.result_checks import check_result
 
-    check_result(result, client, (plan.matcher, plan.similarity, len(plan.store.labels)),
-                 where)
+    check_result(result, client, _context(plan), where)
+
+
+def _context(plan):
+    """What `ssgallery.app.result_checks.check_result` checks a result against."""
+    return (plan.matcher, plan.similarity, len(plan.store.labels), plan.options.target_far)

@@ -5,10 +5,16 @@ Both are data (issue 20): `check_result` refuses, with one line naming where the
 came from, anything the training code of this host could not have produced: another
 client, arrays of the wrong kind or shape, non-finite values, prototypes implausible in
 the matcher space or a threshold that accepts every probe (the gallery's own
-`ssgallery.formats.gallery.check_model`), a bad score normalisation, held-out scores
-that are not finite 1-D arrays no longer than the store, oversized metadata. A
-result that passes is plausible, not authentic: authenticity comes from the host's
-signing key (parts) or a trusted cluster (Dask; docs/security.md).
+`ssgallery.formats.gallery.check_model`), held-out scores that are not the three finite
+1-D arrays training returns (``impostor`` scores, at least one, their store rows, and
+``genuine`` scores; none longer than the store), a threshold and a Z-norm that are not
+those of its held-out impostor scores at the run's target FAR (the calibration sets the
+final thresholds from those scores: `ssgallery.app.thresholds`), a provenance without
+the numbers of the summary, oversized metadata. The summary row is then the host's
+own (`ssgallery.app.client_training.summary_row` of the checked values): nothing a
+result says is printed as it came. A result that passes is plausible, not authentic:
+authenticity comes from the host's signing key (parts) or a trusted cluster (Dask;
+docs/security.md).
 """
 
 import json
@@ -44,9 +50,10 @@ def check_result(result, client, context, where):
     client : str
         The client it must be.
     context : tuple
-        ``(matcher, similarity, n_images)``: the run's matcher (dimension, plausible
-        prototypes), its similarity (parameters and bounds) and the number of images in
-        the store (no held-out score array is longer).
+        ``(matcher, similarity, n_images, target_far)``: the run's matcher (dimension,
+        plausible prototypes), its similarity (parameters and bounds), the number of
+        images in the store (no held-out score array is longer) and the target FAR
+        (the threshold is that of the held-out impostor scores at it).
     where : str
         Where the result came from, for the message.
 
@@ -58,7 +65,7 @@ def check_result(result, client, context, where):
     from ssgallery.formats.gallery import ClientModel, check_model
     from ssgallery.formats.gallery.checks import check_normalization
 
-    matcher, similarity, n_images = context
+    matcher, similarity, n_images, target_far = context
 
     def refuse(problem):
         raise SsgalleryError(f"client '{printable(client)}': {problem}", path=where)
@@ -82,6 +89,8 @@ def check_result(result, client, context, where):
     if not np.isfinite(times).all() or (times[2:] < 0).any():
         refuse("non-finite intercept, threshold or times")
     _check_heldout(result.heldout, n_images, refuse)
+    _check_calibration_inputs(result, target_far, refuse)
+    result.row = _summary_row(result, refuse)
     model = ClientModel(client_id=client, prototypes=result.prototypes, beta=result.beta,
                         intercept=float(result.intercept), threshold=float(result.threshold),
                         similarity=similarity.params(), provenance={})
@@ -89,12 +98,11 @@ def check_result(result, client, context, where):
 
 
 def _check_heldout(heldout, n_images, refuse):
-    """Scores: finite 1-D float arrays, at most ``n_images`` long; ``impostor_row`` (the
-    store row of each impostor score): integers in [0, n_images), one per score."""
-    if heldout is None:
-        return
+    """Scores: finite 1-D float arrays, at most ``n_images`` long, at least one impostor
+    score; ``impostor_row`` (the store row of each impostor score): integers in
+    [0, n_images), one per score."""
     if not isinstance(heldout, dict) or \
-            not set(heldout) <= {"impostor", "genuine", "impostor_row"}:
+            set(heldout) != {"impostor", "genuine", "impostor_row"}:
         refuse("held-out scores must be 'impostor', 'genuine' and 'impostor_row' arrays")
     for name, values in heldout.items():
         kind = "iu" if name == "impostor_row" else "f"
@@ -103,6 +111,58 @@ def _check_heldout(heldout, n_images, refuse):
             refuse(f"held-out {name} must be a 1-D array of at most {n_images}")
         if kind == "f" and not np.isfinite(values).all():
             refuse(f"held-out {name} scores are not finite")
-        if kind == "iu" and len(values) and (values.min() < 0 or values.max() >= n_images
-                                              or len(values) != len(heldout["impostor"])):
-            refuse("held-out impostor rows are not rows of the store")
+    rows = heldout["impostor_row"]
+    if len(rows) != len(heldout["impostor"]) or (len(rows) and (rows.min() < 0
+                                                                or rows.max() >= n_images)):
+        refuse("held-out impostor rows are not rows of the store, one per score")
+    if not len(heldout["impostor"]):
+        refuse("no held-out impostor score (the thresholds are set from them)")
+
+
+def _check_calibration_inputs(result, target_far, refuse):
+    """The threshold and the Z-norm training derives from the held-out impostor scores
+    (`ssgallery.app.client_training.train_client`) must be theirs: the calibration
+    sets the final threshold from the scores and the Z-norm, so a threshold checked on
+    its own would not be the one the gallery gets."""
+    from ssgallery.app.client_training import threshold_at_far, znorm_parameters
+
+    impostor = result.heldout["impostor"]
+    if result.threshold != threshold_at_far(impostor, target_far):
+        refuse(f"threshold {result.threshold:.6g} is not that of its held-out impostor "
+               f"scores at the target FAR")
+    norm, own = result.normalization, znorm_parameters(impostor)
+    values = [norm.get(k) for k in ("mean", "std", "n")] if isinstance(norm, dict) else []
+    if len(values) != 3 or norm.get("kind") != "znorm" or values[2] != own["n"] \
+            or not all(isinstance(v, (int, float)) for v in values) \
+            or not np.isclose(values[:2], [own["mean"], own["std"]], rtol=1e-9, atol=0).all():
+        refuse("Z-norm is not that of its held-out impostor scores")
+
+
+_COUNTS = ("m", "svm_n_support", "n_impostor")
+_RATES = ("cv_far", "cv_frr", "svm_cv_frr")
+
+
+def _summary_row(result, refuse):
+    """The client's summary row built here from the checked values and the provenance's
+    numbers (`_COUNTS`: integers, ``m`` the number of prototypes; `_RATES` in [0, 1];
+    ``svm_threshold``, ``omega`` finite; ``teacher_gap`` finite or None)."""
+    from ssgallery.app.client_training import summary_row
+
+    p = result.provenance
+
+    def number(name, kind=float):
+        value = p.get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float
+                                                     else int) \
+                or (isinstance(value, float) and not np.isfinite(value)):
+            refuse(f"provenance '{name}' is not a number")
+        return value
+
+    if number("m", int) != len(result.beta) or any(number(n, int) < 0 for n in _COUNTS) \
+            or any(not 0 <= number(n) <= 1 for n in _RATES):
+        refuse("provenance counts or rates out of range")
+    number("svm_threshold"), number("omega")
+    if p.get("teacher_gap") is not None:
+        number("teacher_gap")
+    return summary_row(result.client, p, result.threshold, result.beta, result.intercept,
+                       result.normalization)

@@ -5,6 +5,10 @@ $TAMPER_MODE_FILE at every job, so one cluster serves every case:
 - ``honest``: nothing changed;
 - ``threshold`` / ``nan`` / ``client``: the trained result forged (an accept-all
   threshold, NaN weights, another client's name);
+- ``heldout``: the held-out impostor scores forged far below any score (the threshold
+  calibrated from them would accept every probe); the model and threshold honest;
+- ``provenance``: the provenance and summary row without ``m`` (what the summary
+  table prints);
 - ``evil_result``: the job returns an object whose unpickling runs a program (it
   writes the unpickling process's pid to $TAMPER_PWNED_FILE);
 - ``unpicklable``: the job raises an exception that cannot be pickled;
@@ -13,6 +17,8 @@ $TAMPER_MODE_FILE at every job, so one cluster serves every case:
 
 import os
 import threading
+
+import numpy as np
 
 from ssgallery.app import client_training, parallel
 
@@ -52,6 +58,10 @@ def train_job(job, *shared):
         result.beta = result.beta * float("nan")
     elif mode == "client":
         result.client = "nobody"
+    elif mode == "heldout":
+        result.heldout["impostor"] = np.full(len(result.heldout["impostor"]), -1e9)
+    elif mode == "provenance":
+        del result.provenance["m"], result.row["m"]
     return result
 
 

@@ -18,6 +18,7 @@ import pytest
 from conftest import Workers, clean_error, report
 from helpers import make_faces
 
+from ssgallery.app.client_training import summary_row, threshold_at_far, znorm_parameters
 from ssgallery.app.enroll import enroll
 from ssgallery.app.options import CompressOptions
 from ssgallery.app.parts import (
@@ -52,14 +53,36 @@ def site(tmp_path_factory):
             "key": run_key("c01", store.fingerprint, options)}
 
 
+PROVENANCE = {"m": 1, "svm_n_support": 3, "svm_threshold": 0.1, "cv_far": 0.0,
+              "cv_frr": 0.0, "svm_cv_frr": 0.0, "teacher_gap": None, "omega": 1.0,
+              "n_impostor": 15}
+
+
 def _forged(site, **change):
     """c01's model centred on the impostor: s(impostor, z) = 1 > threshold 0.9, a
-    threshold above the lowest possible score (it passes the value checks)."""
+    threshold above the lowest possible score, as an honest result carries it: the
+    threshold and Z-norm those of its held-out impostor scores at the target FAR, a
+    full provenance and summary row (it passes the value checks)."""
+    impostor = np.array([0.5, np.nextafter(0.9, -np.inf)])  # threshold_at_far: 0.9
     values = {"client": "c01", "prototypes": site["features"].astype(float),
-                  "beta": np.ones(1), "intercept": 0.0, "threshold": 0.9,
-                  "provenance": {"m": 1}, "row": {"client": "c01"}, "seconds": 1.0}
+              "beta": np.ones(1), "intercept": 0.0, "threshold": 0.9,
+              "provenance": dict(PROVENANCE), "normalization": znorm_parameters(impostor),
+              "heldout": {"impostor": impostor, "genuine": np.array([1.0]),
+                          "impostor_row": np.array([5, 10])},
+              "row": summary_row("c01", PROVENANCE, 0.9, [1.0], 0.0,
+                                 znorm_parameters(impostor)), "seconds": 1.0}
     values.update(change)
     return ClientResult(**values)
+
+
+def _low_heldout(site):
+    """Held-out impostor scores far below any score c01's model can give (with the
+    threshold and Z-norm they imply): a calibrated threshold that accepts every probe."""
+    impostor = np.array([-1e9] * 13 + [0.8, 0.8])
+    return _forged(site, heldout={"impostor": impostor, "genuine": np.array([1.0]),
+                                  "impostor_row": np.arange(5, 20)},
+                   normalization=znorm_parameters(impostor),
+                   threshold=threshold_at_far(impostor, OPTIONS.target_far))
 
 
 def _plant(site, gallery, result, key=None, raw=None):
@@ -127,6 +150,27 @@ def _cases(site, tmp):
             site, g, _forged(site, heldout={"impostor": np.array([np.nan])}))),
         "wrong dimension (no key)": (None, lambda g: _plant(
             site, g, _forged(site, prototypes=np.ones((1, 3))))),
+        "held-out scores missing (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, heldout=None))),
+        "held-out impostor scores empty (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, heldout={"impostor": np.zeros(0), "genuine": np.ones(1),
+                                            "impostor_row": np.zeros(0, dtype=int)}))),
+        "held-out genuine scores only (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, heldout={"genuine": np.ones(1)}))),
+        "held-out search rows missing (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, heldout={"impostor": np.array([0.5, 0.6]),
+                                            "genuine": np.ones(1)}))),
+        "threshold not that of its held-out scores (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, heldout=_low_heldout(site).heldout))),
+        "Z-norm not that of its held-out scores (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, normalization={"kind": "znorm", "mean": -1e6,
+                                                  "std": 1.0, "n": 2}))),
+        "provenance without m, row without m (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, provenance={k: v for k, v in PROVENANCE.items()
+                                               if k != "m"}, row={"client": "c01"}))),
+        "summary row printed raw: a terminal escape (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, row=dict(_forged(site).row, m="\x1b]0;pwned\x07"),
+                             provenance=dict(PROVENANCE, m="\x1b]0;pwned\x07")))),
         "truncated": (None, lambda g: _plant(site, g, None, raw=(
             PART_MAGIC + UNSIGNED + b"\n" + honest)[:300])),
         "zip bomb": (None, lambda g: _plant(site, g, None, raw=_bomb())),
@@ -172,7 +216,7 @@ def test_hostile_parts(site, tmp_path):
                                     "--gallery", gallery, "-q"], env=env)
                 counts["accepts"] += verdict.get("code") == 0
                 ok = r.get("code") == 0 and "trained again" in r["stderr"] \
-                    and verdict.get("code") == 1
+                    and verdict.get("code") == 1 and "\x1b" not in r["stdout"]
                 counts["retrained" if ok else "failures"] += 1
             if not ok:
                 failures.append((name, r))
