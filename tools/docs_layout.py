@@ -11,8 +11,9 @@ network, no other dependency) with a script that measures, once the page has lai
 - ``page``: the page itself wider than the window (the whole page scrolls sideways);
 - ``scrolls``: a code block or table that scrolls sideways inside itself. Allowed only
   for a ``text`` block (a printed table wider than any page: roc --wide, the benchmark
-  pages' printed output) and a table's own scroll wrapper; a ``console`` block wraps
-  its lines (docs/stylesheets/wide.css), so one that scrolls is a problem.
+  pages' printed output) and a table's own scroll wrapper; every other code block wraps
+  its lines as a terminal does (docs/stylesheets/wide.css), so one that scrolls is a
+  problem.
 
 Prints one line per problem (page, element, its text's start, text width vs box width)
 and exits 1 when there is any; ``--verbose`` also lists the allowed scrolling blocks.
@@ -61,7 +62,7 @@ window.addEventListener("load", () => setTimeout(() => {
     if (ox === "hidden" || ox === "clip" || style.textOverflow === "ellipsis") {
       found.push(["cut", name(el), text(el), el.scrollWidth, el.clientWidth]);
     } else if (ox === "auto" || ox === "scroll") {
-      const block = el.closest("div[class*=language-]") || el.closest("pre") || el;
+      const block = el.closest("div.highlight") || el.closest("pre") || el;
       found.push(["scrolls", name(block), text(el), el.scrollWidth, el.clientWidth]);
     }
   }
