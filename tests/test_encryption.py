@@ -246,28 +246,17 @@ def test_encrypted_and_signed_gallery_verifies_as_the_plain_one(tmp_path):
     """Signing and encryption compose: the HMAC is inside the ciphertext. verify reads
     the encrypted gallery chunk by chunk with the privacy key and gives the plain
     gallery's scores; without it, or with another, one line."""
-    import h5py
-
     from ssgallery.app.compress import compress
     from ssgallery.app.options import CompressOptions
     from ssgallery.app.verify import verify
-    from ssgallery.formats.gallery import read_gallery, write_gallery
-    from ssgallery.formats.hdf5 import read_state
+    from ssgallery.formats.gallery.protected import rewrite_gallery
 
     faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=5)
     enroll(faces, tmp_path / "e.h5")
     compress(tmp_path / "e.h5", tmp_path / "plain.h5", CompressOptions(m=2, cv_folds=2))
     sign, privacy = _key(tmp_path, "sign.key"), _key(tmp_path, "privacy.key")
-    gallery = read_gallery(tmp_path / "plain.h5", arrays=True)
-    with h5py.File(tmp_path / "plain.h5") as f:
-        state = read_state(f["matcher"])[0]
-        attrs = {k: f.attrs[k] for k in ("target_far", "threshold_mode", "calibration")}
-    write_gallery(tmp_path / "enc.h5", matcher_name=gallery.matcher_name,
-                  matcher_config=gallery.matcher_config, matcher_state=state,
-                  image_shape=gallery.header["image_shape"],
-                  clients=list(read_gallery(tmp_path / "plain.h5", arrays=True)
-                               .clients.values()),
-                  attrs=attrs, key=sign.read_bytes(), privacy_key=privacy.read_bytes())
+    rewrite_gallery(tmp_path / "plain.h5", tmp_path / "enc.h5", key=sign.read_bytes(),
+                    privacy_key=privacy.read_bytes())
     assert (tmp_path / "enc.h5").read_bytes().startswith(encryption.MAGIC)
     probes = sorted(str(p) for p in (tmp_path / "faces").glob("*/*.png"))
     plain = verify(tmp_path / "plain.h5", probes, "c01")
@@ -351,3 +340,30 @@ def test_roc_on_an_encrypted_store_reads_it_with_the_privacy_key(stores, tmp_pat
         summaries.append([{k: v for k, v in method.items() if k.startswith(("eer", "frr"))}
                           for method in json.loads(result.stdout)["methods"]])
     assert summaries[0] == summaries[1] and summaries[0][0]  # but for timings
+
+
+@pytest.mark.parametrize("kind", ["encrypted", "sealed"])
+def test_a_seek_before_the_start_is_refused(stores, kind):
+    """The file objects HDF5 reads through (`ReadOnlyFile`) refuse a negative position
+    or an unknown whence as io files do (ValueError) and stay where they were; it used
+    to be taken, and the next read asked for chunk -1."""
+    from ssgallery.formats.seal import SealedFile
+
+    root, key = stores
+    if kind == "encrypted":
+        handle = encryption.EncryptedFile(root / "enc.h5", "store", FORMAT, key.read_bytes())
+    else:
+        handle = SealedFile(root / "plain.h5", "store")
+    with handle:
+        first = handle.read(64)
+        for offset, whence in ((-1, os.SEEK_SET), (-65, os.SEEK_CUR),
+                               (-(handle.seek(0, os.SEEK_END) + 1), os.SEEK_END)):
+            handle.seek(64)
+            with pytest.raises(ValueError, match="negative seek position"):
+                handle.seek(offset, whence)
+            assert handle.tell() == 64
+        with pytest.raises(ValueError, match="invalid whence"):
+            handle.seek(0, 7)
+        assert handle.seek(-64, os.SEEK_CUR) == 0 and handle.read(64) == first
+    with pytest.raises(ValueError):
+        handle.seek(0)

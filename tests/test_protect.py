@@ -17,7 +17,7 @@ from ssgallery.biometrics.metrics import linkability
 from ssgallery.cli import main
 from ssgallery.errors import FormatError, SsgalleryError
 from ssgallery.formats.gallery import read_client
-from ssgallery.formats.gallery.protected import rewrite_gallery
+from ssgallery.formats.gallery.protected import WRITER_ATTRS, rewrite_gallery
 from ssgallery.formats.protect import new_protection
 from ssgallery.matchers.rotation import Isometries, secret_offset, secret_rotation
 
@@ -287,14 +287,12 @@ def test_a_gallery_protected_the_first_way_still_reads(galleries, tmp_path):
     Q, c = secret_rotation(seed, d), secret_offset(seed, d, 10.0)
     with h5py.File(root / "plain.h5", "r") as f:
         state = read_state(f["matcher"])[0]
-    skip = {"format", "format_version", "tool_version", "created", "matcher",
-            "matcher_config", "image_shape", "section_digests", "digest", "hmac"}
     old = tmp_path / "v1.h5"
     write_gallery(old, matcher_name=plain.matcher_name, matcher_config=plain.matcher_config,
                   matcher_state=state, image_shape=plain.header["image_shape"],
                   clients=[dataclasses.replace(m, prototypes=(m.prototypes - c) @ Q.T,
                                                prototype_images=None) for m in models],
-                  attrs={**{k: v for k, v in plain.header.items() if k not in skip},
+                  attrs={**{k: v for k, v in plain.header.items() if k not in WRITER_ATTRS},
                          ATTR: json.dumps(record)})
     a = verify(root / "plain.h5", probes, "c01")
     b = verify(old, probes, "c01", privacy_key_file=str(key))

@@ -39,11 +39,11 @@ file is encrypted or decrypted.
 
 import hashlib
 import hmac
-import io
 import os
 import re
 
 from ssgallery.errors import FormatError, SsgalleryError, option
+from ssgallery.formats.readonly import ReadOnlyFile
 
 PRIVACY_KEY_ENV = "SSGALLERY_PRIVACY_KEY_FILE"
 MAGIC = b"SSGALLERY-ENCRYPTED 1\n"
@@ -230,7 +230,7 @@ def decrypt_open(handle, path, kind, fmt, key):
         handle.close()
 
 
-class EncryptedFile(io.RawIOBase):
+class EncryptedFile(ReadOnlyFile):
     """An encrypted file, read-only, for ``h5py.File(EncryptedFile(...), "r")``: the
     plaintext, each chunk decrypted and authenticated the first time any of its bytes is
     read (kept in memory), so a reader of one client of 10,000 decrypts a few chunks.
@@ -243,25 +243,9 @@ class EncryptedFile(io.RawIOBase):
     """
 
     def __init__(self, path, kind, fmt=None, key=None):
-        super().__init__()
-        self.path, self.kind = path, kind
-        self._handle, self._box = _open(path, kind, fmt, key)
+        handle, self._box = _open(path, kind, fmt, key)
+        super().__init__(path, kind, handle, self._box.length)
         self._plain = {}
-        self._pos = 0
-
-    def readable(self):
-        return True
-
-    def seekable(self):
-        return True
-
-    def seek(self, offset, whence=os.SEEK_SET):
-        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._pos, os.SEEK_END: self._box.length}[whence]
-        self._pos = base + offset
-        return self._pos
-
-    def tell(self):
-        return self._pos
 
     def _chunk(self, i):
         if i not in self._plain:
@@ -269,17 +253,12 @@ class EncryptedFile(io.RawIOBase):
         return self._plain[i]
 
     def readinto(self, buffer):
-        box, view = self._box, memoryview(buffer).cast("B")
-        n = min(len(view), max(box.length - self._pos, 0))
-        done = 0
+        view = memoryview(buffer).cast("B")
+        n, done = self._remaining(len(view)), 0
         while done < n:
-            i, offset = divmod(self._pos + done, box.chunk)
+            i, offset = divmod(self._pos + done, self._box.chunk)
             piece = self._chunk(i)[offset:offset + n - done]
             view[done:done + len(piece)] = piece
             done += len(piece)
         self._pos += done
         return done
-
-    def close(self):
-        self._handle.close()
-        super().close()

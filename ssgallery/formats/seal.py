@@ -32,11 +32,11 @@ Standard library only (on the ``verify`` path).
 """
 
 import hashlib
-import io
 import os
 import re
 
 from ssgallery.errors import FormatError
+from ssgallery.formats.readonly import ReadOnlyFile
 
 USERBLOCK = 1 << 15
 TABLE = 256
@@ -171,7 +171,7 @@ def check_seal(path, kind="ssgallery file"):
         handle.close()
 
 
-class SealedFile(io.RawIOBase):
+class SealedFile(ReadOnlyFile):
     """A sealed file, read-only, for ``h5py.File(SealedFile(path), "r")``: every chunk is
     checked against the seal the first time any of its bytes is read.
 
@@ -184,29 +184,12 @@ class SealedFile(io.RawIOBase):
     """
 
     def __init__(self, path, kind="ssgallery file"):
-        super().__init__()
-        self.path, self.kind = path, kind
-        self._handle, self._seal = _open(path, kind)
-        self._size = self._seal.block + self._seal.length
+        handle, self._seal = _open(path, kind)
+        super().__init__(path, kind, handle, self._seal.block + self._seal.length)
         self._checked = set()
-        self._pos = 0
-
-    def readable(self):
-        return True
-
-    def seekable(self):
-        return True
-
-    def seek(self, offset, whence=os.SEEK_SET):
-        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._pos, os.SEEK_END: self._size}[whence]
-        self._pos = base + offset
-        return self._pos
-
-    def tell(self):
-        return self._pos
 
     def readinto(self, buffer):
-        seal, n = self._seal, min(len(buffer), max(self._size - self._pos, 0))
+        seal, n = self._seal, self._remaining(len(buffer))
         if n <= 0:
             return 0
         first = max(self._pos - seal.block, 0) // seal.chunk
@@ -219,10 +202,6 @@ class SealedFile(io.RawIOBase):
         buffer[:len(data)] = data
         self._pos += len(data)
         return len(data)
-
-    def close(self):
-        self._handle.close()
-        super().close()
 
 
 def _unsealed(block, kind):

@@ -101,6 +101,30 @@ def clean_error(result):
             and "Traceback" not in stderr)
 
 
+CHANGED = "changed verdicts, impostor still rejected"
+KINDS = ("clean errors", "unchanged verdicts", CHANGED, "accepts", "tracebacks", "hangs",
+         "other")
+
+
+def classify(result, baseline):
+    """What a ``verify <impostor> <genuine>`` run on a damaged or attacked file did,
+    beside the intact file's ``baseline`` run: one of `KINDS` ("accepts": the impostor,
+    the first probe, accepted)."""
+    if result.get("hang"):
+        return "hangs"
+    if result.get("crash") or result.get("code") == 4 or "Traceback" in result.get("stderr", ""):
+        return "tracebacks"
+    if result["code"] == 0 or "ACCEPT" in result["stdout"].split("\n")[0]:
+        return "accepts"
+    if result["code"] == baseline["code"] and result["stdout"] == baseline["stdout"]:
+        return "unchanged verdicts"
+    if clean_error(result):
+        return "clean errors"
+    if result["code"] in (1, 3):
+        return CHANGED
+    return "other"
+
+
 def report(title, counts):
     """Print the counts (pytest -s or the captured output of a failure shows them)."""
     line = f"{title}: " + ", ".join(f"{k} {v}" for k, v in counts.items())

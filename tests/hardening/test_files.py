@@ -10,7 +10,7 @@ import shutil
 import h5py
 import numpy as np
 import pytest
-from conftest import clean_error, report
+from conftest import KINDS, classify, clean_error, report
 from helpers import make_faces, rehash_gallery, rehash_store, write_non_faces
 
 from ssgallery.app.compress import CompressOptions, compress
@@ -36,22 +36,6 @@ def _verify_args(built, gallery):
     return ["verify", built["impostor"], built["genuine"], "--claim", "c01", "--gallery", gallery]
 
 
-def _classify(result, baseline):
-    if result.get("hang"):
-        return "hangs"
-    if result.get("crash") or result.get("code") == 4 or "Traceback" in result.get("stderr", ""):
-        return "tracebacks"
-    if result["code"] == 0 or "ACCEPT" in result["stdout"].split("\n")[0]:
-        return "accept-all"  # the impostor (first probe) accepted
-    if result["code"] == baseline["code"] and result["stdout"] == baseline["stdout"]:
-        return "unchanged verdicts"
-    if clean_error(result):
-        return "clean errors"
-    if result["code"] in (1, 3):
-        return "changed verdicts, impostor still rejected"
-    return "other"
-
-
 def _fuzz(path, out, rng, reseal):
     data = bytearray(path.read_bytes())
     for _ in range(int(rng.integers(1, 4))):
@@ -74,20 +58,18 @@ def test_random_byte_corruptions_of_a_gallery(built, workers, tmp_path, reseal):
     baseline = workers.run(_verify_args(built, gallery))
     assert baseline["code"] == 1 and baseline["stdout"].split("\n")[0].endswith("REJECT")
     rng = np.random.default_rng(8 if reseal else 7)
-    counts = dict.fromkeys(["clean errors", "unchanged verdicts",
-                            "changed verdicts, impostor still rejected", "accept-all",
-                            "tracebacks", "hangs", "other"], 0)
+    counts = dict.fromkeys(KINDS, 0)
     examples = {}
     for i in range(N_FUZZ):
         bad = _fuzz(gallery, tmp_path / f"g{i}.h5", rng, reseal)
         result = workers.run(_verify_args(built, bad))
-        kind = _classify(result, baseline)
+        kind = classify(result, baseline)
         counts[kind] += 1
         examples.setdefault(kind, result)
         bad.unlink()
     line = report(f"corrupted galleries ({'re-sealed' if reseal else 'raw'}): {N_FUZZ}",
                   counts)
-    assert counts["accept-all"] == counts["tracebacks"] == counts["hangs"] == 0, \
+    assert counts["accepts"] == counts["tracebacks"] == counts["hangs"] == 0, \
         (line, examples)
     assert counts["other"] == 0, (line, examples.get("other"))
     if not reseal:  # HDF5 never gets a damaged byte: refused, or not read at all
@@ -200,7 +182,7 @@ def test_named_gallery_edits(built, workers, tmp_path):
             if name == "injected client":
                 args[4] = "c99"
             result = workers.run(args)
-            ok = clean_error(result) and _classify(result, baseline) == "clean errors"
+            ok = clean_error(result) and classify(result, baseline) == "clean errors"
             counts["clean errors" if ok else "failures"] += 1
             if not ok:
                 failures.append((name, how, result))

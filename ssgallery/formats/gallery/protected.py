@@ -9,8 +9,9 @@ from ssgallery.errors import SsgalleryError
 from ssgallery.formats.hdf5 import read_state
 from ssgallery.formats.protect import ATTR, new_protection, protect_models, protection_record
 
-_WRITER_ATTRS = {"format", "format_version", "tool_version", "created", "matcher",
-                 "matcher_config", "image_shape", "section_digests", "digest", "hmac"}
+# header attributes write_gallery sets itself (never copied from another gallery)
+WRITER_ATTRS = {"format", "format_version", "tool_version", "created", "matcher",
+                "matcher_config", "image_shape", "section_digests", "digest", "hmac"}
 
 
 def rewrite_gallery(src, dst, *, protect=None, key=None, privacy_key=None, force=False):
@@ -34,7 +35,7 @@ def rewrite_gallery(src, dst, *, protect=None, key=None, privacy_key=None, force
         raise SsgalleryError("the gallery's templates are protected already", path=src)
     with open_checked(src, FORMAT, FORMAT_VERSION, KIND, privacy_key=privacy_key) as f:
         state = read_state(f["matcher"])[0]
-    attrs = {k: v for k, v in gallery.header.items() if k not in _WRITER_ATTRS}
+    attrs = {k: v for k, v in gallery.header.items() if k not in WRITER_ATTRS}
     models, record = list(gallery.clients.values()), None
     if protect is not None:
         record, tmap = new_protection(gallery.matcher, protect,
