@@ -232,6 +232,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
     keys = {c: run_key(c, plan.store.fingerprint, plan.options) for c in plan.todo}
     if not run.resume:
         parts.remove()
+    parts.check_resumable()
     resumed = [c for c in plan.todo if c not in results
                and _resume_one(parts, c, keys[c], results, plan, run)]
     todo = [c for c in plan.todo if c not in results]
@@ -265,7 +266,8 @@ def _train(plan, run, todo, committed, results):
         waiting = set(todo)
         for result in run_jobs(train_job, client_jobs(plan, todo), n_jobs=run.jobs,
                                scheduler=run.scheduler, shared=shared,
-                               n_tasks=len(todo), to_bytes=encode_result):
+                               n_tasks=len(todo), to_bytes=encode_result,
+                               private=parts.privacy_key is not None):
             if run.scheduler is not None:  # a worker's answer: data, checked like a part
                 result = _from_worker(plan, result, waiting, run.scheduler)
             waiting.discard(result.client)

@@ -46,7 +46,8 @@ def prepare(store_path, gallery_path, options, run, privacy_key=None):
     from ssgallery.formats.store import load_store
 
     store = load_store(store_path, images=False, privacy_key=privacy_key)
-    check_writable(gallery_path, FORMAT, run.force)  # fail now, not after training anyone
+    # fail now, not after training anyone; never a plain gallery over an encrypted one
+    check_writable(gallery_path, FORMAT, run.force, encrypted=privacy_key is not None)
     todo = list(store.clients) if run.clients is None else run.clients
     unknown = [c for c in todo if c not in store.clients]
     if unknown:

@@ -179,7 +179,7 @@ def _old_store(store_path, add, force, key):
         raise FormatError(f"no such ssgallery enrollment store to add to (drop "
                           f"{option('add')} to create it)", path=store_path)
     if exists and not add:
-        check_writable(store_path, FORMAT, force)
+        check_writable(store_path, FORMAT, force, encrypted=key is not None)
         if force and hdf5_format(store_path) != FORMAT:
             return None  # a foreign file the caller asked to replace
     # foreign / newer / corrupt -> FormatError, never clobber

@@ -8,15 +8,49 @@ scattered to every Dask worker before the first job, written once to a file that
 local worker maps (joblib's memory-mapping of large arrays, deduplicated by content),
 the same object in this process. Results depend only on their job, never on the
 backend or the number of workers; the caller alone writes files.
+
+``private`` (a run with the privacy key: its features are personal data) keeps every
+such file off the disk: joblib memory-maps into `RAM_FOLDER` when it is a RAM file
+system (tmpfs, ramfs; joblib's folder mode 0700, files 0600, removed when the run ends),
+else nothing is memory-mapped and each job's data is pickled to its worker through a
+pipe (more copying, no file). Never joblib's fallback, the temporary folder on disk.
 """
 
 import contextlib
 import logging
+import os
 
 from ssgallery.errors import InputError, SsgalleryError
 from ssgallery.learn.threads import large_arrays_on_heap, worker_count
 
 CONNECT_TIMEOUT = "20s"  # to reach a Dask scheduler
+RAM_FOLDER = "/dev/shm"  # where a private run's workers share their arrays, if RAM
+RAM_FILE_SYSTEMS = ("tmpfs", "ramfs")
+
+
+def ram_folder(folder=RAM_FOLDER, mounts="/proc/self/mounts"):
+    """``folder`` when it is the mount point of a RAM file system (`RAM_FILE_SYSTEMS`)
+    this user can write to, else None (not mounted so, not Linux, not writable)."""
+    target = os.path.realpath(folder)
+    try:
+        with open(mounts, encoding="utf-8", errors="replace") as handle:
+            table = [line.split() for line in handle]
+    except OSError:
+        return None
+    kinds = [fields[2] for fields in table if len(fields) >= 3 and fields[1] == target]
+    if kinds and kinds[-1] in RAM_FILE_SYSTEMS and os.access(target, os.W_OK | os.X_OK):
+        return target
+    return None
+
+
+def memmap_options(private):
+    """joblib ``Parallel`` arguments for where workers' shared arrays go: joblib's own
+    choice for a plain run; for a ``private`` one `ram_folder`, else no memory-mapping
+    (``max_nbytes=None``)."""
+    if not private:
+        return {}
+    folder = ram_folder()
+    return {"temp_folder": folder} if folder else {"max_nbytes": None}
 
 
 def check_backend(n_jobs, scheduler):
@@ -27,7 +61,7 @@ def check_backend(n_jobs, scheduler):
 
 
 def run_jobs(func, jobs, *, n_jobs=1, scheduler=None, shared=None, n_tasks=None,
-             to_bytes=None):
+             to_bytes=None, private=False):
     """Yield ``func(job)`` (``func(job, shared)`` when ``shared`` is given) for every
     job, in completion order.
 
@@ -51,6 +85,9 @@ def run_jobs(func, jobs, *, n_jobs=1, scheduler=None, shared=None, n_tasks=None,
         The number of jobs, when known.
     to_bytes : callable, optional
         Turns a result into bytes on a Dask worker (default: ``func`` returns bytes).
+    private : bool
+        The jobs hold personal data (a run with the privacy key): local workers never
+        share it through a file on disk (`memmap_options`).
     """
     check_backend(n_jobs, scheduler)
     extra = () if shared is None else (shared,)
@@ -65,7 +102,7 @@ def run_jobs(func, jobs, *, n_jobs=1, scheduler=None, shared=None, n_tasks=None,
         from joblib import Parallel, delayed
 
         parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered",
-                            pre_dispatch="2*n_jobs")
+                            pre_dispatch="2*n_jobs", **memmap_options(private))
         yield from parallel(delayed(func)(job, *extra) for job in jobs)
 
 

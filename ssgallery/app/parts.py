@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ssgallery.errors import SsgalleryError
+from ssgallery.errors import InputError, SsgalleryError, option
 
 MAX_PART_BYTES = 256 << 20  # a part's file, and each array in it
 PART_MAGIC = b"ssgallery-part 2\n"
@@ -202,6 +202,25 @@ class PartsFolder:
                 raise BadPart("a plain part in a run with a privacy key", path=shown)
             return handle.read(MAX_PART_BYTES + (1 << 20))
 
+    def check_resumable(self):
+        """Raise `InputError` when this run has no privacy key and the folder holds an
+        encrypted part: resuming would redo its client and write the template plain.
+        Entries are opened as `_bytes` opens them (no link followed, no FIFO waited on)."""
+        from ssgallery.formats.encryption import PRIVACY_KEY_ENV
+
+        folder = None if self.privacy_key is not None else self._folder()
+        if folder is None:
+            return
+        try:
+            found = any(_encrypted_entry(folder, name) for name in sorted(os.listdir(folder))
+                        if name.endswith(".npz"))
+        finally:
+            os.close(folder)
+        if found:
+            raise InputError(f"holds parts encrypted with a privacy key; resume with it "
+                             f"({option('privacy_key_file')} or ${PRIVACY_KEY_ENV}), or "
+                             f"start again without {option('resume')}", path=self.path)
+
     def read(self, client, key):
         """The committed result of ``client`` if its key matches, else None (no part, or
         a part of another run). Raises `BadPart` for a part that cannot be trusted."""
@@ -237,6 +256,22 @@ class PartsFolder:
             return
         os.close(fd)
         shutil.rmtree(self.path, ignore_errors=True)  # rmtree never follows links
+
+
+def _encrypted_entry(folder, name):
+    """Whether the regular file ``name`` in the open ``folder`` starts an encrypted
+    container (a link, a FIFO or an unreadable entry: False)."""
+    from ssgallery.formats.encryption import is_encrypted
+
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | getattr(os, "O_CLOEXEC", 0), dir_fd=folder)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and is_encrypted(os.pread(fd, 64, 0))
+    finally:
+        os.close(fd)
 
 
 def encode_result(result, key=""):

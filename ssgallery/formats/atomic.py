@@ -27,7 +27,7 @@ import signal
 import stat
 import threading
 
-from ssgallery.errors import FormatError, SsgalleryError, interrupt_handlers
+from ssgallery.errors import FormatError, SsgalleryError, interrupt_handlers, option
 from ssgallery.safeio import env_seconds
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -71,13 +71,19 @@ def hdf5_format(path):
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
+def _is_encrypted(path):
+    from ssgallery.formats.encryption import file_format
+
+    return file_format(path) is not None
+
+
 def _kind_label(fmt):
     labels = {"ssgallery-enrollment": "an ssgallery enrollment store",
               "ssgallery-gallery": "an ssgallery gallery"}
     return labels.get(fmt, f"a '{fmt}' file")
 
 
-def check_writable(path, kind=None, force=False):
+def check_writable(path, kind=None, force=False, encrypted=None):
     """Raise `SsgalleryError` unless an output of ``kind`` may be written at ``path``.
 
     Called before long work so that a bad output fails at once, and again by
@@ -94,6 +100,11 @@ def check_writable(path, kind=None, force=False):
     force : bool
         Replace an existing regular file that is not an output of the same kind. Never
         replaces another kind of ssgallery file, a folder or a special file.
+    encrypted : bool, optional
+        Whether the output will be encrypted with the privacy key (stores, galleries).
+        False: an existing encrypted file is never replaced by a plain one, even forced
+        (its owner meant it to stay encrypted: a plain copy would be a silent
+        downgrade).
     """
     path = os.fspath(path)
     try:
@@ -124,6 +135,13 @@ def check_writable(path, kind=None, force=False):
         return
     found = hdf5_format(target)
     if found == kind:
+        if encrypted is False and _is_encrypted(target):
+            from ssgallery.formats.encryption import PRIVACY_KEY_ENV
+
+            raise FormatError(f"is encrypted; writing it again without the privacy key "
+                              f"would leave it in plaintext: give "
+                              f"{option('privacy_key_file')} (or ${PRIVACY_KEY_ENV}), or "
+                              f"remove it first", path=path)
         return
     if found and found.startswith("ssgallery"):
         raise FormatError(f"not {_kind_label(kind)} but {_kind_label(found)}; refusing to "
@@ -284,7 +302,7 @@ def _install(tmp, target, shown):
 
 
 @contextlib.contextmanager
-def atomic_path(path, kind=None, force=False, lock=False):
+def atomic_path(path, kind=None, force=False, lock=False, encrypted=None):
     """Yield a temporary path beside ``path``'s target; on success it replaces it.
 
     The caller writes the whole file to the yielded path (e.g. with ``h5py.File(tmp,
@@ -295,7 +313,7 @@ def atomic_path(path, kind=None, force=False, lock=False):
     ----------
     path : str or Path
         The output; a symlink is followed (its target is replaced).
-    kind, force
+    kind, force, encrypted
         See `check_writable`. With a format tag (str) the file is a store or gallery,
         sealed (and encrypted, with a privacy key) in memory by
         `ssgallery.formats.hdf5.hdf5_image` before it is written here.
@@ -305,7 +323,7 @@ def atomic_path(path, kind=None, force=False, lock=False):
     shown = os.fspath(path)
     target = os.path.realpath(shown)
     with output_lock(shown) if lock else contextlib.nullcontext():
-        check_writable(shown, kind, force)
+        check_writable(shown, kind, force, encrypted)
         remove_stale_temporaries(target)
         tmp = None
         try:

@@ -149,7 +149,8 @@ class EnrollmentStore:
         images = self.images
         dtype = np.uint8 if _is_8bit(images, WRITE_ROWS) else np.float32
         strings = h5py.string_dtype()
-        with atomic_path(path, FORMAT, force, lock=True) as tmp, \
+        with atomic_path(path, FORMAT, force, lock=True,
+                         encrypted=privacy_key is not None) as tmp, \
                 hdf5_image(tmp, USERBLOCK, FORMAT, privacy_key) as f:
             f.attrs["format"] = FORMAT
             f.attrs["format_version"] = FORMAT_VERSION

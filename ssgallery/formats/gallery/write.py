@@ -47,7 +47,8 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
         problem = client_id_problem(model.client_id)
         if problem:
             raise SsgalleryError(f"cannot store client {model.client_id!r}: {problem}")
-    with atomic_path(path, FORMAT, force, lock=True) as tmp, \
+    with atomic_path(path, FORMAT, force, lock=True,
+                     encrypted=privacy_key is not None) as tmp, \
             hdf5_image(tmp, USERBLOCK, FORMAT, privacy_key) as f:
         f.attrs["format"] = FORMAT
         f.attrs["format_version"] = FORMAT_VERSION
