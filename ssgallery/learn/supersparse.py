@@ -69,9 +69,14 @@ def similarity_scale(X, u, similarity, rng=None):
         rng = np.random.default_rng(0) if rng is None else rng
         cols = rng.choice(len(X), _MAX_SCALE_COLUMNS, p=u)
         w = np.full(len(cols), 1.0 / len(cols))
-    S = np.asarray(similarity(X, X[cols]), dtype=float)  # (n, c)
+    return gram_scale(np.asarray(similarity(X, X[cols]), dtype=float), u, w)
+
+
+def gram_scale(S, u, w=None):
+    """`similarity_scale` from the similarities S = S(X, X[cols]) (n, c) already known
+    (``w``: the columns' weights, default ``u``; all n columns then)."""
     centred = S - u @ S
-    return float(w @ (u @ (centred * centred)))
+    return float((u if w is None else w) @ (u @ (centred * centred)))
 
 
 def _greedy_medoids(X, u, k, rng):
@@ -92,6 +97,36 @@ def _greedy_medoids(X, u, k, rng):
     return cand[chosen]
 
 
+def start_indices(X, y, u, m, init, rng, restart=0):
+    """Rows of X where the ``"class"`` or ``"genuine"`` rule of `initial_prototypes`
+    starts its m prototypes, shape (m,) (a row repeats when a class has fewer samples)."""
+    usable = np.flatnonzero(u > 0)
+    pos = y > 0
+    groups = [usable[pos[usable]], usable[~pos[usable]]]
+    groups = [g for g in groups if len(g)]
+    if len(groups) == 2 and m >= 2:
+        if init == "genuine":
+            k_pos = min(m - 1, len(groups[0]))
+        else:
+            w_pos = u[groups[0]].sum() / u[usable].sum()
+            # round half up; the tolerance keeps 0.4999999999999999 from rounding down
+            k_pos = int(np.clip(np.floor(m * w_pos + 0.5 + 1e-9), 1, m - 1))
+        counts = [k_pos, m - k_pos]
+    else:
+        counts = [m] + [0] * (len(groups) - 1)
+    idx = []
+    for g, k in zip(groups, counts):
+        if k == 0:
+            continue
+        if restart == 0:
+            sub = g[_greedy_medoids(X[g], u[g], k, rng)]
+        else:
+            sub = rng.choice(g, min(k, len(g)), replace=False)
+        idx.extend(sub)
+        idx.extend(rng.choice(g, k - len(sub)))  # fewer samples than k: repeat
+    return np.array(idx, dtype=int)
+
+
 def initial_prototypes(X, y, u, m, init, rng, restart=0):
     """Starting prototypes, shape (m, d).
 
@@ -109,30 +144,7 @@ def initial_prototypes(X, y, u, m, init, rng, restart=0):
     d = X.shape[1]
     usable = np.flatnonzero(u > 0)
     if init in ("class", "genuine"):
-        pos = y > 0
-        groups = [usable[pos[usable]], usable[~pos[usable]]]
-        groups = [g for g in groups if len(g)]
-        if len(groups) == 2 and m >= 2:
-            if init == "genuine":
-                k_pos = min(m - 1, len(groups[0]))
-            else:
-                w_pos = u[groups[0]].sum() / u[usable].sum()
-                # round half up; the tolerance keeps 0.4999999999999999 from rounding down
-                k_pos = int(np.clip(np.floor(m * w_pos + 0.5 + 1e-9), 1, m - 1))
-            counts = [k_pos, m - k_pos]
-        else:
-            counts = [m] + [0] * (len(groups) - 1)
-        idx = []
-        for g, k in zip(groups, counts):
-            if k == 0:
-                continue
-            if restart == 0:
-                sub = g[_greedy_medoids(X[g], u[g], k, rng)]
-            else:
-                sub = rng.choice(g, min(k, len(g)), replace=False)
-            idx.extend(sub)
-            idx.extend(rng.choice(g, k - len(sub)))  # fewer samples than k: repeat
-        Z = X[np.array(idx)]
+        Z = X[start_indices(X, y, u, m, init, rng, restart)]
     elif init == "quantile":
         # regression: m bins of equal weight along the target, each bin's weighted medoid
         # (random member on restarts), so prototypes start spread over the target range
