@@ -97,6 +97,43 @@ def check_result(result, client, context, where):
     check_model(model, matcher, where)
 
 
+def check_calibrated(results, clients, context, where):
+    """Refuse final thresholds that accept every probe, after the calibration over every
+    client (`ssgallery.app.thresholds.apply`): held-out scores consistent with each
+    result's own threshold (`check_result`) can still, pooled, calibrate to one.
+
+    Parameters
+    ----------
+    results : dict of str to ClientResult
+    clients : iterable of str
+        The clients whose thresholds this run set.
+    context : tuple
+        As `check_result`'s.
+    where : dict of str to str
+        Where each client's held-out scores came from, for the message (a client not
+        in it: this host's own training).
+
+    Raises
+    ------
+    SsgalleryError
+        One line naming the client and where its scores came from.
+    """
+    from ssgallery.formats.gallery import ClientModel, check_model
+
+    matcher, similarity = context[:2]
+    for c in clients:
+        r = results[c]
+        model = ClientModel(client_id=c, prototypes=r.prototypes, beta=r.beta,
+                            intercept=float(r.intercept), threshold=float(r.threshold),
+                            similarity=similarity.params(), provenance={})
+        try:
+            check_model(model, matcher)
+        except SsgalleryError as exc:
+            raise SsgalleryError(f"{exc} after the calibration of every client's threshold; "
+                                 "its held-out scores are not what training gives",
+                                 path=where.get(c)) from None
+
+
 def _check_heldout(heldout, n_images, refuse):
     """Scores: finite 1-D float arrays, at most ``n_images`` long, at least one impostor
     score; ``impostor_row`` (the store row of each impostor score): integers in

@@ -9,6 +9,9 @@ $TAMPER_MODE_FILE at every job, so one cluster serves every case:
   calibrated from them would accept every probe); the model and threshold honest;
 - ``provenance``: the provenance and summary row without ``m`` (what the summary
   table prints);
+- ``calibrated``: held-out impostor scores forged with the threshold and Z-norm they
+  imply (each result consistent): two at the honest threshold, the rest far below,
+  which calibrate (``znorm-global``, T over every client) to accept-all thresholds;
 - ``evil_result``: the job returns an object whose unpickling runs a program (it
   writes the unpickling process's pid to $TAMPER_PWNED_FILE);
 - ``unpicklable``: the job raises an exception that cannot be pickled;
@@ -62,6 +65,15 @@ def train_job(job, *shared):
         result.heldout["impostor"] = np.full(len(result.heldout["impostor"]), -1e9)
     elif mode == "provenance":
         del result.provenance["m"], result.row["m"]
+    elif mode == "calibrated":
+        high = np.nextafter(result.threshold, -np.inf)
+        forged = np.r_[np.full(len(job.y) - 2, -1e9), high, high]
+        result.heldout = {"impostor": forged, "genuine": result.heldout["genuine"],
+                          "impostor_row": np.resize(result.heldout["impostor_row"],
+                                                    len(forged))}
+        result.normalization = client_training.znorm_parameters(forged)
+        result.threshold = client_training.threshold_at_far(forged,
+                                                            job.options.target_far)
     return result
 
 

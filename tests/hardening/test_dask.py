@@ -17,8 +17,8 @@ from ssgallery.app.enroll import enroll
 
 distributed = pytest.importorskip("distributed", reason="the 'distributed' extra")
 
-MODES = ["threshold", "nan", "client", "heldout", "provenance", "evil_result",
-         "unpicklable", "die"]
+MODES = ["threshold", "nan", "client", "heldout", "provenance", "calibrated",
+         "evil_result", "unpicklable", "die"]
 BOUND = 120  # seconds: every failure is one line within this
 
 

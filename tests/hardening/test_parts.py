@@ -75,6 +75,16 @@ def _forged(site, **change):
     return ClientResult(**values)
 
 
+def _calibrating_to_accept_all(site):
+    """Held-out impostor scores that give the part's own threshold (0.9) and Z-norm,
+    two at the threshold and the rest far below: pooled in ``znorm-global`` with the
+    other clients', they calibrate c01's final threshold below any score."""
+    impostor = np.r_[np.full(18, -1e9), [np.nextafter(0.9, -np.inf)] * 2]
+    return _forged(site, heldout={"impostor": impostor, "genuine": np.array([1.0]),
+                                  "impostor_row": np.resize(np.arange(5, 20), 20)},
+                   normalization=znorm_parameters(impostor))
+
+
 def _low_heldout(site):
     """Held-out impostor scores far below any score c01's model can give (with the
     threshold and Z-norm they imply): a calibrated threshold that accepts every probe."""
@@ -241,8 +251,29 @@ def test_plain_compress_never_writes_through_a_parts_symlink(site, tmp_path):
     for client in ("c00", "c01", "c02", "c03"):
         os.symlink(victim, elsewhere / PartsFolder(gallery)._name(client))
     os.symlink(elsewhere, f"{gallery}.parts")
-    r = Workers().run(["compress", "--store", site["root"] / "e.h5", "-o", gallery, "-q",
-                       *ARGS])
+    pool = Workers()
+    try:
+        r = pool.run(["compress", "--store", site["root"] / "e.h5", "-o", gallery, "-q",
+                      *ARGS])
+    finally:
+        pool.close()
     assert clean_error(r) and "symbolic link" in r["stderr"], r
     assert victim.read_text() == "precious\n" and not gallery.exists()
     assert all(stat.S_ISLNK(os.lstat(p).st_mode) for p in elsewhere.iterdir())
+
+
+def test_a_part_calibrating_to_accept_all_is_never_written(site, tmp_path):
+    """A part consistent on its own (threshold and Z-norm those of its held-out scores)
+    whose held-out scores calibrate, pooled with the other clients' in ``znorm-global``,
+    to a threshold that accepts every probe: one line, no gallery (before: written with
+    that threshold; verify then refused the gallery)."""
+    gallery = tmp_path / "g.h5"
+    _plant(site, gallery, _calibrating_to_accept_all(site))
+    pool = Workers(timeout=120)
+    try:
+        r = pool.run(["compress", "--store", site["root"] / "e.h5", "-o", gallery,
+                      "--resume", "-q", *ARGS[:-1], "znorm-global"])
+    finally:
+        pool.close()
+    assert clean_error(r) and "after the calibration" in r["stderr"], r
+    assert "c01" in r["stderr"] and not gallery.exists()
