@@ -31,6 +31,7 @@ tests/test_benchmarks_smoke.py runs every script on tiny sizes that way.
 import contextlib
 import datetime
 import io
+import itertools
 import os
 import platform
 import re
@@ -98,9 +99,17 @@ def markdown_table(head, rows):
 
 def text_table(text):
     """A markdown table from a fixed-width text table whose columns are separated by
-    at least two spaces (a line of dashes under the header is skipped)."""
+    at least two spaces. The line of dashes under the header is skipped, and so are the
+    lines after the rows that are not rows of the table (a note under roc's table):
+    a row has a blank wherever the rule has one."""
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    cells = [re.split(r"\s{2,}", ln.strip()) for ln in lines if not set(ln) <= {"-", " "}]
+    rule = next((i for i, ln in enumerate(lines) if set(ln) <= {"-", " "}), None)
+    if rule is not None:
+        gaps = [i for i, ch in enumerate(lines[rule]) if ch == " "]
+        rows = itertools.takewhile(
+            lambda ln: all(i >= len(ln) or ln[i] == " " for i in gaps), lines[rule + 1:])
+        lines = lines[:rule] + list(rows)
+    cells = [re.split(r"\s{2,}", ln.strip()) for ln in lines]
     return markdown_table(cells[0], cells[1:])
 
 

@@ -41,3 +41,25 @@ def test_cells_are_read_by_row_and_column():
     assert _index.cell(text, "ssvm", "EER %", where={"m": "3"}) == "1.28"
     assert _index.headline("paper_att", text) is None  # no 'client EER %' column: no figure
     assert _index.headline("no_such_page", text) is None
+
+
+def test_roc_s_table_makes_a_page_table_without_its_notes_and_a_headline():
+    import _results
+
+    from ssgallery.tables import format_table
+
+    text = format_table(["method", "m", "matches", "EER % [95% CI]", "FRR@FAR=1%"],
+                        [["svm", None, "51.8 ± 23.1", "1.31 [0.95, 1.80]", "7.60"],
+                         ["ssvm", 2, "2.0 ± 0.0", "1.36 [1.00, 1.75]", "8.00"]],
+                        right=range(1, 5))
+    text += ("\n—: FAR 0.1% is below the resolution of a client's curve (1/21 impostor "
+             "claims)\nEER: each client's own threshold sweep, averaged over clients and "
+             "repetitions (the headline)")
+    page = _results.text_table(text)
+    assert page.splitlines() == [
+        "| method | m | matches | EER % [95% CI] | FRR@FAR=1% |", "|---|---|---|---|---|",
+        "| svm | — | 51.8 ± 23.1 | 1.31 [0.95, 1.80] | 7.60 |",
+        "| ssvm | 2 | 2.0 ± 0.0 | 1.36 [1.00, 1.75] | 8.00 |"]
+    assert _index.headline("paper_att", page) == (
+        "AT&T, eigenface: mean client EER 1.36 % at m = 2 vs 1.31 % for the full SVM "
+        "(51.8 ± 23.1 matches per claim)")
