@@ -77,3 +77,25 @@ def test_score_histograms_draw_the_threshold(tmp_path):
 
 def test_long_titles_are_cut_in_the_middle():
     assert plots._fit_title("a" * 50 + "\nshort", 21) == "a" * 9 + "..." + "a" * 9 + "\nshort"
+
+
+def test_a_set_of_claims_none_acquired_draws_no_histogram_and_warns_nothing(tmp_path):
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    table = _gallery_table(fta=0.25)
+    table.score[table.claimed != table.real] = np.nan  # every impostor failed to acquire
+    summaries = evaluate([table], n_boot=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's 'invalid value encountered in divide'
+        assert plots.plot_scores(tmp_path / "scores.png", [table], summaries)
+    fig, ax = plt.subplots()
+    score, gen = table.score, table.claimed == table.real
+    for claims, name in ((~gen, "impostor"), (gen, "genuine")):
+        plots._histogram(ax, score, np.isfinite(score), claims, np.linspace(-3, 5, 9), "C0",
+                         name)
+    assert [h.get_label() for h in ax.get_legend_handles_labels()[0]] == [
+        "impostor (600, 600 failed to acquire)", "genuine (60, 15 failed to acquire)"]
+    assert len(ax.patches) == 8  # the genuine histogram's bars only
+    plt.close(fig)

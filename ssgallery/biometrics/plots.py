@@ -166,6 +166,20 @@ def _threshold_line(ax, mine, shifted):
                    label="global EER threshold")
 
 
+def _histogram(ax, score, ok, claims, edges, color, name):
+    """One density histogram of the acquired scores of ``claims`` (boolean masks), its
+    legend counting them and the claims that failed to acquire; none drawn when no
+    claim was acquired (a density of nothing is undefined)."""
+    lost = int(np.sum(claims & ~ok))
+    label = f"{name} ({int(np.sum(claims))}" + (f", {lost} failed to acquire)" if lost
+                                                   else ")")
+    if np.any(claims & ok):
+        ax.hist(score[claims & ok], edges, density=True, alpha=0.55, color=color,
+                label=label)
+    else:
+        ax.plot([], [], color=color, label=label)  # in the legend only
+
+
 def _stored(table):
     """Each claim's stored threshold (NaN where the client has none)."""
     t = {c: (info or {}).get("threshold") for c, info in table.clients.items()}
@@ -198,10 +212,8 @@ def plot_scores(path, tables, summaries, title=None, bins=50, force=False):
         gen = np.concatenate([t.claimed == t.real for t in mine])
         ok = np.isfinite(score)
         edges = np.histogram_bin_edges(score[ok], bins=bins)
-        ax.hist(score[ok & ~gen], edges, density=True, alpha=0.55, color="C3",
-                label=f"impostor ({int(np.sum(~gen))})")
-        ax.hist(score[ok & gen], edges, density=True, alpha=0.55, color="C2",
-                label=f"genuine ({int(np.sum(gen))})")
+        for claims, color, name in ((~gen, "C3", "impostor"), (gen, "C2", "genuine")):
+            _histogram(ax, score, ok, claims, edges, color, name)
         _threshold_line(ax, mine, shifted)
         ax.set_title(label, fontsize=8)
         ax.set_xlabel("g(x) - the client's threshold" if shifted else "score g(x)",
