@@ -15,10 +15,6 @@ Methods, all on the same EBGM similarity:
   the SVM.
   ``--init genuine`` starts from m - 1 genuine medoids + 1 impostor medoid instead of
   the library's class-weighted split (see the README's EBGM section for why).
-- ``ssvm-start``: the same distillation from the start ``compress --select-start``
-  chooses per client (``"genuine"`` or ``"class"``, by how the unmoved start ranks the
-  threshold CV's held-out training images; `ssgallery.learn.starts.heldout_start`, no
-  matcher run). Where it keeps ``--init`` the model is the ``ssvm`` one.
 - ``svm-sel`` / ``svm-red``: reduced-set methods. They assume a PSD kernel (SVM-sel's
   kernel PCA, SVM-red's RBF pre-image fixed point): SVM-sel is run anyway on the
   non-PSD Gram matrix (its eigenvectors then belong to negative eigenvalues too),
@@ -89,43 +85,12 @@ def fit_ssvm(dist, X, y, init, seed):
     return dist.set_params(init=init).fit(X, y)
 
 
-def held_out_start(results, args, split, Xt, y, groups, sim, G, svm, matcher, dist, extra,
-                   record):
-    """The ``ssvm-start`` arm: compress's ``--select-start``
-    (`ssgallery.app.client_fit.select_start`: the start rule of least held-out
-    misranking on the threshold CV's folds, from the Gram matrix), then the same
-    distillation from that start. When it picks the benchmark's own ``--init`` the model
-    is the ``ssvm`` one (same fit, same runs); else it is fitted. Returns the line's end."""
-    from sklearn.base import clone
-
-    from ssgallery.app.client_fit import select_start
-    from ssgallery.app.options import CompressOptions
-    from ssgallery.biometrics.heldout import threshold_folds
-
-    t0, c0 = time.perf_counter(), cpu_seconds()
-    folds = threshold_folds(y, groups, 5, 0)
-    o = CompressOptions(m=args.m, lam=args.lam, seed=0, select_start=True)
-    # too few people to hold any out (compress then keeps its init too)
-    rule = args.init if folds is None else select_start(Xt, y, sim, G, folds, o, C=svm.C_)["rule"]
-    chosen = dict(extra)
-    if rule != args.init:
-        calls, pairs = matcher.n_calls_, matcher.n_pairs_
-        dist = fit_ssvm(clone(dist).set_params(teacher=svm), Xt, y, rule, split.repetition)
-        chosen.update(calls=matcher.n_calls_ - calls, pairs=matcher.n_pairs_ - pairs)
-    chosen.update(train_wall=(time.perf_counter() - t0) + (0 if rule != args.init
-                                                           else extra["train_wall"]),
-                  train_cpu=(cpu_seconds() - c0) + (0 if rule != args.init
-                                                    else extra["train_cpu"]))
-    record("ssvm-start", dist, args.m, chosen)
-    return f"; start {rule}: EER {100 * results['ssvm-start'][-1]['eer']:.1f} %"
-
-
 def summarize(name, rows):
     e = 100 * np.mean([r["eer"] for r in rows])
     f = 100 * np.mean([r["frr1"] for r in rows])
     mt = np.mean([r["matches"] for r in rows])
     sd = np.std([r["matches"] for r in rows])
-    line = (f"{name:10s} EER {e:5.2f} %  FRR@FAR=1% {f:6.2f} %  matches {mt:5.1f} "
+    line = (f"{name:8s} EER {e:5.2f} %  FRR@FAR=1% {f:6.2f} %  matches {mt:5.1f} "
             f"(sd {sd:4.1f})")
     if "train_wall" in rows[0]:
         t = np.mean([r["train_wall"] for r in rows])
@@ -144,13 +109,13 @@ def tail_lines(results):
     than their own SVM, and the largest gap."""
     svm = np.array([r["eer"] for r in results["svm"]])
     names = [r["client"] for r in results["svm"]]
-    for name in ("ssvm", "ssvm-start", "svm-sel"):
+    for name in ("ssvm", "svm-sel"):
         rows = results[name]
         if len(rows) != len(svm):
             continue
         gap = 100 * (np.array([r["eer"] for r in rows]) - svm)
         worse = ", ".join(f"{who} ({g:+.1f})" for who, g in zip(names, gap) if g > 5)
-        print(f"{name:10s} client models more than 5 points worse than their SVM: "
+        print(f"{name:8s} client models more than 5 points worse than their SVM: "
               f"{int((gap > 5).sum())} of {len(gap)}; largest gap {gap.max():+.1f} points"
               + (f": {worse}" if worse else ""))
 
@@ -175,8 +140,6 @@ def main():
                          "first-order model of Eq. 7 in between (paper's closing section)")
     ap.add_argument("--eta", type=float, default=0.5)
     ap.add_argument("--lam", type=float, default=1e-5, help="the paper's lambda for EBGM/AT&T")
-    ap.add_argument("--no-select-start", dest="select_start", action="store_false",
-                    help="skip the ssvm-start arm (compress --select-start)")
     ap.add_argument("--no-baselines", action="store_true")
     ap.add_argument("--subjects", type=int, default=40,
                     help="only AT&T's first N subjects (a quick check; not the figures)")
@@ -190,7 +153,7 @@ def main():
         sys.exit(f"AT&T faces not found at {root} (set SSGALLERY_ATT_FACES)")
     images, labels = load_att(root, args.subjects)
     splits = make_splits(labels, n_train=5, repetitions=args.repetitions, seed=args.seed)
-    results = {"svm": [], "ssvm": [], "ssvm-start": [], "svm-sel": [], "svm-red": []}
+    results = {"svm": [], "ssvm": [], "svm-sel": [], "svm-red": []}
     cache = tempfile.mkdtemp(prefix="ebgm-jets-")
     red_error = None
     print(f"AT&T + ssgallery-ebgm: {args.repetitions} repetition(s) (seed {args.seed}), m = {args.m}, solver "
@@ -241,14 +204,10 @@ def main():
                 extra = {"train_wall": time.perf_counter() - t0, "train_cpu": cpu_seconds() - c0,
                          "calls": matcher.n_calls_ - calls, "pairs": matcher.n_pairs_ - pairs}
                 record("ssvm", dist, args.m, extra)
-                line = (f"  {client}: SVM {svm.n_support_total_} SVs, EER "
-                        f"{100 * results['svm'][-1]['eer']:.1f} %; SSVM EER "
-                        f"{100 * results['ssvm'][-1]['eer']:.1f} %, {extra['calls']} runs, "
-                        f"{extra['train_wall']:.1f} s")
-                if args.select_start:
-                    line += held_out_start(results, args, split, X[tr], y, labels[tr], sim,
-                                           K[: len(tr)], svm, matcher, dist, extra, record)
-                print(line, flush=True)
+                print(f"  {client}: SVM {svm.n_support_total_} SVs, EER "
+                      f"{100 * results['svm'][-1]['eer']:.1f} %; SSVM EER "
+                      f"{100 * results['ssvm'][-1]['eer']:.1f} %, {extra['calls']} runs, "
+                      f"{extra['train_wall']:.1f} s", flush=True)
                 if args.no_baselines:
                     continue
                 calls, pairs = matcher.n_calls_, matcher.n_pairs_

@@ -249,21 +249,3 @@ def test_enroll_matcher_cmd_external(tmp_path, foreign_cmd):
     r = CliRunner().invoke(main, ["verify", probe, "--claim", "c00", "--gallery", gallery,
                                   "--matcher-cmd", shlex.join(foreign_cmd)])
     assert r.exit_code == 0 and "ACCEPT" in r.stdout, r.output
-
-
-def test_compress_select_start_records_each_clients_start(data, tmp_path):
-    gallery = str(tmp_path / "started.h5")
-    r = CliRunner().invoke(main, ["compress", "--store", data["store"], "-o", gallery, "--m",
-                                  "4", "--select-start", "--clients", CLIENTS, "--json"])
-    assert r.exit_code == 0, r.output
-    for client in CLIENTS.split(","):
-        r = CliRunner().invoke(main, ["info", "--gallery", gallery, "--client", client,
-                                      "--json"])
-        assert r.exit_code == 0, r.output
-        prov = json.loads(r.stdout)["client"]["provenance"]
-        start = prov["start"]  # the rule used; prov["init"] stays the option given
-        assert prov["select_start"] is True and start["rule"] in ("genuine", "class")
-        assert start["misranking"][start["rule"]] == min(start["misranking"].values())
-    r = CliRunner().invoke(main, ["compress", "--store", data["store"], "-o", gallery, "--m",
-                                  "auto", "--select-start", "--force"])
-    assert r.exit_code == 2 and "--select-start needs a fixed --m" in r.stderr

@@ -112,7 +112,6 @@ def test_a_new_field_at_its_default_keeps_every_digest_and_provenance():
                        "got 'pca'")),
     ({"max_iter": 0}, "`max_iter` must be a positive integer, got 0"),
     ({"refresh_every": 0}, "`refresh_every` must be a positive integer, got 0"),
-    ({"select_start": True, "m": "auto"}, "`select_start` needs a fixed `m`, not 'auto'"),
     ({"max_impostors": -1}, "max_impostors must be a non-negative integer, got -1"),
     ({"impostors": "nearest"}, "impostors must be one of sample, cohort, got 'nearest'"),
     ({"threshold_mode": "x"}, ("`threshold_mode` must be one of client, znorm-global, "
@@ -260,10 +259,6 @@ def test_robust_training_fields_enter_the_digest_only_when_set():
     set_ = CompressOptions(refresh_every=5, guard=True)
     assert set_.digest_dict()["refresh_every"] == 5 and set_.digest_dict()["guard"] is True
     assert set_.provenance()["refresh_every"] == 5 and set_.provenance()["guard"] is True
-    assert "select_start" not in base.digest_dict() and "select_start" not in base.provenance()
-    chosen = CompressOptions(m=5, select_start=True)
-    assert chosen.digest_dict()["select_start"] is True
-    assert chosen.provenance()["select_start"] is True
 
 
 def test_compress_command_refuses_non_finite_and_out_of_range_options_as_input_errors(tmp_path):

@@ -246,18 +246,3 @@ def test_heldout_start_follows_held_out_images_not_the_rule_order():
         new[r] = misranking(s[y_new > 0], s[y_new < 0])
     assert new["genuine"] == pytest.approx(0.0436, abs=1e-4)
     assert new["class"] == pytest.approx(0.1387, abs=1e-4)
-
-
-def test_compress_select_start_chooses_and_records_the_start():
-    from ssgallery.app.client_fit import train_client
-    from ssgallery.app.options import CompressOptions
-
-    X, y, groups = three_poses(np.random.default_rng(0))
-    sim = RBFSimilarity(1.0)
-    plain = train_client(X, y, sim, CompressOptions(m=4, init="class"), groups=groups)
-    assert "start" not in plain.cv and plain.distiller.init == "class"
-    chosen = train_client(X, y, sim, CompressOptions(m=4, init="class", select_start=True),
-                          groups=groups)
-    assert chosen.cv["start"]["rule"] == "genuine" == chosen.distiller.init
-    assert chosen.cv["start"]["misranking"]["class"] == pytest.approx(0.2071, abs=1e-4)
-    assert chosen.cv["teacher_gap"] < plain.cv["teacher_gap"]

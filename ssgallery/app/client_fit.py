@@ -159,10 +159,6 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
     k = int(folds.max()) + 1 if folds is not None else 0
     fit_and_hold_out = partial(_fit_and_hold_out, _Training(
         X, y, similarity, bounds, gram, folds, fold_spaces or [(X, similarity, bounds)] * k))
-    start = None
-    if o.select_start and k:
-        start = select_start(X, y, similarity, gram, folds, o)
-        o = replace(o, init=start["rule"])
     svm, dist, scores = fit_and_hold_out(o, o.m)
     guard = None
     if o.guard and k:
@@ -170,8 +166,6 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
     t, t_svm, cv = _cv_thresholds(scores, o.target_far, k)
     if guard is not None:
         cv["guard"] = guard
-    if start is not None:
-        cv["start"] = start
     imp_g, gen_g = scores[0], scores[2]
     imp_index = np.concatenate([np.flatnonzero((folds == j) & (y < 0)) for j in range(k)]) \
         if k else np.flatnonzero(y < 0)
@@ -222,31 +216,6 @@ def _cv_thresholds(scores, target_far, k):
                       "svm_cv_far": float(np.mean(imp_s >= t_svm)),
                       "svm_cv_frr": float(np.mean(gen_s < t_svm)),
                       **teacher_agreement(gen_g, imp_g, gen_s, imp_s, held_out=k > 0)}
-
-
-def select_start(X, y, similarity, gram, folds, o, C="cv"):
-    """``select_start``: the start rule of least held-out misranking
-    (`ssgallery.learn.starts.heldout_start`) on the threshold CV's folds, the teacher
-    refitted per fold with the client's SVM's C (``"cv"``: chosen here as `train_client`
-    does), all from S(X, X) in the client's own matcher space (``gram``, computed when
-    None). Options ``o`` (`CompressOptions`): m, lam, seed. Returns ``{"rule",
-    "misranking": {rule: share}}``."""
-    from ssgallery.learn.starts import heldout_start
-    from ssgallery.learn.supersparse import balanced_weights, gram_scale
-    from ssgallery.learn.teacher import SimilaritySVM
-
-    gram = np.asarray(similarity(X, X) if gram is None else gram, dtype=float)
-    if C == "cv":
-        C = SimilaritySVM(similarity=similarity, random_state=o.seed).fit(X, y, gram).C_
-
-    def fit_teacher(train):
-        svm = SimilaritySVM(similarity=similarity, C=C, random_state=o.seed)
-        svm.fit(X[train], y[train], gram[np.ix_(train, train)])
-        return gram[:, np.flatnonzero(train)[svm.support_]] @ svm.dual_coef_ + svm.intercept_
-
-    lam = o.lam * gram_scale(gram, balanced_weights(y))
-    rule, mis = heldout_start(X, y, gram, folds, fit_teacher, o.m, lam, random_state=o.seed)
-    return {"rule": rule, "misranking": {r: float(v) for r, v in mis.items()}}
 
 
 def teacher_agreement(gen_g, imp_g, gen_s, imp_s, held_out=True):

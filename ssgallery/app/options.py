@@ -141,10 +141,6 @@ class CompressOptions(_Options):
         Refit a client whose distilled model ranks the threshold CV's held-out images
         much worse than its SVM (`ssgallery.app.client_fit.GUARD_GAP`) from other
         starts (and m + 1 with ``m="auto"``), keeping the fit of least held-out gap.
-    select_start : bool
-        Choose each client's start rule ("genuine" or "class", whatever ``init`` says) by
-        how the unmoved start ranks the threshold CV's held-out images
-        (`ssgallery.learn.starts.heldout_start`; no matcher runs). Needs a fixed ``m``.
     """
 
     threshold_mode: str = option_field(DEFAULT_THRESHOLD_MODE, one_of(*THRESHOLD_MODES), NEVER)
@@ -164,13 +160,6 @@ class CompressOptions(_Options):
     target_fpir: float = option_field(0.01, open_rate, NEVER)
     refresh_every: int = option_field(1, positive_int)
     guard: bool = option_field(False, flag_bool)
-    select_start: bool = option_field(False, flag_bool)
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.select_start and self.m == "auto":
-            raise InputError(f"{_flag('select_start')} needs a fixed {_flag('m')}, "
-                             "not 'auto'")
 
     def digest_dict(self):
         """What the options digest and the parts' run key hash: the `ALWAYS` fields, and

@@ -88,10 +88,6 @@ def _parse_m(ctx, param, value):
 @click.option("--guard/--no-guard", default=DEFAULT.guard, show_default=True,
               help="Refit clients whose model ranks held-out images much worse than their "
               "SVM ('vs SVM' > 0.05) from other starts (m + 1 with --m auto).")
-@click.option("--select-start/--no-select-start", default=DEFAULT.select_start,
-              show_default=True,
-              help="Choose each client's start ('genuine' or 'class') by how it ranks the "
-              "threshold CV's held-out images (no matcher runs; fixed --m only).")
 @click.option("--max-impostors", type=click.IntRange(min=0), default=DEFAULT.max_impostors,
               show_default=True,
               metavar="K", help="Each client trains on its own images and at most K impostor "

@@ -7,7 +7,9 @@ is already about as good or as bad as after Algorithm 1's sweeps
 good start from a bad one: a prototype placed on a training image fits that image
 through its self-similarity. `heldout_start` compares the start rules on images held
 out of the fit instead, for free: every similarity a start of real images needs is in
-the Gram matrix S(X, X) of the training images, so no matcher runs.
+the Gram matrix S(X, X) of the training images, so no matcher runs. A diagnostic, not
+used by ``compress``: on EBGM with five genuine images per client the choice it makes
+does not carry over to new images reliably (benchmarks/ebgm_tail.py, suspect 6).
 """
 
 import numpy as np
