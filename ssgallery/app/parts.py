@@ -29,6 +29,7 @@ import json
 import os
 import shutil
 import stat
+import struct
 import zipfile
 from dataclasses import dataclass, field
 
@@ -296,10 +297,31 @@ _ARRAYS = {"prototypes", "beta", "meta", "heldout_impostor", "heldout_genuine",
            "heldout_impostor_row"}
 
 
+_END = struct.Struct("<4s4H2LH")  # the zip's end record (no zip64: a part is < 4 GiB)
+MAX_DIRECTORY_BYTES = len(_ARRAYS) * 512  # each entry: 46 bytes, its name and extras
+
+
+def _check_zip_end(payload, shown):
+    """The zip's end record, read before anything else: no comment, no zip64 record, at
+    most one directory entry per known array in a directory of at most
+    `MAX_DIRECTORY_BYTES` (``zipfile`` parses the whole directory before a member can
+    be looked at: a million entries are a million objects)."""
+    if len(payload) < _END.size:
+        raise BadPart("truncated (no zip end record)", path=shown)
+    magic, _, _, _, entries, size, _, comment = _END.unpack(payload[-_END.size:])
+    zip64 = payload[-_END.size - 20:-_END.size - 16] == b"PK\x06\x07"
+    if magic != b"PK\x05\x06" or comment or zip64 or entries > len(_ARRAYS) \
+            or size > MAX_DIRECTORY_BYTES:
+        raise BadPart(f"not an npz as ssgallery writes it (zip directory of {entries} "
+                      f"entries, {size} bytes{', zip64' if zip64 else ''})", path=shown)
+
+
 def decode_result(payload, shown):
-    """(`ClientResult`, run key) of `encode_result`'s bytes. Every member is checked in
-    the zip directory first: a known name, stored uncompressed, at most `MAX_PART_BYTES`
-    (no decompression bomb); arrays are read without pickle. Raises `BadPart`."""
+    """(`ClientResult`, run key) of `encode_result`'s bytes. The zip's end record is
+    checked first (`_check_zip_end`), then every member in the zip directory: a known
+    name, stored uncompressed, at most `MAX_PART_BYTES` (no decompression bomb); arrays
+    are read without pickle. Raises `BadPart`."""
+    _check_zip_end(payload, shown)
     try:
         with zipfile.ZipFile(io.BytesIO(payload)) as archive:
             for info in archive.infolist():

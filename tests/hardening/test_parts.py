@@ -277,3 +277,36 @@ def test_a_part_calibrating_to_accept_all_is_never_written(site, tmp_path):
         pool.close()
     assert clean_error(r) and "after the calibration" in r["stderr"], r
     assert "c01" in r["stderr"] and not gallery.exists()
+
+
+def _many_members(n):
+    """An npz-looking payload: one empty local member ``beta.npy`` and a zip directory
+    listing it ``n`` times (46 + 8 bytes an entry)."""
+    import struct
+
+    name = b"beta.npy"
+    local = struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 0, 0, 0, 0, 0, 0, len(name), 0)
+    entry = struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, 0, 0, 0,
+                        len(name), 0, 0, 0, 0, 0, 0) + name
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, min(n, 0xFFFF), min(n, 0xFFFF),
+                      len(entry) * n, len(local) + len(name), 0)
+    return local + name + entry * n + end
+
+
+def test_a_zip_directory_of_a_million_entries_is_refused_unparsed():
+    """A part or a Dask result of 54 MB whose zip directory lists a member a million
+    times: refused from the zip's end record, before the directory is parsed (before:
+    a million ZipInfo objects, 555 MB peak RSS and 11 s, only then a bad part)."""
+    import tracemalloc
+
+    from ssgallery.app.parts import BadPart, decode_result
+
+    payload = _many_members(1_000_000)
+    tracemalloc.start()
+    try:
+        with pytest.raises(BadPart, match="zip directory"):
+            decode_result(payload, "g.h5.parts/x.npz")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak
