@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := demo_out
 
-.PHONY: demo test test-fast bench bench-quick lint docs clean
+.PHONY: demo test test-fast test-tiers bench bench-quick lint docs clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,11 +20,17 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --durations=15 tests
 
 # The unit tier for the edit loop: no real data, hardening corpus, benchmark smoke, nor
-# tests that start a process or cost more than 1 CPU-s with their fixtures, as measured
-# the last time they ran (tests/tiers.py; docs/contributing.md).
+# tests that start or use a process or cost more than 1 CPU-s with their fixtures, as
+# tests/tiers.json records them (tests/tiers.py; docs/contributing.md).
 TIER_FAST := not (slow or hardening or bench or process or heavy)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q -m "$(TIER_FAST)" tests
+
+# Measure every test that no static rule places (real data, hardening, benchmark smoke:
+# not run) and rewrite tests/tiers.json; commit the file. For a few files:
+# pytest -n 2 --write-tiers tests/test_x.py
+test-tiers: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -q --write-tiers tests
 
 demo: $(STAMP)
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)

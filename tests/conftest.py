@@ -20,6 +20,10 @@ from helpers import invoked, make_faces
 from ssgallery.datasets import att_faces_path, lfw_path, sample_faces_path
 
 
+def pytest_addoption(parser):
+    tiers.add_options(parser)
+
+
 def pytest_configure(config):
     """The test tiers (tests/tiers.py), as a plugin: its hooks see every test and fixture,
     session-scoped ones included. With xdist (``-n 2``) and no ``--dist`` given: loadfile
