@@ -81,7 +81,7 @@ def check_result(result, client, context, where):
         meta = json.dumps([result.provenance, result.row], allow_nan=False)
         times = np.array([result.intercept, result.threshold, result.seconds,
                           result.cpu_seconds], dtype=float)
-    except (TypeError, ValueError, KeyError) as exc:
+    except (TypeError, ValueError, KeyError, OverflowError) as exc:
         refuse(f"bad values ({str(exc)[:120]})")
     if not isinstance(result.provenance, dict) or not isinstance(result.row, dict) \
             or len(meta) > MAX_META_BYTES:
@@ -168,10 +168,10 @@ def _check_calibration_inputs(result, target_far, refuse):
         refuse(f"threshold {result.threshold:.6g} is not that of its held-out impostor "
                f"scores at the target FAR")
     norm, own = result.normalization, znorm_parameters(impostor)
-    values = [norm.get(k) for k in ("mean", "std", "n")] if isinstance(norm, dict) else []
-    if len(values) != 3 or norm.get("kind") != "znorm" or values[2] != own["n"] \
-            or not all(isinstance(v, (int, float)) for v in values) \
-            or not np.isclose(values[:2], [own["mean"], own["std"]], rtol=1e-9, atol=0).all():
+    values = [norm.get(k) for k in ("mean", "std")] if isinstance(norm, dict) else []
+    if len(values) != 2 or norm.get("kind") != "znorm" or norm.get("n") != own["n"] \
+            or not all(isinstance(v, float) for v in values) \
+            or not np.isclose(values, [own["mean"], own["std"]], rtol=1e-9, atol=0).all():
         refuse("Z-norm is not that of its held-out impostor scores")
 
 
@@ -190,9 +190,10 @@ def _summary_row(result, refuse):
     def number(name, kind=float):
         value = p.get(name)
         if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float
-                                                     else int) \
-                or (isinstance(value, float) and not np.isfinite(value)):
+                                                     else int):
             refuse(f"provenance '{name}' is not a number")
+        if not (abs(value) < 2.0 ** 53 if isinstance(value, int) else np.isfinite(value)):
+            refuse(f"provenance '{name}' is not a finite number")
         return value
 
     if number("m", int) != len(result.beta) or any(number(n, int) < 0 for n in _COUNTS) \

@@ -175,6 +175,11 @@ def _cases(site, tmp):
         "Z-norm not that of its held-out scores (no key)": (None, lambda g: _plant(
             site, g, _forged(site, normalization={"kind": "znorm", "mean": -1e6,
                                                   "std": 1.0, "n": 2}))),
+        "Z-norm mean an integer too large for a float (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, normalization={"kind": "znorm", "mean": 10 ** 400,
+                                                  "std": 1.0, "n": 2}))),
+        "provenance omega an integer too large for a float (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, provenance=dict(PROVENANCE, omega=10 ** 400)))),
         "provenance without m, row without m (no key)": (None, lambda g: _plant(
             site, g, _forged(site, provenance={k: v for k, v in PROVENANCE.items()
                                                if k != "m"}, row={"client": "c01"}))),
