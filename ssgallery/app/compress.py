@@ -143,15 +143,14 @@ def _kept_from_gallery(plan, gallery_path, key=None, privacy_key=None):
     for c in ours:
         model = old.clients[c]
         if model.provenance.get("options_digest") == digest or c not in plan.todo:
-            from ssgallery.app.client_training import summary_row
+            from ssgallery.app.result_checks import checked_row
 
             prov = {k: v for k, v in model.provenance.items()
                     if k not in ("bytes_model", "bytes_images")}
             kept[c] = ClientResult(client=c, prototypes=model.prototypes, beta=model.beta,
                                    intercept=model.intercept, threshold=model.threshold,
-                                   provenance=prov, normalization=model.normalization,
-                                   row=summary_row(c, prov, model.threshold, model.beta,
-                                                   model.intercept, model.normalization))
+                                   provenance=prov, normalization=model.normalization)
+            kept[c].row = checked_row(kept[c], gallery_path)
     return kept, (previous_calibration(old.header, gallery_path),
                   read_record(old.header, gallery_path))
 

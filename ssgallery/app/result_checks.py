@@ -175,6 +175,17 @@ def _check_calibration_inputs(result, target_far, refuse):
         refuse("Z-norm is not that of its held-out impostor scores")
 
 
+def checked_row(result, where):
+    """``result``'s summary row built from its checked provenance numbers (what
+    `check_result` does; also for the clients an update copies from an unsigned
+    gallery, whose provenance is as much data). Raises `SsgalleryError` (one line)."""
+
+    def refuse(problem):
+        raise SsgalleryError(f"client '{printable(result.client)}': {problem}", path=where)
+
+    return _summary_row(result, refuse)
+
+
 _COUNTS = ("m", "svm_n_support", "n_impostor")
 _RATES = ("cv_far", "cv_frr", "svm_cv_frr")
 

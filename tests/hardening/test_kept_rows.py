@@ -1,0 +1,43 @@
+"""``compress --update`` copies clients from the existing gallery: without a signing key
+their provenance is data like a part's (issue 20). A re-hashed gallery whose client
+provenance lacks a number of the summary, or holds a string there, is one line (exit 2,
+the gallery unchanged), never exit 4 and never a string printed as it came."""
+
+import json
+
+import h5py
+import pytest
+from conftest import Workers, clean_error
+from helpers import make_faces, rehash_gallery
+
+from ssgallery.app.enroll import enroll
+
+ARGS = ["--m", "1", "--cv-folds", "0", "--max-iter", "5", "-q"]
+EDITS = {
+    "svm_n_support removed": lambda p: {k: v for k, v in p.items() if k != "svm_n_support"},
+    "m a terminal escape": lambda p: dict(p, m="\x1b]0;pwned\x07"),
+    "cv_frr a list": lambda p: dict(p, cv_frr=[0.5]),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_update_checks_the_kept_clients_provenance(tmp_path, edit):
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=5)
+    enroll(faces, tmp_path / "e.h5")
+    gallery = tmp_path / "g.h5"
+    pool = Workers(timeout=120)
+    try:
+        first = pool.run(["compress", "--store", tmp_path / "e.h5", "-o", gallery,
+                          "--clients", "c00,c01", *ARGS])
+        assert first["code"] == 0, first
+        with h5py.File(gallery, "a") as f:
+            attrs = f["clients"]["c00"].attrs
+            attrs["provenance"] = json.dumps(EDITS[edit](json.loads(attrs["provenance"])))
+        rehash_gallery(gallery)
+        before = gallery.read_bytes()
+        r = pool.run(["compress", "--store", tmp_path / "e.h5", "-o", gallery, "--update",
+                      *ARGS])
+    finally:
+        pool.close()
+    assert clean_error(r) and "c00" in r["stderr"] and "provenance" in r["stderr"], r
+    assert "\x1b" not in r["stdout"] + r["stderr"] and gallery.read_bytes() == before
