@@ -102,6 +102,17 @@ def _scale(t):
             f"{capped['measure'].split(' (')[0]}: {capped['value']}")
 
 
+def _start_choice(t):
+    """ebgm_tail's suspect 6 per seed: held-out start choice vs the genuine rule (all
+    client models), or nothing on a page without it."""
+    seeds = re.findall(r"^Suspect 6:.*seed (\d+)", t, re.MULTILINE)
+    parts = [f"seed {s} " + grab(t, rf"^Suspect 6:.*seed {s} (?:.*\n)+?\s+held-out choice\s+(\S+)")
+             + " vs " + grab(t, rf"^Suspect 6:.*seed {s} (?:.*\n)+?\s+genuine rule\s+(\S+)")
+             for s in seeds]
+    return "; start chosen on held-out images vs genuine rule, all models: " + ", ".join(parts) \
+        if parts else ""
+
+
 HEADLINES = {
     "calibration": lambda t: (
         "achieved FAR at target 1 % on unseen impostors, AT&T: "
@@ -122,7 +133,7 @@ HEADLINES = {
         "AT&T, EBGM, mean EER of the tail's client models: SVM "
         + grab(t, r"^Tail:(?:.*\n)+?\s+svm\s+(\S+)") + ", start "
         + grab(t, r"^Tail:(?:.*\n)+?\s+start\s+(\S+)") + ", 30 sweeps p=5 eta 2 "
-        + grab(t, r"^Tail:(?:.*\n)+?\s+30 sweeps p=5 eta 2\s+(\S+)")),
+        + grab(t, r"^Tail:(?:.*\n)+?\s+30 sweeps p=5 eta 2\s+(\S+)") + _start_choice(t)),
     "ebgm_throughput": lambda t: (
         "200 x 200 batch: " + grab(t, r"200 x 200\s+\d+\s+[\d.]+\s+[\d.]+\s+(\d+)")
         + " pairs/s wall, " + grab(t, r"200 x 200\s+\d+\s+[\d.]+\s+[\d.]+\s+\d+\s+(\d+)")
