@@ -124,3 +124,33 @@ def test_benchmark_runs_on_tiny_sizes(request, tmp_path, name, page, args, data)
     assert (pages / f"{page}.md").is_file(), (r.stdout[-2000:], r.stderr[-2000:])
     assert (pages / "index.md").is_file()
     assert _snapshot(REPO / "docs", BENCH / "out") == before
+
+
+@pytest.mark.slow
+def test_paper_lfw_dlibbox_continues_where_its_time_budget_stopped_it(tmp_path, lfw_faces):
+    """A run stopped by --time-budget writes no page; the same command continues, and a
+    run with every client measured computes nothing and writes the page from the file."""
+    pages, cache = tmp_path / "pages", tmp_path / "cache"
+    env = dict(os.environ, OMP_NUM_THREADS="1", SSGALLERY_BENCH_PAGES=str(pages),
+               SSGALLERY_BENCH_OUT=str(tmp_path / "bench_out"))
+    args = ["--people", "4", "--clients", "1", "--m", "2", "--max-iter", "1",
+            "--variants", "start,alg1", "--cache", str(cache)]
+
+    def run(*extra):
+        r = subprocess.run([sys.executable, str(BENCH / "paper_lfw_dlibbox.py"), *args,
+                            *extra], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=600, check=False)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
+        return r.stdout
+
+    stopped = run("--time-budget", "1e-9")
+    assert "stopped by --time-budget after 0 client(s)" in stopped
+    assert not (pages / "paper_lfw_dlibbox.md").exists()
+    measured = run()
+    assert "0 client(s) already measured" in measured and "repetition 0:" in measured
+    (pages / "paper_lfw_dlibbox.md").unlink()
+    again = run()
+    assert "1 client(s) already measured" in again and "repetition 0:" not in again
+    table = lambda text: text[text.index("arm "):text.index("worst clients")]
+    assert table(again) == table(measured)  # the same rows, read back
+    assert (pages / "paper_lfw_dlibbox.md").is_file()
