@@ -44,6 +44,65 @@ def test_markers_count_every_fixture_a_test_uses():
                                   fixtures) == ["process"]
     assert tiers.measured_markers({"cpu": 1.5, "processes": 2, "fixtures": []},
                                   fixtures) == ["process", "heavy"]
+    # a module fixture that asked for a trained gallery with request.getfixturevalue
+    fixtures["m::data"] = {"cpu": 0.1, "processes": 0, "uses": ["m::gallery"]}
+    assert tiers.measured_markers({"cpu": 0.2, "processes": 0, "fixtures": ["m::data"]},
+                                  fixtures) == ["heavy"]
+
+
+def test_a_fixture_that_asks_for_another_makes_its_tests_pay_for_it(tmp_path):
+    """The set-up that request.getfixturevalue triggers counts for every test that uses
+    the fixture that asked, also once it is built (module scope: the second test)."""
+    (tmp_path / "conftest.py").write_text(CONFTEST.format(tests=str(ROOT / "tests")))
+    (tmp_path / "test_x.py").write_text(TEST_X)
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "-p", "no:xdist", "test_x.py"], cwd=tmp_path, capture_output=True,
+                         text=True, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "3 passed" in res.stdout
+
+
+CONFTEST = """
+import sys
+sys.path.insert(0, {tests!r})
+import pytest
+import tiers
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(tiers, "ssgallery-tiers")
+
+
+@pytest.fixture(scope="session")
+def expensive():
+    return sum(i * i for i in range(15_000_000))
+
+
+@pytest.fixture(scope="module")
+def data(request):
+    return request.getfixturevalue("expensive")
+"""
+
+TEST_X = """
+import tiers
+
+
+def test_first(data):
+    assert data
+
+
+def test_second(data):
+    assert data
+
+
+def test_seen():
+    fixtures = tiers._seen["fixtures"]
+    key = [k for k in fixtures if k.endswith("::data")][0]
+    assert [k.split("::")[-1] for k in fixtures[key]["uses"]] == ["expensive"]
+    first, second = (tiers._seen["tests"][f"test_x.py::test_{n}"] for n in ("first", "second"))
+    assert tiers._cost(first, fixtures) == tiers._cost(second, fixtures) > 0.3
+    assert tiers.measured_markers(second, fixtures) == []  # under HEAVY_CPU_S: fast
+"""
 
 
 def test_a_run_replaces_the_files_it_ran_whole_and_keeps_the_rest(tmp_path):

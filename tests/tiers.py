@@ -129,6 +129,8 @@ _nested = []  # per fixture being set up: [cpu, processes] of the fixtures set u
 def pytest_fixture_setup(fixturedef, request):
     meter = _Meter().start()
     _nested.append([0.0, 0])
+    active = getattr(request, "_fixture_defs", {})  # the test's fixtures so far (pytest's)
+    before = set(active)
     try:
         return (yield)
     finally:
@@ -137,8 +139,12 @@ def pytest_fixture_setup(fixturedef, request):
         if _nested:  # a fixture set up by another one (getfixturevalue): not twice
             _nested[-1][0] += cpu
             _nested[-1][1] += processes
+        # the fixtures this one asked for, built now or earlier (request.getfixturevalue
+        # included): a test that uses this one uses them too, whoever built them
+        uses = sorted(_fixture_key(active[name]) for name in set(active) - before
+                      if name != fixturedef.argname and hasattr(active[name], "baseid"))
         _fixture_costs.append((_fixture_key(fixturedef), round(max(0.0, cpu - inner_cpu), 3),
-                               max(0, processes - inner_processes)))
+                               max(0, processes - inner_processes), uses))
 
 
 def _measured(item, when):
@@ -152,8 +158,8 @@ def _measured(item, when):
         fixtures = list(_fixture_costs)
         _fixture_costs.clear()
         item.stash.setdefault(_COSTS, {})[when] = {
-            "cpu": max(0.0, cpu - sum(c for _, c, _ in fixtures)),
-            "processes": max(0, processes - sum(n for _, _, n in fixtures)),
+            "cpu": max(0.0, cpu - sum(f[1] for f in fixtures)),
+            "processes": max(0, processes - sum(f[2] for f in fixtures)),
             "fixtures": fixtures, "closure": _closure_fixture_keys(item)}
 
 
@@ -205,27 +211,43 @@ def pytest_runtest_logreport(report):
         test["static"] = True
     test["cpu"] = round(test["cpu"] + cost["cpu"], 3)
     test["processes"] += cost["processes"]
-    for key, cpu, processes in cost["fixtures"]:
+    for key, cpu, processes, *uses in cost["fixtures"]:
         # the most it cost in this run: a worker that waited for another's build paid 0
         was = _seen["fixtures"].get(key, {"cpu": 0.0, "processes": 0})
         _seen["fixtures"][key] = {"cpu": max(cpu, was["cpu"]),
-                                  "processes": max(processes, was["processes"])}
-    for key in [k for k, _, _ in cost["fixtures"]] + cost.get("closure", []):
+                                  "processes": max(processes, was["processes"]),
+                                  "uses": sorted(set(was.get("uses", []))
+                                                 | set(uses[0] if uses else []))}
+    for key in [f[0] for f in cost["fixtures"]] + cost.get("closure", []):
         if key not in test["fixtures"]:
             test["fixtures"].append(key)
 
 
+def _used(test, fixtures):
+    """The records of every fixture a test uses: its own keys and, through each
+    fixture's ``uses`` (what it asked for, getfixturevalue included), theirs."""
+    seen, todo = set(), list(test.get("fixtures", ()))
+    while todo:
+        key = todo.pop()
+        if key in seen or key not in fixtures:
+            continue
+        seen.add(key)
+        todo.extend(fixtures[key].get("uses", ()))
+    return [fixtures[k] for k in sorted(seen)]
+
+
 def measured_markers(test, fixtures):
     """``process`` / ``heavy`` of one test's record (its own cost and the keys of every
-    fixture it uses), with the fixtures' costs ``fixtures`` (key -> record)."""
-    used = [fixtures[k] for k in test.get("fixtures", ()) if k in fixtures]
+    fixture it uses), with the fixtures' costs ``fixtures`` (key -> record, with
+    ``uses``: the fixtures that one asked for)."""
+    used = _used(test, fixtures)
     cpu = test.get("cpu", 0.0) + sum(f["cpu"] for f in used)
     processes = test.get("processes", 0) + sum(f["processes"] for f in used)
     return (["process"] if processes else []) + (["heavy"] if cpu > HEAVY_CPU_S else [])
 
 
 def _cost(test, fixtures):
-    used = [fixtures[k] for k in test.get("fixtures", ()) if k in fixtures]
+    used = _used(test, fixtures)
     return round(test.get("cpu", 0.0) + sum(f["cpu"] for f in used), 1)
 
 
