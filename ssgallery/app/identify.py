@@ -176,7 +176,7 @@ def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshol
         The operating point used (`ssgallery.app.open_set.resolve`).
     """
     from ssgallery.app.verify import host_settings, probe_batches
-    from ssgallery.formats.gallery import read_search
+    from ssgallery.formats.gallery import open_search
 
     probes = [os.fspath(p) for p in probes]
     if not probes:
@@ -184,45 +184,42 @@ def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshol
     if int(top) < 1:
         raise InputError(f"the number of candidates must be at least 1, got {top}")
     settings = host_settings(key_file, matcher_cmd, privacy_key_file)
-    index, matcher, header = read_search(gallery_path, **settings)
-    if index.n_clients == 0:
-        raise InputError("the gallery has no clients", path=gallery_path)
-    point = operating_point(header, index, open_set, fpir, threshold, verification_thresholds,
-                            os.fspath(gallery_path), matcher)
-    records = Records(gallery_path, header, index, matcher, settings)
-    results = []
-    for start, images, sizes in probe_batches(probes, header["image_shape"], strict, warn,
-                                              progress):
-        results += _search(records, probes[start:start + len(images)], images, sizes,
-                           top, point, open_set, progress)
+    with open_search(gallery_path, **settings) as (index, matcher, header, read):
+        if index.n_clients == 0:
+            raise InputError("the gallery has no clients", path=gallery_path)
+        point = operating_point(header, index, open_set, fpir, threshold,
+                                verification_thresholds, os.fspath(gallery_path), matcher)
+        records = Records(index, matcher, read, os.fspath(gallery_path))
+        results = []
+        for start, images, sizes in probe_batches(probes, header["image_shape"], strict,
+                                                  warn, progress):
+            results += _search(records, probes[start:start + len(images)], images, sizes,
+                               top, point, open_set, progress)
     ranking = "centred" if point.get("score") == "centred" else \
         ("znorm" if index.normalized else "raw")
     return results, ranking, point
 
 
 class Records:
-    """The client records ``verify`` reads (`ssgallery.formats.gallery.read_records`),
-    for the candidates a search reports: each read once, and its rows of the search index
-    compared with it (`ssgallery.formats.search_index.row_difference`): a difference is
-    an error, never a silent misidentification."""
+    """The client records ``verify`` reads, for the candidates a search reports: each
+    read once from the gallery the search opened (``read``, from
+    `ssgallery.formats.gallery.open_search`), and its rows of the search index compared
+    with it (`ssgallery.formats.search_index.row_difference`): a difference is an
+    error, never a silent misidentification."""
 
-    def __init__(self, path, header, index, matcher, settings):
-        self.path, self.index, self.matcher = os.fspath(path), index, matcher
-        self.digest = header.get("digest")
-        self.key, self.privacy_key = settings["key"], settings["privacy_key"]
+    def __init__(self, index, matcher, read, path=None):
+        self.index, self.matcher, self.read, self.path = index, matcher, read, path
         self.row = {str(c): k for k, c in enumerate(index.client_ids)}
         self.models = {}
 
     def get(self, client_ids):
         """{id: ClientModel} of ``client_ids``, checked against the index."""
         from ssgallery.errors import FormatError, printable
-        from ssgallery.formats.gallery import read_records
         from ssgallery.formats.search_index import row_difference
 
         new = sorted(set(client_ids) - set(self.models))
         if new:
-            read = read_records(self.path, new, digest=self.digest, matcher=self.matcher,
-                                key=self.key, privacy_key=self.privacy_key)
+            read = self.read(new)
             for cid, model in read.items():
                 field = row_difference(self.index, self.row[cid], model)
                 if field is not None:

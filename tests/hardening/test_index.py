@@ -7,6 +7,7 @@ each one line and exit 2, never an identification; and on the intact gallery eve
 probe identify identifies is one verify accepts for that client."""
 
 import json
+import os
 import shutil
 
 import h5py
@@ -19,7 +20,7 @@ from ssgallery.app.compress import CompressOptions, compress
 from ssgallery.app.identify import Records, identify
 from ssgallery.app.verify import verify
 from ssgallery.errors import FormatError
-from ssgallery.formats.gallery import read_search
+from ssgallery.formats.gallery import open_search, read_search
 from ssgallery.formats.gallery.checks import index_score_range
 
 
@@ -201,13 +202,20 @@ def test_identify_never_accepts_what_verify_rejects(site, tmp_path):
     assert counts["lenient: strangers identified"] < len(site["strangers"]), line
 
 
-def test_a_gallery_replaced_during_a_search_is_refused(site, tmp_path):
-    g = tmp_path / "g.h5"
+def test_records_come_from_the_file_the_search_opened(site, tmp_path):
+    """A gallery replaced while a search runs (its path now names a file whose record of
+    a client was edited) changes nothing: the records are read from the open file."""
+    g, edited = tmp_path / "g.h5", tmp_path / "edited.h5"
     shutil.copy(site["root"] / "g.h5", g)
-    index, matcher, header = read_search(g)
-    settings = {"key": None, "privacy_key": None}
-    records = Records(g, dict(header, digest="0" * 64), index, matcher, settings)
-    with pytest.raises(FormatError, match="changed while it was being searched"):
-        records.get([site["clients"][0]])
-    ok = Records(g, header, index, matcher, settings).get(site["clients"][:2])
-    assert sorted(ok) == site["clients"][:2]
+    shutil.copy(site["root"] / "g.h5", edited)
+    victim = site["clients"][5]
+    with h5py.File(edited, "a") as f:
+        f["clients"][victim].attrs["threshold"] = -1e9
+    rehash_gallery(edited)
+    with open_search(g) as (index, matcher, _, read):
+        os.replace(edited, g)
+        models = Records(index, matcher, read, g).get([victim, site["clients"][0]])
+    assert sorted(models) == sorted([victim, site["clients"][0]])
+    assert models[victim].threshold == index.threshold[list(index.client_ids).index(victim)]
+    with pytest.raises(FormatError, match="would accept every probe"):  # the new file
+        identify(g, site["probes"][:40])

@@ -49,7 +49,7 @@ from ssgallery.formats.gallery.model import (
     Gallery,
     model_bytes,
 )
-from ssgallery.formats.gallery.read import read_client, read_gallery, read_records, read_search
+from ssgallery.formats.gallery.read import open_search, read_client, read_gallery, read_search
 from ssgallery.formats.gallery.summary import (
     client_summary,
     gallery_summary,
@@ -60,5 +60,5 @@ from ssgallery.formats.gallery.write import write_gallery
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "KIND", "ClientModel", "Gallery", "check_model",
            "client_summary", "gallery_summary", "header_calibration", "header_open_set", "model_bytes",
-           "never_accepting", "read_client", "read_gallery", "read_records", "read_search", "score_range",
+           "never_accepting", "open_search", "read_client", "read_gallery", "read_search", "score_range",
            "write_gallery"]

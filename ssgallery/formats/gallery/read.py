@@ -2,6 +2,7 @@
 `ssgallery.formats.gallery`): one client (`read_client`, the verify path), the stacked
 search index (`read_search`, 1:N) or every client (`read_gallery`)."""
 
+import contextlib
 import json
 import os
 
@@ -263,47 +264,58 @@ def read_search(path, *, key=None, host=None, privacy_key=None):
     matcher : Matcher
     header : dict
     """
-    path = os.fspath(path)
-    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_LAZY,
-                      privacy_key=privacy_key) as f:
-        try:
-            header, _, _, index, matcher, _ = _read_stacked(f, path, key, host, privacy_key)
-        except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
-            raise FormatError(f"corrupt gallery: {exc}", path=path) from None
-    return index, matcher, header
+    with open_search(path, key=key, host=host, privacy_key=privacy_key) as found:
+        return found[:3]
 
 
-def read_records(path, client_ids, *, digest, matcher, key=None, privacy_key=None):
-    """The records ``verify`` reads for a few clients, from one open: each client group
-    checked against the client index and by `check_model` (with ``matcher``, the one
-    `read_search` built), in a gallery whose root digest is still ``digest`` (the
-    header `read_search` returned: a file replaced meanwhile is refused).
+@contextlib.contextmanager
+def open_search(path, *, key=None, host=None, privacy_key=None):
+    """`read_search`'s reads, the file kept open while the search runs.
 
-    Returns
-    -------
-    dict of str to ClientModel
+    Yields
+    ------
+    index, matcher, header
+        As `read_search` returns them.
+    records : callable (list of str) -> dict of str to ClientModel
+        The records ``verify`` reads for a few clients, from the same open file (not
+        from whatever the path names later): each client group checked against the
+        client index and by `check_model` with ``matcher``.
     """
     path = os.fspath(path)
-    out = {}
     with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_LAZY,
                       privacy_key=privacy_key) as f:
         try:
-            header, _, _, index = _open_verified(f, path, key)
-            if header.get("digest") != digest:
-                raise FormatError("the gallery changed while it was being searched",
-                                  path=path)
-            clients = integrity.check_node(f, "clients", path)
-            for cid in client_ids:
-                want = cid.encode("utf-8", "surrogateescape")
-                row = int(np.searchsorted(index["id"], want))
-                if row >= len(index) or index["id"][row] != want:
-                    raise _unknown_client(path, cid, _index_ids(index, path))
-                out[cid] = _read_one(clients, cid,
-                                     index["digest"][row].decode("ascii", "replace"), path)
-        except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py
+            header, _, rows, index, matcher, _ = _read_stacked(f, path, key, host,
+                                                               privacy_key)
+        except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
-    _, tmap = keyed_templates(matcher, header, privacy_key, path)
-    if tmap is not None:  # protected templates put back, as read_search put the index's
+
+        def records(client_ids):
+            return _records(f, path, rows, client_ids, matcher, (header, privacy_key))
+
+        yield index, matcher, header, records
+
+
+def _records(f, path, rows, client_ids, matcher, keyed):
+    """{id: ClientModel} of ``client_ids`` from an open gallery (see `open_search`);
+    ``keyed`` = (header, privacy key): protected templates are put back as
+    `_read_stacked` put the index's."""
+    out, cid = {}, "?"
+    try:
+        clients = integrity.check_node(f, "clients", path)
+        for cid in client_ids:
+            want = cid.encode("utf-8", "surrogateescape")
+            row = int(np.searchsorted(rows["id"], want))
+            if row >= len(rows) or rows["id"][row] != want:
+                raise _unknown_client(path, cid, _index_ids(rows, path))
+            out[cid] = _read_one(clients, cid, rows["digest"][row].decode("ascii", "replace"),
+                                 path)
+    except SealMismatch as exc:
+        raise exc.naming(f"while reading client '{printable(cid)}'") from None
+    except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py
+        raise FormatError(f"corrupt gallery: {exc}", path=path) from None
+    _, tmap = keyed_templates(matcher, *keyed, path)
+    if tmap is not None:
         unprotect_models(list(out.values()), tmap)
     for model in out.values():
         check_model(model, matcher, path)
