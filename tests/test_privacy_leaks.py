@@ -13,10 +13,10 @@ from helpers import make_faces
 from ssgallery.app.compress import compress
 from ssgallery.app.enroll import enroll
 from ssgallery.app.options import CompressOptions, CompressRun
-from ssgallery.app.parallel import memmap_options, ram_folder
 from ssgallery.cli import main
 from ssgallery.errors import FormatError, InputError
 from ssgallery.formats import encryption
+from ssgallery.learn.threads import memmap_options, ram_folder
 
 ONE = CompressOptions(m=2, cv_folds=0)
 
@@ -156,3 +156,50 @@ def test_ram_folder_is_a_ram_file_system_mount_point_only(tmp_path):
     assert ram_folder(str(folder), str(tmp_path / "absent")) is None
     assert memmap_options(False) == {}
     assert memmap_options(True) in ({"temp_folder": ram_folder()}, {"max_nbytes": None})
+
+
+_PROTOCOL = """if True:
+    import json, os, sys, threading, time
+    import numpy as np
+    from ssgallery.biometrics.protocol import run_protocol
+    from ssgallery.biometrics.protocol_options import ProtocolOptions
+
+    seen, done = set(), threading.Event()
+
+    def watch():  # every entry that appears in $JOBLIB_TEMP_FOLDER during the run
+        while not done.is_set():
+            for root, dirs, files in os.walk(os.environ["JOBLIB_TEMP_FOLDER"]):
+                seen.update(os.path.join(root, f) for f in files + dirs)
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    rng = np.random.default_rng(0)
+    faces = rng.uniform(0, 255, size=(42, 1, 24, 20)) + rng.normal(0, 20, (42, 11, 24, 20))
+    labels = np.repeat([f"s{i:02d}" for i in range(42)], 11)
+    options = ProtocolOptions(methods=("svm",), n_enrolled=40, n_train=10, repetitions=1,
+                              n_jobs=2, identification=False)
+    # 400 training images: S(X, X) is 1.3 MB, above joblib's 1 MB memory-map floor
+    run_protocol(np.clip(faces, 0, 255).reshape(-1, 24, 20), labels, options,
+                 private=sys.argv[1] == "private")
+    done.set()
+    watcher.join()
+    print(json.dumps(sorted(seen)))
+"""
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="local workers need 2 cores")
+def test_roc_on_private_images_never_shares_them_through_the_disk(tmp_path):
+    """The roc protocol's client fits (roc --jobs on a store read with the privacy key):
+    a plain run memory-maps S(X, X) into $JOBLIB_TEMP_FOLDER on disk (the control), a
+    private one never writes there."""
+    seen = {}
+    for mode in ("plain", "private"):
+        disk = tmp_path / mode
+        disk.mkdir()
+        env = dict(os.environ, JOBLIB_TEMP_FOLDER=str(disk), OMP_NUM_THREADS="1")
+        out = subprocess.run([sys.executable, "-c", _PROTOCOL, mode], env=env, timeout=300,
+                             capture_output=True, text=True, check=True)
+        seen[mode] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert any(name.endswith(".pkl") for name in seen["plain"]), seen
+    assert seen["private"] == [], seen

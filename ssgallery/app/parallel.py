@@ -10,49 +10,16 @@ the same object in this process. Results depend only on their job, never on the
 backend or the number of workers; the caller alone writes files.
 
 ``private`` (a run with the privacy key: its features are personal data) keeps every
-such file off the disk: joblib memory-maps into `RAM_FOLDER` when it is a RAM file
-system (tmpfs, ramfs; joblib's folder mode 0700, files 0600, removed when the run ends),
-else nothing is memory-mapped and each job's data is pickled to its worker through a
-pipe (more copying, no file). Never joblib's fallback, the temporary folder on disk.
+such file off the disk (`ssgallery.learn.threads.memmap_options`).
 """
 
 import contextlib
 import logging
-import os
 
 from ssgallery.errors import InputError, SsgalleryError
-from ssgallery.learn.threads import large_arrays_on_heap, worker_count
+from ssgallery.learn.threads import large_arrays_on_heap, memmap_options, worker_count
 
 CONNECT_TIMEOUT = "20s"  # to reach a Dask scheduler
-RAM_FOLDER = "/dev/shm"  # where a private run's workers share their arrays, if RAM
-RAM_FILE_SYSTEMS = ("tmpfs", "ramfs")
-
-
-def ram_folder(folder=RAM_FOLDER, mounts="/proc/self/mounts"):
-    """``folder`` when it is the mount point of a RAM file system (`RAM_FILE_SYSTEMS`)
-    this user can write to, else None (not mounted so, not Linux, not writable)."""
-    target = os.path.realpath(folder)
-    try:
-        with open(mounts, encoding="utf-8", errors="replace") as handle:
-            table = [line.split() for line in handle]
-    except OSError:
-        return None
-    kinds = [fields[2] for fields in table if len(fields) >= 3 and fields[1] == target]
-    if kinds and kinds[-1] in RAM_FILE_SYSTEMS and os.access(target, os.W_OK | os.X_OK):
-        return target
-    return None
-
-
-def memmap_options(private):
-    """joblib ``Parallel`` arguments for where workers' shared arrays go: joblib's own
-    choice for a plain run; for a ``private`` one `ram_folder`, else no memory-mapping
-    (``max_nbytes=None``)."""
-    if not private:
-        return {}
-    folder = ram_folder()
-    return {"temp_folder": folder} if folder else {"max_nbytes": None}
-
-
 def check_backend(n_jobs, scheduler):
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
         raise InputError(f"jobs must be a positive integer or -1 (all cores), got {n_jobs!r}")

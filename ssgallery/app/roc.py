@@ -55,7 +55,7 @@ def _report(tables, report, mode, source, config, progress=None, n_boot=200):
 
 
 def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
-              progress=None):
+              progress=None, private=False):
     from ssgallery.biometrics.protocol import make_splits, run_protocol
 
     images, labels, paths = data
@@ -67,7 +67,8 @@ def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
                          f"images ({len(images)})", path=source)
     with naming(source):  # a matcher fitted on a split's images names the faces
         tables = run_protocol(images, labels, p, matcher_factory=factory,
-                              probe_labels=paths, progress=progress, enrollable=enrollable)
+                              probe_labels=paths, progress=progress, enrollable=enrollable,
+                              private=private)
     config = {"enrolled": len(splits[0].enrolled), "train_images": int(p.n_train),
               "repetitions": int(p.repetitions), "seed": int(p.seed), "m": list(p.m),
               "methods": list(p.methods)}
@@ -111,14 +112,16 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
     from ssgallery.matchers import get_matcher_class
     from ssgallery.matchers.host import host_matcher
 
-    store = load_store(store_path, privacy_key=load_privacy_key())  # $SSGALLERY_PRIVACY_KEY_FILE
+    privacy_key = load_privacy_key()  # $SSGALLERY_PRIVACY_KEY_FILE
+    store = load_store(store_path, privacy_key=privacy_key)
     cls, config = get_matcher_class(store.matcher_name), dict(store.matcher_config)
     host = host_matcher(matcher_cmd) if store.matcher_name == "external" else None
     return _protocol((store.images, store.labels, np.asarray(store.paths)),
                      os.fspath(store_path), protocol or ROC_PROTOCOL,
                      report if report is not None else ReportOptions(),
                      factory=lambda: cls(**config).attach_host(host),
-                     enrollable=list(store.clients), progress=progress)
+                     enrollable=list(store.clients), progress=progress,
+                     private=privacy_key is not None)
 
 
 def roc_gallery(gallery, probes, report=None, *, key_file=None, matcher_cmd=None,

@@ -207,7 +207,7 @@ def _normalisation(X, y, groups, similarity, specs, C, random_state, options, gr
 
 
 def run_protocol(images, labels, options=None, *, matcher_factory=None, probe_labels=None,
-                 progress=None, enrollable=None):
+                 progress=None, enrollable=None, private=False):
     """Run the protocol and score every claim with every method.
 
     Parameters
@@ -225,6 +225,10 @@ def run_protocol(images, labels, options=None, *, matcher_factory=None, probe_la
         step per image) and the clients trained (one step per client).
     enrollable : iterable of str, optional
         Subjects that may be enrolled (see `make_splits`).
+    private : bool
+        The images are personal data read with the privacy key: local workers
+        (``options.n_jobs``) never share them through a file on disk
+        (`ssgallery.learn.threads.memmap_options`).
 
     Returns
     -------
@@ -253,18 +257,18 @@ def run_protocol(images, labels, options=None, *, matcher_factory=None, probe_la
                              enrollable):
         step = f"repetition {split.repetition + 1}/{o.repetitions}: "
         tables += _split_tables(split, (images, labels, probe_labels), matcher_factory(),
-                                specs, o, (progress, step))
+                                specs, o, (progress, step, private))
     order = {spec: i for i, spec in enumerate(specs)}
     tables.sort(key=lambda t: (order[(t.method, t.m)], t.repetition))
     return tables
 
 
-def _split_tables(split, data, matcher, specs, options, reporting):
+def _split_tables(split, data, matcher, specs, options, run):
     """One repetition: fit ``matcher`` on the training images only, train every client,
-    score the claims; one `Scores` per (method, m). ``reporting``: (Progress, the
-    repetition's label prefix)."""
+    score the claims; one `Scores` per (method, m). ``run``: (Progress, the repetition's
+    label prefix, ``private`` of `run_protocol`)."""
     images, labels, probe_labels = data
-    progress, step = reporting
+    progress, step, private = run
     identification = options.identification
     with progress.phase(f"{step}fitting the {getattr(matcher, 'name', '')} matcher", 1,
                         "fits"):
@@ -289,7 +293,7 @@ def _split_tables(split, data, matcher, specs, options, reporting):
     jobs = [((X, np.where(owner == c, 1, -1), owner, X_gen if identification else X_gen[own[c]],
               X_imp), sim, specs, rs, options, gram) for c in split.enrolled]
     with progress.phase(f"{step}training clients", len(jobs), "clients"):
-        results = _map(jobs, options.n_jobs, progress)
+        results = _map(jobs, options.n_jobs, progress, private)
     tables = []
     for k, spec in enumerate(specs):
         per_client = {c: res[k] for c, res in zip(split.enrolled, results)}
@@ -339,9 +343,9 @@ def _search_table(spec, split, labels, probe_labels, gen_idx, per_client):
                   np.concatenate(score).astype(float), clients)
 
 
-def _map(jobs, n_jobs, progress):
+def _map(jobs, n_jobs, progress, private=False):
     """_fit_client over jobs, in order, reporting progress per finished client."""
-    from ssgallery.learn.threads import worker_count
+    from ssgallery.learn.threads import memmap_options, worker_count
 
     n_jobs = 1 if n_jobs is None or n_jobs == 1 else worker_count(n_jobs, len(jobs))
     if n_jobs == 1:
@@ -353,7 +357,8 @@ def _map(jobs, n_jobs, progress):
     from joblib import Parallel, delayed
 
     out = []
-    gen = Parallel(n_jobs=n_jobs, return_as="generator")(delayed(_fit_client)(*j) for j in jobs)
+    gen = Parallel(n_jobs=n_jobs, return_as="generator", **memmap_options(private))(
+        delayed(_fit_client)(*j) for j in jobs)
     for res in gen:
         out.append(res)
         progress.advance()

@@ -13,9 +13,18 @@ mmap threshold -- which Dask's nanny does to every worker it spawns (it sets
 every such array is a fresh ``mmap`` whose pages fault in one by one, and training costs
 far more CPU time (the Dask row of `benchmarks/scale.py`). `large_arrays_on_heap` undoes
 that for the duration of a job.
+
+Local worker processes (joblib's loky) get large arrays (above 1 MB) through files
+they memory-map. For a run on personal data (a store or gallery read with the privacy
+key) `memmap_options` keeps those files off the disk: in `RAM_FOLDER` when it is a
+RAM file system (tmpfs, ramfs; joblib's folder mode 0700, files 0600, removed when the
+run ends), else nothing is memory-mapped and each job's data is pickled to its worker
+through a pipe (more copying, no file); never joblib's fallback, the temporary folder
+on disk.
 """
 
 import contextlib
+import os
 import threading
 
 # glibc's malloc.h: mallopt parameters, their defaults and the values for training
@@ -92,3 +101,32 @@ def worker_count(n_jobs, n_tasks=None):
     if n_tasks is not None:
         n = min(n, int(n_tasks))
     return max(1, n)
+
+
+RAM_FOLDER = "/dev/shm"  # where a private run's workers share their arrays, if RAM
+RAM_FILE_SYSTEMS = ("tmpfs", "ramfs")
+
+
+def ram_folder(folder=RAM_FOLDER, mounts="/proc/self/mounts"):
+    """``folder`` when it is the mount point of a RAM file system (`RAM_FILE_SYSTEMS`)
+    this user can write to, else None (not mounted so, not Linux, not writable)."""
+    target = os.path.realpath(folder)
+    try:
+        with open(mounts, encoding="utf-8", errors="replace") as handle:
+            table = [line.split() for line in handle]
+    except OSError:
+        return None
+    kinds = [fields[2] for fields in table if len(fields) >= 3 and fields[1] == target]
+    if kinds and kinds[-1] in RAM_FILE_SYSTEMS and os.access(target, os.W_OK | os.X_OK):
+        return target
+    return None
+
+
+def memmap_options(private):
+    """joblib ``Parallel`` arguments for where workers' shared arrays go: joblib's own
+    choice for a plain run; for a ``private`` one `ram_folder`, else no memory-mapping
+    (``max_nbytes=None``)."""
+    if not private:
+        return {}
+    folder = ram_folder()
+    return {"temp_folder": folder} if folder else {"max_nbytes": None}
