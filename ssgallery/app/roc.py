@@ -263,11 +263,10 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
         the full search of the probes that are faces, with the gallery's 1:N operating
         point (`ssgallery.app.open_set`; None for a gallery written before it).
     """
-    from ssgallery.app.verify import failures_to_acquire
     from ssgallery.formats.encryption import load_privacy_key
     from ssgallery.formats.gallery import read_gallery
     from ssgallery.formats.integrity import load_key
-    from ssgallery.images.ingest import load_faces, natural_key
+    from ssgallery.images.ingest import natural_key
     from ssgallery.matchers.host import host_matcher
 
     host = host_matcher(matcher_cmd) if matcher_cmd is not None else None
@@ -276,23 +275,47 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
     ids = sorted(info.clients, key=natural_key)
     if not ids:
         raise InputError("gallery has no clients", path=gallery_path)
+    progress = as_progress(progress)
+    faces, feats, fta = _probe_features(info, probes_dir, ids, warn, progress)
+    table = _score_every_client(info, ids, faces, feats, fta, progress)
+    searched = np.tile(~fta, len(ids))  # identify never searches a failure to acquire
+    if searched.any():
+        from ssgallery.app.open_set import read_record
+
+        table.search = Scores("gallery", table.m, 0, table.claimed[searched],
+                              table.real[searched], table.probe[searched],
+                              table.score[searched], table.clients,
+                              operating_point=read_record(info.header, gallery_path))
+    return table
+
+
+def _probe_features(info, probes_dir, ids, warn, progress):
+    """The labelled probes of ``probes_dir`` (`ssgallery.images.ingest.FaceSet`), their
+    features in the gallery's matcher space and which are failures to acquire."""
+    from ssgallery.app.verify import failures_to_acquire
+    from ssgallery.images.ingest import load_faces
+
     h, w = (int(v) for v in info.header["image_shape"])
     kwargs = {} if warn is None else {"warn": warn}
-    progress = as_progress(progress)
     faces = load_faces(probes_dir, size=(w, h), progress=progress, **kwargs)
-    matcher = info.matcher
-    feats = transform_in_chunks(matcher, faces.images, progress=progress)
-    fta = failures_to_acquire(matcher, faces.images)[0]  # scored NaN: rejected
-    subjects = faces.labels.astype(str)
-    if not set(subjects) & set(ids):
+    feats = transform_in_chunks(info.matcher, faces.images, progress=progress)
+    fta = failures_to_acquire(info.matcher, faces.images)[0]  # scored NaN: rejected
+    if not set(faces.labels.astype(str)) & set(ids):
         raise InputError(f"no probe subject folder matches a gallery client (gallery: "
                          f"{', '.join(ids[:5])}...)", path=probes_dir)
+    return faces, feats, fta
+
+
+def _score_every_client(info, ids, faces, feats, fta, progress):
+    """Every probe against every client ``ids`` of the gallery ``info``: the `Scores`
+    table (failures to acquire score NaN), one progress step per client."""
+    subjects = faces.labels.astype(str)
     claimed, real, probe, score, clients = [], [], [], [], {}
     progress.start("scoring clients", len(ids), "clients")
     for c in ids:
         progress.advance()
         model = info.clients[c]
-        g = model.decision_function(feats, model.similarity_function(matcher))
+        g = model.decision_function(feats, model.similarity_function(info.matcher))
         claimed.append(np.full(len(g), c))
         real.append(subjects)
         probe.append(np.asarray(faces.paths).astype(str))
@@ -303,18 +326,9 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
             clients[c].update(norm_mean=float(norm["mean"]), norm_std=float(norm["std"]))
     progress.end()
     m_values = {int(info.clients[c].n_prototypes) for c in ids}
-    table = Scores("gallery", m_values.pop() if len(m_values) == 1 else None, 0,
-                   np.concatenate(claimed), np.concatenate(real), np.concatenate(probe),
-                   np.concatenate(score).astype(float), clients)
-    searched = np.tile(~fta, len(ids))  # identify never searches a failure to acquire
-    if searched.any():
-        from ssgallery.app.open_set import read_record
-
-        table.search = Scores("gallery", table.m, 0, table.claimed[searched],
-                              table.real[searched], table.probe[searched],
-                              table.score[searched], clients,
-                              operating_point=read_record(info.header, gallery_path))
-    return table
+    return Scores("gallery", m_values.pop() if len(m_values) == 1 else None, 0,
+                  np.concatenate(claimed), np.concatenate(real), np.concatenate(probe),
+                  np.concatenate(score).astype(float), clients)
 
 
 __all__ = ["roc", "roc_dev_eval", "roc_gallery", "roc_protocol", "roc_scores", "roc_store",
