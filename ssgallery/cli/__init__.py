@@ -191,17 +191,67 @@ def main(ctx, debug):
     ctx.ensure_object(dict)["debug"] = debug
 
 
-def _register():
-    import importlib
-
-    for module in ("enroll", "compress", "verify", "identify", "info", "show", "synth", "roc"):
-        try:
-            mod = importlib.import_module(f".{module}", __name__)
-        except ModuleNotFoundError as exc:  # a command still being built
-            if exc.name != f"{__name__}.{module}":
-                raise
-            continue
-        main.add_command(mod.command)
+COMMANDS = ("enroll", "compress", "verify", "identify", "info", "show", "synth", "roc")
 
 
-_register()
+class _LazyCommands(dict):
+    """The group's commands, each module imported when its command is first looked up
+    (``ssgallery verify`` imports cli/verify.py only, not compress's or roc's options
+    and their library modules: start-up time, docs/security.md); listing or iterating
+    imports them all, so ``main.commands`` still holds every command."""
+
+    def __init__(self, names):
+        super().__init__()
+        self._pending = list(names)
+
+    def _load(self, name=None):
+        import importlib
+
+        for module in [m for m in self._pending if name is None or m == name]:
+            self._pending.remove(module)
+            try:
+                mod = importlib.import_module(f".{module}", __name__)
+            except ModuleNotFoundError as exc:  # a command still being built
+                if exc.name != f"{__name__}.{module}":
+                    raise
+                continue
+            self[mod.command.name] = mod.command
+
+    def __getitem__(self, name):
+        self._load(name)
+        return super().__getitem__(name)
+
+    def get(self, name, default=None):
+        self._load(name)
+        return super().get(name, default)
+
+    def __contains__(self, name):
+        self._load(name)
+        return super().__contains__(name)
+
+    def __iter__(self):
+        self._load()
+        return super().__iter__()
+
+    def __len__(self):
+        self._load()
+        return super().__len__()
+
+    def keys(self):
+        self._load()
+        return super().keys()
+
+    def values(self):
+        self._load()
+        return super().values()
+
+    def items(self):
+        self._load()
+        return super().items()
+
+    def pop(self, *args):
+        self._load()
+        return super().pop(*args)
+
+
+main.commands = _LazyCommands(COMMANDS)
