@@ -129,7 +129,7 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
         The matcher's similarity on X.
     options : CompressOptions, optional
         The training options (`ssgallery.app.options.CompressOptions`; default: its
-        defaults): m, lam, solver, init ("auto": `ssgallery.learn.supersparse.resolve_init`),
+        defaults): m, lam, solver, init ("auto": `ssgallery.learn.initial.resolve_init`),
         rho, target_far, max_iter, seed, and cv_folds, the folds of the threshold CV
         (fewer when there are fewer genuine images).
     groups : ndarray of shape (n,), optional

@@ -107,7 +107,7 @@ class CompressOptions(_Options):
     rho : float
     solver : {"varpro", "paper"}
     init : {"auto", "class", "genuine", "kmeans", "random"}
-        Starting prototypes; "auto" (default) = `ssgallery.learn.supersparse.resolve_init`
+        Starting prototypes; "auto" (default) = `ssgallery.learn.initial.resolve_init`
         (``compress`` digests the resolved value).
     max_iter : int
         The learner's iteration cap (varpro: L-BFGS-B iterations; paper: sweeps).

@@ -93,7 +93,7 @@ class SuperSparseSVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         Further `ssgallery.learn.supersparse.SuperSparseDistiller` parameters
         (``lam``, ``init``, ``n_init``, ``bounds``, ``eta``, ``normalize_step``, ...),
         given as the ``options`` dict. ``init`` defaults to ``"auto"``
-        (`ssgallery.learn.supersparse.resolve_init`: "class" for an analytic similarity,
+        (`ssgallery.learn.initial.resolve_init`: "class" for an analytic similarity,
         "genuine" for a black-box one), as in ``compress``.
 
     Attributes

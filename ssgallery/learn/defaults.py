@@ -7,7 +7,7 @@ own SVM teacher at m = 2 and 3."""
 DEFAULT_LAM = 2e-3
 """Ridge penalty on beta (Eq. 2 (eq:objective)), in the units of ``DEFAULT_LAM_SCALE``.
 
-Relative to `ssgallery.learn.supersparse.similarity_scale` (the mean diagonal of
+Relative to `ssgallery.learn.initial.similarity_scale` (the mean diagonal of
 the weighted, centred similarity Gram): that scale is about 0.05 for eigenface RBF on
 AT&T, so 2e-3 is there the absolute 1e-4 chosen on AT&T before, and the same relative
 strength on any other similarity."""

@@ -73,7 +73,7 @@ class SimilarityRidge(_SimilarityLinear):
     ----------
     similarity : "rbf" or Similarity, default="rbf"
     gamma : "paper", "median" or float, default="median"
-        RBF width (see `ssgallery.learn.supersparse.resolve_similarity`).
+        RBF width (see `ssgallery.learn.initial.resolve_similarity`).
     alphas : sequence of float, default=1e-6 ... 1e2
         Ridge penalties tried; the one with the least leave-one-out squared error
         (efficient generalised CV, ``cv=None``) or ``cv``-fold error is kept.
@@ -199,7 +199,7 @@ class SuperSparseRegressionDistiller(DistillerMixin, RegressorMixin, BaseEstimat
         See `ssgallery.learn.supersparse.SuperSparseRegressor`; "none": ``lam``
         as is (already relative to the targets' variance).
     init : str, default="quantile"
-        See `ssgallery.learn.supersparse.initial_prototypes`.
+        See `ssgallery.learn.initial.initial_prototypes`.
     n_init : int, default=1
     solver, bounds, eta, normalize_step, repulsion, max_iter, tol, random_state, refresh_every
         Passed to `ssgallery.learn.supersparse.SuperSparseRegressor`.

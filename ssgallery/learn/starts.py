@@ -15,8 +15,9 @@ does not carry over to new images reliably (benchmarks/ebgm_tail.py, suspect 6).
 import numpy as np
 
 from ssgallery.learn.guard import misranking
+from ssgallery.learn.initial import start_indices
 from ssgallery.learn.solvers import beta_step
-from ssgallery.learn.supersparse import balanced_weights, start_indices
+from ssgallery.learn.supersparse import balanced_weights
 
 START_RULES = ("genuine", "class")
 """The candidate rules, in order of preference on a tie (`initial_prototypes`)."""

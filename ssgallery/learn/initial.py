@@ -1,0 +1,188 @@
+"""Where a super-sparse fit starts (paper Sect. III): the similarity on the data
+(`resolve_similarity`), the scale that makes ``lam`` independent of it
+(`similarity_scale`, `gram_scale`) and the starting prototypes (`start_indices`,
+`initial_prototypes`; ``init="auto"``: `resolve_init`). Used by
+`ssgallery.learn.supersparse.SuperSparseRegressor` and the estimators built on it;
+`ssgallery.learn.supersparse` re-exports every name.
+"""
+
+import numpy as np
+
+from ssgallery.learn.similarity import RBFSimilarity, Similarity, median_gamma
+
+_MAX_CANDIDATES = 500  # medoid search: candidates per class (subsampled above this)
+_MAX_SCALE_COLUMNS = 500  # similarity_scale: training points used as columns
+
+
+def resolve_similarity(similarity, gamma, X):
+    """The `Similarity` to use on data ``X`` (n, d).
+
+    ``similarity`` is ``"rbf"`` or a Similarity instance (then ``gamma`` is ignored).
+    ``gamma``: ``"paper"`` (1/d), ``"median"``
+    (`ssgallery.learn.similarity.median_gamma`) or a positive float.
+    """
+    if isinstance(similarity, Similarity):
+        return similarity
+    if gamma == "paper":
+        return RBFSimilarity(1.0 / X.shape[1])
+    if gamma == "median":
+        return RBFSimilarity(median_gamma(X))
+    return RBFSimilarity(float(gamma))
+
+
+def similarity_scale(X, u, similarity, rng=None):
+    """Mean diagonal of the weighted, centred similarity Gram: the scale of the data term
+    of Eq. 2 (eq:objective) in beta, for prototypes on the training points.
+
+    sum_j u_j Var_u(s(., x_j)), with Var_u(s(., x_j)) = sum_i u_i (s(x_i, x_j) - sbar_j)^2
+    and sbar_j = sum_i u_i s(x_i, x_j) (the unpenalised bias absorbs the mean). With S
+    scaled by a, the optimal beta scales by 1/a and lam beta'beta by 1/a^2; ``lam`` times
+    this scale is invariant to a (and to the targets' scale: beta and both terms of
+    Eq. 2 scale together; the repulsion penalty aside). Above ``_MAX_SCALE_COLUMNS``
+    points, that many columns are drawn with probability u (seeded) and averaged.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    u : ndarray of shape (n,), sums to 1
+    similarity : Similarity
+    rng : numpy Generator, optional (default seeded with 0)
+
+    Returns
+    -------
+    float, >= 0
+    """
+    if len(X) <= _MAX_SCALE_COLUMNS:
+        cols, w = np.arange(len(X)), u
+    else:
+        rng = np.random.default_rng(0) if rng is None else rng
+        cols = rng.choice(len(X), _MAX_SCALE_COLUMNS, p=u)
+        w = np.full(len(cols), 1.0 / len(cols))
+    return gram_scale(np.asarray(similarity(X, X[cols]), dtype=float), u, w)
+
+
+def gram_scale(S, u, w=None):
+    """`similarity_scale` from the similarities S = S(X, X[cols]) (n, c) already known
+    (``w``: the columns' weights, default ``u``; all n columns then)."""
+    centred = S - u @ S
+    return float((u if w is None else w) @ (u @ (centred * centred)))
+
+
+def _greedy_medoids(X, u, k, rng):
+    """k samples covering X best: weighted medoid first, then greedy facility location
+    (each next sample minimises sum_i u_i min_j ||x_i - z_j||). Indices into X."""
+    cand = np.flatnonzero(u > 0)
+    if len(cand) > _MAX_CANDIDATES:
+        cand = np.sort(rng.choice(cand, _MAX_CANDIDATES, replace=False))
+    D = np.sqrt(RBFSimilarity().sq_distances(X, X[cand]))  # (n, c)
+    chosen = []
+    cover = np.full(len(X), np.inf)
+    for _ in range(min(k, len(cand))):
+        cost = u @ np.minimum(cover[:, None], D)
+        cost[chosen] = np.inf
+        c = int(np.argmin(cost))
+        chosen.append(c)
+        cover = np.minimum(cover, D[:, c])
+    return cand[chosen]
+
+
+def start_indices(X, y, u, m, init, rng, restart=0):
+    """Rows of X where the ``"class"`` or ``"genuine"`` rule of `initial_prototypes`
+    starts its m prototypes, shape (m,) (a row repeats when a class has fewer samples)."""
+    usable = np.flatnonzero(u > 0)
+    pos = y > 0
+    groups = [usable[pos[usable]], usable[~pos[usable]]]
+    groups = [g for g in groups if len(g)]
+    if len(groups) == 2 and m >= 2:
+        if init == "genuine":
+            k_pos = min(m - 1, len(groups[0]))
+        else:
+            w_pos = u[groups[0]].sum() / u[usable].sum()
+            # round half up; the tolerance keeps 0.4999999999999999 from rounding down
+            k_pos = int(np.clip(np.floor(m * w_pos + 0.5 + 1e-9), 1, m - 1))
+        counts = [k_pos, m - k_pos]
+    else:
+        counts = [m] + [0] * (len(groups) - 1)
+    idx = []
+    for g, k in zip(groups, counts):
+        if k == 0:
+            continue
+        if restart == 0:
+            sub = g[_greedy_medoids(X[g], u[g], k, rng)]
+        else:
+            sub = rng.choice(g, min(k, len(g)), replace=False)
+        idx.extend(sub)
+        idx.extend(rng.choice(g, k - len(sub)))  # fewer samples than k: repeat
+    return np.array(idx, dtype=int)
+
+
+def initial_prototypes(X, y, u, m, init, rng, restart=0):
+    """Starting prototypes, shape (m, d).
+
+    ``init="class"``: when y has both signs (distillation: genuine y > 0, impostors
+    y <= 0), prototypes go to each class in proportion to its weight (at least one each
+    when m >= 2), genuine first; within a class the weighted medoid first, then greedy
+    coverage. ``init="genuine"``: the same, but min(m - 1, #genuine) prototypes start on
+    genuine samples and the rest on impostors (measured better for verification with a
+    black-box matcher, where few genuine images would otherwise be left unrepresented). Deterministic for ``restart == 0``; restarts draw random samples of each
+    class in the same proportions. ``"quantile"`` (regression): the targets cut into m
+    bins of equal weight, each bin's weighted medoid (restarts: a random member).
+    ``"kmeans"``: weighted k-means centres. ``"random"``:
+    m training samples. Repeated picks (fewer usable samples than m) get a small jitter.
+    """
+    d = X.shape[1]
+    usable = np.flatnonzero(u > 0)
+    if init in ("class", "genuine"):
+        Z = X[start_indices(X, y, u, m, init, rng, restart)]
+    elif init == "quantile":
+        # regression: m bins of equal weight along the target, each bin's weighted medoid
+        # (random member on restarts), so prototypes start spread over the target range
+        order = usable[np.argsort(y[usable], kind="stable")]
+        cum = np.cumsum(u[order]) / u[order].sum()
+        bins = np.minimum((cum * m - 1e-12).astype(int), m - 1)
+        idx = []
+        for k in range(m):
+            g = order[bins == k]
+            if not len(g):
+                g = order
+            if restart == 0:
+                idx.append(g[_greedy_medoids(X[g], u[g], 1, rng)[0]])
+            else:
+                idx.append(rng.choice(g))
+        Z = X[np.array(idx)]
+    elif init == "random":
+        idx = rng.choice(usable, min(m, len(usable)), replace=False)
+        Z = X[np.concatenate([idx, rng.choice(usable, m - len(idx))]).astype(int)]
+    elif init == "kmeans":
+        from sklearn.cluster import KMeans
+
+        n_clusters = min(m, len(usable))
+        km = KMeans(n_clusters, n_init=1, random_state=rng.integers(2**31 - 1))
+        km.fit(X[usable], sample_weight=u[usable])
+        Z = km.cluster_centers_
+        if n_clusters < m:
+            Z = np.vstack([Z, X[rng.choice(usable, m - n_clusters)]])
+    else:
+        raise ValueError("init must be 'class', 'genuine', 'quantile', 'kmeans' or 'random', "
+                         f"got {init!r}")
+    Z = np.array(Z, dtype=float)
+    # duplicates would move together forever (zero repulsion between equal points): jitter
+    _, first = np.unique(Z, axis=0, return_index=True)
+    dup = np.setdiff1d(np.arange(m), first)
+    if len(dup):
+        scale = 1e-3 * (X.std(0) + (X.std(0) == 0))
+        Z[dup] += scale * rng.standard_normal((len(dup), d))
+    return Z
+
+
+def resolve_init(init, similarity):
+    """``"auto"``: ``"class"`` for an analytic similarity (eigenface), ``"genuine"`` for a
+    black-box one (heuristic gradient, Eq. 7 (eq:similarity-grad)), where starting m - 1
+    prototypes on the client's own images leaves fewer genuine images unrepresented
+    (benchmarks/paper_att_ebgm.py measures it). Other values pass through."""
+    if init != "auto":
+        return init
+    return "class" if getattr(similarity, "has_gradient", False) else "genuine"
+
+
+INITS = ("class", "genuine", "quantile", "kmeans", "random")
