@@ -1,5 +1,5 @@
 """Image ingestion: scanning ``ROOT/<client>/*.{pgm,png,jpg,...}``, reading, validating
-and normalising face images.
+and normalising face images (one file's decoding: `ssgallery.images.decode`).
 
 Every image becomes a float32 array (H, W) on the 8-bit grey scale [0, 255]. Sizes are
 given PIL-style as ``(width, height)``; arrays are ``(height, width)``. Every problem a
@@ -9,12 +9,9 @@ with too few images, a size mismatch under ``strict``) raises
 with ``skip_bad=True`` bad files are reported through ``warn`` and skipped instead.
 """
 
-import contextlib
 import hashlib
-import io
 import os
 import re
-import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,19 +20,20 @@ import numpy as np
 
 from ssgallery.errors import InputError, option
 from ssgallery.formats.hdf5 import client_id_problem
+from ssgallery.images.decode import (  # noqa: F401  (DECODERS, MAX_IMAGE_PIXELS, read_image)
+    DECODERS,
+    MAX_IMAGE_PIXELS,
+    check_size,
+    decode_image,
+    fit_size,
+    fmt_size,
+    read_file_bytes,
+    read_image,
+)
 from ssgallery.progress import as_progress
-from ssgallery.safeio import MAX_IMAGE_BYTES, read_regular
 
 IMAGE_EXTENSIONS = (".pgm", ".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
-# The only Pillow decoders that ever see a file's bytes: the documented formats
-# (docs/guide.md), recognised by content, whatever the file's extension. Pillow tries
-# no other plugin, so an EPS/PS file never starts Ghostscript and the rarely used
-# decoders (PSD, FITS, ...) never parse untrusted input. PPM also reads PBM and PGM.
-DECODERS = ("PPM", "PNG", "JPEG", "BMP", "TIFF")
 DEFAULT_SIZE = (92, 112)  # (width, height) of the AT&T faces
-# Pillow's decompression-bomb limit: a larger image is refused, whatever its file size
-# (its DecompressionBombWarning is an error). 40 Mpx: an 8K photo fits.
-MAX_IMAGE_PIXELS = 40_000_000
 
 
 class InputWarning(UserWarning):
@@ -55,208 +53,6 @@ def natural_key(name):
 
 def _is_hidden(name):
     return name.startswith(".")
-
-
-# --------------------------------------------------------------------------- reading
-def _looks_truncated(exc):
-    text = str(exc).lower()
-    return isinstance(exc, EOFError) or any(
-        w in text for w in ("truncat", "eof", "not enough", "premature end"))
-
-
-def _exif_upright(img, image_ops):
-    """Apply the EXIF orientation; a broken EXIF block leaves the image as stored."""
-    try:
-        return image_ops.exif_transpose(img)
-    except (OSError, ValueError, KeyError, TypeError, SyntaxError):
-        return img
-
-
-def _register_decoders():
-    """Import the plugins of `DECODERS` (nothing else): Pillow then never needs to
-    import its other plugins (``Image.init``) to find one of them."""
-    from PIL import (  # noqa: F401 (registers the plugins)
-        BmpImagePlugin,
-        JpegImagePlugin,
-        PngImagePlugin,
-        PpmImagePlugin,
-        TiffImagePlugin,
-    )
-
-
-@contextlib.contextmanager
-def _c_stderr(said, active=True):
-    """Keep what C libraries write to file descriptor 2 during the block (libtiff
-    prints its warnings and errors there, a second line beside ssgallery's one) and
-    put its first line in ``said``. Nothing is captured when fd 2 cannot be
-    duplicated (closed)."""
-    import tempfile
-
-    try:
-        saved = os.dup(2) if active else None
-    except OSError:
-        saved = None
-    if saved is None:
-        yield
-        return
-    with tempfile.TemporaryFile() as sink:
-        try:
-            sys.stderr.flush()
-            os.dup2(sink.fileno(), 2)
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            sink.seek(0)
-            text = sink.read(4096).decode("utf-8", "replace").strip()
-            said.extend(line for line in text.splitlines()[:1] if line)
-
-
-@contextlib.contextmanager
-def _quiet():
-    """Silence PIL's chatter (corrupt EXIF...) but make a decompression bomb an error."""
-    from PIL import Image
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        warnings.simplefilter("error", Image.DecompressionBombWarning)
-        yield
-
-
-def _too_large(path, pixels=None):
-    size = f" ({pixels} pixels)" if pixels else ""
-    return InputError(f"image too large{size}: at most {MAX_IMAGE_PIXELS} pixels", path=path)
-
-
-def _decode(data, path):
-    """Bytes of an image file -> float32 (H, W) grey array on [0, 255]."""
-    from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
-
-    ImageFile.LOAD_TRUNCATED_IMAGES = False  # a truncated file must fail, not be padded
-    Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
-    _register_decoders()
-    try:
-        with _quiet():
-            img = Image.open(io.BytesIO(data), formats=DECODERS)
-    except UnidentifiedImageError:
-        raise InputError("not an image in a supported format (PGM/PPM, PNG, JPEG, BMP, "
-                         "TIFF)", path=path) from None
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise _too_large(path) from None
-    except (OSError, ValueError, SyntaxError, EOFError, TypeError, KeyError,
-            IndexError) as exc:
-        if _looks_truncated(exc):
-            raise InputError("truncated image", path=path) from None
-        raise InputError(f"not an image ({exc})", path=path) from None
-    if img.width * img.height > MAX_IMAGE_PIXELS:
-        raise _too_large(path, img.width * img.height)
-    said = []
-    try:
-        with _quiet(), _c_stderr(said, img.format == "TIFF"):
-            img.load()
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise _too_large(path) from None
-    except (OSError, ValueError, SyntaxError, EOFError, TypeError, KeyError, IndexError,
-            MemoryError) as exc:
-        if _looks_truncated(exc):
-            raise InputError("truncated image", path=path) from None
-        why = f"; libtiff: {said[0]}" if said else ""
-        raise InputError(f"corrupt image ({exc}{why})", path=path) from None
-    img = _exif_upright(img, ImageOps)
-    if img.width < 1 or img.height < 1:
-        raise InputError("empty image (0 pixels)", path=path)
-    if img.mode == "F" and not np.isfinite(np.asarray(img)).all():  # float TIFF or PFM
-        raise InputError("image has non-finite pixels (NaN or infinity)", path=path)
-    try:
-        return _grey(img)
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise InputError(f"unsupported image mode {img.mode} ({exc})", path=path) from None
-
-
-def _grey(img):
-    """A loaded PIL image -> float32 (H, W) on [0, 255]."""
-    mode = img.mode
-    if mode in ("I;16", "I;16B", "I;16L", "I;16N"):
-        arr = np.asarray(img, dtype=np.float32) * (255.0 / 65535.0)
-    elif mode == "I":
-        arr = np.asarray(img, dtype=np.float64)
-        top = 65535.0 if arr.max(initial=0) > 255 else 255.0
-        arr = (np.clip(arr, 0, top) * (255.0 / top)).astype(np.float32)
-    elif mode == "F":
-        arr = np.clip(np.asarray(img, dtype=np.float32), 0, 255)
-    else:
-        arr = np.asarray(img.convert("L"), dtype=np.float32)
-    return np.ascontiguousarray(arr, dtype=np.float32)
-
-
-def _resize(arr, size):
-    """Bilinear resize of a float (H, W) array to ``size = (width, height)``."""
-    from PIL import Image
-
-    out = Image.fromarray(np.asarray(arr, dtype=np.float32), mode="F").resize(
-        tuple(int(s) for s in size), Image.BILINEAR)
-    return np.clip(np.asarray(out, dtype=np.float32), 0, 255)
-
-
-def _read_file(path):
-    """The bytes of an image file: a regular file of at most 64 MiB
-    (`ssgallery.safeio.MAX_IMAGE_BYTES`)."""
-    return read_regular(path, "image", MAX_IMAGE_BYTES, missing="no such file")
-
-
-def _fmt_size(size):
-    return f"{size[0]}x{size[1]}"
-
-
-def read_image(path, size=None, strict=False):
-    """Read one image as grey float32 on [0, 255].
-
-    Parameters
-    ----------
-    path : str or Path
-    size : (width, height) or None
-        Common size; an image of another size is resized (bilinear) unless ``strict``.
-    strict : bool
-        Refuse an image whose size differs from ``size``.
-
-    Returns
-    -------
-    image : ndarray, shape (H, W), float32
-
-    Raises
-    ------
-    InputError
-        Missing file, not an image, truncated or corrupt image, size mismatch (strict).
-    """
-    arr = _decode(_read_file(path), path)
-    return _fit_size(arr, size, strict, path)
-
-
-def _fit_size(arr, size, strict, path):
-    if size is None:
-        return arr
-    have = (arr.shape[1], arr.shape[0])
-    if have == tuple(size):
-        return arr
-    if strict:
-        raise InputError(f"image is {_fmt_size(have)}, expected {_fmt_size(size)} "
-                         "(strict size checking)", path=path)
-    return _resize(arr, size)
-
-
-def _check_size(size):
-    if size is None:
-        return None
-    try:
-        w, h = (int(s) for s in size)
-    except (TypeError, ValueError):
-        raise InputError(f"image size must be (width, height), got {size!r}") from None
-    if w < 1 or h < 1:
-        raise InputError(f"image size must be positive, got {_fmt_size((w, h))}")
-    if w * h > MAX_IMAGE_PIXELS:
-        raise InputError(f"image size {_fmt_size((w, h))} is more than {MAX_IMAGE_PIXELS} "
-                         "pixels")
-    return (w, h)
 
 
 # --------------------------------------------------------------------------- scanning
@@ -401,7 +197,7 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
     """
     root = Path(root)
     progress = as_progress(progress)
-    size = _check_size(size)
+    size = check_size(size)
     warn = default_warn if warn is None else warn
     listing = scan_faces(root, extensions=extensions, min_images=min_images,
                          skip_bad=skip_bad, clients=clients, warn=warn)
@@ -413,7 +209,7 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
         kept = 0
         for path in paths:
             progress.advance()
-            data = _read_file(path)
+            data = read_file_bytes(path)
             arr = _decode_or_skip(data, path, skip_bad, warn)
             if arr is None:
                 continue
@@ -431,8 +227,8 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
     progress.end()
     if resized:
         first, have = resized[0]
-        warn(f"resized {len(resized)} image(s) to {_fmt_size(size)} (first: {first} was "
-             f"{_fmt_size(have)}); use {option('strict')} to refuse them")
+        warn(f"resized {len(resized)} image(s) to {fmt_size(size)} (first: {first} was "
+             f"{fmt_size(have)}); use {option('strict')} to refuse them")
     return FaceSet(images=images[:len(labels)],
                    labels=np.array(labels, dtype=str), paths=rel, sha256=digests,
                    root=os.fspath(root))
@@ -441,7 +237,7 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
 def _decode_or_skip(data, path, skip_bad, warn):
     """The image in ``data``; None (with a warning) for a bad file with ``skip_bad``."""
     try:
-        return _decode(data, path)
+        return decode_image(data, path)
     except InputError as exc:
         if not skip_bad:
             raise InputError(f"{exc}; use {option('skip_bad')} to skip it") from None
@@ -477,7 +273,7 @@ def file_rows(root, clients, known, skip_bad=False, warn=default_warn,
         mine = rows.setdefault(client, set())
         for path in paths:
             progress.advance()
-            data = _read_file(path)
+            data = read_file_bytes(path)
             row = (path.relative_to(root).as_posix(), hashlib.sha256(data).hexdigest())
             if row in known.get(client, ()) or \
                     _decode_or_skip(data, path, skip_bad, warn) is not None:
@@ -493,7 +289,7 @@ def _conform(arr, size, strict, path, resized):
     if size is None:
         return arr, have
     if have != size:
-        arr = _fit_size(arr, size, strict, path)
+        arr = fit_size(arr, size, strict, path)
         resized.append((path, have))
     return arr, size
 
@@ -526,7 +322,7 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
         n = the files read (all of them unless some ``failed``).
     sizes : ndarray, shape (n, 2), int, (width, height) as read; only with ``return_sizes``
     """
-    size = _check_size(size)
+    size = check_size(size)
     warn = default_warn if warn is None else warn
     out, resized, sizes = [], [], []
     progress = as_progress(progress)
@@ -535,7 +331,7 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
     for i, path in enumerate(paths):
         progress.advance()
         try:
-            arr = _decode(_read_file(path), path)
+            arr = decode_image(read_file_bytes(path), path)
             have = (arr.shape[1], arr.shape[0])
             arr, size = _conform(arr, size, strict, path, resized)
         except InputError as exc:
@@ -554,7 +350,7 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
         raise InputError("no probe images given")
     if resized:
         first, have = resized[0]
-        warn(f"resized {len(resized)} probe image(s) to {_fmt_size(size)} (first: {first} "
-             f"was {_fmt_size(have)})")
+        warn(f"resized {len(resized)} probe image(s) to {fmt_size(size)} (first: {first} "
+             f"was {fmt_size(have)})")
     images = np.stack(out).astype(np.float32, copy=False)
     return (images, np.asarray(sizes, dtype=np.int64)) if return_sizes else images
