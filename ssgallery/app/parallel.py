@@ -184,21 +184,34 @@ def _check_cluster(client, address, watch):
                              f"{NO_WORKER_SECONDS:.0f} s")
 
 
+WORKER_FAILURE = "the worker reported the failure itself (see the cluster's logs)"
+
+
 def _no_pickle_from_the_cluster(client):
-    """Read the scheduler's report stream with `SAFE_DESERIALIZERS` only, and drop the
-    pickled type Dask attaches to a result held in memory (this process never needs
-    it): the two ways a message from a worker would otherwise be unpickled here."""
+    """Nothing the scheduler relays from a worker is unpickled or acted on here (each
+    of these ran a program inside compress before): the report stream deserializes no
+    serialized frame (``comm.deserialize``, also for the read already waiting) and
+    reads with `SAFE_DESERIALIZERS` only; a failed task's exception, which Dask's
+    client unpickles when it arrives as bytes (``clean_exception``), is replaced by a
+    plain one (`WORKER_FAILURE`); the pickled type Dask attaches to a result held in
+    memory is dropped; published events (a worker's "warn", whose message Dask's client
+    unpickles, and "print", which it prints on stdout) are ignored."""
     import functools
 
     comm = getattr(getattr(client, "scheduler_comm", None), "comm", None)
     if comm is not None:
+        comm.deserialize = False
         comm.read = functools.partial(comm.read, deserializers=SAFE_DESERIALIZERS)
     handlers = getattr(client, "_stream_handlers", {})
-    in_memory = handlers.get("key-in-memory")
+    in_memory, erred = handlers.get("key-in-memory"), handlers.get("task-erred")
     if in_memory is not None:
         handlers["key-in-memory"] = \
             lambda key=None, type=None, workers=None, **rest: in_memory(
                 key=key, workers=workers, **rest)
+    if erred is not None:
+        handlers["task-erred"] = lambda key=None, **_: erred(
+            key=key, exception=Exception(WORKER_FAILURE), traceback=None)
+    handlers["event"] = lambda **_: None
 
 
 @contextlib.contextmanager

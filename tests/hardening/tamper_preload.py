@@ -15,7 +15,19 @@ $TAMPER_MODE_FILE at every job, so one cluster serves every case:
 - ``evil_result``: the job returns an object whose unpickling runs a program (it
   writes the unpickling process's pid to $TAMPER_PWNED_FILE);
 - ``unpicklable``: the job raises an exception that cannot be pickled;
+- ``evil_exception``: the job raises an exception whose unpickling runs a program (Dask
+  ships it pickled; as ``evil_result``, its pid goes to $TAMPER_PWNED_FILE);
+- ``raw_erred`` / ``serialized_erred``: the worker tells the scheduler itself that the
+  job failed, with an exception whose unpickling runs a program, as plain bytes (which
+  Dask's client unpickles in ``clean_exception``) or as a pickled frame;
 - ``die``: the worker process exits in the middle of the job.
+
+Modes after which the run must still succeed, with nothing of the worker's shown:
+
+- ``warn_event``: the worker publishes a "warn" event whose message is pickled (Dask's
+  client unpickles it) before the honest result;
+- ``print_event``: the worker publishes a "print" event (Dask's client prints it on
+  stdout) before the honest result.
 """
 
 import os
@@ -41,6 +53,11 @@ class Evil:
     def __reduce__(self):
         cmd = f"echo $PPID >> {os.environ['TAMPER_PWNED_FILE']}"
         return (os.system, (cmd,))
+
+
+class EvilError(Exception):
+    def __reduce__(self):
+        return Evil().__reduce__()
 
 
 class Unpicklable(Exception):
@@ -83,9 +100,37 @@ def wrapper(func, job, to_bytes, *shared):
         return Evil()
     if mode == "unpicklable":
         raise Unpicklable()
+    if mode == "evil_exception":
+        raise EvilError("evil")
     if mode == "die":
         os._exit(1)
+    if mode in ("raw_erred", "serialized_erred", "warn_event", "print_event"):
+        _tell_the_scheduler(mode)
     return _honest_wrapper(func, job, to_bytes, *shared)
+
+
+def _tell_the_scheduler(mode):
+    """What a worker can send the scheduler besides its results (module docstring)."""
+    import pickle
+    import time
+
+    from distributed.protocol import to_serialize
+    from distributed.worker import get_worker, thread_state
+
+    worker, key = get_worker(), thread_state.key
+    if mode.endswith("_event"):
+        message = {"message": pickle.dumps(Evil())} if mode == "warn_event" else \
+            {"args": ["INJECTED \x1b]0;pwned\x07"]}
+        worker.log_event(mode[:-len("_event")], message)
+        time.sleep(0.5)  # the event reaches compress before the result
+        return
+    evil = pickle.dumps(Evil()) if mode == "raw_erred" else to_serialize(Evil())
+    worker.batched_stream.send({
+        "op": "task-erred", "key": key, "run_id": worker.state.tasks[key].run_id,
+        "stimulus_id": "tampered", "exception": evil, "traceback": None,
+        "exception_text": "tampered", "traceback_text": "", "thread": None,
+        "startstops": []})
+    time.sleep(3)  # the forged failure arrives first
 
 
 client_training.train_job = train_job

@@ -18,7 +18,9 @@ from ssgallery.app.enroll import enroll
 distributed = pytest.importorskip("distributed", reason="the 'distributed' extra")
 
 MODES = ["threshold", "nan", "client", "heldout", "provenance", "calibrated",
-         "evil_result", "unpicklable", "die"]
+         "evil_result", "evil_exception", "raw_erred", "serialized_erred", "unpicklable",
+         "die"]
+SUCCEEDING = ["warn_event", "print_event"]  # nothing the worker sends is acted on
 BOUND = 120  # seconds: every failure is one line within this
 
 
@@ -43,7 +45,8 @@ def test_tampering_workers(cluster, tmp_path):
     args = ["compress", "--store", root / "e.h5", "--m", "1", "--cv-folds", "0",
             "--max-iter", "5", "--scheduler", cluster["address"], "-q"]
     pool = Workers(timeout=BOUND + 60)
-    counts = {"cases": 0, "clean errors": 0, "programs run in compress": 0,
+    counts = {"cases": 0, "clean errors": 0, "succeeded, nothing shown": 0,
+              "programs run in compress": 0,
               "galleries written": 0, "hangs": 0, "exit 4": 0, "slowest s": 0.0,
               "failures": 0}
     failures = []
@@ -51,18 +54,29 @@ def test_tampering_workers(cluster, tmp_path):
         cluster["mode"].write_text("honest")
         honest = pool.run([*args, "-o", tmp_path / "honest.h5"])
         assert honest["code"] == 0 and (tmp_path / "honest.h5").exists(), honest
-        for mode in MODES:
+        for mode in MODES + SUCCEEDING:
             cluster["mode"].write_text(mode)
             out = tmp_path / f"{mode}.h5"
+            if pool.proc is None or pool.proc.poll() is not None:
+                pool._start()
+            host = str(pool.proc.pid)  # the process compress runs in
+            cluster["pwned"].unlink(missing_ok=True)
             t0 = time.monotonic()
             r = pool.run([*args, "-o", out])
             took = time.monotonic() - t0
             pids = cluster["pwned"].read_text().split() if cluster["pwned"].exists() else []
-            host = str(pool.proc.pid) if pool.proc is not None else None
             counts["cases"] += 1
             counts["hangs"] += bool(r.get("hang"))
             counts["exit 4"] += r.get("code") == 4
             counts["programs run in compress"] += host in pids
+            if mode in SUCCEEDING:  # the honest gallery, nothing of the worker's shown
+                shown = r.get("stdout", "") + r.get("stderr", "")
+                ok = r.get("code") == 0 and out.exists() and "INJECTED" not in shown \
+                    and "\x1b" not in shown and host not in pids
+                counts["succeeded, nothing shown" if ok else "failures"] += 1
+                if not ok:
+                    failures.append((mode, round(took), r))
+                continue
             counts["galleries written"] += out.exists()
             counts["slowest s"] = round(max(counts["slowest s"], took), 1)
             ok = clean_error(r) and took < BOUND and not out.exists() and host not in pids
@@ -75,4 +89,4 @@ def test_tampering_workers(cluster, tmp_path):
         pool.close()
         cluster["mode"].write_text("honest")
     line = report("family 3, tampering Dask workers", counts)
-    assert not failures, (line, failures)
+    assert not failures, (line, [f[:2] for f in failures], failures)

@@ -139,6 +139,10 @@ def _cases(site, tmp):
         os.symlink(tmp / "victim.txt", elsewhere / PartsFolder(g)._name("c01"))
         os.symlink(elsewhere, f"{g}.parts")
 
+    def oversized(g):
+        path = _plant(site, g, None, raw=PART_MAGIC + UNSIGNED + b"\n" + honest)
+        os.truncate(path, 300 << 20)  # a hole: no disk used
+
     def open_folder(g):
         _plant(site, g, _forged(site))
         os.chmod(f"{g}.parts", 0o777)
@@ -189,6 +193,7 @@ def _cases(site, tmp):
         "truncated": (None, lambda g: _plant(site, g, None, raw=(
             PART_MAGIC + UNSIGNED + b"\n" + honest)[:300])),
         "zip bomb": (None, lambda g: _plant(site, g, None, raw=_bomb())),
+        "300 MiB part (sparse)": (None, oversized),
         "FIFO": (None, fifo),
         "part is a symlink to a victim": (None, link),
         "folder is a symlink": (None, linked_folder),
