@@ -29,11 +29,12 @@ another key, and once more with A's key.
   *intra*, minus the difference of the distances between the client's own two
   prototypes (what every per-client isometry keeps, m = 2). Two keys: pooled over
   --key-pairs random key pairs (the estimator's floor falls with more scores), also for
-  the first scheme (one isometry per gallery, version 1, no longer written), except
-  *intra*, whose scores are the same under every key: it is estimated from one pair (N
-  mated scores; pooled copies of them would only make the histogram's bins finer and
-  inflate D<->sys, 0.18-0.30 instead of the plain galleries' value); "null" = D<->sys of
-  two random halves of the non-mated scores, the estimator's floor at that size.
+  the first scheme (one isometry per gallery, version 1, no longer written), except the
+  arms whose scores are the same under every key (*intra*; for the first scheme also
+  *centroid*): they are estimated from one pair (N mated scores; pooled copies of them
+  would only make the histogram's bins finer and inflate D<->sys, 0.18-0.30 instead of
+  the plain galleries' value for intra); "null" = D<->sys of two random halves of the
+  non-mated scores, the estimator's floor at that size.
 - **accuracy**: gallery A's scores on the photos of half B (genuine: the client's,
   impostor: everybody else's), plain vs protected: largest score difference, identical
   verdicts, mean client EER.
@@ -253,10 +254,11 @@ def _arms(gal, Z, offsets, kind):
 
 
 ARMS = ("distance", "norms", "centroid", "intra")
-# arms whose scores are the same under every key (any per-client isometry keeps them):
-# pooling copies of one run only sharpens the estimator's bins (min(n / 10, 100)) on the
-# same N mated scores, which inflates D<->sys; they are estimated from one run
-KEY_INVARIANT = ("intra",)
+# per scheme version, arms whose scores are the same under every key (what its isometries
+# keep: the client's own distances; with one isometry per gallery also the distances
+# from the centroid): pooling copies of one run only sharpens the estimator's bins
+# (min(n / 10, 100)) on the same N mated scores, which inflates D<->sys; one run it is
+KEY_INVARIANT = {2: ("intra",), 1: ("centroid", "intra")}
 
 
 def _link(left, right, ids):
@@ -283,7 +285,7 @@ def linkability_rows(A, B, Ap, Bp, Bp1, kind, key_pairs):
     row = {k: {arm: d_sys([v[arm]]) for arm in ARMS} for k, v in out.items()}
     for version, runs in pooled.items():
         row[f"two keys v{version}"] = {
-            arm: d_sys([r[arm] for r in (runs[:1] if arm in KEY_INVARIANT else runs)])
+            arm: d_sys([r[arm] for r in (runs[:1] if arm in KEY_INVARIANT[version] else runs)])
             for arm in ARMS}
     row["mated"] = sum(len(r["distance"][0]) for r in pooled[2])
     return row
@@ -437,7 +439,7 @@ def worst_arm(row):
     link = row["link"]["two keys v2"]
     arm = max(ARMS, key=lambda a: link[a][0])
     met = "met" if link[arm][0] <= LINK_TARGET else "MISSED"
-    one = " (one pair: the same under every key)" if arm in KEY_INVARIANT else ""
+    one = " (one pair: the same under every key)" if arm in KEY_INVARIANT[2] else ""
     return (f"- {row['set']}: worst arm under two keys: {arm}{one}, D<->sys "
             f"{link[arm][0]:.3f} (floor {link[arm][1]:.3f}); target <= {LINK_TARGET}: {met}")
 
