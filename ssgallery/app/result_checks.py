@@ -169,7 +169,8 @@ def _check_calibration_inputs(result, target_far, refuse):
                f"scores at the target FAR")
     norm, own = result.normalization, znorm_parameters(impostor)
     values = [norm.get(k) for k in ("mean", "std")] if isinstance(norm, dict) else []
-    if len(values) != 2 or norm.get("kind") != "znorm" or norm.get("n") != own["n"] \
+    if len(values) != 2 or set(norm) != set(own) or norm["kind"] != "znorm" \
+            or norm["n"] != own["n"] \
             or not all(isinstance(v, float) for v in values) \
             or not np.isclose(values, [own["mean"], own["std"]], rtol=1e-9, atol=0).all():
         refuse("Z-norm is not that of its held-out impostor scores")

@@ -179,6 +179,9 @@ def _cases(site, tmp):
         "Z-norm not that of its held-out scores (no key)": (None, lambda g: _plant(
             site, g, _forged(site, normalization={"kind": "znorm", "mean": -1e6,
                                                   "std": 1.0, "n": 2}))),
+        "Z-norm with one more entry, NaN (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, normalization=dict(_forged(site).normalization,
+                                                      junk=float("nan"))))),
         "Z-norm mean an integer too large for a float (no key)": (None, lambda g: _plant(
             site, g, _forged(site, normalization={"kind": "znorm", "mean": 10 ** 400,
                                                   "std": 1.0, "n": 2}))),
