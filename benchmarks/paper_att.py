@@ -96,12 +96,16 @@ AT&T (40 subjects x 10 images), eigenface RBF (PCA keeping 95 % of the variance,
 gamma = 1/d); per repetition 20 enrolled clients with 5 training images each, their
 other 5 images as genuine claims, every image of the other 20 subjects as an impostor
 claim against every client. Every method is built from the same SVM teacher per client
-and repetition. Columns: `matches/claim` is the similarity evaluations one verification
-costs (mean +- std over clients and repetitions; the full SVM: its support vectors);
-`client EER` is the **mean of the clients' own EERs** (the headline convention of the
-README), mean +- std over repetitions; `EER` is the EER of the client-averaged FRR/FAR
-curve (vertical averaging, as the paper draws its curves); FRR at FAR = 1 % and 0.1 %
-are read on the client-averaged curve. `fit s/client` includes the shared SVM teacher.
+and repetition. The columns are `roc --wide`'s, each named by its convention (the
+[named conventions](../operating-points.md#named-conventions)): `matches` is the
+similarity evaluations one verification costs (mean ± std over clients and
+repetitions; the full SVM: its support vectors); `EER % [95% CI]` is the **mean of the
+clients' own EERs** (each client's own threshold sweep; the headline convention of the
+README) with its bootstrap interval over clients; `FRR@FAR=1%` and the `averaged-curve`
+columns are read on the client-averaged FRR/FAR curve (vertical averaging, as the
+paper draws its curves); the `global-threshold` columns pool every client's scores of a
+repetition under one threshold; "—": a FAR below what the impostor claims can resolve.
+`fit s/client` includes the shared SVM teacher.
 """
 
 
