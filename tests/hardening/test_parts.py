@@ -50,7 +50,8 @@ def site(tmp_path_factory):
     features = matcher.transform(read_image(impostor, size=(24, 32))[None])
     options = replace(OPTIONS, init=resolve_init(OPTIONS.init, matcher.similarity()))
     return {"root": root, "faces": faces, "impostor": impostor, "features": features,
-            "key": run_key("c01", store.fingerprint, options)}
+            "key": run_key("c01", store.fingerprint, options),
+            "fingerprint": store.fingerprint, "options": options}
 
 
 PROVENANCE = {"m": 1, "svm_n_support": 3, "svm_threshold": 0.1, "cv_far": 0.0,
@@ -323,3 +324,38 @@ def test_a_zip_directory_of_a_million_entries_is_refused_unparsed():
     finally:
         tracemalloc.stop()
     assert peak < 1 << 20, peak
+
+
+def test_signed_parts_are_bound_to_their_client_run_and_store(site, tmp_path):
+    """The part's HMAC covers its client and run key (store fingerprint, options
+    digest), so a part signed with the host's key for anything else is never taken:
+    another client's part under c01's name, c01's part of a run with other options or
+    of another store. The control, signed for this very run, is taken: the key is what
+    vouches for a part."""
+    import json
+
+    k = (site["root"] / "key").read_bytes()
+    other_options = replace(site["options"], m=2)
+    plants = {
+        "another client's part": ("c00", run_key("c00", site["fingerprint"],
+                                                 site["options"])),
+        "another run's options": ("c01", run_key("c01", site["fingerprint"], other_options)),
+        "another store": ("c01", run_key("c01", "0" * 64, site["options"])),
+        "this run (control)": ("c01", site["key"]),
+    }
+    env = {"SSGALLERY_KEY_FILE": str(site["root"] / "key")}
+    pool = Workers(timeout=120)
+    try:
+        for name, (client, key) in plants.items():
+            gallery = tmp_path / f"{len(os.listdir(tmp_path))}.h5"
+            parts = PartsFolder(gallery, key=k)
+            parts.write(_forged(site, client=client), key)
+            if client != "c01":  # planted under c01's name
+                os.rename(parts._shown(client), parts._shown("c01"))
+            r = pool.run(["compress", "--store", site["root"] / "e.h5", "-o", gallery,
+                          "--resume", "--json", *ARGS], env=env)
+            assert r["code"] == 0, (name, r)
+            resumed = json.loads(r["stdout"])["resumed"]
+            assert resumed == (["c01"] if name.endswith("(control)") else []), (name, r)
+    finally:
+        pool.close()
