@@ -116,7 +116,12 @@ def _dask_results(client, func, jobs, shared, to_bytes, address):
     from distributed import as_completed
 
     window = 2 * max(1, sum(client.nthreads().values()))
-    extra = () if shared is None else (client.scatter(shared, broadcast=True, hash=False),)
+    try:
+        extra = () if shared is None else (client.scatter(shared, broadcast=True,
+                                                          hash=False),)
+    except (OSError, TimeoutError) as exc:  # Dask: "No valid workers found"
+        raise SsgalleryError(f"the Dask cluster at {address} has no worker to send the "
+                             f"run's shared data to ({exc})") from None
 
     def submit(job):
         return client.submit(_on_dask_worker, func, job, to_bytes, *extra, pure=False)

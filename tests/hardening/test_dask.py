@@ -90,3 +90,28 @@ def test_tampering_workers(cluster, tmp_path):
         cluster["mode"].write_text("honest")
     line = report("family 3, tampering Dask workers", counts)
     assert not failures, (line, [f[:2] for f in failures], failures)
+
+
+@pytest.mark.parametrize("capped", [False, True])
+def test_a_cluster_without_workers_is_one_line_in_bounded_time(cluster, tmp_path,
+                                                               monkeypatch, capped):
+    """A scheduler that never gets a worker: compress ends with one line naming the
+    cluster, never waits forever, nothing written: when the run shares its blocks
+    (Dask's scatter gives up; before: its TimeoutError, not naming the cluster) and when
+    the jobs carry their own (capped impostors: after NO_WORKER_SECONDS, 3 s here)."""
+    from ssgallery.app import parallel
+    from ssgallery.app.compress import compress
+    from ssgallery.app.options import CompressOptions, CompressRun
+    from ssgallery.errors import SsgalleryError
+
+    monkeypatch.setattr(parallel, "NO_WORKER_SECONDS", 3.0)
+    with distributed.LocalCluster(n_workers=0, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as empty:
+        t0 = time.monotonic()
+        with pytest.raises(SsgalleryError, match=f"{empty.scheduler_address} has (had )?no worker"):
+            compress(cluster["root"] / "e.h5", tmp_path / "g.h5",
+                     CompressOptions(m=1, cv_folds=0, max_iter=5,
+                                     max_impostors=3 if capped else None),
+                     CompressRun(scheduler=empty.scheduler_address))
+        took = time.monotonic() - t0
+    assert took < 30 and not (tmp_path / "g.h5").exists(), took
