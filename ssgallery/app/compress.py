@@ -240,7 +240,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
     thresholds, calibration = calibrate(results, mode, options.target_far, kept, previous,
                                         gallery_path)
     apply(results, thresholds, mode)
-    _check_calibrated(plan, run, (parts.path, resumed), results, todo)
+    _check_calibrated(plan, run, (parts.path, resumed, gallery_path), results, todo)
     point = operating_point(results, plan.store.labels, options.target_fpir, kept,
                             previous_point, gallery_path)
     dead = _write(plan, gallery_path, store_path, results, (calibration, point), run.force,
@@ -348,13 +348,16 @@ def _check(plan, result, client, where):
 
 def _check_calibrated(plan, run, committed, results, trained):
     """The final thresholds of the resumed and trained clients (``committed``: the parts
-    folder and the resumed clients) pass the gallery's checks, or nothing is written."""
+    folder, the resumed clients, the gallery) pass the gallery's checks, or nothing is
+    written. Named as the source: the folder, the cluster, or (an update joins the
+    calibration the existing gallery records) the gallery."""
     from ssgallery.app.result_checks import check_calibrated
 
-    folder, resumed = committed
+    folder, resumed, gallery_path = committed
     where = dict.fromkeys(resumed, folder)
-    if run.scheduler is not None:
-        where.update(dict.fromkeys(trained, f"Dask cluster {run.scheduler}"))
+    if run.scheduler is not None or run.update:
+        source = f"Dask cluster {run.scheduler}" if run.scheduler else gallery_path
+        where.update(dict.fromkeys(trained, source))
     check_calibrated(results, [*resumed, *trained], _context(plan), where)
 
 

@@ -110,8 +110,8 @@ def check_calibrated(results, clients, context, where):
     context : tuple
         As `check_result`'s.
     where : dict of str to str
-        Where each client's held-out scores came from, for the message (a client not
-        in it: this host's own training).
+        Where each client's held-out scores (or, for an update, the calibration they
+        join) came from, for the message (a client not in it: this host's training).
 
     Raises
     ------
@@ -130,8 +130,8 @@ def check_calibrated(results, clients, context, where):
             check_model(model, matcher)
         except SsgalleryError as exc:
             raise SsgalleryError(f"{exc} after the calibration of every client's threshold; "
-                                 "its held-out scores are not what training gives",
-                                 path=where.get(c)) from None
+                                 "its held-out scores, or the calibration an update joins, "
+                                 "are not what compress gives", path=where.get(c)) from None
 
 
 def _check_heldout(heldout, n_images, refuse):
