@@ -377,15 +377,16 @@ Eq. 2 (`eq:objective`) went down.
 eta * dOmega/dz_j + (1/t^2) * sum_k ds(z_k, z_j)/dz_j: the repulsion term is not
 multiplied by eta. With an analytic RBF its gradient carries the factor 2 gamma; with
 a black box it is Eq. 7 (`eq:similarity-grad`), s(z_k, z_j) (z_k - z_j), a pixel
-difference weighted by a similarity, with no scale. On the first sweep (t = 1 ... m)
-each prototype is pushed away from the others by about their similarity times their
-pixel distance, per other prototype; a client's own face images are similar under dlib
-(that is what a good matcher does), so with m - 1 genuine starting images the first
-moves extrapolate far beyond any face, into the pixel box, whatever eta is (the
-`alg1 no-rep` rows: the same algorithm without that term). `varpro` (L-BFGS-B on the
-variable-projection objective, repulsion as a penalty scaled by Omega in a short first
-phase, the best point evaluated returned) cannot end above its starting training
-Omega.
+difference weighted by a similarity, with no scale: on the first sweep (t = 1 ... m)
+each prototype is pushed away from each other one by their similarity times their
+pixel difference over t^2, whatever eta is. A client's own face images are similar
+under dlib (that is what a good matcher does), and m - 1 of the m starting prototypes
+are such images, so this push is large exactly where the start is good; "what
+training did to its prototypes" shows how far the `alg1` prototypes went and how many
+pixels ended on the box. `varpro` (L-BFGS-B on the variable-projection objective,
+repulsion as a penalty scaled by Omega in a short first phase) returns the best point
+it evaluated, so its training Omega never ends above the start's; a lower training
+Omega does not promise a lower client EER (the `start` rows are the control).
 
 **What a pixel step does to a dlib descriptor.** The descriptor is computed on a face
 chip that the detector and the landmarks place: a pixel step moves it along directions
