@@ -95,7 +95,7 @@ def _run_dask(func, jobs, address, shared=None, to_bytes=None):
     except ImportError:
         raise InputError("a Dask scheduler needs the 'distributed' extra: "
                          "pip install 'ssgallery[distributed]'") from None
-    with _quiet_dask_logs():
+    with _quiet_dask_logs(), _no_pickled_parts():
         try:
             client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False,
                             deserializers=SAFE_DESERIALIZERS)
@@ -217,6 +217,53 @@ def _no_pickle_from_the_cluster(client):
         handlers["task-erred"] = lambda key=None, **_: erred(
             key=key, exception=Exception(WORKER_FAILURE), traceback=None)
     handlers["event"] = lambda **_: None
+
+
+_PLAIN = {("builtins", n) for n in ("set", "frozenset", "bytearray", "complex")}
+
+
+class _PlainPickled:
+    """``distributed.protocol.pickle`` whose ``loads`` builds plain values only (tuples,
+    lists, dicts, strings, numbers, sets: what the scheduler itself pickles, e.g. a
+    tuple), never an object of a class or a call (`_no_pickled_parts`)."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def __getattr__(self, name):  # dumps: what this process sends is still pickled
+        return getattr(self._module, name)
+
+    @staticmethod
+    def loads(data, *, buffers=()):
+        import io
+        import pickle
+
+        class Plain(pickle.Unpickler):
+            def find_class(self, module, name):
+                if (module, name) in _PLAIN:
+                    return super().find_class(module, name)
+                raise pickle.UnpicklingError(
+                    f"{module}.{name[:60]}: a pickled object from the Dask cluster, never "
+                    "built by the process that holds the keys")
+
+        return Plain(io.BytesIO(data), buffers=buffers).load()
+
+
+@contextlib.contextmanager
+def _no_pickled_parts():
+    """For the run, Dask's protocol in this process builds plain values only from a
+    ``__Pickled__`` part of a message (`_PlainPickled`): it unpickles those whatever the
+    deserializers say, and the scheduler relays what a worker sends (a worker's answer
+    to ``get_data`` that plants a ``__Pickled__`` reference to the header of another
+    part ran a program inside compress through the result a job returned)."""
+    from distributed.protocol import core
+
+    previous = core.pickle
+    core.pickle = _PlainPickled(previous)
+    try:
+        yield
+    finally:
+        core.pickle = previous
 
 
 @contextlib.contextmanager

@@ -20,6 +20,11 @@ $TAMPER_MODE_FILE at every job, so one cluster serves every case:
 - ``raw_erred`` / ``serialized_erred``: the worker tells the scheduler itself that the
   job failed, with an exception whose unpickling runs a program, as plain bytes (which
   Dask's client unpickles in ``clean_exception``) or as a pickled frame;
+- ``nested_pickled``: the worker answers the request for a result (``get_data``, which
+  the scheduler relays) with a plain ``{"__Pickled__": 1}`` (sent pickled: the
+  scheduler unpickles it into that dict) beside a serialized part whose header holds
+  ``pickled-obj``: relayed, the dict makes Dask's protocol unpickle that header in
+  compress whatever its deserializers;
 - ``die``: the worker process exits in the middle of the job.
 
 Modes after which the run must still succeed, with nothing of the worker's shown:
@@ -135,3 +140,25 @@ def _tell_the_scheduler(mode):
 
 client_training.train_job = train_job
 parallel._on_dask_worker = wrapper
+
+
+def dask_setup(worker):
+    """The worker's ``get_data`` handler, tampered in ``nested_pickled`` mode."""
+    import pickle
+
+    from distributed.core import Status
+    from distributed.protocol import ToPickle
+    from distributed.protocol.serialize import Serialized
+
+    honest = worker.handlers["get_data"]
+
+    async def get_data(comm, keys, who=None, serializers=None):
+        if _mode() != "nested_pickled":
+            return await honest(comm, keys, who=who, serializers=serializers)
+        carrier = Serialized({"pickled-obj": pickle.dumps(Evil()), "serializer": "pickle"},
+                             [])
+        await comm.write({"status": "OK", "data": {
+            k: [ToPickle({"__Pickled__": 1}), carrier] for k in keys}})
+        return Status.dont_reply
+
+    worker.handlers["get_data"] = get_data

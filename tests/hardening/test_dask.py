@@ -18,8 +18,8 @@ from ssgallery.app.enroll import enroll
 distributed = pytest.importorskip("distributed", reason="the 'distributed' extra")
 
 MODES = ["threshold", "nan", "client", "heldout", "provenance", "calibrated",
-         "evil_result", "evil_exception", "raw_erred", "serialized_erred", "unpicklable",
-         "die"]
+         "evil_result", "evil_exception", "raw_erred", "serialized_erred", "nested_pickled",
+         "unpicklable", "die"]
 SUCCEEDING = ["warn_event", "print_event"]  # nothing the worker sends is acted on
 BOUND = 120  # seconds: every failure is one line within this
 
