@@ -53,9 +53,12 @@ def interrupt_handlers(handler):
     hook = sys.unraisablehook
     received = []
     active = [True]
+    in_hook = [False]
 
     def handle(signum, frame):
         received.append(signum)
+        if in_hook[0]:  # nothing may raise out of the hook: `unraisable` delivers it later
+            return
         handler(signum, frame)
 
     def again(signum):
@@ -67,13 +70,29 @@ def interrupt_handlers(handler):
     def unraisable(info):
         """The handler raised inside a finalizer or weakref callback, which Python
         cannot let through (it would print "Exception ignored in ..."): deliver the
-        signal again a moment later, once the callback has returned."""
-        if received and issubclass(info.exc_type, (KeyboardInterrupt, SystemExit)):
-            timer = threading.Timer(REDELIVERY_DELAY, again, args=(received[-1],))
-            timer.daemon = True
+        signal again a moment later, once the callback has returned. A signal that
+        comes while this hook runs (starting the timer can wait on a loaded machine)
+        is only recorded, and delivered the same way."""
+        in_hook[0] = True
+        seen = len(received)
+        dropped = received and issubclass(info.exc_type, (KeyboardInterrupt, SystemExit))
+        try:
+            if dropped:
+                _redeliver(received[-1])
+            else:
+                hook(info)
+        finally:
+            in_hook[0] = False
+            if len(received) > seen and not dropped:  # arrived inside the hook
+                _redeliver(received[-1])
+
+    def _redeliver(signum):
+        timer = threading.Timer(REDELIVERY_DELAY, again, args=(signum,))
+        timer.daemon = True
+        try:
             timer.start()
-            return
-        hook(info)
+        except RuntimeError:  # no new thread at interpreter shutdown: the exit goes on
+            pass
 
     try:
         sys.unraisablehook = unraisable
