@@ -376,7 +376,9 @@ def run(args, folder):
                  "SVM's (item 4); no client more than 5 points worse than its SVM (the tail "
                  "target the issue states for EBGM on AT&T)")]
               + goal_lines(bb) + goal_lines(an)
-              + ["", (f"{len(clients)} clients measured with code {', '.join(sorted(commits))}"
+              + ["", (f"{len(clients)} of the {sum(len(s.enrolled) for s in splits)} clients "
+                      f"of {len(splits)} split(s) (the first {args.clients or 'all'} of each, "
+                      f"in the split's order) measured with code {', '.join(sorted(commits))}"
                       f"; load average (1 min) while measuring them: min {min(loads):.1f}, "
                       f"median {np.median(loads):.1f}, max {max(loads):.1f}; now "
                       f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")])
