@@ -176,6 +176,39 @@ def test_verify_refuses_the_same_records(site, workers, tmp_path):
     assert clean_error(r) and "no failure-to-acquire limits" in r["stderr"], r
 
 
+def _huge(f, client, where):
+    """Put 10**400 (a JSON integer no float holds) in one JSON field of the gallery."""
+    grp = f["clients"][client]
+    if where == "open_set":
+        rec = json.loads(f.attrs["open_set"])
+        f.attrs["open_set"] = json.dumps(rec | {"threshold": 10**400}, sort_keys=True)
+        return
+    rec = json.loads(grp.attrs[where])
+    key = {"normalization": "mean", "similarity": "gamma"}[where]
+    grp.attrs[where] = json.dumps(rec | {key: 10**400})
+
+
+@pytest.mark.parametrize("where", ["normalization", "similarity", "open_set"])
+def test_a_number_no_float_holds_is_one_line(site, workers, tmp_path, where):
+    """A Z-norm mean, RBF gamma or 1:N threshold of 10**400 (the review of f6fee81:
+    verify, identify and info --svm ended in 'internal error: OverflowError', exit 4)
+    is one line naming the file, exit 2, for every reader that reads it."""
+    root, probe, client = site["root"], site["strangers"][0], site["clients"][0]
+    g = tmp_path / "g.h5"
+    shutil.copy(root / "g.h5", g)
+    with h5py.File(g, "a") as f:
+        _huge(f, client, where)
+    rehash_gallery(g)
+    commands = [["identify", probe, "--open-set", "-q"], ["info"]] if where == "open_set" \
+        else [["verify", probe, "--claim", client, "-q"], ["identify", probe, "-q"],
+              ["info", "--svm"], ["info", "--client", client]]
+    for args in commands:
+        r = workers.run([*args, "--gallery", g])
+        named = {"normalization": "normalization", "similarity": "RBF gamma",
+                 "open_set": "open_set"}[where]
+        assert clean_error(r) and named in r["stderr"] and str(g) in r["stderr"], (args, r)
+
+
 def test_identify_never_accepts_what_verify_rejects(site, tmp_path):
     """On the intact gallery and on one whose 1:N threshold is just above the accept-all
     bound (valid, but far too lenient: almost every stranger passes it), every probe

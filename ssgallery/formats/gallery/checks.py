@@ -13,9 +13,13 @@ def check_normalization(norm):
     Raises TypeError or ValueError (the readers turn them into one line)."""
     if not isinstance(norm, dict):
         raise TypeError("normalization is not a JSON object")
-    if norm.get("kind") == "znorm" and not (np.isfinite(float(norm["mean"]))
-                                            and float(norm["std"]) > 0):
-        raise ValueError("normalization has a non-finite mean or a std <= 0")
+    if norm.get("kind") == "znorm":
+        try:  # a JSON integer no float holds (10**400) is out of range, not a crash
+            mean, std = float(norm["mean"]), float(norm["std"])
+        except OverflowError:
+            raise ValueError("normalization has a mean or std out of range") from None
+        if not (np.isfinite(mean) and std > 0):
+            raise ValueError("normalization has a non-finite mean or a std <= 0")
     return norm
 
 
@@ -82,12 +86,20 @@ def never_accepting(models, matcher):
     return out
 
 
+def _finite(number):
+    """A JSON number that is a finite float (an integer such as 10**400 is not)."""
+    try:
+        return bool(np.isfinite(float(number)))
+    except OverflowError:
+        return False
+
+
 def _similarity_bounds(model, matcher, who, path):
     kind = model.similarity.get("kind")
     if kind == "rbf":
         gamma = model.similarity.get("gamma")
         if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) \
-                or not (np.isfinite(gamma) and gamma > 0):
+                or not (_finite(gamma) and gamma > 0):
             raise FormatError(f"{who} has an RBF gamma that is not a positive number",
                               path=path)
         return (0.0, 1.0)

@@ -72,7 +72,7 @@ def header_open_set(header, path=None):
                 or int(rec["clients"]) < 1
                 or not 1 <= int(rec.get("measured_clients", 1)) <= int(rec["clients"])):
             raise ValueError("inconsistent curve or values")
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
         raise FormatError(f"corrupt gallery header: {OPEN_SET_ATTR}: {exc}", path=path) from None
     rec["curve"] = dict(rec["curve"], clients=int(rec["clients"]))
     return rec
