@@ -90,6 +90,18 @@ def _paper_lfw(t):
     return "LFW, " + "; ".join(parts)
 
 
+def _paper_lfw_dlibbox(t):
+    rows = [r for rows in tables(t) for r in rows if r.get("arm") == "black box"]
+    svm = next(r for r in rows if r["method"] == "svm")
+    ssvm = [r for r in rows if r["method"].startswith("ssvm")]
+    if not ssvm:
+        raise Missing("no ssvm row of the black box")
+    best = next((r for r in ssvm if "varpro" in r["method"]), ssvm[0])
+    return (f"LFW, dlib as a black-box program: mean client EER {best['method']} "
+            f"{best['client EER %']} % vs SVM {svm['client EER %']} % ({best['matches']} vs "
+            f"{svm['matches']} matches per claim, {best['> 5 worse'].split('/')[-1]} clients)")
+
+
 def _scale_row(measure):
     return lambda t: f"{measure}: {cell(t, measure, 'value')}"
 
@@ -160,6 +172,7 @@ HEADLINES = {
         + grab(t, r"^svm\s+EER\s+([\d.]+ %)") + " (" + grab(t, r"^svm\s+EER.*matches\s+([\d.]+)")
         + " matches per claim)"),
     "paper_lfw": _paper_lfw,
+    "paper_lfw_dlibbox": _paper_lfw_dlibbox,
     "regression_distill": lambda t: (
         "age: ridge teacher MAE " + cell(t, "age", "ridge teacher MAE")
         + ", SRidge m = 10 " + cell(t, "age", "SRidge m = 10: MAE (vs teacher)",
