@@ -377,8 +377,10 @@ def run(args, folder):
                  "target the issue states for EBGM on AT&T)")]
               + goal_lines(bb) + goal_lines(an)
               + ["", (f"{len(clients)} of the {sum(len(s.enrolled) for s in splits)} clients "
-                      f"of {len(splits)} split(s) (the first {args.clients or 'all'} of each, "
-                      f"in the split's order) measured with code {', '.join(sorted(commits))}"
+                      f"of {len(splits)} split(s)"
+                      + (f" (the first {args.clients} of each, in the split's order)"
+                         if args.clients else "")
+                      + f" measured with code {', '.join(sorted(commits))}"
                       f"; load average (1 min) while measuring them: min {min(loads):.1f}, "
                       f"median {np.median(loads):.1f}, max {max(loads):.1f}; now "
                       f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")])
