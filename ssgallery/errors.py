@@ -61,7 +61,8 @@ def interrupt_handlers(handler):
             return
         handler(signum, frame)
 
-    def again(signum):
+    def again(signum, state):
+        state["fired"] = True  # before the signal: it may land while a hook still runs
         if active[0]:
             import _thread
 
@@ -71,28 +72,31 @@ def interrupt_handlers(handler):
         """The handler raised inside a finalizer or weakref callback, which Python
         cannot let through (it would print "Exception ignored in ..."): deliver the
         signal again a moment later, once the callback has returned. A signal that
-        comes while this hook runs (starting the timer can wait on a loaded machine)
-        is only recorded, and delivered the same way."""
+        comes while this hook runs (on a loaded machine the re-delivery itself can) is
+        only recorded, and delivered again after the hook unless a re-delivery is still
+        on its way."""
         in_hook[0] = True
         seen = len(received)
-        dropped = received and issubclass(info.exc_type, (KeyboardInterrupt, SystemExit))
+        state = None
         try:
-            if dropped:
-                _redeliver(received[-1])
+            if received and issubclass(info.exc_type, (KeyboardInterrupt, SystemExit)):
+                state = _redeliver(received[-1])
             else:
                 hook(info)
         finally:
             in_hook[0] = False
-            if len(received) > seen and not dropped:  # arrived inside the hook
+            if len(received) > seen and (state is None or state["fired"]):
                 _redeliver(received[-1])
 
     def _redeliver(signum):
-        timer = threading.Timer(REDELIVERY_DELAY, again, args=(signum,))
+        state = {"fired": False}
+        timer = threading.Timer(REDELIVERY_DELAY, again, args=(signum, state))
         timer.daemon = True
         try:
             timer.start()
         except RuntimeError:  # no new thread at interpreter shutdown: the exit goes on
-            pass
+            return None
+        return state
 
     try:
         sys.unraisablehook = unraisable
