@@ -15,12 +15,17 @@ import numpy as np
 COST_MARGIN = 1.1  # "unchanged" cost: within the interleaved runs' noise on a shared machine
 PER_PROBE = """import sys, time
 from ssgallery.app.identify import identify
-gallery, probes = sys.argv[1], sys.argv[2:]
-identify(gallery, probes[:1], open_set=True)  # warm: imports, first read
-t = time.perf_counter(); identify(gallery, probes[:1], open_set=True); one = time.perf_counter() - t
-t = time.perf_counter(); identify(gallery, probes, open_set=True); all_ = time.perf_counter() - t
+gallery, flag, probes = sys.argv[1], sys.argv[2], sys.argv[3:]
+kw = {"verification_thresholds": True} if flag else {}
+identify(gallery, probes[:1], open_set=True, **kw)  # warm: imports, first read
+t = time.perf_counter(); identify(gallery, probes[:1], open_set=True, **kw); one = time.perf_counter() - t
+t = time.perf_counter(); identify(gallery, probes, open_set=True, **kw); all_ = time.perf_counter() - t
 print((all_ - one) / (len(probes) - 1))
 """
+# arm -> (tree, identify's flag): this tree at its 1:N operating point, this tree with
+# each client's verification threshold (the rule before; isolates the operating
+# point's own cost), and the baseline commit's identify --open-set
+ARMS = ("this tree", "this tree, --verification-thresholds", "baseline")
 
 
 def _cost_gallery(work, n, rng):
@@ -65,20 +70,23 @@ def run_cost(args):
     with tempfile.TemporaryDirectory(prefix="ssg-open-cost-") as tmp:
         work = Path(tmp)
         gallery, probes = _cost_gallery(work, args.cost_clients, np.random.default_rng(0))
-        trees = {"this tree": _results.REPO,
-                 "baseline": _results.archive_tree(args.baseline, work / "baseline")}
+        base = _results.archive_tree(args.baseline, work / "baseline")
+        trees = dict(zip(ARMS, ((_results.REPO, ""), (_results.REPO, "--verification-thresholds"),
+                                (base, ""))))
         cold, per = {k: [] for k in trees}, {k: [] for k in trees}
         for run in range(args.cost_runs):
             for arm in (list(trees) if run % 2 == 0 else list(trees)[::-1]):
-                env = dict(os.environ, PYTHONPATH=str(trees[arm]))
+                tree, flag = trees[arm]
+                env = dict(os.environ, PYTHONPATH=str(tree))
                 t0 = time.perf_counter()
                 done = subprocess.run([sys.executable, "-m", "ssgallery", "identify",
-                                       probes[0], "--gallery", str(gallery), "--open-set"],
+                                       probes[0], "--gallery", str(gallery), "--open-set",
+                                       *([flag] if flag else [])],
                                       env=env, capture_output=True, text=True, check=False)
                 cold[arm].append(time.perf_counter() - t0)
                 if done.returncode not in (0, 1):  # identified or unknown; else it failed
                     raise RuntimeError(f"{arm}: identify failed: {done.stderr[-500:]}")
-                out = subprocess.run([sys.executable, "-c", PER_PROBE, str(gallery),
+                out = subprocess.run([sys.executable, "-c", PER_PROBE, str(gallery), flag,
                                       *probes], env=env, capture_output=True, text=True,
                                      check=True)
                 per[arm].append(float(out.stdout.strip().splitlines()[-1]))
@@ -92,11 +100,15 @@ def cost_table(res):
     a, b = res["per_probe_ms"], res["cold_s"]
     head = ["identify --open-set", f"{res['clients']} clients: ms per probe (median)",
             "cold start s (median)"]
-    rows = [[f"this tree ({res['commit']})", f"{a['this tree']:.2f}", f"{b['this tree']:.2f}"],
-            [f"baseline {res['baseline']} (per-client thresholds)", f"{a['baseline']:.2f}",
-             f"{b['baseline']:.2f}"],
-            ["ratio this tree / baseline", f"{a['this tree'] / a['baseline']:.3f}",
-             f"{b['this tree'] / b['baseline']:.3f}"]]
+    base = res["baseline"]
+    names = {"this tree": f"this tree ({res['commit']}), the 1:N operating point",
+             "this tree, --verification-thresholds": "this tree, --verification-thresholds",
+             "baseline": f"baseline {base} (per-client thresholds)"}
+    rows = [[names[k], f"{a[k]:.2f}", f"{b[k]:.3f}"] for k in ARMS if k in a]
+    for k in ARMS[1:]:
+        if k in a:
+            rows.append([f"ratio this tree / {names[k].split(' (')[0]}",
+                         f"{a['this tree'] / a[k]:.3f}", f"{b['this tree'] / b[k]:.3f}"])
     return (f"Search cost, side by side ({res['runs']} interleaved runs, "
             f"{res['probes']} probes, load {res['load']:.1f}):\n\n"
             + _results.markdown_table(head, rows))
