@@ -23,6 +23,17 @@ def now_utc():
     return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
+def write_header(f, fmt, version):
+    """The attributes every ssgallery file starts with: its format and version, the
+    tool's version and the creation time."""
+    from ssgallery import __version__
+
+    f.attrs["format"] = fmt
+    f.attrs["format_version"] = version
+    f.attrs["tool_version"] = __version__
+    f.attrs["created"] = now_utc()
+
+
 @contextlib.contextmanager
 def hdf5_image(path, userblock_size=0, fmt=None, privacy_key=None):
     """An ``h5py.File`` built in memory and written to ``path`` in one Python write when

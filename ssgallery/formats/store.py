@@ -38,9 +38,9 @@ from ssgallery.formats.hdf5 import (
     build_matcher,
     client_id_problem,
     hdf5_image,
-    now_utc,
     open_checked,
     read_state,
+    write_header,
     write_state,
 )
 
@@ -142,7 +142,6 @@ class EnrollmentStore:
         """
         import h5py
 
-        from ssgallery import __version__
         from ssgallery.formats.atomic import atomic_path
         from ssgallery.formats.seal import USERBLOCK
 
@@ -152,10 +151,7 @@ class EnrollmentStore:
         with atomic_path(path, FORMAT, force, lock=True,
                          encrypted=privacy_key is not None) as tmp, \
                 hdf5_image(tmp, USERBLOCK, FORMAT, privacy_key) as f:
-            f.attrs["format"] = FORMAT
-            f.attrs["format_version"] = FORMAT_VERSION
-            f.attrs["tool_version"] = __version__
-            f.attrs["created"] = now_utc()
+            write_header(f, FORMAT, FORMAT_VERSION)
             f.attrs["fingerprint"] = self.fingerprint
             f.attrs["matcher"] = self.matcher_name
             f.attrs["matcher_config"] = json.dumps(self.matcher_config, sort_keys=True)

@@ -8,7 +8,13 @@ import numpy as np
 from ssgallery.errors import SsgalleryError
 from ssgallery.formats import integrity
 from ssgallery.formats.gallery.model import FORMAT, FORMAT_VERSION
-from ssgallery.formats.hdf5 import client_id_problem, hdf5_image, now_utc, read_state, write_state
+from ssgallery.formats.hdf5 import (
+    client_id_problem,
+    hdf5_image,
+    read_state,
+    write_header,
+    write_state,
+)
 from ssgallery.formats.search_index import write_index
 
 
@@ -39,7 +45,6 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
         inside the ciphertext).
     """
 
-    from ssgallery import __version__
     from ssgallery.formats.atomic import atomic_path
     from ssgallery.formats.seal import USERBLOCK
 
@@ -50,10 +55,7 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
     with atomic_path(path, FORMAT, force, lock=True,
                      encrypted=privacy_key is not None) as tmp, \
             hdf5_image(tmp, USERBLOCK, FORMAT, privacy_key) as f:
-        f.attrs["format"] = FORMAT
-        f.attrs["format_version"] = FORMAT_VERSION
-        f.attrs["tool_version"] = __version__
-        f.attrs["created"] = now_utc()
+        write_header(f, FORMAT, FORMAT_VERSION)
         f.attrs["matcher"] = matcher_name
         f.attrs["matcher_config"] = json.dumps(matcher_config, sort_keys=True)
         f.attrs["image_shape"] = np.asarray(image_shape, dtype=np.int64)
