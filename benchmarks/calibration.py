@@ -77,7 +77,7 @@ def _link(folder, subject, files):
 
 def _split(subjects, n_enrolled, n_train, rng, work):
     """work/train/<client>/ (enrolled images) and work/probes/<subject>/ (the clients'
-    other images + every image of the unseen subjects)."""
+    other images + every image of the unseen subjects); returns the clients."""
     names = sorted(subjects)
     chosen = set(rng.choice(names, size=n_enrolled, replace=False).tolist())
     for s in names:
@@ -88,6 +88,7 @@ def _split(subjects, n_enrolled, n_train, rng, work):
             _link(work / "probes", s, [files[i] for i in perm[n_train:]])
         else:
             _link(work / "probes", s, files)
+    return chosen
 
 
 def _rates(table, clients, thresholds):

@@ -50,7 +50,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _results
 from _open_set_cost import COST_MARGIN, cost_table, run_cost
-from calibration import _link, _subjects
+from calibration import _split, _subjects
 
 MATCHERS = {"att": "eigenface", "lfw": "dlib", "synth": "eigenface"}
 
@@ -68,22 +68,6 @@ def _faces_dir(name, out):
     if not (folder / "faces").is_dir():
         write_sample_data(folder, identities=40, images=7, seed=0, probes=0)
     return folder / "faces"
-
-
-def _split(subjects, n_clients, n_train, rng, work):
-    """work/train/<client>/ and work/probes/<subject>/ (the clients' other images, every
-    image of the others); returns the clients."""
-    names = sorted(subjects)
-    clients = set(rng.choice(names, size=n_clients, replace=False).tolist())
-    for s in names:
-        files = list(subjects[s])
-        if s in clients:
-            perm = rng.permutation(len(files))
-            _link(work / "train", s, [files[i] for i in perm[:n_train]])
-            _link(work / "probes", s, [files[i] for i in perm[n_train:]])
-        else:
-            _link(work / "probes", s, files)
-    return clients
 
 
 def _rates(results, probes, clients):
