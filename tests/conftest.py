@@ -15,7 +15,7 @@ import shutil
 import pytest
 import tiers
 from filelock import FileLock
-from helpers import invoked, make_faces
+from helpers import in_ci, invoked, make_faces
 
 from ssgallery.datasets import att_faces_path, lfw_path, sample_faces_path
 
@@ -41,11 +41,6 @@ def _dist_given(config):
     words = [*config.invocation_params.args, *config.getini("addopts"),
              *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
     return any(str(w).startswith("--dist") or w == "-d" for w in words)
-
-
-def in_ci():
-    """True when running in CI."""
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def require_data(path, probe, name):

@@ -9,6 +9,11 @@ from PIL import Image
 from ssgallery.progress import Progress
 
 
+def in_ci():
+    """True when running in CI (``CI`` set to anything but empty/"0"/"false"/"no")."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
 def synthetic_images(n_subjects=8, per=7, shape=(12, 10), noise=30.0, seed=0):
     """Identities = blocky random patterns; images = pattern + brightness shift + noise.
 
