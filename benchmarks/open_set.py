@@ -19,8 +19,18 @@ sd over repetitions, the worst repetition beside it, and the pooled counts.
 Stage ``protocol``. The paper's protocol with a full search, as ``roc`` runs it
 (``run_protocol`` with identification, each method's scores normalised with its
 training impostors held out by subject): FNIR at FPIR 1 % and 0.1 % with one threshold
-on the top candidate's centred score, SVM against SSVM m = 2, mean over repetitions; and
-the same searches ranked on raw scores (what roc did before).
+on the top candidate's centred score, SVM against SSVM m = 2 and against SSVM m = 2
+distilled with ``compress --between W`` (``--between``: the SVM's scores at points
+half-way between the client's and the impostors' training images are distillation
+targets too), mean over repetitions, with the verification figure of the same claims
+(mean client EER); and the same searches ranked on raw scores (what roc did before).
+Then the diagnosis of the gap of SSVM m = 2 (default) against SVM, per repetition
+(benchmarks/_open_set_gap.py): FNIR at FPIR 1 % and 5 %, how many non-mated searches
+set the 1 % threshold and whose (the strangers, by person), where SVM ranks the
+searches that set SSVM's threshold, the mated searches SSVM misses and SVM finds
+(below the threshold, or another client first) and by client, a bootstrap interval of
+the mean gap (stranger persons and mated probes resampled), and the same searches
+under other 1:N scores, two of them oracles from the strangers' own scores.
 
 Stage ``cost`` (asked for by name). ``identify --open-set`` on one gallery of
 ``--cost-clients`` clients (m = 2 points of a real eigenface space, as
@@ -50,6 +60,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _results
 from _open_set_cost import COST_MARGIN, cost_table, run_cost
+from _open_set_gap import GAP_HEAD, NORM_HEAD, gap_diagnosis, gap_rows, gap_summary, norm_rows
 from calibration import _split, _subjects
 
 MATCHERS = {"att": "eigenface", "lfw": "dlib", "synth": "eigenface"}
@@ -216,6 +227,7 @@ def _fnir_per_repetition(searches):
 
 
 def run_protocol_stage(name, args):
+    from ssgallery.biometrics.evaluation import evaluate
     from ssgallery.biometrics.identification import evaluate_identification
     from ssgallery.biometrics.protocol import ProtocolOptions, run_protocol
     from ssgallery.images.ingest import load_faces
@@ -223,34 +235,55 @@ def run_protocol_stage(name, args):
 
     faces = load_faces(_faces_dir(name, args.out), warn=lambda m: None)
     cls = get_matcher_class(MATCHERS[name])
-    options = ProtocolOptions(methods=("svm", "ssvm"), m=2, n_train=args.train_images,
+    between = ((BETWEEN, 2),) if args.between else ()
+    options = ProtocolOptions(methods=("svm", "ssvm", *between), m=2,
+                              n_train=args.train_images,
                               repetitions=args.protocol_repetitions, seed=args.seed,
                               n_jobs=args.jobs, identification=True,
-                              n_enrolled=args.protocol_enrolled)
+                              n_enrolled=args.protocol_enrolled,
+                              method_options={BETWEEN: {"method": "ssvm",
+                                                        "between": args.between}})
     t0 = time.perf_counter()
     tables = run_protocol(faces.images, faces.labels, options, matcher_factory=cls)
     searches = [t.search for t in tables]
     deployed = evaluate_identification(searches)
+    verification = {v["label"]: v["eer_client_mean"] for v in evaluate(tables, n_boot=0)}
+    for s in deployed:  # verification on the same claims
+        s["eer_client_mean"] = verification.get(s["label"])
     per_rep = _fnir_per_repetition(searches)
+    gap = gap_diagnosis(searches)
     for s in searches:  # the same searches without the normalisation: raw scores
         s.clients = {c: {"matches": v["matches"]} for c, v in s.clients.items()}
     raw = evaluate_identification(searches)
     return {"deployed": deployed, "raw": raw, "seconds": time.perf_counter() - t0,
             "clients": len(tables[0].clients), "repetitions": options.repetitions,
-            "fnir_at_fpir_1pct_per_repetition": per_rep}
+            "fnir_at_fpir_1pct_per_repetition": per_rep, "gap": gap,
+            "between": args.between}
 
 
 PROTOCOL_HEAD = ["data set (matcher)", "ranking", "method", "rank-1 %", "FNIR@FPIR=1% %",
-                 "FNIR@FPIR=0.1% %", "SSVM - SVM at FPIR 1 % (points)",
-                 "per repetition (worst last)"]
+                 "FNIR@FPIR=0.1% %", "minus SVM at FPIR 1 % (points)",
+                 "per repetition (worst last)", "verification: mean client EER %"]
+BETWEEN = "ssvm-between"  # SSVM m = 2 distilled with --between (the protocol's variant)
 
 
-def _gaps(res):
-    """SSVM - SVM FNIR at FPIR 1 % per repetition, in points (None: unresolvable)."""
+def _gaps(res, method="ssvm"):
+    """``method`` - SVM FNIR at FPIR 1 % per repetition, in points (None: unresolvable)."""
     per = res.get("fnir_at_fpir_1pct_per_repetition")
-    if not per:
+    if not per or method not in per:
         return None
-    return [None if None in (a, b) else 100 * (b - a) for a, b in zip(per["svm"], per["ssvm"])]
+    return [None if None in (a, b) else 100 * (b - a) for a, b in zip(per["svm"], per[method])]
+
+
+def _gap(by, method):
+    a, b = by["svm"]["fnir_at_fpir_1pct"], by[method]["fnir_at_fpir_1pct"]
+    return None if None in (a, b) else 100 * (b - a)
+
+
+def _method_label(res, s):
+    if s["method"] == BETWEEN:
+        return f"ssvm m=2, --between {res['between']:g}"
+    return s["label"]
 
 
 def protocol_rows(key, res):
@@ -258,20 +291,17 @@ def protocol_rows(key, res):
     for ranking, label in (("deployed", "held-out Z-norm (CMC), centred (FNIR)"),
                            ("raw", "raw scores (before)")):
         by = {s["method"]: s for s in res[ranking]}
-        gap = None
-        if by["svm"]["fnir_at_fpir_1pct"] is not None and \
-                by["ssvm"]["fnir_at_fpir_1pct"] is not None:
-            gap = 100 * (by["ssvm"]["fnir_at_fpir_1pct"] - by["svm"]["fnir_at_fpir_1pct"])
-        gaps = _gaps(res) if ranking == "deployed" else None
-        shown = "" if gaps is None else ", ".join(
-            "—" if g is None else f"{g:+.1f}"
-            for g in sorted(gaps, key=lambda g: -np.inf if g is None else g))
-        for method in ("svm", "ssvm"):
-            s = by[method]
-            rows.append([key, label, s["label"], _pct(s["rank1"], 1),
+        for method in [m for m in ("svm", "ssvm", BETWEEN) if m in by]:
+            s, gap = by[method], None if method == "svm" else _gap(by, method)
+            gaps = _gaps(res, method) if ranking == "deployed" else None
+            shown = "" if gaps is None else ", ".join(
+                "—" if g is None else f"{g:+.1f}"
+                for g in sorted(gaps, key=lambda g: -np.inf if g is None else g))
+            eer = s.get("eer_client_mean")
+            rows.append([key, label, _method_label(res, s), _pct(s["rank1"], 1),
                          _pct(s["fnir_at_fpir_1pct"], 1), _pct(s["fnir_at_fpir_01pct"], 1),
-                         "" if method == "svm" or gap is None else f"{gap:+.1f}",
-                         "" if method == "svm" else shown])
+                         "" if gap is None else f"{gap:+.1f}", "" if method == "svm" else shown,
+                         "" if eer is None or ranking == "raw" else _pct(eer)])
     return rows
 
 
@@ -285,12 +315,14 @@ def _targets(results):
                          f"%) <= 2 % on {key}: {ok}")
     for key, res in results.get("protocol", {}).items():
         by = {s["method"]: s for s in res["deployed"]}
-        svm, ssvm = by["svm"]["fnir_at_fpir_1pct"], by["ssvm"]["fnir_at_fpir_1pct"]
-        if None not in (svm, ssvm) and key.split(" ")[0] in ("att", "lfw"):
+        for method in [m for m in ("ssvm", BETWEEN) if m in by]:
+            svm, ssvm = by["svm"]["fnir_at_fpir_1pct"], by[method]["fnir_at_fpir_1pct"]
+            if None in (svm, ssvm) or key.split(" ")[0] not in ("att", "lfw"):
+                continue
             gap = 100 * (ssvm - svm)
-            worst = [g for g in _gaps(res) or () if g is not None]
-            lines.append(f"- FNIR at FPIR 1 % SSVM m=2 {_pct(ssvm, 1)} % vs SVM "
-                         f"{_pct(svm, 1)} % ({gap:+.1f} points"
+            worst = [g for g in _gaps(res, method) or () if g is not None]
+            lines.append(f"- FNIR at FPIR 1 % {_method_label(res, by[method])} "
+                         f"{_pct(ssvm, 1)} % vs SVM {_pct(svm, 1)} % ({gap:+.1f} points"
                          + (f"; worst repetition {max(worst):+.1f}" if worst else "")
                          + f") within 3 on {key}: " + ("MET" if gap <= 3 else "MISSED"))
     cost = results.get("cost")
@@ -317,6 +349,18 @@ def write(results):
     if results.get("protocol"):
         rows = [r for key, res in results["protocol"].items() for r in protocol_rows(key, res)]
         tables.append(_results.markdown_table(PROTOCOL_HEAD, rows))
+        gaps = {key: res["gap"] for key, res in results["protocol"].items() if "gap" in res}
+        if gaps:
+            tables.append(
+                "Where SSVM m = 2 loses FNIR at FPIR 1 % (protocol, centred scores, per "
+                "repetition):\n\n" + _results.markdown_table(
+                    GAP_HEAD, [r for key, g in gaps.items() for r in gap_rows(key, g)])
+                + "\n\n" + "\n".join(gap_summary(key, g) for key, g in gaps.items()))
+            tables.append(
+                "The same searches under other 1:N scores (\"oracle\": from the strangers' "
+                "own scores, not deployable):\n\n" + _results.markdown_table(
+                    NORM_HEAD, [r for key, g in gaps.items()
+                                for r in norm_rows(key, g["normalisations"])]))
     if results.get("cost"):
         tables.append(cost_table(results["cost"]))
     runs = "\n".join(f"- `{k}`: {v}" for k, v in results.get("runs", {}).items())
@@ -354,6 +398,9 @@ def main(argv=None):
     parser.add_argument("--target-fpir", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=1, help="protocol: clients in parallel")
+    parser.add_argument("--between", type=float, default=0.5,
+                        help="protocol: also SSVM m = 2 distilled with compress --between "
+                             "W (0: not run) [0.5]")
     parser.add_argument("--dlib-cache", default=None,
                         help="dlib descriptor cache read and updated [OUT/open_set/dlib.npz]")
     parser.add_argument("--baseline", default="4b80f8a",

@@ -384,3 +384,51 @@ def test_relative_lam_makes_the_fit_invariant_to_the_similarity_scale():
                 for a in (1.0, 0.05)]
     assert absolute[0].lam_ == fits[0].lam_
     assert np.abs(absolute[1].predict(X) - absolute[0].predict(X)).max() > 0.1
+
+
+def _client_among_impostors(seed=0):
+    """5 genuine points near the origin, 60 impostors on a ring around them."""
+    rng = np.random.default_rng(seed)
+    genuine = rng.normal(0, 0.4, size=(5, 2))
+    angle, radius = rng.uniform(0, 2 * np.pi, 60), rng.uniform(1.2, 3.0, 60)
+    X = np.r_[genuine, np.c_[radius * np.cos(angle), radius * np.sin(angle)]]
+    return X, np.r_[np.ones(5), -np.ones(60)]
+
+
+def test_between_points_are_each_impostor_s_midpoint_with_a_genuine_sample():
+    from ssgallery.learn.supersparse import between_points
+
+    X, y = _client_among_impostors()
+    B = between_points(X, y, random_state=0)
+    assert B.shape == (60, 2)
+    mates = 2 * B - X[y < 0]  # the genuine sample of each midpoint
+    assert np.all(np.isclose(mates[:, None, :], X[y > 0][None]).all(-1).any(1))
+    assert np.array_equal(B, between_points(X, y, random_state=0))  # seeded
+    assert between_points(X[y < 0], y[y < 0]).shape == (0, 2)  # one class: none
+
+
+def test_between_fits_the_teacher_closer_between_the_classes():
+    """With the teacher's scores at midpoints among the targets, the distilled model
+    follows the teacher closer at other midpoints (where look-alikes of the client
+    lie); between=0 is the fit on the training points alone."""
+    from ssgallery.learn.supersparse import between_points
+
+    X, y = _client_among_impostors()
+    teacher = SVC(kernel="rbf", gamma=1.0, C=10.0).fit(X, y)
+    probe = between_points(X, y, random_state=123)  # other mates than the fit's
+    fits = {b: SuperSparseDistiller(teacher, prefit=True, n_prototypes=2, gamma=1.0,
+                                    between=b, random_state=0).fit(X, y) for b in (0.0, 0.5)}
+    off = {b: np.mean(np.abs(d.decision_function(probe) - teacher.decision_function(probe)))
+           for b, d in fits.items()}
+    assert off[0.0] == pytest.approx(0.195, abs=0.005)
+    assert off[0.5] == pytest.approx(0.155, abs=0.005)
+    plain = fits[0.0].make_regressor().fit(X, teacher.decision_function(X),
+                                           sample_weight=balanced_weights(y))
+    np.testing.assert_array_equal(fits[0.0].prototypes_, plain.prototypes_)
+    # a black-box similarity (no midpoints of its inputs): between is ignored
+    black = {b: SuperSparseDistiller(teacher, prefit=True, n_prototypes=2, random_state=0,
+                                     similarity=HeuristicGradient(RBFSimilarity(1.0)),
+                                     between=b).fit(X, y) for b in (0.0, 0.5)}
+    np.testing.assert_array_equal(black[0.0].prototypes_, black[0.5].prototypes_)
+    with pytest.raises(ValueError, match="between"):
+        SuperSparseDistiller(teacher, prefit=True, between=-1.0).fit(X, y)

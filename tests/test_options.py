@@ -261,6 +261,29 @@ def test_robust_training_fields_enter_the_digest_only_when_set():
     assert set_.provenance()["refresh_every"] == 5 and set_.provenance()["guard"] is True
 
 
+def test_between_enters_the_digest_and_provenance_only_when_set(faces_factory, tmp_path):
+    from click.testing import CliRunner
+
+    from ssgallery.app.compress import compress
+    from ssgallery.app.enroll import enroll
+    from ssgallery.cli import main
+    from ssgallery.formats.gallery import read_gallery
+
+    assert "between" not in CompressOptions().digest_dict()
+    assert options_digest(CompressOptions(init="class", between=0.0)) == DEFAULT_DIGEST
+    assert CompressOptions(between=0.5).digest_dict()["between"] == 0.5
+    enroll(faces_factory(n_clients=4, n_images=6), tmp_path / "e.h5")
+    run = CompressRun(clients="c01")
+    compress(tmp_path / "e.h5", tmp_path / "plain.h5", run=run)
+    compress(tmp_path / "e.h5", tmp_path / "b.h5", CompressOptions(between=0.5), run)
+    plain, between = (read_gallery(tmp_path / f).clients["c01"] for f in ("plain.h5", "b.h5"))
+    assert "between" not in plain.provenance and between.provenance["between"] == 0.5
+    assert plain.normalization["mean"] != between.normalization["mean"]  # a new fit
+    r = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "e.h5"), "-o",
+                                  str(tmp_path / "bad.h5"), "--between", "-1"])
+    assert r.exit_code == 2 and "--between" in r.output, r.output
+
+
 def test_compress_command_refuses_non_finite_and_out_of_range_options_as_input_errors(tmp_path):
     """Checked before the store is read: exit 2, one line, never an internal error."""
     from click.testing import CliRunner

@@ -141,6 +141,11 @@ class CompressOptions(_Options):
         Refit a client whose distilled model ranks the threshold CV's held-out images
         much worse than its SVM (`ssgallery.app.client_fit.GUARD_GAP`) from other
         starts (and m + 1 with ``m="auto"``), keeping the fit of least held-out gap.
+    between : float
+        Also distil the SVM's scores at points between the client and the impostors
+        (`ssgallery.learn.supersparse.between_points`), with this total weight
+        relative to the training images'; 0 (default): the training images only, as
+        the paper. Analytic matchers only (eigenface, dlib); ignored for a black box.
     """
 
     threshold_mode: str = option_field(DEFAULT_THRESHOLD_MODE, one_of(*THRESHOLD_MODES), NEVER)
@@ -160,6 +165,7 @@ class CompressOptions(_Options):
     target_fpir: float = option_field(0.01, open_rate, NEVER)
     refresh_every: int = option_field(1, positive_int)
     guard: bool = option_field(False, flag_bool)
+    between: float = option_field(0.0, non_negative, IF_CHANGED)
 
     def digest_dict(self):
         """What the options digest and the parts' run key hash: the `ALWAYS` fields, and

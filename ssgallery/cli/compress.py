@@ -88,6 +88,13 @@ def _parse_m(ctx, param, value):
 @click.option("--guard/--no-guard", default=DEFAULT.guard, show_default=True,
               help="Refit clients whose model ranks held-out images much worse than their "
               "SVM ('vs SVM' > 0.05) from other starts (m + 1 with --m auto).")
+@click.option("--between", type=click.FloatRange(min=0), default=DEFAULT.between,
+              show_default=True, metavar="W",
+              help="Also distil the SVM's scores at points half-way between the client's "
+              "images and the impostors', with weight W relative to the training images "
+              "(0: the paper's training images only; 0.5 keeps strangers who look like "
+              "the client lower in 1:N search, see docs/identification.md). "
+              "Eigenface and dlib.")
 @click.option("--max-impostors", type=click.IntRange(min=0), default=DEFAULT.max_impostors,
               show_default=True,
               metavar="K", help="Each client trains on its own images and at most K impostor "

@@ -249,6 +249,42 @@ def balanced_weights(labels):
     return u / u.sum()
 
 
+def between_points(X, labels, random_state=None):
+    """Points between the classes, where a look-alike of the positive class lies: each
+    negative sample's midpoint with a random positive sample, shape (n_negative, d).
+
+    A distiller fitted on the teacher's outputs at the training points alone matches the
+    teacher there; with m prototypes its function may be far from the teacher's between
+    the classes, where faces of people it never saw (who look like the client) fall.
+    The teacher's outputs at synthetic points are extra targets, as in model compression
+    (Bucila et al. 2006, which labels synthetic points with the teacher). Midpoints of
+    vectors: for an analytic similarity on a vector space (eigenface, dlib).
+    """
+    X = np.asarray(X, dtype=float)
+    pos = np.flatnonzero(np.asarray(labels) > 0)
+    neg = np.flatnonzero(np.asarray(labels) <= 0)
+    if pos.size == 0 or neg.size == 0:
+        return np.empty((0, X.shape[1]))
+    mate = check_random_state(random_state).randint(0, pos.size, size=neg.size)
+    return 0.5 * (X[neg] + X[pos[mate]])
+
+
+def _with_between(distiller, X, targets, u, labels):
+    """The training points, targets and weights, plus the teacher's outputs at the
+    `between_points` with a total weight of ``distiller.between`` times the training
+    points' (nothing added at 0 or for a similarity without a gradient: a black box,
+    whose inputs are not vectors to average)."""
+    w = float(distiller.between)
+    if w <= 0 or not getattr(distiller.similarity, "has_gradient", True):
+        return X, targets, u
+    extra = between_points(X, labels, distiller.random_state)
+    if extra.shape[0] == 0:
+        return X, targets, u
+    t = np.asarray(distiller.teacher_.decision_function(extra), dtype=float).ravel()
+    weights = np.full(extra.shape[0], w * u.sum() / extra.shape[0])
+    return np.vstack([X, extra]), np.r_[targets, t], np.r_[u, weights]
+
+
 class DistillerMixin:
     """What the distillers share: a `SuperSparseRegressor` made from their learner
     options (``make_regressor``) and fitted on a teacher's outputs (``teacher_targets``)
@@ -287,6 +323,11 @@ class SuperSparseDistiller(DistillerMixin, BinaryDecisionMixin, ClassifierMixin,
     similarity, gamma, lam, lam_scale, solver, init, n_init, bounds, eta, normalize_step, \
 repulsion, max_iter, tol, random_state, refresh_every
         Passed to `SuperSparseRegressor`.
+    between : float, default=0.0
+        Also fit the teacher's outputs at `between_points` (each impostor's midpoint
+        with a random genuine sample), with this total weight relative to the training
+        points'; 0 fits the training points only (the paper). Ignored for a similarity
+        without a gradient (a black box).
 
     Attributes
     ----------
@@ -304,13 +345,14 @@ repulsion, max_iter, tol, random_state, refresh_every
         **LEARNER_CONSTRAINTS,
         "teacher": [HasMethods(["fit", "decision_function"]), None],
         "prefit": ["boolean"],
+        "between": [Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(self, teacher=None, n_prototypes=2, *, prefit=False, similarity="rbf",
                  gamma="paper", lam=DEFAULT_LAM, lam_scale=DEFAULT_LAM_SCALE, solver="varpro",
                  init="class", n_init=DEFAULT_N_INIT,
                  bounds=None, eta=0.5, normalize_step=False, repulsion=True, max_iter=200,
-                 tol=1e-6, random_state=None, refresh_every=1):
+                 tol=1e-6, random_state=None, refresh_every=1, between=0.0):
         self.teacher = teacher
         self.n_prototypes = n_prototypes
         self.prefit = prefit
@@ -329,6 +371,7 @@ repulsion, max_iter, tol, random_state, refresh_every
         self.tol = tol
         self.random_state = random_state
         self.refresh_every = refresh_every
+        self.between = between
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -372,6 +415,8 @@ repulsion, max_iter, tol, random_state, refresh_every
         self
         """
         self.teacher_, targets, u, X = self.teacher_targets(X, y)
+        labels = np.where(np.asarray(y) == self.classes_[1], 1, -1)
+        X, targets, u = _with_between(self, X, targets, u, labels)
         self.regressor_ = self.make_regressor().fit(X, targets, sample_weight=u)
         return self
 
