@@ -50,7 +50,7 @@ def test_compress_sets_the_threshold_from_held_out_searches(split):
     # the 1:N score: each client's score minus its impostor mean, on one scale for all
     scale = np.sqrt(np.mean([r["normalization"]["std"] ** 2 for r in s.clients]))
     assert rec["score"] == "centred" and rec["scale"] == pytest.approx(scale, rel=1e-12)
-    scores, probes = [], []
+    scores, probes, owners = [], [], []
     for c in clients:
         held = s.heldout[c]
         rows = held["impostor_row"].astype(int)
@@ -58,15 +58,24 @@ def test_compress_sets_the_threshold_from_held_out_searches(split):
         scores.append(openset.subject_out_normalised(held["impostor"], labels[rows],
                                                      rec["scale"]))
         probes.append(rows)
-    curve = openset.search_curve(np.concatenate(scores), np.concatenate(probes), 12)
+        owners.append([c] * rows.size)
+    z, rows = np.concatenate(scores), np.concatenate(probes)
+    curve = openset.search_curve(z, rows, 12, clients=np.concatenate(owners),
+                                 people=labels[rows])
     t, resolved = openset.threshold_at_fpir(curve, 0.01)
-    # 60 searches cannot resolve 1 %: the threshold is above every held-out search
+    # 60 searches cannot resolve 1 %: T is read from the tail fitted beyond them, above
+    # every held-out search, and its expected FPIR is the tail's (at most the target)
     assert (rec["threshold"], rec["resolved"]) == (t, resolved) and not resolved
-    assert rec["expected_fpir"] == 0.0 and 0.05 < rec["expected_fpir_ci"][1] < 0.07
+    assert rec["extrapolated"] and t > curve["extrapolated_above"] > z.max()
+    assert rec["curve"]["tail"]["exceedances"] == 20  # 2 % of 660 scores is fewer
+    assert 0.005 < rec["expected_fpir"] <= 0.01 < rec["expected_fpir_ci"][1]
+    bare = openset.search_curve(z, rows, 12)  # without the tail: just above the top
+    assert openset.threshold_at_fpir(bare, 0.01) == (bare["thresholds"][-1], False)
     info = CliRunner().invoke(main, ["info", "--gallery", str(root / "g.h5")])
     line = next(ln for ln in info.output.splitlines() if ln.startswith("1:N search:"))
     assert f"threshold {t:.4g} on the best centred score at target FPIR 1% for 12" in line
-    assert "60 held-out searches of 11 clients" in line and "above every one" in line
+    assert "60 held-out searches of 11 clients" in line
+    assert "extrapolated beyond every one (exponential tail of the top 20" in line
 
 
 def test_identify_open_set_uses_the_gallery_operating_point(split):
@@ -98,9 +107,10 @@ def test_identify_open_set_uses_the_gallery_operating_point(split):
         assert (r["identified"] == best["client"]) == best["passes"]
         passed += best["passes"]
     assert res.exit_code == (1 if passed < len(strangers) else 0) and passed < len(strangers)
+    assert point["extrapolated"] and not point["resolved"]
     text = _identify(strangers[0], "--gallery", root / "g.h5", "--open-set").output
     assert "operating point: FPIR 1% over 12 clients (threshold" in text
-    assert "1:N threshold" in text
+    assert "1:N threshold" in text and "extrapolated beyond the held-out searches" in text
 
 
 def test_identify_overrides_and_exit_statuses(split):
@@ -151,6 +161,26 @@ def test_the_operating_point_is_covered_by_the_digest(split, tmp_path):
     rehash_gallery(g)
     res = _identify(probe, "--gallery", g, "--open-set")
     assert res.exit_code == 2 and "corrupt gallery header: open_set" in res.output
+    for bad in ({"tail": [1, 2]}, {"tail": {"exceedances": "20"}},
+                {"extrapolated_above": None}):
+        with h5py.File(g, "a") as f:
+            f.attrs["open_set"] = json.dumps(rec | {"curve": rec["curve"] | bad})
+        rehash_gallery(g)
+        res = _identify(probe, "--gallery", g, "--open-set")
+        assert res.exit_code == 2 and "corrupt gallery header: open_set" in res.output
+    # a record written before the extrapolated tail: read as before (above every one)
+    old = rec | {"curve": {k: v for k, v in rec["curve"].items()
+                           if k not in ("tail", "extrapolated_above")}}
+    del old["extrapolated"]
+    with h5py.File(g, "a") as f:
+        f.attrs["open_set"] = json.dumps(old)
+    rehash_gallery(g)
+    res = _identify(probe, "--gallery", g, "--open-set", "--json")
+    point = json.loads(res.stdout)["operating_point"]
+    assert res.exit_code in (0, 1) and point["threshold"] == rec["threshold"]
+    assert not point["extrapolated"] and not point["resolved"]
+    info = CliRunner().invoke(main, ["info", "--gallery", str(g)])
+    assert "threshold above every one" in info.output
     # a gallery written before the operating point: the closed set works, the open set
     # says what to do
     with h5py.File(g, "a") as f:

@@ -205,3 +205,104 @@ def test_centred_scores_share_one_scale():
     assert openset.pooled_scale([1.0, 7.0]) == pytest.approx(5.0)  # sqrt((1 + 49) / 2)
     with pytest.raises(InputError, match="spread"):
         openset.pooled_scale([np.nan])
+
+
+# ----------------------------------------------------- beyond the held-out searches: the tail
+
+WIDTHS = np.linspace(0.7, 1.4, 20)  # 20 clients' impostor spreads: one wide, one narrow
+
+
+def _held_out(rng, pair_effect):
+    """A 20-client gallery's held-out searches: each client is a person with 5 images,
+    every image scored by the 19 other clients (as compress's threshold CV gives them).
+    Client c's score of an image: WIDTHS[c] * (a + e), a a (person, client) effect shared
+    by the person's 5 images (``pair_effect``: Laplace(0.7), e ~ N(0, 0.5^2); else a = 0,
+    e ~ Laplace(1), independent). Returns scores, probes, clients, people."""
+    P, img, N = 20, 5, WIDTHS.size
+    a = rng.laplace(scale=0.7, size=(P, N)) if pair_effect else np.zeros((P, N))
+    e = rng.normal(scale=0.5, size=(P, img, N)) if pair_effect else rng.laplace(size=(P, img, N))
+    x = WIDTHS * (a[:, None, :] + e)
+    person, image, client = np.meshgrid(np.arange(P), np.arange(img), np.arange(N),
+                                        indexing="ij")
+    mine = person != client
+    return x[mine], (person * img + image)[mine], client[mine], person[mine]
+
+
+def _true_fpir(t, pair_effect, seed):
+    """FPIR of a 20-client search at ``t``: exact for independent Laplace scores
+    (1 - prod_c (1 - exp(-t / w_c) / 2)), else over 40,000 new strangers' images."""
+    if not pair_effect:
+        return float(1 - np.prod(1 - 0.5 * np.exp(-t / WIDTHS)))
+    rng = np.random.default_rng(seed)
+    a = rng.laplace(scale=0.7, size=(40000, 1, WIDTHS.size))
+    e = rng.normal(scale=0.5, size=(40000, 5, WIDTHS.size))
+    return float(np.mean((WIDTHS * (a + e)).max(axis=2) >= t))
+
+
+@pytest.mark.parametrize("pair_effect", [False, True])
+def test_unresolved_target_is_read_from_the_tail_beyond_the_searches(pair_effect):
+    """100 held-out searches (20 people) cannot resolve 1 % for 20 clients. The tail fitted
+    to the scores (each on its client's spread) sets T above every held-out score, flagged
+    extrapolated; over 20 seeded galleries its FPIR on new strangers averages the target
+    for independent scores, and stays below "just above every held-out search" when one
+    person's images share a look-alike effect (that threshold's FPIR is then about one in
+    the number of people, not of searches)."""
+    f, got, bare, inside = 0.01, [], [], 0
+    for seed in range(20):
+        z, probes, clients, people = _held_out(np.random.default_rng(seed), pair_effect)
+        curve = openset.search_curve(z, probes, 20, clients=clients, people=people)
+        t, resolved = openset.threshold_at_fpir(curve, f)
+        assert not resolved and openset.is_extrapolated(curve, t)
+        assert t >= curve["extrapolated_above"] > z.max()
+        expected, (low, high) = openset.fpir_at(curve, t)
+        assert expected <= f and low <= expected <= high
+        got.append(_true_fpir(t, pair_effect, 100 + seed))
+        inside += low <= got[-1] <= high
+        plain = openset.search_curve(z, probes, 20)  # no tail: just above the top
+        assert openset.threshold_at_fpir(plain, f) == (plain["thresholds"][-1], False)
+        bare.append(_true_fpir(plain["thresholds"][-1], pair_effect, 100 + seed))
+    got, bare = np.mean(got), np.mean(bare)
+    if pair_effect:
+        assert 0.013 < got < 0.019 and 0.018 < bare < 0.023 and inside >= 14
+    else:
+        assert 0.008 < got < 0.0105 and inside >= 18
+
+
+def test_tail_fit_counts_people_and_keeps_each_clients_spread():
+    rng = np.random.default_rng(7)
+    z, probes, clients, people = _held_out(rng, True)
+    fit = openset.tail_fit(z, clients, people)
+    assert fit["exceedances"] == 38 and fit["rate"] == pytest.approx(38 / 1900)  # top 2 %
+    assert fit["pairs"] < fit["exceedances"]  # one look-alike person's images cluster
+    lone = openset.tail_fit(z, clients)  # every score counted as independent
+    assert lone["pairs"] == 38 and lone["beta"] == fit["beta"]
+    assert np.ptp(lone["beta_ci"]) < np.ptp(fit["beta_ci"])
+    assert fit["beta_ci"][0] < fit["beta"] < fit["beta_ci"][1]
+    # the spreads are each client's standard deviation (clients in their sorted order,
+    # as strings), so a wide client keeps its wider tail
+    order = sorted(range(20), key=str)
+    assert fit["widths"] == pytest.approx([np.std(z[clients == c], ddof=1) for c in order])
+    curve = openset.search_curve(z, probes, 20, clients=clients, people=people)
+    hz, th = np.asarray(curve["hazard"]), np.asarray(curve["thresholds"])
+    assert np.all(np.diff(th) > 0) and np.all(np.diff(hz) <= 0) and hz.min() > 0
+    # the curve reaches FPIR_N = 1e-6; below its end the last point is returned
+    assert openset.fpir_at(curve, th[-1])[0] <= 2e-6
+    t, resolved = openset.threshold_at_fpir(curve, 1e-9)
+    assert t == th[-1] and not resolved
+    assert openset.tail_fit(np.zeros(2), np.zeros(2)) is None
+    with pytest.raises(InputError, match="one client per score"):
+        openset.tail_fit(np.zeros(3), np.zeros(2))
+
+
+def test_merged_tails_stay_extrapolated():
+    rng = np.random.default_rng(8)
+    old = openset.search_curve(*_held_out(rng, False)[:2], 20,
+                               clients=_held_out(np.random.default_rng(8), False)[2])
+    z, probes, clients, _ = _held_out(np.random.default_rng(9), False)
+    new = openset.search_curve(z[clients < 5], probes[clients < 5], 5,
+                               clients=clients[clients < 5])
+    both = openset.merge_curves([old, new])
+    assert both["extrapolated_above"] == min(old["extrapolated_above"],
+                                             new["extrapolated_above"])
+    t, resolved = openset.threshold_at_fpir(both, 0.01)
+    assert openset.is_extrapolated(both, t) and not resolved

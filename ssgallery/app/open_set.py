@@ -16,8 +16,10 @@ clients but the probe's own when no impostor cap bites). The searches give the F
 an n-client search at every threshold, and the threshold T for the gallery's N clients
 is the smallest with expected FPIR_N(T) <= the target
 (`ssgallery.biometrics.openset.search_curve`): T grows with N, about as the per-client
-tail at target / N. The record (root attribute ``open_set`` of the gallery, JSON,
-covered by its digest) keeps T, the expected FPIR with its 95 % interval, and the curve
+tail at target / N; when the searches are too few to resolve the target, T is read from
+the curve's tail fitted beyond them (``extrapolated`` in the record,
+`ssgallery.biometrics.openset.tail_fit`). The record (root attribute ``open_set`` of the
+gallery, JSON, covered by its digest) keeps T, the expected FPIR with its 95 % interval, and the curve
 (T against the hazard per client at 200 levels), from which ``identify --fpir`` reads
 T at another target and ``compress --update`` re-derives T for the grown gallery: the
 kept clients' curve and the new clients' held-out searches are merged, weighted by
@@ -59,11 +61,13 @@ def heldout_searches(results, labels, clients, scale):
 
     Returns
     -------
-    scores, probes : ndarray, shape (M,)
+    scores, probes, owners, people : ndarray, shape (M,)
+        Each score, its probe (store row), the client that gave it and the probe's
+        person.
     """
     from ssgallery.biometrics.openset import subject_out_normalised
 
-    scores, probes = [], []
+    scores, probes, owners = [], [], []
     for c in clients:
         held = results[c].heldout or {}
         if "impostor_row" not in held:
@@ -73,7 +77,19 @@ def heldout_searches(results, labels, clients, scale):
         rows = np.asarray(held["impostor_row"]).astype(np.int64)
         scores.append(subject_out_normalised(held["impostor"], np.asarray(labels)[rows], scale))
         probes.append(rows)
-    return np.concatenate(scores), np.concatenate(probes)
+        owners.append(np.full(rows.size, c))
+    probes = np.concatenate(probes)
+    return (np.concatenate(scores), probes, np.concatenate(owners),
+            np.asarray(labels).astype(str)[probes])
+
+
+def _curve(results, labels, clients, scale, n_clients):
+    """The held-out searches' curve of ``clients`` for a gallery of ``n_clients``, with
+    its extrapolated tail (`ssgallery.biometrics.openset.search_curve`)."""
+    from ssgallery.biometrics.openset import search_curve
+
+    scores, probes, owners, people = heldout_searches(results, labels, clients, scale)
+    return search_curve(scores, probes, n_clients, clients=owners, people=people)
 
 
 def operating_point(results, labels, target_fpir, kept=(), previous=None, path=None):
@@ -101,7 +117,9 @@ def operating_point(results, labels, target_fpir, kept=(), previous=None, path=N
         ``kind``, ``target_fpir``, ``threshold`` (T on the best centred score),
         ``score`` ("centred") and ``scale`` (the centred scores' common scale),
         ``resolved`` (False: the held-out searches cannot resolve the target, T is above
-        every held-out score), ``expected_fpir`` and ``expected_fpir_ci``, ``clients``,
+        every held-out score), ``extrapolated`` (T read from the curve's tail fitted
+        beyond the held-out searches), ``expected_fpir`` and ``expected_fpir_ci``,
+        ``clients``,
         ``searches`` and ``search_size`` (summed and smallest over ``blocks``: the
         compress runs merged by updates) and ``curve``; ``measured_clients`` when only
         some of the clients' held-out searches set it (an update of a gallery written
@@ -125,8 +143,7 @@ def operating_point(results, labels, target_fpir, kept=(), previous=None, path=N
         scale = openset.pooled_scale([(results[c].normalization or {}).get("std", np.nan)
                                       for c in sorted(results)])
     if new:
-        scores, probes = heldout_searches(results, labels, new, scale)
-        curves.append(openset.search_curve(scores, probes, len(new)))
+        curves.append(_curve(results, labels, new, scale, len(new)))
     curve = openset.merge_curves(curves) if len(curves) > 1 else curves[0]
     record = _record(curve, target_fpir, scale)
     if kept and "measured_clients" in previous:  # still partly extrapolated
@@ -146,8 +163,7 @@ def _without_record(results, labels, target_fpir, new):
     if not new or any("mean" not in n or "std" not in n for n in norms):
         return None
     scale = openset.pooled_scale([n["std"] for n in norms])
-    scores, probes = heldout_searches(results, labels, new, scale)
-    record = _record(openset.search_curve(scores, probes, len(results)), target_fpir, scale)
+    record = _record(_curve(results, labels, new, scale, len(results)), target_fpir, scale)
     return dict(record, measured_clients=len(new))
 
 
@@ -160,12 +176,14 @@ def _record(curve, target_fpir, scale):
     from ssgallery.formats.gallery.summary import OPEN_SET_KIND
 
     return {"kind": OPEN_SET_KIND, "target_fpir": target_fpir, "threshold": threshold,
-            "resolved": resolved, "expected_fpir": fpir, "expected_fpir_ci": list(ci),
+            "resolved": resolved, "extrapolated": openset.is_extrapolated(curve, threshold),
+            "expected_fpir": fpir, "expected_fpir_ci": list(ci),
             "clients": int(curve["clients"]), "searches": int(curve["searches"]),
             "search_size": int(curve["search_size"]), "blocks": int(curve.get("blocks", 1)),
             "score": "centred", "scale": scale,
             "curve": {k: curve[k] for k in ("thresholds", "hazard", "hazard_low",
-                                             "hazard_high")}}
+                                             "hazard_high", "extrapolated_above", "tail")
+                      if k in curve}}
 
 
 def read_record(header, path=None):
@@ -202,7 +220,8 @@ def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False,
         1:N point, else "znorm"; "raw" for "verification", each client's own
         threshold), ``threshold`` (None for "verification"), and for "fpir":
         ``target_fpir``, ``expected_fpir``, ``expected_fpir_ci``, ``resolved``,
-        ``clients``.
+        ``extrapolated`` (T on the curve's extrapolated tail; False for a curve without
+        one), ``clients``.
     """
     if sum(v is not None and v is not False for v in (fpir, threshold, verification)) > 1:
         raise InputError(f"give at most one of {option('fpir')}, {option('threshold')} and "
@@ -225,7 +244,7 @@ def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False,
     if int(record["clients"]) != int(n_clients):
         raise FormatError(f"corrupt gallery: the 1:N operating point is for "
                           f"{record['clients']} clients, the index has {n_clients}", path=path)
-    from ssgallery.biometrics.openset import fpir_at, threshold_at_fpir
+    from ssgallery.biometrics.openset import fpir_at, is_extrapolated, threshold_at_fpir
 
     target = float(record["target_fpir"]) if fpir is None else check_target_fpir(fpir)
     if fpir is None:
@@ -236,7 +255,7 @@ def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False,
     return {"kind": "fpir", "score": "centred", "scale": float(record["scale"]),
             "threshold": t, "target_fpir": target,
             "expected_fpir": expected, "expected_fpir_ci": list(ci), "resolved": resolved,
-            "clients": int(n_clients)}
+            "extrapolated": is_extrapolated(record["curve"], t), "clients": int(n_clients)}
 
 
 def describe(point):
@@ -252,7 +271,10 @@ def describe(point):
             f"clients (threshold {point['threshold']:.4g} on the best centred score; "
             f"expected FPIR {100 * point['expected_fpir']:.2f}%, 95% CI "
             f"{100 * low:.2f}-{100 * high:.2f}%")
-    if not point["resolved"]:
+    if point.get("extrapolated"):
+        text += ("; extrapolated beyond the held-out searches (their exponential tail), "
+                 "not measured")
+    elif not point["resolved"]:
         text += "; the held-out searches cannot resolve the target: threshold above all"
     return text + ")"
 

@@ -18,17 +18,40 @@ independent beyond that, which overestimates FPIR_N when scores of one stranger 
 positively associated (so T errs high). T at a target FPIR f for N clients is the
 smallest threshold with H(T) <= -log(1 - f) / N (about f / N). A probe scored by more
 than n clients counts as the max of a random n-subset of them (exact: hypergeometric).
+
+Beyond the held-out searches (`tail_fit`): k searches measure no FPIR below about 1/k
+(100 searches of 20 people for 20 clients with 5 images each: 1 % is not resolved), and
+a threshold "just above every held-out search" is not a 1 % point: the searches come in
+clusters of one person's images, so the chance that a new person passes the highest of
+them is about one in the number of *people*, not of searches (45 AT&T splits of 20
+clients: 2.2 % of the strangers' searches passed it on average). When the target lies
+below the measured curve, the curve is extended above its highest held-out score with a
+parametric tail of the held-out scores themselves: each score divided by its client's
+spread (the standard deviation of the client's held-out scores, so a client whose
+impostors spread wide keeps its wider tail), the pooled top ``TAIL_FRACTION`` of them
+(at least ``TAIL_MIN_EXCEEDANCES``) fitted by an exponential (a generalised Pareto tail
+of shape 0: P(W > w) = (k / M) exp(-(w - u) / beta) for w > u, beta the mean excess, its
+maximum-likelihood estimate), and the hazard per client at T is the clients' mean of
+-log(1 - P(W > T / s_c)) (the clients of one search taken as independent, as blocks of n
+are above). Those points are *extrapolated* (``extrapolated_above`` in the curve: the
+lowest of them); `threshold_at_fpir` never calls them resolved. Their interval comes
+from beta's (chi-square with 2 k' degrees of freedom, k' the distinct (person, client)
+pairs among the k exceedances: one person's images are not independent).
 """
 
 import numpy as np
 
 from ssgallery.errors import InputError
 
-__all__ = ["fpir_at", "merge_curves", "pooled_scale", "search_curve",
-           "subject_out_normalised", "threshold_at_fpir"]
+__all__ = ["fpir_at", "is_extrapolated", "merge_curves", "pooled_scale", "search_curve",
+           "subject_out_normalised", "tail_fit", "threshold_at_fpir"]
 
 CURVE_POINTS = 200  # hazard levels kept in a stored curve (log-spaced)
 CURVE_MAX_FPIR = 0.5  # a stored curve covers FPIR_n up to this
+TAIL_FRACTION = 0.02  # the tail fit's exceedances: this top fraction of the held-out scores
+TAIL_MIN_EXCEEDANCES = 20
+TAIL_MIN_FPIR = 1e-6  # the extrapolated points reach down to this FPIR_N
+TAIL_POINTS = 100  # extrapolated hazard levels kept (log-spaced)
 
 
 # ------------------------------------------------------------- the stored operating point
@@ -106,14 +129,19 @@ def _deltas(rank, n_x, n):
     return table[which, rank] - table[which, rank - 1]
 
 
+def _finite(scores, labels, what):
+    """The finite scores, the label (``what``: probe, client) of each, and the mask."""
+    s = np.asarray(scores, dtype=float).ravel()
+    labels = np.asarray(labels).ravel()
+    if s.shape != labels.shape:
+        raise InputError(f"expected one {what} per score, got {s.shape} and {labels.shape}")
+    keep = np.isfinite(s)
+    return s[keep], labels[keep], keep
+
+
 def _steps(scores, probes, search_size, quantile):
     """Distinct scores (descending) and FPIR_n when accepting scores >= each."""
-    s = np.asarray(scores, dtype=float).ravel()
-    probes = np.asarray(probes).ravel()
-    if s.shape != probes.shape:
-        raise InputError(f"expected one probe per score, got {s.shape} and {probes.shape}")
-    keep = np.isfinite(s)
-    s, probes = s[keep], probes[keep]
+    s, probes, _ = _finite(scores, probes, "probe")
     if s.size == 0:
         raise InputError("no held-out search scores to set an open-set threshold")
     _, code = np.unique(probes, return_inverse=True)
@@ -155,8 +183,8 @@ def _interval(fpir_n, n, searches, level=0.95):
     return _hazard(low, n), _hazard(high, n)
 
 
-def search_curve(scores, probes, n_clients, *, search_size=None, quantile=0.1,
-                 points=CURVE_POINTS):
+def search_curve(scores, probes, n_clients, *, clients=None, people=None, search_size=None,
+                 quantile=0.1, points=CURVE_POINTS):
     """The open-set operating curve of a gallery from held-out non-mated searches.
 
     Parameters
@@ -168,6 +196,13 @@ def search_curve(scores, probes, n_clients, *, search_size=None, quantile=0.1,
         The probe (any id) of each score: the scores of one probe form its search.
     n_clients : int
         N, the clients of the gallery the curve is for.
+    clients : ndarray, shape (M,), optional
+        The client (any id) that gave each score: the curve is then extended above the
+        highest held-out score with the `tail_fit` of the scores (extrapolated points);
+        without it the curve ends with a point of hazard 0 above every held-out score.
+    people : ndarray, shape (M,), optional
+        The person of each score's probe (the tail fit's interval counts (person,
+        client) pairs, not scores).
     search_size : int, optional
         n, the clients per search; default the ``quantile`` of the probes' search sizes
         (probes scored by fewer clients are left out).
@@ -183,7 +218,9 @@ def search_curve(scores, probes, n_clients, *, search_size=None, quantile=0.1,
         which is above every held-out score) with its 95 % Clopper-Pearson bounds
         ``hazard_low``, ``hazard_high``; ``clients`` (N), ``search_size`` (n),
         ``searches`` (probes used), ``searches_left_out`` and ``resolution`` (the
-        smallest nonzero FPIR_N the searches measure).
+        smallest nonzero FPIR_N the searches measure); with ``clients``, the points from
+        ``extrapolated_above`` (a threshold) up are the tail's and ``tail`` holds its
+        fit (`tail_fit`, without the per-client widths).
     """
     values, fpir_n, n, searches, left_out = _steps(scores, probes, search_size, quantile)
     h = _hazard(fpir_n, n)
@@ -201,12 +238,115 @@ def search_curve(scores, probes, n_clients, *, search_size=None, quantile=0.1,
         keep.update(np.searchsorted(hz, levels, side="right") - 1)
     idx = np.array(sorted(keep))[::-1]
     low, high = _interval(np.r_[0.0, fpir_n][idx], n, searches)
-    return {"thresholds": t[idx].tolist(), "hazard": hz[idx].tolist(),
-            "hazard_low": low.tolist(), "hazard_high": high.tolist(),
-            "clients": int(n_clients), "search_size": int(n), "searches": int(searches),
-            "searches_left_out": int(left_out),
-            "resolution": float(-np.expm1(-int(n_clients) * nonzero.min()))
-            if nonzero.size else None}
+    curve = {"thresholds": t[idx].tolist(), "hazard": hz[idx].tolist(),
+             "hazard_low": low.tolist(), "hazard_high": high.tolist(),
+             "clients": int(n_clients), "search_size": int(n), "searches": int(searches),
+             "searches_left_out": int(left_out),
+             "resolution": float(-np.expm1(-int(n_clients) * nonzero.min()))
+             if nonzero.size else None}
+    fit = tail_fit(scores, clients, people) if clients is not None else None
+    return _extend(curve, fit) if fit is not None else curve
+
+
+def tail_fit(scores, clients, people=None, *, fraction=TAIL_FRACTION,
+             minimum=TAIL_MIN_EXCEEDANCES, level=0.95):
+    """The exponential tail of held-out scores, each on its client's spread.
+
+    Parameters
+    ----------
+    scores : ndarray, shape (M,)
+        Normalised held-out impostor scores.
+    clients : ndarray, shape (M,)
+        The client of each score; its spread ``s_c`` is the standard deviation of its
+        scores (the pooled one for a client with fewer than 2).
+    people : ndarray, shape (M,), optional
+        The person of each score's probe.
+    fraction, minimum : float, int
+        Exceedances fitted: the top ``fraction`` of the M scores, at least ``minimum``.
+    level : float
+        Confidence of ``beta_ci``.
+
+    Returns
+    -------
+    dict or None
+        ``kind`` ("exponential"), ``u`` (the exceedance threshold on W = score / s_c),
+        ``rate`` (k / M), ``beta`` (mean excess over u) with its ``beta_ci``
+        (chi-square, 2 k' degrees of freedom), ``exceedances`` (k), ``pairs`` (k': the
+        distinct (person, client) pairs among them; k without ``people``), ``scores``
+        (M) and ``widths`` (s_c per client, shape (C,)). None when fewer than 3 scores
+        or no spread above u.
+    """
+    from scipy.stats import chi2
+
+    s, clients, keep = _finite(scores, clients, "client")
+    if s.size < 3:
+        return None
+    _, code = np.unique(clients.astype(str), return_inverse=True)
+    n = np.bincount(code)
+    mean = np.bincount(code, s) / n
+    var = np.bincount(code, (s - mean[code]) ** 2) / np.maximum(n - 1, 1)
+    widths = np.where(n > 1, np.sqrt(var), s.std(ddof=1))
+    widths = np.maximum(widths, max(1e-12, 1e-6 * s.std(ddof=1)))
+    w = s / widths[code]
+    k = int(min(s.size - 1, max(minimum, np.ceil(fraction * s.size))))
+    order = np.argsort(-w, kind="stable")
+    u = float(w[order[k]])
+    beta = float(np.mean(w[order[:k]] - u))
+    if not beta > 0:
+        return None
+    pairs = k
+    if people is not None:
+        who = np.asarray(people).astype(str).ravel()[keep][order[:k]]
+        pairs = len(set(zip(code[order[:k]].tolist(), who.tolist())))
+    a = (1.0 - level) / 2.0
+    ci = [2 * pairs * beta / chi2.ppf(1 - a, 2 * pairs), 2 * pairs * beta / chi2.ppf(a, 2 * pairs)]
+    return {"kind": "exponential", "u": u, "rate": k / s.size, "beta": beta,
+            "beta_ci": [float(v) for v in ci], "exceedances": k, "pairs": int(pairs),
+            "scores": int(s.size), "widths": widths}
+
+
+def _tail_hazard(fit, t, beta):
+    """The tail's hazard per client at thresholds ``t``: mean over the clients of
+    -log(1 - P(W > t / s_c))."""
+    x = np.asarray(t, dtype=float)[:, None] / fit["widths"][None, :]
+    p = np.minimum(fit["rate"] * np.exp(-(x - fit["u"]) / beta), 1.0 - 1e-12)
+    return -np.log1p(-p).mean(axis=1)
+
+
+def _extend(curve, fit):
+    """``curve`` with its point above every held-out score replaced by the tail's points
+    from there up (to FPIR_N = ``TAIL_MIN_FPIR``), each capped at the lowest measured
+    hazard so the curve never rises."""
+    t = np.asarray(curve["thresholds"])
+    hz = np.asarray(curve["hazard"])
+    top, n = t[-1], int(curve["clients"])
+    measured = hz[:-1]
+    cap = measured[-1] if measured.size else np.inf
+    lows = [np.asarray(curve[k])[:-1] for k in ("hazard_low", "hazard_high")]
+    floor = -np.log1p(-TAIL_MIN_FPIR) / n
+    beta_hi = fit["beta_ci"][1]
+    end = fit["widths"].max() * (fit["u"] + beta_hi * np.log(fit["rate"] / floor))
+    grid = top + np.linspace(0.0, max(end - top, 0.0), 2000)
+    h = np.minimum(_tail_hazard(fit, grid, fit["beta"]), cap)
+    levels = np.geomspace(max(h[-1], floor), max(h[0], floor), TAIL_POINTS)
+    idx = np.unique(np.r_[0, np.searchsorted(-h, -levels, side="left")])
+    idx = idx[idx < grid.size]
+    lo = np.minimum(_tail_hazard(fit, grid[idx], fit["beta_ci"][0]), cap)
+    hi = np.minimum(_tail_hazard(fit, grid[idx], beta_hi),
+                    lows[1][-1] if measured.size else np.inf)
+    tail = {k: v for k, v in fit.items() if k != "widths"}
+    return dict(curve, thresholds=np.r_[t[:-1], grid[idx]].tolist(),
+                hazard=np.r_[measured, h[idx]].tolist(),
+                hazard_low=np.r_[lows[0], lo].tolist(),
+                hazard_high=np.r_[lows[1], np.maximum(hi, h[idx])].tolist(),
+                extrapolated_above=float(top), tail=tail)
+
+
+def is_extrapolated(curve, threshold):
+    """Whether ``threshold`` lies on a curve's extrapolated tail (above every held-out
+    score), not on a measured point."""
+    above = curve.get("extrapolated_above")
+    return above is not None and float(threshold) >= float(above)
 
 
 def _hazard_at(curve, t, key="hazard"):
@@ -236,17 +376,19 @@ def threshold_at_fpir(curve, fpir, n_clients=None):
     threshold : float
     resolved : bool
         False when no held-out search passes even the highest threshold the curve
-        resolves, i.e. the searches cannot tell ``fpir`` from 0: the threshold is then the
-        one above every held-out score.
+        resolves, i.e. the searches cannot tell ``fpir`` from 0: the threshold is then
+        read from the extrapolated tail (`is_extrapolated`; the curve's highest point
+        when ``fpir`` lies below its end) or, on a curve without one, the one above
+        every held-out score.
     """
     if not 0.0 < float(fpir) < 1.0:
         raise InputError(f"the target FPIR must be in (0, 1), got {fpir}")
     n = int(n_clients or curve["clients"])
     th = np.asarray(curve["thresholds"], dtype=float)
     hz = np.asarray(curve["hazard"], dtype=float)
-    ok = hz <= -np.log1p(-float(fpir)) / n
-    i = int(np.flatnonzero(ok)[0])
-    return float(th[i]), bool(hz[i] > 0)
+    ok = np.flatnonzero(hz <= -np.log1p(-float(fpir)) / n)
+    i = int(ok[0]) if ok.size else th.size - 1  # beyond an extrapolated curve's end
+    return float(th[i]), bool(hz[i] > 0 and not is_extrapolated(curve, th[i]))
 
 
 def merge_curves(curves):
@@ -268,6 +410,9 @@ def merge_curves(curves):
     out["searches"] = sum(int(c["searches"]) for c in curves)
     out["searches_left_out"] = sum(int(c.get("searches_left_out", 0)) for c in curves)
     out["blocks"] = sum(int(c.get("blocks", 1)) for c in curves)
+    above = [float(c["extrapolated_above"]) for c in curves if "extrapolated_above" in c]
+    if above:  # any block's tail makes the merged point extrapolated from its start up
+        out["extrapolated_above"] = min(above)
     nonzero = np.asarray(out["hazard"])[np.asarray(out["hazard"]) > 0]
     out["resolution"] = float(-np.expm1(-total * nonzero.min())) if nonzero.size else None
     return out

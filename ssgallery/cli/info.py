@@ -95,7 +95,13 @@ def open_set_line(rec):
             f"{rec['search_size']} clients"
             + (f" in {rec['blocks']} runs merged by --update" if rec.get("blocks", 1) > 1
                else "") + ")")
-    if not rec["resolved"]:
+    if rec.get("extrapolated"):
+        tail = rec["curve"].get("tail") or {}
+        text += ("; too few searches to resolve the target: threshold extrapolated beyond "
+                 "every one (exponential tail"
+                 + (f" of the top {tail['exceedances']} held-out scores" if tail else "")
+                 + "), not measured")
+    elif not rec["resolved"]:
         text += "; too few searches to resolve the target: threshold above every one"
     measured = rec.get("measured_clients")
     if measured is not None and measured < rec["clients"]:

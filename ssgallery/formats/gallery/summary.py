@@ -41,6 +41,14 @@ OPEN_SET_KIND = "top-candidate-centred"
 _CURVE_KEYS = ("thresholds", "hazard", "hazard_low", "hazard_high")
 
 
+def _tail_ok(tail):
+    """A curve's tail fit: absent, or a dict with a whole number of exceedances >= 1."""
+    if tail is None:
+        return True
+    k = tail.get("exceedances") if isinstance(tail, dict) else None
+    return isinstance(k, int) and not isinstance(k, bool) and k >= 1
+
+
 def header_open_set(header, path=None):
     """The ``open_set`` header attribute, checked: the 1:N operating point written by
     compress (`ssgallery.app.open_set`; JSON; absent in galleries written before it:
@@ -51,7 +59,10 @@ def header_open_set(header, path=None):
     FormatError
         A record that is not a well-formed operating point: a threshold curve whose
         thresholds are not finite and increasing, or whose hazards are negative or
-        increasing, or a non-finite threshold, or a scale <= 0, or fewer than 1 client.
+        increasing, or a non-finite threshold, or a scale <= 0, or fewer than 1 client,
+        or a non-finite start of the extrapolated tail (``extrapolated_above``, absent in
+        records written before it) or an ``extrapolated`` that is not a boolean, or a
+        tail fit (``tail``) that is not a record of at least 1 exceedance.
     """
     raw = header.get(OPEN_SET_ATTR)
     if raw is None:
@@ -70,7 +81,10 @@ def header_open_set(header, path=None):
                 or not np.all(np.isfinite(numbers)) or not 0 < numbers[1] < 1
                 or numbers[3] <= 0
                 or int(rec["clients"]) < 1
-                or not 1 <= int(rec.get("measured_clients", 1)) <= int(rec["clients"])):
+                or not 1 <= int(rec.get("measured_clients", 1)) <= int(rec["clients"])
+                or not np.isfinite(float(rec["curve"].get("extrapolated_above", 0.0)))
+                or not isinstance(rec.get("extrapolated", False), bool)
+                or not _tail_ok(rec["curve"].get("tail"))):
             raise ValueError("inconsistent curve or values")
     except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
         raise FormatError(f"corrupt gallery header: {OPEN_SET_ATTR}: {exc}", path=path) from None
