@@ -13,7 +13,9 @@ gallery's operating point); **FNIR** = mated searches whose mate is not returned
 or another client). Side by side, on the same gallery: ``--verification-thresholds``
 (each client's own verification threshold on its raw score, what ``identify --open-set``
 did before). "expected" is compress's own held-out estimate (what ``info`` shows);
-"resolved" counts the repetitions whose held-out searches resolve the target. Mean ±
+"resolved" counts the repetitions whose held-out searches resolve the target, and in
+brackets those whose threshold is read from the tail fitted beyond them instead
+(extrapolated, `ssgallery.biometrics.openset.tail_fit`). Mean ±
 sd over repetitions, the worst repetition beside it, and the pooled counts.
 
 Stage ``protocol``. The paper's protocol with a full search, as ``roc`` runs it
@@ -143,6 +145,7 @@ def _pct(v, d=2):
 def aggregate_fpir(reps):
     row = {"clients": reps[0]["clients"], "repetitions": len(reps),
            "resolved": sum(r["record"]["resolved"] for r in reps),
+           "extrapolated": sum(r["record"].get("extrapolated", False) for r in reps),
            "expected": float(np.mean([r["record"]["expected_fpir"] for r in reps])),
            "compress_seconds": float(np.mean([r["compress_seconds"] for r in reps]))}
     for arm in ("operating point", "verification thresholds"):
@@ -174,7 +177,8 @@ def _worst(reps, arm):
 
 FPIR_HEAD = ["data set (matcher)", "clients", "arm", "achieved FPIR % (mean ± sd)",
              "worst repetition FPIR %", "false positives / non-mated searches",
-             "FNIR % (mean)", "worst FNIR %", "expected FPIR %", "resolved"]
+             "FNIR % (mean)", "worst FNIR %", "expected FPIR %",
+             "resolved (extrapolated)"]
 
 
 def fpir_rows(key, row):
@@ -186,7 +190,8 @@ def fpir_rows(key, row):
                     f"{_pct(a['fpir'])} ± {_pct(a['fpir_sd'])}", _pct(a["fpir_worst"]),
                     f"{a['false_positives']} / {a['non_mated']}", _pct(a["fnir"], 1),
                     _pct(a["fnir_worst"], 1), _pct(row["expected"]) if first else "",
-                    f"{row['resolved']} of {row['repetitions']}" if first else ""])
+                    f"{row['resolved']} of {row['repetitions']}"
+                    f" ({row.get('extrapolated', 0)})" if first else ""])
     return out
 
 
