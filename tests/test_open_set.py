@@ -75,6 +75,7 @@ def test_compress_sets_the_threshold_from_held_out_searches(split):
     line = next(ln for ln in info.output.splitlines() if ln.startswith("1:N search:"))
     assert f"threshold {t:.4g} on the best centred score at target FPIR 1% for 12" in line
     assert "60 held-out searches of 11 clients" in line
+    assert "(95% interval of the tail's scale " in line and "Clopper" not in line
     assert "extrapolated beyond every one (exponential tail of the top 20" in line
 
 

@@ -90,8 +90,9 @@ def open_set_line(rec):
     low, high = rec["expected_fpir_ci"]
     text = (f"1:N search: threshold {rec['threshold']:.4g} on the best centred score at "
             f"target FPIR {100 * rec['target_fpir']:g}% for {rec['clients']} clients; "
-            f"expected FPIR {100 * rec['expected_fpir']:.2f}% (95% Clopper-Pearson "
-            f"{100 * low:.2f}-{100 * high:.2f}%, {rec['searches']} held-out searches of "
+            f"expected FPIR {100 * rec['expected_fpir']:.2f}% (95% "
+            + ("interval of the tail's scale " if rec.get("extrapolated") else "Clopper-Pearson ")
+            + f"{100 * low:.2f}-{100 * high:.2f}%, {rec['searches']} held-out searches of "
             f"{rec['search_size']} clients"
             + (f" in {rec['blocks']} runs merged by --update" if rec.get("blocks", 1) > 1
                else "") + ")")
