@@ -62,13 +62,13 @@ def heldout_searches(results, labels, clients, scale):
     Returns
     -------
     scores, probes, owners, people : ndarray, shape (M,)
-        Each score, its probe (store row), the client that gave it and the probe's
-        person.
+        Each score, its probe (store row), the client that gave it (its index in
+        ``clients``) and the probe's person (an integer code of its label).
     """
     from ssgallery.biometrics.openset import subject_out_normalised
 
     scores, probes, owners = [], [], []
-    for c in clients:
+    for i, c in enumerate(clients):
         held = results[c].heldout or {}
         if "impostor_row" not in held:
             raise InputError(f"client '{c}' carries no held-out search rows (a part written "
@@ -77,10 +77,10 @@ def heldout_searches(results, labels, clients, scale):
         rows = np.asarray(held["impostor_row"]).astype(np.int64)
         scores.append(subject_out_normalised(held["impostor"], np.asarray(labels)[rows], scale))
         probes.append(rows)
-        owners.append(np.full(rows.size, c))
+        owners.append(np.full(rows.size, i, dtype=np.int32))
     probes = np.concatenate(probes)
-    return (np.concatenate(scores), probes, np.concatenate(owners),
-            np.asarray(labels).astype(str)[probes])
+    _, person = np.unique(np.asarray(labels), return_inverse=True)
+    return np.concatenate(scores), probes, np.concatenate(owners), person.ravel()[probes]
 
 
 def _curve(results, labels, clients, scale, n_clients):

@@ -136,7 +136,7 @@ def _finite(scores, labels, what):
     if s.shape != labels.shape:
         raise InputError(f"expected one {what} per score, got {s.shape} and {labels.shape}")
     keep = np.isfinite(s)
-    return s[keep], labels[keep], keep
+    return (s, labels, keep) if keep.all() else (s[keep], labels[keep], keep)
 
 
 def _steps(scores, probes, search_size, quantile):
@@ -281,22 +281,27 @@ def tail_fit(scores, clients, people=None, *, fraction=TAIL_FRACTION,
     s, clients, keep = _finite(scores, clients, "client")
     if s.size < 3:
         return None
-    _, code = np.unique(clients.astype(str), return_inverse=True)
+    code = _codes(clients)
     n = np.bincount(code)
     mean = np.bincount(code, s) / n
-    var = np.bincount(code, (s - mean[code]) ** 2) / np.maximum(n - 1, 1)
-    widths = np.where(n > 1, np.sqrt(var), s.std(ddof=1))
-    widths = np.maximum(widths, max(1e-12, 1e-6 * s.std(ddof=1)))
-    w = s / widths[code]
+    dev = s - mean[code]
+    dev *= dev
+    widths = np.sqrt(np.bincount(code, dev) / np.maximum(n - 1, 1))
+    del dev
+    spread = s.std(ddof=1)
+    widths = np.maximum(np.where(n > 1, widths, spread), max(1e-12, 1e-6 * spread))
+    w = widths[code]
+    np.divide(s, w, out=w)
     k = int(min(s.size - 1, max(minimum, np.ceil(fraction * s.size))))
-    order = np.argsort(-w, kind="stable")
+    top = np.argpartition(w, w.size - k - 1)[w.size - k - 1:]
+    order = top[np.argsort(-w[top], kind="stable")]  # the k + 1 largest, descending
     u = float(w[order[k]])
     beta = float(np.mean(w[order[:k]] - u))
     if not beta > 0:
         return None
     pairs = k
     if people is not None:
-        who = np.asarray(people).astype(str).ravel()[keep][order[:k]]
+        who = np.asarray(people).ravel()[np.flatnonzero(keep)[order[:k]]]
         pairs = len(set(zip(code[order[:k]].tolist(), who.tolist())))
     a = (1.0 - level) / 2.0
     ci = [2 * pairs * beta / chi2.ppf(1 - a, 2 * pairs), 2 * pairs * beta / chi2.ppf(a, 2 * pairs)]
@@ -305,12 +310,26 @@ def tail_fit(scores, clients, people=None, *, fraction=TAIL_FRACTION,
             "scores": int(s.size), "widths": widths}
 
 
+def _codes(labels):
+    """0..C-1 for the C distinct labels (small non-negative integers without sorting)."""
+    if labels.dtype.kind in "iu" and labels.min() >= 0 and labels.max() < 4 * labels.size:
+        present = np.bincount(labels) > 0
+        return (np.cumsum(present) - 1)[labels]
+    return np.unique(labels, return_inverse=True)[1].ravel()
+
+
 def _tail_hazard(fit, t, beta):
     """The tail's hazard per client at thresholds ``t``: mean over the clients of
     -log(1 - P(W > t / s_c))."""
-    x = np.asarray(t, dtype=float)[:, None] / fit["widths"][None, :]
-    p = np.minimum(fit["rate"] * np.exp(-(x - fit["u"]) / beta), 1.0 - 1e-12)
-    return -np.log1p(-p).mean(axis=1)
+    t = np.asarray(t, dtype=float)
+    inv = 1.0 / fit["widths"]
+    step = max(1, 2 ** 20 // inv.size)  # blocks of about a million (threshold, client)
+    out = np.empty(t.size)
+    for i in range(0, t.size, step):
+        x = t[i:i + step, None] * inv[None, :]
+        p = np.minimum(fit["rate"] * np.exp(-(x - fit["u"]) / beta), 1.0 - 1e-12)
+        out[i:i + step] = -np.log1p(-p).mean(axis=1)
+    return out
 
 
 def _extend(curve, fit):
