@@ -369,3 +369,49 @@ def test_roc_gallery_measures_fpir_and_fnir_at_the_stored_operating_point(split,
         np.mean([r.identified is not None for r in strangers]))
     assert found["fnir_at_stored_threshold"] == pytest.approx(
         np.mean([r.identified != name for name, r in mated]))
+
+
+def test_a_hostile_operating_point_is_refused_in_one_line(split, tmp_path):
+    """A re-hashed gallery whose 1:N record has mistyped or impossible values (the tail
+    fit's, the extrapolated start, the intervals, the counts) is refused by identify and
+    info in one line, exit 2: no internal error, no interval of -16275379 %, no curve
+    that reads 0 % FPIR at its lowest threshold."""
+    from helpers import rehash_gallery
+
+    root, clients, _ = split
+    g = tmp_path / "g.h5"
+    shutil.copy(root / "g.h5", g)
+    probe = _probes(root, set(clients))[0]
+    with h5py.File(g, "a") as f:
+        rec = json.loads(f.attrs["open_set"])
+    curve, n = rec["curve"], len(rec["curve"]["thresholds"])
+    tail = curve["tail"]
+    bad_curves = [{"tail": tail | {"beta": -1.0}}, {"tail": tail | {"beta": "NaN"}},
+                  {"tail": tail | {"rate": 2.0}}, {"tail": tail | {"u": None}},
+                  {"tail": tail | {"beta_ci": [1.0]}}, {"tail": tail | {"pairs": 10 ** 6}},
+                  {"tail": tail | {"kind": "gumbel"}},
+                  {"extrapolated_above": curve["thresholds"][-1] + 1.0},
+                  {"extrapolated_above": "3.0"}, {"extrapolated_above": True},
+                  {"hazard_high": [-1.0] * n}, {"hazard_low": [float("nan")] * n},
+                  {k: [0.0] * n for k in ("hazard", "hazard_low", "hazard_high")}]
+    bad = ([rec | {"curve": curve | c} for c in bad_curves]
+           + [rec | {"expected_fpir_ci": "ab"}, rec | {"expected_fpir_ci": [0.1, 2.0]},
+              rec | {"blocks": "x"}, rec | {"target_fpir": "0.01"},
+              rec | {"searches": "x"}, rec | {"clients": 12.7}, rec | {"clients": True},
+              rec | {"resolved": "no"}, rec | {"scale": "1"}, rec | {"expected_fpir": 1.5}])
+    for record in bad:
+        with h5py.File(g, "a") as f:
+            f.attrs["open_set"] = json.dumps(record)
+        rehash_gallery(g)
+        for args in (["identify", probe, "--gallery", g, "--open-set"],
+                     ["identify", probe, "--gallery", g, "--fpir", "0.05"],
+                     ["info", "--gallery", g]):
+            res = CliRunner().invoke(main, list(map(str, args)))
+            assert res.exit_code == 2, (record, args, res.output)
+            assert "corrupt gallery header: open_set" in res.output, (record, res.output)
+            assert len(res.output.strip().splitlines()) == 1
+    # the record as written still reads
+    with h5py.File(g, "a") as f:
+        f.attrs["open_set"] = json.dumps(rec)
+    rehash_gallery(g)
+    assert _identify(probe, "--gallery", g, "--open-set").exit_code in (0, 1)

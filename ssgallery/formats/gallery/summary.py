@@ -41,12 +41,55 @@ OPEN_SET_KIND = "top-candidate-centred"
 _CURVE_KEYS = ("thresholds", "hazard", "hazard_low", "hazard_high")
 
 
+def _real(value, low=-np.inf, high=np.inf):
+    """A JSON number (not a string nor a boolean), finite, in [low, high]."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and bool(np.isfinite(value)) and low <= value <= high)
+
+
+def _count(value, low=1):
+    """A whole JSON number >= ``low`` (not a boolean)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
 def _tail_ok(tail):
-    """A curve's tail fit: absent, or a dict with a whole number of exceedances >= 1."""
+    """A curve's tail fit (`ssgallery.biometrics.openset.tail_fit`): absent, or an
+    exponential fit with k >= 1 exceedances of k' <= k (person, client) pairs among
+    M >= k scores, a finite threshold u, a rate in (0, 1] and a scale beta > 0 inside
+    its interval."""
     if tail is None:
         return True
-    k = tail.get("exceedances") if isinstance(tail, dict) else None
-    return isinstance(k, int) and not isinstance(k, bool) and k >= 1
+    if not isinstance(tail, dict) or tail.get("kind") != "exponential":
+        return False
+    k, ci = tail.get("exceedances"), tail.get("beta_ci")
+    return (_count(k) and _count(tail.get("pairs")) and tail["pairs"] <= k
+            and _count(tail.get("scores"), k) and _real(tail.get("u"))
+            and _real(tail.get("rate"), 0.0, 1.0) and tail["rate"] > 0
+            and isinstance(ci, list) and len(ci) == 2 and all(_real(v, 0.0) for v in ci)
+            and _real(tail.get("beta"), ci[0], ci[1]) and tail["beta"] > 0)
+
+
+def _record_ok(rec, curve):
+    """The record's values beside its curve: numbers that are numbers, counts that are
+    whole, FPIRs in [0, 1], a curve that measures something at its lowest threshold
+    (hazard > 0: a curve of hazard 0 would read 0 % FPIR everywhere) and whose hazard
+    bounds are >= 0, the extrapolated tail starting on the curve, a boolean resolved."""
+    t, h = curve["thresholds"], curve["hazard"]
+    ci = rec.get("expected_fpir_ci")
+    above = rec["curve"].get("extrapolated_above", t[-1])
+    return (all(_real(rec.get(k)) for k in ("threshold", "scale"))
+            and _real(rec.get("target_fpir"), 0.0, 1.0) and _real(rec.get("expected_fpir"), 0.0, 1.0)
+            and isinstance(ci, list) and len(ci) == 2 and all(_real(v, 0.0, 1.0) for v in ci)
+            and all(_count(rec.get(k)) for k in ("clients", "search_size"))
+            and _count(rec.get("searches"), 0) and _count(rec.get("blocks", 1))
+            and _count(rec.get("measured_clients", 1))
+            and isinstance(rec.get("resolved"), bool)
+            and isinstance(rec.get("extrapolated", False), bool)
+            and h[0] > 0
+            and all(not np.any(np.isnan(curve[k])) and not np.any(curve[k] < 0)
+                    for k in ("hazard_low", "hazard_high"))
+            and _real(above, high=float(t[-1]))
+            and _tail_ok(rec["curve"].get("tail")))
 
 
 def header_open_set(header, path=None):
@@ -60,9 +103,13 @@ def header_open_set(header, path=None):
         A record that is not a well-formed operating point: a threshold curve whose
         thresholds are not finite and increasing, or whose hazards are negative or
         increasing, or a non-finite threshold, or a scale <= 0, or fewer than 1 client,
-        or a non-finite start of the extrapolated tail (``extrapolated_above``, absent in
-        records written before it) or an ``extrapolated`` that is not a boolean, or a
-        tail fit (``tail``) that is not a record of at least 1 exceedance.
+        or a value that `_record_ok` refuses: a number or count of the wrong type
+        (strings, booleans, fractions of clients), an FPIR or interval outside [0, 1],
+        hazard bounds < 0 or NaN, a curve of hazard 0 at its lowest threshold, a start
+        of the extrapolated tail (``extrapolated_above``, absent in records written
+        before it) that is not a finite number on the curve, a non-boolean
+        ``resolved`` or ``extrapolated``, or a tail fit (``tail``) that `_tail_ok`
+        refuses.
     """
     raw = header.get(OPEN_SET_ATTR)
     if raw is None:
@@ -82,9 +129,7 @@ def header_open_set(header, path=None):
                 or numbers[3] <= 0
                 or int(rec["clients"]) < 1
                 or not 1 <= int(rec.get("measured_clients", 1)) <= int(rec["clients"])
-                or not np.isfinite(float(rec["curve"].get("extrapolated_above", 0.0)))
-                or not isinstance(rec.get("extrapolated", False), bool)
-                or not _tail_ok(rec["curve"].get("tail"))):
+                or not _record_ok(rec, curve)):
             raise ValueError("inconsistent curve or values")
     except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
         raise FormatError(f"corrupt gallery header: {OPEN_SET_ATTR}: {exc}", path=path) from None
