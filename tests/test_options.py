@@ -298,3 +298,33 @@ def test_compress_command_refuses_non_finite_and_out_of_range_options_as_input_e
                                            "-o", str(tmp_path / "g.h5"), *args])
         assert result.exit_code == 2, result.output
         assert result.output.splitlines() == [f"ssgallery: error: {message}"]
+
+
+def test_between_with_a_black_box_matcher_is_named_as_ignored(tmp_path):
+    """A black box's inputs are not vectors to average: compress --between fits its
+    clients on the training images only, and says so on stderr (exit 0); an analytic
+    matcher takes it without a word."""
+    import sys
+    from pathlib import Path
+
+    from click.testing import CliRunner
+    from helpers import make_faces
+
+    from ssgallery.app.enroll import enroll
+    from ssgallery.cli import main
+
+    program = [sys.executable, str(Path(__file__).resolve().parent / "matchers" /
+                                   "example_mad.py")]
+    faces = make_faces(str(tmp_path / "faces"), n_clients=2, n_images=4, shape=(16, 12))
+    enroll(faces, tmp_path / "bb.h5", matcher="external", matcher_options={"command": program})
+    enroll(faces, tmp_path / "eig.h5")
+    runner = CliRunner()
+    env = {"SSGALLERY_MATCHER_CMD": " ".join(program)}
+    for store, told in (("bb.h5", True), ("eig.h5", False)):
+        res = runner.invoke(main, ["compress", "--store", str(tmp_path / store), "-o",
+                                   str(tmp_path / f"g-{store}"), "--between", "0.5",
+                                   "--cv-folds", "0", "--max-iter", "3", "--quiet"], env=env)
+        assert res.exit_code == 0, res.output
+        line = "--between 0.5 is ignored: the external matcher is a black box"
+        assert (line in res.stderr) == told, res.stderr
+        assert line not in res.stdout

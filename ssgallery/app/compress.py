@@ -222,6 +222,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
     run = run if run is not None else CompressRun()
     key, privacy_key = load_key(run.key_file), load_privacy_key(run.privacy_key_file)
     plan = prepare(store_path, gallery_path, options, run, privacy_key)
+    _warn_ignored(plan, run)
     results, (previous, previous_point) = \
         _kept_from_gallery(plan, gallery_path, key, privacy_key) if run.update \
         else ({}, (None, None))
@@ -250,6 +251,19 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
                     {"trained": todo, "kept": kept, "resumed": resumed,
                      "calibration": calibration, "open_set": point,
                      "never_accepting": dead})
+
+
+def _warn_ignored(plan, run):
+    """Tell the user of a training option this matcher ignores: ``between`` for a
+    black box (`ssgallery.learn.supersparse.between_points` averages vectors; a black
+    box's inputs are not vectors to average, so it fits the training images only)."""
+    from ssgallery.images.ingest import default_warn
+
+    if plan.options.between > 0 and not getattr(plan.similarity, "has_gradient", False):
+        (run.warn or default_warn)(
+            f"{option('between')} {plan.options.between:g} is ignored: the "
+            f"{plan.store.matcher_name} matcher is a black box (no midpoints of its "
+            "inputs); its clients are fitted on the training images only")
 
 
 def _train(plan, run, todo, committed, results):
