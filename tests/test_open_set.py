@@ -398,7 +398,9 @@ def test_a_hostile_operating_point_is_refused_in_one_line(split, tmp_path):
            + [rec | {"expected_fpir_ci": "ab"}, rec | {"expected_fpir_ci": [0.1, 2.0]},
               rec | {"blocks": "x"}, rec | {"target_fpir": "0.01"},
               rec | {"searches": "x"}, rec | {"clients": 12.7}, rec | {"clients": True},
-              rec | {"resolved": "no"}, rec | {"scale": "1"}, rec | {"expected_fpir": 1.5}])
+              rec | {"resolved": "no"}, rec | {"scale": "1"}, rec | {"expected_fpir": 1.5},
+              # an extrapolated T called resolved, or not called extrapolated
+              rec | {"resolved": True}, rec | {"extrapolated": False}])
     for record in bad:
         with h5py.File(g, "a") as f:
             f.attrs["open_set"] = json.dumps(record)

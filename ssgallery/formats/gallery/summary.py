@@ -73,7 +73,8 @@ def _record_ok(rec, curve):
     """The record's values beside its curve: numbers that are numbers, counts that are
     whole, FPIRs in [0, 1], a curve that measures something at its lowest threshold
     (hazard > 0: a curve of hazard 0 would read 0 % FPIR everywhere) and whose hazard
-    bounds are >= 0, the extrapolated tail starting on the curve, a boolean resolved."""
+    bounds are >= 0, the extrapolated tail starting on the curve and T on it only when
+    the record says so (`_on_tail_ok`), a boolean resolved."""
     t, h = curve["thresholds"], curve["hazard"]
     ci = rec.get("expected_fpir_ci")
     above = rec["curve"].get("extrapolated_above", t[-1])
@@ -89,7 +90,17 @@ def _record_ok(rec, curve):
             and all(not np.any(np.isnan(curve[k])) and not np.any(curve[k] < 0)
                     for k in ("hazard_low", "hazard_high"))
             and _real(above, high=float(t[-1]))
-            and _tail_ok(rec["curve"].get("tail")))
+            and _tail_ok(rec["curve"].get("tail"))
+            and _on_tail_ok(rec))
+
+
+def _on_tail_ok(rec):
+    """``extrapolated`` says whether T lies on the curve's tail (at or above
+    ``extrapolated_above``; never for a curve without one), and a T on the tail is not
+    ``resolved`` (`ssgallery.biometrics.openset.threshold_at_fpir`)."""
+    above = rec["curve"].get("extrapolated_above")
+    on_tail = above is not None and rec["threshold"] >= above
+    return rec.get("extrapolated", False) == on_tail and not (on_tail and rec["resolved"])
 
 
 def header_open_set(header, path=None):
