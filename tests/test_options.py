@@ -200,6 +200,10 @@ DICTS = "`method_options` must map method names to dicts of options, got "
     ("norm_folds", True, "the normalisation folds must be 0 (none) or at least 2, got True"),
     ("method_options", {"ssvm": 3}, f"{DICTS}{{'ssvm': 3}}"),
     ("method_options", [("ssvm", {})], f"{DICTS}[('ssvm', {{}})]"),
+    ("between", -0.5, "`between` must be >= 0 and finite, got -0.5"),
+    ("between", float("nan"), "`between` must be >= 0 and finite, got nan"),
+    ("between", float("inf"), "`between` must be >= 0 and finite, got inf"),
+    ("between", True, "`between` must be a number, got True"),
 ])
 def test_protocol_options_refuse_what_the_protocol_cannot_run(field, value, message):
     from ssgallery.biometrics.protocol import ProtocolOptions
@@ -235,6 +239,20 @@ def test_roc_refuses_a_bad_protocol_option_in_one_line(tmp_path):
     assert res.exit_code == 2, res.output
     assert res.stderr.strip().splitlines() == [
         "ssgallery: error: --seed must be an integer from 0 to 2**32 - 1, got -1"]
+    assert not (tmp_path / "report").exists()
+
+
+@pytest.mark.parametrize(("value", "shown"), [("-1", "-1.0"), ("nan", "nan")])
+def test_roc_refuses_a_negative_or_nan_between_in_one_line(tmp_path, value, shown):
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    res = CliRunner().invoke(main, ["roc", str(tmp_path), "--between", value, "-o",
+                                    str(tmp_path / "report")])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.strip().splitlines() == [
+        f"ssgallery: error: --between must be >= 0 and finite, got {shown}"]
     assert not (tmp_path / "report").exists()
 
 

@@ -196,6 +196,33 @@ def test_every_registered_method_runs_through_the_protocol():
             assert s["matches_mean"] == 2.0
 
 
+def test_between_distils_the_super_sparse_svms_only_and_a_variant_keeps_its_own():
+    """``between`` (roc --between) fits ssvm and ssvm-paper as compress --between does;
+    the SVM and the other methods score exactly as at 0."""
+    images, labels = synthetic_images(6, 6, seed=5)
+    variants = {"ssvm-own": {"method": "ssvm", "between": 0.0},
+                "ssvm-half": {"method": "ssvm", "between": 0.5}}
+    kw = {"methods": ("svm", "ssvm", "ssvm-paper", "svm-sel", "ssvm-own", "ssvm-half"),
+          "m": 2, "n_enrolled": 3, "n_train": 3, "repetitions": 1, "seed": 2,
+          "method_options": variants, "identification": True, "norm_folds": 2}
+    plain = {t.method: t for t in run_protocol(images, labels, ProtocolOptions(**kw))}
+    half = {t.method: t for t in run_protocol(images, labels,
+                                              ProtocolOptions(between=0.5, **kw))}
+    for name in ("svm", "svm-sel", "ssvm-own", "ssvm-half"):
+        np.testing.assert_array_equal(plain[name].score, half[name].score)
+        np.testing.assert_array_equal(plain[name].search.score, half[name].search.score)
+    for name in ("ssvm", "ssvm-paper"):
+        a, b = plain[name].score, half[name].score
+        ok = np.isfinite(a)
+        np.testing.assert_array_equal(ok, np.isfinite(b))  # the same failures to acquire
+        assert np.abs(a[ok] - b[ok]).max() > 1e-3, name  # a different fit
+    np.testing.assert_array_equal(half["ssvm"].score, plain["ssvm-half"].score)
+    np.testing.assert_array_equal(half["ssvm"].search.score, plain["ssvm-half"].search.score)
+    # the held-out Z-norm's fold models are distilled the same way
+    assert half["ssvm"].search.clients == plain["ssvm-half"].search.clients
+    assert half["ssvm"].search.clients != plain["ssvm"].search.clients
+
+
 def test_method_variants_share_the_teacher_and_carry_their_own_name():
     images, labels = synthetic_images(6, 6, seed=5)
     kw = {"m": 2, "n_enrolled": 3, "n_train": 3, "repetitions": 1, "seed": 2}

@@ -72,6 +72,8 @@ def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
     config = {"enrolled": len(splits[0].enrolled), "train_images": int(p.n_train),
               "repetitions": int(p.repetitions), "seed": int(p.seed), "m": list(p.m),
               "methods": list(p.methods)}
+    if p.between:  # recorded when set: a report of the default reads as before
+        config["between"] = float(p.between)
     return _report(tables, report, "protocol", source, config, progress)
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from ssgallery.biometrics.protocol_options import (  # noqa: F401  (public here too)
     DEFAULT_METHODS,
+    SSVM_METHODS,
     ProtocolOptions,
 )
 from ssgallery.biometrics.scores import Scores
@@ -152,12 +153,17 @@ def method_specs(methods, m_values):
     return specs
 
 
-def _make(name, m, random_state, method_options):
-    """An unfitted method (the teacher's distillation or reduction) from the registry."""
+def _make(name, m, random_state, options):
+    """An unfitted method (the teacher's distillation or reduction) from the registry;
+    the super-sparse SVMs distil at ``options.between`` too (unless their
+    ``method_options`` set ``between``)."""
     from ssgallery.biometrics.methods import make_method
 
-    opts = dict(method_options.get(name, {}))
-    return make_method(opts.pop("method", name), m, random_state=random_state, **opts)
+    opts = dict(options.method_options.get(name, {}))
+    method = opts.pop("method", name)
+    if options.between and str(method).lower() in SSVM_METHODS:
+        opts.setdefault("between", options.between)
+    return make_method(method, m, random_state=random_state, **opts)
 
 
 def _fit_client(data, similarity, specs, random_state, options, gram=None):
@@ -177,7 +183,7 @@ def _fit_client(data, similarity, specs, random_state, options, gram=None):
         if name == "svm":
             model, matches = teacher, teacher.n_support_total_
         else:
-            model = _make(name, m, random_state, options.method_options)
+            model = _make(name, m, random_state, options)
             model.fit(X, y, teacher=teacher)
             matches = model.n_matches_
         fit_s = time.perf_counter() - t0
@@ -200,7 +206,7 @@ def _normalisation(X, y, groups, similarity, specs, C, random_state, options, gr
         teacher = SimilaritySVM(similarity=similarity, C=C, random_state=random_state).fit(
             X[train], y[train], sub)
         return [teacher if name == "svm" else
-                _make(name, m, random_state, options.method_options).fit(
+                _make(name, m, random_state, options).fit(
                     X[train], y[train], teacher=teacher) for name, m in specs]
 
     return heldout_normalisation(X, y, groups, fit_fold, options.norm_folds, random_state)

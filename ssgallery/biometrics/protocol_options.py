@@ -11,12 +11,14 @@ from ssgallery.checks import (
     checked_field,
     flag_bool,
     is_int,
+    non_negative,
     positive_int,
     seed_int,
 )
 from ssgallery.errors import InputError, option
 
 DEFAULT_METHODS = ("svm", "ssvm", "svm-red", "svm-sel")
+SSVM_METHODS = ("ssvm", "ssvm-paper")  # the distillers ``between`` applies to
 
 
 def _methods(name, value):
@@ -110,6 +112,13 @@ class ProtocolOptions(CheckedOptions):
         A ``"method"`` entry makes ``name`` a variant of that registry method (e.g.
         ``{"ssvm-lam6": {"method": "ssvm", "lam": 1e-6}}``), so several settings of one
         method share each client's teacher; its tables carry the variant's name.
+    between : float
+        The super-sparse SVMs (`SSVM_METHODS` and their variants) also distil the SVM's
+        scores at points half-way between each client's training images and its
+        impostors', with this total weight relative to the training images', as
+        ``compress --between`` does (`ssgallery.learn.supersparse.between_points`;
+        analytic matchers only); 0 (default): the paper's training images only. A
+        variant whose ``method_options`` set ``between`` keeps its own.
     """
 
     methods: tuple = checked_field(DEFAULT_METHODS, _methods)
@@ -122,3 +131,4 @@ class ProtocolOptions(CheckedOptions):
     identification: bool = checked_field(False, flag_bool)
     method_options: dict = checked_field(None, _method_options)  # noqa: RUF009 (a field())
     norm_folds: int = checked_field(5, _norm_folds)
+    between: float = checked_field(0.0, non_negative)

@@ -80,6 +80,12 @@ def _parse_methods(ctx, param, value):
               help="Searches are ranked as a gallery deploys them: each method's scores "
                    "normalised with its training impostors held out by subject in K folds "
                    "(as compress does); 0 ranks raw scores (K times fewer refits).")
+@click.option("--between", type=float, default=ProtocolOptions.between, show_default=True,
+              metavar="W",
+              help="ssvm and ssvm-paper are distilled as 'compress --between W' does: the "
+              "SVM's scores half-way between each client's images and the impostors' too, "
+              "with weight W (0: the paper's training images only). Run once with 0 and "
+              "once with W to measure the effect. Eigenface and dlib.")
 @click.option("--no-plot", is_flag=True, help="Do not draw the plots.")
 @click.option("--force", is_flag=True, help="Replace report files that were not written by "
               "ssgallery roc (never a folder or a device).")
@@ -118,6 +124,7 @@ def command(paths, scores, no_plot, as_json, wide, quiet, **options):
       ssgallery roc faces/ --m 2 -o report/
       ssgallery roc                                   # on ./enrollment.h5
       ssgallery roc faces/ --m 1,2,5 --methods svm,ssvm,nystrom --jobs 2
+      ssgallery roc faces/ --methods svm,ssvm --between 0.5 -o report-between/
       ssgallery roc --scores report/scores/*.txt -o again/
       ssgallery roc --gallery gallery.h5 --probes probes/
       ssgallery roc --dev-scores dev.txt --eval-scores eval.txt --criterion min-hter
