@@ -417,3 +417,31 @@ def test_a_hostile_operating_point_is_refused_in_one_line(split, tmp_path):
         f.attrs["open_set"] = json.dumps(rec)
     rehash_gallery(g)
     assert _identify(probe, "--gallery", g, "--open-set").exit_code in (0, 1)
+
+
+def test_a_target_beyond_the_curve_s_end_is_named(split, tmp_path):
+    """The extrapolated tail ends at FPIR_N = openset.TAIL_MIN_FPIR: a smaller target
+    gets the curve's highest threshold, whose expected FPIR is above the target; identify
+    and compress say so (not "expected FPIR 0.00%" beside a target of 1e-07%)."""
+    root, clients, s = split
+    probe = _probes(root, set(clients))[0]
+    res = _identify(probe, "--gallery", root / "g.h5", "--fpir", "1e-9", "--json")
+    point = json.loads(res.stdout)["operating_point"]
+    assert point["threshold"] == s.open_set["curve"]["thresholds"][-1]
+    assert 1e-9 < point["expected_fpir"] <= openset.TAIL_MIN_FPIR
+    assert point["extrapolated"] and not point["resolved"]
+    text = _identify(probe, "--gallery", root / "g.h5", "--fpir", "1e-9").output
+    line = next(ln for ln in text.splitlines() if ln.startswith("operating point:"))
+    assert "target below the curve's end: its highest threshold, expected FPIR 9.9e-05%" in line
+    # at a reachable target, no such words
+    text = _identify(probe, "--gallery", root / "g.h5", "--fpir", "1e-4").output
+    assert "curve's end" not in text
+    shutil.copy(root / "e.h5", tmp_path / "e.h5")
+    res = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "e.h5"), "-o",
+                                    str(tmp_path / "g.h5"), "--cv-folds", "3",
+                                    "--target-fpir", "1e-9"])
+    assert res.exit_code == 0, res.output
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("1:N search:"))
+    assert "target below the curve's end: its highest threshold, expected FPIR" in line
+    info = CliRunner().invoke(main, ["info", "--gallery", str(tmp_path / "g.h5")])
+    assert line in info.output

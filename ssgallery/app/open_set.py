@@ -276,8 +276,18 @@ def describe(point):
                  "not measured")
     elif not point["resolved"]:
         text += "; the held-out searches cannot resolve the target: threshold above all"
-    return text + ")"
+    return text + beyond_end(point) + ")"
 
 
-__all__ = ["DEFAULT_TARGET_FPIR", "check_target_fpir", "describe", "heldout_searches",
-           "operating_point", "read_record", "resolve"]
+def beyond_end(point):
+    """The words for a point whose target lies below the curve's end (the extrapolated
+    tail stops at `ssgallery.biometrics.openset.TAIL_MIN_FPIR`): T is the curve's
+    highest threshold and its expected FPIR is above the target; "" otherwise."""
+    if point["expected_fpir"] <= point["target_fpir"]:
+        return ""
+    return (f"; target below the curve's end: its highest threshold, expected FPIR "
+            f"{100 * point['expected_fpir']:.2g}%")
+
+
+__all__ = ["DEFAULT_TARGET_FPIR", "beyond_end", "check_target_fpir", "describe",
+           "heldout_searches", "operating_point", "read_record", "resolve"]

@@ -82,6 +82,8 @@ def open_set_line(rec):
     """``1:N search: threshold T on the best centred score at target FPIR f for N
     clients; expected FPIR x% (95% Clopper-Pearson a-b%, n held-out searches of k
     clients)`` from a gallery's open-set record (None: not recorded)."""
+    from ssgallery.app.open_set import beyond_end
+
     if not rec:
         return ("1:N search: no operating point recorded (compressed before --target-fpir, "
                 "or updated from such a gallery without training a client): identify "
@@ -104,6 +106,7 @@ def open_set_line(rec):
                  + "), not measured")
     elif not rec["resolved"]:
         text += "; too few searches to resolve the target: threshold above every one"
+    text += beyond_end(rec)
     measured = rec.get("measured_clients")
     if measured is not None and measured < rec["clients"]:
         text += (f"; measured on {measured} of the {rec['clients']} clients (the others "
