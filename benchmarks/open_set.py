@@ -41,6 +41,14 @@ benchmarks/identify.py builds them), this tree against ``--baseline`` (main befo
 the command on one probe (process start, gallery read, search; median) and the
 per-probe cost of a batch of 200 probes in one process (median).
 
+Stage ``between`` (asked for by name; benchmarks/_open_set_between.py). What
+``compress --between W`` (``--between``) costs: per data set, size (``--sizes``) and
+repetition, the fpir stage's split enrolled once and compressed with the defaults and
+with W, ``--between-runs`` times each, interleaved: CPU seconds per client and their
+ratio; each gallery's verification of the same claims as ``roc --gallery`` measures it
+(mean client EER, FRR at FAR 1 %, the stored thresholds' FAR/FRR, the worst client) and
+its stored 1:N point's FPIR/FNIR.
+
 Targets (issue 24): achieved FPIR <= 2 % at target 1 % on AT&T and LFW/dlib, for 20
 clients and for all; FNIR at FPIR 1 % of SSVM m = 2 within 3 points of its SVM on AT&T
 and LFW/dlib; identify's per-probe cost and cold start unchanged.
@@ -51,6 +59,7 @@ and LFW/dlib; identify's per-probe cost and cold start unchanged.
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -61,6 +70,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _results
+from _open_set_between import aggregate_between, between_table, run_between
 from _open_set_cost import COST_MARGIN, cost_table, run_cost
 from _open_set_gap import GAP_HEAD, NORM_HEAD, gap_diagnosis, gap_rows, gap_summary, norm_rows
 from calibration import _split, _subjects
@@ -111,13 +121,18 @@ def _rates(results, probes, clients):
             "clients_missing_half": sum(2 * missed[c] >= mated[c] for c in mated)}
 
 
+def _clients(size, subjects, args):
+    """A gallery size: a number of clients, or "all" but the held-out fraction."""
+    return len(subjects) - round(args.holdout * len(subjects)) if size == "all" \
+        else int(size)
+
+
 def run_fpir(name, size, rep, subjects, args):
     from ssgallery.app.compress import CompressOptions, compress
     from ssgallery.app.enroll import enroll
     from ssgallery.app.identify import identify
 
-    n = len(subjects) - round(args.holdout * len(subjects)) if size == "all" \
-        else int(size)
+    n = _clients(size, subjects, args)
     rng = np.random.default_rng(1000 * args.seed + rep)
     with tempfile.TemporaryDirectory(prefix="ssg-open-") as tmp:
         work = Path(tmp)
@@ -368,6 +383,8 @@ def write(results):
                                 for r in norm_rows(key, g["normalisations"])]))
     if results.get("cost"):
         tables.append(cost_table(results["cost"]))
+    if results.get("between"):
+        tables.append(between_table(results["between"]))
     runs = "\n".join(f"- `{k}`: {v}" for k, v in results.get("runs", {}).items())
     notes = ("**Targets.**\n\n" + "\n".join(_targets(results)) + "\n\n**Runs.**\n\n" + runs
              + "\n\n" + _results.docstring(__doc__))
@@ -405,7 +422,9 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=1, help="protocol: clients in parallel")
     parser.add_argument("--between", type=float, default=0.5,
                         help="protocol: also SSVM m = 2 distilled with compress --between "
-                             "W (0: not run) [0.5]")
+                             "W (0: not run); stage between: W [0.5]")
+    parser.add_argument("--between-runs", type=int, default=2,
+                        help="stage between: compress runs per arm and repetition [2]")
     parser.add_argument("--dlib-cache", default=None,
                         help="dlib descriptor cache read and updated [OUT/open_set/dlib.npz]")
     parser.add_argument("--baseline", default="4b80f8a",
@@ -423,7 +442,8 @@ def main(argv=None):
     saved = args.out / "results.json"
     results = json.loads(saved.read_text()) if saved.exists() else {}
     stages = args.stages.split(",")
-    for name in args.datasets.split(",") if {"fpir", "protocol"} & set(stages) else ():
+    for name in args.datasets.split(",") if {"fpir", "protocol", "between"} & set(stages) \
+            else ():
         _dlib_cache(name, args)
         subjects = _subjects(_faces_dir(name, args.out), args.train_images + 1)
         key_base = f"{name} ({MATCHERS[name]})"
@@ -441,6 +461,10 @@ def main(argv=None):
             results.setdefault("runs", {})[f"fpir {key}"] = (
                 f"`{_results.command_line()}` at `{_results.git_commit()}`")
             _save(saved, results, args)
+        for size in (args.sizes.split(",") if "between" in stages else []):
+            _between_stage(f"{key_base} {size}", MATCHERS[name], size, subjects, args,
+                           results)
+            _save(saved, results, args)
         if "protocol" in stages:
             res = run_protocol_stage(name, args)
             results.setdefault("protocol", {})[key_base] = res
@@ -456,6 +480,21 @@ def main(argv=None):
             f"`{_results.command_line()}` at `{_results.git_commit()}`")
         _save(saved, results, args)
     print("\n".join(_targets(results)))
+
+
+def _between_stage(key, matcher, size, subjects, args, results):
+    load, t0, reps = os.getloadavg()[0], time.perf_counter(), []
+    for rep in range(args.repetitions):
+        reps.append(run_between(matcher, _clients(size, subjects, args), rep, subjects, args))
+        print(f"{key} repetition {rep}: compress CPU "
+              + ", ".join(f"--between {w}: {a['cpu_s']}" for w, a in reps[-1]["arms"].items()),
+              file=sys.stderr, flush=True)
+    results.setdefault("between", {})[key] = aggregate_between(reps, args.between) \
+        | {"runs": reps}
+    results.setdefault("runs", {})[f"between {key}"] = (
+        f"`{_results.command_line()}` at `{_results.git_commit()}`, "
+        f"{time.perf_counter() - t0:.0f} s, load average {load:.1f} at its start and "
+        f"{os.getloadavg()[0]:.1f} at its end")
 
 
 def _save(saved, results, args):

@@ -49,7 +49,8 @@ CASES = {
     "open_set": ("open_set", lambda tmp, data: [
         "--datasets", "synth", "--sizes", "6", "--repetitions", "1",
         "--protocol-repetitions", "1", "--protocol-enrolled", "4", "--train-images", "3",
-        "--stages", "fpir,protocol,cost", "--cost-clients", "30", "--cost-runs", "1",
+        "--stages", "fpir,protocol,between,cost", "--between-runs", "1",
+        "--cost-clients", "30", "--cost-runs", "1",
         "--baseline", "HEAD", "--page"], None),
     "paper_att": ("paper_att", lambda tmp, data: [
         "--faces", _faces(tmp), "--repetitions", "1", "--enrolled", "3", "--m", "1,2",
