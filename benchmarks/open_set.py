@@ -15,7 +15,7 @@ or another client). Side by side, on the same gallery: ``--verification-threshol
 did before). "expected" is compress's own held-out estimate (what ``info`` shows);
 "resolved" counts the repetitions whose held-out searches resolve the target, and in
 brackets those whose threshold is read from the tail fitted beyond them instead
-(extrapolated, `ssgallery.biometrics.openset.tail_fit`). Mean ±
+(extrapolated, `ssgallery.biometrics.openset_tail.tail_fit`). Mean ±
 sd over repetitions, the worst repetition beside it, and the pooled counts.
 
 Stage ``protocol``. The paper's protocol with a full search, as ``roc`` runs it

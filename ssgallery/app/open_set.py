@@ -18,7 +18,7 @@ is the smallest with expected FPIR_N(T) <= the target
 (`ssgallery.biometrics.openset.search_curve`): T grows with N, about as the per-client
 tail at target / N; when the searches are too few to resolve the target, T is read from
 the curve's tail fitted beyond them (``extrapolated`` in the record,
-`ssgallery.biometrics.openset.tail_fit`). The record (root attribute ``open_set`` of the
+`ssgallery.biometrics.openset_tail.tail_fit`). The record (root attribute ``open_set`` of the
 gallery, JSON, covered by its digest) keeps T, the expected FPIR with its 95 % interval, and the curve
 (T against the hazard per client at 200 levels), from which ``identify --fpir`` reads
 T at another target and ``compress --update`` re-derives T for the grown gallery: the
@@ -281,7 +281,7 @@ def describe(point):
 
 def beyond_end(point):
     """The words for a point whose target lies below the curve's end (the extrapolated
-    tail stops at `ssgallery.biometrics.openset.TAIL_MIN_FPIR`): T is the curve's
+    tail stops at `ssgallery.biometrics.openset_tail.TAIL_MIN_FPIR`): T is the curve's
     highest threshold and its expected FPIR is above the target; "" otherwise."""
     if point["expected_fpir"] <= point["target_fpir"]:
         return ""

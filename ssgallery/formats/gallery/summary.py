@@ -53,7 +53,7 @@ def _count(value, low=1):
 
 
 def _tail_ok(tail):
-    """A curve's tail fit (`ssgallery.biometrics.openset.tail_fit`): absent, or an
+    """A curve's tail fit (`ssgallery.biometrics.openset_tail.tail_fit`): absent, or an
     exponential fit with k >= 1 exceedances of k' <= k (person, client) pairs among
     M >= k scores, a finite threshold u, a rate in (0, 1] and a scale beta > 0 inside
     its interval."""
