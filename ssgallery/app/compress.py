@@ -255,7 +255,7 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
 
 def _warn_ignored(plan, run):
     """Tell the user of a training option this matcher ignores: ``between`` for a
-    black box (`ssgallery.learn.supersparse.between_points` averages vectors; a black
+    black box (`ssgallery.learn.targets.between_points` averages vectors; a black
     box's inputs are not vectors to average, so it fits the training images only)."""
     from ssgallery.images.ingest import default_warn
 

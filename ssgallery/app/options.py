@@ -143,7 +143,7 @@ class CompressOptions(_Options):
         starts (and m + 1 with ``m="auto"``), keeping the fit of least held-out gap.
     between : float
         Also distil the SVM's scores at points between the client and the impostors
-        (`ssgallery.learn.supersparse.between_points`), with this total weight
+        (`ssgallery.learn.targets.between_points`), with this total weight
         relative to the training images'; 0 (default): the training images only, as
         the paper. Analytic matchers only (eigenface, dlib); ignored for a black box.
     """

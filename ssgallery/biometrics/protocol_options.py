@@ -116,7 +116,7 @@ class ProtocolOptions(CheckedOptions):
         The super-sparse SVMs (`SSVM_METHODS` and their variants) also distil the SVM's
         scores at points half-way between each client's training images and its
         impostors', with this total weight relative to the training images', as
-        ``compress --between`` does (`ssgallery.learn.supersparse.between_points`;
+        ``compress --between`` does (`ssgallery.learn.targets.between_points`;
         analytic matchers only); 0 (default): the paper's training images only. A
         variant whose ``method_options`` set ``between`` keeps its own.
     """

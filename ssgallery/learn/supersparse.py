@@ -28,6 +28,11 @@ from ssgallery.learn.initial import (  # noqa: F401  (public here too)
 )
 from ssgallery.learn.similarity import Similarity
 from ssgallery.learn.solvers import CountingSimilarity, solve_paper, solve_varpro
+from ssgallery.learn.targets import (  # noqa: F401  (public here too)
+    balanced_weights,
+    between_points,
+    with_between,
+)
 
 LAM_SCALES = ("gram", "none")
 
@@ -239,52 +244,6 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         return self.similarity_(X, self.prototypes_) @ self.beta_ + self.intercept_
 
 
-def balanced_weights(labels):
-    """u_i giving each class (labels > 0 vs the rest) a total weight of 1/2."""
-    pos = np.asarray(labels) > 0
-    u = np.empty(len(pos))
-    for mask in (pos, ~pos):
-        if mask.any():
-            u[mask] = 0.5 / mask.sum()
-    return u / u.sum()
-
-
-def between_points(X, labels, random_state=None):
-    """Points between the classes, where a look-alike of the positive class lies: each
-    negative sample's midpoint with a random positive sample, shape (n_negative, d).
-
-    A distiller fitted on the teacher's outputs at the training points alone matches the
-    teacher there; with m prototypes its function may be far from the teacher's between
-    the classes, where faces of people it never saw (who look like the client) fall.
-    The teacher's outputs at synthetic points are extra targets, as in model compression
-    (Bucila et al. 2006, which labels synthetic points with the teacher). Midpoints of
-    vectors: for an analytic similarity on a vector space (eigenface, dlib).
-    """
-    X = np.asarray(X, dtype=float)
-    pos = np.flatnonzero(np.asarray(labels) > 0)
-    neg = np.flatnonzero(np.asarray(labels) <= 0)
-    if pos.size == 0 or neg.size == 0:
-        return np.empty((0, X.shape[1]))
-    mate = check_random_state(random_state).randint(0, pos.size, size=neg.size)
-    return 0.5 * (X[neg] + X[pos[mate]])
-
-
-def _with_between(distiller, X, targets, u, labels):
-    """The training points, targets and weights, plus the teacher's outputs at the
-    `between_points` with a total weight of ``distiller.between`` times the training
-    points' (nothing added at 0 or for a similarity without a gradient: a black box,
-    whose inputs are not vectors to average)."""
-    w = float(distiller.between)
-    if w <= 0 or not getattr(distiller.similarity, "has_gradient", True):
-        return X, targets, u
-    extra = between_points(X, labels, distiller.random_state)
-    if extra.shape[0] == 0:
-        return X, targets, u
-    t = np.asarray(distiller.teacher_.decision_function(extra), dtype=float).ravel()
-    weights = np.full(extra.shape[0], w * u.sum() / extra.shape[0])
-    return np.vstack([X, extra]), np.r_[targets, t], np.r_[u, weights]
-
-
 class DistillerMixin:
     """What the distillers share: a `SuperSparseRegressor` made from their learner
     options (``make_regressor``) and fitted on a teacher's outputs (``teacher_targets``)
@@ -416,7 +375,10 @@ repulsion, max_iter, tol, random_state, refresh_every
         """
         self.teacher_, targets, u, X = self.teacher_targets(X, y)
         labels = np.where(np.asarray(y) == self.classes_[1], 1, -1)
-        X, targets, u = _with_between(self, X, targets, u, labels)
+        # a black box's inputs are not vectors to average: no points between the classes
+        weight = self.between if getattr(self.similarity, "has_gradient", True) else 0.0
+        X, targets, u = with_between(X, targets, u, labels, self.teacher_, weight,
+                                     self.random_state)
         self.regressor_ = self.make_regressor().fit(X, targets, sample_weight=u)
         return self
 

@@ -1,0 +1,70 @@
+"""What a distiller fits besides the paper's training points and targets: the class
+weights u_i of Eq. 2 (eq:objective) and the teacher's outputs at points between the
+classes (``between``).
+"""
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+__all__ = ["balanced_weights", "between_points", "with_between"]
+
+
+def balanced_weights(labels):
+    """u_i giving each class (labels > 0 vs the rest) a total weight of 1/2."""
+    pos = np.asarray(labels) > 0
+    u = np.empty(len(pos))
+    for mask in (pos, ~pos):
+        if mask.any():
+            u[mask] = 0.5 / mask.sum()
+    return u / u.sum()
+
+
+def between_points(X, labels, random_state=None):
+    """Points between the classes, where a look-alike of the positive class lies: each
+    negative sample's midpoint with a random positive sample, shape (n_negative, d).
+
+    A distiller fitted on the teacher's outputs at the training points alone matches the
+    teacher there; with m prototypes its function may be far from the teacher's between
+    the classes, where faces of people it never saw (who look like the client) fall.
+    The teacher's outputs at synthetic points are extra targets, as in model compression
+    (Bucila et al. 2006, which labels synthetic points with the teacher). Midpoints of
+    vectors: for an analytic similarity on a vector space (eigenface, dlib).
+    """
+    X = np.asarray(X, dtype=float)
+    pos = np.flatnonzero(np.asarray(labels) > 0)
+    neg = np.flatnonzero(np.asarray(labels) <= 0)
+    if pos.size == 0 or neg.size == 0:
+        return np.empty((0, X.shape[1]))
+    mate = check_random_state(random_state).randint(0, pos.size, size=neg.size)
+    return 0.5 * (X[neg] + X[pos[mate]])
+
+
+def with_between(X, targets, u, labels, teacher, weight, random_state=None):
+    """The training points, targets and weights, plus the teacher's outputs at the
+    `between_points` with a total weight of ``weight`` times the training points'
+    (nothing added at 0).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+    targets, u : ndarray, shape (n,)
+        The teacher's outputs at X and their weights.
+    labels : ndarray, shape (n,)
+        +1 for the positive class, -1 for the rest.
+    teacher : estimator with ``decision_function``
+    weight : float
+    random_state : int, RandomState or None
+
+    Returns
+    -------
+    X, targets, u : ndarray, shapes (n + k, d), (n + k,), (n + k,)
+        k = the negatives when ``weight`` > 0 and both classes are present, else 0.
+    """
+    if float(weight) <= 0:
+        return X, targets, u
+    extra = between_points(X, labels, random_state)
+    if extra.shape[0] == 0:
+        return X, targets, u
+    t = np.asarray(teacher.decision_function(extra), dtype=float).ravel()
+    weights = np.full(extra.shape[0], float(weight) * u.sum() / extra.shape[0])
+    return np.vstack([X, extra]), np.r_[targets, t], np.r_[u, weights]
