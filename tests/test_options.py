@@ -130,6 +130,9 @@ def test_run_options_checked_and_clients_parsed():
         CompressRun(jobs=0)
     with pytest.raises(InputError, match="not both"):
         CompressRun(jobs=2, scheduler="tcp://127.0.0.1:8786")
+    assert CompressRun().job_timeout == 3600.0 and CompressRun(job_timeout=0).job_timeout == 0
+    with pytest.raises(InputError, match="`job_timeout` must be >= 0 and finite, got inf"):
+        CompressRun(job_timeout=float("inf"))
     with pytest.raises(TypeError):
         CompressOptions(2)  # keyword-only: no option is passed by position
 
@@ -311,7 +314,11 @@ def test_compress_command_refuses_non_finite_and_out_of_range_options_as_input_e
     for args, message in ((["--lam", "nan"], "--lam must be >= 0 and finite, got nan"),
                           (["--rho", "inf"], "--rho must be >= 0 and finite, got inf"),
                           (["--seed", "-1"], ("--seed must be an integer from 0 to 2**32 - 1, "
-                                              "got -1"))):
+                                              "got -1")),
+                          (["--job-timeout", "-1"],
+                           "--job-timeout must be >= 0 and finite, got -1.0"),
+                          (["--job-timeout", "nan"],
+                           "--job-timeout must be >= 0 and finite, got nan")):
         result = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "none.h5"),
                                            "-o", str(tmp_path / "g.h5"), *args])
         assert result.exit_code == 2, result.output

@@ -281,7 +281,8 @@ def _train(plan, run, todo, committed, results):
         for result in run_jobs(train_job, client_jobs(plan, todo), n_jobs=run.jobs,
                                scheduler=run.scheduler, shared=shared,
                                n_tasks=len(todo), to_bytes=encode_result,
-                               private=parts.privacy_key is not None):
+                               private=parts.privacy_key is not None,
+                               limits=_dask_limits(plan, run)):
             if run.scheduler is not None:  # a worker's answer: data, checked like a part
                 result = _from_worker(plan, result, waiting, run.scheduler)
             waiting.discard(result.client)
@@ -346,6 +347,19 @@ def _resume_one(parts, client, key, results, plan, run):
     if result is not None:
         results[client] = result
     return result is not None
+
+
+def _dask_limits(plan, run):
+    """A Dask job's time limit (``run.job_timeout``) and its result's largest size
+    (`ssgallery.app.result_checks.max_result_bytes`); None without a scheduler."""
+    from ssgallery.app.parallel import DaskLimits
+    from ssgallery.app.result_checks import max_result_bytes
+
+    if run.scheduler is None:
+        return None
+    return DaskLimits(seconds=run.job_timeout or None,
+                      result_bytes=max_result_bytes(_context(plan), plan.options.m),
+                      name=lambda job: f"client '{job.client}'")
 
 
 def _from_worker(plan, data, waiting, scheduler):

@@ -41,6 +41,11 @@ N_FOLDS = 5  # folds of the threshold CV
 MAX_ITER = 200  # the learner's default: L-BFGS-B iterations (varpro) / sweeps (paper)
 INITS = ("auto", "class", "genuine", "kmeans", "random")
 SOLVERS = ("varpro", "paper")
+# A Dask job's time limit (CompressRun.job_timeout): one hour, ~400x the slowest mean
+# per-client training measured (synth400, 8 s; docs/benchmarks/calibration.md), ~6,000x
+# a capped client (0.25-0.55 CPU s; docs/benchmarks/scale.md), which the number of
+# clients does not change: a slow machine is not a hung job.
+JOB_TIMEOUT = 3600.0
 
 # How a field enters the options digest (what --resume/--update compare):
 ALWAYS = "always"  # the fields of the first digest: always in it (never add one here)
@@ -211,6 +216,12 @@ class CompressRun(_Options):
         Local worker processes (joblib/loky); -1 = one per core.
     scheduler : str, optional
         Address of a Dask distributed scheduler that runs the per-client jobs.
+    job_timeout : float
+        Seconds a client's job may run on the Dask cluster (from when a worker thread
+        is free for it, `ssgallery.app.parallel.DaskLimits`) before the run stops with
+        one line naming the client; 0 = no limit. The default, `JOB_TIMEOUT`, is far
+        above what training one client takes (bounded per client by the impostor cap,
+        whatever the number of clients). Local jobs run this host's own code: no limit.
     resume : bool
         Reuse the committed parts of an interrupted run with the same store and options.
     update : bool
@@ -238,6 +249,7 @@ class CompressRun(_Options):
     clients: object = option_field(None, _clients)
     jobs: int = option_field(1)
     scheduler: str = option_field(None)
+    job_timeout: float = option_field(JOB_TIMEOUT, non_negative)
     resume: bool = option_field(False, flag_bool)
     update: bool = option_field(False, flag_bool)
     force: bool = option_field(False, flag_bool)

@@ -15,11 +15,39 @@ such file off the disk (`ssgallery.learn.threads.memmap_options`).
 
 import contextlib
 import logging
+import time
+from dataclasses import dataclass
 
+from ssgallery.app.dask_bounds import bounded_reads
 from ssgallery.errors import InputError, SsgalleryError
 from ssgallery.learn.threads import large_arrays_on_heap, memmap_options, worker_count
 
 CONNECT_TIMEOUT = "20s"  # to reach a Dask scheduler
+
+
+@dataclass(frozen=True)
+class DaskLimits:
+    """What one job may take on a Dask cluster (`run_jobs`).
+
+    Attributes
+    ----------
+    seconds : float or None
+        Its time on the cluster, counted from when a worker thread is free for it (the
+        jobs in flight, oldest first, one per thread of the cluster: the scheduler
+        runs them in the order they were submitted); past it, the jobs are cancelled
+        and the run stops with one line naming the job. None or 0: no limit.
+    result_bytes : int or None
+        The most bytes of a result; a message from the cluster that announces more
+        is refused before it is read (`ssgallery.app.dask_bounds.bounded_reads`).
+    name : callable
+        ``name(job)``: the job's name in a message (a client id).
+    """
+
+    seconds: float = None
+    result_bytes: int = None
+    name: object = repr
+
+
 def check_backend(n_jobs, scheduler):
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
         raise InputError(f"jobs must be a positive integer or -1 (all cores), got {n_jobs!r}")
@@ -28,7 +56,7 @@ def check_backend(n_jobs, scheduler):
 
 
 def run_jobs(func, jobs, *, n_jobs=1, scheduler=None, shared=None, n_tasks=None,
-             to_bytes=None, private=False):
+             to_bytes=None, private=False, limits=None):
     """Yield ``func(job)`` (``func(job, shared)`` when ``shared`` is given) for every
     job, in completion order.
 
@@ -55,13 +83,16 @@ def run_jobs(func, jobs, *, n_jobs=1, scheduler=None, shared=None, n_tasks=None,
     private : bool
         The jobs hold personal data (a run with the privacy key): local workers never
         share it through a file on disk (`memmap_options`).
+    limits : DaskLimits, optional
+        A Dask job's time and result size (default: no limit).
     """
     check_backend(n_jobs, scheduler)
     extra = () if shared is None else (shared,)
     if scheduler is None and n_jobs != 1:
         n_jobs = worker_count(n_jobs, n_tasks)
     if scheduler is not None:
-        yield from _run_dask(func, jobs, scheduler, shared, to_bytes)
+        yield from _run_dask(func, jobs, scheduler, (shared, to_bytes),
+                             limits or DaskLimits())
     elif n_jobs == 1:
         for job in jobs:
             yield func(job, *extra)
@@ -78,7 +109,7 @@ POLL_SECONDS = 2.0  # how often a quiet cluster is looked at
 NO_WORKER_SECONDS = 60.0  # a cluster without any worker this long: the run fails
 
 
-def _run_dask(func, jobs, address, shared=None, to_bytes=None):
+def _run_dask(func, jobs, address, extra, limits):
     """Yield ``to_bytes(func(job, shared))`` computed on the cluster, as bytes.
 
     The process that holds the host's keys unpickles nothing a worker sends (module
@@ -88,7 +119,9 @@ def _run_dask(func, jobs, address, shared=None, to_bytes=None):
     and its "key in memory" message are read without pickle. Anything else a worker
     could send (a pickled result or exception, a failure Dask reports with a pickled
     exception, a dead cluster) ends the run with one line within about
-    `NO_WORKER_SECONDS`, never a hang or a library traceback.
+    `NO_WORKER_SECONDS`, never a hang or a library traceback. ``extra``: ``(shared,
+    to_bytes)``; ``limits``: `DaskLimits` (a job past its time, a message larger than
+    a result can be: one line).
     """
     try:
         from distributed import Client
@@ -104,44 +137,51 @@ def _run_dask(func, jobs, address, shared=None, to_bytes=None):
                 from None
         try:
             _no_pickle_from_the_cluster(client)
-            yield from _dask_results(client, func, jobs, shared, to_bytes, address)
+            with bounded_reads(client, limits.result_bytes, address) as refused:
+                yield from _dask_results(client, (func, jobs, *extra), address, limits,
+                                         refused)
         finally:  # a broken report stream raises its error again on close: ours stands
             with contextlib.suppress(Exception):
                 client.close(timeout=POLL_SECONDS * 5)
 
 
-def _dask_results(client, func, jobs, shared, to_bytes, address):
-    import time
-
+def _dask_results(client, work, address, limits, refused):
     from distributed import as_completed
 
-    window = 2 * max(1, sum(client.nthreads().values()))
+    func, jobs, shared, to_bytes = work
+    threads = max(1, sum(client.nthreads().values()))
     try:
         extra = () if shared is None else (client.scatter(shared, broadcast=True,
                                                           hash=False),)
     except (OSError, TimeoutError) as exc:  # Dask: "No valid workers found"
         raise SsgalleryError(f"the Dask cluster at {address} has no worker to send the "
                              f"run's shared data to ({exc})") from None
+    clocks = {}  # key: [future, job's name, when a thread was free for it], oldest first
 
     def submit(job):
-        return client.submit(_on_dask_worker, func, job, to_bytes, *extra, pure=False)
+        future = client.submit(_on_dask_worker, func, job, to_bytes, *extra, pure=False)
+        clocks[future.key] = [future, limits.name(job), None]
+        return future
 
     jobs = iter(jobs)
-    first = [submit(job) for _, job in zip(range(window), jobs)]
+    first = [submit(job) for _, job in zip(range(2 * threads), jobs)]
     if not first:
         return
     pending = as_completed(first, loop=client.loop)
     watch, last_look = {"no_worker_since": None}, time.monotonic()
     while not pending.is_empty():
+        _start_clocks(clocks, threads)
         done = pending.next_batch(block=False)
-        if not done:  # nothing finished: look at the cluster now and then
+        if not done:  # nothing finished: look at the clocks, and at the cluster now and then
             time.sleep(0.05)
+            _check_clocks(client, clocks, limits.seconds, address)
             if time.monotonic() - last_look > POLL_SECONDS:
-                _check_cluster(client, address, watch)
+                _check_cluster(client, address, watch, refused)
                 last_look = time.monotonic()
             continue
         for future in done:
-            answer = _answer(future, address)
+            name = clocks.pop(future.key)[1]
+            answer = _answer(future, (address, name), refused)
             future.release()
             job = next(jobs, None)
             if job is not None:
@@ -149,30 +189,70 @@ def _dask_results(client, func, jobs, shared, to_bytes, address):
             yield answer
 
 
-def _answer(future, address):
-    """The payload a finished job sent back, or one line saying why there is none."""
+def _start_clocks(clocks, threads):
+    """A job's clock starts when it is among the ``threads`` oldest in flight."""
+    now = time.monotonic()
+    for _, clock in zip(range(threads), clocks.values()):
+        clock[2] = clock[2] or now
+
+
+def _check_clocks(client, clocks, seconds, address):
+    """A job past ``seconds`` on its clock: every job in flight cancelled, one line."""
+    from ssgallery.errors import option, printable
+
+    now = time.monotonic()
+    late = [name for _, name, started in clocks.values()
+            if seconds and started is not None and now - started > seconds]
+    if late:
+        with contextlib.suppress(Exception):
+            client.cancel([future for future, _, _ in clocks.values()])
+        raise SsgalleryError(f"{printable(late[0])}: no result from the Dask cluster at "
+                             f"{address} within {seconds:g} s ({option('job_timeout')}); "
+                             "the run's jobs were cancelled")
+
+
+def _answer(future, source, refused):
+    """The payload a finished job sent back, or one line saying why there is none
+    (``source``: the cluster's address and the job's name; ``refused``: as
+    `ssgallery.app.dask_bounds.bounded_reads` gives)."""
+    address = source[0]
     try:
         data = future.result(timeout=POLL_SECONDS * 5)
     except Exception as exc:  # noqa: BLE001 - whatever Dask raises: one line
+        _refuse_oversized(refused, source)
         text = " ".join(str(exc).split())[:300]
         raise SsgalleryError(f"a job failed on the Dask cluster at {address} "
                              f"({type(exc).__name__}: {text})") from None
     if not isinstance(data, bytes) or not data.startswith((b"ok\n", b"error\n")):
         raise SsgalleryError(f"a worker of the Dask cluster at {address} answered "
                              f"{type(data).__name__}, not a job's bytes")
+    if refused["limit"] and len(data) > refused["limit"]:  # a comm that is not TCP's
+        refused["sizes"].append(len(data))
+        _refuse_oversized(refused, source)
     if data.startswith(b"error\n"):
         text = data[6:506].decode("utf-8", "replace")
         raise SsgalleryError(f"a job failed on the Dask cluster at {address}: {text}")
     return data[3:]
 
 
-def _check_cluster(client, address, watch):
+def _refuse_oversized(refused, source):
+    """One line for a message from the cluster larger than a result can be."""
+    from ssgallery.errors import printable
+
+    if refused["sizes"]:
+        address, name = source
+        who = f"{printable(name)}: " if name is not None else ""
+        raise SsgalleryError(f"{who}the Dask cluster at {address} sent a message of at "
+                             f"least {refused['sizes'][0]} bytes, more than the "
+                             f"{refused['limit']} a result of this run can be")
+
+
+def _check_cluster(client, address, watch, refused):
     """Between results: a broken report stream or no worker for `NO_WORKER_SECONDS`
     ends the run with one line."""
-    import time
-
     task = getattr(client, "_handle_report_task", None)
     if client.status != "running" or (task is not None and task.done()):
+        _refuse_oversized(refused, (address, None))
         raise SsgalleryError(f"the Dask scheduler at {address} sent what this host does not "
                              "unpickle, or closed the connection (a worker died, or raised "
                              "outside the job; see the cluster's logs)")

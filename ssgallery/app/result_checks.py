@@ -24,6 +24,42 @@ import numpy as np
 from ssgallery.errors import SsgalleryError, printable
 
 MAX_META_BYTES = 1 << 16  # the JSON of a result's provenance and summary row
+RESULT_SLACK = 1 << 20  # bytes: a result's zip headers and the cluster's message framing
+
+
+def max_result_bytes(context, m):
+    """The most bytes a Dask worker's result can take in this run (`worker_result`;
+    the cluster's messages to ``compress`` are bounded by it,
+    `ssgallery.app.parallel.DaskLimits`): prototypes and beta (at most ``m`` rows, for
+    ``m="auto"`` the largest the search and the guard try, of the matcher's dimension),
+    three held-out arrays no longer than the store, the metadata (at most
+    `MAX_META_BYTES` of JSON held as UTF-32, and the few other values), float64 each,
+    plus `RESULT_SLACK`; never more than a committed part
+    (`ssgallery.app.parts.MAX_PART_BYTES`), which is also the bound when the matcher's
+    dimension is unknown.
+
+    Parameters
+    ----------
+    context : tuple
+        As `check_result`'s: ``(matcher, similarity, n_images, target_far)``.
+    m : int or "auto"
+        The run's ``CompressOptions.m``.
+
+    Returns
+    -------
+    int
+    """
+    from ssgallery.app.client_fit import AUTO_M_GRID
+    from ssgallery.app.parts import MAX_PART_BYTES
+
+    matcher, _, n_images, _ = context
+    ceiling = MAX_PART_BYTES + RESULT_SLACK
+    d = matcher.dimension()
+    if d is None:
+        return ceiling
+    rows = max(AUTO_M_GRID) + 1 if m == "auto" else int(m)
+    arrays = 8 * (rows * (int(d) + 1) + 3 * n_images)
+    return int(min(ceiling, arrays + 8 * MAX_META_BYTES + RESULT_SLACK))
 
 
 def worker_result(data, waiting, context, where):

@@ -4,7 +4,7 @@ import json
 
 import click
 
-from ssgallery.app.options import INITS, SOLVERS, CompressOptions
+from ssgallery.app.options import INITS, JOB_TIMEOUT, SOLVERS, CompressOptions
 from ssgallery.app.training_sets import IMPOSTOR_MODES
 from ssgallery.biometrics.calibration import THRESHOLD_MODES
 from ssgallery.cli.info import calibration_line, frr_warning, open_set_line, open_set_warning
@@ -107,6 +107,10 @@ def _parse_m(ctx, param, value):
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Train clients on a Dask cluster (tcp://host:8786; needs the "
               "'distributed' extra; see docs/scale.md).")
+@click.option("--job-timeout", type=float, default=JOB_TIMEOUT,
+              show_default=True, metavar="SECONDS",
+              help="With --scheduler: stop when a client's job has run this long on the "
+              "cluster without a result (0: no limit; docs/security.md).")
 @click.option("--resume", is_flag=True,
               help="Continue an interrupted run: reuse the clients committed in "
               "GALLERY.parts/ with the same store and options.")

@@ -25,7 +25,14 @@ $TAMPER_MODE_FILE at every job, so one cluster serves every case:
   scheduler unpickles it into that dict) beside a serialized part whose header holds
   ``pickled-obj``: relayed, the dict makes Dask's protocol unpickle that header in
   compress whatever its deserializers;
-- ``die``: the worker process exits in the middle of the job.
+- ``die``: the worker process exits in the middle of the job;
+- ``huge``: the job returns 64 MiB (``b"ok\\n"`` and zeros), far more than a result of
+  the test's run can be;
+- ``bomb``: the worker answers the request for the result (``get_data``) with the same
+  64 MiB zlib-compressed (about 64 KiB on the wire): Dask's receiver inflates a frame
+  as the sender's header says, whatever was agreed;
+- ``hang``: the job never finishes while the mode is ``hang`` (then it returns the
+  honest result, so the worker is free for the next case).
 
 Modes after which the run must still succeed, with nothing of the worker's shown:
 
@@ -99,8 +106,18 @@ def train_job(job, *shared):
     return result
 
 
+HUGE = 64 << 20
+
+
 def wrapper(func, job, to_bytes, *shared):
+    import time
+
     mode = _mode()
+    if mode == "huge":
+        return b"ok\n" + bytes(HUGE)
+    while mode == "hang":
+        time.sleep(0.1)
+        mode = _mode()
     if mode == "evil_result":
         return Evil()
     if mode == "unpicklable":
@@ -143,9 +160,12 @@ parallel._on_dask_worker = wrapper
 
 
 def dask_setup(worker):
-    """The worker's ``get_data`` handler, tampered in ``nested_pickled`` mode."""
+    """The worker's ``get_data`` handler, tampered in ``nested_pickled`` and ``bomb``
+    modes."""
     import pickle
+    import zlib
 
+    import msgpack
     from distributed.core import Status
     from distributed.protocol import ToPickle
     from distributed.protocol.serialize import Serialized
@@ -153,6 +173,12 @@ def dask_setup(worker):
     honest = worker.handlers["get_data"]
 
     async def get_data(comm, keys, who=None, serializers=None):
+        if _mode() == "bomb":
+            packed = msgpack.dumps(b"ok\n" + bytes(HUGE), use_bin_type=True)
+            bomb = Serialized({"serializer": "msgpack", "compression": ("zlib",)},
+                              [zlib.compress(packed, 9)])
+            await comm.write({"status": "OK", "data": dict.fromkeys(keys, bomb)})
+            return Status.dont_reply
         if _mode() != "nested_pickled":
             return await honest(comm, keys, who=who, serializers=serializers)
         carrier = Serialized({"pickled-obj": pickle.dumps(Evil()), "serializer": "pickle"},

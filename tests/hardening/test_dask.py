@@ -3,7 +3,9 @@ LocalCluster on loopback whose worker runs a preload module that tampers with th
 (tamper_preload.py): a forged result is refused like a part, a result whose unpickling
 would run a program is never unpickled by compress (which holds the keys), an
 exception that cannot be pickled and a worker that dies are one line within a bounded
-time. The honest cluster still gives the gallery."""
+time, a result larger than any result of the run is refused before it is read (also
+sent compressed), and a job that never finishes stops the run at its time limit. The
+honest cluster still gives the gallery."""
 
 import os
 import time
@@ -19,9 +21,10 @@ distributed = pytest.importorskip("distributed", reason="the 'distributed' extra
 
 MODES = ["threshold", "nan", "client", "heldout", "provenance", "calibrated",
          "evil_result", "evil_exception", "raw_erred", "serialized_erred", "nested_pickled",
-         "unpicklable", "die"]
+         "unpicklable", "die", "huge", "bomb"]
 SUCCEEDING = ["warn_event", "print_event"]  # nothing the worker sends is acted on
 BOUND = 120  # seconds: every failure is one line within this
+HUGE = 64 << 20  # bytes: tamper_preload's "huge" and "bomb" results
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +118,99 @@ def test_a_cluster_without_workers_is_one_line_in_bounded_time(cluster, tmp_path
                      CompressRun(scheduler=empty.scheduler_address))
         took = time.monotonic() - t0
     assert took < 30 and not (tmp_path / "g.h5").exists(), took
+
+
+def _peak_mib(pid):
+    """The peak resident memory (VmHWM) of process ``pid`` in MiB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(ln for ln in status.splitlines() if ln.startswith("VmHWM")).split()[1]) / 1024
+
+
+def _children(pid):
+    return [c for t in Path(f"/proc/{pid}/task").iterdir()
+            for c in (t / "children").read_text().split()]
+
+
+def _run_measured(pool, args):
+    """``pool.run(args)`` and the peak memory the run added to the process (VmHWM
+    reset just before: /proc/PID/clear_refs)."""
+    if pool.proc is None or pool.proc.poll() is not None:
+        pool._start()
+    Path(f"/proc/{pool.proc.pid}/clear_refs").write_text("5")
+    before = _peak_mib(pool.proc.pid)
+    result = pool.run(args)
+    return result, _peak_mib(pool.proc.pid) - before
+
+
+@pytest.mark.parametrize("mode", ["huge", "bomb"])
+def test_a_result_larger_than_the_run_allows_is_refused_before_it_is_read(cluster, tmp_path,
+                                                                         mode):
+    """A worker returns 64 MiB (plain, or zlib-compressed to about 64 KiB on the wire)
+    where a client's result of this run is at most about 2 MiB (`max_result_bytes`):
+    one line naming the client and the sizes, exit 2, the gallery already at the
+    output path unchanged, no child process left, and compress's peak memory grows by
+    less than the payload (it is never allocated; an honest run beside it as the
+    reference)."""
+    out = tmp_path / "g.h5"
+    args = ["compress", "--store", cluster["root"] / "e.h5", "--m", "1", "--cv-folds", "0",
+            "--max-iter", "5", "--scheduler", cluster["address"], "-q", "-o", out]
+    pool = Workers(timeout=BOUND)
+    try:
+        cluster["mode"].write_text("honest")
+        assert pool.run(args)["code"] == 0  # imports: not part of the comparison
+        honest, honest_mib = _run_measured(pool, args)
+        assert honest["code"] == 0 and out.exists(), honest
+        written = out.read_bytes()
+        cluster["mode"].write_text(mode)
+        t0 = time.monotonic()
+        r, hostile_mib = _run_measured(pool, args)
+        took = time.monotonic() - t0
+        left = _children(pool.proc.pid)
+    finally:
+        pool.close()
+        cluster["mode"].write_text("honest")
+    line = r.get("stderr", "").strip().splitlines()[-1:]
+    assert clean_error(r), r
+    assert "client 'c" in line[0] and "more than the" in line[0] \
+        and "a result of this run can be" in line[0], line
+    limit = int(line[0].split("more than the ")[1].split()[0])
+    sent = int(line[0].split("a message of at least ")[1].split()[0])
+    # plain: refused at the length it announces; compressed: as it inflates past the limit
+    assert limit < 4 << 20 and sent == (HUGE + 226 if mode == "huge" else limit + 1), sent
+    assert out.read_bytes() == written and not left and took < 20, (took, left)
+    assert hostile_mib < honest_mib + HUGE / 2**20 / 2, (honest_mib, hostile_mib)
+
+
+def test_a_job_that_never_finishes_stops_the_run_at_its_time_limit(cluster, tmp_path):
+    """A worker whose job never ends: with --job-timeout 2, compress stops after about
+    2 s with one line naming the client and the option, exit 2, the gallery already at
+    the output path unchanged, no child process left; the cluster, once the worker lets
+    the job go, gives the gallery again. Without the limit (before), compress waited
+    forever."""
+    out = tmp_path / "g.h5"
+    args = ["compress", "--store", cluster["root"] / "e.h5", "--m", "1", "--cv-folds", "0",
+            "--max-iter", "5", "--scheduler", cluster["address"], "-q", "-o", out,
+            "--job-timeout", "2"]
+    pool = Workers(timeout=BOUND)
+    try:
+        cluster["mode"].write_text("honest")
+        assert pool.run(args)["code"] == 0 and out.exists()
+        written = out.read_bytes()
+        cluster["mode"].write_text("hang")
+        t0 = time.monotonic()
+        r = pool.run(args)
+        took = time.monotonic() - t0
+        left = _children(pool.proc.pid)
+        kept = out.read_bytes() == written
+        cluster["mode"].write_text("honest")
+        again = pool.run(args)
+    finally:
+        pool.close()
+        cluster["mode"].write_text("honest")
+    line = r.get("stderr", "").strip().splitlines()[-1:]
+    assert clean_error(r), r
+    assert line[0].startswith("ssgallery: error: client 'c") \
+        and "no result from the Dask cluster" in line[0] and "within 2 s (--job-timeout)" \
+        in line[0], line
+    assert 2 <= took < 10 and not left and kept, (took, left)
+    assert again["code"] == 0, again
