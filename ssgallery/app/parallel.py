@@ -171,10 +171,10 @@ def _dask_results(client, work, address, limits, refused):
     watch, last_look = {"no_worker_since": None}, time.monotonic()
     while not pending.is_empty():
         _start_clocks(clocks, threads)
+        _check_clocks(client, clocks, limits.seconds, address)  # also while results flow
         done = pending.next_batch(block=False)
-        if not done:  # nothing finished: look at the clocks, and at the cluster now and then
+        if not done:  # nothing finished: look at the cluster now and then
             time.sleep(0.05)
-            _check_clocks(client, clocks, limits.seconds, address)
             if time.monotonic() - last_look > POLL_SECONDS:
                 _check_cluster(client, address, watch, refused)
                 last_look = time.monotonic()

@@ -32,7 +32,8 @@ $TAMPER_MODE_FILE at every job, so one cluster serves every case:
   64 MiB zlib-compressed (about 64 KiB on the wire): Dask's receiver inflates a frame
   as the sender's header says, whatever was agreed;
 - ``hang``: the job never finishes while the mode is ``hang`` (then it returns the
-  honest result, so the worker is free for the next case).
+  honest result, so the worker is free for the next case);
+- ``slow``: every job takes 2 s more, then returns the honest result.
 
 Modes after which the run must still succeed, with nothing of the worker's shown:
 
@@ -115,6 +116,8 @@ def wrapper(func, job, to_bytes, *shared):
     mode = _mode()
     if mode == "huge":
         return b"ok\n" + bytes(HUGE)
+    if mode == "slow":
+        time.sleep(2.0)
     while mode == "hang":
         time.sleep(0.1)
         mode = _mode()
