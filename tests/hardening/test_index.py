@@ -58,13 +58,23 @@ def _lenient(g):
     return t
 
 
+def _with_threshold(rec, t):
+    """The 1:N record with threshold ``t`` and the flags an attacker would set to match
+    it (``extrapolated``: T on the curve's tail; not ``resolved`` there), so that only
+    the threshold's value is under test, not the header's consistency check."""
+    above = rec["curve"].get("extrapolated_above")
+    on_tail = above is not None and t >= above
+    return rec | {"threshold": t, "extrapolated": on_tail,
+                  "resolved": bool(rec["resolved"]) and not on_tail}
+
+
 def _edits():
     """name -> edit(open h5py file, gallery path): every case an attacker without the
     signing key can write (the file re-hashed afterwards)."""
     def open_set(value):
         def edit(f, g):
             rec = json.loads(f.attrs["open_set"])
-            f.attrs["open_set"] = json.dumps(rec | {"threshold": value}, sort_keys=True)
+            f.attrs["open_set"] = json.dumps(_with_threshold(rec, value), sort_keys=True)
         return edit
 
     def forged_row(f, g):  # client 3's rows replaced by client 0's (same m)
@@ -222,7 +232,7 @@ def test_identify_never_accepts_what_verify_rejects(site, tmp_path):
     t = _lenient(g)
     with h5py.File(g, "a") as f:
         rec = json.loads(f.attrs["open_set"])
-        f.attrs["open_set"] = json.dumps(rec | {"threshold": t}, sort_keys=True)
+        f.attrs["open_set"] = json.dumps(_with_threshold(rec, t), sort_keys=True)
     rehash_gallery(g)
     wrong_l, found_l = _wrong_accepts(g, site, open_set=True)
     counts["lenient: identified"], counts["lenient: verify rejects"] = found_l, wrong_l
