@@ -340,7 +340,7 @@ def test_between_with_a_black_box_matcher_is_named_as_ignored(tmp_path):
 
     program = [sys.executable, str(Path(__file__).resolve().parent / "matchers" /
                                    "example_mad.py")]
-    faces = make_faces(str(tmp_path / "faces"), n_clients=2, n_images=4, shape=(16, 12))
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4, shape=(16, 12))
     enroll(faces, tmp_path / "bb.h5", matcher="external", matcher_options={"command": program})
     enroll(faces, tmp_path / "eig.h5")
     runner = CliRunner()
@@ -353,3 +353,10 @@ def test_between_with_a_black_box_matcher_is_named_as_ignored(tmp_path):
         line = "--between 0.5 is ignored: the external matcher is a black box"
         assert (line in res.stderr) == told, res.stderr
         assert line not in res.stdout
+        # roc --between on the same store: the protocol's ssvm ignores it alike, and says so
+        res = runner.invoke(main, ["roc", "--store", str(tmp_path / store), "--between", "0.5",
+                                   "--methods", "svm,ssvm", "--enrolled", "2",
+                                   "--train-images", "2", "--repetitions", "1", "--no-plot",
+                                   "-o", str(tmp_path / f"r-{store}"), "--quiet"], env=env)
+        assert res.exit_code == 0, res.output
+        assert (line in res.stderr) == told, res.stderr

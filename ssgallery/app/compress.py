@@ -254,16 +254,13 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
 
 
 def _warn_ignored(plan, run):
-    """Tell the user of a training option this matcher ignores: ``between`` for a
-    black box (`ssgallery.learn.targets.between_points` averages vectors; a black
-    box's inputs are not vectors to average, so it fits the training images only)."""
+    """Tell the user of a training option this matcher ignores (`warn_between_ignored`)."""
+    from ssgallery.app.options import warn_between_ignored
     from ssgallery.images.ingest import default_warn
 
-    if plan.options.between > 0 and not getattr(plan.similarity, "has_gradient", False):
-        (run.warn or default_warn)(
-            f"{option('between')} {plan.options.between:g} is ignored: the "
-            f"{plan.store.matcher_name} matcher is a black box (no midpoints of its "
-            "inputs); its clients are fitted on the training images only")
+    warn_between_ignored(plan.options.between,
+                         not getattr(plan.similarity, "has_gradient", False),
+                         plan.store.matcher_name, run.warn or default_warn)
 
 
 def _train(plan, run, todo, committed, results):

@@ -329,6 +329,17 @@ class ReportOptions(_Options):
     criterion_far: float = option_field(None)
 
 
+def warn_between_ignored(between, black_box, matcher_name, warn):
+    """Tell the user that ``between`` (``compress --between``, ``roc --between``) is
+    ignored for a black-box matcher: `ssgallery.learn.targets.between_points` averages
+    vectors, and a black box's inputs are not vectors to average, so its models are
+    fitted on the training images only."""
+    if between and black_box:
+        warn(f"{_flag('between')} {between:g} is ignored: the {matcher_name} matcher is a "
+             "black box (no midpoints of its inputs); its clients are fitted on the "
+             "training images only")
+
+
 def split_options(values, *classes):
     """One object per dataclass from ``values`` (e.g. a command's keyword arguments),
     each taking the names of its fields; a name no class has is a programming error."""

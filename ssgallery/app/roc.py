@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ssgallery.app.options import ReportOptions, RocInputs
+from ssgallery.app.options import ReportOptions, RocInputs, warn_between_ignored
 from ssgallery.biometrics.evaluation import evaluate
 from ssgallery.biometrics.protocol import ProtocolOptions
 from ssgallery.biometrics.scores import Scores, read_score_files
@@ -111,6 +111,7 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
                          f"(ssgallery roc FACES_DIR) or run 'ssgallery enroll FACES_DIR' first")
     from ssgallery.formats.encryption import load_privacy_key
     from ssgallery.formats.store import load_store
+    from ssgallery.images.ingest import default_warn
     from ssgallery.matchers import get_matcher_class
     from ssgallery.matchers.host import host_matcher
 
@@ -118,9 +119,12 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
     store = load_store(store_path, privacy_key=privacy_key)
     cls, config = get_matcher_class(store.matcher_name), dict(store.matcher_config)
     host = host_matcher(matcher_cmd) if store.matcher_name == "external" else None
+    report = report if report is not None else ReportOptions()
+    warn_between_ignored((protocol or ROC_PROTOCOL).between,
+                         store.matcher_name == "external",  # a program: a black box
+                         store.matcher_name, report.warn or default_warn)
     return _protocol((store.images, store.labels, np.asarray(store.paths)),
-                     os.fspath(store_path), protocol or ROC_PROTOCOL,
-                     report if report is not None else ReportOptions(),
+                     os.fspath(store_path), protocol or ROC_PROTOCOL, report,
                      factory=lambda: cls(**config).attach_host(host),
                      enrollable=list(store.clients), progress=progress,
                      private=privacy_key is not None)
