@@ -143,15 +143,22 @@ def test_identify_overrides_and_exit_statuses(split):
         assert res.exit_code == 2 and "error" in res.output and "Traceback" not in res.output
 
 
-def test_the_operating_point_is_covered_by_the_digest(split, tmp_path):
-    from helpers import rehash_gallery, reseal
-
+def _copy_of_gallery(split, tmp_path):
+    """A copy of the split's gallery to edit, an enrolled client's probe and the copy's
+    1:N record."""
     root, clients, _ = split
     g = tmp_path / "g.h5"
     shutil.copy(root / "g.h5", g)
-    probe = _probes(root, set(clients))[0]
-    with h5py.File(g, "a") as f:
+    with h5py.File(g, "r") as f:
         rec = json.loads(f.attrs["open_set"])
+    return g, _probes(root, set(clients))[0], rec
+
+
+def test_the_operating_point_is_covered_by_the_digest(split, tmp_path):
+    from helpers import rehash_gallery, reseal
+
+    g, probe, rec = _copy_of_gallery(split, tmp_path)
+    with h5py.File(g, "a") as f:
         f.attrs["open_set"] = json.dumps(rec | {"threshold": -50.0}, sort_keys=True)
     reseal(g)  # the file's seal made whole again: the root digest still refuses it
     res = _identify(probe, "--gallery", g, "--open-set")
@@ -378,12 +385,7 @@ def test_a_hostile_operating_point_is_refused_in_one_line(split, tmp_path):
     that reads 0 % FPIR at its lowest threshold."""
     from helpers import rehash_gallery
 
-    root, clients, _ = split
-    g = tmp_path / "g.h5"
-    shutil.copy(root / "g.h5", g)
-    probe = _probes(root, set(clients))[0]
-    with h5py.File(g, "a") as f:
-        rec = json.loads(f.attrs["open_set"])
+    g, probe, rec = _copy_of_gallery(split, tmp_path)
     curve, n = rec["curve"], len(rec["curve"]["thresholds"])
     tail = curve["tail"]
     bad_curves = [{"tail": tail | {"beta": -1.0}}, {"tail": tail | {"beta": "NaN"}},

@@ -182,6 +182,13 @@ def test_a_result_larger_than_the_run_allows_is_refused_before_it_is_read(cluste
     assert hostile_mib < honest_mib + HUGE / 2**20 / 2, (honest_mib, hostile_mib)
 
 
+def _timed_compress(cluster, out, seconds):
+    """compress's arguments for one small run on the cluster with --job-timeout."""
+    return ["compress", "--store", cluster["root"] / "e.h5", "--m", "1", "--cv-folds", "0",
+            "--max-iter", "5", "--scheduler", cluster["address"], "-q", "-o", out,
+            "--job-timeout", seconds]
+
+
 def test_a_job_that_never_finishes_stops_the_run_at_its_time_limit(cluster, tmp_path):
     """A worker whose job never ends: with --job-timeout 2, compress stops after about
     2 s with one line naming the client and the option, exit 2, the gallery already at
@@ -189,9 +196,7 @@ def test_a_job_that_never_finishes_stops_the_run_at_its_time_limit(cluster, tmp_
     the job go, gives the gallery again. Without the limit (before), compress waited
     forever."""
     out = tmp_path / "g.h5"
-    args = ["compress", "--store", cluster["root"] / "e.h5", "--m", "1", "--cv-folds", "0",
-            "--max-iter", "5", "--scheduler", cluster["address"], "-q", "-o", out,
-            "--job-timeout", "2"]
+    args = _timed_compress(cluster, out, "2")
     pool = Workers(timeout=BOUND)
     try:
         cluster["mode"].write_text("honest")
@@ -223,9 +228,7 @@ def test_a_job_is_timed_from_when_a_thread_is_free_for_it(cluster, tmp_path):
     charge the second job its wait behind the first (about 4 s) and stop an honest,
     slow run."""
     out = tmp_path / "g.h5"
-    args = ["compress", "--store", cluster["root"] / "e.h5", "--m", "1", "--cv-folds", "0",
-            "--max-iter", "5", "--scheduler", cluster["address"], "-q", "-o", out,
-            "--job-timeout", "3.5"]
+    args = _timed_compress(cluster, out, "3.5")
     pool = Workers(timeout=BOUND)
     try:
         cluster["mode"].write_text("slow")
