@@ -20,8 +20,10 @@ EDITS = {
 }
 
 
-@pytest.mark.parametrize("edit", EDITS)
-def test_update_checks_the_kept_clients_provenance(tmp_path, edit):
+def _update_after(tmp_path, edit):
+    """Compress clients c00, c01, apply ``edit(open h5py file)`` to the gallery, re-hash
+    it (no key) and run ``compress --update`` (c02 to train): the update's result, the
+    gallery and its bytes before the update."""
     faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=5)
     enroll(faces, tmp_path / "e.h5")
     gallery = tmp_path / "g.h5"
@@ -31,14 +33,23 @@ def test_update_checks_the_kept_clients_provenance(tmp_path, edit):
                           "--clients", "c00,c01", *ARGS])
         assert first["code"] == 0, first
         with h5py.File(gallery, "a") as f:
-            attrs = f["clients"]["c00"].attrs
-            attrs["provenance"] = json.dumps(EDITS[edit](json.loads(attrs["provenance"])))
+            edit(f)
         rehash_gallery(gallery)
         before = gallery.read_bytes()
         r = pool.run(["compress", "--store", tmp_path / "e.h5", "-o", gallery, "--update",
                       *ARGS])
     finally:
         pool.close()
+    return r, gallery, before
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_update_checks_the_kept_clients_provenance(tmp_path, edit):
+    def provenance(f):
+        attrs = f["clients"]["c00"].attrs
+        attrs["provenance"] = json.dumps(EDITS[edit](json.loads(attrs["provenance"])))
+
+    r, gallery, before = _update_after(tmp_path, provenance)
     assert clean_error(r) and "c00" in r["stderr"] and "provenance" in r["stderr"], r
     assert "\x1b" not in r["stdout"] + r["stderr"] and gallery.read_bytes() == before
 
@@ -48,23 +59,11 @@ def test_update_never_joins_a_calibration_that_accepts_every_probe(tmp_path):
     clients an update trains are set against it, to thresholds below any score they can
     give. One line naming the gallery, the gallery unchanged (before 9197b4b: written
     with those thresholds)."""
-    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=5)
-    enroll(faces, tmp_path / "e.h5")
-    gallery = tmp_path / "g.h5"
-    pool = Workers(timeout=120)
-    try:
-        first = pool.run(["compress", "--store", tmp_path / "e.h5", "-o", gallery,
-                          "--clients", "c00,c01", *ARGS])
-        assert first["code"] == 0, first
-        with h5py.File(gallery, "a") as f:
-            calibration = json.loads(f.attrs["calibration"])
-            assert calibration["mode"] == "znorm-global"
-            f.attrs["calibration"] = json.dumps(dict(calibration, global_threshold=-1e9))
-        rehash_gallery(gallery)
-        before = gallery.read_bytes()
-        r = pool.run(["compress", "--store", tmp_path / "e.h5", "-o", gallery, "--update",
-                      *ARGS])
-    finally:
-        pool.close()
+    def accept_all(f):
+        calibration = json.loads(f.attrs["calibration"])
+        assert calibration["mode"] == "znorm-global"
+        f.attrs["calibration"] = json.dumps(dict(calibration, global_threshold=-1e9))
+
+    r, gallery, before = _update_after(tmp_path, accept_all)
     assert clean_error(r) and "accept every probe" in r["stderr"], r
     assert f"{gallery}: " in r["stderr"] and gallery.read_bytes() == before, r
