@@ -20,6 +20,29 @@ Methods, all on the same EBGM similarity:
   non-PSD Gram matrix (its eigenvectors then belong to negative eigenvalues too),
   SVM-red is attempted and its failure is reported.
 
+- ``compress --guard``: the client trained exactly as ``ssgallery compress --guard``
+  trains it, by the same function (`ssgallery.app.client_fit.train_client`, options
+  ``CompressOptions(m, lam, solver, init, max_iter, refresh_every, guard=True)``, the
+  defaults of everything else: seed 0, 5-fold threshold CV with impostors held out by
+  subject, on the same 100 training images and their Gram matrix). The guard measures
+  the distilled model's held-out ``teacher_gap`` (share of misranked genuine-impostor
+  pairs, minus the SVM's) on the threshold CV's held-out images and, above 0.05, refits
+  it from the other start and from 3 random starts of real images (each with its own
+  threshold CV), keeping the fit of least gap. ``compress`` is that run's first fit
+  (what compress keeps without ``--guard``); its SVM is the ``svm`` above (same C search
+  and seed). Matcher runs and wall time of this arm are whole ``train_client`` calls:
+  the first fit, the 5 fold refits of the threshold CV, and the repairs.
+- Two fallbacks to the client's SVM itself (its support vectors as prototypes, its
+  dual coefficients as beta: the teacher exactly, #SVs matches for that client only),
+  derived from the same run, no further training: ``guard + svm fallback`` takes the
+  SVM where the guard's repairs still leave the gap above 0.05, ``flag -> svm`` takes
+  it as soon as the first fit is flagged (no repair is run; its matcher runs are those
+  of the unflagged clients' ``train_client``, which is all such a client costs).
+- The guard's detection against the truth on the test claims: a client model is bad
+  when its test EER is more than 5 points above its SVM's; the confusion table counts
+  flagged/not flagged against bad/fine, for the first fit (flagged: held-out gap above
+  0.05) and for the kept fit (the guard's ``ok`` false).
+
 Reported per method: EER and FRR at FAR = 1 % (mean over clients of the per-client
 curves' values), mean matches per claim, matcher program runs and pairs, and training
 wall/CPU time per client (CPU includes the matcher processes); then, beside the means,
@@ -35,21 +58,24 @@ give; the training objective does not tell a good start from a bad one; longer r
 (``--max-iter 30 --refresh-every 5``, the paper's closing-section approximation, for
 about the same matcher runs) repair some tail clients and harm others.
 
+``--jets-cache DIR`` keeps the program's Gabor responses across runs (``--cache-dir``
+of ``ssgallery-ebgm``); ``--pair-cache DIR`` keeps its answers in an SQLite cache
+(ExternalMatcher ``cache_dir``): a rerun sends only new pairs, and the matcher runs
+reported then count only the program runs the cache did not answer.
+
     OMP_NUM_THREADS=1 python benchmarks/paper_att_ebgm.py --repetitions 1
 """
 
 import argparse
-import os
-import resource
 import shutil
 import sys
 import tempfile
 import time
 
 import numpy as np
+from _ebgm_guard import GUARD_ARMS, cpu_seconds, ebgm_command, guard_report, run_guard_arm, score
 from _results import docstring, printed, write_page
 
-from ssgallery.biometrics.metrics import eer, frr_at_far
 from ssgallery.biometrics.protocol import make_splits
 from ssgallery.datasets import att_faces_path
 from ssgallery.matchers.external import ExternalMatcher
@@ -67,18 +93,6 @@ def load_att(root, subjects=40):
     return np.stack(images), np.array(labels)
 
 
-def cpu_seconds():
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def ebgm_command(cache):
-    exe = shutil.which("ssgallery-ebgm") or os.path.join(os.path.dirname(sys.executable),
-                                                         "ssgallery-ebgm")
-    return [exe, "--cache-dir", cache]
-
-
 def fit_ssvm(dist, X, y, init, seed):
     """Fit the distiller with the library's ``init`` ("class" or "genuine": min(m - 1,
     #genuine) starting prototypes on the client's own images, the rest on impostors)."""
@@ -90,17 +104,23 @@ def summarize(name, rows):
     f = 100 * np.mean([r["frr1"] for r in rows])
     mt = np.mean([r["matches"] for r in rows])
     sd = np.std([r["matches"] for r in rows])
-    line = (f"{name:8s} EER {e:5.2f} %  FRR@FAR=1% {f:6.2f} %  matches {mt:5.1f} "
+    line = (f"{name:20s} EER {e:5.2f} %  FRR@FAR=1% {f:6.2f} %  matches {mt:5.1f} "
             f"(sd {sd:4.1f})")
-    if "train_wall" in rows[0]:
-        t = np.mean([r["train_wall"] for r in rows])
-        c = np.mean([r["train_cpu"] for r in rows])
-        calls = np.mean([r["calls"] for r in rows])
-        pairs = np.mean([r["pairs"] for r in rows])
+    measured = [r for r in rows if r.get("train_wall") is not None]
+    if "train_wall" in rows[0] and not measured:
+        line += "  train/client not measured"
+    elif "train_wall" in rows[0]:
+        t, c, calls, pairs = (np.mean([r[k] for r in measured])
+                              for k in ("train_wall", "train_cpu", "calls", "pairs"))
         line += (f"  train/client {t:5.1f} s wall {c:5.1f} s cpu, {calls:4.1f} matcher runs, "
                  f"{pairs:5.0f} new pairs")
+        if len(measured) < len(rows):
+            line += f" (of the {len(measured)} clients measured)"
     else:
         line += "  (training: the shared Gram matrix only)"
+    worst = max(rows, key=lambda r: r["matches"])
+    if worst["matches"] != rows[0]["matches"] or name in GUARD_ARMS:
+        line += f"  worst matches {worst['matches']} ({worst['client']})"
     print(line, flush=True)
 
 
@@ -109,13 +129,13 @@ def tail_lines(results):
     than their own SVM, and the largest gap."""
     svm = np.array([r["eer"] for r in results["svm"]])
     names = [r["client"] for r in results["svm"]]
-    for name in ("ssvm", "svm-sel"):
+    for name in ("ssvm", "svm-sel", *GUARD_ARMS):
         rows = results[name]
         if len(rows) != len(svm):
             continue
         gap = 100 * (np.array([r["eer"] for r in rows]) - svm)
         worse = ", ".join(f"{who} ({g:+.1f})" for who, g in zip(names, gap) if g > 5)
-        print(f"{name:8s} client models more than 5 points worse than their SVM: "
+        print(f"{name:20s} client models more than 5 points worse than their SVM: "
               f"{int((gap > 5).sum())} of {len(gap)}; largest gap {gap.max():+.1f} points"
               + (f": {worse}" if worse else ""))
 
@@ -141,6 +161,14 @@ def main():
     ap.add_argument("--eta", type=float, default=0.5)
     ap.add_argument("--lam", type=float, default=1e-5, help="the paper's lambda for EBGM/AT&T")
     ap.add_argument("--no-baselines", action="store_true")
+    ap.add_argument("--no-guard", dest="guard", action="store_false",
+                    help="skip the compress --guard arm (train_client, threshold CV)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="worker processes of the compress --guard arm (one client each)")
+    ap.add_argument("--pair-cache", default=None, help="SQLite answer cache folder")
+    ap.add_argument("--jets-cache", default=None,
+                    help="ssgallery-ebgm's --cache-dir (Gabor responses; default a temporary "
+                         "folder)")
     ap.add_argument("--subjects", type=int, default=40,
                     help="only AT&T's first N subjects (a quick check; not the figures)")
     args = ap.parse_args()
@@ -153,8 +181,9 @@ def main():
         sys.exit(f"AT&T faces not found at {root} (set SSGALLERY_ATT_FACES)")
     images, labels = load_att(root, args.subjects)
     splits = make_splits(labels, n_train=5, repetitions=args.repetitions, seed=args.seed)
-    results = {"svm": [], "ssvm": [], "svm-sel": [], "svm-red": []}
-    cache = tempfile.mkdtemp(prefix="ebgm-jets-")
+    results = {"svm": [], "ssvm": [], "svm-sel": [], "svm-red": [],
+               **{name: [] for name in GUARD_ARMS}}
+    cache = args.jets_cache or tempfile.mkdtemp(prefix="ebgm-jets-")
     red_error = None
     print(f"AT&T + ssgallery-ebgm: {args.repetitions} repetition(s) (seed {args.seed}), m = {args.m}, solver "
           f"{args.solver}, max_iter {args.max_iter}, eta {args.eta}, lambda {args.lam:g}, "
@@ -163,7 +192,8 @@ def main():
     try:
         for split in splits:
             tr = split.train_indices()
-            matcher = ExternalMatcher(ebgm_command(cache), timeout_per_pair=0.05).fit(images[tr])
+            matcher = ExternalMatcher(ebgm_command(cache), timeout_per_pair=0.05,
+                                      cache_dir=args.pair_cache).fit(images[tr])
             sim = matcher.similarity()
             X = matcher.transform(images)
             claims = np.unique(np.concatenate([split.impostors] + list(split.genuine.values())))
@@ -178,6 +208,7 @@ def main():
             clients = split.enrolled[: args.clients]
             if args.client_ids:
                 clients = [c for c in clients if c in args.client_ids.split(",")]
+            guard_jobs, svm_rows = [], []
             for client in clients:
                 y = np.where(labels[tr] == client, 1, -1)
                 gen, imp = X[split.genuine[client]], X[split.impostors]
@@ -185,9 +216,7 @@ def main():
 
                 def record(name, model, matches, extra=None, gen=gen, imp=imp,
                            who=f"r{split.repetition}:{client}"):
-                    s_gen, s_imp = model.decision_function(gen), model.decision_function(imp)
-                    row = {"eer": eer(s_imp, s_gen), "frr1": frr_at_far(s_imp, s_gen, 0.01),
-                           "matches": matches, "client": who}
+                    row = dict(score(model, matches, gen, imp), client=who)
                     row.update(extra or {})
                     results[name].append(row)
 
@@ -208,6 +237,9 @@ def main():
                       f"{100 * results['svm'][-1]['eer']:.1f} %; SSVM EER "
                       f"{100 * results['ssvm'][-1]['eer']:.1f} %, {extra['calls']} runs, "
                       f"{extra['train_wall']:.1f} s", flush=True)
+                guard_jobs.append((images[tr], y, labels[tr], images[split.genuine[client]],
+                                   images[split.impostors]))
+                svm_rows.append(results["svm"][-1])
                 if args.no_baselines:
                     continue
                 calls, pairs = matcher.n_calls_, matcher.n_pairs_
@@ -222,13 +254,20 @@ def main():
                     record("svm-red", red, args.m)
                 except Exception as exc:  # noqa: BLE001 - reported, it is the point
                     red_error = f"{type(exc).__name__}: {exc}"
+            if args.guard:
+                print(f"repetition {split.repetition}, compress --guard (train_client):",
+                      flush=True)
+                run_guard_arm(args, guard_jobs, results, svm_rows, cache)
+            matcher.close()
     finally:
-        shutil.rmtree(cache, ignore_errors=True)
+        if not args.jets_cache:
+            shutil.rmtree(cache, ignore_errors=True)
     print()
     for name, rows in results.items():
         if rows:
             summarize(name, rows)
     tail_lines(results)
+    guard_report(results)
     if red_error:
         print(f"svm-red  not applicable: {red_error}")
 

@@ -57,7 +57,7 @@ CASES = {
         "--methods", "svm,ssvm", "--no-nystrom", "--jobs", "1", "-o", str(tmp / "out")],
         None),
     "paper_att_ebgm": ("paper_att_ebgm", lambda tmp, data: [
-        "--subjects", "4", "--clients", "1", "--m", "2", "--max-iter", "1",
+        "--subjects", "6", "--clients", "1", "--m", "2", "--max-iter", "1",
         "--no-baselines"], "att"),
     "paper_lfw": ("paper_lfw", lambda tmp, data: [
         "--matchers", "eigenface", "--methods", "svm,ssvm", "--m", "2", "--repetitions", "1",

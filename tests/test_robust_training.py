@@ -169,6 +169,34 @@ def test_guard_leaves_a_good_fit_alone_and_reports_a_failed_repair():
     assert grown.guard_["gap"] < fit.guard_["gap"]
 
 
+def test_train_client_guard_keeps_the_first_fit_it_replaced():
+    # compress --guard's function: three prototypes from a random start, two sweeps, fail
+    # the held-out check on the two-pose client and is refitted; the first fit stays
+    # on the ClientFit (first_distiller), equal to what compress keeps without --guard
+    from ssgallery.app.client_fit import GUARD_GAP, train_client
+    from ssgallery.app.options import CompressOptions
+
+    X, y = two_pose_client(np.random.default_rng(0))
+    groups = np.where(y > 0, "client", [f"p{i % 8}" for i in range(len(y))])
+    sim = RBFSimilarity(1.0)
+    opts = CompressOptions(m=3, init="random", solver="paper", max_iter=2, seed=0)
+    plain = train_client(X, y, sim, opts, groups=groups)
+    guarded = train_client(X, y, sim, CompressOptions(**{**opts.__dict__, "guard": True}),
+                           groups=groups)
+    record = guarded.cv["guard"]
+    assert plain.first_distiller is None
+    assert record["attempts"][0] == ["first fit", pytest.approx(plain.cv["teacher_gap"])]
+    assert record["attempts"][0][1] > GUARD_GAP and record["repaired"]
+    first = guarded.first_distiller
+    assert first is not guarded.distiller and first.init == "random"
+    np.testing.assert_array_equal(first.prototypes_, plain.distiller.prototypes_)
+    assert guarded.cv["teacher_gap"] == pytest.approx(min(g for _, g in record["attempts"]))
+    # a fit that passes: the guard keeps it, and it is its own first fit
+    good = train_client(X, y, sim, CompressOptions(m=3, guard=True), groups=groups)
+    assert good.cv["guard"]["attempts"][0][1] <= GUARD_GAP
+    assert good.first_distiller is good.distiller
+
+
 def test_teacher_agreement_needs_held_out_scores():
     from ssgallery.app.client_training import teacher_agreement
 

@@ -52,6 +52,10 @@ class ClientFit:
     heldout : dict
         The held-out scores of the distilled model: ``impostor`` (n_imp,), ``genuine``
         (n_gen,), ``impostor_subject`` (n_imp,) (what calibration across clients needs).
+    first_distiller : SuperSparseDistiller or None
+        With ``options.guard``, the first fit's distilled model: what ``compress``
+        keeps without ``--guard`` (the same object as ``distiller`` when the guard kept
+        it). None when the guard did not run.
     """
 
     svm: object
@@ -61,6 +65,7 @@ class ClientFit:
     cv: dict = field(default_factory=dict)
     normalization: dict = None
     heldout: dict = field(default_factory=dict)
+    first_distiller: object = None
 
 
 def znorm_parameters(impostor_scores):
@@ -160,8 +165,9 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
     fit_and_hold_out = partial(_fit_and_hold_out, _Training(
         X, y, similarity, bounds, gram, folds, fold_spaces or [(X, similarity, bounds)] * k))
     svm, dist, scores = fit_and_hold_out(o, o.m)
-    guard = None
+    guard = first = None
     if o.guard and k:
+        first = dist
         svm, dist, scores, guard = _guard(o, fit_and_hold_out, (svm, dist, scores))
     t, t_svm, cv = _cv_thresholds(scores, o.target_far, k)
     if guard is not None:
@@ -173,7 +179,8 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
     return ClientFit(svm=svm, distiller=dist, threshold=t, svm_threshold=t_svm, cv=cv,
                      normalization=znorm_parameters(imp_g),
                      heldout={"impostor": imp_g, "genuine": gen_g,
-                              "impostor_subject": imp_subject, "impostor_index": imp_index})
+                              "impostor_subject": imp_subject, "impostor_index": imp_index},
+                     first_distiller=first)
 
 
 @dataclass
