@@ -79,15 +79,15 @@ def record_guard(results, out, svm_row):
     """Append one client's `guard_job` rows to the four `GUARD_ARMS` and print its line.
 
     ``guard + svm fallback`` is the client's SVM where the guard still fails, ``flag ->
-    svm`` as soon as the first fit is flagged (its cost on such a client, the first fit
-    and its threshold CV alone, is not measured: None)."""
+    svm`` as soon as the first fit is flagged. The cost of ``compress`` and ``flag -> svm``
+    on a flagged client (its first fit and threshold CV alone) is not measured: None."""
     rows = {"compress": out["first"], "compress --guard": out["kept"],
             "guard + svm fallback": out["kept"] if out["ok"] else out["svm"],
             "flag -> svm": out["svm"] if out["flagged"] else out["first"]}
     info = {k: out[k] for k in ("flagged", "ok", "gap_before", "gap_after", "attempts")}
     for name in GUARD_ARMS:
-        cost = out["cost"] if name != "flag -> svm" or not out["flagged"] \
-            else dict.fromkeys(out["cost"])
+        alone = name in ("compress", "flag -> svm") and out["flagged"]  # not timed alone
+        cost = dict.fromkeys(out["cost"]) if alone else out["cost"]
         results[name].append({**rows[name], "client": svm_row["client"],
                               "svm_eer": svm_row["eer"], **info, **cost})
     tried = ", ".join(f"{a} {g:.3f}" for a, g in out["attempts"][1:])
@@ -114,6 +114,33 @@ def run_guard_arm(args, jobs, results, svm_rows, jets):
     outs = Parallel(n_jobs=args.jobs)(delayed(guard_job)(args, *job, jets) for job in jobs)
     for out, svm_row in zip(outs, svm_rows):
         record_guard(results, out, svm_row)
+
+
+# issue 21's targets against the SVM: mean client EER, FRR at FAR 1 % (points), client
+# models more than BAD points worse; cost: matcher runs or wall per client of the
+# published SSVM arm (docs/benchmarks/paper_att_ebgm.md at e391b4a: 34.9 runs, 5.8 s)
+TARGET_EER, TARGET_FRR, TARGET_RUNS, TARGET_WALL = 0.5, 1.5, 34.9, 1.5 * 5.8
+
+
+def targets(results):
+    """Issue 21's targets, MET or MISSED, for the SSVM arm and every guard arm."""
+    svm = results["svm"]
+    if not results["compress --guard"] or len(svm) != len(results["compress --guard"]):
+        return
+    mean = lambda rows, k: 100 * np.mean([r[k] for r in rows])
+    print("\nIssue 21's targets (against the svm row; cost: matcher runs or wall per client)")
+    for name in ("ssvm", *GUARD_ARMS):
+        rows = results[name]
+        d_eer, d_frr = mean(rows, "eer") - mean(svm, "eer"), mean(rows, "frr1") - mean(svm, "frr1")
+        worse = int(sum(100 * (r["eer"] - s["eer"]) > BAD for r, s in zip(rows, svm)))
+        measured = [r for r in rows if r.get("calls") is not None]
+        runs = np.mean([r["calls"] for r in measured])
+        wall = np.mean([r["train_wall"] for r in measured])
+        verdict = lambda ok: "MET" if ok else "MISSED"
+        print(f"  {name:20s} EER {d_eer:+5.2f} {verdict(d_eer <= TARGET_EER):6s} FRR@1% "
+              f"{d_frr:+5.2f} {verdict(d_frr <= TARGET_FRR):6s} worse > {BAD:g}: {worse:2d} "
+              f"{verdict(worse == 0):6s} cost {runs:6.1f} runs {wall:5.1f} s "
+              f"{verdict(runs <= TARGET_RUNS or wall <= TARGET_WALL)}")
 
 
 def _confusion(label, bad, flag, what):
