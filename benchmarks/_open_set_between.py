@@ -1,9 +1,9 @@
 """Stage ``between`` of benchmarks/open_set.py: what ``compress --between W`` costs, side
-by side with the default, on the same enrollment and the same claims.
+by side with ``--between 0``, on the same enrollment and the same claims.
 
 Per data set, gallery size and repetition (the fpir stage's split: the same clients,
-training images and probes for a seed): one ``enroll``, then ``compress`` with the
-defaults and with ``--between W``, ``--between-runs`` times each in this process (jobs
+training images and probes for a seed): one ``enroll``, then ``compress`` with
+``--between 0`` (the paper's fit) and with ``--between W``, ``--between-runs`` times each in this process (jobs
 1), the arm that runs first alternating (A B B A ...): CPU seconds of the process per
 client (median of the runs) and the ratio of the two arms. Then each arm's gallery is
 measured as ``roc --gallery G --probes DIR`` measures it (`ssgallery.app.roc.score_gallery`:
@@ -114,7 +114,7 @@ def between_table(results):
             ratio = a["cpu_ratio"]
             rep, client, eer = a["worst_client_eer"]
             rows.append([key, str(row["clients"]),
-                         "default" if arm == "0" else f"--between {arm}",
+                         "--between 0" if arm == "0" else f"--between {arm}",
                          f"{a['cpu_per_client_s']:.3f}",
                          "1" if arm == "0" else f"{np.mean(ratio):.2f} ({max(ratio):.2f})",
                          _pct(a["eer_client_mean"]), _pct(a["frr_at_far_1pct"]),

@@ -130,18 +130,20 @@ def _variants(table):
             "oracle: Z-norm on the strangers' mean and sd": (raw - s_mean) / s_std}, true
 
 
-def normalisation_gaps(searches, fpir=FPIRS[0]):
-    """FNIR at ``fpir`` of SVM and SSVM under each normalisation of `_variants`: name ->
-    {"svm": mean, "ssvm": mean, "gaps": [points per repetition]} (None: unresolvable)."""
+def normalisation_gaps(searches, fpir=FPIRS[0], method="ssvm"):
+    """FNIR at ``fpir`` of SVM and SSVM (the searches of ``method``) under each
+    normalisation of `_variants`: name -> {"svm": mean, "ssvm": mean, "gaps": [points
+    per repetition]} (None: unresolvable)."""
     from ssgallery.biometrics.identification import fnir_at_fpir
 
     per = {}
     for t in sorted(searches, key=lambda t: t.repetition):
-        if t.method not in ("svm", "ssvm"):
+        if t.method not in ("svm", method):
             continue
         variants, true = _variants(t)
+        role = "svm" if t.method == "svm" else "ssvm"
         for name, scores in variants.items():
-            per.setdefault(name, {}).setdefault(t.method, []).append(
+            per.setdefault(name, {}).setdefault(role, []).append(
                 fnir_at_fpir(scores, true, fpir)[0])
     out = {}
     for name, v in per.items():
@@ -164,8 +166,8 @@ def norm_rows(key, gaps):
             for name, v in gaps.items()]
 
 
-def gap_diagnosis(searches, fpir=FPIRS[0]):
-    """The FNIR gap of SSVM (``method == "ssvm"``) against SVM at ``fpir``.
+def gap_diagnosis(searches, fpir=FPIRS[0], method="ssvm"):
+    """The FNIR gap of SSVM (the searches of ``method``) against SVM at ``fpir``.
 
     Parameters
     ----------
@@ -182,10 +184,10 @@ def gap_diagnosis(searches, fpir=FPIRS[0]):
         ``normalisations`` (`normalisation_gaps`).
     """
     by = {(t.method, t.repetition): t for t in searches}
-    reps = sorted(r for (m, r) in by if m == "svm" and ("ssvm", r) in by)
+    reps = sorted(r for (m, r) in by if m == "svm" and (method, r) in by)
     rows, lost, pairs = [], Counter(), []
     for r in reps:
-        svm, ssvm = _searches(by[("svm", r)]), _searches(by[("ssvm", r)])
+        svm, ssvm = _searches(by[("svm", r)]), _searches(by[(method, r)])
         row, clients = _repetition(svm, ssvm, fpir)
         rows.append({"repetition": r} | row)
         lost.update(clients)
@@ -193,7 +195,7 @@ def gap_diagnosis(searches, fpir=FPIRS[0]):
     worst = sorted(lost.items(), key=lambda kv: (-kv[1], kv[0]))
     return {"fpir": fpir, "repetitions": rows, "worst_clients": [list(w) for w in worst],
             "bootstrap_90": _bootstrap(pairs, fpir) if pairs else None,
-            "normalisations": normalisation_gaps(searches, fpir)}
+            "normalisations": normalisation_gaps(searches, fpir, method), "method": method}
 
 
 GAP_HEAD = ["data set (matcher)", "repetition", "FNIR@FPIR=1% % SVM / SSVM (gap)",

@@ -104,7 +104,8 @@ def run_set(data, matcher, variants, args, cache):
     t0 = time.perf_counter()
     protocol = ProtocolOptions(methods=["svm"] + variants, m=[2, 3], n_train=5,
                                repetitions=args.repetitions, seed=args.seed,
-                               n_jobs=args.jobs, method_options=options)
+                               n_jobs=args.jobs, method_options=options,
+                               between=0.0)  # the learner's settings, on the paper's fit
     tables = run_protocol(images, labels, protocol, matcher_factory=matcher_factory(matcher))
     wall = time.perf_counter() - t0
     by = {(s["method"], s["m"]): s["eer_client_mean"] for s in evaluate(tables, n_boot=0)}

@@ -58,7 +58,8 @@ def main(argv=None):
     t0 = time.perf_counter()
     options = ProtocolOptions(methods=methods, m=m_values, n_enrolled=args.enrolled,
                               n_train=args.train_images, repetitions=args.repetitions,
-                              seed=args.seed, n_jobs=args.jobs)
+                              seed=args.seed, n_jobs=args.jobs,
+                              between=0.0)  # the paper's fit: its training images only
     with reporting(name="paper_att") as progress:
         tables = run_protocol(faces.images, faces.labels, options, probe_labels=faces.paths,
                               progress=progress)

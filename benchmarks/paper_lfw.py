@@ -75,7 +75,8 @@ def run_matcher(name, images, labels, paths, args, cache=None):
     t0 = time.perf_counter()
     options = ProtocolOptions(methods=methods, m=m_values, n_enrolled=args.enrolled,
                               n_train=args.train_images, repetitions=args.repetitions,
-                              seed=args.seed, n_jobs=args.jobs)
+                              seed=args.seed, n_jobs=args.jobs,
+                              between=0.0)  # the paper's fit: its training images only
     with reporting(name=f"paper_lfw {name}") as progress:
         tables = run_protocol(images, labels, options, matcher_factory=matcher_factory(name),
                               probe_labels=paths, progress=progress)

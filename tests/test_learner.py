@@ -405,6 +405,14 @@ def test_between_points_are_each_impostor_s_midpoint_with_a_genuine_sample():
     assert np.all(np.isclose(mates[:, None, :], X[y > 0][None]).all(-1).any(1))
     assert np.array_equal(B, between_points(X, y, random_state=0))  # seeded
     assert between_points(X[y < 0], y[y < 0]).shape == (0, 2)  # one class: none
+    # more impostors than max_points: a seeded sample of them, each once
+    few = between_points(X, y, random_state=0, max_points=25)
+    assert few.shape == (25, 2)
+    mates = 2 * few[:, None, :] - X[y > 0][None]  # each point's impostor, for some mate
+    used = [np.flatnonzero(np.isclose(mates[i][:, None, :], X[y < 0][None]).all(-1).any(0))
+            for i in range(25)]
+    assert all(u.size == 1 for u in used) and len({int(u[0]) for u in used}) == 25
+    assert np.array_equal(few, between_points(X, y, random_state=0, max_points=25))
 
 
 def test_between_fits_the_teacher_closer_between_the_classes():

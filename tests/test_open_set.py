@@ -292,11 +292,20 @@ def test_update_of_a_gallery_written_before_the_operating_point(tmp_path):
     old_cli("enroll", tmp_path / "faces", "--store", store)
     old_cli("compress", "--store", store, "-o", gallery, "--m", "1", "--cv-folds", "2")
     assert "open_set" not in read_search(gallery)[2]  # the old format
-    for name in ("e0.h5", "g0.h5", "g1.h5"):
+    for name in ("e0.h5", "g0.h5", "g1.h5", "g2.h5"):
         shutil.copy(store if name == "e0.h5" else gallery, tmp_path / name)
     add()
     enroll(tmp_path / "faces", store, add=True)
-    opts = CompressOptions(m=1, cv_folds=2, target_fpir=0.2)
+    # the old tree trained with between 0: kept with it; with the default, trained again
+    messages = []
+    s = compress(store, tmp_path / "g2.h5", CompressOptions(m=1, cv_folds=2, target_fpir=0.2),
+                 CompressRun(update=True, warn=messages.append))
+    assert s.trained == [f"c0{i}" for i in range(8)] and not s.kept
+    assert messages == [(f"{tmp_path / 'g2.h5'}: c00, c01, c02, c03, c04, ... (6 in all): "
+                         "trained with other options than this run's: trained again (to keep "
+                         "them, give the options they were compressed with; those trained "
+                         "with `between` 0 are kept with `between` 0)")]
+    opts = CompressOptions(m=1, cv_folds=2, target_fpir=0.2, between=0.0)
     s = compress(store, gallery, opts, CompressRun(update=True))
     assert s.trained == ["c06", "c07"] and len(s.kept) == 6
     rec = s.open_set
@@ -322,7 +331,7 @@ def test_update_of_a_gallery_written_before_the_operating_point(tmp_path):
     # the command line says so in one line; a later update keeps the mark
     res = CliRunner().invoke(main, ["compress", "--store", str(store), "-o",
                                     str(tmp_path / "g1.h5"), "--m", "1", "--cv-folds", "2",
-                                    "--target-fpir", "0.2", "--update"])
+                                    "--target-fpir", "0.2", "--between", "0", "--update"])
     assert res.exit_code == 0, res.output
     warned = [ln for ln in res.stderr.splitlines() if "1:N operating point" in ln]
     assert len(warned) == 1 and "held-out searches of the 2 client(s)" in warned[0]
@@ -332,7 +341,7 @@ def test_update_of_a_gallery_written_before_the_operating_point(tmp_path):
     # nothing to train: no point, a warning, and identify --open-set says what to do
     res = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "e0.h5"), "-o",
                                     str(tmp_path / "g0.h5"), "--m", "1", "--cv-folds", "2",
-                                    "--update"])
+                                    "--between", "0", "--update"])
     assert res.exit_code == 0, res.output
     warned = [ln for ln in res.stderr.splitlines() if "1:N operating point" in ln]
     assert len(warned) == 1 and "none recorded" in warned[0] and "--update" in warned[0]

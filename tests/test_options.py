@@ -20,20 +20,27 @@ from ssgallery.errors import InputError
 #   {"m": 2, "rho": 0.01, "target_far": 0.01, "lam": 0.002, "solver": "varpro",
 #    "init": "class", "cv_folds": 5, "seed": 0, "max_iter": 200, "max_impostors": 600,
 #    "impostors": "sample", "refit_matcher": True}
-# Galleries and parts written before must keep these digests (--update, --resume).
+# Galleries and parts written before must keep these digests (--update, --resume). Since
+# issue 24 the default distils between the classes too (between=0.5): these are the
+# digests of between=0, which galleries made before it were trained with.
 DEFAULT_DIGEST = "b6773249d7cbc1468fb60ab92a95566184cb0dd2a05d660c6d9eca867591339f"
 DEFAULT_RUN_KEY = "d29dcf6e6fd7c28c120c22e1bfd7123eca8813e04c88503a7948ab254d07892c"  # c01, f*64
+# ... and of today's defaults (between=0.5 in the digest)
+BETWEEN_DIGEST = "da0db733536175d32923cf953a7414b3e18957a12973faaa0a467581e00fffe3"
+BETWEEN_RUN_KEY = "1cbe91dc0ebe37421b80d55692a60be6f0efbc7d3ed4023b512cadca6037749d"
 OTHER = {"m": "auto", "rho": 0.005, "target_far": 0.001, "lam": 0.5, "solver": "paper",
          "init": "genuine", "cv_folds": 0, "seed": 3, "max_iter": 4, "max_impostors": 0,
-         "impostors": "cohort", "refit_matcher": False}
+         "impostors": "cohort", "refit_matcher": False, "between": 0.0}
 OTHER_DIGEST = "7ae3e75c599d65417c0beaa27096de327da0f92d85d1d0694d2c82bdf6de4707"
 OTHER_RUN_KEY = "c00b4cd49ea74d8dd20482cf1ab0e190e01525a25cc4de4a08249623cfdd3366"  # "c 02", 0*64
 
 
 def test_digests_are_the_ones_main_wrote():
-    options = CompressOptions(init="class")
+    options = CompressOptions(init="class", between=0.0)
     assert options_digest(options) == DEFAULT_DIGEST
     assert run_key("c01", "f" * 64, options) == DEFAULT_RUN_KEY
+    assert options_digest(CompressOptions(init="class")) == BETWEEN_DIGEST
+    assert run_key("c01", "f" * 64, CompressOptions(init="class")) == BETWEEN_RUN_KEY
     other = CompressOptions(**OTHER)
     assert options_digest(other) == OTHER_DIGEST
     assert run_key("c 02", "0" * 64, other) == OTHER_RUN_KEY
@@ -43,19 +50,26 @@ def test_digests_are_the_ones_main_wrote():
     import numpy as np
 
     assert options_digest(CompressOptions(init="class", m=np.int64(2), max_iter=np.int32(200),
-                                          lam=np.float64(0.002))) == DEFAULT_DIGEST
+                                          lam=np.float64(0.002), between=np.float64(0))
+                          ) == DEFAULT_DIGEST
     assert CompressOptions(max_impostors=None).max_impostors == 0
 
 
 def test_a_gallery_compressed_with_the_defaults_carries_main_s_digest(faces_factory, tmp_path):
+    """between=0 gives the digest galleries had before between's default; the default
+    gives its own, with between in the provenance."""
     from ssgallery.app.compress import compress
     from ssgallery.app.enroll import enroll
     from ssgallery.formats.gallery import read_gallery
 
     enroll(faces_factory(n_clients=4, n_images=6), tmp_path / "e.h5")
-    compress(tmp_path / "e.h5", tmp_path / "g.h5", run=CompressRun(clients="c01"))
+    compress(tmp_path / "e.h5", tmp_path / "d.h5", run=CompressRun(clients="c01"))
+    default = read_gallery(tmp_path / "d.h5").clients["c01"].provenance
+    assert default["options_digest"] == BETWEEN_DIGEST and default["between"] == 0.5
+    compress(tmp_path / "e.h5", tmp_path / "g.h5", CompressOptions(between=0.0),
+             CompressRun(clients="c01"))
     prov = read_gallery(tmp_path / "g.h5").clients["c01"].provenance
-    assert prov["options_digest"] == DEFAULT_DIGEST
+    assert prov["options_digest"] == DEFAULT_DIGEST and "between" not in prov
     # the options' provenance entries, as main wrote them
     assert {k: prov[k] for k in ("lambda", "solver", "init", "max_iter", "target_far",
                                  "m_selection", "rho", "impostors", "max_impostors")} == {
@@ -72,11 +86,11 @@ class _Later(CompressOptions):
 
 
 def test_a_new_field_at_its_default_keeps_every_digest_and_provenance():
-    old, new = CompressOptions(init="class"), _Later(init="class")
+    old, new = CompressOptions(init="class", between=0.0), _Later(init="class", between=0.0)
     assert options_digest(new) == DEFAULT_DIGEST
     assert run_key("c01", "f" * 64, new) == DEFAULT_RUN_KEY
     assert new.provenance() == old.provenance()
-    changed = _Later(init="class", restarts=3)
+    changed = _Later(init="class", between=0.0, restarts=3)
     assert options_digest(changed) != DEFAULT_DIGEST
     assert changed.digest_dict() == dict(old.digest_dict(), restarts=3)
     assert changed.provenance() == dict(old.provenance(), restarts=3)
@@ -282,7 +296,9 @@ def test_robust_training_fields_enter_the_digest_only_when_set():
     assert set_.provenance()["refresh_every"] == 5 and set_.provenance()["guard"] is True
 
 
-def test_between_enters_the_digest_and_provenance_only_when_set(faces_factory, tmp_path):
+def test_between_enters_the_digest_and_provenance_unless_0(faces_factory, tmp_path):
+    """0 is what every gallery before the option was trained with: not in the digest,
+    whatever the default; the default (0.5) and any other value are."""
     from click.testing import CliRunner
 
     from ssgallery.app.compress import compress
@@ -290,13 +306,15 @@ def test_between_enters_the_digest_and_provenance_only_when_set(faces_factory, t
     from ssgallery.cli import main
     from ssgallery.formats.gallery import read_gallery
 
-    assert "between" not in CompressOptions().digest_dict()
+    assert CompressOptions().between == 0.5
+    assert "between" not in CompressOptions(between=0.0).digest_dict()
     assert options_digest(CompressOptions(init="class", between=0.0)) == DEFAULT_DIGEST
-    assert CompressOptions(between=0.5).digest_dict()["between"] == 0.5
+    assert CompressOptions().digest_dict()["between"] == 0.5
+    assert CompressOptions(between=2.0).provenance()["between"] == 2.0
     enroll(faces_factory(n_clients=4, n_images=6), tmp_path / "e.h5")
     run = CompressRun(clients="c01")
-    compress(tmp_path / "e.h5", tmp_path / "plain.h5", run=run)
-    compress(tmp_path / "e.h5", tmp_path / "b.h5", CompressOptions(between=0.5), run)
+    compress(tmp_path / "e.h5", tmp_path / "plain.h5", CompressOptions(between=0.0), run)
+    compress(tmp_path / "e.h5", tmp_path / "b.h5", run=run)
     plain, between = (read_gallery(tmp_path / f).clients["c01"] for f in ("plain.h5", "b.h5"))
     assert "between" not in plain.provenance and between.provenance["between"] == 0.5
     assert plain.normalization["mean"] != between.normalization["mean"]  # a new fit
@@ -328,7 +346,8 @@ def test_compress_command_refuses_non_finite_and_out_of_range_options_as_input_e
 def test_between_with_a_black_box_matcher_is_named_as_ignored(tmp_path):
     """A black box's inputs are not vectors to average: compress --between fits its
     clients on the training images only, and says so on stderr (exit 0); an analytic
-    matcher takes it without a word."""
+    matcher takes it without a word. At the default nothing is said: a black box's
+    gallery is trained and digested as with --between 0."""
     import sys
     from pathlib import Path
 
@@ -347,16 +366,28 @@ def test_between_with_a_black_box_matcher_is_named_as_ignored(tmp_path):
     env = {"SSGALLERY_MATCHER_CMD": " ".join(program)}
     for store, told in (("bb.h5", True), ("eig.h5", False)):
         res = runner.invoke(main, ["compress", "--store", str(tmp_path / store), "-o",
-                                   str(tmp_path / f"g-{store}"), "--between", "0.5",
+                                   str(tmp_path / f"g-{store}"), "--between", "1",
                                    "--cv-folds", "0", "--max-iter", "3", "--quiet"], env=env)
         assert res.exit_code == 0, res.output
-        line = "--between 0.5 is ignored: the external matcher is a black box"
+        line = "--between 1 is ignored: the external matcher is a black box"
         assert (line in res.stderr) == told, res.stderr
         assert line not in res.stdout
         # roc --between on the same store: the protocol's ssvm ignores it alike, and says so
-        res = runner.invoke(main, ["roc", "--store", str(tmp_path / store), "--between", "0.5",
+        res = runner.invoke(main, ["roc", "--store", str(tmp_path / store), "--between", "1",
                                    "--methods", "svm,ssvm", "--enrolled", "2",
                                    "--train-images", "2", "--repetitions", "1", "--no-plot",
                                    "-o", str(tmp_path / f"r-{store}"), "--quiet"], env=env)
         assert res.exit_code == 0, res.output
         assert (line in res.stderr) == told, res.stderr
+    # the default on a black box: silent, trained and digested as --between 0
+    res = runner.invoke(main, ["compress", "--store", str(tmp_path / "bb.h5"), "-o",
+                               str(tmp_path / "g-default.h5"), "--cv-folds", "0",
+                               "--max-iter", "3", "--quiet"], env=env)
+    assert res.exit_code == 0 and "between" not in res.stderr, res.output
+    from ssgallery.formats.gallery import read_gallery
+
+    digests = {f: {c.provenance["options_digest"] for c in read_gallery(
+        tmp_path / f).clients.values()} for f in ("g-bb.h5", "g-default.h5")}
+    assert digests["g-bb.h5"] == digests["g-default.h5"] and len(digests["g-bb.h5"]) == 1
+    assert all("between" not in c.provenance
+               for c in read_gallery(tmp_path / "g-default.h5").clients.values())

@@ -192,7 +192,8 @@ def test_train_client_guard_keeps_the_first_fit_it_replaced():
     np.testing.assert_array_equal(first.prototypes_, plain.distiller.prototypes_)
     assert guarded.cv["teacher_gap"] == pytest.approx(min(g for _, g in record["attempts"]))
     # a fit that passes: the guard keeps it, and it is its own first fit
-    good = train_client(X, y, sim, CompressOptions(m=3, guard=True), groups=groups)
+    good = train_client(X, y, sim, CompressOptions(m=3, guard=True, between=0.0),
+                        groups=groups)
     assert good.cv["guard"]["attempts"][0][1] <= GUARD_GAP
     assert good.first_distiller is good.distiller
 

@@ -76,11 +76,13 @@ def check_report(out, labels, with_scores=True):
 def test_roc_between_refits_ssvm_only_and_is_recorded(faces, tmp_path):
     args = ["roc", str(faces), "--enrolled", "4", "--train-images", "3", "--repetitions", "1",
             "--methods", "svm,ssvm", "--no-plot", "--no-identification"]
-    assert run([*args, "-o", str(tmp_path / "plain")]).exit_code == 0
-    res = run([*args, "--between", "0.5", "-o", str(tmp_path / "half")])
+    assert run([*args, "--between", "0", "-o", str(tmp_path / "plain")]).exit_code == 0
+    res = run([*args, "-o", str(tmp_path / "half")])  # the default: 0.5
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "half" / "summary.json").read_text())
     assert summary["config"]["between"] == 0.5
+    plain = json.loads((tmp_path / "plain" / "summary.json").read_text())
+    assert "between" not in plain["config"]  # 0, the paper's fit: the report reads as before
     (svm0, svm1), (ssvm0, ssvm1) = (
         [read_scores(tmp_path / d / "scores" / f"{name}.r0.txt") for d in ("plain", "half")]
         for name in ("svm", "ssvm-m2"))
@@ -98,7 +100,7 @@ def test_roc_on_a_faces_folder_writes_every_file_and_scores_reproduce_it(faces, 
     summary = check_report(out, labels)
     assert "EER % [95% CI]" in res.output and "ssvm" in res.output and "wrote" in res.output
     assert summary["config"]["enrolled"] == 4
-    assert "between" not in summary["config"]  # the default: the report reads as before
+    assert summary["config"]["between"] == 0.5  # the default
     ssvm2 = summary["methods"][2]
     assert ssvm2["matches_mean"] == 2.0 and ssvm2["matches_std"] == 0.0
     assert ssvm2["n_genuine"] == 2 * 4 * 4  # repetitions x clients x (7 - 3) claims

@@ -47,11 +47,12 @@ def test_global_mode_keeps_its_promise_on_unseen_impostors(synth_split, tmp_path
         n = row["normalization"]
         assert row["threshold"] == pytest.approx(n["mean"] + n["std"] * cal["global_threshold"])
     far, n = _unseen_far(tmp_path / "g.h5", root, clients)
-    assert n == 2016 and far == pytest.approx(0.0675, abs=0.002)  # target 0.05
+    assert n == 2016 and far == pytest.approx(0.0709, abs=0.002)  # target 0.05 (between 0: 0.0675)
     compress(root / "e.h5", tmp_path / "v0.h5",
              CompressOptions(target_far=0.05, threshold_mode="client", refit_matcher=False))
     far_v0, _ = _unseen_far(tmp_path / "v0.h5", root, clients)
-    assert far_v0 == pytest.approx(0.0947, abs=0.002)  # held-out impostors inside the basis
+    assert far_v0 == pytest.approx(0.0863, abs=0.002)  # held-out impostors inside the basis
+    # (between 0: 0.0947)
 
 
 def test_each_shared_fold_is_refitted_once_per_compress_not_per_client(tmp_path):

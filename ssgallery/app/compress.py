@@ -14,7 +14,8 @@ Resumable: after Ctrl-C, SIGKILL or a lost worker, ``CompressRun(resume=True)`` 
 parts whose store fingerprint and options match and trains only the missing clients.
 Incremental: ``update=True`` copies the clients of the existing gallery that were trained
 with the same options on the same matcher basis and trains only the others (e.g. the
-clients added by ``enroll --add``); when the basis has changed it names the stale clients.
+clients added by ``enroll --add``; `ssgallery.app.update`); when the basis has changed it
+names the stale clients, and it names the clients it trains again for other options.
 """
 
 import os
@@ -42,7 +43,8 @@ from ssgallery.app.options import CompressOptions, CompressRun
 from ssgallery.app.parallel import run_jobs
 from ssgallery.app.parts import PartsFolder, encode_result, options_digest, run_key
 from ssgallery.app.thresholds import apply, calibrate
-from ssgallery.errors import InputError, NotRenderableError, SsgalleryError, option
+from ssgallery.app.update import kept_from_gallery
+from ssgallery.errors import NotRenderableError, SsgalleryError
 from ssgallery.learn.supersparse import resolve_init  # noqa: F401  (public here)
 from ssgallery.learn.threads import single_threaded_blas
 from ssgallery.progress import as_progress
@@ -107,52 +109,6 @@ def _model(plan, result):
                         normalization=result.normalization)
     model.normalization = floor_normalization(model, plan.matcher)
     return model
-
-
-def _kept_from_gallery(plan, gallery_path, key=None, privacy_key=None):
-    """Clients of the existing gallery to copy (same options, same matcher basis) and
-    the gallery's threshold calibration (`ssgallery.app.thresholds.previous_calibration`)
-    and 1:N operating point (`ssgallery.app.open_set.read_record`)."""
-    from ssgallery.app.open_set import read_record
-    from ssgallery.app.parts import ClientResult
-    from ssgallery.app.thresholds import previous_calibration
-    from ssgallery.formats.gallery import read_gallery
-    from ssgallery.formats.hdf5 import state_digest
-
-    if not os.path.exists(gallery_path):
-        return {}, None
-    from ssgallery.formats.protect import protection_record
-
-    old = read_gallery(gallery_path, arrays=True, key=key, privacy_key=privacy_key)
-    if protection_record(old.header, gallery_path) is not None:
-        raise InputError("the gallery's templates are protected; an update would mix two "
-                         f"rotations: compress every client again (without "
-                         f"{option('update')}), which also renews the rotation",
-                         path=gallery_path)
-    enrolled = set(plan.store.clients)
-    ours = [c for c in old.clients if c in enrolled]
-    if old.header.get("matcher_digest") != state_digest(plan.store.matcher_state) \
-            or old.matcher_name != plan.store.matcher_name:
-        shown = ", ".join(sorted(ours)[:10]) + (f", ... ({len(ours)} in all)"
-                                                if len(ours) > 10 else "")
-        raise InputError("the matcher basis changed since the gallery was written; stale "
-                         f"clients: {shown or 'none'}: compress them all again",
-                         path=gallery_path)
-    digest = options_digest(plan.options)
-    kept = {}
-    for c in ours:
-        model = old.clients[c]
-        if model.provenance.get("options_digest") == digest or c not in plan.todo:
-            from ssgallery.app.result_checks import checked_row
-
-            prov = {k: v for k, v in model.provenance.items()
-                    if k not in ("bytes_model", "bytes_images")}
-            kept[c] = ClientResult(client=c, prototypes=model.prototypes, beta=model.beta,
-                                   intercept=model.intercept, threshold=model.threshold,
-                                   provenance=prov, normalization=model.normalization)
-            kept[c].row = checked_row(kept[c], gallery_path)
-    return kept, (previous_calibration(old.header, gallery_path),
-                  read_record(old.header, gallery_path))
 
 
 def _write(plan, gallery_path, store_path, results, recorded, force=False,
@@ -222,9 +178,9 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
     run = run if run is not None else CompressRun()
     key, privacy_key = load_key(run.key_file), load_privacy_key(run.privacy_key_file)
     plan = prepare(store_path, gallery_path, options, run, privacy_key)
-    _warn_ignored(plan, run)
+    _warn_ignored(options, plan, run)
     results, (previous, previous_point) = \
-        _kept_from_gallery(plan, gallery_path, key, privacy_key) if run.update \
+        kept_from_gallery(plan, gallery_path, key, privacy_key, run.warn) if run.update \
         else ({}, (None, None))
     kept = sorted(results)
     parts = PartsFolder(gallery_path, privacy_key, key)
@@ -253,12 +209,13 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
                      "never_accepting": dead})
 
 
-def _warn_ignored(plan, run):
-    """Tell the user of a training option this matcher ignores (`warn_between_ignored`)."""
+def _warn_ignored(options, plan, run):
+    """Tell the user of a training option this matcher ignores (`warn_between_ignored`;
+    ``options``: as asked, ``plan.options``: as applied)."""
     from ssgallery.app.options import warn_between_ignored
     from ssgallery.images.ingest import default_warn
 
-    warn_between_ignored(plan.options.between,
+    warn_between_ignored(options.between,
                          not getattr(plan.similarity, "has_gradient", False),
                          plan.store.matcher_name, run.warn or default_warn)
 

@@ -28,7 +28,7 @@ class Plan:
     similarity: object
     bounds: object
     todo: list
-    options: CompressOptions  # init resolved for the matcher
+    options: CompressOptions  # init and between resolved for the matcher
     codes: np.ndarray = None  # subject code of every store row
     X: np.ndarray = None  # features of every row (None: read per block)
     gram: np.ndarray = None  # S(X, X) when no client is capped
@@ -68,7 +68,10 @@ def prepare(store_path, gallery_path, options, run, privacy_key=None):
 
         new_protection(matcher, privacy_key, np.zeros((0, matcher.dimension() or 1)))
     similarity = matcher.similarity()
-    options = replace(options, init=resolve_init(options.init, similarity))
+    # a black box's inputs are not vectors to average: its clients train without
+    # between-points, and its galleries say so (provenance, digest)
+    between = options.between if getattr(similarity, "has_gradient", False) else 0.0
+    options = replace(options, init=resolve_init(options.init, similarity), between=between)
     subjects, codes = np.unique(store.labels, return_inverse=True)
     return Plan(store=store, matcher=matcher, similarity=similarity, bounds=matcher.bounds(),
                  todo=todo, options=options, codes=codes, subjects=subjects)

@@ -35,7 +35,7 @@ from ssgallery.checks import (  # noqa: F401  (the checks are public here too)
 )
 from ssgallery.errors import InputError
 from ssgallery.errors import option as _flag  # how a message names a parameter
-from ssgallery.learn.defaults import DEFAULT_LAM
+from ssgallery.learn.defaults import DEFAULT_BETWEEN, DEFAULT_LAM
 
 N_FOLDS = 5  # folds of the threshold CV
 MAX_ITER = 200  # the learner's default: L-BFGS-B iterations (varpro) / sweeps (paper)
@@ -53,11 +53,22 @@ IF_CHANGED = "if-changed"  # only when not at its default: a new field keeps old
 NEVER = "never"  # never (set after training, checked on its own: threshold_mode)
 
 
-def option_field(default, check=None, digest=IF_CHANGED):
+def option_field(default, check=None, digest=IF_CHANGED, baseline=None):
     """A field of an options object: its default, ``check(name, value) -> value`` (raises
     `ssgallery.errors.InputError`, returns the value normalised; `ssgallery.checks`)
-    and how it enters the digest (`ALWAYS`, `IF_CHANGED`, `NEVER`)."""
-    return checked_field(default, check, digest=digest)
+    and how it enters the digest (`ALWAYS`, `IF_CHANGED`, `NEVER`). ``baseline``: for
+    an `IF_CHANGED` field whose default changed, the value every gallery made before the
+    field existed was trained with (default: the default); the field enters the digest
+    and the provenance when it is not at its baseline."""
+    return checked_field(default, check, digest=digest,
+                         baseline=default if baseline is None else baseline)
+
+
+def _changed(options):
+    """The `IF_CHANGED` fields of ``options`` that are not at their baseline, in order."""
+    return {f.name: getattr(options, f.name) for f in fields(options)
+            if f.metadata["digest"] == IF_CHANGED
+            and getattr(options, f.name) != f.metadata["baseline"]}
 
 
 # ------------------------------------------------------------------------------ checks
@@ -148,9 +159,11 @@ class CompressOptions(_Options):
         starts (and m + 1 with ``m="auto"``), keeping the fit of least held-out gap.
     between : float
         Also distil the SVM's scores at points between the client and the impostors
-        (`ssgallery.learn.targets.between_points`), with this total weight
-        relative to the training images'; 0 (default): the training images only, as
-        the paper. Analytic matchers only (eigenface, dlib); ignored for a black box.
+        (`ssgallery.learn.targets.between_points`), with this total weight relative to
+        the training images' (default `ssgallery.learn.defaults.DEFAULT_BETWEEN`); 0:
+        the training images only, as the paper. Analytic matchers only (eigenface,
+        dlib): a black box trains with 0. In the digest when not 0 (galleries made
+        before this option had 0).
     """
 
     threshold_mode: str = option_field(DEFAULT_THRESHOLD_MODE, one_of(*THRESHOLD_MODES), NEVER)
@@ -170,31 +183,26 @@ class CompressOptions(_Options):
     target_fpir: float = option_field(0.01, open_rate, NEVER)
     refresh_every: int = option_field(1, positive_int)
     guard: bool = option_field(False, flag_bool)
-    between: float = option_field(0.0, non_negative, IF_CHANGED)
+    # 0.5 since issue 24 (1:N search of the default SSVM m=2); galleries before it: 0
+    between: float = option_field(DEFAULT_BETWEEN, non_negative, IF_CHANGED, baseline=0.0)
 
     def digest_dict(self):
         """What the options digest and the parts' run key hash: the `ALWAYS` fields, and
-        the `IF_CHANGED` fields whose value is not their default (so that adding a field
+        the `IF_CHANGED` fields whose value is not their baseline (so that adding a field
         leaves the digest of every existing gallery unchanged)."""
-        out = {}
-        for f in fields(self):
-            rule, value = f.metadata["digest"], getattr(self, f.name)
-            if rule == ALWAYS or (rule == IF_CHANGED and value != f.default):
-                out[f.name] = value
-        return out
+        out = {f.name: getattr(self, f.name) for f in fields(self)
+               if f.metadata["digest"] == ALWAYS}
+        return {**out, **_changed(self)}
 
     def provenance(self):
         """The options' entries of a client's provenance (under their historical names;
-        a later field only when not at its default)."""
+        a later field only when not at its baseline)."""
         auto = self.m == "auto"
         out = {"lambda": self.lam, "solver": self.solver, "init": self.init,
                "max_iter": self.max_iter, "target_far": self.target_far,
                "m_selection": "auto" if auto else "fixed", "rho": self.rho if auto else None,
                "impostors": self.impostors, "max_impostors": self.max_impostors}
-        for f in fields(self):
-            if f.metadata["digest"] == IF_CHANGED and getattr(self, f.name) != f.default:
-                out[f.name] = getattr(self, f.name)
-        return out
+        return {**out, **_changed(self)}
 
 
 def _clients(name, value):
@@ -333,8 +341,9 @@ def warn_between_ignored(between, black_box, matcher_name, warn):
     """Tell the user that ``between`` (``compress --between``, ``roc --between``) is
     ignored for a black-box matcher: `ssgallery.learn.targets.between_points` averages
     vectors, and a black box's inputs are not vectors to average, so its models are
-    fitted on the training images only."""
-    if between and black_box:
+    fitted on the training images only. Silent at the default (`DEFAULT_BETWEEN`), which
+    means "where it applies"."""
+    if between and between != DEFAULT_BETWEEN and black_box:
         warn(f"{_flag('between')} {between:g} is ignored: the {matcher_name} matcher is a "
              "black box (no midpoints of its inputs); its clients are fitted on the "
              "training images only")

@@ -16,6 +16,7 @@ from ssgallery.checks import (
     seed_int,
 )
 from ssgallery.errors import InputError, option
+from ssgallery.learn.defaults import DEFAULT_BETWEEN
 
 DEFAULT_METHODS = ("svm", "ssvm", "svm-red", "svm-sel")
 SSVM_METHODS = ("ssvm", "ssvm-paper")  # the distillers ``between`` applies to
@@ -117,8 +118,9 @@ class ProtocolOptions(CheckedOptions):
         scores at points half-way between each client's training images and its
         impostors', with this total weight relative to the training images', as
         ``compress --between`` does (`ssgallery.learn.targets.between_points`;
-        analytic matchers only); 0 (default): the paper's training images only. A
-        variant whose ``method_options`` set ``between`` keeps its own.
+        analytic matchers only); default `ssgallery.learn.defaults.DEFAULT_BETWEEN`, as
+        ``compress``; 0: the paper's training images only. A variant whose
+        ``method_options`` set ``between`` keeps its own.
     """
 
     methods: tuple = checked_field(DEFAULT_METHODS, _methods)
@@ -131,4 +133,4 @@ class ProtocolOptions(CheckedOptions):
     identification: bool = checked_field(False, flag_bool)
     method_options: dict = checked_field(None, _method_options)  # noqa: RUF009 (a field())
     norm_folds: int = checked_field(5, _norm_folds)
-    between: float = checked_field(0.0, non_negative)
+    between: float = checked_field(DEFAULT_BETWEEN, non_negative)

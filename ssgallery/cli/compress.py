@@ -92,9 +92,9 @@ def _parse_m(ctx, param, value):
               show_default=True, metavar="W",
               help="Also distil the SVM's scores at points half-way between the client's "
               "images and the impostors', with weight W relative to the training images "
-              "(0: the paper's training images only; 0.5 keeps strangers who look like "
-              "the client lower in 1:N search, see docs/identification.md). "
-              "Eigenface and dlib.")
+              "(0: the paper's training images only; the default keeps strangers who "
+              "look like the client lower in 1:N search, see docs/identification.md). "
+              "Eigenface and dlib; a black-box matcher trains with 0.")
 @click.option("--max-impostors", type=click.IntRange(min=0), default=DEFAULT.max_impostors,
               show_default=True,
               metavar="K", help="Each client trains on its own images and at most K impostor "

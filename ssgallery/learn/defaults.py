@@ -22,3 +22,16 @@ the same proportions). One: three starts were within a few hundredths of a point
 start on every data set measured, cost three times the distillation, and make the fit
 depend on how the sample weights are expressed (random draws), which scikit-learn's
 sample-weight check refuses. Raise it for a matcher where a start gets stuck."""
+
+DEFAULT_BETWEEN = 0.5
+"""Weight of the teacher's targets between the classes (``CompressOptions.between``,
+``ProtocolOptions.between``; `ssgallery.learn.targets.with_between`), relative to the
+training points'.
+The estimators keep 0, the paper's fit; the application's default is this one, because
+without it the 1:N search of SSVM m = 2 misses many more mated searches than its SVM
+at FPIR 1 % on AT&T (docs/method.md, "Targets between the classes")."""
+
+MAX_BETWEEN_POINTS = 100
+"""At most this many points between the classes per client (a seeded sample of the
+impostors when a client has more): the distillation's cost stays bounded when a client
+trains on hundreds of impostor images, as on LFW or a large gallery."""

@@ -6,6 +6,8 @@ classes (``between``).
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ssgallery.learn.defaults import MAX_BETWEEN_POINTS
+
 __all__ = ["balanced_weights", "between_points", "with_between"]
 
 
@@ -19,9 +21,11 @@ def balanced_weights(labels):
     return u / u.sum()
 
 
-def between_points(X, labels, random_state=None):
+def between_points(X, labels, random_state=None, max_points=MAX_BETWEEN_POINTS):
     """Points between the classes, where a look-alike of the positive class lies: each
-    negative sample's midpoint with a random positive sample, shape (n_negative, d).
+    negative sample's midpoint with a random positive sample, shape (k, d), k = the
+    number of negative samples or ``max_points`` (a seeded sample of them), whichever
+    is smaller.
 
     A distiller fitted on the teacher's outputs at the training points alone matches the
     teacher there; with m prototypes its function may be far from the teacher's between
@@ -35,7 +39,10 @@ def between_points(X, labels, random_state=None):
     neg = np.flatnonzero(np.asarray(labels) <= 0)
     if pos.size == 0 or neg.size == 0:
         return np.empty((0, X.shape[1]))
-    mate = check_random_state(random_state).randint(0, pos.size, size=neg.size)
+    rng = check_random_state(random_state)
+    if neg.size > max_points:  # bounded cost: a sample of the impostors
+        neg = np.sort(rng.choice(neg, size=max_points, replace=False))
+    mate = rng.randint(0, pos.size, size=neg.size)
     return 0.5 * (X[neg] + X[pos[mate]])
 
 
@@ -58,7 +65,7 @@ def with_between(X, targets, u, labels, teacher, weight, random_state=None):
     Returns
     -------
     X, targets, u : ndarray, shapes (n + k, d), (n + k,), (n + k,)
-        k = the negatives when ``weight`` > 0 and both classes are present, else 0.
+        k = the `between_points` when ``weight`` > 0 and both classes are present, else 0.
     """
     if float(weight) <= 0:
         return X, targets, u

@@ -1,0 +1,79 @@
+"""What ``compress --update`` keeps of the existing gallery: the clients trained with this
+run's options on the same matcher basis, its threshold calibration and its 1:N
+operating point (`ssgallery.app.compress.compress`)."""
+
+import os
+
+from ssgallery.app.parts import options_digest
+from ssgallery.errors import InputError, option
+
+__all__ = ["kept_from_gallery"]
+
+
+def kept_from_gallery(plan, gallery_path, key=None, privacy_key=None, warn=None):
+    """Clients of the existing gallery to copy (same options, same matcher basis) and
+    the gallery's threshold calibration (`ssgallery.app.thresholds.previous_calibration`)
+    and 1:N operating point (`ssgallery.app.open_set.read_record`); ``warn`` (default:
+    `ssgallery.images.ingest.default_warn`) names the clients trained again because their
+    options differ."""
+    from ssgallery.app.open_set import read_record
+    from ssgallery.app.parts import ClientResult
+    from ssgallery.app.thresholds import previous_calibration
+    from ssgallery.formats.gallery import read_gallery
+    from ssgallery.formats.hdf5 import state_digest
+
+    if not os.path.exists(gallery_path):
+        return {}, None
+    from ssgallery.formats.protect import protection_record
+
+    old = read_gallery(gallery_path, arrays=True, key=key, privacy_key=privacy_key)
+    if protection_record(old.header, gallery_path) is not None:
+        raise InputError("the gallery's templates are protected; an update would mix two "
+                         f"rotations: compress every client again (without "
+                         f"{option('update')}), which also renews the rotation",
+                         path=gallery_path)
+    enrolled = set(plan.store.clients)
+    ours = [c for c in old.clients if c in enrolled]
+    if old.header.get("matcher_digest") != state_digest(plan.store.matcher_state) \
+            or old.matcher_name != plan.store.matcher_name:
+        shown = ", ".join(sorted(ours)[:10]) + (f", ... ({len(ours)} in all)"
+                                                if len(ours) > 10 else "")
+        raise InputError("the matcher basis changed since the gallery was written; stale "
+                         f"clients: {shown or 'none'}: compress them all again",
+                         path=gallery_path)
+    digest = options_digest(plan.options)
+    kept = {}
+    _warn_other_options(sorted(c for c in ours if c in plan.todo and
+                               old.clients[c].provenance.get("options_digest") != digest),
+                        old.clients, plan.options, gallery_path, warn)
+    for c in ours:
+        model = old.clients[c]
+        if model.provenance.get("options_digest") == digest or c not in plan.todo:
+            from ssgallery.app.result_checks import checked_row
+
+            prov = {k: v for k, v in model.provenance.items()
+                    if k not in ("bytes_model", "bytes_images")}
+            kept[c] = ClientResult(client=c, prototypes=model.prototypes, beta=model.beta,
+                                   intercept=model.intercept, threshold=model.threshold,
+                                   provenance=prov, normalization=model.normalization)
+            kept[c].row = checked_row(kept[c], gallery_path)
+    return kept, (previous_calibration(old.header, gallery_path),
+                  read_record(old.header, gallery_path))
+
+
+def _warn_other_options(clients, models, options, gallery_path, warn):
+    """Tell the user that an update trains ``clients`` again: the gallery holds their
+    ``models`` trained with other options (those without a ``between`` entry, as every
+    gallery before its default of 0.5, with 0)."""
+    if not clients:
+        return
+    from ssgallery.images.ingest import default_warn
+
+    shown = ", ".join(clients[:5]) + (f", ... ({len(clients)} in all)"
+                                      if len(clients) > 5 else "")
+    hint = ""
+    if options.between and any("between" not in models[c].provenance for c in clients):
+        hint = f"; those trained with {option('between')} 0 are kept with {option('between')} 0"
+    (warn or default_warn)(f"{gallery_path}: {shown}: trained with other options than this "
+                           f"run's: trained again (to keep them, give the options they were "
+                           f"compressed with{hint})")
