@@ -102,10 +102,6 @@ def aggregate_between(reps, weight):
     return out
 
 
-def _pct(v, d=2):
-    return "—" if v is None else f"{100 * v:.{d}f}"
-
-
 def between_table(results):
     """The stage's markdown table and its worst-case lines."""
     rows, lines = [], []
@@ -117,10 +113,10 @@ def between_table(results):
                          "--between 0" if arm == "0" else f"--between {arm}",
                          f"{a['cpu_per_client_s']:.3f}",
                          "1" if arm == "0" else f"{np.mean(ratio):.2f} ({max(ratio):.2f})",
-                         _pct(a["eer_client_mean"]), _pct(a["frr_at_far_1pct"]),
-                         f"{_pct(a['far_stored'])} / {_pct(a['frr_stored'])}",
-                         f"{_pct(eer)} ({client}, rep {rep})",
-                         f"{_pct(a['fpir_stored'])} / {_pct(a['fnir_stored'], 1)}"])
+                         _results.pct(a["eer_client_mean"]), _results.pct(a["frr_at_far_1pct"]),
+                         f"{_results.pct(a['far_stored'])} / {_results.pct(a['frr_stored'])}",
+                         f"{_results.pct(eer)} ({client}, rep {rep})",
+                         f"{_results.pct(a['fpir_stored'])} / {_results.pct(a['fnir_stored'], 1)}"])
         rep, client, rise = row["client_eer_rise"]
         lines.append(f"- {key}, {row['clients']} clients x {row['repetitions']} repetitions "
                      f"({row['arms'][next(iter(row['arms']))]['runs']} compress runs per arm"

@@ -89,6 +89,11 @@ def command_line(argv=None):
     return prefix + "python " + shlex.join(argv)
 
 
+def pct(value, digits=2):
+    """A rate as a percentage for a table cell ("—" for None: unresolvable or not run)."""
+    return "—" if value is None else f"{100 * value:.{digits}f}"
+
+
 def markdown_table(head, rows):
     """A markdown table from a header and rows of cells (converted with ``str``)."""
     esc = lambda cell: str(cell).replace("|", "\\|")

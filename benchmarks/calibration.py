@@ -172,16 +172,12 @@ def aggregate(reps):
     return rows
 
 
-def _pct(v, d=2):
-    return f"{100 * v:.{d}f}"
-
-
 def table_rows(name, rows):
-    return [[name, f"{_pct(r['target_far'], 1)} %", f"`{r['mode']}`",
-             f"{_pct(r['far'])} ± {_pct(r['far_sd'])}",
-             f"{r['accepted']} / {r['impostor_claims']}",
-             f"{_pct(r['frr'])} ± {_pct(r['frr_sd'])}", f"{r['frr_cost_pp']:+.2f}",
-             f"{_pct(r['expected_far'])}"] for r in rows]
+    pct = _results().pct
+    return [[name, f"{pct(r['target_far'], 1)} %", f"`{r['mode']}`",
+             f"{pct(r['far'])} ± {pct(r['far_sd'])}", f"{r['accepted']} / {r['impostor_claims']}",
+             f"{pct(r['frr'])} ± {pct(r['frr_sd'])}", f"{r['frr_cost_pp']:+.2f}",
+             f"{pct(r['expected_far'])}"] for r in rows]
 
 
 HEAD = ["data set (matcher)", "target FAR", "mode", "achieved FAR % (mean ± sd)",
@@ -229,7 +225,7 @@ def main(argv=None):
         for rep in range(args.repetitions or default_reps):
             reps.append(run_repetition(subjects, matcher, targets, args, rep, enrolled))
             print(f"{name} repetition {rep}: " + ", ".join(
-                f"{k} FAR {_pct(v['far'])}% FRR {_pct(v['frr'])}%"
+                f"{k} FAR {_results().pct(v['far'])}% FRR {_results().pct(v['frr'])}%"
                 for k, v in reps[-1]["results"].items()), file=sys.stderr, flush=True)
         if matcher == "dlib":
             from ssgallery.matchers import deep

@@ -73,7 +73,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _results
 from _open_set_between import aggregate_between, between_table, run_between
 from _open_set_cost import COST_MARGIN, cost_table, run_cost
-from _open_set_gap import GAP_HEAD, NORM_HEAD, gap_diagnosis, gap_rows, gap_summary, norm_rows
+from _open_set_gap import GAP_HEAD, NORM_HEAD, gap_rows, gap_summary, norm_rows
+from _open_set_protocol import (
+    BETWEEN,
+    PAPER_FIT,
+    PROTOCOL_HEAD,
+    gaps_per_repetition,
+    method_label,
+    protocol_rows,
+    run_protocol_stage,
+)
 from calibration import _split, _subjects
 
 MATCHERS = {"att": "eigenface", "lfw": "dlib", "synth": "eigenface"}
@@ -154,10 +163,6 @@ def run_fpir(name, size, rep, subjects, args):
     return out
 
 
-def _pct(v, d=2):
-    return "—" if v is None else f"{100 * v:.{d}f}"
-
-
 def aggregate_fpir(reps):
     row = {"clients": reps[0]["clients"], "repetitions": len(reps),
            "resolved": sum(r["record"]["resolved"] for r in reps),
@@ -203,9 +208,9 @@ def fpir_rows(key, row):
         a = row[arm]
         first = arm == "operating point"
         out.append([key, str(row["clients"]), arm,
-                    f"{_pct(a['fpir'])} ± {_pct(a['fpir_sd'])}", _pct(a["fpir_worst"]),
-                    f"{a['false_positives']} / {a['non_mated']}", _pct(a["fnir"], 1),
-                    _pct(a["fnir_worst"], 1), _pct(row["expected"]) if first else "",
+                    f"{_results.pct(a['fpir'])} ± {_results.pct(a['fpir_sd'])}", _results.pct(a["fpir_worst"]),
+                    f"{a['false_positives']} / {a['non_mated']}", _results.pct(a["fnir"], 1),
+                    _results.pct(a["fnir_worst"], 1), _results.pct(row["expected"]) if first else "",
                     f"{row['resolved']} of {row['repetitions']}"
                     f" ({row.get('extrapolated', 0)})" if first else ""])
     return out
@@ -227,108 +232,11 @@ def worst_rows(key, row):
         (rc, client, k, n), (rs, person, f, m), (rf, miss, x, y) = \
             w["client"], w["stranger"], w["client_fnir"]
         out.append([key, str(row["clients"]), arm,
-                    f"{client or '—'}: {k} / {n} ({_pct(k / n)} %, rep {rc})",
+                    f"{client or '—'}: {k} / {n} ({_results.pct(k / n)} %, rep {rc})",
                     f"{person}: {f} / {m} (rep {rs})",
-                    f"{miss}: {x} / {y} ({_pct(x / y, 0)} %, rep {rf})",
+                    f"{miss}: {x} / {y} ({_results.pct(x / y, 0)} %, rep {rf})",
                     f"{w['clients_missing_half']:.1f}"])
     return out
-
-
-def _fnir_per_repetition(searches):
-    """FNIR at FPIR 1 % of every table on its centred scores (as deployed): method ->
-    [per repetition] (None when unresolvable)."""
-    from ssgallery.biometrics import identification as ident
-
-    out = {}
-    for t in searches:
-        clients, _, scores, true = ident.score_matrix(t)
-        _, centred, _ = ident.normalised_searches(t, clients, scores)
-        out.setdefault(t.method, []).append(ident.fnir_at_fpir(centred, true, 0.01)[0])
-    return out
-
-
-def run_protocol_stage(name, args):
-    from ssgallery.biometrics.evaluation import evaluate
-    from ssgallery.biometrics.identification import evaluate_identification
-    from ssgallery.biometrics.protocol import ProtocolOptions, run_protocol
-    from ssgallery.images.ingest import load_faces
-    from ssgallery.matchers import get_matcher_class
-
-    faces = load_faces(_faces_dir(name, args.out), warn=lambda m: None)
-    cls = get_matcher_class(MATCHERS[name])
-    from ssgallery.learn.defaults import DEFAULT_BETWEEN
-
-    options = ProtocolOptions(methods=("svm", "ssvm", PAPER_FIT), m=2,
-                              n_train=args.train_images,
-                              repetitions=args.protocol_repetitions, seed=args.seed,
-                              n_jobs=args.jobs, identification=True,
-                              n_enrolled=args.protocol_enrolled,
-                              method_options={PAPER_FIT: {"method": "ssvm", "between": 0.0}})
-    t0 = time.perf_counter()
-    tables = run_protocol(faces.images, faces.labels, options, matcher_factory=cls)
-    searches = [t.search for t in tables]
-    deployed = evaluate_identification(searches)
-    verification = {v["label"]: v["eer_client_mean"] for v in evaluate(tables, n_boot=0)}
-    for s in deployed:  # verification on the same claims
-        s["eer_client_mean"] = verification.get(s["label"])
-    per_rep = _fnir_per_repetition(searches)
-    gap = gap_diagnosis(searches, method=PAPER_FIT)  # the gap --between is there for
-    for s in searches:  # the same searches without the normalisation: raw scores
-        s.clients = {c: {"matches": v["matches"]} for c, v in s.clients.items()}
-    raw = evaluate_identification(searches)
-    return {"deployed": deployed, "raw": raw, "seconds": time.perf_counter() - t0,
-            "clients": len(tables[0].clients), "repetitions": options.repetitions,
-            "fnir_at_fpir_1pct_per_repetition": per_rep, "gap": gap,
-            "default_between": DEFAULT_BETWEEN}
-
-
-PROTOCOL_HEAD = ["data set (matcher)", "ranking", "method", "rank-1 %", "FNIR@FPIR=1% %",
-                 "FNIR@FPIR=0.1% %", "minus SVM at FPIR 1 % (points)",
-                 "per repetition (worst last)", "verification: mean client EER %"]
-PAPER_FIT = "ssvm-paper-fit"  # SSVM m = 2 with --between 0: the paper's training points
-BETWEEN = "ssvm-between"  # results before the default's --between: SSVM m = 2 with W
-
-
-def _gaps(res, method="ssvm"):
-    """``method`` - SVM FNIR at FPIR 1 % per repetition, in points (None: unresolvable)."""
-    per = res.get("fnir_at_fpir_1pct_per_repetition")
-    if not per or method not in per:
-        return None
-    return [None if None in (a, b) else 100 * (b - a) for a, b in zip(per["svm"], per[method])]
-
-
-def _gap(by, method):
-    a, b = by["svm"]["fnir_at_fpir_1pct"], by[method]["fnir_at_fpir_1pct"]
-    return None if None in (a, b) else 100 * (b - a)
-
-
-def _method_label(res, s):
-    if s["method"] == BETWEEN:
-        return f"ssvm m=2, --between {res['between']:g}"
-    if s["method"] == PAPER_FIT:
-        return "ssvm m=2, --between 0 (the paper's fit)"
-    if s["method"] == "ssvm":  # the default's W (0 in results from before it)
-        return f"ssvm m=2 (default: --between {res.get('default_between', 0):g})"
-    return s["label"]
-
-
-def protocol_rows(key, res):
-    rows = []
-    for ranking, label in (("deployed", "held-out Z-norm (CMC), centred (FNIR)"),
-                           ("raw", "raw scores (before)")):
-        by = {s["method"]: s for s in res[ranking]}
-        for method in [m for m in ("svm", "ssvm", PAPER_FIT, BETWEEN) if m in by]:
-            s, gap = by[method], None if method == "svm" else _gap(by, method)
-            gaps = _gaps(res, method) if ranking == "deployed" else None
-            shown = "" if gaps is None else ", ".join(
-                "—" if g is None else f"{g:+.1f}"
-                for g in sorted(gaps, key=lambda g: -np.inf if g is None else g))
-            eer = s.get("eer_client_mean")
-            rows.append([key, label, _method_label(res, s), _pct(s["rank1"], 1),
-                         _pct(s["fnir_at_fpir_1pct"], 1), _pct(s["fnir_at_fpir_01pct"], 1),
-                         "" if gap is None else f"{gap:+.1f}", "" if method == "svm" else shown,
-                         "" if eer is None or ranking == "raw" else _pct(eer)])
-    return rows
 
 
 def _targets(results):
@@ -337,7 +245,7 @@ def _targets(results):
         if key.split(" ")[0] in ("att", "lfw"):
             a = row["operating point"]
             ok = "MET" if a["fpir"] <= 0.02 else "MISSED"
-            lines.append(f"- achieved FPIR {_pct(a['fpir'])} % (worst {_pct(a['fpir_worst'])} "
+            lines.append(f"- achieved FPIR {_results.pct(a['fpir'])} % (worst {_results.pct(a['fpir_worst'])} "
                          f"%) <= 2 % on {key}: {ok}")
     for key, res in results.get("protocol", {}).items():
         by = {s["method"]: s for s in res["deployed"]}
@@ -346,9 +254,9 @@ def _targets(results):
             if None in (svm, ssvm) or key.split(" ")[0] not in ("att", "lfw"):
                 continue
             gap = 100 * (ssvm - svm)
-            worst = [g for g in _gaps(res, method) or () if g is not None]
-            lines.append(f"- FNIR at FPIR 1 % {_method_label(res, by[method])} "
-                         f"{_pct(ssvm, 1)} % vs SVM {_pct(svm, 1)} % ({gap:+.1f} points"
+            worst = [g for g in gaps_per_repetition(res, method) or () if g is not None]
+            lines.append(f"- FNIR at FPIR 1 % {method_label(res, by[method])} "
+                         f"{_results.pct(ssvm, 1)} % vs SVM {_results.pct(svm, 1)} % ({gap:+.1f} points"
                          + (f"; worst repetition {max(worst):+.1f}" if worst else "")
                          + f") within 3 on {key}: " + ("MET" if gap <= 3 else "MISSED"))
     cost = results.get("cost")
@@ -460,9 +368,9 @@ def main(argv=None):
                 reps.append(run_fpir(name, size, rep, subjects, args))
                 r = reps[-1]
                 print(f"{key_base} {size} repetition {rep}: {r['clients']} clients, FPIR "
-                      f"{_pct(r['operating point']['fpir'])}% (before "
-                      f"{_pct(r['verification thresholds']['fpir'])}%), FNIR "
-                      f"{_pct(r['operating point']['fnir'], 1)}%", file=sys.stderr, flush=True)
+                      f"{_results.pct(r['operating point']['fpir'])}% (before "
+                      f"{_results.pct(r['verification thresholds']['fpir'])}%), FNIR "
+                      f"{_results.pct(r['operating point']['fnir'], 1)}%", file=sys.stderr, flush=True)
             key = f"{key_base} {size}"
             results.setdefault("fpir", {})[key] = aggregate_fpir(reps) | {"runs": reps}
             results.setdefault("runs", {})[f"fpir {key}"] = (
@@ -473,7 +381,7 @@ def main(argv=None):
                            results)
             _save(saved, results, args)
         if "protocol" in stages:
-            res = run_protocol_stage(name, args)
+            res = run_protocol_stage(_faces_dir(name, args.out), MATCHERS[name], args)
             results.setdefault("protocol", {})[key_base] = res
             results.setdefault("runs", {})[f"protocol {key_base}"] = (
                 f"`{_results.command_line()}` at `{_results.git_commit()}`, "
