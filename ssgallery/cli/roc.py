@@ -125,7 +125,7 @@ def command(paths, scores, no_plot, as_json, wide, quiet, **options):
       ssgallery roc faces/ --m 2 -o report/
       ssgallery roc                                   # on ./enrollment.h5
       ssgallery roc faces/ --m 1,2,5 --methods svm,ssvm,nystrom --jobs 2
-      ssgallery roc faces/ --methods svm,ssvm --between 0.5 -o report-between/
+      ssgallery roc faces/ --methods svm,ssvm --between 0 -o report-paper-fit/
       ssgallery roc --scores report/scores/*.txt -o again/
       ssgallery roc --gallery gallery.h5 --probes probes/
       ssgallery roc --dev-scores dev.txt --eval-scores eval.txt --criterion min-hter
