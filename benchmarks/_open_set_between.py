@@ -11,7 +11,9 @@ every probe against every client; the clients' other images are genuine claims, 
 image of a person never enrolled and of the other clients an impostor claim): mean client
 EER, FRR at FAR 1 % (the averaged curve), FAR and FRR at the stored verification
 thresholds, the worst client's EER and the client whose EER rises most with W, and FPIR
-and FNIR at the gallery's stored 1:N operating point.
+and FNIR at the gallery's stored 1:N operating point, and FNIR where the probes' own
+non-mated searches give FPIR 1 % (as the protocol stage reads it: the models without
+the stored threshold).
 """
 
 import tempfile
@@ -25,7 +27,8 @@ from calibration import _split
 BETWEEN_HEAD = ["data set (matcher)", "clients", "compress", "CPU s per client",
                 "CPU ratio to 0: mean (worst rep)", "mean client EER %",
                 "FRR@FAR=1% % (averaged curve)", "FAR / FRR % at stored thresholds",
-                "worst client EER %", "FPIR / FNIR % at the stored 1:N point"]
+                "worst client EER %", "FPIR / FNIR % at the stored 1:N point",
+                "FNIR % at FPIR 1 % of the probes' own searches"]
 
 
 def _verification(gallery, probes):
@@ -45,7 +48,8 @@ def _verification(gallery, probes):
             "client_eer": {c: float(metrics.curve_eer(far, frr))
                            for c, far, frr in client_curves(table)},
             "fpir_stored": found.get("fpir_at_stored_threshold"),
-            "fnir_stored": found.get("fnir_at_stored_threshold")}
+            "fnir_stored": found.get("fnir_at_stored_threshold"),
+            "fnir_at_fpir_1pct": found.get("fnir_at_fpir_1pct")}
 
 
 def run_between(matcher, n, rep, subjects, args):
@@ -88,8 +92,8 @@ def aggregate_between(reps, weight):
                "cpu_ratio": [c / b for c, b in zip(cpu, base)],
                "runs": len(per[0]["cpu_s"]), "worst_client_eer": list(worst)}
         for key in ("eer_client_mean", "frr_at_far_1pct", "far_stored", "frr_stored",
-                    "fpir_stored", "fnir_stored"):
-            vals = [a[key] for a in per if a[key] is not None]
+                    "fpir_stored", "fnir_stored", "fnir_at_fpir_1pct"):
+            vals = [a[key] for a in per if a.get(key) is not None]
             row[key] = float(np.mean(vals)) if vals else None
         out["arms"][arm] = row
     rise = [(i, c, r["arms"][f"{weight:g}"]["client_eer"][c] - e)
@@ -116,7 +120,8 @@ def between_table(results):
                          _results.pct(a["eer_client_mean"]), _results.pct(a["frr_at_far_1pct"]),
                          f"{_results.pct(a['far_stored'])} / {_results.pct(a['frr_stored'])}",
                          f"{_results.pct(eer)} ({client}, rep {rep})",
-                         f"{_results.pct(a['fpir_stored'])} / {_results.pct(a['fnir_stored'], 1)}"])
+                         f"{_results.pct(a['fpir_stored'])} / {_results.pct(a['fnir_stored'], 1)}",
+                         _results.pct(a.get("fnir_at_fpir_1pct"), 1)])
         rep, client, rise = row["client_eer_rise"]
         lines.append(f"- {key}, {row['clients']} clients x {row['repetitions']} repetitions "
                      f"({row['arms'][next(iter(row['arms']))]['runs']} compress runs per arm"
