@@ -78,3 +78,35 @@ def test_prefit_teacher_is_used_not_refitted():
     dist = SuperSparseDistiller(teacher, prefit=True, gamma=1.0, random_state=0)
     res = select_n_prototypes(dist, X, y, m_grid=(3, 2), cv=3)
     assert res.best_estimator_.teacher_ is teacher
+
+
+def test_selection_of_a_distiller_distils_between_the_classes_as_its_fit():
+    """``compress --m auto`` keeps the selection's refit: with ``between`` > 0 it fits
+    the teacher's outputs at the between-points too, exactly as the distiller's own fit
+    at the chosen m (and the folds choose m with them); between=0: the training points
+    alone. A black-box similarity fits no between-points, as in ``fit``."""
+    from sklearn.datasets import make_moons
+
+    from ssgallery.learn.similarity import HeuristicGradient, RBFSimilarity
+
+    X, y = make_moons(80, noise=0.1, random_state=0)
+    y = np.where(y == 1, 1, -1)
+    teacher = SVC(gamma=1.0, C=10.0).fit(X, y)
+    kept = {}
+    for b in (0.0, 0.5):
+        dist = SuperSparseDistiller(teacher, prefit=True, n_prototypes=2, gamma=1.0,
+                                    between=b, random_state=0)
+        sel = select_n_prototypes(dist, X, y, m_grid=(2,), cv=3, random_state=0)
+        own = SuperSparseDistiller(teacher, prefit=True, n_prototypes=2, gamma=1.0,
+                                   between=b, random_state=0).fit(X, y)
+        np.testing.assert_array_equal(sel.best_estimator_.prototypes_, own.prototypes_)
+        kept[b] = sel
+    assert not np.array_equal(kept[0.0].best_estimator_.prototypes_,
+                              kept[0.5].best_estimator_.prototypes_)
+    assert kept[0.0].path_[2]["loss"] != kept[0.5].path_[2]["loss"]  # folds with them
+    black = [select_n_prototypes(
+        SuperSparseDistiller(teacher, prefit=True, n_prototypes=2, between=b,
+                             similarity=HeuristicGradient(RBFSimilarity(1.0)),
+                             random_state=0), X, y, m_grid=(2,), cv=3).best_estimator_
+        for b in (0.0, 0.5)]
+    np.testing.assert_array_equal(black[0].prototypes_, black[1].prototypes_)

@@ -99,7 +99,10 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
         For a distiller (`SuperSparseDistiller`, or
         `ssgallery.learn.regression.SuperSparseRegressionDistiller`) the teacher is
         fitted once on all of X (unless prefit); its outputs are the targets and its
-        weights the u_i. Any other estimator is refitted on (X, y) at every m.
+        weights the u_i, and each fit (every fold's, the refit) adds the distiller's
+        points between the classes of its training rows, as its own ``fit`` does
+        (`SuperSparseDistiller.between_targets`). Any other estimator is refitted on
+        (X, y) at every m.
     X : array-like of shape (n, d)
     y : array-like of shape (n,)
         Regression targets, or the two class labels for a distiller.
@@ -133,7 +136,7 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
     classify = isinstance(estimator, SuperSparseDistiller)
-    fits = incremental_fits
+    fits, dist, teacher = incremental_fits, None, None
     if isinstance(estimator, DistillerMixin):
         dist = clone(estimator)
         if estimator.prefit:  # clone() would drop the fitted teacher: keep the object
@@ -160,8 +163,13 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
         splitter = KFold(cv, shuffle=True, random_state=random_state)
 
     losses = {m: [] for m in grid}
+    def training_set(rows):  # a distiller's: with its points between the classes
+        if not classify:
+            return X[rows], targets[rows], u[rows]
+        return dist.between_targets(X[rows], targets[rows], u[rows], labels[rows], teacher)
+
     for train, val in splitter.split(X, np.sign(labels), groups):
-        models = fits(regressor, X[train], targets[train], u[train], grid)
+        models = fits(regressor, *training_set(train), grid)
         for m, model in models.items():
             losses[m].append(_loss(loss, model.predict(X[val]), targets[val], labels[val],
                                    u[val]))
@@ -173,7 +181,7 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
     best = None
     if refit:
         path_ms = [m for m in grid if m >= best_m] if fits is incremental_fits else [best_m]
-        model = fits(regressor, X, targets, u, path_ms)[best_m]
+        model = fits(regressor, *training_set(np.arange(len(X))), path_ms)[best_m]
         if isinstance(estimator, DistillerMixin):
             dist.set_params(n_prototypes=best_m)
             dist.teacher_, dist.regressor_ = teacher, model

@@ -375,12 +375,18 @@ repulsion, max_iter, tol, random_state, refresh_every
         """
         self.teacher_, targets, u, X = self.teacher_targets(X, y)
         labels = np.where(np.asarray(y) == self.classes_[1], 1, -1)
-        # a black box's inputs are not vectors to average: no points between the classes
-        weight = self.between if getattr(self.similarity, "has_gradient", True) else 0.0
-        X, targets, u = with_between(X, targets, u, labels, self.teacher_, weight,
-                                     self.random_state)
+        X, targets, u = self.between_targets(X, targets, u, labels, self.teacher_)
         self.regressor_ = self.make_regressor().fit(X, targets, sample_weight=u)
         return self
+
+    def between_targets(self, X, targets, u, labels, teacher):
+        """What the regressor fits: the training points ``X`` (n, d), the ``teacher``'s
+        ``targets`` and weights ``u`` (n,), plus its outputs at the `between_points`
+        of the ``labels`` (n,) (`with_between`, weight ``between``; `fit` and
+        `ssgallery.learn.mselect.select_n_prototypes` alike)."""
+        # a black box's inputs are not vectors to average: no points between the classes
+        weight = self.between if getattr(self.similarity, "has_gradient", True) else 0.0
+        return with_between(X, targets, u, labels, teacher, weight, self.random_state)
 
     def decision_function(self, X):
         """g(x), shape (n,): > 0 for the positive class."""
