@@ -348,6 +348,7 @@ def test_between_with_a_black_box_matcher_is_named_as_ignored(tmp_path):
     clients on the training images only, and says so on stderr (exit 0); an analytic
     matcher takes it without a word. At the default nothing is said: a black box's
     gallery is trained and digested as with --between 0."""
+    import json
     import sys
     from pathlib import Path
 
@@ -379,6 +380,9 @@ def test_between_with_a_black_box_matcher_is_named_as_ignored(tmp_path):
                                    "-o", str(tmp_path / f"r-{store}"), "--quiet"], env=env)
         assert res.exit_code == 0, res.output
         assert (line in res.stderr) == told, res.stderr
+        # its report records the weight its ssvm was distilled with: none for the black box
+        config = json.loads((tmp_path / f"r-{store}" / "summary.json").read_text())["config"]
+        assert config.get("between") == (None if told else 1.0), config
     # the default on a black box: silent, trained and digested as --between 0
     res = runner.invoke(main, ["compress", "--store", str(tmp_path / "bb.h5"), "-o",
                                str(tmp_path / "g-default.h5"), "--cv-folds", "0",

@@ -120,11 +120,14 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
     cls, config = get_matcher_class(store.matcher_name), dict(store.matcher_config)
     host = host_matcher(matcher_cmd) if store.matcher_name == "external" else None
     report = report if report is not None else ReportOptions()
-    warn_between_ignored((protocol or ROC_PROTOCOL).between,
-                         store.matcher_name == "external",  # a program: a black box
-                         store.matcher_name, report.warn or default_warn)
+    protocol = protocol or ROC_PROTOCOL
+    black_box = store.matcher_name == "external"  # a program
+    warn_between_ignored(protocol.between, black_box, store.matcher_name,
+                         report.warn or default_warn)
+    if black_box:  # its ssvm distils the training images only: the report says 0
+        protocol = replace(protocol, between=0.0)
     return _protocol((store.images, store.labels, np.asarray(store.paths)),
-                     os.fspath(store_path), protocol or ROC_PROTOCOL, report,
+                     os.fspath(store_path), protocol, report,
                      factory=lambda: cls(**config).attach_host(host),
                      enrollable=list(store.clients), progress=progress,
                      private=privacy_key is not None)
