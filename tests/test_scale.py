@@ -231,6 +231,20 @@ def test_update_trains_only_new_clients_and_names_stale_ones(tmp_path):
         compress(store, gallery, CompressOptions(m=1, cv_folds=2), CompressRun(update=True))
 
 
+
+def test_update_without_a_gallery_yet_trains_every_client(tmp_path):
+    """``--update`` in a script's first run (no gallery yet): nothing to keep, every
+    client trained, the gallery written (not an internal error)."""
+    from helpers import make_faces
+
+    enroll(make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4, shape=(16, 12)),
+           tmp_path / "e.h5")
+    s = compress(tmp_path / "e.h5", tmp_path / "g.h5",
+                 CompressOptions(m=1, cv_folds=0, max_iter=3), CompressRun(update=True))
+    assert s.trained == ["c00", "c01", "c02"] and s.kept == []
+    assert sorted(_arrays(tmp_path / "g.h5")) == ["c00", "c01", "c02"]
+
+
 # ----------------------------------------------------------------- Dask
 def test_dask_local_cluster_gives_the_serial_gallery(store, tmp_path, monkeypatch):
     pytest.importorskip("distributed", reason="the 'distributed' extra is not installed")

@@ -23,7 +23,7 @@ def kept_from_gallery(plan, gallery_path, key=None, privacy_key=None, warn=None)
     from ssgallery.formats.hdf5 import state_digest
 
     if not os.path.exists(gallery_path):
-        return {}, None
+        return {}, (None, None)  # nothing to keep, no calibration, no 1:N point
     from ssgallery.formats.protect import protection_record
 
     old = read_gallery(gallery_path, arrays=True, key=key, privacy_key=privacy_key)
