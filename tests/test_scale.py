@@ -245,6 +245,32 @@ def test_update_without_a_gallery_yet_trains_every_client(tmp_path):
     assert sorted(_arrays(tmp_path / "g.h5")) == ["c00", "c01", "c02"]
 
 
+
+def test_update_hints_at_between_0_only_where_it_keeps_the_clients(tmp_path):
+    """The clients an update trains again are named; the hint that ``between`` 0 keeps
+    them (a gallery made before its default) only when it would: not when they also
+    differ in another option."""
+    import shutil
+
+    from helpers import make_faces
+
+    enroll(make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4, shape=(16, 12)),
+           tmp_path / "e.h5")
+    old = CompressOptions(m=1, cv_folds=0, max_iter=3, between=0.0)
+    compress(tmp_path / "e.h5", tmp_path / "old.h5", old)
+    hint = "; those trained with `between` 0 are kept with `between` 0"
+    for name, options, hinted in (("m1.h5", replace(old, between=0.5), True),
+                                  ("m2.h5", replace(old, m=2, between=0.5), False)):
+        shutil.copy(tmp_path / "old.h5", tmp_path / name)
+        said = []
+        s = compress(tmp_path / "e.h5", tmp_path / name, options,
+                     CompressRun(clients="c00,c01", update=True, warn=said.append))
+        assert s.trained == ["c00", "c01"] and s.kept == ["c02"]
+        assert said == [(f"{tmp_path / name}: c00, c01: trained with other options than "
+                         f"this run's: trained again (to keep them, give the options they "
+                         f"were compressed with{hint if hinted else ''})")]
+
+
 # ----------------------------------------------------------------- Dask
 def test_dask_local_cluster_gives_the_serial_gallery(store, tmp_path, monkeypatch):
     pytest.importorskip("distributed", reason="the 'distributed' extra is not installed")

@@ -63,16 +63,20 @@ def kept_from_gallery(plan, gallery_path, key=None, privacy_key=None, warn=None)
 
 def _warn_other_options(clients, models, options, gallery_path, warn):
     """Tell the user that an update trains ``clients`` again: the gallery holds their
-    ``models`` trained with other options (those without a ``between`` entry, as every
-    gallery before its default of 0.5, with 0)."""
+    ``models`` trained with other options; the hint names ``between`` 0 when it would
+    keep some of them (trained with this run's options but 0, as every gallery before
+    its default of 0.5)."""
     if not clients:
         return
+    from dataclasses import replace
+
     from ssgallery.images.ingest import default_warn
 
     shown = ", ".join(clients[:5]) + (f", ... ({len(clients)} in all)"
                                       if len(clients) > 5 else "")
     hint = ""
-    if options.between and any("between" not in models[c].provenance for c in clients):
+    at_0 = options_digest(replace(options, between=0.0)) if options.between else None
+    if any(models[c].provenance.get("options_digest") == at_0 for c in clients):
         hint = f"; those trained with {option('between')} 0 are kept with {option('between')} 0"
     (warn or default_warn)(f"{gallery_path}: {shown}: trained with other options than this "
                            f"run's: trained again (to keep them, give the options they were "
