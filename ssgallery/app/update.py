@@ -76,7 +76,7 @@ def _warn_other_options(clients, models, options, gallery_path, warn):
                                       if len(clients) > 5 else "")
     hint = ""
     at_0 = options_digest(replace(options, between=0.0)) if options.between else None
-    if any(models[c].provenance.get("options_digest") == at_0 for c in clients):
+    if at_0 and any(models[c].provenance.get("options_digest") == at_0 for c in clients):
         hint = f"; those trained with {option('between')} 0 are kept with {option('between')} 0"
     (warn or default_warn)(f"{gallery_path}: {shown}: trained with other options than this "
                            f"run's: trained again (to keep them, give the options they were "
