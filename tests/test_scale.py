@@ -261,8 +261,8 @@ def test_update_hints_at_between_0_only_where_it_keeps_the_clients(tmp_path):
     said = []
     _warn_other_options(["c9"], {"c9": SimpleNamespace(provenance={})},
                         CompressOptions(between=0.0), "g.h5", said.append)
-    assert said == ["g.h5: c9: trained with other options than this run's: trained again "
-                    "(to keep them, give the options they were compressed with)"]
+    assert said == [("g.h5: c9: trained with other options than this run's: trained "
+                     "again (to keep them, give the options they were compressed with)")]
     enroll(make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4, shape=(16, 12)),
            tmp_path / "e.h5")
     old = CompressOptions(m=1, cv_folds=0, max_iter=3, between=0.0)
