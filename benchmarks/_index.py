@@ -169,7 +169,7 @@ HEADLINES = {
     "paper_att": _paper_att,
     "paper_att_ebgm": lambda t: (
         "AT&T, EBGM, m = 5: EER SSVM " + grab(t, r"^ssvm\s+EER\s+([\d.]+ %)") + " vs SVM "
-        + grab(t, r"^svm\s+EER\s+([\d.]+ %)") + " (" + grab(t, r"^svm\s+EER.*matches\s+([\d.]+)")
+        + grab(t, r"^svm\s+EER\s+([\d.]+ %)") + " (" + grab(t, r"^svm\s+EER.*?matches\s+([\d.]+)")
         + " matches per claim)"),
     "paper_lfw": _paper_lfw,
     "paper_lfw_dlibbox": _paper_lfw_dlibbox,
