@@ -54,10 +54,25 @@ def interrupt_handlers(handler):
     received = []
     active = [True]
     in_hook = [False]
+    pending = [None]  # the state of the re-delivery on its way, if any
+
+    def schedule(signum):
+        """Deliver ``signum`` again a moment later, unless a re-delivery is on its way
+        (marked before its timer starts: a signal while it starts finds it)."""
+        if pending[0] is not None and not pending[0]["fired"]:
+            return
+        state = pending[0] = {"fired": False}
+        timer = threading.Timer(REDELIVERY_DELAY, again, args=(signum, state))
+        timer.daemon = True
+        try:
+            timer.start()
+        except RuntimeError:  # no new thread at interpreter shutdown: the exit goes on
+            pending[0] = None
 
     def handle(signum, frame):
         received.append(signum)
-        if in_hook[0]:  # nothing may raise out of the hook: `unraisable` delivers it later
+        if in_hook[0]:  # nothing may raise out of the hook: delivered again after it
+            schedule(signum)
             return
         handler(signum, frame)
 
@@ -73,30 +88,17 @@ def interrupt_handlers(handler):
         cannot let through (it would print "Exception ignored in ..."): deliver the
         signal again a moment later, once the callback has returned. A signal that
         comes while this hook runs (on a loaded machine the re-delivery itself can) is
-        only recorded, and delivered again after the hook unless a re-delivery is still
-        on its way."""
+        delivered again after it the same way (`handle`). Clearing ``in_hook`` is the
+        hook's last statement: a handler that ran after it, still inside the hook, would
+        raise out of it."""
         in_hook[0] = True
-        seen = len(received)
-        state = None
         try:
             if received and issubclass(info.exc_type, (KeyboardInterrupt, SystemExit)):
-                state = _redeliver(received[-1])
+                schedule(received[-1])
             else:
                 hook(info)
         finally:
             in_hook[0] = False
-            if len(received) > seen and (state is None or state["fired"]):
-                _redeliver(received[-1])
-
-    def _redeliver(signum):
-        state = {"fired": False}
-        timer = threading.Timer(REDELIVERY_DELAY, again, args=(signum, state))
-        timer.daemon = True
-        try:
-            timer.start()
-        except RuntimeError:  # no new thread at interpreter shutdown: the exit goes on
-            return None
-        return state
 
     try:
         sys.unraisablehook = unraisable
