@@ -74,7 +74,7 @@ import tempfile
 
 import numpy as np
 from _results import docstring, printed, write_page
-from paper_att_ebgm import ebgm_command, load_att
+from paper_att_ebgm import add_cache_flags, ebgm_command, load_att
 
 from ssgallery.biometrics.heldout import threshold_folds
 from ssgallery.biometrics.metrics import eer
@@ -319,10 +319,7 @@ def main():
     ap.add_argument("--clients", type=int, default=None, help="only the first N per repetition")
     ap.add_argument("--tail-gap", type=float, default=5.0,
                     help="suspect 4 on client models whose start is this much worse")
-    ap.add_argument("--pair-cache", default=None, help="SQLite answer cache folder")
-    ap.add_argument("--jets-cache", default=None,
-                    help="ssgallery-ebgm's --cache-dir (Gabor responses; default a temporary "
-                         "folder)")
+    add_cache_flags(ap)
     args = ap.parse_args()
     images, labels = load_att(att_faces_path(), args.subjects)
     jets = args.jets_cache or tempfile.mkdtemp(prefix="ebgm-jets-")

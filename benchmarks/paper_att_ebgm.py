@@ -106,6 +106,14 @@ def load_att(root, subjects=40):
     return np.stack(images), np.array(labels)
 
 
+def add_cache_flags(ap):
+    """The EBGM benchmarks' ``--pair-cache`` and ``--jets-cache`` options."""
+    ap.add_argument("--pair-cache", default=None, help="SQLite answer cache folder")
+    ap.add_argument("--jets-cache", default=None,
+                    help="ssgallery-ebgm's --cache-dir (Gabor responses; default a temporary "
+                         "folder)")
+
+
 def fit_ssvm(dist, X, y, init, seed):
     """Fit the distiller with the library's ``init`` ("class" or "genuine": min(m - 1,
     #genuine) starting prototypes on the client's own images, the rest on impostors)."""
@@ -178,10 +186,7 @@ def main():
                     help="skip the compress --guard arm (train_client, threshold CV)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="worker processes of the compress --guard arm (one client each)")
-    ap.add_argument("--pair-cache", default=None, help="SQLite answer cache folder")
-    ap.add_argument("--jets-cache", default=None,
-                    help="ssgallery-ebgm's --cache-dir (Gabor responses; default a temporary "
-                         "folder)")
+    add_cache_flags(ap)
     ap.add_argument("--subjects", type=int, default=40,
                     help="only AT&T's first N subjects (a quick check; not the figures)")
     args = ap.parse_args()
