@@ -178,7 +178,6 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
     run = run if run is not None else CompressRun()
     key, privacy_key = load_key(run.key_file), load_privacy_key(run.privacy_key_file)
     plan = prepare(store_path, gallery_path, options, run, privacy_key)
-    _warn_ignored(options, plan, run)
     results, (previous, previous_point) = \
         kept_from_gallery(plan, gallery_path, key, privacy_key, run.warn) if run.update \
         else ({}, (None, None))
@@ -207,17 +206,6 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
                     {"trained": todo, "kept": kept, "resumed": resumed,
                      "calibration": calibration, "open_set": point,
                      "never_accepting": dead})
-
-
-def _warn_ignored(options, plan, run):
-    """Tell the user of a training option this matcher ignores (`warn_between_ignored`;
-    ``options``: as asked, ``plan.options``: as applied)."""
-    from ssgallery.app.options import warn_between_ignored
-    from ssgallery.images.ingest import default_warn
-
-    warn_between_ignored(options.between,
-                         not getattr(plan.similarity, "has_gradient", False),
-                         plan.store.matcher_name, run.warn or default_warn)
 
 
 def _train(plan, run, todo, committed, results):

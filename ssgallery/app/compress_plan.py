@@ -10,7 +10,7 @@ import numpy as np
 
 from ssgallery.app.client_training import ClientJob, threshold_folds
 from ssgallery.app.fold_spaces import FoldSpaces, learns_from_images, shared_folds, subject_order
-from ssgallery.app.options import CompressOptions
+from ssgallery.app.options import CompressOptions, resolve_between
 from ssgallery.app.training_sets import cohort_distances, subject_means, training_rows
 from ssgallery.errors import InputError, SsgalleryError, option
 from ssgallery.learn.supersparse import resolve_init
@@ -68,9 +68,10 @@ def prepare(store_path, gallery_path, options, run, privacy_key=None):
 
         new_protection(matcher, privacy_key, np.zeros((0, matcher.dimension() or 1)))
     similarity = matcher.similarity()
-    # a black box's inputs are not vectors to average: its clients train without
-    # between-points, and its galleries say so (provenance, digest)
-    between = options.between if getattr(similarity, "has_gradient", False) else 0.0
+    from ssgallery.images.ingest import default_warn
+
+    between = resolve_between(options.between, not getattr(similarity, "has_gradient", False),
+                              store.matcher_name, run.warn or default_warn)
     options = replace(options, init=resolve_init(options.init, similarity), between=between)
     subjects, codes = np.unique(store.labels, return_inverse=True)
     return Plan(store=store, matcher=matcher, similarity=similarity, bounds=matcher.bounds(),

@@ -337,16 +337,20 @@ class ReportOptions(_Options):
     criterion_far: float = option_field(None)
 
 
-def warn_between_ignored(between, black_box, matcher_name, warn):
-    """Tell the user that ``between`` (``compress --between``, ``roc --between``) is
-    ignored for a black-box matcher: `ssgallery.learn.targets.between_points` averages
-    vectors, and a black box's inputs are not vectors to average, so its models are
-    fitted on the training images only. Silent at the default (`DEFAULT_BETWEEN`), which
-    means "where it applies"."""
-    if between and between != DEFAULT_BETWEEN and black_box:
+def resolve_between(between, black_box, matcher_name, warn):
+    """The weight of the points between the classes a matcher trains with (``compress
+    --between``, ``roc --between``): ``between``, or 0 for a black box, whose inputs are
+    not vectors to average (`ssgallery.learn.targets.between_points`), so that its
+    galleries and reports say what was applied. ``warn`` names a weight a black box
+    ignores, unless it is the default (`DEFAULT_BETWEEN`), which means "where it
+    applies"."""
+    if not black_box:
+        return between
+    if between and between != DEFAULT_BETWEEN:
         warn(f"{_flag('between')} {between:g} is ignored: the {matcher_name} matcher is a "
              "black box (no midpoints of its inputs); its clients are fitted on the "
              "training images only")
+    return 0.0
 
 
 def split_options(values, *classes):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ssgallery.app.options import ReportOptions, RocInputs, warn_between_ignored
+from ssgallery.app.options import ReportOptions, RocInputs, resolve_between
 from ssgallery.biometrics.evaluation import evaluate
 from ssgallery.biometrics.protocol import ProtocolOptions
 from ssgallery.biometrics.scores import Scores, read_score_files
@@ -121,11 +121,9 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
     host = host_matcher(matcher_cmd) if store.matcher_name == "external" else None
     report = report if report is not None else ReportOptions()
     protocol = protocol or ROC_PROTOCOL
-    black_box = store.matcher_name == "external"  # a program
-    warn_between_ignored(protocol.between, black_box, store.matcher_name,
-                         report.warn or default_warn)
-    if black_box:  # its ssvm distils the training images only: the report says 0
-        protocol = replace(protocol, between=0.0)
+    protocol = replace(protocol, between=resolve_between(
+        protocol.between, store.matcher_name == "external",  # a program: a black box
+        store.matcher_name, report.warn or default_warn))
     return _protocol((store.images, store.labels, np.asarray(store.paths)),
                      os.fspath(store_path), protocol, report,
                      factory=lambda: cls(**config).attach_host(host),
