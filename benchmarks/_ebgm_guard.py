@@ -125,11 +125,13 @@ TARGET_EER, TARGET_FRR, TARGET_RUNS, TARGET_WALL = 0.5, 1.5, 34.9, 1.5 * 5.8
 def targets(results):
     """Issue 21's targets, MET or MISSED, for the SSVM arm and every guard arm."""
     svm = results["svm"]
-    if not results["compress --guard"] or len(svm) != len(results["compress --guard"]):
+    arms = [name for name in ("ssvm", "ssvm mirrored", *GUARD_ARMS)
+            if results.get(name) and len(results[name]) == len(svm)]
+    if not svm or not arms:
         return
     mean = lambda rows, k: 100 * np.mean([r[k] for r in rows])
     print("\nIssue 21's targets (against the svm row; cost: matcher runs or wall per client)")
-    for name in ("ssvm", *GUARD_ARMS):
+    for name in arms:
         rows = results[name]
         d_eer, d_frr = mean(rows, "eer") - mean(svm, "eer"), mean(rows, "frr1") - mean(svm, "frr1")
         worse = int(sum(100 * (r["eer"] - s["eer"]) > BAD for r, s in zip(rows, svm)))

@@ -15,6 +15,15 @@ Methods, all on the same EBGM similarity:
   the SVM.
   ``--init genuine`` starts from m - 1 genuine medoids + 1 impostor medoid instead of
   the library's class-weighted split (see the README's EBGM section for why).
+- ``ssvm mirrored``: the same distiller and solver, trained on the 100 training images
+  and their 100 left-right mirror images (labels and the SVM's targets on them; the SVM
+  itself is unchanged), the first run started from the least-Omega unmoved start among
+  ``--start-candidates`` starts of training images (`start_candidates`: the genuine
+  rule's, the class rule's, random ones with a random split between the classes; beta by
+  Eq. 4 (eq:beta), one matcher run for all of them). A mirror image is a genuine-like
+  point no start is made of, so it scores a start the way a new image would, which the
+  training images cannot (a start fits them through their self-similarity). Its matcher
+  runs and wall include scoring the mirror images by the SVM (one run per client).
 - ``svm-sel`` / ``svm-red``: reduced-set methods. They assume a PSD kernel (SVM-sel's
   kernel PCA, SVM-red's RBF pre-image fixed point): SVM-sel is run anyway on the
   non-PSD Gram matrix (its eigenvectors then belong to negative eigenvalues too),
@@ -114,10 +123,39 @@ def add_cache_flags(ap):
                          "folder)")
 
 
+MIRROR = "ssvm mirrored"
+
+
+def mirror_images(images):
+    """Left-right mirror images, shape (n, H, W)."""
+    return np.ascontiguousarray(images[:, :, ::-1])
+
+
 def fit_ssvm(dist, X, y, init, seed):
     """Fit the distiller with the library's ``init`` ("class" or "genuine": min(m - 1,
     #genuine) starting prototypes on the client's own images, the rest on impostors)."""
     return dist.set_params(init=init).fit(X, y)
+
+
+def fit_mirrored(args, matcher, svm, Xt, Xm, y, seed, record):
+    """The ``ssvm mirrored`` arm of one client: its cost from the SVM's targets on the
+    mirror images to the fitted model."""
+    from ssgallery.learn.supersparse import SuperSparseDistiller
+
+    calls, pairs = matcher.n_calls_, matcher.n_pairs_
+    t0, c0 = time.perf_counter(), cpu_seconds()
+    dist = SuperSparseDistiller(
+        teacher=svm, prefit=True, n_prototypes=args.m, similarity=matcher.similarity(),
+        bounds=matcher.bounds(), solver=args.solver, lam=args.lam, eta=args.eta,
+        max_iter=args.max_iter, repulsion=not args.no_repulsion,
+        refresh_every=args.refresh_every, init=args.init,
+        start_candidates=args.start_candidates, random_state=seed)
+    dist.fit(np.vstack([Xt, Xm]), np.concatenate([y, y]))
+    record(MIRROR, dist, args.m, {"train_wall": time.perf_counter() - t0,
+                                  "train_cpu": cpu_seconds() - c0,
+                                  "calls": matcher.n_calls_ - calls,
+                                  "pairs": matcher.n_pairs_ - pairs})
+    return dist
 
 
 def summarize(name, rows):
@@ -150,7 +188,7 @@ def tail_lines(results):
     than their own SVM, and the largest gap."""
     svm = np.array([r["eer"] for r in results["svm"]])
     names = [r["client"] for r in results["svm"]]
-    for name in ("ssvm", "svm-sel", *GUARD_ARMS):
+    for name in ("ssvm", MIRROR, "svm-sel", *GUARD_ARMS):
         rows = results[name]
         if len(rows) != len(svm):
             continue
@@ -182,6 +220,10 @@ def main():
     ap.add_argument("--eta", type=float, default=0.5)
     ap.add_argument("--lam", type=float, default=1e-5, help="the paper's lambda for EBGM/AT&T")
     ap.add_argument("--no-baselines", action="store_true")
+    ap.add_argument("--no-mirror", dest="mirror", action="store_false",
+                    help="skip the ssvm mirrored arm")
+    ap.add_argument("--start-candidates", type=int, default=24,
+                    help="ssvm mirrored: unmoved starts of training images compared by Omega")
     ap.add_argument("--no-guard", dest="guard", action="store_false",
                     help="skip the compress --guard arm (train_client, threshold CV)")
     ap.add_argument("--jobs", type=int, default=1,
@@ -199,7 +241,7 @@ def main():
         sys.exit(f"AT&T faces not found at {root} (set SSGALLERY_ATT_FACES)")
     images, labels = load_att(root, args.subjects)
     splits = make_splits(labels, n_train=5, repetitions=args.repetitions, seed=args.seed)
-    results = {"svm": [], "ssvm": [], "svm-sel": [], "svm-red": [],
+    results = {"svm": [], "ssvm": [], MIRROR: [], "svm-sel": [], "svm-red": [],
                **{name: [] for name in GUARD_ARMS}}
     cache = args.jets_cache or tempfile.mkdtemp(prefix="ebgm-jets-")
     red_error = None
@@ -223,6 +265,7 @@ def main():
                   f"{time.perf_counter() - t0:.1f} s wall, {cpu_seconds() - c0:.1f} s cpu "
                   f"({K.size / (cpu_seconds() - c0):.0f} pairs per cpu-second); smallest "
                   f"eigenvalue of the symmetrised Gram matrix {neg_eig:.3f}", flush=True)
+            Xm = matcher.transform(mirror_images(images[tr])) if args.mirror else None
             clients = split.enrolled[: args.clients]
             if args.client_ids:
                 clients = [c for c in clients if c in args.client_ids.split(",")]
@@ -251,10 +294,16 @@ def main():
                 extra = {"train_wall": time.perf_counter() - t0, "train_cpu": cpu_seconds() - c0,
                          "calls": matcher.n_calls_ - calls, "pairs": matcher.n_pairs_ - pairs}
                 record("ssvm", dist, args.m, extra)
-                print(f"  {client}: SVM {svm.n_support_total_} SVs, EER "
-                      f"{100 * results['svm'][-1]['eer']:.1f} %; SSVM EER "
-                      f"{100 * results['ssvm'][-1]['eer']:.1f} %, {extra['calls']} runs, "
-                      f"{extra['train_wall']:.1f} s", flush=True)
+                line = (f"  {client}: SVM {svm.n_support_total_} SVs, EER "
+                        f"{100 * results['svm'][-1]['eer']:.1f} %; SSVM EER "
+                        f"{100 * results['ssvm'][-1]['eer']:.1f} %, {extra['calls']} runs, "
+                        f"{extra['train_wall']:.1f} s")
+                if args.mirror:
+                    fit_mirrored(args, matcher, svm, X[tr], Xm, y, split.repetition, record)
+                    r = results[MIRROR][-1]
+                    line += (f"; mirrored EER {100 * r['eer']:.1f} %, {r['calls']} runs, "
+                             f"{r['train_wall']:.1f} s")
+                print(line, flush=True)
                 guard_jobs.append((images[tr], y, labels[tr], images[split.genuine[client]],
                                    images[split.impostors]))
                 svm_rows.append(results["svm"][-1])

@@ -275,3 +275,65 @@ def test_heldout_start_follows_held_out_images_not_the_rule_order():
         new[r] = misranking(s[y_new > 0], s[y_new < 0])
     assert new["genuine"] == pytest.approx(0.0436, abs=1e-4)
     assert new["class"] == pytest.approx(0.1387, abs=1e-4)
+
+
+def test_least_omega_start_keeps_the_start_of_least_unmoved_omega_in_one_call():
+    from ssgallery.learn.initial import candidate_starts, least_omega_start
+    from ssgallery.learn.solvers import CountingSimilarity, beta_step, objective
+    from ssgallery.learn.supersparse import balanced_weights
+
+    rng = np.random.default_rng(0)
+    X, y, _ = three_poses(rng)
+    u = balanced_weights(y)
+    t = SimilaritySVM(similarity=RBFSimilarity(1.0)).fit(X, y).decision_function(X)
+    starts = candidate_starts(X, y, u, 4, "class", np.random.default_rng(1), 10)
+    assert len(starts) == 10
+    rows = [np.flatnonzero((X[:, None] == Z[None]).all(-1).any(1)) for Z in starts]
+    assert all(len(r) == 4 for r in rows)  # every start is made of 4 training rows
+    assert all((y[r] > 0).any() and (y[r] < 0).any() for r in rows)  # of both classes
+    counter = CountingSimilarity(RBFSimilarity(1.0))
+    Z0, omega = least_omega_start(X, t, u, starts, counter, 1e-3)
+    assert counter.n_evals == len(X) * 4 * 10  # one call: every start's columns
+    omegas = []
+    for Z in starts:
+        S = RBFSimilarity(1.0)(X, Z)
+        omegas.append(objective(S, t, u, *beta_step(S, t, u, 1e-3), 1e-3))
+    assert omega == pytest.approx(min(omegas)) and omega < omegas[0]
+    assert np.array_equal(Z0, starts[int(np.argmin(omegas))])
+
+
+@pytest.mark.parametrize("seed, before, after", [(0, 0.0142, 0.0009), (1, 0.0329, 0.0009),
+                                                 (2, 0.0649, 0.0036)])
+def test_start_candidates_cover_the_pose_the_class_rule_leaves_out(seed, before, after):
+    # m = 4: the class rule starts 2 prototypes on a client seen in three poses, so one
+    # pose has none; among 12 unmoved starts the one of least Omega holds 3 genuine
+    # images, one per pose, and misranks far fewer genuine-impostor pairs of new images
+    rng = np.random.default_rng(seed)
+    X, y, _ = three_poses(rng)
+    three_poses(rng)
+    X_new, y_new, _ = three_poses(rng)
+    sim = RBFSimilarity(1.0)
+    svm = SimilaritySVM(similarity=sim).fit(X, y)
+    found = {}
+    for k in (1, 12):
+        d = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=4, similarity=sim,
+                                 init="class", solver="paper", max_iter=0,
+                                 start_candidates=k, random_state=0).fit(X, y)
+        s = d.decision_function(X_new)
+        rows = np.flatnonzero((X[:, None] == d.prototypes_[None]).all(-1).any(1))
+        found[k] = misranking(s[y_new > 0], s[y_new < 0]), int((y[rows] > 0).sum())
+    assert found[1] == (pytest.approx(before, abs=1e-4), 2)
+    assert found[12] == (pytest.approx(after, abs=1e-4), 3)
+
+
+def test_start_candidates_reach_the_regression_distiller():
+    from ssgallery.learn.regression import SuperSparseRegressionDistiller
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    yv = np.sin(X[:, 0]) + 0.1 * rng.normal(size=60)
+    one = SuperSparseRegressionDistiller(n_prototypes=3, similarity="rbf", max_iter=0,
+                                         random_state=0).fit(X, yv)
+    many = clone(one).set_params(start_candidates=8).fit(X, yv)
+    assert many.regressor_.start_candidates == 8
+    assert many.regressor_.objective_ <= one.regressor_.objective_

@@ -1,7 +1,8 @@
 """Where a super-sparse fit starts (paper Sect. III): the similarity on the data
 (`resolve_similarity`), the scale that makes ``lam`` independent of it
 (`similarity_scale`, `gram_scale`) and the starting prototypes (`start_indices`,
-`initial_prototypes`; ``init="auto"``: `resolve_init`). Used by
+`initial_prototypes`, the least-Omega of several unmoved starts: `least_omega_start`;
+``init="auto"``: `resolve_init`). Used by
 `ssgallery.learn.supersparse.SuperSparseRegressor` and the estimators built on it;
 `ssgallery.learn.supersparse` re-exports every name.
 """
@@ -9,6 +10,7 @@
 import numpy as np
 
 from ssgallery.learn.similarity import RBFSimilarity, Similarity, median_gamma
+from ssgallery.learn.solvers import beta_step, objective
 
 _MAX_CANDIDATES = 500  # medoid search: candidates per class (subsampled above this)
 _MAX_SCALE_COLUMNS = 500  # similarity_scale: training points used as columns
@@ -173,6 +175,68 @@ def initial_prototypes(X, y, u, m, init, rng, restart=0):
         scale = 1e-3 * (X.std(0) + (X.std(0) == 0))
         Z[dup] += scale * rng.standard_normal((len(dup), d))
     return Z
+
+
+def candidate_starts(X, y, u, m, init, rng, n):
+    """``n`` starting prototype sets, each of shape (m, d): the ``init`` rule's, then (for
+    ``"class"`` and ``"genuine"``) the other of the two rules, then random training rows
+    with a random split between the classes (at least one of each when y has both signs
+    and m >= 2); for the other rules, their restarts."""
+    starts = [initial_prototypes(X, y, u, m, init, rng)]
+    if init in ("class", "genuine") and n > 1:
+        starts.append(initial_prototypes(X, y, u, m, "class" if init == "genuine"
+                                         else "genuine", rng))
+    usable = np.flatnonzero(u > 0)
+    pos, neg = usable[y[usable] > 0], usable[y[usable] <= 0]
+    while len(starts) < n:
+        if init not in ("class", "genuine"):
+            starts.append(initial_prototypes(X, y, u, m, init, rng, restart=len(starts)))
+            continue
+        if len(pos) and len(neg) and m >= 2:
+            k = int(rng.integers(1, m))
+            idx = np.concatenate([rng.choice(pos, min(k, len(pos)), replace=False),
+                                  rng.choice(neg, min(m - k, len(neg)), replace=False)])
+        else:
+            idx = rng.choice(usable, min(m, len(usable)), replace=False)
+        idx = np.concatenate([idx, rng.choice(usable, m - len(idx))]).astype(int)
+        starts.append(np.array(X[idx], dtype=float))
+    return starts[:n]
+
+
+def least_omega_start(X, y, u, starts, similarity, lam):
+    """The start of least Omega (Eq. 2, eq:objective) without moving it, beta and b by
+    Eq. 4 (eq:beta), and that Omega.
+
+    All the starts' similarities come from one call ``similarity(X, Z)`` on their
+    stacked prototypes, so with a black-box matcher the choice costs one program run
+    (none for pairs its cache already holds). Omega is the training objective on ``X``:
+    where X holds only the training images, a start made of them fits them through their
+    self-similarity and looks better than it is; rows the starts are not made of (e.g.
+    mirrored training images, docs/method.md) are what make the choice informative.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    y, u : ndarray of shape (n,)
+    starts : list of ndarray of shape (m, d)
+    similarity : Similarity
+    lam : float
+        The absolute ridge penalty of Eq. 2.
+
+    Returns
+    -------
+    Z0 : ndarray of shape (m, d)
+    omega : float
+    """
+    m = len(starts[0])
+    S = np.asarray(similarity(X, np.vstack(starts)), dtype=float)
+    omegas = []
+    for k in range(len(starts)):
+        Sk = S[:, k * m:(k + 1) * m]
+        beta, b = beta_step(Sk, y, u, lam)  # Eq. 4 (eq:beta): beta-step at the start
+        omegas.append(objective(Sk, y, u, beta, b, lam))
+    best = int(np.argmin(omegas))
+    return starts[best], float(omegas[best])
 
 
 def resolve_init(init, similarity):

@@ -19,8 +19,10 @@ from ssgallery.learn.base import BinaryDecisionMixin, ReadThrough, binary_classe
 from ssgallery.learn.defaults import DEFAULT_LAM, DEFAULT_LAM_SCALE, DEFAULT_N_INIT
 from ssgallery.learn.initial import (  # noqa: F401  (public here too)
     INITS,
+    candidate_starts,
     gram_scale,
     initial_prototypes,
+    least_omega_start,
     resolve_init,
     resolve_similarity,
     similarity_scale,
@@ -56,6 +58,7 @@ LEARNER_CONSTRAINTS = {
     "tol": [Interval(Real, 0, None, closed="left")],
     "random_state": ["random_state"],
     "refresh_every": [Interval(Integral, 1, None, closed="left")],
+    "start_candidates": [Interval(Integral, 1, None, closed="left")],
 }
 LEARNER_PARAMS = tuple(LEARNER_CONSTRAINTS)
 
@@ -108,6 +111,11 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         ``solver="paper"``: p, the moves of a prototype between exact evaluations of its
         similarities; in between, the first-order model of the paper's closing section
         (`ssgallery.learn.solvers.solve_paper_refresh`). 1: exact after every move.
+    start_candidates : int, default=1
+        Above 1, the first run starts from the least-Omega unmoved start among this many
+        (`ssgallery.learn.initial.candidate_starts`, `least_omega_start`: one similarity
+        call for all of them) instead of the ``init`` rule's start. Meant for training
+        sets holding rows no start is made of, such as mirrored training images.
     normalize_y : bool, default=False
         Standardise y (weighted mean 0, variance 1) before fitting; ``beta_`` and
         ``intercept_`` are mapped back to the units of y. Then ``lam`` is relative to the
@@ -146,7 +154,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
                  lam_scale=DEFAULT_LAM_SCALE, solver="varpro", init="class",
                  prototypes_init=None, n_init=DEFAULT_N_INIT, bounds=None,
                  eta=0.5, normalize_step=False, repulsion=True, max_iter=200, tol=1e-6,
-                 random_state=None, normalize_y=False, refresh_every=1):
+                 random_state=None, normalize_y=False, refresh_every=1, start_candidates=1):
         self.n_prototypes = n_prototypes
         self.similarity = similarity
         self.gamma = gamma
@@ -165,6 +173,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.normalize_y = normalize_y
         self.refresh_every = refresh_every
+        self.start_candidates = start_candidates
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -207,6 +216,9 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
                 Z0 = np.array(self.prototypes_init, dtype=float)
                 if Z0.shape != (m, d):
                     raise ValueError(f"prototypes_init has shape {Z0.shape}, expected {(m, d)}")
+            elif restart == 0 and self.start_candidates > 1:
+                starts = candidate_starts(X, y, u, m, self.init, rng, self.start_candidates)
+                Z0, _ = least_omega_start(X, y, u, starts, counter, self.lam_)
             else:
                 Z0 = initial_prototypes(X, y, u, m, self.init, rng, restart)
             start = counter.n_evals
@@ -280,7 +292,7 @@ class SuperSparseDistiller(DistillerMixin, BinaryDecisionMixin, ClassifierMixin,
     prefit : bool, default=False
         True: ``teacher`` is already fitted; use it as is.
     similarity, gamma, lam, lam_scale, solver, init, n_init, bounds, eta, normalize_step, \
-repulsion, max_iter, tol, random_state, refresh_every
+repulsion, max_iter, tol, random_state, refresh_every, start_candidates
         Passed to `SuperSparseRegressor`.
     between : float, default=0.0
         Also fit the teacher's outputs at `between_points` (each impostor's midpoint
@@ -311,7 +323,8 @@ repulsion, max_iter, tol, random_state, refresh_every
                  gamma="paper", lam=DEFAULT_LAM, lam_scale=DEFAULT_LAM_SCALE, solver="varpro",
                  init="class", n_init=DEFAULT_N_INIT,
                  bounds=None, eta=0.5, normalize_step=False, repulsion=True, max_iter=200,
-                 tol=1e-6, random_state=None, refresh_every=1, between=0.0):
+                 tol=1e-6, random_state=None, refresh_every=1, between=0.0,
+                 start_candidates=1):
         self.teacher = teacher
         self.n_prototypes = n_prototypes
         self.prefit = prefit
@@ -331,6 +344,7 @@ repulsion, max_iter, tol, random_state, refresh_every
         self.random_state = random_state
         self.refresh_every = refresh_every
         self.between = between
+        self.start_candidates = start_candidates
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
