@@ -55,6 +55,11 @@ suspects, each measured on its own:
    c`` (the genuine images and the cohort mean as columns, beta and b by Eq. 4). In
    identification the probe's c + 5 cohort similarities are computed once per search,
    not once per client.
+8. **The teacher's own stability** (`benchmarks/_ebgm_stability.py`): the SVM refitted
+   (its C kept) without one of the client's five genuine training images, each in turn,
+   on the same test claims: how many client models a teacher trained on one image less
+   puts more than 5 points above the full SVM, the size of the measurement's noise at
+   the issue's tail target.
 
 Measured on every protocol seed of ``--seed`` (a comma list); suspect 4 on the first
 seed only.
@@ -73,6 +78,7 @@ import shutil
 import tempfile
 
 import numpy as np
+from _ebgm_stability import stability_report, teacher_stability
 from _results import docstring, printed, write_page
 from paper_att_ebgm import add_cache_flags, ebgm_command, load_att
 
@@ -267,6 +273,7 @@ def one_client(split, tr, labels, X, K, sim, matcher, client, args, rng):
     cohort_models(svm, B, y, t, u, P, row)
     row["least Omega"], row["best on claims"] = random_starts(B, y, t, u, args.starts, rng)
     held_out_choice(svm, B, y, labels[tr], t, u, args.m, Xt, row)
+    teacher_stability(svm, B, y, Xt, row, client_eer)
     if args.sweeps and row["start"] - row["svm"] > args.tail_gap:
         for name, kw in sweeps(args.tail_iter):
             kw = {"max_iter": args.max_iter, **kw}
@@ -356,6 +363,7 @@ def report(rows, args, seed):
     cohorts = [k for k in rows[0] if " cohort " in k and k != "genuine part - cohort"]
     summary(rows, ["start", "genuine part - cohort", *sorted(cohorts, key=_cohort_order)],
             f"Suspect 7: lead (b) with a shared cohort of c images, seed {seed}")
+    stability_report(rows, seed)
     tail = [r for r in rows if "4 sweeps" in r]
     if tail:
         summary(tail, ["start"] + [k for k, _ in sweeps(args.tail_iter)] + [MEDOID_SWEEPS],
