@@ -200,9 +200,51 @@ def test_resume_ignores_parts_of_other_options(store, tmp_path):
         compress(store, out, CompressOptions(m=1, cv_folds=2),
                  CompressRun(clients="c00,c01,c02", progress=stop))
     assert PartsFolder(out).count() == 2
+    said = []
     s = compress(store, out, CompressOptions(m=2, cv_folds=2),
-                 CompressRun(clients="c00,c01,c02", resume=True))
+                 CompressRun(clients="c00,c01,c02", resume=True, warn=said.append))
     assert s.resumed == [] and len(s.trained) == 3  # other options: nothing reused
+    parts = f"{out}.parts"
+    assert said == [(f"{parts}: committed parts of c00, c01: trained with other options than "
+                    "this run's: trained again (to resume them, give the options they were "
+                    "compressed with)")]
+
+
+def test_resume_names_parts_of_another_store_and_the_between_0_hint(tmp_path):
+    """Parts left by a run at ``between`` 0 (every run before its default of 0.5) are
+    named with the hint that resumes them; parts of the same options made from another
+    store are named as such. Both are trained again, none silently."""
+    from helpers import growing_faces
+
+    from ssgallery.app.parts import PartsFolder
+
+    add = growing_faces(str(tmp_path))
+    store, out = tmp_path / "e.h5", tmp_path / "g.h5"
+    enroll(tmp_path / "faces", store)
+    at_0 = CompressOptions(m=1, cv_folds=2, max_iter=3, between=0.0)
+    with pytest.raises(KeyboardInterrupt):
+        compress(store, out, at_0, CompressRun(
+            clients="c00,c01,c02", progress=RecordProgress(stop_at=("training clients", 2))))
+    assert PartsFolder(out).count() == 2
+    said = []
+    s = compress(store, out, replace(at_0, between=0.5),
+                 CompressRun(clients="c00,c01,c02", resume=True, warn=said.append))
+    assert s.resumed == [] and s.trained == ["c00", "c01", "c02"]
+    assert said == [(f"{out}.parts: committed parts of c00, c01: trained with other options "
+                    "than this run's: trained again (to resume them, give the options they "
+                    "were compressed with; those trained with `between` 0 are resumed with "
+                    "`between` 0)")]
+    with pytest.raises(KeyboardInterrupt):
+        compress(store, out, at_0, CompressRun(
+            clients="c00,c01,c02", progress=RecordProgress(stop_at=("training clients", 2))))
+    add()
+    enroll(tmp_path / "faces", store, add=True)  # the store's content changes
+    said = []
+    s = compress(store, out, at_0, CompressRun(clients="c00,c01,c02", resume=True,
+                                               warn=said.append))
+    assert s.resumed == [] and len(s.trained) == 3
+    assert said == [(f"{out}.parts: committed parts of c00, c01: made from another store: "
+                    "trained again")]
 
 
 def test_update_trains_only_new_clients_and_names_stale_ones(tmp_path):
@@ -255,12 +297,12 @@ def test_update_hints_at_between_0_only_where_it_keeps_the_clients(tmp_path):
 
     from helpers import make_faces
 
-    from ssgallery.app.update import _warn_other_options
+    from ssgallery.app.update import warn_retrained
 
     # a run at between 0 has no such hint (a model without a digest is not one at 0)
     said = []
-    _warn_other_options(["c9"], {"c9": SimpleNamespace(provenance={})},
-                        CompressOptions(between=0.0), "g.h5", said.append)
+    warn_retrained({"c9": SimpleNamespace(provenance={})}, CompressOptions(between=0.0),
+                   "g.h5", said.append)
     assert said == [("g.h5: c9: trained with other options than this run's: trained "
                      "again (to keep them, give the options they were compressed with)")]
     enroll(make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4, shape=(16, 12)),

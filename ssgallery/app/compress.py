@@ -43,7 +43,7 @@ from ssgallery.app.options import CompressOptions, CompressRun
 from ssgallery.app.parallel import run_jobs
 from ssgallery.app.parts import PartsFolder, encode_result, options_digest, run_key
 from ssgallery.app.thresholds import apply, calibrate
-from ssgallery.app.update import kept_from_gallery
+from ssgallery.app.update import kept_from_gallery, warn_retrained
 from ssgallery.errors import NotRenderableError, SsgalleryError
 from ssgallery.learn.supersparse import resolve_init  # noqa: F401  (public here)
 from ssgallery.learn.threads import single_threaded_blas
@@ -188,8 +188,11 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
     if not run.resume:
         parts.remove()
     parts.check_resumable()
+    stale = {}
     resumed = [c for c in plan.todo if c not in results
-               and _resume_one(parts, c, keys[c], results, plan, run)]
+               and _resume_one(parts, c, keys[c], (results, stale), plan, run)]
+    if stale:
+        warn_retrained(stale, plan.options, parts.path, run.warn, "committed parts", "resume")
     todo = [c for c in plan.todo if c not in results]
     _train(plan, run, todo, (parts, keys), results)
     mode = options.threshold_mode
@@ -274,21 +277,27 @@ def _program_runs(matcher, jobs, scheduler):
     return {"starts": int(matcher.n_starts_), "calls": int(matcher.n_calls_)}
 
 
-def _resume_one(parts, client, key, results, plan, run):
-    """Take ``client``'s committed part if it is this run's and passes `check_result`;
-    a bad part is reported (``run.warn``) and its client trained again."""
+def _resume_one(parts, client, key, found, plan, run):
+    """Take ``client``'s committed part if it is this run's and passes `check_result`
+    into ``found[0]``; a part of another run goes to ``found[1]`` (its client is trained
+    again, `warn_retrained` says so); a bad part is reported (``run.warn``) and its
+    client trained again."""
     from ssgallery.images.ingest import default_warn
 
+    results, stale = found
     try:
-        result = parts.read(client, key)
-        if result is not None:
-            _check(plan, result, client, parts.path)
+        part = parts.read_any(client)
+        if part is not None and part[1] == key:
+            _check(plan, part[0], client, parts.path)
     except SsgalleryError as exc:
         (run.warn or default_warn)(f"{exc}; a bad part: client '{client}' is trained again")
         return False
-    if result is not None:
-        results[client] = result
-    return result is not None
+    if part is not None and part[1] != key:
+        stale[client] = part[0]
+        return False
+    if part is not None:
+        results[client] = part[0]
+    return part is not None
 
 
 def _dask_limits(plan, run):

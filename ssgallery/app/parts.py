@@ -225,6 +225,14 @@ class PartsFolder:
     def read(self, client, key):
         """The committed result of ``client`` if its key matches, else None (no part, or
         a part of another run). Raises `BadPart` for a part that cannot be trusted."""
+        found = self.read_any(client)
+        if found is None or found[1] != key:
+            return None
+        return found[0]
+
+    def read_any(self, client):
+        """``(result, key)`` of ``client``'s committed part, whatever run made it, or None
+        (no part, or a part of another client). Raises `BadPart` as `read` does."""
         try:
             data = self._bytes(client)
         except SsgalleryError as exc:
@@ -239,9 +247,9 @@ class PartsFolder:
             raise BadPart("not signed with this host's key (written without it, by another "
                           "key, or forged)", path=shown)
         result, found = decode_result(payload, shown)
-        if found != key or result.client != client:
+        if result.client != client:
             return None
-        return result
+        return result, found
 
     def count(self):
         """Number of committed parts."""

@@ -7,7 +7,7 @@ import os
 from ssgallery.app.parts import options_digest
 from ssgallery.errors import InputError, option
 
-__all__ = ["kept_from_gallery"]
+__all__ = ["kept_from_gallery", "warn_retrained"]
 
 
 def kept_from_gallery(plan, gallery_path, key=None, privacy_key=None, warn=None):
@@ -43,9 +43,9 @@ def kept_from_gallery(plan, gallery_path, key=None, privacy_key=None, warn=None)
                          path=gallery_path)
     digest = options_digest(plan.options)
     kept = {}
-    _warn_other_options(sorted(c for c in ours if c in plan.todo and
-                               old.clients[c].provenance.get("options_digest") != digest),
-                        old.clients, plan.options, gallery_path, warn)
+    warn_retrained({c: old.clients[c] for c in ours if c in plan.todo and
+                    old.clients[c].provenance.get("options_digest") != digest},
+                   plan.options, gallery_path, warn)
     for c in ours:
         model = old.clients[c]
         if model.provenance.get("options_digest") == digest or c not in plan.todo:
@@ -61,23 +61,38 @@ def kept_from_gallery(plan, gallery_path, key=None, privacy_key=None, warn=None)
                   read_record(old.header, gallery_path))
 
 
-def _warn_other_options(clients, models, options, gallery_path, warn):
-    """Tell the user that an update trains ``clients`` again: the gallery holds their
-    ``models`` trained with other options; the hint names ``between`` 0 when it would
-    keep some of them (trained with this run's options but 0, as every gallery before
-    its default of 0.5)."""
-    if not clients:
+def warn_retrained(models, options, where, warn, what="", verb="keep"):
+    """Tell the user that this run trains the clients of ``models`` (client -> model or
+    part with a ``provenance``) again, made by another run at ``where``: with other
+    options (the hint names ``between`` 0 when it would keep some of them: trained with
+    this run's options but 0, as every gallery before its default of 0.5), or, for a
+    part of this run's options, from another store. ``what`` names them (e.g.
+    "committed parts"), ``verb`` what the options would do to them ("keep", "resume")."""
+    if not models:
         return
     from dataclasses import replace
 
     from ssgallery.images.ingest import default_warn
 
-    shown = ", ".join(clients[:5]) + (f", ... ({len(clients)} in all)"
-                                      if len(clients) > 5 else "")
+    warn = warn or default_warn
+    digest = options_digest(options)
+    other = sorted(c for c, m in models.items() if m.provenance.get("options_digest") != digest)
+    store = sorted(set(models) - set(other))
+    lead = f"{where}: " + (f"{what} of " if what else "")
+    if store:
+        warn(f"{lead}{_shown(store)}: made from another store: trained again")
+    if not other:
+        return
     hint = ""
     at_0 = options_digest(replace(options, between=0.0)) if options.between else None
-    if at_0 and any(models[c].provenance.get("options_digest") == at_0 for c in clients):
-        hint = f"; those trained with {option('between')} 0 are kept with {option('between')} 0"
-    (warn or default_warn)(f"{gallery_path}: {shown}: trained with other options than this "
-                           f"run's: trained again (to keep them, give the options they were "
-                           f"compressed with{hint})")
+    if at_0 and any(models[c].provenance.get("options_digest") == at_0 for c in other):
+        done = {"keep": "kept", "resume": "resumed"}.get(verb, verb)
+        hint = (f"; those trained with {option('between')} 0 are {done} with "
+                f"{option('between')} 0")
+    warn(f"{lead}{_shown(other)}: trained with other options than this run's: trained "
+         f"again (to {verb} them, give the options they were compressed with{hint})")
+
+
+def _shown(clients):
+    return ", ".join(clients[:5]) + (f", ... ({len(clients)} in all)" if len(clients) > 5
+                                     else "")

@@ -113,7 +113,8 @@ def _parse_m(ctx, param, value):
               "cluster without a result (0: no limit; docs/security.md).")
 @click.option("--resume", is_flag=True,
               help="Continue an interrupted run: reuse the clients committed in "
-              "GALLERY.parts/ with the same store and options.")
+              "GALLERY.parts/ with the same store and options; parts of other options "
+              "or another store are named and their clients trained again.")
 @click.option("--update", is_flag=True,
               help="Keep the existing gallery's clients trained with the same options on "
               "the same matcher basis; train only the others (e.g. after enroll --add), "
