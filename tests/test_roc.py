@@ -88,6 +88,11 @@ def test_roc_between_refits_ssvm_only_and_is_recorded(faces, tmp_path):
         for name in ("svm", "ssvm-m2"))
     np.testing.assert_array_equal(svm0.score, svm1.score)
     assert not np.allclose(ssvm0.score, ssvm1.score, equal_nan=True)
+    # no listed method distils: the default weight is applied to nothing, not recorded
+    res = run([*args[:-3], "svm,svm-red", "--no-plot", "--no-identification",
+               "-o", str(tmp_path / "svm")])
+    assert res.exit_code == 0, res.output
+    assert "between" not in json.loads((tmp_path / "svm" / "summary.json").read_text())["config"]
 
 
 def test_roc_on_a_faces_folder_writes_every_file_and_scores_reproduce_it(faces, tmp_path,

@@ -56,7 +56,7 @@ def _report(tables, report, mode, source, config, progress=None, n_boot=200):
 
 def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
               progress=None, private=False):
-    from ssgallery.biometrics.protocol import make_splits, run_protocol
+    from ssgallery.biometrics.protocol import between_applied, make_splits, run_protocol
 
     images, labels, paths = data
     p = protocol
@@ -72,8 +72,8 @@ def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
     config = {"enrolled": len(splits[0].enrolled), "train_images": int(p.n_train),
               "repetitions": int(p.repetitions), "seed": int(p.seed), "m": list(p.m),
               "methods": list(p.methods)}
-    if p.between:  # recorded when set: a report of the default reads as before
-        config["between"] = float(p.between)
+    if between_applied(p):  # recorded when applied: a report at 0 reads as before
+        config["between"] = float(between_applied(p))
     return _report(tables, report, "protocol", source, config, progress)
 
 

@@ -153,6 +153,21 @@ def method_specs(methods, m_values):
     return specs
 
 
+def _distils_between(name, options):
+    """True when method ``name`` of ``options`` distils at ``options.between``: a
+    super-sparse SVM whose ``method_options`` do not set their own ``between``."""
+    opts = options.method_options.get(name, {})
+    return str(opts.get("method", name)).lower() in SSVM_METHODS and "between" not in opts
+
+
+def between_applied(options):
+    """``options.between`` when some listed method distils at it (`_make`), else 0: what
+    a report records as the run's ``between``."""
+    if any(_distils_between(name, options) for name in options.methods):
+        return options.between
+    return 0.0
+
+
 def _make(name, m, random_state, options):
     """An unfitted method (the teacher's distillation or reduction) from the registry;
     the super-sparse SVMs distil at ``options.between`` too (unless their
@@ -160,10 +175,9 @@ def _make(name, m, random_state, options):
     from ssgallery.biometrics.methods import make_method
 
     opts = dict(options.method_options.get(name, {}))
-    method = opts.pop("method", name)
-    if options.between and str(method).lower() in SSVM_METHODS:
-        opts.setdefault("between", options.between)
-    return make_method(method, m, random_state=random_state, **opts)
+    if options.between and _distils_between(name, options):
+        opts["between"] = options.between
+    return make_method(opts.pop("method", name), m, random_state=random_state, **opts)
 
 
 def _fit_client(data, similarity, specs, random_state, options, gram=None):
