@@ -340,8 +340,9 @@ def decode_result(payload, shown):
                                   f"({info.file_size} bytes)", path=shown)
         with np.load(io.BytesIO(payload), allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
-            if not isinstance(meta, dict):
-                raise TypeError("meta is not a JSON object")
+            if not isinstance(meta, dict) or not isinstance(meta["provenance"], dict):
+                # a part of another run is still read for its provenance (warn_retrained)
+                raise TypeError("meta or its provenance is not a JSON object")
             result = ClientResult(
                 client=str(meta["client"]), prototypes=data["prototypes"], beta=data["beta"],
                 intercept=float(meta["intercept"]), threshold=float(meta["threshold"]),

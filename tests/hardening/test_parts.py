@@ -359,3 +359,22 @@ def test_signed_parts_are_bound_to_their_client_run_and_store(site, tmp_path):
             assert resumed == (["c01"] if name.endswith("(control)") else []), (name, r)
     finally:
         pool.close()
+
+
+def test_a_part_of_another_run_with_a_provenance_not_an_object_is_a_bad_part(site, tmp_path):
+    """``--resume`` reads a part of another run for its provenance, to name its client
+    (`ssgallery.app.update.warn_retrained`): a provenance that is not a JSON object is
+    a bad part, reported, its client trained again (was an AttributeError)."""
+    from ssgallery.app.compress import compress
+    from ssgallery.app.options import CompressRun
+
+    gallery = tmp_path / "g.h5"
+    PartsFolder(gallery).write(_forged(site, provenance=["not", "an", "object"]),
+                               run_key("c01", "0" * 64, site["options"]))
+    said = []
+    s = compress(site["root"] / "e.h5", gallery, OPTIONS,
+                 CompressRun(clients="c01", resume=True, warn=said.append))
+    assert s.resumed == [] and s.trained == ["c01"]
+    shown = PartsFolder(gallery)._shown("c01")
+    assert said == [(f"{shown}: unreadable (TypeError: meta or its provenance is not a JSON "
+                     "object); a bad part: client 'c01' is trained again")]
