@@ -224,6 +224,21 @@ def test_between_distils_the_super_sparse_svms_only_and_a_variant_keeps_its_own(
     assert half["ssvm"].search.clients != plain["ssvm"].search.clients
 
 
+def test_between_applied_is_the_weight_a_listed_method_distils_at():
+    """What roc records as ``config.between``: a (name, m) pair is a method as a name is
+    (was 0 for ``("ssvm", 3)``, which `_make` distils at 0.5)."""
+    from ssgallery.biometrics.protocol import between_applied
+
+    own = {"ssvm-own": {"method": "ssvm", "between": 0.0}}
+    assert between_applied(ProtocolOptions(methods=("svm", "ssvm"))) == 0.5
+    assert between_applied(ProtocolOptions(methods=("svm", ("ssvm", 3)))) == 0.5
+    assert between_applied(ProtocolOptions(methods=(("ssvm-paper", 1),), between=0.25)) == 0.25
+    assert between_applied(ProtocolOptions(methods=("svm", "svm-red"))) == 0.0
+    assert between_applied(ProtocolOptions(methods=("ssvm",), between=0.0)) == 0.0
+    assert between_applied(ProtocolOptions(methods=(("ssvm-own", 2),),
+                                           method_options=own)) == 0.0
+
+
 def test_method_variants_share_the_teacher_and_carry_their_own_name():
     images, labels = synthetic_images(6, 6, seed=5)
     kw = {"m": 2, "n_enrolled": 3, "n_train": 3, "repetitions": 1, "seed": 2}

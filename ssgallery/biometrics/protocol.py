@@ -163,7 +163,7 @@ def _distils_between(name, options):
 def between_applied(options):
     """``options.between`` when some listed method distils at it (`_make`), else 0: what
     a report records as the run's ``between``."""
-    if any(_distils_between(name, options) for name in options.methods):
+    if any(_distils_between(name, options) for name, _ in method_specs(options.methods, (1,))):
         return options.between
     return 0.0
 
