@@ -337,3 +337,28 @@ def test_start_candidates_reach_the_regression_distiller():
     many = clone(one).set_params(start_candidates=8).fit(X, yv)
     assert many.regressor_.start_candidates == 8
     assert many.regressor_.objective_ <= one.regressor_.objective_
+
+
+def test_candidate_starts_repeat_a_row_only_when_short_and_then_jittered():
+    """A random start fills a short class's share with other rows, and repeats a row
+    only with fewer usable rows than m, jittered as the rule's start is: equal
+    prototypes would never part (was: exact repeats, chosen by least Omega and kept)."""
+    from scipy.spatial.distance import pdist
+
+    from ssgallery.learn.initial import candidate_starts
+    from ssgallery.learn.supersparse import SuperSparseRegressor, balanced_weights
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(1, 2)) + 5, rng.normal(size=(40, 2))])  # 1 genuine
+    y = np.r_[1.0, -np.ones(40)]
+    starts = candidate_starts(X, y, balanced_weights(y), 4, "class", rng, 30)
+    for Z in starts[2:]:  # the random ones (the class rule repeats its 1 genuine row)
+        rows = np.flatnonzero((X[:, None] == Z[None]).all(-1).any(1))
+        assert len(rows) == 4 and y[rows].max() > 0  # 4 training rows, the genuine one
+    X4, y4 = np.array([[0.0, 0], [1, 0], [0, 1], [3, 3]]), np.array([1.0, 1, -1, -1])
+    starts = candidate_starts(X4, y4, balanced_weights(y4), 6, "class", rng, 6)
+    assert all(len(np.unique(Z, axis=0)) == 6 for Z in starts)
+    fit = SuperSparseRegressor(n_prototypes=6, gamma=1.0, solver="paper", repulsion=False,
+                               max_iter=100, start_candidates=8, random_state=0)
+    fit.fit(X4, y4, balanced_weights(y4))
+    assert pdist(fit.prototypes_).min() > 1e-4

@@ -132,7 +132,6 @@ def initial_prototypes(X, y, u, m, init, rng, restart=0):
     ``"kmeans"``: weighted k-means centres. ``"random"``:
     m training samples. Repeated picks (fewer usable samples than m) get a small jitter.
     """
-    d = X.shape[1]
     usable = np.flatnonzero(u > 0)
     if init in ("class", "genuine"):
         Z = X[start_indices(X, y, u, m, init, rng, restart)]
@@ -167,13 +166,18 @@ def initial_prototypes(X, y, u, m, init, rng, restart=0):
     else:
         raise ValueError("init must be 'class', 'genuine', 'quantile', 'kmeans' or 'random', "
                          f"got {init!r}")
-    Z = np.array(Z, dtype=float)
-    # duplicates would move together forever (zero repulsion between equal points): jitter
+    return _jitter_repeats(np.array(Z, dtype=float), X, rng)
+
+
+def _jitter_repeats(Z, X, rng):
+    """``Z`` (m, d) with every repeat of a row moved by a small jitter (1e-3 of X's
+    spread per feature): equal prototypes would move together forever (zero repulsion
+    between equal points, equal gradients)."""
     _, first = np.unique(Z, axis=0, return_index=True)
-    dup = np.setdiff1d(np.arange(m), first)
+    dup = np.setdiff1d(np.arange(len(Z)), first)
     if len(dup):
         scale = 1e-3 * (X.std(0) + (X.std(0) == 0))
-        Z[dup] += scale * rng.standard_normal((len(dup), d))
+        Z[dup] += scale * rng.standard_normal((len(dup), Z.shape[1]))
     return Z
 
 
@@ -181,7 +185,9 @@ def candidate_starts(X, y, u, m, init, rng, n):
     """``n`` starting prototype sets, each of shape (m, d): the ``init`` rule's, then (for
     ``"class"`` and ``"genuine"``) the other of the two rules, then random training rows
     with a random split between the classes (at least one of each when y has both signs
-    and m >= 2); for the other rules, their restarts."""
+    and m >= 2; a class short of its share leaves the rest to other rows, and a row
+    repeats, jittered as `initial_prototypes` does, only with fewer usable rows than m);
+    for the other rules, their restarts."""
     starts = [initial_prototypes(X, y, u, m, init, rng)]
     if init in ("class", "genuine") and n > 1:
         starts.append(initial_prototypes(X, y, u, m, "class" if init == "genuine"
@@ -198,8 +204,12 @@ def candidate_starts(X, y, u, m, init, rng, n):
                                   rng.choice(neg, min(m - k, len(neg)), replace=False)])
         else:
             idx = rng.choice(usable, min(m, len(usable)), replace=False)
-        idx = np.concatenate([idx, rng.choice(usable, m - len(idx))]).astype(int)
-        starts.append(np.array(X[idx], dtype=float))
+        short = m - len(idx)
+        if short:
+            rest = np.setdiff1d(usable, idx)
+            more = rng.choice(rest, min(short, len(rest)), replace=False)
+            idx = np.concatenate([idx, more, rng.choice(usable, short - len(more))])
+        starts.append(_jitter_repeats(np.array(X[idx.astype(int)], dtype=float), X, rng))
     return starts[:n]
 
 
