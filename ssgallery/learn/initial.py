@@ -221,8 +221,10 @@ def least_omega_start(X, y, u, starts, similarity, lam):
     stacked prototypes, so with a black-box matcher the choice costs one program run
     (none for pairs its cache already holds). Omega is the training objective on ``X``:
     where X holds only the training images, a start made of them fits them through their
-    self-similarity and looks better than it is; rows the starts are not made of (e.g.
-    mirrored training images, docs/method.md) are what make the choice informative.
+    self-similarity and looks better than it is; rows the starts are not made of are
+    what make the choice informative. `candidate_starts` makes starts of every row of
+    positive weight of the ``X`` it is given: give it the rows starts may be made of,
+    and this function every row to score them on.
 
     Parameters
     ----------

@@ -114,8 +114,10 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     start_candidates : int, default=1
         Above 1, the first run starts from the least-Omega unmoved start among this many
         (`ssgallery.learn.initial.candidate_starts`, `least_omega_start`: one similarity
-        call for all of them) instead of the ``init`` rule's start. Meant for training
-        sets holding rows no start is made of, such as mirrored training images.
+        call for all of them) instead of the ``init`` rule's start. The starts are made
+        of any rows of ``X`` of positive weight: mirrored training images added to
+        ``X`` are start material as the images are (to score starts of some rows on
+        others, call `least_omega_start` and pass the start as ``prototypes_init``).
     normalize_y : bool, default=False
         Standardise y (weighted mean 0, variance 1) before fitting; ``beta_`` and
         ``intercept_`` are mapped back to the units of y. Then ``lam`` is relative to the
