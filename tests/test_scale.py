@@ -247,6 +247,29 @@ def test_resume_names_parts_of_another_store_and_the_between_0_hint(tmp_path):
                     "trained again")]
 
 
+def test_resume_names_parts_of_another_store_as_such_whatever_their_options(tmp_path):
+    """A part made from another store is never resumed, whatever the options: named as
+    made from another store, without the hint that ``between`` 0 would resume it (was
+    named as trained with other options, with that hint, when its options differed too)."""
+    from helpers import growing_faces
+
+    add = growing_faces(str(tmp_path))
+    store, out = tmp_path / "e.h5", tmp_path / "g.h5"
+    enroll(tmp_path / "faces", store)
+    at_0 = CompressOptions(m=1, cv_folds=2, max_iter=3, between=0.0)
+    with pytest.raises(KeyboardInterrupt):
+        compress(store, out, at_0, CompressRun(
+            clients="c00,c01,c02", progress=RecordProgress(stop_at=("training clients", 2))))
+    add()
+    enroll(tmp_path / "faces", store, add=True)  # the store's content changes
+    said = []
+    s = compress(store, out, replace(at_0, between=0.5),
+                 CompressRun(clients="c00,c01,c02", resume=True, warn=said.append))
+    assert s.resumed == [] and s.trained == ["c00", "c01", "c02"]
+    assert said == [(f"{out}.parts: committed parts of c00, c01: made from another store: "
+                    "trained again")]
+
+
 def test_update_trains_only_new_clients_and_names_stale_ones(tmp_path):
     from helpers import growing_faces
 

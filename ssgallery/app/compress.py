@@ -192,7 +192,8 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
     resumed = [c for c in plan.todo if c not in results
                and _resume_one(parts, c, keys[c], (results, stale), plan, run)]
     if stale:
-        warn_retrained(stale, plan.options, parts.path, run.warn, "committed parts", "resume")
+        warn_retrained(stale, plan.options, parts.path, run.warn, "committed parts", "resume",
+                       plan.store.fingerprint)
     todo = [c for c in plan.todo if c not in results]
     _train(plan, run, todo, (parts, keys), results)
     mode = options.threshold_mode

@@ -61,13 +61,15 @@ def kept_from_gallery(plan, gallery_path, key=None, privacy_key=None, warn=None)
                   read_record(old.header, gallery_path))
 
 
-def warn_retrained(models, options, where, warn, what="", verb="keep"):
+def warn_retrained(models, options, where, warn, what="", verb="keep", store=None):
     """Tell the user that this run trains the clients of ``models`` (client -> model or
-    part with a ``provenance``) again, made by another run at ``where``: with other
-    options (the hint names ``between`` 0 when it would keep some of them: trained with
-    this run's options but 0, as every gallery before its default of 0.5), or, for a
-    part of this run's options, from another store. ``what`` names them (e.g.
-    "committed parts"), ``verb`` what the options would do to them ("keep", "resume")."""
+    part with a ``provenance``) again, made by another run at ``where``: from another
+    store (``store``, the run's store fingerprint, given for parts: no options resume a
+    part of another store; or a part of this run's options), or with other options (the
+    hint names ``between`` 0 when it would keep some of them: trained with this run's
+    options but 0, as every gallery before its default of 0.5). ``what`` names them
+    (e.g. "committed parts"), ``verb`` what the options would do to them ("keep",
+    "resume")."""
     if not models:
         return
     from dataclasses import replace
@@ -76,11 +78,13 @@ def warn_retrained(models, options, where, warn, what="", verb="keep"):
 
     warn = warn or default_warn
     digest = options_digest(options)
-    other = sorted(c for c, m in models.items() if m.provenance.get("options_digest") != digest)
-    store = sorted(set(models) - set(other))
+    elsewhere = sorted(c for c, m in models.items()
+                       if m.provenance.get("options_digest") == digest or store is not None
+                       and m.provenance.get("store_fingerprint") != store)
+    other = sorted(set(models) - set(elsewhere))
     lead = f"{where}: " + (f"{what} of " if what else "")
-    if store:
-        warn(f"{lead}{_shown(store)}: made from another store: trained again")
+    if elsewhere:
+        warn(f"{lead}{_shown(elsewhere)}: made from another store: trained again")
     if not other:
         return
     hint = ""
