@@ -90,7 +90,8 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     init : {"class", "genuine", "quantile", "kmeans", "random"}, default="class"
         Starting prototypes (see `ssgallery.learn.initial.initial_prototypes`).
     prototypes_init : array of shape (n_prototypes, d), optional
-        Explicit starting prototypes (warm start); overrides ``init``.
+        Explicit starting prototypes (warm start); overrides ``init`` and
+        ``start_candidates``.
     n_init : int, default=DEFAULT_N_INIT
         Restarts; the one with the lowest training Omega is kept.
     bounds : None or (lo, hi), default=None
