@@ -60,6 +60,15 @@ suspects, each measured on its own:
    on the same test claims: how many client models a teacher trained on one image less
    puts more than 5 points above the full SVM, the size of the measurement's noise at
    the issue's tail target.
+9. **Mirror images as distillation points** (`benchmarks/_ebgm_mirror.py`): the
+   distiller trained on the training images and their left-right mirror images (the
+   SVM, unchanged, scores both) and started from the least-Omega unmoved start on both
+   among ``--start-candidates`` starts of training images, where suspect 3's training
+   Omega could not choose. ``mirrored start``: that start, unmoved (beta by Eq. 4 on both
+   sets), on every seed; on the first seed, every client model also moved by the
+   benchmark's 4 sweeps, ``mirrored, 4 sweeps``, beside ``benchmark model`` (the
+   benchmark's own model, `distil`: the genuine rule's start, 4 sweeps, training images
+   only).
 
 Measured on every protocol seed of ``--seed`` (a comma list); suspect 4 on the first
 seed only.
@@ -78,6 +87,7 @@ import shutil
 import tempfile
 
 import numpy as np
+from _ebgm_mirror import mirror_images, mirrored_fit
 from _ebgm_stability import stability_report, teacher_stability
 from _results import docstring, printed, write_page
 from paper_att_ebgm import add_cache_flags, ebgm_command, load_att
@@ -255,7 +265,27 @@ def distil(svm, sim, matcher, Xt, y, rep, m, max_iter, **kw):
     return d, d.regressor_.n_similarity_evals_
 
 
-def one_client(split, tr, labels, X, K, sim, matcher, client, args, rng):
+MIRRORED, MODEL, MIRRORED_SWEEPS = "mirrored start", "benchmark model", "mirrored, 4 sweeps"
+
+
+def mirrored(svm, matcher, Xt, Xm, y, rep, args, row):
+    """Suspect 9: the mirrored start unmoved; with ``args.sweeps`` (first seed) also the
+    benchmark's model and the mirrored one, each moved by 4 sweeps, on every client."""
+    params = {"n_prototypes": args.m, "bounds": matcher.bounds(), "solver": "paper",
+              "lam": 1e-5, "eta": 0.5, "init": "genuine"}
+    gen, imp = row.pop("_claims")
+    todo = [(MIRRORED, 0)] + ([(MIRRORED_SWEEPS, args.max_iter)] if args.sweeps else [])
+    for name, n in todo:
+        d = mirrored_fit(svm, Xt, Xm, y, {**params, "max_iter": n}, args.start_candidates, rep)
+        row[name] = client_eer(d.decision_function(gen), d.decision_function(imp))
+        row[name + " pairs"] = d.regressor_.n_similarity_evals_
+    if args.sweeps:
+        d, pairs = distil(svm, svm.similarity_, matcher, Xt, y, rep, args.m, args.max_iter)
+        row[MODEL] = client_eer(d.decision_function(gen), d.decision_function(imp))
+        row[MODEL + " pairs"] = pairs
+
+
+def one_client(split, tr, labels, X, K, sim, matcher, client, args, rng, Xm):
     y = np.where(labels[tr] == client, 1, -1)
     Xt, gen, imp = X[tr], X[split.genuine[client]], X[split.impostors]
     B = Blocks(K, tr, split.genuine[client], split.impostors)
@@ -274,6 +304,8 @@ def one_client(split, tr, labels, X, K, sim, matcher, client, args, rng):
     row["least Omega"], row["best on claims"] = random_starts(B, y, t, u, args.starts, rng)
     held_out_choice(svm, B, y, labels[tr], t, u, args.m, Xt, row)
     teacher_stability(svm, B, y, Xt, row, client_eer)
+    row["_claims"] = (gen, imp)
+    mirrored(svm, matcher, Xt, Xm, y, split.repetition, args, row)
     if args.sweeps and row["start"] - row["svm"] > args.tail_gap:
         for name, kw in sweeps(args.tail_iter):
             kw = {"max_iter": args.max_iter, **kw}
@@ -324,6 +356,8 @@ def main():
                     help="skip suspect 4 (the only part that moves prototypes)")
     ap.add_argument("--tail-iter", type=int, default=30, help="sweeps of suspect 4's long runs")
     ap.add_argument("--clients", type=int, default=None, help="only the first N per repetition")
+    ap.add_argument("--start-candidates", type=int, default=24,
+                    help="suspect 9: unmoved starts of training images compared by Omega")
     ap.add_argument("--tail-gap", type=float, default=5.0,
                     help="suspect 4 on client models whose start is this much worse")
     add_cache_flags(ap)
@@ -364,6 +398,13 @@ def report(rows, args, seed):
     summary(rows, ["start", "genuine part - cohort", *sorted(cohorts, key=_cohort_order)],
             f"Suspect 7: lead (b) with a shared cohort of c images, seed {seed}")
     stability_report(rows, seed)
+    summary(rows, ["start", MIRRORED], f"Suspect 9: mirror images as distillation points, "
+            f"unmoved, seed {seed}")
+    paired(rows, MIRRORED, "start")
+    if MODEL in rows[0]:
+        summary(rows, [MODEL, MIRRORED_SWEEPS], f"Suspect 9: moved by {args.max_iter} "
+                f"sweeps, seed {seed}")
+        paired(rows, MIRRORED_SWEEPS, MODEL)
     tail = [r for r in rows if "4 sweeps" in r]
     if tail:
         summary(tail, ["start"] + [k for k, _ in sweeps(args.tail_iter)] + [MEDOID_SWEEPS],
@@ -401,16 +442,20 @@ def run(args, images, labels, splits, jets):
         used = np.unique(np.concatenate([tr, split.impostors, *split.genuine.values()]))
         K[used] = sim(X[used], X[tr])  # one program run
         G = K[tr]
+        Xm = matcher.transform(mirror_images(images[tr]))
         print(f"repetition {split.repetition}: smallest eigenvalue of the symmetrised Gram "
               f"matrix {np.linalg.eigvalsh((G + G.T) / 2).min():.3f}", flush=True)
         for client in split.enrolled[: args.clients]:
-            row = one_client(split, tr, labels, X, K, sim, matcher, client, args, rng)
+            row = one_client(split, tr, labels, X, K, sim, matcher, client, args, rng, Xm)
             rows.append(row)
             tail = " ".join(f"{k} {row[k]:.1f}" for k, _ in sweeps(args.tail_iter) if k in row)
             print(f"  {client}: SVM {row['svm']:.1f} (C {row['C']:g}, {row['n_sv']} SVs), "
                   f"start {row['start']:.1f}, genuine part - cohort "
                   f"{row['genuine part - cohort']:.1f}, held-out choice {row['chosen']} "
-                  f"{row['held-out choice']:.1f} {tail}", flush=True)
+                  f"{row['held-out choice']:.1f}, mirrored start {row[MIRRORED]:.1f}"
+                  + (f", benchmark model {row[MODEL]:.1f}, mirrored, {args.max_iter} sweeps "
+                     f"{row[MIRRORED_SWEEPS]:.1f}" if MODEL in row else "")
+                  + f" {tail}", flush=True)
         matcher.close()
     return rows
 

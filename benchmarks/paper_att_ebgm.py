@@ -16,14 +16,11 @@ Methods, all on the same EBGM similarity:
   ``--init genuine`` starts from m - 1 genuine medoids + 1 impostor medoid instead of
   the library's class-weighted split (see the README's EBGM section for why).
 - ``ssvm mirrored``: the same distiller and solver, trained on the 100 training images
-  and their 100 left-right mirror images (labels and the SVM's targets on them; the SVM
-  itself is unchanged), the first run started from the least-Omega unmoved start among
-  ``--start-candidates`` starts of training images (`start_candidates`: the genuine
-  rule's, the class rule's, random ones with a random split between the classes; beta by
-  Eq. 4 (eq:beta), one matcher run for all of them). A mirror image is a genuine-like
-  point no start is made of, so it scores a start the way a new image would, which the
-  training images cannot (a start fits them through their self-similarity). Its matcher
-  runs and wall include scoring the mirror images by the SVM (one run per client).
+  and their 100 left-right mirror images (the SVM, unchanged, scores both), started from
+  the least-Omega unmoved start on both among ``--start-candidates`` starts of training
+  images (`_ebgm_mirror.mirrored_fit`; beta by Eq. 4 (eq:beta), one matcher run for all
+  the starts): a mirror image is a point no start is made of, so it scores a start as a
+  new image would. Its matcher runs and wall include scoring the mirror images.
 - ``svm-sel`` / ``svm-red``: reduced-set methods. They assume a PSD kernel (SVM-sel's
   kernel PCA, SVM-red's RBF pre-image fixed point): SVM-sel is run anyway on the
   non-PSD Gram matrix (its eigenvectors then belong to negative eigenvalues too),
@@ -96,6 +93,7 @@ from _ebgm_guard import (
     score,
     targets,
 )
+from _ebgm_mirror import mirror_images, mirrored_fit
 from _results import docstring, printed, write_page
 
 from ssgallery.biometrics.protocol import make_splits
@@ -126,11 +124,6 @@ def add_cache_flags(ap):
 MIRROR = "ssvm mirrored"
 
 
-def mirror_images(images):
-    """Left-right mirror images, shape (n, H, W)."""
-    return np.ascontiguousarray(images[:, :, ::-1])
-
-
 def fit_ssvm(dist, X, y, init, seed):
     """Fit the distiller with the library's ``init`` ("class" or "genuine": min(m - 1,
     #genuine) starting prototypes on the client's own images, the rest on impostors)."""
@@ -138,19 +131,15 @@ def fit_ssvm(dist, X, y, init, seed):
 
 
 def fit_mirrored(args, matcher, svm, Xt, Xm, y, seed, record):
-    """The ``ssvm mirrored`` arm of one client: its cost from the SVM's targets on the
-    mirror images to the fitted model."""
-    from ssgallery.learn.supersparse import SuperSparseDistiller
-
+    """The ``ssvm mirrored`` arm of one client (`_ebgm_mirror.mirrored_fit`): its cost from
+    the SVM's targets on the mirror images to the fitted model."""
     calls, pairs = matcher.n_calls_, matcher.n_pairs_
     t0, c0 = time.perf_counter(), cpu_seconds()
-    dist = SuperSparseDistiller(
-        teacher=svm, prefit=True, n_prototypes=args.m, similarity=matcher.similarity(),
-        bounds=matcher.bounds(), solver=args.solver, lam=args.lam, eta=args.eta,
-        max_iter=args.max_iter, repulsion=not args.no_repulsion,
-        refresh_every=args.refresh_every, init=args.init,
-        start_candidates=args.start_candidates, random_state=seed)
-    dist.fit(np.vstack([Xt, Xm]), np.concatenate([y, y]))
+    params = {"n_prototypes": args.m, "bounds": matcher.bounds(), "solver": args.solver,
+              "lam": args.lam, "eta": args.eta, "max_iter": args.max_iter,
+              "repulsion": not args.no_repulsion, "refresh_every": args.refresh_every,
+              "init": args.init}
+    dist = mirrored_fit(svm, Xt, Xm, y, params, args.start_candidates, seed)
     record(MIRROR, dist, args.m, {"train_wall": time.perf_counter() - t0,
                                   "train_cpu": cpu_seconds() - c0,
                                   "calls": matcher.n_calls_ - calls,
