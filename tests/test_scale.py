@@ -210,6 +210,13 @@ def test_resume_ignores_parts_of_other_options(store, tmp_path):
                     "compressed with)")]
 
 
+def _interrupt_after_two(store, out, options):
+    """A run over c00-c02 stopped by Ctrl-C after two clients are committed."""
+    with pytest.raises(KeyboardInterrupt):
+        compress(store, out, options, CompressRun(
+            clients="c00,c01,c02", progress=RecordProgress(stop_at=("training clients", 2))))
+
+
 def test_resume_names_parts_of_another_store_and_the_between_0_hint(tmp_path):
     """Parts left by a run at ``between`` 0 (every run before its default of 0.5) are
     named with the hint that resumes them; parts of the same options made from another
@@ -222,9 +229,7 @@ def test_resume_names_parts_of_another_store_and_the_between_0_hint(tmp_path):
     store, out = tmp_path / "e.h5", tmp_path / "g.h5"
     enroll(tmp_path / "faces", store)
     at_0 = CompressOptions(m=1, cv_folds=2, max_iter=3, between=0.0)
-    with pytest.raises(KeyboardInterrupt):
-        compress(store, out, at_0, CompressRun(
-            clients="c00,c01,c02", progress=RecordProgress(stop_at=("training clients", 2))))
+    _interrupt_after_two(store, out, at_0)
     assert PartsFolder(out).count() == 2
     said = []
     s = compress(store, out, replace(at_0, between=0.5),
@@ -234,9 +239,7 @@ def test_resume_names_parts_of_another_store_and_the_between_0_hint(tmp_path):
                     "than this run's: trained again (to resume them, give the options they "
                     "were compressed with; those trained with `between` 0 are resumed with "
                     "`between` 0)")]
-    with pytest.raises(KeyboardInterrupt):
-        compress(store, out, at_0, CompressRun(
-            clients="c00,c01,c02", progress=RecordProgress(stop_at=("training clients", 2))))
+    _interrupt_after_two(store, out, at_0)
     add()
     enroll(tmp_path / "faces", store, add=True)  # the store's content changes
     said = []
@@ -257,9 +260,7 @@ def test_resume_names_parts_of_another_store_as_such_whatever_their_options(tmp_
     store, out = tmp_path / "e.h5", tmp_path / "g.h5"
     enroll(tmp_path / "faces", store)
     at_0 = CompressOptions(m=1, cv_folds=2, max_iter=3, between=0.0)
-    with pytest.raises(KeyboardInterrupt):
-        compress(store, out, at_0, CompressRun(
-            clients="c00,c01,c02", progress=RecordProgress(stop_at=("training clients", 2))))
+    _interrupt_after_two(store, out, at_0)
     add()
     enroll(tmp_path / "faces", store, add=True)  # the store's content changes
     said = []
