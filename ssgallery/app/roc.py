@@ -72,8 +72,9 @@ def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
     config = {"enrolled": len(splits[0].enrolled), "train_images": int(p.n_train),
               "repetitions": int(p.repetitions), "seed": int(p.seed), "m": list(p.m),
               "methods": list(p.methods)}
-    if between_applied(p):  # recorded when applied: a report at 0 reads as before
-        config["between"] = float(between_applied(p))
+    between = between_applied(p)
+    if between:  # recorded when applied: a report at 0 reads as before
+        config["between"] = float(between)
     return _report(tables, report, "protocol", source, config, progress)
 
 
