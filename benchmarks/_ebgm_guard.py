@@ -123,10 +123,10 @@ TARGET_EER, TARGET_FRR, TARGET_RUNS, TARGET_WALL = 0.5, 1.5, 34.9, 1.5 * 5.8
 
 
 def targets(results):
-    """Issue 21's targets, MET or MISSED, for the SSVM arm and every guard arm."""
+    """Issue 21's targets, MET or MISSED, for every arm distilled from the SVM."""
     svm = results["svm"]
-    arms = [name for name in ("ssvm", "ssvm mirrored", *GUARD_ARMS)
-            if results.get(name) and len(results[name]) == len(svm)]
+    arms = [name for name in results if name not in ("svm", "svm-sel", "svm-red")
+            and results[name] and len(results[name]) == len(svm)]
     if not svm or not arms:
         return
     mean = lambda rows, k: 100 * np.mean([r[k] for r in rows])

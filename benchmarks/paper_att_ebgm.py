@@ -15,6 +15,13 @@ Methods, all on the same EBGM similarity:
   the SVM.
   ``--init genuine`` starts from m - 1 genuine medoids + 1 impostor medoid instead of
   the library's class-weighted split (see the README's EBGM section for why).
+- ``ssvm swap``: the ``ssvm`` distiller whose start is first improved by up to
+  ``--swap-rounds`` swaps of a prototype for a training image, each the swap that lowers
+  the unmoved training Omega of Eq. 2 (eq:objective) most (beta by Eq. 4 (eq:beta);
+  ``swap_rounds``, `ssgallery.learn.initial.swap_start`), then moved as ``ssvm``.
+  The swaps read the similarities among training images, which the matcher's cache
+  holds from the SVM's Gram matrix: no program run. ``ssvm swap, unmoved``: the same
+  start with no move at all (``max_iter=0``).
 - ``ssvm mirrored``: the same distiller and solver, trained on the 100 training images
   and their 100 left-right mirror images (the SVM, unchanged, scores both), started from
   the least-Omega unmoved start on both among ``--start-candidates`` starts of training
@@ -122,6 +129,7 @@ def add_cache_flags(ap):
 
 
 MIRROR = "ssvm mirrored"
+SWAP, SWAP_UNMOVED = "ssvm swap", "ssvm swap, unmoved"
 
 
 def fit_ssvm(dist, X, y, init, seed):
@@ -177,7 +185,7 @@ def tail_lines(results):
     than their own SVM, and the largest gap."""
     svm = np.array([r["eer"] for r in results["svm"]])
     names = [r["client"] for r in results["svm"]]
-    for name in ("ssvm", MIRROR, "svm-sel", *GUARD_ARMS):
+    for name in ("ssvm", SWAP, SWAP_UNMOVED, MIRROR, "svm-sel", *GUARD_ARMS):
         rows = results[name]
         if len(rows) != len(svm):
             continue
@@ -213,6 +221,9 @@ def main():
                     help="skip the ssvm mirrored arm")
     ap.add_argument("--start-candidates", type=int, default=24,
                     help="ssvm mirrored: unmoved starts of training images compared by Omega")
+    ap.add_argument("--swap-rounds", type=int, default=3,
+                    help="the ssvm swap arms' swaps of a prototype for a training image "
+                         "(SuperSparseDistiller swap_rounds); 0 skips them")
     ap.add_argument("--no-guard", dest="guard", action="store_false",
                     help="skip the compress --guard arm (train_client, threshold CV)")
     ap.add_argument("--jobs", type=int, default=1,
@@ -230,7 +241,8 @@ def main():
         sys.exit(f"AT&T faces not found at {root} (set SSGALLERY_ATT_FACES)")
     images, labels = load_att(root, args.subjects)
     splits = make_splits(labels, n_train=5, repetitions=args.repetitions, seed=args.seed)
-    results = {"svm": [], "ssvm": [], MIRROR: [], "svm-sel": [], "svm-red": [],
+    results = {"svm": [], "ssvm": [], SWAP: [], SWAP_UNMOVED: [], MIRROR: [], "svm-sel": [],
+               "svm-red": [],
                **{name: [] for name in GUARD_ARMS}}
     cache = args.jets_cache or tempfile.mkdtemp(prefix="ebgm-jets-")
     red_error = None
@@ -287,6 +299,22 @@ def main():
                         f"{100 * results['svm'][-1]['eer']:.1f} %; SSVM EER "
                         f"{100 * results['ssvm'][-1]['eer']:.1f} %, {extra['calls']} runs, "
                         f"{extra['train_wall']:.1f} s")
+                if args.swap_rounds:
+                    for name, sweeps in ((SWAP, args.max_iter), (SWAP_UNMOVED, 0)):
+                        calls, pairs = matcher.n_calls_, matcher.n_pairs_
+                        t0, c0 = time.perf_counter(), cpu_seconds()
+                        model = fit_ssvm(SuperSparseDistiller(**{  # the same fitted teacher
+                            **dist.get_params(deep=False), "swap_rounds": args.swap_rounds,
+                            "max_iter": sweeps}), X[tr], y, args.init, split.repetition)
+                        record(name, model, args.m, {
+                            "train_wall": time.perf_counter() - t0,
+                            "train_cpu": cpu_seconds() - c0,
+                            "calls": matcher.n_calls_ - calls,
+                            "pairs": matcher.n_pairs_ - pairs})
+                    r = results[SWAP][-1]
+                    line += (f"; swap EER {100 * r['eer']:.1f} %, {r['calls']} runs, "
+                             f"{r['train_wall']:.1f} s; unmoved "
+                             f"{100 * results[SWAP_UNMOVED][-1]['eer']:.1f} %")
                 if args.mirror:
                     fit_mirrored(args, matcher, svm, X[tr], Xm, y, split.repetition, record)
                     r = results[MIRROR][-1]

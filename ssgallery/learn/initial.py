@@ -1,7 +1,8 @@
 """Where a super-sparse fit starts (paper Sect. III): the similarity on the data
 (`resolve_similarity`), the scale that makes ``lam`` independent of it
 (`similarity_scale`, `gram_scale`) and the starting prototypes (`start_indices`,
-`initial_prototypes`, the least-Omega of several unmoved starts: `least_omega_start`;
+`initial_prototypes`, the least-Omega of several unmoved starts: `least_omega_start`,
+improved by swaps of training rows: `swap_start`;
 ``init="auto"``: `resolve_init`). Used by
 `ssgallery.learn.supersparse.SuperSparseRegressor` and the estimators built on it;
 `ssgallery.learn.supersparse` re-exports every name.
@@ -242,13 +243,70 @@ def least_omega_start(X, y, u, starts, similarity, lam):
     """
     m = len(starts[0])
     S = np.asarray(similarity(X, np.vstack(starts)), dtype=float)
-    omegas = []
-    for k in range(len(starts)):
-        Sk = S[:, k * m:(k + 1) * m]
-        beta, b = beta_step(Sk, y, u, lam)  # Eq. 4 (eq:beta): beta-step at the start
-        omegas.append(objective(Sk, y, u, beta, b, lam))
+    omegas = [unmoved_omega(S[:, k * m:(k + 1) * m], y, u, lam) for k in range(len(starts))]
     best = int(np.argmin(omegas))
     return starts[best], float(omegas[best])
+
+
+def unmoved_omega(S, y, u, lam):
+    """Omega (Eq. 2, eq:objective) of prototypes whose similarities are ``S`` (n, m),
+    with beta and b by Eq. 4 (eq:beta) and no move."""
+    beta, b = beta_step(S, y, u, lam)
+    return objective(S, y, u, beta, b, lam)
+
+
+def swap_start(X, y, u, Z0, similarity, lam, rounds):
+    """A start improved by swaps of one prototype for one training row (the SWAP phase
+    of k-medoids' PAM, on the training Omega of Eq. 2 (eq:objective) instead of a
+    distance): each round makes the single swap that lowers the unmoved Omega most
+    (beta and b by Eq. 4 (eq:beta)), until ``rounds`` swaps or none lowers it.
+
+    The similarities of every row to every row of positive weight come from one call
+    ``similarity(X, X[rows])`` (with a black-box matcher, the Gram matrix it already
+    answered for the teacher: its cache, no program run); memory is n x n.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    y, u : ndarray of shape (n,)
+    Z0 : ndarray of shape (m, d)
+        The start to improve.
+    similarity : Similarity
+    lam : float
+        The absolute ridge penalty of Eq. 2.
+    rounds : int
+        At most this many swaps; 0 returns ``Z0``.
+
+    Returns
+    -------
+    Z : ndarray of shape (m, d)
+        ``Z0`` with up to ``rounds`` prototypes replaced by training rows.
+    """
+    Z = np.array(Z0, dtype=float)
+    if rounds <= 0:
+        return Z
+    rows = np.flatnonzero(u > 0)
+    S_rows = np.asarray(similarity(X, X[rows]), dtype=float)
+    S = np.asarray(similarity(X, Z), dtype=float)
+    in_start = [(X[rows] == z).all(axis=1) for z in Z]
+    free = ~np.any(in_start, axis=0)  # rows not already a prototype
+    best = unmoved_omega(S, y, u, lam)
+    for _ in range(rounds):
+        swap = None
+        for i in range(len(Z)):
+            trial = S.copy()
+            for j in np.flatnonzero(free):
+                trial[:, i] = S_rows[:, j]
+                omega = unmoved_omega(trial, y, u, lam)
+                if omega < best and (swap is None or omega < swap[0]):
+                    swap = (omega, i, j)
+        if swap is None:
+            break
+        best, i, j = swap
+        in_start[i] = np.arange(len(rows)) == j
+        free = ~np.any(in_start, axis=0)
+        S[:, i], Z[i] = S_rows[:, j], X[rows[j]]
+    return Z
 
 
 def resolve_init(init, similarity):

@@ -202,7 +202,7 @@ class SuperSparseRegressionDistiller(DistillerMixin, RegressorMixin, BaseEstimat
         See `ssgallery.learn.initial.initial_prototypes`.
     n_init : int, default=1
     solver, bounds, eta, normalize_step, repulsion, max_iter, tol, random_state, refresh_every, \
-start_candidates
+start_candidates, swap_rounds
         Passed to `ssgallery.learn.supersparse.SuperSparseRegressor`.
 
     Attributes
@@ -225,7 +225,8 @@ start_candidates
                  gamma="median", lam=1e-6, lam_scale="none", solver="varpro",
                  init="quantile", n_init=1,
                  bounds=None, eta=0.5, normalize_step=False, repulsion=True, max_iter=200,
-                 tol=1e-6, random_state=None, refresh_every=1, start_candidates=1):
+                 tol=1e-6, random_state=None, refresh_every=1, start_candidates=1,
+                 swap_rounds=0):
         self.teacher = teacher
         self.n_prototypes = n_prototypes
         self.prefit = prefit
@@ -245,6 +246,7 @@ start_candidates
         self.random_state = random_state
         self.refresh_every = refresh_every
         self.start_candidates = start_candidates
+        self.swap_rounds = swap_rounds
 
     def teacher_targets(self, X, y):
         """Fit the teacher (unless prefit): (teacher_, targets, weights, X)."""

@@ -27,6 +27,7 @@ from ssgallery.learn.initial import (  # noqa: F401  (public here too)
     resolve_similarity,
     similarity_scale,
     start_indices,
+    swap_start,
 )
 from ssgallery.learn.similarity import Similarity
 from ssgallery.learn.solvers import CountingSimilarity, solve_paper, solve_varpro
@@ -59,6 +60,7 @@ LEARNER_CONSTRAINTS = {
     "random_state": ["random_state"],
     "refresh_every": [Interval(Integral, 1, None, closed="left")],
     "start_candidates": [Interval(Integral, 1, None, closed="left")],
+    "swap_rounds": [Interval(Integral, 0, None, closed="left")],
 }
 LEARNER_PARAMS = tuple(LEARNER_CONSTRAINTS)
 
@@ -90,8 +92,8 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     init : {"class", "genuine", "quantile", "kmeans", "random"}, default="class"
         Starting prototypes (see `ssgallery.learn.initial.initial_prototypes`).
     prototypes_init : array of shape (n_prototypes, d), optional
-        Explicit starting prototypes (warm start); overrides ``init`` and
-        ``start_candidates``.
+        Explicit starting prototypes (warm start); overrides ``init``,
+        ``start_candidates`` and ``swap_rounds``.
     n_init : int, default=DEFAULT_N_INIT
         Restarts; the one with the lowest training Omega is kept.
     bounds : None or (lo, hi), default=None
@@ -119,6 +121,13 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         of any rows of ``X`` of positive weight: mirrored training images added to
         ``X`` are start material as the images are (to score starts of some rows on
         others, call `least_omega_start` and pass the start as ``prototypes_init``).
+    swap_rounds : int, default=0
+        Above 0, the first run's start is then improved by up to this many swaps of a
+        prototype for a training row, each the one that lowers the unmoved Omega most
+        (`ssgallery.learn.initial.swap_start`: one similarity call of every row to
+        every row, memory n x n; with a black-box matcher, the Gram matrix its cache
+        already holds). For a matcher whose moves gain little (a black box, Eq. 7
+        (eq:similarity-grad)), the choice of real images does most of the work.
     normalize_y : bool, default=False
         Standardise y (weighted mean 0, variance 1) before fitting; ``beta_`` and
         ``intercept_`` are mapped back to the units of y. Then ``lam`` is relative to the
@@ -157,7 +166,8 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
                  lam_scale=DEFAULT_LAM_SCALE, solver="varpro", init="class",
                  prototypes_init=None, n_init=DEFAULT_N_INIT, bounds=None,
                  eta=0.5, normalize_step=False, repulsion=True, max_iter=200, tol=1e-6,
-                 random_state=None, normalize_y=False, refresh_every=1, start_candidates=1):
+                 random_state=None, normalize_y=False, refresh_every=1, start_candidates=1,
+                 swap_rounds=0):
         self.n_prototypes = n_prototypes
         self.similarity = similarity
         self.gamma = gamma
@@ -177,6 +187,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         self.normalize_y = normalize_y
         self.refresh_every = refresh_every
         self.start_candidates = start_candidates
+        self.swap_rounds = swap_rounds
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -224,6 +235,8 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
                 Z0, _ = least_omega_start(X, y, u, starts, counter, self.lam_)
             else:
                 Z0 = initial_prototypes(X, y, u, m, self.init, rng, restart)
+            if restart == 0 and self.prototypes_init is None:
+                Z0 = swap_start(X, y, u, Z0, counter, self.lam_, self.swap_rounds)
             start = counter.n_evals
             if self.solver == "paper":
                 out = solve_paper(X, y, u, Z0, counter, self.lam_, eta=self.eta,
@@ -295,7 +308,8 @@ class SuperSparseDistiller(DistillerMixin, BinaryDecisionMixin, ClassifierMixin,
     prefit : bool, default=False
         True: ``teacher`` is already fitted; use it as is.
     similarity, gamma, lam, lam_scale, solver, init, n_init, bounds, eta, normalize_step, \
-repulsion, max_iter, tol, random_state, refresh_every, start_candidates
+repulsion, max_iter, tol, random_state, refresh_every, start_candidates, \
+swap_rounds
         Passed to `SuperSparseRegressor`.
     between : float, default=0.0
         Also fit the teacher's outputs at `between_points` (each impostor's midpoint
@@ -327,7 +341,7 @@ repulsion, max_iter, tol, random_state, refresh_every, start_candidates
                  init="class", n_init=DEFAULT_N_INIT,
                  bounds=None, eta=0.5, normalize_step=False, repulsion=True, max_iter=200,
                  tol=1e-6, random_state=None, refresh_every=1, between=0.0,
-                 start_candidates=1):
+                 start_candidates=1, swap_rounds=0):
         self.teacher = teacher
         self.n_prototypes = n_prototypes
         self.prefit = prefit
@@ -348,6 +362,7 @@ repulsion, max_iter, tol, random_state, refresh_every, start_candidates
         self.refresh_every = refresh_every
         self.between = between
         self.start_candidates = start_candidates
+        self.swap_rounds = swap_rounds
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
