@@ -9,6 +9,7 @@ import resource
 import shutil
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from ssgallery.biometrics.metrics import eer, frr_at_far
 from ssgallery.matchers.external import ExternalMatcher
 
 GUARD_ARMS = ("compress", "compress --guard", "guard + svm fallback", "flag -> svm")
+COMPRESS_SWAP = "compress, swaps"  # compress --swap-rounds N: train_client, no guard
 BAD = 5.0  # EER points above the client's SVM on the test claims: a bad client model
 
 
@@ -64,7 +66,17 @@ def guard_job(args, images_tr, y, groups, gen, imp, jets):
                                         "ok": True}
         first = fit.first_distiller if fit.first_distiller is not None else fit.distiller
         gen, imp = matcher.transform(gen), matcher.transform(imp)
-        return {"first": score(first, len(first.beta_), gen, imp),
+        swap = None
+        if args.swap_rounds:  # compress --swap-rounds N: the same call, its own cost
+            calls, pairs = matcher.n_calls_, matcher.n_pairs_
+            t0, c0 = time.perf_counter(), cpu_seconds()
+            swapped = train_client(X, y, sim, replace(opts, guard=False,
+                                                      swap_rounds=args.swap_rounds),
+                                   groups=groups, bounds=matcher.bounds(), gram=gram)
+            swap = {**score(swapped.distiller, len(swapped.distiller.beta_), gen, imp),
+                    "train_wall": time.perf_counter() - t0, "train_cpu": cpu_seconds() - c0,
+                    "calls": matcher.n_calls_ - calls, "pairs": matcher.n_pairs_ - pairs}
+        return {"first": score(first, len(first.beta_), gen, imp), "swap": swap,
                 "kept": score(fit.distiller, len(fit.distiller.beta_), gen, imp),
                 "svm": score(fit.svm, int(fit.svm.n_support_total_), gen, imp),
                 "attempts": guard["attempts"], "ok": guard["ok"],
@@ -90,6 +102,9 @@ def record_guard(results, out, svm_row):
         cost = dict.fromkeys(out["cost"]) if alone else out["cost"]
         results[name].append({**rows[name], "client": svm_row["client"],
                               "svm_eer": svm_row["eer"], **info, **cost})
+    if out["swap"] is not None:
+        results[COMPRESS_SWAP].append({**out["swap"], "client": svm_row["client"],
+                                       "svm_eer": svm_row["eer"]})
     tried = ", ".join(f"{a} {g:.3f}" for a, g in out["attempts"][1:])
     print(f"  {svm_row['client']}: guard gap {_gap(out['gap_before'])}"
           + (" flagged" if out["flagged"] else "")
@@ -98,7 +113,9 @@ def record_guard(results, out, svm_row):
           + f"; test EER svm {100 * svm_row['eer']:.1f} (train_client's "
           f"{100 * out['svm']['eer']:.1f}, {out['svm']['matches']} SVs), first fit "
           f"{100 * out['first']['eer']:.1f}, kept {100 * out['kept']['eer']:.1f}; "
-          f"{out['cost']['calls']} runs, {out['cost']['train_wall']:.1f} s", flush=True)
+          f"{out['cost']['calls']} runs, {out['cost']['train_wall']:.1f} s"
+          + (f"; swap-rounds {100 * out['swap']['eer']:.1f}, {out['swap']['calls']} runs, "
+             f"{out['swap']['train_wall']:.1f} s" if out["swap"] else ""), flush=True)
 
 
 def _gap(value):

@@ -45,6 +45,9 @@ Methods, all on the same EBGM similarity:
   (what compress keeps without ``--guard``); its SVM is the ``svm`` above (same C search
   and seed). Matcher runs and wall time of this arm are whole ``train_client`` calls:
   the first fit, the 5 fold refits of the threshold CV, and the repairs.
+- ``compress, swaps``: the client trained as ``ssgallery compress --swap-rounds N``
+  (``--swap-rounds`` of this script, no guard) trains it, by the same ``train_client``
+  call as ``compress`` with ``swap_rounds`` set; its cost is that whole call.
 - Two fallbacks to the client's SVM itself (its support vectors as prototypes, its
   dual coefficients as beta: the teacher exactly, #SVs matches for that client only),
   derived from the same run, no further training: ``guard + svm fallback`` takes the
@@ -92,6 +95,7 @@ import time
 
 import numpy as np
 from _ebgm_guard import (
+    COMPRESS_SWAP,
     GUARD_ARMS,
     cpu_seconds,
     ebgm_command,
@@ -185,7 +189,7 @@ def tail_lines(results):
     than their own SVM, and the largest gap."""
     svm = np.array([r["eer"] for r in results["svm"]])
     names = [r["client"] for r in results["svm"]]
-    for name in ("ssvm", SWAP, SWAP_UNMOVED, MIRROR, "svm-sel", *GUARD_ARMS):
+    for name in ("ssvm", SWAP, SWAP_UNMOVED, MIRROR, "svm-sel", *GUARD_ARMS, COMPRESS_SWAP):
         rows = results[name]
         if len(rows) != len(svm):
             continue
@@ -242,8 +246,7 @@ def main():
     images, labels = load_att(root, args.subjects)
     splits = make_splits(labels, n_train=5, repetitions=args.repetitions, seed=args.seed)
     results = {"svm": [], "ssvm": [], SWAP: [], SWAP_UNMOVED: [], MIRROR: [], "svm-sel": [],
-               "svm-red": [],
-               **{name: [] for name in GUARD_ARMS}}
+               "svm-red": [], **{name: [] for name in GUARD_ARMS}, COMPRESS_SWAP: []}
     cache = args.jets_cache or tempfile.mkdtemp(prefix="ebgm-jets-")
     red_error = None
     print(f"AT&T + ssgallery-ebgm: {args.repetitions} repetition(s) (seed {args.seed}), m = {args.m}, solver "

@@ -3,6 +3,7 @@
 
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pytest
 
 from ssgallery.app.options import (
@@ -126,6 +127,7 @@ def test_a_new_field_at_its_default_keeps_every_digest_and_provenance():
                        "got 'pca'")),
     ({"max_iter": 0}, "`max_iter` must be a positive integer, got 0"),
     ({"refresh_every": 0}, "`refresh_every` must be a positive integer, got 0"),
+    ({"swap_rounds": -1}, "`swap_rounds` must be a non-negative integer, got -1"),
     ({"max_impostors": -1}, "max_impostors must be a non-negative integer, got -1"),
     ({"impostors": "nearest"}, "impostors must be one of sample, cohort, got 'nearest'"),
     ({"threshold_mode": "x"}, ("`threshold_mode` must be one of client, znorm-global, "
@@ -294,6 +296,10 @@ def test_robust_training_fields_enter_the_digest_only_when_set():
     set_ = CompressOptions(refresh_every=5, guard=True)
     assert set_.digest_dict()["refresh_every"] == 5 and set_.digest_dict()["guard"] is True
     assert set_.provenance()["refresh_every"] == 5 and set_.provenance()["guard"] is True
+    assert "swap_rounds" not in base.digest_dict() and "swap_rounds" not in base.provenance()
+    swapped = CompressOptions(swap_rounds=np.int64(3))
+    assert swapped.digest_dict()["swap_rounds"] == 3 and swapped.provenance()["swap_rounds"] == 3
+    assert type(swapped.swap_rounds) is int
 
 
 def test_between_enters_the_digest_and_provenance_unless_0(faces_factory, tmp_path):
@@ -395,3 +401,31 @@ def test_between_with_a_black_box_matcher_is_named_as_ignored(tmp_path):
     assert digests["g-bb.h5"] == digests["g-default.h5"] and len(digests["g-bb.h5"]) == 1
     assert all("between" not in c.provenance
                for c in read_gallery(tmp_path / "g-default.h5").clients.values())
+
+
+def test_swap_rounds_reach_the_learner_and_the_provenance(faces_factory, tmp_path):
+    """compress --swap-rounds N: the client's distiller swaps (its start holds a
+    training image the rule's start does not), the provenance says N, and a negative
+    N is refused as a usage error."""
+    from click.testing import CliRunner
+
+    from ssgallery.app.compress import compress
+    from ssgallery.app.enroll import enroll
+    from ssgallery.cli import main
+    from ssgallery.formats.gallery import read_gallery
+
+    enroll(faces_factory(n_clients=4, n_images=6), tmp_path / "e.h5")
+    run = CompressRun(clients="c01")
+    compress(tmp_path / "e.h5", tmp_path / "plain.h5", run=run)
+    r = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "e.h5"), "-o",
+                                  str(tmp_path / "s.h5"), "--clients", "c01",
+                                  "--swap-rounds", "2", "--json"])
+    assert r.exit_code == 0, r.output
+    plain, swapped = (read_gallery(tmp_path / f, arrays=True).clients["c01"]
+                      for f in ("plain.h5", "s.h5"))
+    assert "swap_rounds" not in plain.provenance and swapped.provenance["swap_rounds"] == 2
+    assert plain.provenance["options_digest"] != swapped.provenance["options_digest"]
+    assert not np.allclose(plain.prototypes, swapped.prototypes)  # another start, moved
+    r = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "e.h5"), "-o",
+                                  str(tmp_path / "bad.h5"), "--swap-rounds", "-1"])
+    assert r.exit_code == 2 and "--swap-rounds" in r.output, r.output

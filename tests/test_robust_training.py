@@ -362,3 +362,64 @@ def test_candidate_starts_repeat_a_row_only_when_short_and_then_jittered():
                                max_iter=100, start_candidates=8, random_state=0)
     fit.fit(X4, y4, balanced_weights(y4))
     assert pdist(fit.prototypes_).min() > 1e-4
+
+
+def test_swap_start_makes_the_best_single_swap_in_two_calls():
+    """One round makes the swap of least unmoved Omega among all (prototype, free
+    training row) pairs, found by brute force here; the similarities come from two
+    calls (every row to every row, every row to the start)."""
+    from ssgallery.learn.initial import swap_start, unmoved_omega
+    from ssgallery.learn.solvers import CountingSimilarity
+    from ssgallery.learn.supersparse import balanced_weights, start_indices
+
+    rng = np.random.default_rng(0)
+    X, y, _ = three_poses(rng)
+    u = balanced_weights(y)
+    sim = RBFSimilarity(1.0)
+    t = SimilaritySVM(similarity=sim).fit(X, y).decision_function(X)
+    P = list(start_indices(X, y, u, 4, "class", np.random.default_rng(0)))
+    G = sim(X, X)
+    omega = lambda rows: unmoved_omega(G[:, rows], t, u, 1e-3)
+    swaps = {(i, j): omega(P[:i] + [j] + P[i + 1:])
+             for i in range(4) for j in range(len(X)) if j not in P}
+    (i, j), best = min(swaps.items(), key=lambda kv: kv[1])
+    assert best < omega(P)
+    counter = CountingSimilarity(sim)
+    Z = swap_start(X, t, u, X[P], counter, 1e-3, rounds=1)
+    assert counter.n_evals == len(X) * len(X) + len(X) * 4
+    assert np.array_equal(Z, X[P[:i] + [j] + P[i + 1:]])
+    assert np.array_equal(swap_start(X, t, u, X[P], sim, 1e-3, rounds=0), X[P])
+
+
+@pytest.mark.parametrize("seed, before, after", [(0, 0.0142, 0.0009), (1, 0.0329, 0.0),
+                                                 (2, 0.0649, 0.0009)])
+def test_swap_rounds_give_the_client_its_poses_back(seed, before, after):
+    # the class rule's m = 4 start holds 2 of the client's images, seen in three poses;
+    # swaps by the unmoved Omega lower it at every round, stop by themselves before 10,
+    # and hold 3 or more genuine images: new images of the same people misranked far
+    # less, with no move at all (max_iter=0)
+    from ssgallery.learn.initial import swap_start, unmoved_omega
+    from ssgallery.learn.supersparse import balanced_weights
+
+    rng = np.random.default_rng(seed)
+    X, y, _ = three_poses(rng)
+    three_poses(rng)
+    X_new, y_new, _ = three_poses(rng)
+    sim = RBFSimilarity(1.0)
+    svm = SimilaritySVM(similarity=sim).fit(X, y)
+    found, fits = {}, {}
+    for rounds in (0, 10):
+        d = fits[rounds] = SuperSparseDistiller(
+            teacher=svm, prefit=True, n_prototypes=4, similarity=sim, init="class",
+            solver="paper", max_iter=0, swap_rounds=rounds, random_state=0).fit(X, y)
+        s = d.decision_function(X_new)
+        rows = np.flatnonzero((X[:, None] == d.prototypes_[None]).all(-1).any(1))
+        found[rounds] = misranking(s[y_new > 0], s[y_new < 0]), int((y[rows] > 0).sum())
+    assert found[0] == (pytest.approx(before, abs=1e-4), 2)
+    assert found[10][0] == pytest.approx(after, abs=1e-4) and found[10][1] >= 3
+    t, u, lam = svm.decision_function(X), balanced_weights(y), fits[10].regressor_.lam_
+    start = fits[0].initial_prototypes_  # the class rule's
+    omegas = [unmoved_omega(sim(X, swap_start(X, t, u, start, sim, lam, r)), t, u, lam)
+              for r in range(11)]
+    assert all(np.diff(omegas[:4]) < 0)  # each of the first swaps lowers it
+    assert omegas[-1] == pytest.approx(fits[10].regressor_.objective_)

@@ -109,7 +109,8 @@ def _fit_pair(X, y, similarity, bounds, options, C, m, gram=None, n_init=1):
                                 similarity=similarity, lam=o.lam, solver=o.solver,
                                 init=o.init, bounds=bounds, max_iter=o.max_iter,
                                 refresh_every=o.refresh_every, n_init=n_init,
-                                between=o.between, random_state=o.seed)
+                                between=o.between, swap_rounds=o.swap_rounds,
+                                random_state=o.seed)
     if m == "auto":
         from ssgallery.learn.mselect import select_n_prototypes
 

@@ -164,6 +164,13 @@ class CompressOptions(_Options):
         the training images only, as the paper. Analytic matchers only (eigenface,
         dlib): a black box trains with 0. In the digest when not 0 (galleries made
         before this option had 0).
+    swap_rounds : int
+        Improve each client's start by up to this many swaps of a prototype for one of
+        its training images, each the swap that lowers the unmoved training objective
+        most (`ssgallery.learn.initial.swap_start`); 0: the start rule's prototypes. The
+        swaps read the similarities among the training images (a black box's Gram
+        matrix, already answered: no program run); memory grows as the square of the
+        client's training images.
     """
 
     threshold_mode: str = option_field(DEFAULT_THRESHOLD_MODE, one_of(*THRESHOLD_MODES), NEVER)
@@ -185,6 +192,7 @@ class CompressOptions(_Options):
     guard: bool = option_field(False, flag_bool)
     # 0.5 since issue 24 (1:N search of the default SSVM m=2); galleries before it: 0
     between: float = option_field(DEFAULT_BETWEEN, non_negative, IF_CHANGED, baseline=0.0)
+    swap_rounds: int = option_field(0, non_negative_int)
 
     def digest_dict(self):
         """What the options digest and the parts' run key hash: the `ALWAYS` fields, and

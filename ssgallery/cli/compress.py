@@ -95,6 +95,12 @@ def _parse_m(ctx, param, value):
               "(0: the paper's training images only; the default keeps strangers who "
               "look like the client lower in 1:N search, see docs/identification.md). "
               "Eigenface and dlib; a black-box matcher trains with 0.")
+@click.option("--swap-rounds", type=click.IntRange(min=0), default=DEFAULT.swap_rounds,
+              show_default=True, metavar="N",
+              help="Improve each client's starting prototypes by up to N swaps of one for "
+              "another training image, each lowering the training objective most, before "
+              "any move (no matcher run: the training images' similarities are known). "
+              "For black-box matchers, whose moves gain little: e.g. 3.")
 @click.option("--max-impostors", type=click.IntRange(min=0), default=DEFAULT.max_impostors,
               show_default=True,
               metavar="K", help="Each client trains on its own images and at most K impostor "
