@@ -423,3 +423,22 @@ def test_swap_rounds_give_the_client_its_poses_back(seed, before, after):
               for r in range(11)]
     assert all(np.diff(omegas[:4]) < 0)  # each of the first swaps lowers it
     assert omegas[-1] == pytest.approx(fits[10].regressor_.objective_)
+
+
+def test_swap_start_never_swaps_in_a_copy_of_a_prototype():
+    # the same image twice in X (enrolled twice; a repeated row of a regression set):
+    # once one copy is a prototype, the other is not free either, or the swaps pile
+    # every prototype on it (equal prototypes move together forever)
+    from ssgallery.learn.initial import swap_start, unmoved_omega
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 2))
+    X[5] = X[6] = X[0]
+    y, u = rng.normal(size=12), np.full(12, 1 / 12)
+    y[[0, 5, 6]], u[[0, 5, 6]] = 5.0, 0.2
+    sim = RBFSimilarity(2.0)
+    Z0 = X[[1, 2, 3]]
+    Z = swap_start(X, y, u, Z0, sim, 0.1, rounds=5)
+    assert len(np.unique(Z, axis=0)) == 3
+    assert sum(np.array_equal(z, X[0]) for z in Z) == 1  # the heavy image, once
+    assert unmoved_omega(sim(X, Z), y, u, 0.1) < unmoved_omega(sim(X, Z0), y, u, 0.1)

@@ -288,7 +288,7 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds):
     rows = np.flatnonzero(u > 0)
     S_rows = np.asarray(similarity(X, X[rows]), dtype=float)
     S = np.asarray(similarity(X, Z), dtype=float)
-    in_start = [(X[rows] == z).all(axis=1) for z in Z]
+    in_start = [(X[rows] == z).all(axis=1) for z in Z]  # every copy of a repeated row
     free = ~np.any(in_start, axis=0)  # rows not already a prototype
     best = unmoved_omega(S, y, u, lam)
     for _ in range(rounds):
@@ -303,7 +303,7 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds):
         if swap is None:
             break
         best, i, j = swap
-        in_start[i] = np.arange(len(rows)) == j
+        in_start[i] = (X[rows] == X[rows[j]]).all(axis=1)
         free = ~np.any(in_start, axis=0)
         S[:, i], Z[i] = S_rows[:, j], X[rows[j]]
     return Z
