@@ -100,7 +100,9 @@ def _parse_m(ctx, param, value):
               help="Improve each client's starting prototypes by up to N swaps of one for "
               "another training image, each lowering the training objective most, before "
               "any move (no matcher run: the training images' similarities are known). "
-              "For black-box matchers, whose moves gain little: e.g. 3.")
+              "For black-box matchers, whose moves gain little: e.g. 3. Memory and time "
+              "grow as the square of each client's training images; --m auto swaps at its "
+              "largest m on every fold.")
 @click.option("--max-impostors", type=click.IntRange(min=0), default=DEFAULT.max_impostors,
               show_default=True,
               metavar="K", help="Each client trains on its own images and at most K impostor "
