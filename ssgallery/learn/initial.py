@@ -286,9 +286,10 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds):
     if rounds <= 0:
         return Z
     rows = np.flatnonzero(u > 0)
-    S_rows = np.asarray(similarity(X, X[rows]), dtype=float)
+    X_rows = X[rows]
+    S_rows = np.asarray(similarity(X, X_rows), dtype=float)
     S = np.asarray(similarity(X, Z), dtype=float)
-    in_start = [(X[rows] == z).all(axis=1) for z in Z]  # every copy of a repeated row
+    in_start = [(X_rows == z).all(axis=1) for z in Z]  # every copy of a repeated row
     free = ~np.any(in_start, axis=0)  # rows not already a prototype
     best = unmoved_omega(S, y, u, lam)
     for _ in range(rounds):
@@ -303,9 +304,9 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds):
         if swap is None:
             break
         best, i, j = swap
-        in_start[i] = (X[rows] == X[rows[j]]).all(axis=1)
+        in_start[i] = (X_rows == X_rows[j]).all(axis=1)
         free = ~np.any(in_start, axis=0)
-        S[:, i], Z[i] = S_rows[:, j], X[rows[j]]
+        S[:, i], Z[i] = S_rows[:, j], X_rows[j]
     return Z
 
 
