@@ -442,3 +442,20 @@ def test_swap_start_never_swaps_in_a_copy_of_a_prototype():
     assert len(np.unique(Z, axis=0)) == 3
     assert sum(np.array_equal(z, X[0]) for z in Z) == 1  # the heavy image, once
     assert unmoved_omega(sim(X, Z), y, u, 0.1) < unmoved_omega(sim(X, Z0), y, u, 0.1)
+
+
+def test_swap_rounds_reach_the_regression_distiller():
+    # SRidge's learner swaps too: its quantile start loses a prototype for a training
+    # row, and the unmoved Omega (max_iter=0) drops
+    from ssgallery.learn.regression import SuperSparseRegressionDistiller
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    yv = np.sin(X[:, 0]) + 0.1 * rng.normal(size=60)
+    one = SuperSparseRegressionDistiller(n_prototypes=3, similarity="rbf", max_iter=0,
+                                         random_state=0).fit(X, yv)
+    swapped = clone(one).set_params(swap_rounds=2).fit(X, yv)
+    assert swapped.regressor_.swap_rounds == 2
+    assert swapped.regressor_.objective_ < one.regressor_.objective_ - 1e-4
+    kept = (swapped.initial_prototypes_[:, None] == one.initial_prototypes_[None]).all(-1)
+    assert 1 <= kept.any(1).sum() <= 2  # one or two of the three swapped
