@@ -28,6 +28,7 @@ from ssgallery.learn.initial import (  # noqa: F401  (public here too)
     similarity_scale,
     start_indices,
     swap_start,
+    unmoved_omega,
 )
 from ssgallery.learn.similarity import Similarity
 from ssgallery.learn.solvers import CountingSimilarity, solve_paper, solve_varpro
@@ -123,7 +124,8 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         others, call `least_omega_start` and pass the start as ``prototypes_init``).
     swap_rounds : int, default=0
         Above 0, the first run's start is then improved by up to this many swaps of a
-        prototype for a training row, each the one that lowers the unmoved Omega most
+        prototype for a row of ``X`` of positive weight (the distiller's ``X`` holds its
+        `between_points` too), each the one that lowers the unmoved Omega most
         (`ssgallery.learn.initial.swap_start`: one similarity call of every row to
         every row, memory n x n; with a black-box matcher, the Gram matrix its cache
         already holds). For a matcher whose moves gain little (a black box, Eq. 7
