@@ -93,6 +93,12 @@ def test_roc_between_refits_ssvm_only_and_is_recorded(faces, tmp_path):
                "-o", str(tmp_path / "svm")])
     assert res.exit_code == 0, res.output
     assert "between" not in json.loads((tmp_path / "svm" / "summary.json").read_text())["config"]
+    assert "is ignored" not in res.output  # the default means "where it applies": no word
+    res = run([*args[:-3], "svm,svm-red", "--no-plot", "--no-identification",
+               "--between", "0.3", "-o", str(tmp_path / "svm03")])  # an explicit weight
+    assert res.exit_code == 0, res.output
+    assert ("--between 0.3 is ignored: none of the methods (svm, svm-red) distils between "
+            "the classes") in res.output
 
 
 def test_roc_on_a_faces_folder_writes_every_file_and_scores_reproduce_it(faces, tmp_path,

@@ -61,6 +61,7 @@ def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
     images, labels, paths = data
     p = protocol
     splits = make_splits(labels, p.n_enrolled, p.n_train, p.repetitions, p.seed, enrollable)
+    _warn_between_unused(p, report)
     too_many = [m for m in p.m if m != "auto" and m > len(images)]
     if too_many:  # a super-sparse model keeps fewer prototypes than it learns from
         raise InputError(f"{option('m')} = {too_many[0]} is more prototypes than there are "
@@ -76,6 +77,21 @@ def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
     if between:  # recorded when applied: a report at 0 reads as before
         config["between"] = float(between)
     return _report(tables, report, "protocol", source, config, progress)
+
+
+def _warn_between_unused(protocol, report):
+    """An explicit ``--between`` that no listed method distils at is named, not dropped
+    without a word (the default means "where it applies", as in `resolve_between`)."""
+    from ssgallery.biometrics.protocol import between_applied
+    from ssgallery.images.ingest import default_warn
+    from ssgallery.learn.defaults import DEFAULT_BETWEEN
+
+    if protocol.between in (0, DEFAULT_BETWEEN) or between_applied(protocol):
+        return
+    (report.warn or default_warn)(
+        f"{option('between')} {protocol.between:g} is ignored: none of the methods "
+        f"({', '.join(map(str, protocol.methods))}) distils between the classes (the "
+        "super-sparse SVMs do)")
 
 
 ROC_PROTOCOL = ProtocolOptions(identification=True)  # roc also searches, by default

@@ -86,7 +86,8 @@ def _parse_methods(ctx, param, value):
               "SVM's scores half-way between each client's images and the impostors' too, "
               "with weight W (0: the paper's training images only). Run once with 0 and "
               "once with W to measure the effect. Eigenface and dlib; a black-box "
-              "matcher trains with 0.")
+              "matcher trains with 0. Other methods ignore it (a warning names a weight "
+              "that no listed method uses).")
 @click.option("--no-plot", is_flag=True, help="Do not draw the plots.")
 @click.option("--force", is_flag=True, help="Replace report files that were not written by "
               "ssgallery roc (never a folder or a device).")
