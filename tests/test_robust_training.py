@@ -302,41 +302,37 @@ def test_least_omega_start_keeps_the_start_of_least_unmoved_omega_in_one_call():
     assert np.array_equal(Z0, starts[int(np.argmin(omegas))])
 
 
-@pytest.mark.parametrize("seed, before, after", [(0, 0.0142, 0.0009), (1, 0.0329, 0.0009),
-                                                 (2, 0.0649, 0.0036)])
-def test_start_candidates_cover_the_pose_the_class_rule_leaves_out(seed, before, after):
-    # m = 4: the class rule starts 2 prototypes on a client seen in three poses, so one
-    # pose has none; among 12 unmoved starts the one of least Omega holds 3 genuine
-    # images, one per pose, and misranks far fewer genuine-impostor pairs of new images
+def unmoved_pose_fits(seed, **variants):
+    """The three-pose client of ``seed`` and, per variant (learner parameters), its
+    unmoved m = 4 distillation from the class rule's start: (share of new images'
+    genuine-impostor pairs misranked, genuine prototypes, the fit)."""
     rng = np.random.default_rng(seed)
     X, y, _ = three_poses(rng)
     three_poses(rng)
     X_new, y_new, _ = three_poses(rng)
     sim = RBFSimilarity(1.0)
     svm = SimilaritySVM(similarity=sim).fit(X, y)
-    found = {}
-    for k in (1, 12):
+    out = {}
+    for key, params in variants.items():
         d = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=4, similarity=sim,
-                                 init="class", solver="paper", max_iter=0,
-                                 start_candidates=k, random_state=0).fit(X, y)
+                                 init="class", solver="paper", max_iter=0, random_state=0,
+                                 **params).fit(X, y)
         s = d.decision_function(X_new)
         rows = np.flatnonzero((X[:, None] == d.prototypes_[None]).all(-1).any(1))
-        found[k] = misranking(s[y_new > 0], s[y_new < 0]), int((y[rows] > 0).sum())
-    assert found[1] == (pytest.approx(before, abs=1e-4), 2)
-    assert found[12] == (pytest.approx(after, abs=1e-4), 3)
+        out[key] = misranking(s[y_new > 0], s[y_new < 0]), int((y[rows] > 0).sum()), d
+    return X, y, svm, out
 
 
-def test_start_candidates_reach_the_regression_distiller():
-    from ssgallery.learn.regression import SuperSparseRegressionDistiller
-
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(60, 2))
-    yv = np.sin(X[:, 0]) + 0.1 * rng.normal(size=60)
-    one = SuperSparseRegressionDistiller(n_prototypes=3, similarity="rbf", max_iter=0,
-                                         random_state=0).fit(X, yv)
-    many = clone(one).set_params(start_candidates=8).fit(X, yv)
-    assert many.regressor_.start_candidates == 8
-    assert many.regressor_.objective_ <= one.regressor_.objective_
+@pytest.mark.parametrize("seed, before, after", [(0, 0.0142, 0.0009), (1, 0.0329, 0.0009),
+                                                 (2, 0.0649, 0.0036)])
+def test_start_candidates_cover_the_pose_the_class_rule_leaves_out(seed, before, after):
+    # m = 4: the class rule starts 2 prototypes on a client seen in three poses, so one
+    # pose has none; among 12 unmoved starts the one of least Omega holds 3 genuine
+    # images, one per pose, and misranks far fewer genuine-impostor pairs of new images
+    *_, found = unmoved_pose_fits(seed, one={"start_candidates": 1},
+                                  twelve={"start_candidates": 12})
+    assert found["one"][:2] == (pytest.approx(before, abs=1e-4), 2)
+    assert found["twelve"][:2] == (pytest.approx(after, abs=1e-4), 3)
 
 
 def test_candidate_starts_repeat_a_row_only_when_short_and_then_jittered():
@@ -401,22 +397,10 @@ def test_swap_rounds_give_the_client_its_poses_back(seed, before, after):
     from ssgallery.learn.initial import swap_start, unmoved_omega
     from ssgallery.learn.supersparse import balanced_weights
 
-    rng = np.random.default_rng(seed)
-    X, y, _ = three_poses(rng)
-    three_poses(rng)
-    X_new, y_new, _ = three_poses(rng)
-    sim = RBFSimilarity(1.0)
-    svm = SimilaritySVM(similarity=sim).fit(X, y)
-    found, fits = {}, {}
-    for rounds in (0, 10):
-        d = fits[rounds] = SuperSparseDistiller(
-            teacher=svm, prefit=True, n_prototypes=4, similarity=sim, init="class",
-            solver="paper", max_iter=0, swap_rounds=rounds, random_state=0).fit(X, y)
-        s = d.decision_function(X_new)
-        rows = np.flatnonzero((X[:, None] == d.prototypes_[None]).all(-1).any(1))
-        found[rounds] = misranking(s[y_new > 0], s[y_new < 0]), int((y[rows] > 0).sum())
-    assert found[0] == (pytest.approx(before, abs=1e-4), 2)
-    assert found[10][0] == pytest.approx(after, abs=1e-4) and found[10][1] >= 3
+    X, y, svm, found = unmoved_pose_fits(seed, none={}, ten={"swap_rounds": 10})
+    assert found["none"][:2] == (pytest.approx(before, abs=1e-4), 2)
+    assert found["ten"][0] == pytest.approx(after, abs=1e-4) and found["ten"][1] >= 3
+    fits, sim = {0: found["none"][2], 10: found["ten"][2]}, RBFSimilarity(1.0)
     t, u, lam = svm.decision_function(X), balanced_weights(y), fits[10].regressor_.lam_
     start = fits[0].initial_prototypes_  # the class rule's
     omegas = [unmoved_omega(sim(X, swap_start(X, t, u, start, sim, lam, r)), t, u, lam)
@@ -444,9 +428,12 @@ def test_swap_start_never_swaps_in_a_copy_of_a_prototype():
     assert unmoved_omega(sim(X, Z), y, u, 0.1) < unmoved_omega(sim(X, Z0), y, u, 0.1)
 
 
-def test_swap_rounds_reach_the_regression_distiller():
-    # SRidge's learner swaps too: its quantile start loses a prototype for a training
-    # row, and the unmoved Omega (max_iter=0) drops
+@pytest.mark.parametrize("param, value, drop, kept", [("start_candidates", 8, 0.0, 3),
+                                                     ("swap_rounds", 2, 1e-4, 2)])
+def test_robust_starts_reach_the_regression_distiller(param, value, drop, kept):
+    # SRidge's learner gets them too. From its quantile start: among 8 candidates (the
+    # quantile rule's restarts) the rule's own start has the least unmoved Omega and
+    # is kept; the swaps exchange one of its three prototypes and Omega drops
     from ssgallery.learn.regression import SuperSparseRegressionDistiller
 
     rng = np.random.default_rng(0)
@@ -454,8 +441,8 @@ def test_swap_rounds_reach_the_regression_distiller():
     yv = np.sin(X[:, 0]) + 0.1 * rng.normal(size=60)
     one = SuperSparseRegressionDistiller(n_prototypes=3, similarity="rbf", max_iter=0,
                                          random_state=0).fit(X, yv)
-    swapped = clone(one).set_params(swap_rounds=2).fit(X, yv)
-    assert swapped.regressor_.swap_rounds == 2
-    assert swapped.regressor_.objective_ < one.regressor_.objective_ - 1e-4
-    kept = (swapped.initial_prototypes_[:, None] == one.initial_prototypes_[None]).all(-1)
-    assert 1 <= kept.any(1).sum() <= 2  # one or two of the three swapped
+    other = clone(one).set_params(**{param: value}).fit(X, yv)
+    assert getattr(other.regressor_, param) == value
+    assert other.regressor_.objective_ <= one.regressor_.objective_ - drop
+    same = (other.initial_prototypes_[:, None] == one.initial_prototypes_[None]).all(-1)
+    assert same.any(1).sum() == kept
