@@ -268,8 +268,13 @@ def test_compress_options(built, tmp_path):
     prov = read_client(tmp_path / "g3.h5", "c01").provenance
     assert prov["max_iter"] == 2 and 1 <= prov["n_iter"] <= 2 * 2  # n_iter counts moves
     assert read_client(root / "g.h5", "c01").provenance["max_iter"] == 200  # the default
-    with pytest.raises(InputError, match="`max_iter` must be a positive integer"):
-        compress(root / "e.h5", tmp_path / "g4.h5", CompressOptions(max_iter=0))
+    # 0: no move (the start's training images, beta by Eq. 4), with either solver
+    compress(root / "e.h5", tmp_path / "g0.h5", CompressOptions(m=2, cv_folds=0, max_iter=0),
+             CompressRun(clients=["c01"]))
+    prov = read_client(tmp_path / "g0.h5", "c01").provenance
+    assert prov["max_iter"] == 0 and prov["n_iter"] == 0
+    with pytest.raises(InputError, match="`max_iter` must be a non-negative integer"):
+        compress(root / "e.h5", tmp_path / "g4.h5", CompressOptions(max_iter=-1))
 
 
 def test_compress_auto_m(built, tmp_path):

@@ -212,6 +212,21 @@ def test_prototypes_init_warm_start():
     assert warm.n_similarity_evals_ < first.n_similarity_evals_
 
 
+@pytest.mark.parametrize("solver", ["varpro", "paper"])
+def test_max_iter_0_keeps_the_start_with_beta_by_eq4(solver):
+    """No move at all (compress --max-iter 0): the start, beta and b by Eq. 4, its Omega;
+    varpro used to run its repulsion phase and one L-BFGS-B step anyway."""
+    X, y = _bumps(0)
+    fit = SuperSparseRegressor(3, gamma=0.5, solver=solver, max_iter=0, random_state=0)
+    fit.fit(X, y)
+    assert np.array_equal(fit.prototypes_, fit.initial_prototypes_) and fit.n_iter_ == 0
+    u = np.full(len(y), 1 / len(y))
+    S = fit.similarity_(X, fit.prototypes_)
+    beta, b = beta_step(S, y, u, fit.lam_)
+    np.testing.assert_allclose(fit.beta_, beta)
+    assert fit.objective_ == pytest.approx(objective(S, y, u, beta, b, fit.lam_))
+
+
 def test_n_init_keeps_lowest_training_objective():
     X, y = _bumps(6)
     single = SuperSparseRegressor(2, gamma=0.5, init="random", random_state=0).fit(X, y)

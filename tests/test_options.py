@@ -125,7 +125,7 @@ def test_a_new_field_at_its_default_keeps_every_digest_and_provenance():
     ({"solver": "sgd"}, "`solver` must be 'varpro' or 'paper', got 'sgd'"),
     ({"init": "pca"}, ("`init` must be one of auto, class, genuine, kmeans, random, "
                        "got 'pca'")),
-    ({"max_iter": 0}, "`max_iter` must be a positive integer, got 0"),
+    ({"max_iter": -1}, "`max_iter` must be a non-negative integer, got -1"),
     ({"refresh_every": 0}, "`refresh_every` must be a positive integer, got 0"),
     ({"swap_rounds": -1}, "`swap_rounds` must be a non-negative integer, got -1"),
     ({"max_impostors": -1}, "max_impostors must be a non-negative integer, got -1"),

@@ -126,7 +126,8 @@ class CompressOptions(_Options):
         Starting prototypes; "auto" (default) = `ssgallery.learn.initial.resolve_init`
         (``compress`` digests the resolved value).
     max_iter : int
-        The learner's iteration cap (varpro: L-BFGS-B iterations; paper: sweeps).
+        The learner's iteration cap (varpro: L-BFGS-B iterations; paper: sweeps); 0: no
+        move, the prototypes stay on the start's training images (beta by Eq. 4).
     max_impostors : int
         K: each client trains on its own images and at most K impostor images
         (`ssgallery.app.training_sets`); None or 0 = all (kept as 0).
@@ -181,7 +182,7 @@ class CompressOptions(_Options):
     rho: float = option_field(0.01, non_negative, ALWAYS)
     solver: str = option_field("varpro", _solver, ALWAYS)
     init: str = option_field("auto", one_of(*INITS), ALWAYS)
-    max_iter: int = option_field(MAX_ITER, positive_int, ALWAYS)
+    max_iter: int = option_field(MAX_ITER, non_negative_int, ALWAYS)
     max_impostors: int = option_field(DEFAULT_MAX_IMPOSTORS, _max_impostors, ALWAYS)
     impostors: str = option_field("sample", _impostors, ALWAYS)
     cv_folds: int = option_field(N_FOLDS, non_negative_int, ALWAYS)

@@ -77,10 +77,11 @@ def _parse_m(ctx, param, value):
               show_default=True,
               help="Folds of the threshold CV; 0 = thresholds on training scores (faster, "
               "optimistic; for slow external matchers).")
-@click.option("--max-iter", type=click.IntRange(min=1), default=DEFAULT.max_iter,
+@click.option("--max-iter", type=click.IntRange(min=0), default=DEFAULT.max_iter,
               show_default=True,
               help="Learner iterations: L-BFGS-B steps (varpro) or sweeps over the m "
-              "prototypes (paper); a few (e.g. 4) for slow external matchers.")
+              "prototypes (paper); a few (e.g. 4) for slow external matchers; 0: no move "
+              "(the prototypes stay on training images, e.g. with --swap-rounds).")
 @click.option("--refresh-every", type=click.IntRange(min=1), default=DEFAULT.refresh_every,
               show_default=True, metavar="P",
               help="--solver paper: the matcher scores a moved prototype every P moves, a "

@@ -345,6 +345,7 @@ def solve_varpro(X, y, u, Z0, similarity, lam, repulsion=True, bounds=None,
     iterations minimises Omega* + mu * (1/2) sum_{k != j} s(z_k, z_j), mu = Omega*(Z0),
     to push apart prototypes that start close; the second phase minimises Omega* alone.
     The best point evaluated is returned, so Omega never ends above its starting value.
+    ``max_iter=0``: no move at all (the start, beta and b by Eq. 4).
 
     Returns
     -------
@@ -392,6 +393,9 @@ def solve_varpro(X, y, u, Z0, similarity, lam, repulsion=True, bounds=None,
     opts = {"ftol": tol, "gtol": 1e-12}
     x = Z0.ravel()
     n_iter = 0
+    if max_iter == 0:  # no move: beta and b by Eq. 4 (eq:beta) at the start
+        fun(x, 0.0)
+        return best["Z"], best["beta"], best["b"], best["omega"], n_iter, path
     if repulsion and m > 1 and repulsion_iter > 0:
         omega0 = fun(x, 0.0, True)[0]  # also s(z_k, z_j) at Z0, for phase 1's start
         res = scipy.optimize.minimize(fun, x, args=(omega0,), jac=True, method="L-BFGS-B",
