@@ -9,6 +9,7 @@ import resource
 import shutil
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -25,6 +26,19 @@ def cpu_seconds():
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+@contextmanager
+def training_cost(matcher):
+    """What the block costs, in a dict filled on exit: ``train_wall``, ``train_cpu``
+    (seconds, the matcher processes' CPU included), ``calls`` (program runs) and
+    ``pairs`` (pairs the program scored)."""
+    cost = {}
+    calls, pairs = matcher.n_calls_, matcher.n_pairs_
+    t0, c0 = time.perf_counter(), cpu_seconds()
+    yield cost
+    cost.update(train_wall=time.perf_counter() - t0, train_cpu=cpu_seconds() - c0,
+                calls=matcher.n_calls_ - calls, pairs=matcher.n_pairs_ - pairs)
 
 
 def ebgm_command(cache):
@@ -57,25 +71,21 @@ def guard_job(args, images_tr, y, groups, gen, imp, jets):
         opts = CompressOptions(m=args.m, lam=args.lam, solver=args.solver, init=args.init,
                                max_iter=args.max_iter, refresh_every=args.refresh_every,
                                guard=True)
-        calls, pairs = matcher.n_calls_, matcher.n_pairs_
-        t0, c0 = time.perf_counter(), cpu_seconds()
-        fit = train_client(X, y, sim, opts, groups=groups, bounds=matcher.bounds(), gram=gram)
-        cost = {"train_wall": time.perf_counter() - t0, "train_cpu": cpu_seconds() - c0,
-                "calls": matcher.n_calls_ - calls, "pairs": matcher.n_pairs_ - pairs}
+        with training_cost(matcher) as cost:
+            fit = train_client(X, y, sim, opts, groups=groups, bounds=matcher.bounds(),
+                               gram=gram)
         guard = fit.cv.get("guard") or {"attempts": [["first fit", fit.cv["teacher_gap"]]],
                                         "ok": True}
         first = fit.first_distiller if fit.first_distiller is not None else fit.distiller
         gen, imp = matcher.transform(gen), matcher.transform(imp)
         swap = None
         if args.swap_rounds:  # compress --swap-rounds N: the same call, its own cost
-            calls, pairs = matcher.n_calls_, matcher.n_pairs_
-            t0, c0 = time.perf_counter(), cpu_seconds()
-            swapped = train_client(X, y, sim, replace(opts, guard=False,
-                                                      swap_rounds=args.swap_rounds),
-                                   groups=groups, bounds=matcher.bounds(), gram=gram)
+            with training_cost(matcher) as swap_cost:
+                swapped = train_client(X, y, sim, replace(opts, guard=False,
+                                                          swap_rounds=args.swap_rounds),
+                                       groups=groups, bounds=matcher.bounds(), gram=gram)
             swap = {**score(swapped.distiller, len(swapped.distiller.beta_), gen, imp),
-                    "train_wall": time.perf_counter() - t0, "train_cpu": cpu_seconds() - c0,
-                    "calls": matcher.n_calls_ - calls, "pairs": matcher.n_pairs_ - pairs}
+                    **swap_cost}
         return {"first": score(first, len(first.beta_), gen, imp), "swap": swap,
                 "kept": score(fit.distiller, len(fit.distiller.beta_), gen, imp),
                 "svm": score(fit.svm, int(fit.svm.n_support_total_), gen, imp),

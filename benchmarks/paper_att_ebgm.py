@@ -103,6 +103,7 @@ from _ebgm_guard import (
     run_guard_arm,
     score,
     targets,
+    training_cost,
 )
 from _ebgm_mirror import mirror_images, mirrored_fit
 from _results import docstring, printed, write_page
@@ -145,17 +146,13 @@ def fit_ssvm(dist, X, y, init, seed):
 def fit_mirrored(args, matcher, svm, Xt, Xm, y, seed, record):
     """The ``ssvm mirrored`` arm of one client (`_ebgm_mirror.mirrored_fit`): its cost from
     the SVM's targets on the mirror images to the fitted model."""
-    calls, pairs = matcher.n_calls_, matcher.n_pairs_
-    t0, c0 = time.perf_counter(), cpu_seconds()
     params = {"n_prototypes": args.m, "bounds": matcher.bounds(), "solver": args.solver,
               "lam": args.lam, "eta": args.eta, "max_iter": args.max_iter,
               "repulsion": not args.no_repulsion, "refresh_every": args.refresh_every,
               "init": args.init}
-    dist = mirrored_fit(svm, Xt, Xm, y, params, args.start_candidates, seed)
-    record(MIRROR, dist, args.m, {"train_wall": time.perf_counter() - t0,
-                                  "train_cpu": cpu_seconds() - c0,
-                                  "calls": matcher.n_calls_ - calls,
-                                  "pairs": matcher.n_pairs_ - pairs})
+    with training_cost(matcher) as cost:
+        dist = mirrored_fit(svm, Xt, Xm, y, params, args.start_candidates, seed)
+    record(MIRROR, dist, args.m, cost)
     return dist
 
 
@@ -286,17 +283,14 @@ def main():
                     results[name].append(row)
 
                 record("svm", svm, svm.n_support_total_)
-                calls, pairs = matcher.n_calls_, matcher.n_pairs_
-                t0, c0 = time.perf_counter(), cpu_seconds()
-                dist = fit_ssvm(SuperSparseDistiller(
-                    teacher=svm, prefit=True, n_prototypes=args.m, similarity=sim,
-                    bounds=matcher.bounds(), solver=args.solver, lam=args.lam, eta=args.eta,
-                    max_iter=args.max_iter, repulsion=not args.no_repulsion,
-                    refresh_every=args.refresh_every,
-                    random_state=split.repetition), X[tr], y, args.init,
-                    split.repetition)
-                extra = {"train_wall": time.perf_counter() - t0, "train_cpu": cpu_seconds() - c0,
-                         "calls": matcher.n_calls_ - calls, "pairs": matcher.n_pairs_ - pairs}
+                with training_cost(matcher) as extra:
+                    dist = fit_ssvm(SuperSparseDistiller(
+                        teacher=svm, prefit=True, n_prototypes=args.m, similarity=sim,
+                        bounds=matcher.bounds(), solver=args.solver, lam=args.lam,
+                        eta=args.eta, max_iter=args.max_iter,
+                        repulsion=not args.no_repulsion, refresh_every=args.refresh_every,
+                        random_state=split.repetition), X[tr], y, args.init,
+                        split.repetition)
                 record("ssvm", dist, args.m, extra)
                 line = (f"  {client}: SVM {svm.n_support_total_} SVs, EER "
                         f"{100 * results['svm'][-1]['eer']:.1f} %; SSVM EER "
@@ -304,16 +298,12 @@ def main():
                         f"{extra['train_wall']:.1f} s")
                 if args.swap_rounds:
                     for name, sweeps in ((SWAP, args.max_iter), (SWAP_UNMOVED, 0)):
-                        calls, pairs = matcher.n_calls_, matcher.n_pairs_
-                        t0, c0 = time.perf_counter(), cpu_seconds()
-                        model = fit_ssvm(SuperSparseDistiller(**{  # the same fitted teacher
-                            **dist.get_params(deep=False), "swap_rounds": args.swap_rounds,
-                            "max_iter": sweeps}), X[tr], y, args.init, split.repetition)
-                        record(name, model, args.m, {
-                            "train_wall": time.perf_counter() - t0,
-                            "train_cpu": cpu_seconds() - c0,
-                            "calls": matcher.n_calls_ - calls,
-                            "pairs": matcher.n_pairs_ - pairs})
+                        with training_cost(matcher) as cost:
+                            model = fit_ssvm(SuperSparseDistiller(**{  # the same teacher
+                                **dist.get_params(deep=False),
+                                "swap_rounds": args.swap_rounds, "max_iter": sweeps}),
+                                X[tr], y, args.init, split.repetition)
+                        record(name, model, args.m, cost)
                     r = results[SWAP][-1]
                     line += (f"; swap EER {100 * r['eer']:.1f} %, {r['calls']} runs, "
                              f"{r['train_wall']:.1f} s; unmoved "
@@ -329,13 +319,9 @@ def main():
                 svm_rows.append(results["svm"][-1])
                 if args.no_baselines:
                     continue
-                calls, pairs = matcher.n_calls_, matcher.n_pairs_
-                t0, c0 = time.perf_counter(), cpu_seconds()
-                sel = SVMSel(n_prototypes=args.m).fit(X[tr], y, teacher=svm)
-                record("svm-sel", sel, args.m, {"train_wall": time.perf_counter() - t0,
-                                                "train_cpu": cpu_seconds() - c0,
-                                                "calls": matcher.n_calls_ - calls,
-                                                "pairs": matcher.n_pairs_ - pairs})
+                with training_cost(matcher) as cost:
+                    sel = SVMSel(n_prototypes=args.m).fit(X[tr], y, teacher=svm)
+                record("svm-sel", sel, args.m, cost)
                 try:
                     red = SVMRed(n_prototypes=args.m).fit(X[tr], y, teacher=svm)
                     record("svm-red", red, args.m)
