@@ -11,6 +11,7 @@ from ssgallery.app.options import (
     CompressRun,
     option_field,
     positive_int,
+    resolve_training,
     split_options,
 )
 from ssgallery.app.parts import options_digest, run_key
@@ -36,13 +37,18 @@ OTHER_DIGEST = "7ae3e75c599d65417c0beaa27096de327da0f92d85d1d0694d2c82bdf6de4707
 OTHER_RUN_KEY = "c00b4cd49ea74d8dd20482cf1ab0e190e01525a25cc4de4a08249623cfdd3366"  # "c 02", 0*64
 
 
+def analytic(cls=CompressOptions, **values):
+    """The options as compress digests them for eigenface: "auto" resolved."""
+    return resolve_training(cls(**values), black_box=False)
+
+
 def test_digests_are_the_ones_main_wrote():
-    options = CompressOptions(init="class", between=0.0)
+    options = analytic(init="class", between=0.0)
     assert options_digest(options) == DEFAULT_DIGEST
     assert run_key("c01", "f" * 64, options) == DEFAULT_RUN_KEY
-    assert options_digest(CompressOptions(init="class")) == BETWEEN_DIGEST
-    assert run_key("c01", "f" * 64, CompressOptions(init="class")) == BETWEEN_RUN_KEY
-    other = CompressOptions(**OTHER)
+    assert options_digest(analytic(init="class")) == BETWEEN_DIGEST
+    assert run_key("c01", "f" * 64, analytic(init="class")) == BETWEEN_RUN_KEY
+    other = analytic(**OTHER)
     assert options_digest(other) == OTHER_DIGEST
     assert run_key("c 02", "0" * 64, other) == OTHER_RUN_KEY
     # threshold_mode is applied after training and checked on its own: not digested
@@ -50,8 +56,8 @@ def test_digests_are_the_ones_main_wrote():
     # numpy integers and None (no cap) give the same values as Python ones
     import numpy as np
 
-    assert options_digest(CompressOptions(init="class", m=np.int64(2), max_iter=np.int32(200),
-                                          lam=np.float64(0.002), between=np.float64(0))
+    assert options_digest(analytic(init="class", m=np.int64(2), max_iter=np.int32(200),
+                                   lam=np.float64(0.002), between=np.float64(0))
                           ) == DEFAULT_DIGEST
     assert CompressOptions(max_impostors=None).max_impostors == 0
 
@@ -87,11 +93,11 @@ class _Later(CompressOptions):
 
 
 def test_a_new_field_at_its_default_keeps_every_digest_and_provenance():
-    old, new = CompressOptions(init="class", between=0.0), _Later(init="class", between=0.0)
+    old, new = analytic(init="class", between=0.0), analytic(_Later, init="class", between=0.0)
     assert options_digest(new) == DEFAULT_DIGEST
     assert run_key("c01", "f" * 64, new) == DEFAULT_RUN_KEY
     assert new.provenance() == old.provenance()
-    changed = _Later(init="class", between=0.0, restarts=3)
+    changed = analytic(_Later, init="class", between=0.0, restarts=3)
     assert options_digest(changed) != DEFAULT_DIGEST
     assert changed.digest_dict() == dict(old.digest_dict(), restarts=3)
     assert changed.provenance() == dict(old.provenance(), restarts=3)
@@ -125,9 +131,10 @@ def test_a_new_field_at_its_default_keeps_every_digest_and_provenance():
     ({"solver": "sgd"}, "`solver` must be 'varpro' or 'paper', got 'sgd'"),
     ({"init": "pca"}, ("`init` must be one of auto, class, genuine, kmeans, random, "
                        "got 'pca'")),
-    ({"max_iter": -1}, "`max_iter` must be a non-negative integer, got -1"),
+    ({"max_iter": -1}, "`max_iter` must be a non-negative integer or 'auto', got -1"),
+    ({"max_iter": "none"}, "`max_iter` must be a non-negative integer or 'auto', got 'none'"),
     ({"refresh_every": 0}, "`refresh_every` must be a positive integer, got 0"),
-    ({"swap_rounds": -1}, "`swap_rounds` must be a non-negative integer, got -1"),
+    ({"swap_rounds": -1}, "`swap_rounds` must be a non-negative integer or 'auto', got -1"),
     ({"max_impostors": -1}, "max_impostors must be a non-negative integer, got -1"),
     ({"impostors": "nearest"}, "impostors must be one of sample, cohort, got 'nearest'"),
     ({"threshold_mode": "x"}, ("`threshold_mode` must be one of client, znorm-global, "
@@ -170,7 +177,7 @@ def test_to_dict_from_dict_and_split():
 def test_options_travel_to_worker_processes_unchanged():
     import pickle
 
-    options = CompressOptions(**OTHER)
+    options = analytic(**OTHER)
     again = pickle.loads(pickle.dumps(options))
     assert again == options and options_digest(again) == OTHER_DIGEST
 
@@ -291,7 +298,7 @@ def test_roc_command_line_splits_into_its_three_objects():
 
 
 def test_robust_training_fields_enter_the_digest_only_when_set():
-    base = CompressOptions()
+    base = analytic()
     assert "refresh_every" not in base.digest_dict() and "guard" not in base.digest_dict()
     set_ = CompressOptions(refresh_every=5, guard=True)
     assert set_.digest_dict()["refresh_every"] == 5 and set_.digest_dict()["guard"] is True
@@ -300,6 +307,18 @@ def test_robust_training_fields_enter_the_digest_only_when_set():
     swapped = CompressOptions(swap_rounds=np.int64(3))
     assert swapped.digest_dict()["swap_rounds"] == 3 and swapped.provenance()["swap_rounds"] == 3
     assert type(swapped.swap_rounds) is int
+
+
+def test_auto_training_resolves_per_matcher_and_passes_set_values_through():
+    auto = CompressOptions()
+    assert (auto.max_iter, auto.swap_rounds) == ("auto", "auto")
+    pick = lambda o: (o.max_iter, o.swap_rounds)
+    assert pick(resolve_training(auto, black_box=True)) == (0, 3)
+    assert pick(resolve_training(auto, black_box=False)) == (200, 0)
+    assert pick(resolve_training(CompressOptions(max_iter=4), black_box=True)) == (4, 3)
+    assert pick(resolve_training(CompressOptions(swap_rounds=1), black_box=False)) == (200, 1)
+    once = resolve_training(auto, black_box=True)
+    assert resolve_training(once, black_box=False) == once  # resolved values stay
 
 
 def test_between_enters_the_digest_and_provenance_unless_0(faces_factory, tmp_path):
@@ -314,7 +333,7 @@ def test_between_enters_the_digest_and_provenance_unless_0(faces_factory, tmp_pa
 
     assert CompressOptions().between == 0.5
     assert "between" not in CompressOptions(between=0.0).digest_dict()
-    assert options_digest(CompressOptions(init="class", between=0.0)) == DEFAULT_DIGEST
+    assert options_digest(analytic(init="class", between=0.0)) == DEFAULT_DIGEST
     assert CompressOptions().digest_dict()["between"] == 0.5
     assert CompressOptions(between=2.0).provenance()["between"] == 2.0
     enroll(faces_factory(n_clients=4, n_images=6), tmp_path / "e.h5")
@@ -389,6 +408,9 @@ def test_between_with_a_black_box_matcher_is_named_as_ignored(tmp_path):
         # its report records the weight its ssvm was distilled with: none for the black box
         config = json.loads((tmp_path / f"r-{store}" / "summary.json").read_text())["config"]
         assert config.get("between") == (None if told else 1.0), config
+        # and its ssvm trained as compress trains a black box: swaps, no move
+        assert config.get("method_options") == (
+            {"ssvm": {"max_iter": 0, "swap_rounds": 3}} if told else None), config
     # the default on a black box: silent, trained and digested as --between 0
     res = runner.invoke(main, ["compress", "--store", str(tmp_path / "bb.h5"), "-o",
                                str(tmp_path / "g-default.h5"), "--cv-folds", "0",

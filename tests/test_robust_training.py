@@ -446,3 +446,64 @@ def test_robust_starts_reach_the_regression_distiller(param, value, drop, kept):
     assert other.regressor_.objective_ <= one.regressor_.objective_ - drop
     same = (other.initial_prototypes_[:, None] == one.initial_prototypes_[None]).all(-1)
     assert same.any(1).sum() == kept
+
+
+def test_a_black_box_trains_on_swapped_real_images_by_default(l1):
+    """train_client with the defaults on a black box (the served L1 program): swaps of
+    real training images and no move, so no program run beyond the Gram matrix and
+    every prototype one of the training images; moves stay one option away."""
+    from ssgallery.app.client_fit import train_client
+    from ssgallery.app.options import CompressOptions
+
+    matcher, sim, X = l1
+    y = np.where(np.arange(len(X)) < 6, 1, -1)
+    groups = np.repeat(np.arange(5), 6)
+    gram = sim(X, X)
+    calls = matcher.n_calls_
+    fit = train_client(X, y, sim, CompressOptions(m=3), groups=groups,
+                       bounds=matcher.bounds(), gram=gram)
+    assert matcher.n_calls_ == calls  # threshold CV included
+    Z = fit.distiller.prototypes_
+    assert all((np.abs(X - z).max(axis=1) == 0).any() for z in Z)
+    assert fit.distiller.swap_rounds == 3 and fit.distiller.max_iter == 0
+    unswapped = train_client(X, y, sim, CompressOptions(m=3, swap_rounds=0), groups=groups,
+                             bounds=matcher.bounds(), gram=gram).distiller
+    assert not np.array_equal(unswapped.prototypes_, Z)  # the swaps changed the start
+    assert fit.distiller.regressor_.objective_ < unswapped.regressor_.objective_
+    moved = train_client(X, y, sim, CompressOptions(m=3, max_iter=2, swap_rounds=0),
+                         groups=groups, bounds=matcher.bounds(), gram=gram).distiller
+    assert matcher.n_calls_ > calls  # Eq. 7 moves ask the program
+    assert not all((np.abs(X - z).max(axis=1) == 0).any() for z in moved.prototypes_)
+
+
+def test_compress_resolves_auto_training_per_matcher_in_the_provenance(tmp_path):
+    """compress digests and records the resolved values: a black box (the example
+    program) max_iter 0 and swap_rounds 3, eigenface 200 and no swaps (as every gallery
+    made before "auto"); explicit values pass through."""
+    from click.testing import CliRunner
+    from helpers import make_faces
+
+    from ssgallery.app.enroll import enroll
+    from ssgallery.cli import main
+    from ssgallery.formats.gallery import read_gallery
+
+    program = [sys.executable, str(HERE / "example_mad.py")]
+    faces_dir = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4, shape=(16, 12))
+    enroll(faces_dir, tmp_path / "bb.h5", matcher="external",
+           matcher_options={"command": program})
+    enroll(faces_dir, tmp_path / "eig.h5")
+    env = {"SSGALLERY_MATCHER_CMD": " ".join(program)}
+    found = {}
+    for store, extra in (("bb.h5", []), ("eig.h5", []),
+                         ("bb.h5", ["--max-iter", "2", "--swap-rounds", "0"])):
+        out = tmp_path / f"g{len(found)}.h5"
+        res = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / store), "-o",
+                                        str(out), "--cv-folds", "0", "--clients", "c00",
+                                        "--quiet", *extra], env=env)
+        assert res.exit_code == 0, res.output
+        prov = read_gallery(out).clients["c00"].provenance
+        found[len(found)] = (prov["max_iter"], prov.get("swap_rounds"))
+    assert found == {0: (0, 3), 1: (200, None), 2: (2, None)}
+    res = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "bb.h5"),
+                                    "--max-iter", "some"], env=env)
+    assert res.exit_code == 2 and "expected a non-negative integer or 'auto'" in res.output

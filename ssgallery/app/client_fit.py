@@ -26,7 +26,7 @@ from functools import partial
 
 import numpy as np
 
-from ssgallery.app.options import N_FOLDS, CompressOptions
+from ssgallery.app.options import N_FOLDS, CompressOptions, resolve_training
 from ssgallery.biometrics.heldout import threshold_folds
 from ssgallery.errors import InputError
 
@@ -136,8 +136,9 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
     options : CompressOptions, optional
         The training options (`ssgallery.app.options.CompressOptions`; default: its
         defaults): m, lam, solver, init ("auto": `ssgallery.learn.initial.resolve_init`),
-        rho, target_far, max_iter, seed, and cv_folds, the folds of the threshold CV
-        (fewer when there are fewer genuine images).
+        rho, target_far, max_iter and swap_rounds ("auto":
+        `ssgallery.app.options.resolve_training`), seed, and cv_folds, the folds of the
+        threshold CV (fewer when there are fewer genuine images).
     groups : ndarray of shape (n,), optional
         Subject of each image; impostors are held out by subject (default: by image).
     bounds : (lower, upper), optional
@@ -159,7 +160,8 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
     from ssgallery.learn.supersparse import resolve_init
 
     o = options if options is not None else CompressOptions()
-    o = replace(o, init=resolve_init(o.init, similarity))
+    o = resolve_training(replace(o, init=resolve_init(o.init, similarity)),
+                         not getattr(similarity, "has_gradient", False))
     if folds is None:
         folds = threshold_folds(y, groups, o.cv_folds, o.seed)
     k = int(folds.max()) + 1 if folds is not None else 0

@@ -10,7 +10,7 @@ import numpy as np
 
 from ssgallery.app.client_training import ClientJob, threshold_folds
 from ssgallery.app.fold_spaces import FoldSpaces, learns_from_images, shared_folds, subject_order
-from ssgallery.app.options import CompressOptions, resolve_between
+from ssgallery.app.options import CompressOptions, resolve_between, resolve_training
 from ssgallery.app.training_sets import cohort_distances, subject_means, training_rows
 from ssgallery.errors import InputError, SsgalleryError, option
 from ssgallery.learn.supersparse import resolve_init
@@ -28,7 +28,7 @@ class Plan:
     similarity: object
     bounds: object
     todo: list
-    options: CompressOptions  # init and between resolved for the matcher
+    options: CompressOptions  # init, between, max_iter, swap_rounds resolved for the matcher
     codes: np.ndarray = None  # subject code of every store row
     X: np.ndarray = None  # features of every row (None: read per block)
     gram: np.ndarray = None  # S(X, X) when no client is capped
@@ -70,9 +70,11 @@ def prepare(store_path, gallery_path, options, run, privacy_key=None):
     similarity = matcher.similarity()
     from ssgallery.images.ingest import default_warn
 
-    between = resolve_between(options.between, not getattr(similarity, "has_gradient", False),
-                              store.matcher_name, run.warn or default_warn)
-    options = replace(options, init=resolve_init(options.init, similarity), between=between)
+    black_box = not getattr(similarity, "has_gradient", False)
+    between = resolve_between(options.between, black_box, store.matcher_name,
+                              run.warn or default_warn)
+    options = resolve_training(replace(options, init=resolve_init(options.init, similarity),
+                                       between=between), black_box)
     subjects, codes = np.unique(store.labels, return_inverse=True)
     return Plan(store=store, matcher=matcher, similarity=similarity, bounds=matcher.bounds(),
                  todo=todo, options=options, codes=codes, subjects=subjects)

@@ -15,7 +15,7 @@ when the object is built, with the messages the command line shows as flags
 recipe for a new field.
 """
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from ssgallery.app.training_sets import DEFAULT_MAX_IMPOSTORS, IMPOSTOR_MODES
 from ssgallery.biometrics.calibration import DEFAULT_THRESHOLD_MODE, THRESHOLD_MODES
@@ -39,6 +39,11 @@ from ssgallery.learn.defaults import DEFAULT_BETWEEN, DEFAULT_LAM
 
 N_FOLDS = 5  # folds of the threshold CV
 MAX_ITER = 200  # the learner's default: L-BFGS-B iterations (varpro) / sweeps (paper)
+# A black box's training ("auto", `resolve_training`): 3 swaps of real training images and
+# no Eq. 7 (eq:similarity-grad) move, which beat moving on both black boxes measured
+# (docs/benchmarks/ebgm_swaps.md, paper_att_ebgm.md, paper_lfw_dlibbox.md)
+BLACK_BOX_MAX_ITER = 0
+BLACK_BOX_SWAP_ROUNDS = 3
 INITS = ("auto", "class", "genuine", "kmeans", "random")
 SOLVERS = ("varpro", "paper")
 # A Dask job's time limit (CompressRun.job_timeout): one hour, ~400x the slowest mean
@@ -79,6 +84,15 @@ def m_or_auto(name, value):
         return value
     if not is_int(value) or value < 1:
         raise InputError(f"{_flag(name)} must be a positive integer or 'auto', got {value!r}")
+    return int(value)
+
+
+def count_or_auto(name, value):
+    if value == "auto":
+        return value
+    if not is_int(value) or value < 0:
+        raise InputError(f"{_flag(name)} must be a non-negative integer or 'auto', "
+                         f"got {value!r}")
     return int(value)
 
 
@@ -125,9 +139,11 @@ class CompressOptions(_Options):
     init : {"auto", "class", "genuine", "kmeans", "random"}
         Starting prototypes; "auto" (default) = `ssgallery.learn.initial.resolve_init`
         (``compress`` digests the resolved value).
-    max_iter : int
+    max_iter : int or "auto"
         The learner's iteration cap (varpro: L-BFGS-B iterations; paper: sweeps); 0: no
         move, the prototypes stay on the start's training images (beta by Eq. 4).
+        "auto" (default): `MAX_ITER` for an analytic matcher, `BLACK_BOX_MAX_ITER` for a
+        black box (`resolve_training`; ``compress`` digests the resolved value).
     max_impostors : int
         K: each client trains on its own images and at most K impostor images
         (`ssgallery.app.training_sets`); None or 0 = all (kept as 0).
@@ -172,7 +188,8 @@ class CompressOptions(_Options):
         (`ssgallery.learn.initial.swap_start`); 0: the start rule's prototypes. The
         swaps read the similarities among the training images (a black box's Gram
         matrix, already answered: no program run); memory grows as the square of the
-        client's training images.
+        client's training images. "auto" (default): 0 for an analytic matcher,
+        `BLACK_BOX_SWAP_ROUNDS` for a black box (`resolve_training`).
     """
 
     threshold_mode: str = option_field(DEFAULT_THRESHOLD_MODE, one_of(*THRESHOLD_MODES), NEVER)
@@ -182,7 +199,7 @@ class CompressOptions(_Options):
     rho: float = option_field(0.01, non_negative, ALWAYS)
     solver: str = option_field("varpro", _solver, ALWAYS)
     init: str = option_field("auto", one_of(*INITS), ALWAYS)
-    max_iter: int = option_field(MAX_ITER, non_negative_int, ALWAYS)
+    max_iter: object = option_field("auto", count_or_auto, ALWAYS)  # resolved: digested
     max_impostors: int = option_field(DEFAULT_MAX_IMPOSTORS, _max_impostors, ALWAYS)
     impostors: str = option_field("sample", _impostors, ALWAYS)
     cv_folds: int = option_field(N_FOLDS, non_negative_int, ALWAYS)
@@ -194,7 +211,7 @@ class CompressOptions(_Options):
     guard: bool = option_field(False, flag_bool)
     # 0.5 since issue 24 (1:N search of the default SSVM m=2); galleries before it: 0
     between: float = option_field(DEFAULT_BETWEEN, non_negative, IF_CHANGED, baseline=0.0)
-    swap_rounds: int = option_field(0, non_negative_int)
+    swap_rounds: object = option_field("auto", count_or_auto, IF_CHANGED, baseline=0)
 
     def digest_dict(self):
         """What the options digest and the parts' run key hash: the `ALWAYS` fields, and
@@ -361,6 +378,17 @@ def resolve_between(between, black_box, matcher_name, warn):
              "black box (no midpoints of its inputs); its clients are fitted on the "
              "training images only")
     return 0.0
+
+
+def resolve_training(options, black_box):
+    """``options`` with ``max_iter`` and ``swap_rounds`` "auto" resolved for the matcher:
+    a black box (``black_box``: no analytic gradient, Eq. 7 (eq:similarity-grad)) keeps
+    real training images, improved by swaps (`BLACK_BOX_SWAP_ROUNDS`) and never moved
+    (`BLACK_BOX_MAX_ITER`); an analytic matcher moves them (`MAX_ITER`), unswapped.
+    Values already set pass through, so resolving twice changes nothing."""
+    auto = {"max_iter": BLACK_BOX_MAX_ITER if black_box else MAX_ITER,
+            "swap_rounds": BLACK_BOX_SWAP_ROUNDS if black_box else 0}
+    return replace(options, **{k: v for k, v in auto.items() if getattr(options, k) == "auto"})
 
 
 def split_options(values, *classes):

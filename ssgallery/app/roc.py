@@ -3,6 +3,7 @@ enrollment store, gallery + probe folder, score files, dev/eval score files), a 
 dispatcher `roc`; report folder out (figures of merit from
 `ssgallery.biometrics.evaluation`)."""
 
+import json
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -76,6 +77,10 @@ def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
     between = between_applied(p)
     if between:  # recorded when applied: a report at 0 reads as before
         config["between"] = float(between)
+    if p.method_options:  # e.g. a black box's ssvm, trained as compress trains it
+        config["method_options"] = json.loads(json.dumps(
+            p.method_options, default=lambda v: v.item() if isinstance(v, np.generic)
+            else repr(v)))
     return _report(tables, report, "protocol", source, config, progress)
 
 
@@ -138,14 +143,33 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
     host = host_matcher(matcher_cmd) if store.matcher_name == "external" else None
     report = report if report is not None else ReportOptions()
     protocol = protocol or ROC_PROTOCOL
+    black_box = store.matcher_name == "external"  # a program: a black box
     protocol = replace(protocol, between=resolve_between(
-        protocol.between, store.matcher_name == "external",  # a program: a black box
-        store.matcher_name, report.warn or default_warn))
+        protocol.between, black_box, store.matcher_name, report.warn or default_warn))
+    if black_box:
+        protocol = _trained_as_compress(protocol)
     return _protocol((store.images, store.labels, np.asarray(store.paths)),
                      os.fspath(store_path), protocol, report,
                      factory=lambda: cls(**config).attach_host(host),
                      enrollable=list(store.clients), progress=progress,
                      private=privacy_key is not None)
+
+
+def _trained_as_compress(protocol):
+    """``protocol`` whose ``ssvm`` methods train on a black box as ``compress`` does
+    (`ssgallery.app.options.resolve_training`): swaps of real training images, no move.
+    A method whose ``method_options`` set ``max_iter`` or ``swap_rounds`` keeps them;
+    ``ssvm-paper`` stays the paper's Algorithm 1."""
+    from ssgallery.app.options import BLACK_BOX_MAX_ITER, BLACK_BOX_SWAP_ROUNDS
+    from ssgallery.biometrics.protocol import method_specs
+
+    auto = {"max_iter": BLACK_BOX_MAX_ITER, "swap_rounds": BLACK_BOX_SWAP_ROUNDS}
+    options = dict(protocol.method_options)
+    for name, _ in method_specs(protocol.methods, (1,)):
+        own = options.get(name, {})
+        if str(own.get("method", name)).lower() == "ssvm":
+            options[name] = {**auto, **own}
+    return replace(protocol, method_options=options)
 
 
 def roc_gallery(gallery, probes, report=None, *, key_file=None, matcher_cmd=None,
@@ -172,7 +196,6 @@ def roc_dev_eval(dev_scores, eval_scores, report=None):
     """One global threshold per method chosen on development score files by the
     report's ``criterion`` ("eer", "min-hter" or "far" with ``criterion_far``), error
     rates on evaluation score files (``bob bio metrics -e``); writes ``summary.json``."""
-    import json
 
     from ssgallery import __version__
     from ssgallery.biometrics.evaluation import dev_eval

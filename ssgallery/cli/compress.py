@@ -4,7 +4,15 @@ import json
 
 import click
 
-from ssgallery.app.options import INITS, JOB_TIMEOUT, SOLVERS, CompressOptions
+from ssgallery.app.options import (
+    BLACK_BOX_MAX_ITER,
+    BLACK_BOX_SWAP_ROUNDS,
+    INITS,
+    JOB_TIMEOUT,
+    MAX_ITER,
+    SOLVERS,
+    CompressOptions,
+)
 from ssgallery.app.training_sets import IMPOSTOR_MODES
 from ssgallery.biometrics.calibration import THRESHOLD_MODES
 from ssgallery.cli.info import calibration_line, frr_warning, open_set_line, open_set_warning
@@ -20,17 +28,22 @@ from ssgallery.errors import printable
 DEFAULT = CompressOptions()  # every option's default: one definition
 
 
-def _parse_m(ctx, param, value):
-    if value == "auto":
-        return value
-    try:
-        m = int(value)
-        if m < 1:
-            raise ValueError
-    except ValueError:
-        raise click.BadParameter(f"expected a positive integer or 'auto', got '{value}'") \
-            from None
-    return m
+def _int_or_auto(lowest):
+    """A Click callback: 'auto' or an integer >= ``lowest``."""
+    kind = "a positive" if lowest == 1 else "a non-negative"
+
+    def parse(ctx, param, value):
+        if value == "auto":
+            return value
+        try:
+            number = int(value)
+            if number < lowest:
+                raise ValueError
+        except ValueError:
+            raise click.BadParameter(f"expected {kind} integer or 'auto', got '{value}'") \
+                from None
+        return number
+    return parse
 
 
 @click.command("compress")
@@ -38,7 +51,7 @@ def _parse_m(ctx, param, value):
               help="Enrollment store to read.")
 @click.option("-o", "--output", "gallery", default="gallery.h5", show_default=True,
               metavar="FILE", help="Gallery to write.")
-@click.option("--m", "m", default=str(DEFAULT.m), show_default=True, callback=_parse_m,
+@click.option("--m", "m", default=str(DEFAULT.m), show_default=True, callback=_int_or_auto(1),
               metavar="M|auto",
               help="Virtual prototypes per client; 'auto' picks m by validation "
                    "(the paper's Eq. 8).")
@@ -77,11 +90,13 @@ def _parse_m(ctx, param, value):
               show_default=True,
               help="Folds of the threshold CV; 0 = thresholds on training scores (faster, "
               "optimistic; for slow external matchers).")
-@click.option("--max-iter", type=click.IntRange(min=0), default=DEFAULT.max_iter,
-              show_default=True,
+@click.option("--max-iter", default=DEFAULT.max_iter, show_default=True,
+              callback=_int_or_auto(0), metavar="N|auto",
               help="Learner iterations: L-BFGS-B steps (varpro) or sweeps over the m "
-              "prototypes (paper); a few (e.g. 4) for slow external matchers; 0: no move "
-              "(the prototypes stay on training images, e.g. with --swap-rounds).")
+              "prototypes (paper); 0: no move (the prototypes stay on training images). "
+              f"auto: {MAX_ITER} for eigenface and dlib, {BLACK_BOX_MAX_ITER} for an "
+              "external (black-box) matcher, whose moves did not beat real images "
+              "(docs/external-matcher.md).")
 @click.option("--refresh-every", type=click.IntRange(min=1), default=DEFAULT.refresh_every,
               show_default=True, metavar="P",
               help="--solver paper: the matcher scores a moved prototype every P moves, a "
@@ -96,14 +111,14 @@ def _parse_m(ctx, param, value):
               "(0: the paper's training images only; the default keeps strangers who "
               "look like the client lower in 1:N search, see docs/identification.md). "
               "Eigenface and dlib; a black-box matcher trains with 0.")
-@click.option("--swap-rounds", type=click.IntRange(min=0), default=DEFAULT.swap_rounds,
-              show_default=True, metavar="N",
+@click.option("--swap-rounds", default=DEFAULT.swap_rounds, show_default=True,
+              callback=_int_or_auto(0), metavar="N|auto",
               help="Improve each client's starting prototypes by up to N swaps of one for "
               "another training image, each lowering the training objective most, before "
               "any move (no matcher run: the training images' similarities are known). "
-              "For black-box matchers, whose moves gain little: e.g. 3. Memory and time "
-              "grow as the square of each client's training images; --m auto swaps at its "
-              "largest m on every fold.")
+              f"auto: 0 for eigenface and dlib, {BLACK_BOX_SWAP_ROUNDS} for an external "
+              "matcher. Memory and time grow as the square of each client's training "
+              "images; --m auto swaps at its largest m on every fold.")
 @click.option("--max-impostors", type=click.IntRange(min=0), default=DEFAULT.max_impostors,
               show_default=True,
               metavar="K", help="Each client trains on its own images and at most K impostor "
@@ -165,7 +180,7 @@ def command(store, gallery, as_json, quiet, **options):
       ssgallery compress --target-fpir 0.001   # 1:N: 0.1 % of strangers' searches hit
       ssgallery compress --m auto --rho 0.005
       ssgallery compress --threshold-mode client   # each client's own threshold
-      ssgallery compress --m 5 --cv-folds 0 --max-iter 4   # a slow external matcher
+      ssgallery compress --m 5 --cv-folds 0    # a slow external matcher
       ssgallery compress --jobs 2              # two local processes, same gallery
       ssgallery compress --resume              # after Ctrl-C: only the missing clients
       ssgallery compress --update              # after enroll --add: only the new clients

@@ -20,7 +20,7 @@ from helpers import make_faces
 
 from ssgallery.app.client_training import summary_row, threshold_at_far, znorm_parameters
 from ssgallery.app.enroll import enroll
-from ssgallery.app.options import CompressOptions
+from ssgallery.app.options import CompressOptions, resolve_training
 from ssgallery.app.parts import (
     PART_MAGIC,
     UNSIGNED,
@@ -48,7 +48,8 @@ def site(tmp_path_factory):
     impostor = os.path.join(faces, "c02", "0.png")  # claimed as c01: never accepted
     matcher = store.matcher()
     features = matcher.transform(read_image(impostor, size=(24, 32))[None])
-    options = replace(OPTIONS, init=resolve_init(OPTIONS.init, matcher.similarity()))
+    options = resolve_training(  # as compress resolves them for eigenface
+        replace(OPTIONS, init=resolve_init(OPTIONS.init, matcher.similarity())), False)
     return {"root": root, "faces": faces, "impostor": impostor, "features": features,
             "key": run_key("c01", store.fingerprint, options),
             "fingerprint": store.fingerprint, "options": options}
