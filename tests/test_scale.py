@@ -346,6 +346,32 @@ def test_update_hints_at_between_0_only_where_it_keeps_the_clients(tmp_path):
                          f"were compressed with{hint if hinted else ''})")]
 
 
+
+def test_update_hints_at_the_black_box_training_before_auto():
+    """A black box's client trained before "auto" (max_iter 200, no swaps) is named with
+    the flags that keep it; an analytic matcher's defaults did not change: no hint."""
+    from types import SimpleNamespace
+
+    from ssgallery.app.options import resolve_training
+    from ssgallery.app.parts import options_digest
+    from ssgallery.app.update import warn_retrained
+
+    black_box = resolve_training(CompressOptions(m=1), black_box=True)
+    before = replace(black_box, max_iter=200, swap_rounds=0)
+    models = {"c1": SimpleNamespace(provenance={"options_digest": options_digest(before)})}
+    said = []
+    warn_retrained(models, black_box, "g.h5", said.append)
+    assert said == ["g.h5: c1: trained with other options than this run's: trained again "
+                    "(to keep them, give the options they were compressed with; those "
+                    "trained with `max_iter` 200 and `swap_rounds` 0 are kept with "
+                    "`max_iter` 200 and `swap_rounds` 0)"]
+    analytic = resolve_training(CompressOptions(m=1), black_box=False)
+    said = []
+    warn_retrained({"c1": SimpleNamespace(provenance={"options_digest": "0" * 64})},
+                   analytic, "g.h5", said.append)
+    assert "those trained with" not in said[0]
+
+
 # ----------------------------------------------------------------- Dask
 def test_dask_local_cluster_gives_the_serial_gallery(store, tmp_path, monkeypatch):
     pytest.importorskip("distributed", reason="the 'distributed' extra is not installed")

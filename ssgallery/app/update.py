@@ -4,6 +4,7 @@ operating point (`ssgallery.app.compress.compress`)."""
 
 import os
 
+from ssgallery.app.options import MAX_ITER
 from ssgallery.app.parts import options_digest
 from ssgallery.errors import InputError, option
 
@@ -66,14 +67,11 @@ def warn_retrained(models, options, where, warn, what="", verb="keep", store=Non
     part with a ``provenance``) again, made by another run at ``where``: from another
     store (``store``, the run's store fingerprint, given for parts: no options resume a
     part of another store; or a part of this run's options), or with other options (the
-    hint names ``between`` 0 when it would keep some of them: trained with this run's
-    options but 0, as every gallery before its default of 0.5). ``what`` names them
-    (e.g. "committed parts"), ``verb`` what the options would do to them ("keep",
-    "resume")."""
+    hint names an earlier default when it would keep some of them, `_earlier_default`).
+    ``what`` names them (e.g. "committed parts"), ``verb`` what the options would do to
+    them ("keep", "resume")."""
     if not models:
         return
-    from dataclasses import replace
-
     from ssgallery.images.ingest import default_warn
 
     warn = warn or default_warn
@@ -87,14 +85,32 @@ def warn_retrained(models, options, where, warn, what="", verb="keep", store=Non
         warn(f"{lead}{_shown(elsewhere)}: made from another store: trained again")
     if not other:
         return
-    hint = ""
-    at_0 = options_digest(replace(options, between=0.0)) if options.between else None
-    if at_0 and any(models[c].provenance.get("options_digest") == at_0 for c in other):
-        done = {"keep": "kept", "resume": "resumed"}.get(verb, verb)
-        hint = (f"; those trained with {option('between')} 0 are {done} with "
-                f"{option('between')} 0")
+    hint = _earlier_default({c: models[c] for c in other}, options, verb)
     warn(f"{lead}{_shown(other)}: trained with other options than this run's: trained "
          f"again (to {verb} them, give the options they were compressed with{hint})")
+
+
+# Defaults that changed, as the values every gallery made before the change was trained
+# with: between 0 before its default of 0.5 (issue 24), and a black box's max_iter 200
+# and swap_rounds 0 before "auto" trained it on swapped real images (issue 21)
+EARLIER_DEFAULTS = ({"between": 0.0}, {"max_iter": MAX_ITER, "swap_rounds": 0})
+
+
+def _earlier_default(models, options, verb):
+    """The hint naming the first of `EARLIER_DEFAULTS` that would keep some of ``models``
+    (trained with this run's options at that earlier default), or ""."""
+    from dataclasses import replace
+
+    done = {"keep": "kept", "resume": "resumed"}.get(verb, verb)
+    for change in EARLIER_DEFAULTS:
+        earlier = replace(options, **change)
+        if earlier == options:
+            continue
+        digest = options_digest(earlier)
+        if any(m.provenance.get("options_digest") == digest for m in models.values()):
+            said = " and ".join(f"{option(k)} {v:g}" for k, v in change.items())
+            return f"; those trained with {said} are {done} with {said}"
+    return ""
 
 
 def _shown(clients):
