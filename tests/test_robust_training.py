@@ -448,6 +448,39 @@ def test_robust_starts_reach_the_regression_distiller(param, value, drop, kept):
     assert same.any(1).sum() == kept
 
 
+def test_swaps_keep_a_client_image_so_strangers_stay_out():
+    # the client between two impostor subjects: the pair of least training Omega is one
+    # impostor of each, a model of "neither of them" that accepts every stranger; the
+    # swaps keep one of the client's images, and strangers score below its new images
+    import itertools
+
+    from ssgallery.learn.initial import unmoved_omega
+    from ssgallery.learn.solvers import beta_step
+    from ssgallery.learn.supersparse import balanced_weights
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 1.0, size=(6, 2)),
+                   *(rng.normal(c, 0.5, size=(5, 2)) for c in ([3, 0], [-3, 0]))])
+    y = np.array([1] * 6 + [-1] * 10)
+    sim = RBFSimilarity(0.5)
+    svm = SimilaritySVM(similarity=sim).fit(X, y)
+    d = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=2, similarity=sim,
+                             init="genuine", max_iter=0, swap_rounds=3).fit(X, y)
+    t, u, lam, G = svm.decision_function(X), balanced_weights(y), d.regressor_.lam_, sim(X, X)
+    rows = [int(np.flatnonzero((X == z).all(axis=1))[0]) for z in d.prototypes_]
+    assert (t[rows] > 0).any()
+    pair = list(min(itertools.combinations(range(len(X)), 2),
+                    key=lambda P: unmoved_omega(G[:, list(P)], t, u, lam)))
+    assert (y[pair] < 0).all()  # the free swaps' goal: impostors only, lower Omega
+    assert unmoved_omega(G[:, pair], t, u, lam) < d.regressor_.objective_ / 3
+    probes = rng.normal(0, 1.0, size=(20, 2))
+    strangers = np.column_stack([rng.normal(0, 0.5, 20), rng.choice([-3.0, 3.0], 20)])
+    beta, b = beta_step(G[:, pair], t, u, lam)
+    neither = lambda Z: sim(Z, X[pair]) @ beta + b
+    assert neither(strangers).min() > neither(probes).mean()  # every stranger accepted
+    assert d.decision_function(strangers).max() < d.decision_function(probes).mean()
+
+
 def test_a_black_box_trains_on_swapped_real_images_by_default(l1):
     """train_client with the defaults on a black box (the served L1 program): swaps of
     real training images and no move, so no program run beyond the Gram matrix and

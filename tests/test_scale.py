@@ -361,10 +361,10 @@ def test_update_hints_at_the_black_box_training_before_auto():
     models = {"c1": SimpleNamespace(provenance={"options_digest": options_digest(before)})}
     said = []
     warn_retrained(models, black_box, "g.h5", said.append)
-    assert said == ["g.h5: c1: trained with other options than this run's: trained again "
-                    "(to keep them, give the options they were compressed with; those "
-                    "trained with `max_iter` 200 and `swap_rounds` 0 are kept with "
-                    "`max_iter` 200 and `swap_rounds` 0)"]
+    assert said == [("g.h5: c1: trained with other options than this run's: trained again "
+                     "(to keep them, give the options they were compressed with; those "
+                     "trained with `max_iter` 200 and `swap_rounds` 0 are kept with "
+                     "`max_iter` 200 and `swap_rounds` 0)")]
     analytic = resolve_training(CompressOptions(m=1), black_box=False)
     said = []
     warn_retrained({"c1": SimpleNamespace(provenance={"options_digest": "0" * 64})},

@@ -261,6 +261,10 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds):
     distance): each round makes the single swap that lowers the unmoved Omega most
     (beta and b by Eq. 4 (eq:beta)), until ``rounds`` swaps or none lowers it.
 
+    A start with a prototype on a row of positive target (distillation: the client's
+    own image) keeps one: no swap leaves a verification model made of impostors only,
+    which would accept whoever looks like none of the few impostors it was fitted on.
+
     The similarities of every row to every row of positive weight come from one call
     ``similarity(X, X[rows])`` (with a black-box matcher, the Gram matrix it already
     answered for the teacher: its cache, no program run); memory is n x n.
@@ -291,12 +295,17 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds):
     S = np.asarray(similarity(X, Z), dtype=float)
     in_start = [(X_rows == z).all(axis=1) for z in Z]  # every copy of a repeated row
     free = ~np.any(in_start, axis=0)  # rows not already a prototype
+    positive = np.array([bool((y[rows][hit] > 0).any()) for hit in in_start])
+    keep_one = positive.any()  # a client's image in the start stays represented
     best = unmoved_omega(S, y, u, lam)
     for _ in range(rounds):
         swap = None
         for i in range(len(Z)):
             trial = S.copy()
+            others_positive = np.delete(positive, i).any()
             for j in np.flatnonzero(free):
+                if keep_one and not others_positive and y[rows[j]] <= 0:
+                    continue
                 trial[:, i] = S_rows[:, j]
                 omega = unmoved_omega(trial, y, u, lam)
                 if omega < best and (swap is None or omega < swap[0]):
@@ -306,6 +315,7 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds):
         best, i, j = swap
         in_start[i] = (X_rows == X_rows[j]).all(axis=1)
         free = ~np.any(in_start, axis=0)
+        positive[i] = y[rows[j]] > 0
         S[:, i], Z[i] = S_rows[:, j], X_rows[j]
     return Z
 

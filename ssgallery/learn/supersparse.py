@@ -128,8 +128,9 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         `between_points` too), each the one that lowers the unmoved Omega most
         (`ssgallery.learn.initial.swap_start`: one similarity call of every row to
         every row, memory n x n; with a black-box matcher, the Gram matrix its cache
-        already holds). For a matcher whose moves gain little (a black box, Eq. 7
-        (eq:similarity-grad)), the choice of real images does most of the work.
+        already holds). A start holding a row of positive target keeps one. For a
+        matcher whose moves gain little (a black box, Eq. 7 (eq:similarity-grad)), the
+        choice of real images does most of the work.
     normalize_y : bool, default=False
         Standardise y (weighted mean 0, variance 1) before fitting; ``beta_`` and
         ``intercept_`` are mapped back to the units of y. Then ``lam`` is relative to the
