@@ -171,13 +171,29 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
     -------
     CompressSummary
     """
+    from ssgallery.formats.atomic import output_lock
     from ssgallery.formats.encryption import load_privacy_key
     from ssgallery.formats.integrity import load_key
+    from ssgallery.images.ingest import default_warn
 
     options = options if options is not None else CompressOptions()
     run = run if run is not None else CompressRun()
     key, privacy_key = load_key(run.key_file), load_privacy_key(run.privacy_key_file)
     plan = prepare(store_path, gallery_path, options, run, privacy_key)
+    # the gallery's lock from before the parts folder and --update's read of the old
+    # gallery to the gallery's rename: two runs on one gallery take turns (each used to
+    # remove the other's <gallery>.parts/ as it started or finished)
+    with output_lock(gallery_path, wait=run.warn or default_warn):
+        return _locked_run(plan, options, (store_path, gallery_path), run,
+                           (key, privacy_key))
+
+
+def _locked_run(plan, options, paths, run, secrets):
+    """`compress` once the gallery's lock is held: resume or update, train, calibrate,
+    write (``paths``: the store's and the gallery's, ``secrets``: the signing and
+    privacy keys)."""
+    store_path, gallery_path = paths
+    key, privacy_key = secrets
     results, (previous, previous_point) = \
         kept_from_gallery(plan, gallery_path, key, privacy_key, run.warn) if run.update \
         else ({}, (None, None))

@@ -128,7 +128,11 @@ class PartsFolder:
                 return None
             with contextlib.suppress(FileExistsError):
                 os.mkdir(self.path, 0o700)
-            return self._folder()
+            fd = self._folder()
+            if fd is None:  # removed again at once: never write beside the cwd instead
+                raise SsgalleryError("the parts folder was removed as it was made",
+                                     path=self.path)
+            return fd
         except OSError:  # ELOOP: a symbolic link; ENOTDIR: a file
             raise SsgalleryError("the parts folder is a symbolic link or not a folder; "
                                  "compress never follows it: remove it", path=self.path) \

@@ -24,7 +24,8 @@ class _Group(click.Group):
     """The one error contract (docs/security.md): `ssgallery.errors.SsgalleryError`
     and any OSError -> one line on stderr + exit 2 (also an unknown or badly set
     ``SSGALLERY_*`` environment variable, checked first); Ctrl-C and SIGTERM -> "interrupted" +
-    exit 130; any other exception -> "internal error" on one line + exit 4 (``--debug``
+    exit 130 (also when a library swallowed the interrupt or turned it into another
+    exception); any other exception -> "internal error" on one line + exit 4 (``--debug``
     or ``SSGALLERY_DEBUG=1``: the traceback too). Click's own usage errors exit 2."""
 
     def main(self, *args, **kwargs):
@@ -72,6 +73,8 @@ class _Group(click.Group):
             where = f"{printable(exc.filename)}: " if getattr(exc, "filename", None) else ""
             _fail(f"error: {where}{printable(exc.strerror or exc)}", EXIT_INPUT, ctx)
         except Exception as exc:  # noqa: BLE001 - the contract: never a bare traceback
+            if _signalled:  # our KeyboardInterrupt, turned into another exception by
+                _interrupted_anyway(ctx)  # compiled code (h5py: SystemError, ImportError)
             text = printable(" ".join(str(exc).split()))[:500]
             _fail(f"internal error: {type(exc).__name__}{': ' if text else ''}{text} "
                   "(please report it; --debug shows the traceback)", EXIT_INTERNAL, ctx)
@@ -142,6 +145,19 @@ def _exit_interrupted(note=""):
     else:
         click.echo("ssgallery: interrupted; nothing was written", err=True)
     sys.exit(130)
+
+
+def _interrupted_anyway(ctx):
+    """Exit 130 for an exception that an interrupt of this command became: its handler
+    raised KeyboardInterrupt inside compiled code that set another exception instead
+    (Cython's module set-up turns it into ImportError) or returned a result with it set
+    (CPython then raises SystemError from it, e.g. at h5py's ``FastRLock.__exit__``).
+    ``--debug``: the traceback too."""
+    if _debug(ctx):
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+    _exit_interrupted()
 
 
 def _exit_on_signal(signum, frame):

@@ -11,8 +11,8 @@ Every output (store, gallery, report files, montages) is written by `atomic_path
 - **permissions**: an existing output keeps its permission bits; a new one follows the
   umask (like any file the user creates);
 - **locks**: writers of the same store or gallery take ``<target>.lock`` (the
-  ``filelock`` package); `output_lock` lets a read-modify-write (``enroll --add``)
-  hold it from the read to the rename;
+  ``filelock`` package); `output_lock` lets a read-modify-write (``enroll --add``;
+  ``compress`` and its parts folder) hold it from the read to the rename;
 - **stale temporary files** (``<name>.ssgallery-tmp-<pid>-<token>``) of a run that died
   (SIGKILL, power loss) are removed by the next writer of the same output;
 - **signals**: SIGINT/SIGTERM are held back while the temporary file is created (so it

@@ -159,6 +159,50 @@ def test_concurrent_writers(tmp_path):
     assert _leftovers(tmp_path) == []
 
 
+def _wait_for(path, text, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in path.read_text():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_concurrent_compress_runs_take_turns(tmp_path):
+    """`compress` holds the gallery's lock from before it touches ``<gallery>.parts/`` to
+    the gallery's rename: while another run holds it, a run waits (saying so) without
+    having made the parts folder; released, the runs take turns and both succeed. (Each
+    used to remove the other's parts folder as it started or finished: "cannot write it
+    (No such file or directory)", exit 2, in about 1 of 15 pairs under load.)"""
+    from ssgallery.formats.atomic import output_lock
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4)
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+    assert subprocess.run(_cli("enroll", faces, "--store", store), env=ENV,
+                          capture_output=True, check=False).returncode == 0
+    errs = [tmp_path / f"{s}.err" for s in (0, 1)]
+    with output_lock(gallery):  # another run writing the gallery
+        procs = []
+        for s, err in zip((0, 1), errs):
+            with open(err, "w") as handle:
+                procs.append(subprocess.Popen(
+                    _cli("compress", "--store", store, "-o", gallery, "--m", 1, "--cv-folds",
+                         0, "--max-iter", 3, "--seed", s), env=ENV,
+                    stdout=subprocess.DEVNULL, stderr=handle))
+        waited = [_wait_for(err, "another ssgallery run is writing it") for err in errs]
+        running = [p.poll() is None for p in procs]
+        parts_made = os.path.exists(f"{gallery}.parts")
+    codes = [p.wait(timeout=300) for p in procs]
+    messages = [err.read_text() for err in errs]
+    assert waited == [True, True] and running == [True, True], messages
+    assert not parts_made
+    assert codes == [0, 0], messages
+    info = subprocess.run(_cli("info", "--gallery", gallery), env=ENV, capture_output=True,
+                          check=False)
+    assert info.returncode == 0, info.stderr
+    assert not os.path.exists(f"{gallery}.parts") and _leftovers(tmp_path) == []
+
+
 @pytest.mark.parametrize("mode", ["crash", "garbage", "wrong_shape", "nan", "no_output",
                                   "bad_describe", "hang"])
 def test_hostile_matchers(tmp_path, mode):
