@@ -372,6 +372,26 @@ def test_update_hints_at_the_black_box_training_before_auto():
     assert "those trained with" not in said[0]
 
 
+def test_update_hints_at_swap_rounds_0_for_a_black_box_gallery_with_its_own_max_iter():
+    """A black box's gallery made before "auto" with its own --max-iter (the old docs'
+    `compress --m 5 --cv-folds 0 --max-iter 4`) is kept by that --max-iter and
+    --swap-rounds 0: the hint names --swap-rounds 0, the one default that changed."""
+    from types import SimpleNamespace
+
+    from ssgallery.app.options import resolve_training
+    from ssgallery.app.parts import options_digest
+    from ssgallery.app.update import warn_retrained
+
+    now = resolve_training(CompressOptions(m=5, cv_folds=0, max_iter=4), black_box=True)
+    before = replace(now, swap_rounds=0)
+    models = {"c1": SimpleNamespace(provenance={"options_digest": options_digest(before)})}
+    said = []
+    warn_retrained(models, now, "g.h5", said.append)
+    assert said == [("g.h5: c1: trained with other options than this run's: trained again "
+                     "(to keep them, give the options they were compressed with; those "
+                     "trained with `swap_rounds` 0 are kept with `swap_rounds` 0)")]
+
+
 # ----------------------------------------------------------------- Dask
 def test_dask_local_cluster_gives_the_serial_gallery(store, tmp_path, monkeypatch):
     pytest.importorskip("distributed", reason="the 'distributed' extra is not installed")

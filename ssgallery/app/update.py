@@ -92,8 +92,10 @@ def warn_retrained(models, options, where, warn, what="", verb="keep", store=Non
 
 # Defaults that changed, as the values every gallery made before the change was trained
 # with: between 0 before its default of 0.5 (issue 24), and a black box's max_iter 200
-# and swap_rounds 0 before "auto" trained it on swapped real images (issue 21)
-EARLIER_DEFAULTS = ({"between": 0.0}, {"max_iter": MAX_ITER, "swap_rounds": 0})
+# and swap_rounds 0 before "auto" trained it on swapped real images (issue 21); or
+# swap_rounds 0 alone, for a black box's gallery made with its own --max-iter (e.g. 4)
+EARLIER_DEFAULTS = ({"between": 0.0}, {"max_iter": MAX_ITER, "swap_rounds": 0},
+                    {"swap_rounds": 0})
 
 
 def _earlier_default(models, options, verb):
