@@ -89,7 +89,8 @@ def _int_or_auto(lowest):
 @click.option("--cv-folds", type=click.IntRange(min=0), default=DEFAULT.cv_folds,
               show_default=True,
               help="Folds of the threshold CV; 0 = thresholds on training scores (faster, "
-              "optimistic; for slow external matchers).")
+              "optimistic; with an external matcher it saves program runs only where the "
+              "prototypes move, --max-iter > 0).")
 @click.option("--max-iter", default=DEFAULT.max_iter, show_default=True,
               callback=_int_or_auto(0), metavar="N|auto",
               help="Learner iterations: L-BFGS-B steps (varpro) or sweeps over the m "
@@ -180,7 +181,7 @@ def command(store, gallery, as_json, quiet, **options):
       ssgallery compress --target-fpir 0.001   # 1:N: 0.1 % of strangers' searches hit
       ssgallery compress --m auto --rho 0.005
       ssgallery compress --threshold-mode client   # each client's own threshold
-      ssgallery compress --m 5 --cv-folds 0    # a slow external matcher
+      ssgallery compress --m 5 --cv-folds 0    # thresholds on training scores
       ssgallery compress --jobs 2              # two local processes, same gallery
       ssgallery compress --resume              # after Ctrl-C: only the missing clients
       ssgallery compress --update              # after enroll --add: only the new clients
