@@ -342,6 +342,9 @@ def test_between_enters_the_digest_and_provenance_unless_0(faces_factory, tmp_pa
     compress(tmp_path / "e.h5", tmp_path / "b.h5", run=run)
     plain, between = (read_gallery(tmp_path / f).clients["c01"] for f in ("plain.h5", "b.h5"))
     assert "between" not in plain.provenance and between.provenance["between"] == 0.5
+    # compress() itself, options left at "auto", digests as every eigenface gallery before
+    assert plain.provenance["options_digest"] == DEFAULT_DIGEST
+    assert between.provenance["options_digest"] == BETWEEN_DIGEST
     assert plain.normalization["mean"] != between.normalization["mean"]  # a new fit
     r = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "e.h5"), "-o",
                                   str(tmp_path / "bad.h5"), "--between", "-1"])
