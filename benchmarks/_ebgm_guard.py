@@ -70,7 +70,7 @@ def guard_job(args, images_tr, y, groups, gen, imp, jets):
         gram = sim(X, X)  # compress: one S(X, X) for every client, before any training
         opts = CompressOptions(m=args.m, lam=args.lam, solver=args.solver, init=args.init,
                                max_iter=args.max_iter, refresh_every=args.refresh_every,
-                               guard=True)
+                               guard=True, swap_rounds=0)  # the arm as published: no swaps
         with training_cost(matcher) as cost:
             fit = train_client(X, y, sim, opts, groups=groups, bounds=matcher.bounds(),
                                gram=gram)

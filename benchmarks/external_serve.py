@@ -2,7 +2,9 @@
 the persistent mode (``PROGRAM --serve``), side by side in one run.
 
 Synthetic faces (``--identities`` x 5 images, 46x56), ``compress --m 2 --cv-folds 0
---max-iter 4`` (the settings the README gives for slow external matchers). The L1
+--max-iter 4 --swap-rounds 0`` (prototypes moved by Eq. 7, the training that asks the
+program most; a black box's default, swapped real images never moved, asks it only for
+the Gram matrix). The L1
 example matcher (tests/matchers/serve_mad.py, the example_mad.py matcher with --serve)
 compresses every client; ssgallery-ebgm compresses ``--ebgm-clients`` of them (every
 image still an impostor). Each pair of runs must give array-equal galleries.
@@ -51,7 +53,7 @@ def run(faces, tmp, name, command, clients, max_iter, size=(46, 56), test=None):
                matcher_options={"command": command, "serve": serve})
         t0 = time.perf_counter()
         s = compress(store, Path(tmp) / f"g-{name}-{serve}.h5",
-                     CompressOptions(m=2, cv_folds=0, max_iter=max_iter),
+                     CompressOptions(m=2, cv_folds=0, max_iter=max_iter, swap_rounds=0),
                      CompressRun(clients=clients, matcher_cmd=command))  # the host names it
         wall = time.perf_counter() - t0
         n = len(s.clients)
@@ -100,7 +102,8 @@ def main(argv=None):
     print(table)
     write_page("external_serve", "External matchers: one-shot calls vs the persistent mode",
                table, notes=(f"{args.identities} synthetic identities x 5 images at 46x56, "
-                             f"compress --m 2 --cv-folds 0 --max-iter {args.max_iter}, one "
+                             f"compress --m 2 --cv-folds 0 --max-iter {args.max_iter} "
+                             "--swap-rounds 0, one "
                              "process. Program "
                              "starts exclude the --describe runs of enrollment. Scoring calls "
                              "per client are the same in both modes (the same requests, "

@@ -35,7 +35,8 @@ Methods, all on the same EBGM similarity:
 
 - ``compress --guard``: the client trained exactly as ``ssgallery compress --guard``
   trains it, by the same function (`ssgallery.app.client_fit.train_client`, options
-  ``CompressOptions(m, lam, solver, init, max_iter, refresh_every, guard=True)``, the
+  ``CompressOptions(m, lam, solver, init, max_iter, refresh_every, guard=True,
+  swap_rounds=0)``, the
   defaults of everything else: seed 0, 5-fold threshold CV with impostors held out by
   subject, on the same 100 training images and their Gram matrix). The guard measures
   the distilled model's held-out ``teacher_gap`` (share of misranked genuine-impostor

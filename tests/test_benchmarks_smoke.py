@@ -66,7 +66,7 @@ CASES = {
         "--people", "6", "--train-images", "3", "--jobs", "1", "--cache", ""], "lfw"),
     "paper_lfw_dlibbox": ("paper_lfw_dlibbox", lambda tmp, data: [
         "--people", "4", "--clients", "1", "--m", "2", "--max-iter", "1",
-        "--variants", "start,alg1", "--cache", ""], "lfw"),
+        "--variants", "start,swap,alg1", "--cache", ""], "lfw"),
     "paper_table1": ("table1", lambda tmp, data: [
         "--identities", "10", "--images", "4", "--folds", "2", "--skip-lfw",
         "--diabetes-rows", "40", "--m-grid", "3,2"], None),

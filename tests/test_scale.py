@@ -349,7 +349,7 @@ def test_update_hints_at_between_0_only_where_it_keeps_the_clients(tmp_path):
 
 def test_update_hints_at_the_black_box_training_before_auto():
     """A black box's client trained before "auto" (max_iter 200, no swaps) is named with
-    the flags that keep it; an analytic matcher's defaults did not change: no hint."""
+    the flags that keep it."""
     from types import SimpleNamespace
 
     from ssgallery.app.options import resolve_training
@@ -365,11 +365,6 @@ def test_update_hints_at_the_black_box_training_before_auto():
                      "(to keep them, give the options they were compressed with; those "
                      "trained with `max_iter` 200 and `swap_rounds` 0 are kept with "
                      "`max_iter` 200 and `swap_rounds` 0)")]
-    analytic = resolve_training(CompressOptions(m=1), black_box=False)
-    said = []
-    warn_retrained({"c1": SimpleNamespace(provenance={"options_digest": "0" * 64})},
-                   analytic, "g.h5", said.append)
-    assert "those trained with" not in said[0]
 
 
 def test_update_hints_at_swap_rounds_0_for_a_black_box_gallery_with_its_own_max_iter():

@@ -184,9 +184,9 @@ class CompressOptions(_Options):
     swap_rounds : int
         Improve each client's start by up to this many swaps of a prototype for one of
         its training images (or of the points between the classes, with ``between``),
-        each the swap that lowers the unmoved training objective most, keeping one of
-        the client's images (`ssgallery.learn.initial.swap_start`); 0: the start rule's
-        prototypes. The
+        each the swap that lowers the unmoved training objective most, keeping one image
+        the SVM accepts, normally the client's own (`ssgallery.learn.initial.swap_start`);
+        0: the start rule's prototypes. The
         swaps read the similarities among the training images (a black box's Gram
         matrix, already answered: no program run); memory grows as the square of the
         client's training images. "auto" (default): 0 for an analytic matcher,

@@ -261,9 +261,11 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds):
     distance): each round makes the single swap that lowers the unmoved Omega most
     (beta and b by Eq. 4 (eq:beta)), until ``rounds`` swaps or none lowers it.
 
-    A start with a prototype on a row of positive target (distillation: the client's
-    own image) keeps one: no swap leaves a verification model made of impostors only,
-    which would accept whoever looks like none of the few impostors it was fitted on.
+    A start with a prototype on a row of positive target (distillation: a training image
+    the teacher accepts, normally one of the client's own; the ``"genuine"`` start rule
+    reads the same sign) keeps one: no swap leaves a verification model made of images
+    the teacher rejects only, which would accept whoever looks like none of the few
+    impostors it was fitted on.
 
     The similarities of every row to every row of positive weight come from one call
     ``similarity(X, X[rows])`` (with a black-box matcher, the Gram matrix it already
