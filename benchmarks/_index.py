@@ -149,11 +149,14 @@ HEADLINES = {
         + grab(t, r"^Tail:(?:.*\n)+?\s+svm\s+(\S+)") + ", start "
         + grab(t, r"^Tail:(?:.*\n)+?\s+start\s+(\S+)") + ", 30 sweeps p=5 eta 2 "
         + grab(t, r"^Tail:(?:.*\n)+?\s+30 sweeps p=5 eta 2\s+(\S+)") + _start_choice(t)),
-    "ebgm_swaps": lambda t: "AT&T, EBGM, unmoved mean client EER, start -> 3 swaps (SVM): " + ", ".join(
-        f"seed {s} " + grab(t, rf"^Unmoved starts, seed {s} (?:.*\n)+?\s+start\s+(\S+)")
-        + " -> " + grab(t, rf"^Unmoved starts, seed {s} (?:.*\n)+?\s+swaps 3\s+(\S+)")
-        + " (" + grab(t, rf"^Unmoved starts, seed {s} (?:.*\n)+?\s+svm\s+(\S+)") + ")"
-        for s in re.findall(r"^Unmoved starts, seed (\d+)", t, re.MULTILINE)),
+    "ebgm_swaps": lambda t: (
+        "AT&T, EBGM, unmoved mean client EER, start -> 3 swaps; compress's black-box "
+        "default (SVM): " + ", ".join(
+            f"seed {s} " + grab(t, rf"^Unmoved starts, seed {s} (?:.*\n)+?\s+start\s+(\S+)")
+            + " -> " + grab(t, rf"^Unmoved starts, seed {s} (?:.*\n)+?\s+swaps 3\s+(\S+)")
+            + "; " + grab(t, rf"^Unmoved starts, seed {s} (?:.*\n)+?\s+compress\s+(\S+)")
+            + " (" + grab(t, rf"^Unmoved starts, seed {s} (?:.*\n)+?\s+svm\s+(\S+)") + ")"
+            for s in re.findall(r"^Unmoved starts, seed (\d+)", t, re.MULTILINE))),
     "ebgm_throughput": lambda t: (
         "200 x 200 batch: " + grab(t, r"200 x 200\s+\d+\s+[\d.]+\s+[\d.]+\s+(\d+)")
         + " pairs/s wall, " + grab(t, r"200 x 200\s+\d+\s+[\d.]+\s+[\d.]+\s+\d+\s+(\d+)")
