@@ -230,14 +230,16 @@ def test_failed_compress_leaves_no_gallery_only_committed_parts(built, tmp_path)
     interrupt = RecordProgress(stop_at=("training clients", 2))
     with pytest.raises(KeyboardInterrupt, match="2 finished client"):
         compress(root / "e.h5", out, run=CompressRun(progress=interrupt))
-    assert os.listdir(tmp_path) == ["g.h5.parts"]  # no gallery, two committed clients
+    # no gallery, two committed clients (and the run's lock file, which stays:
+    # docs/security.md, "Locks")
+    assert sorted(os.listdir(tmp_path)) == ["g.h5.lock", "g.h5.parts"]
     assert len(os.listdir(tmp_path / "g.h5.parts")) == 2
     # an existing gallery survives a failing run untouched
     out.write_bytes((root / "g.h5").read_bytes())
     with pytest.raises(KeyboardInterrupt):
         compress(root / "e.h5", out, run=CompressRun(progress=interrupt))
     assert out.read_bytes() == (root / "g.h5").read_bytes()
-    assert sorted(os.listdir(tmp_path)) == ["g.h5", "g.h5.parts"]
+    assert sorted(os.listdir(tmp_path)) == ["g.h5", "g.h5.lock", "g.h5.parts"]
     with pytest.raises(SsgalleryError, match="not an enrolled client: zz"):
         compress(root / "e.h5", out, run=CompressRun(clients="c00,zz"))
     # a bad output folder fails before any training (progress is never called)
