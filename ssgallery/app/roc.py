@@ -10,9 +10,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ssgallery.app.options import ReportOptions, RocInputs, resolve_between
+from ssgallery.app.options import (
+    CompressOptions,
+    ReportOptions,
+    RocInputs,
+    resolve_between,
+    resolve_training,
+)
 from ssgallery.biometrics.evaluation import evaluate
-from ssgallery.biometrics.protocol import ProtocolOptions
+from ssgallery.biometrics.protocol import ProtocolOptions, method_specs
 from ssgallery.biometrics.scores import Scores, read_score_files
 from ssgallery.errors import InputError, naming, option
 from ssgallery.learn.threads import single_threaded_blas
@@ -160,10 +166,8 @@ def _trained_as_compress(protocol):
     (`ssgallery.app.options.resolve_training`): swaps of real training images, no move.
     A method whose ``method_options`` set ``max_iter`` or ``swap_rounds`` keeps them;
     ``ssvm-paper`` stays the paper's Algorithm 1."""
-    from ssgallery.app.options import BLACK_BOX_MAX_ITER, BLACK_BOX_SWAP_ROUNDS
-    from ssgallery.biometrics.protocol import method_specs
-
-    auto = {"max_iter": BLACK_BOX_MAX_ITER, "swap_rounds": BLACK_BOX_SWAP_ROUNDS}
+    trained = resolve_training(CompressOptions(), black_box=True)
+    auto = {"max_iter": trained.max_iter, "swap_rounds": trained.swap_rounds}
     options = dict(protocol.method_options)
     for name, _ in method_specs(protocol.methods, (1,)):
         own = options.get(name, {})
@@ -196,7 +200,6 @@ def roc_dev_eval(dev_scores, eval_scores, report=None):
     """One global threshold per method chosen on development score files by the
     report's ``criterion`` ("eer", "min-hter" or "far" with ``criterion_far``), error
     rates on evaluation score files (``bob bio metrics -e``); writes ``summary.json``."""
-
     from ssgallery import __version__
     from ssgallery.biometrics.evaluation import dev_eval
     from ssgallery.biometrics.report import SUMMARY_HEAD
