@@ -39,7 +39,9 @@ def interrupt_handlers(handler):
 
     The previous handlers are read before any is replaced and restored in a ``finally``
     that covers the replacements, so an interrupt at any moment, even between replacing
-    one handler and the other, cannot leave a handler of the block behind.
+    one handler and the other, cannot leave a handler of the block behind. A signal
+    that a previous handler only recorded (the entry point's, whose ``received`` lists
+    it) is delivered to ``handler`` as the block starts.
     """
     import signal
     import sys
@@ -104,6 +106,12 @@ def interrupt_handlers(handler):
         sys.unraisablehook = unraisable
         for s in watched:
             signal.signal(s, handle)
+        for old in previous.values():
+            taken = _recorded(old)
+            if taken:  # came before the block (`ssgallery.__main__.run`): delivered now
+                signum = taken[-1]
+                taken.clear()
+                handle(signum, None)
         yield True
     finally:
         active[0] = False
@@ -111,6 +119,13 @@ def interrupt_handlers(handler):
             if old is not None:  # None: a handler not installed from Python
                 signal.signal(s, old)
         sys.unraisablehook = hook
+
+
+def _recorded(handler):
+    """The signals a handler that only records them (``received``: the entry point's,
+    `ssgallery.__main__.run`) took, else an empty list."""
+    received = getattr(handler, "received", None)
+    return received if isinstance(received, list) else []
 
 
 class interrupts_deferred:  # lower case: used as ``with interrupts_deferred():``

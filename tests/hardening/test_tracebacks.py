@@ -323,6 +323,44 @@ def test_interrupt_turned_into_another_exception_is_an_interrupt(site, name):
     assert (r.returncode, r.stderr) == (130, "ssgallery: interrupted; nothing was written\n")
 
 
+SIGNAL_IN_IMPORT_CALLBACK = """
+import importlib.abc, signal, sys, weakref
+
+class Thing:
+    pass
+
+class SignalInACallback(importlib.abc.MetaPathFinder):
+    # a real SIGNUM whose handler runs inside a callback (Python drops what it raises)
+    # as the command line imports click, before the command's handlers are in place
+    def find_spec(self, name, path=None, target=None):
+        if name == "click":
+            sys.meta_path.remove(self)
+            thing = Thing()
+            weakref.finalize(thing, signal.raise_signal, signal.SIGNUM)
+            del thing
+        return None
+
+sys.meta_path.insert(0, SignalInACallback())
+sys.argv = ["ssgallery", "info", "--store", STORE]
+from ssgallery.__main__ import run
+run()
+"""
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_interrupt_while_the_command_line_imports(site, name):
+    """Ctrl-C or SIGTERM while `ssgallery` imports its modules (the interpreter's
+    KeyboardInterrupt, raised inside an importlib callback, was dropped with "Exception
+    ignored" and `info` ran to completion, exit 0; SIGTERM killed the process) is
+    "interrupted", 130, one line."""
+    script = SIGNAL_IN_IMPORT_CALLBACK.replace("SIGNUM", name).replace(
+        "STORE", repr(str(site["root"] / "e.h5")))
+    r = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True,
+                       text=True, timeout=60, check=False)
+    assert (r.returncode, r.stdout, r.stderr) == (
+        130, "", "ssgallery: interrupted; nothing was written\n"), (r.returncode, r.stderr)
+
+
 def test_signals_during_enroll_add(tmp_path):
     """SIGINT/SIGTERM at random moments (fixed seed) of `enroll --add` (the issue: 4 of
     12 runs printed "Exception ignored ... KeyboardInterrupt"): 0 or 130, and stderr
