@@ -21,6 +21,10 @@ EXIT_STDOUT_CLOSED = 141  # standard output closed by its reader (`| head`): 128
 REDELIVERY_DELAY = 0.005  # s: a signal dropped inside a finalizer is delivered again
 _deferring = []  # one entry per open `interrupts_deferred` block
 _pending = []  # interrupts that came during such a block
+# SIGINT/SIGTERM that the command's handler took during this command (the command line
+# records and clears them): an exception then is an interrupt that compiled code turned
+# into another one (ImportError, SystemError)
+signals_received = set()
 
 
 def interrupt():
