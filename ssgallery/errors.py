@@ -21,6 +21,10 @@ EXIT_STDOUT_CLOSED = 141  # standard output closed by its reader (`| head`): 128
 REDELIVERY_DELAY = 0.005  # s: a signal dropped inside a finalizer is delivered again
 _deferring = []  # one entry per open `interrupts_deferred` block
 _pending = []  # interrupts that came during such a block
+# SIGINT/SIGTERM that the command's handler took during this command (the command line
+# records and clears them): an exception then is an interrupt that compiled code turned
+# into another one (ImportError, SystemError)
+signals_received = set()
 
 
 def interrupt():
@@ -39,7 +43,9 @@ def interrupt_handlers(handler):
 
     The previous handlers are read before any is replaced and restored in a ``finally``
     that covers the replacements, so an interrupt at any moment, even between replacing
-    one handler and the other, cannot leave a handler of the block behind.
+    one handler and the other, cannot leave a handler of the block behind. A signal
+    that a previous handler only recorded (the entry point's, whose ``received`` lists
+    it) is delivered to ``handler`` as the block starts.
     """
     import signal
     import sys
@@ -104,6 +110,12 @@ def interrupt_handlers(handler):
         sys.unraisablehook = unraisable
         for s in watched:
             signal.signal(s, handle)
+        for old in previous.values():
+            taken = _recorded(old)
+            if taken:  # came before the block (`ssgallery.__main__.run`): delivered now
+                signum = taken[-1]
+                taken.clear()
+                handle(signum, None)
         yield True
     finally:
         active[0] = False
@@ -111,6 +123,13 @@ def interrupt_handlers(handler):
             if old is not None:  # None: a handler not installed from Python
                 signal.signal(s, old)
         sys.unraisablehook = hook
+
+
+def _recorded(handler):
+    """The signals a handler that only records them (``received``: the entry point's,
+    `ssgallery.__main__.run`) took, else an empty list."""
+    received = getattr(handler, "received", None)
+    return received if isinstance(received, list) else []
 
 
 class interrupts_deferred:  # lower case: used as ``with interrupts_deferred():``

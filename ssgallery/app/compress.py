@@ -44,7 +44,7 @@ from ssgallery.app.parallel import run_jobs
 from ssgallery.app.parts import PartsFolder, encode_result, options_digest, run_key
 from ssgallery.app.thresholds import apply, calibrate
 from ssgallery.app.update import kept_from_gallery, warn_retrained
-from ssgallery.errors import NotRenderableError, SsgalleryError
+from ssgallery.errors import NotRenderableError, SsgalleryError, signals_received
 from ssgallery.learn.supersparse import resolve_init  # noqa: F401  (public here)
 from ssgallery.learn.threads import single_threaded_blas
 from ssgallery.progress import as_progress
@@ -254,14 +254,24 @@ def _train(plan, run, todo, committed, results):
             results[result.client] = result
             progress.advance()
         progress.end()
-    except KeyboardInterrupt:
-        n = parts.count()
-        if n:
-            raise CompressInterrupted(parts.path, n) from None
-        raise
+    except KeyboardInterrupt as exc:
+        _interrupted(parts, exc)
+    except Exception as exc:
+        if not signals_received:  # not our interrupt turned into another exception by
+            raise  # compiled code (errors.signals_received; cli/__init__.py's catch-all)
+        _interrupted(parts, exc)
     finally:
         if hasattr(plan.matcher, "close"):  # a served external program
             plan.matcher.close()
+
+
+def _interrupted(parts, exc):
+    """An interrupt of the training: `CompressInterrupted` naming the finished clients
+    committed to ``parts`` (for --resume), or ``exc`` again when there is none."""
+    n = parts.count()
+    if n:
+        raise CompressInterrupted(parts.path, n) from None
+    raise exc
 
 
 def _summary(plan, run, paths, results, done):

@@ -16,6 +16,7 @@ from ssgallery.errors import (
     SsgalleryError,
     interrupt_handlers,
     printable,
+    signals_received,
 )
 from ssgallery.safeio import check_environment
 
@@ -38,7 +39,7 @@ class _Group(click.Group):
         from ssgallery.formats.atomic import forget_written
 
         forget_written()
-        _signalled.clear()
+        signals_received.clear()
         try:
             # SIGTERM behaves like Ctrl-C (finally-blocks run: temporary folders and
             # matcher processes are cleaned up), and both are remembered so that an
@@ -56,7 +57,7 @@ class _Group(click.Group):
         except KeyboardInterrupt as exc:
             _exit_interrupted(str(exc))
         except click.exceptions.Exit:
-            if _signalled:  # an interrupt swallowed by a library (e.g. inside h5py)
+            if signals_received:  # an interrupt swallowed by a library (e.g. inside h5py)
                 _exit_interrupted()
             raise
         except (click.exceptions.Abort, click.ClickException, SystemExit):
@@ -73,17 +74,14 @@ class _Group(click.Group):
             where = f"{printable(exc.filename)}: " if getattr(exc, "filename", None) else ""
             _fail(f"error: {where}{printable(exc.strerror or exc)}", EXIT_INPUT, ctx)
         except Exception as exc:  # noqa: BLE001 - the contract: never a bare traceback
-            if _signalled:  # our KeyboardInterrupt, turned into another exception by
+            if signals_received:  # our KeyboardInterrupt, turned into another exception by
                 _interrupted_anyway(ctx)  # compiled code (h5py: SystemError, ImportError)
             text = printable(" ".join(str(exc).split()))[:500]
             _fail(f"internal error: {type(exc).__name__}{': ' if text else ''}{text} "
                   "(please report it; --debug shows the traceback)", EXIT_INTERNAL, ctx)
-        if _signalled:
+        if signals_received:
             _exit_interrupted()
         return result
-
-
-_signalled = set()  # signals received during this command
 
 
 def _debug(ctx):
@@ -167,7 +165,7 @@ def _exit_on_signal(signum, frame):
 def _raise_interrupt(signum, frame):
     from ssgallery.errors import interrupt
 
-    _signalled.add(signum)
+    signals_received.add(signum)
     interrupt()  # KeyboardInterrupt, now or at the end of an interrupts_deferred block
 
 

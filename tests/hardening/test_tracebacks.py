@@ -323,6 +323,85 @@ def test_interrupt_turned_into_another_exception_is_an_interrupt(site, name):
     assert (r.returncode, r.stderr) == (130, "ssgallery: interrupted; nothing was written\n")
 
 
+SIGNAL_IN_IMPORT_CALLBACK = """
+import importlib.abc, signal, sys, weakref
+
+class Thing:
+    pass
+
+class SignalInACallback(importlib.abc.MetaPathFinder):
+    # a real SIGNUM whose handler runs inside a callback (Python drops what it raises)
+    # as the command line imports click, before the command's handlers are in place
+    def find_spec(self, name, path=None, target=None):
+        if name == "click":
+            sys.meta_path.remove(self)
+            thing = Thing()
+            weakref.finalize(thing, signal.raise_signal, signal.SIGNUM)
+            del thing
+        return None
+
+sys.meta_path.insert(0, SignalInACallback())
+sys.argv = ["ssgallery", "info", "--store", STORE]
+from ssgallery.__main__ import run
+run()
+"""
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_interrupt_while_the_command_line_imports(site, name):
+    """Ctrl-C or SIGTERM while `ssgallery` imports its modules (the interpreter's
+    KeyboardInterrupt, raised inside an importlib callback, was dropped with "Exception
+    ignored" and `info` ran to completion, exit 0; SIGTERM killed the process) is
+    "interrupted", 130, one line."""
+    script = SIGNAL_IN_IMPORT_CALLBACK.replace("SIGNUM", name).replace(
+        "STORE", repr(str(site["root"] / "e.h5")))
+    r = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True,
+                       text=True, timeout=60, check=False)
+    assert (r.returncode, r.stdout, r.stderr) == (
+        130, "", "ssgallery: interrupted; nothing was written\n"), (r.returncode, r.stderr)
+
+
+SIGNAL_TURNED_INTO_SYSTEMERROR = """
+import signal, sys
+from ssgallery.app.parts import PartsFolder
+
+write = PartsFolder.write
+
+def write_then_signal(self, result, key):
+    # after the first client is committed, a real SIGNUM whose KeyboardInterrupt
+    # compiled code turns into SystemError (as h5py's FastRLock.__exit__ did)
+    write(self, result, key)
+    PartsFolder.write = write
+    try:
+        signal.raise_signal(signal.SIGNUM)
+    except KeyboardInterrupt as exc:
+        raise SystemError("returned a result with an exception set") from exc
+
+PartsFolder.write = write_then_signal
+sys.argv = ["ssgallery", "compress", "--store", STORE, "-o", GALLERY, "--m", "2",
+            "--cv-folds", "0"]
+from ssgallery.__main__ import run
+run()
+"""
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_interrupt_turned_into_another_exception_keeps_compress_note(site, tmp_path, name):
+    """An interrupt that compiled code turns into another exception during compress's
+    training still says which finished clients were kept for --resume (was "interrupted;
+    nothing was written", as if no part had been committed)."""
+    gallery = tmp_path / "g.h5"
+    script = SIGNAL_TURNED_INTO_SYSTEMERROR.replace("SIGNUM", name).replace(
+        "STORE", repr(str(site["root"] / "e.h5"))).replace("GALLERY", repr(str(gallery)))
+    r = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True,
+                       text=True, timeout=120, check=False)
+    lines = [line for line in r.stderr.splitlines() if "eigenface basis" not in line]
+    note = (f"ssgallery: interrupted; 1 finished client(s) kept in {gallery}.parts; "
+            "'ssgallery compress --resume' with the same options continues")
+    assert (r.returncode, lines) == (130, [note]), r.stderr
+    assert not gallery.exists() and len(os.listdir(f"{gallery}.parts")) >= 1
+
+
 def test_signals_during_enroll_add(tmp_path):
     """SIGINT/SIGTERM at random moments (fixed seed) of `enroll --add` (the issue: 4 of
     12 runs printed "Exception ignored ... KeyboardInterrupt"): 0 or 130, and stderr
