@@ -79,21 +79,22 @@ def _changed(options):
 # ------------------------------------------------------------------------------ checks
 # (the shared ones: ssgallery.checks)
 
-def m_or_auto(name, value):
-    if value == "auto":
-        return value
-    if not is_int(value) or value < 1:
-        raise InputError(f"{_flag(name)} must be a positive integer or 'auto', got {value!r}")
-    return int(value)
+def _int_or_auto(lowest):
+    """The check of a field that is "auto" or an integer >= ``lowest`` (1 or 0)."""
+    kind = "a positive" if lowest == 1 else "a non-negative"
+
+    def check(name, value):
+        if value == "auto":
+            return value
+        if not is_int(value) or value < lowest:
+            raise InputError(f"{_flag(name)} must be {kind} integer or 'auto', "
+                             f"got {value!r}")
+        return int(value)
+    return check
 
 
-def count_or_auto(name, value):
-    if value == "auto":
-        return value
-    if not is_int(value) or value < 0:
-        raise InputError(f"{_flag(name)} must be a non-negative integer or 'auto', "
-                         f"got {value!r}")
-    return int(value)
+m_or_auto = _int_or_auto(1)  # m: prototypes per client
+count_or_auto = _int_or_auto(0)  # max_iter, swap_rounds
 
 
 def _solver(name, value):

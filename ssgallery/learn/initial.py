@@ -297,7 +297,8 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds):
     S = np.asarray(similarity(X, Z), dtype=float)
     in_start = [(X_rows == z).all(axis=1) for z in Z]  # every copy of a repeated row
     free = ~np.any(in_start, axis=0)  # rows not already a prototype
-    positive = np.array([bool((y[rows][hit] > 0).any()) for hit in in_start])
+    y_rows = y[rows]
+    positive = np.array([bool((y_rows[hit] > 0).any()) for hit in in_start])
     keep_one = positive.any()  # a client's image in the start stays represented
     best = unmoved_omega(S, y, u, lam)
     for _ in range(rounds):
@@ -306,7 +307,7 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds):
             trial = S.copy()
             others_positive = np.delete(positive, i).any()
             for j in np.flatnonzero(free):
-                if keep_one and not others_positive and y[rows[j]] <= 0:
+                if keep_one and not others_positive and y_rows[j] <= 0:
                     continue
                 trial[:, i] = S_rows[:, j]
                 omega = unmoved_omega(trial, y, u, lam)
@@ -317,7 +318,7 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds):
         best, i, j = swap
         in_start[i] = (X_rows == X_rows[j]).all(axis=1)
         free = ~np.any(in_start, axis=0)
-        positive[i] = y[rows[j]] > 0
+        positive[i] = y_rows[j] > 0
         S[:, i], Z[i] = S_rows[:, j], X_rows[j]
     return Z
 
