@@ -311,12 +311,14 @@ def test_robust_training_fields_enter_the_digest_only_when_set():
 
 def test_auto_training_resolves_per_matcher_and_passes_set_values_through():
     auto = CompressOptions()
-    assert (auto.max_iter, auto.swap_rounds) == ("auto", "auto")
-    pick = lambda o: (o.max_iter, o.swap_rounds)
-    assert pick(resolve_training(auto, black_box=True)) == (0, 3)
-    assert pick(resolve_training(auto, black_box=False)) == (200, 0)
-    assert pick(resolve_training(CompressOptions(max_iter=4), black_box=True)) == (4, 3)
-    assert pick(resolve_training(CompressOptions(swap_rounds=1), black_box=False)) == (200, 1)
+    assert (auto.m, auto.max_iter, auto.swap_rounds) == (None, "auto", "auto")
+    pick = lambda o: (o.m, o.max_iter, o.swap_rounds)
+    assert pick(resolve_training(auto, black_box=True)) == (5, 0, 3)
+    assert pick(resolve_training(auto, black_box=False)) == (2, 200, 0)
+    assert pick(resolve_training(CompressOptions(max_iter=4), black_box=True)) == (5, 4, 3)
+    assert pick(resolve_training(CompressOptions(swap_rounds=1, m=3), black_box=False)) \
+        == (3, 200, 1)
+    assert pick(resolve_training(CompressOptions(m="auto"), black_box=True)) == ("auto", 0, 3)
     once = resolve_training(auto, black_box=True)
     assert resolve_training(once, black_box=False) == once  # resolved values stay
 

@@ -511,8 +511,8 @@ def test_a_black_box_trains_on_swapped_real_images_by_default(l1):
 
 def test_compress_resolves_auto_training_per_matcher_in_the_provenance(tmp_path):
     """compress digests and records the resolved values: a black box (the example
-    program) max_iter 0 and swap_rounds 3, eigenface 200 and no swaps (as every gallery
-    made before "auto"); explicit values pass through."""
+    program) m 5, max_iter 0 and swap_rounds 3; eigenface m 2, 200 iterations and no
+    swaps (as every gallery made before "auto"); explicit values pass through."""
     from click.testing import CliRunner
     from helpers import make_faces
 
@@ -528,15 +528,41 @@ def test_compress_resolves_auto_training_per_matcher_in_the_provenance(tmp_path)
     env = {"SSGALLERY_MATCHER_CMD": " ".join(program)}
     found = {}
     for store, extra in (("bb.h5", []), ("eig.h5", []),
-                         ("bb.h5", ["--max-iter", "2", "--swap-rounds", "0"])):
+                         ("bb.h5", ["--max-iter", "2", "--swap-rounds", "0", "--m", "2"])):
         out = tmp_path / f"g{len(found)}.h5"
         res = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / store), "-o",
                                         str(out), "--cv-folds", "0", "--clients", "c00",
                                         "--quiet", *extra], env=env)
         assert res.exit_code == 0, res.output
-        prov = read_gallery(out).clients["c00"].provenance
-        found[len(found)] = (prov["max_iter"], prov.get("swap_rounds"))
-    assert found == {0: (0, 3), 1: (200, None), 2: (2, None)}
+        model = read_gallery(out, arrays=True).clients["c00"]
+        found[len(found)] = (len(model.beta), model.provenance["max_iter"],
+                             model.provenance.get("swap_rounds"))
+    assert found == {0: (5, 0, 3), 1: (2, 200, None), 2: (2, 2, None)}
     res = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "bb.h5"),
                                     "--max-iter", "some"], env=env)
     assert res.exit_code == 2 and "expected a non-negative integer or 'auto'" in res.output
+
+
+def test_a_black_box_default_m_never_exceeds_the_store(tmp_path):
+    """The black box's default m (5) is a default, not a request: a store of 4 images
+    trains 4 prototypes; an explicit --m 5 is refused with one line."""
+    from click.testing import CliRunner
+    from helpers import make_faces
+
+    from ssgallery.app.enroll import enroll
+    from ssgallery.cli import main
+    from ssgallery.formats.gallery import read_gallery
+
+    program = [sys.executable, str(HERE / "example_mad.py")]
+    faces_dir = make_faces(str(tmp_path / "faces"), n_clients=2, n_images=2, shape=(16, 12))
+    enroll(faces_dir, tmp_path / "bb.h5", matcher="external",
+           matcher_options={"command": program})
+    env = {"SSGALLERY_MATCHER_CMD": " ".join(program)}
+    args = ["compress", "--store", str(tmp_path / "bb.h5"), "--cv-folds", "0", "--quiet"]
+    res = CliRunner().invoke(main, [*args, "-o", str(tmp_path / "g.h5")], env=env)
+    assert res.exit_code == 0, res.output
+    assert len(read_gallery(tmp_path / "g.h5", arrays=True).clients["c00"].beta) == 4
+    res = CliRunner().invoke(main, [*args, "-o", str(tmp_path / "h.h5"), "--m", "5"], env=env)
+    assert res.exit_code != 0 and "--m = 5 is more prototypes than the store has images (4)" \
+        in res.output
+    assert not (tmp_path / "h.h5").exists()

@@ -387,6 +387,30 @@ def test_update_hints_at_swap_rounds_0_for_a_black_box_gallery_with_its_own_max_
                      "trained with `swap_rounds` 0 are kept with `swap_rounds` 0)")]
 
 
+def test_update_hints_at_m_2_for_a_black_box_gallery_made_before_its_default_of_5():
+    """A black box's galleries before its default m of 5 were trained at m 2, with the
+    current "auto" training or the one before it: the hint names every flag that
+    changed, no more."""
+    from types import SimpleNamespace
+
+    from ssgallery.app.options import resolve_training
+    from ssgallery.app.parts import options_digest
+    from ssgallery.app.update import warn_retrained
+
+    now = resolve_training(CompressOptions(), black_box=True)
+    assert now.m == 5
+    for before, said_flags in (
+            (replace(now, m=2), "`m` 2"),
+            (replace(now, m=2, max_iter=200, swap_rounds=0),
+             "`m` 2 and `max_iter` 200 and `swap_rounds` 0")):
+        models = {"c1": SimpleNamespace(provenance={"options_digest": options_digest(before)})}
+        said = []
+        warn_retrained(models, now, "g.h5", said.append)
+        assert said == [("g.h5: c1: trained with other options than this run's: trained "
+                         "again (to keep them, give the options they were compressed with; "
+                         f"those trained with {said_flags} are kept with {said_flags})")]
+
+
 # ----------------------------------------------------------------- Dask
 def test_dask_local_cluster_gives_the_serial_gallery(store, tmp_path, monkeypatch):
     pytest.importorskip("distributed", reason="the 'distributed' extra is not installed")

@@ -28,7 +28,7 @@ class Plan:
     similarity: object
     bounds: object
     todo: list
-    options: CompressOptions  # init, between, max_iter, swap_rounds resolved for the matcher
+    options: CompressOptions  # m, init, between, max_iter, swap_rounds resolved for the matcher
     codes: np.ndarray = None  # subject code of every store row
     X: np.ndarray = None  # features of every row (None: read per block)
     gram: np.ndarray = None  # S(X, X) when no client is capped
@@ -56,10 +56,7 @@ def prepare(store_path, gallery_path, options, run, privacy_key=None):
                              f"(enrolled: {shown})", path=store_path)
     if not todo:
         raise InputError("the store has no enrolled client to compress", path=store_path)
-    if options.m != "auto" and options.m > len(store.labels):  # and O(m^2) memory
-        raise InputError(f"{option('m')} = {options.m} is more prototypes than the store has "
-                         f"images ({len(store.labels)}): a super-sparse model keeps fewer",
-                         path=store_path)
+    _check_m(options.m, len(store.labels), store_path)
     from ssgallery.matchers.host import host_matcher
 
     matcher = store.matcher(host=host_matcher(run.matcher_cmd))
@@ -73,11 +70,22 @@ def prepare(store_path, gallery_path, options, run, privacy_key=None):
     black_box = not getattr(similarity, "has_gradient", False)
     between = resolve_between(options.between, black_box, store.matcher_name,
                               run.warn or default_warn)
+    if options.m is None:  # the matcher's default m, never more than the store's images
+        options = replace(options, m=min(resolve_training(options, black_box).m,
+                                          len(store.labels)))
     options = resolve_training(replace(options, init=resolve_init(options.init, similarity),
                                        between=between), black_box)
     subjects, codes = np.unique(store.labels, return_inverse=True)
     return Plan(store=store, matcher=matcher, similarity=similarity, bounds=matcher.bounds(),
                  todo=todo, options=options, codes=codes, subjects=subjects)
+
+
+def _check_m(m, n_images, store_path):
+    """An explicit m must leave the model sparser than the store (and O(m^2) memory)."""
+    if m not in (None, "auto") and m > n_images:
+        raise InputError(f"{option('m')} = {m} is more prototypes than the store has "
+                         f"images ({n_images}): a super-sparse model keeps fewer",
+                         path=store_path)
 
 
 def _feature_chunks(plan):

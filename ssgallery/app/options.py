@@ -44,6 +44,11 @@ MAX_ITER = 200  # the learner's default: L-BFGS-B iterations (varpro) / sweeps (
 # (docs/benchmarks/ebgm_swaps.md, paper_att_ebgm.md, paper_lfw_dlibbox.md)
 BLACK_BOX_MAX_ITER = 0
 BLACK_BOX_SWAP_ROUNDS = 3
+# m when --m is not given (`resolve_training`): an analytic matcher moves M prototypes;
+# a black box keeps real images, and 2 of them left a fifth of the EBGM client models
+# more than 5 points worse than their SVM (docs/benchmarks/ebgm_office.md)
+M = 2
+BLACK_BOX_M = 5
 INITS = ("auto", "class", "genuine", "kmeans", "random")
 SOLVERS = ("varpro", "paper")
 # A Dask job's time limit (CompressRun.job_timeout): one hour, ~400x the slowest mean
@@ -93,7 +98,12 @@ def _int_or_auto(lowest):
     return check
 
 
-m_or_auto = _int_or_auto(1)  # m: prototypes per client
+def m_or_auto(name, value):
+    """m: prototypes per client, "auto" (Eq. 8) or None (the matcher's default)."""
+    return None if value is None else _m_count(name, value)
+
+
+_m_count = _int_or_auto(1)
 count_or_auto = _int_or_auto(0)  # max_iter, swap_rounds
 
 
@@ -128,9 +138,10 @@ class CompressOptions(_Options):
         How the thresholds are set from every client's held-out impostor scores once
         all clients are trained (`ssgallery.biometrics.calibration`). Not in the
         digest: an ``--update`` with another mode is refused on its own.
-    m : int or "auto"
+    m : int, "auto" or None
         Prototypes per client; "auto" = Eq. 8 (eq:xval-m) with penalty ``rho`` per
-        prototype.
+        prototype. None (default): `M` for an analytic matcher, `BLACK_BOX_M` for a
+        black box (`resolve_training`; ``compress`` digests the resolved value).
     target_far : float
         False acceptance rate the thresholds aim at on people never seen here.
     lam : float
@@ -195,7 +206,7 @@ class CompressOptions(_Options):
     """
 
     threshold_mode: str = option_field(DEFAULT_THRESHOLD_MODE, one_of(*THRESHOLD_MODES), NEVER)
-    m: object = option_field(2, m_or_auto, ALWAYS)
+    m: object = option_field(None, m_or_auto, ALWAYS)  # resolved: digested
     target_far: float = option_field(0.01, probability, ALWAYS)
     lam: float = option_field(DEFAULT_LAM, non_negative, ALWAYS)
     rho: float = option_field(0.01, non_negative, ALWAYS)
@@ -383,14 +394,18 @@ def resolve_between(between, black_box, matcher_name, warn):
 
 
 def resolve_training(options, black_box):
-    """``options`` with ``max_iter`` and ``swap_rounds`` "auto" resolved for the matcher:
-    a black box (``black_box``: no analytic gradient, Eq. 7 (eq:similarity-grad)) keeps
-    real training images, improved by swaps (`BLACK_BOX_SWAP_ROUNDS`) and never moved
-    (`BLACK_BOX_MAX_ITER`); an analytic matcher moves them (`MAX_ITER`), unswapped.
-    Values already set pass through, so resolving twice changes nothing."""
+    """``options`` with ``m`` None and ``max_iter`` and ``swap_rounds`` "auto" resolved
+    for the matcher: a black box (``black_box``: no analytic gradient, Eq. 7
+    (eq:similarity-grad)) keeps `BLACK_BOX_M` real training images, improved by swaps
+    (`BLACK_BOX_SWAP_ROUNDS`) and never moved (`BLACK_BOX_MAX_ITER`); an analytic
+    matcher moves `M` of them (`MAX_ITER`), unswapped. Values already set pass through,
+    so resolving twice changes nothing."""
     auto = {"max_iter": BLACK_BOX_MAX_ITER if black_box else MAX_ITER,
             "swap_rounds": BLACK_BOX_SWAP_ROUNDS if black_box else 0}
-    return replace(options, **{k: v for k, v in auto.items() if getattr(options, k) == "auto"})
+    resolved = {k: v for k, v in auto.items() if getattr(options, k) == "auto"}
+    if options.m is None:
+        resolved["m"] = BLACK_BOX_M if black_box else M
+    return replace(options, **resolved)
 
 
 def split_options(values, *classes):

@@ -4,7 +4,7 @@ operating point (`ssgallery.app.compress.compress`)."""
 
 import os
 
-from ssgallery.app.options import MAX_ITER
+from ssgallery.app.options import MAX_ITER, M
 from ssgallery.app.parts import options_digest
 from ssgallery.errors import InputError, option
 
@@ -91,11 +91,12 @@ def warn_retrained(models, options, where, warn, what="", verb="keep", store=Non
 
 
 # Defaults that changed, as the values every gallery made before the change was trained
-# with: between 0 before its default of 0.5 (issue 24), and a black box's max_iter 200
-# and swap_rounds 0 before "auto" trained it on swapped real images (issue 21); or
-# swap_rounds 0 alone, for a black box's gallery made with its own --max-iter (e.g. 4)
-EARLIER_DEFAULTS = ({"between": 0.0}, {"max_iter": MAX_ITER, "swap_rounds": 0},
-                    {"swap_rounds": 0})
+# with: between 0 before its default of 0.5 (issue 24); for a black box (issue 21), m 2
+# before its default of 5, with or without max_iter 200 and swap_rounds 0 from before
+# "auto" trained it on swapped real images; or swap_rounds 0 alone, for a black box's
+# gallery made with its own --m and --max-iter (e.g. the old docs' 5 and 4)
+EARLIER_DEFAULTS = ({"between": 0.0}, {"m": M}, {"m": M, "max_iter": MAX_ITER, "swap_rounds": 0},
+                    {"max_iter": MAX_ITER, "swap_rounds": 0}, {"swap_rounds": 0})
 
 
 def _earlier_default(models, options, verb):

@@ -5,6 +5,7 @@ import json
 import click
 
 from ssgallery.app.options import (
+    BLACK_BOX_M,
     BLACK_BOX_MAX_ITER,
     BLACK_BOX_SWAP_ROUNDS,
     INITS,
@@ -12,6 +13,7 @@ from ssgallery.app.options import (
     MAX_ITER,
     SOLVERS,
     CompressOptions,
+    M,
 )
 from ssgallery.app.training_sets import IMPOSTOR_MODES
 from ssgallery.biometrics.calibration import THRESHOLD_MODES
@@ -33,7 +35,7 @@ def _int_or_auto(lowest):
     kind = "a positive" if lowest == 1 else "a non-negative"
 
     def parse(ctx, param, value):
-        if value == "auto":
+        if value in ("auto", None):  # None: the option's default is the matcher's
             return value
         try:
             number = int(value)
@@ -51,10 +53,12 @@ def _int_or_auto(lowest):
               help="Enrollment store to read.")
 @click.option("-o", "--output", "gallery", default="gallery.h5", show_default=True,
               metavar="FILE", help="Gallery to write.")
-@click.option("--m", "m", default=str(DEFAULT.m), show_default=True, callback=_int_or_auto(1),
-              metavar="M|auto",
-              help="Virtual prototypes per client; 'auto' picks m by validation "
-                   "(the paper's Eq. 8).")
+@click.option("--m", "m", default=None, callback=_int_or_auto(1), metavar="M|auto",
+              show_default=f"{M} for eigenface and dlib, {BLACK_BOX_M} for an external matcher",
+              help="Virtual prototypes per client, the matches a claim costs; 'auto' picks "
+                   "m by validation (the paper's Eq. 8). An external (black-box) matcher's "
+                   "prototypes are real images, and more of them are needed "
+                   "(docs/external-matcher.md).")
 @click.option("--rho", type=click.FloatRange(min=0), default=DEFAULT.rho, show_default=True,
               help="With --m auto: price of one prototype in units of validation loss.")
 @click.option("--target-far", type=click.FloatRange(0, 1, max_open=True),
@@ -176,7 +180,7 @@ def command(store, gallery, as_json, quiet, **options):
 
     \b
     Examples:
-      ssgallery compress                       # enrollment.h5 -> gallery.h5, m = 2
+      ssgallery compress                       # enrollment.h5 -> gallery.h5 (m = 2; 5 external)
       ssgallery compress --m 5 --target-far 0.001 -o strict.h5
       ssgallery compress --target-fpir 0.001   # 1:N: 0.1 % of strangers' searches hit
       ssgallery compress --m auto --rho 0.005
