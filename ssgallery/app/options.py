@@ -35,7 +35,7 @@ from ssgallery.checks import (  # noqa: F401  (the checks are public here too)
 )
 from ssgallery.errors import InputError
 from ssgallery.errors import option as _flag  # how a message names a parameter
-from ssgallery.learn.defaults import DEFAULT_BETWEEN, DEFAULT_LAM
+from ssgallery.learn.defaults import BLACK_BOX_M, DEFAULT_BETWEEN, DEFAULT_LAM, DEFAULT_M
 
 N_FOLDS = 5  # folds of the threshold CV
 MAX_ITER = 200  # the learner's default: L-BFGS-B iterations (varpro) / sweeps (paper)
@@ -44,11 +44,7 @@ MAX_ITER = 200  # the learner's default: L-BFGS-B iterations (varpro) / sweeps (
 # (docs/benchmarks/ebgm_swaps.md, paper_att_ebgm.md, paper_lfw_dlibbox.md)
 BLACK_BOX_MAX_ITER = 0
 BLACK_BOX_SWAP_ROUNDS = 3
-# m when --m is not given (`resolve_training`): an analytic matcher moves M prototypes;
-# a black box keeps real images, and 2 of them left a fifth of the EBGM client models
-# more than 5 points worse than their SVM (docs/benchmarks/ebgm_office.md)
-M = 2
-BLACK_BOX_M = 5
+M = DEFAULT_M  # m when --m is not given (`resolve_training`); BLACK_BOX_M for a black box
 INITS = ("auto", "class", "genuine", "kmeans", "random")
 SOLVERS = ("varpro", "paper")
 # A Dask job's time limit (CompressRun.job_timeout): one hour, ~400x the slowest mean

@@ -21,6 +21,7 @@ from ssgallery.biometrics.evaluation import evaluate
 from ssgallery.biometrics.protocol import ProtocolOptions, method_specs
 from ssgallery.biometrics.scores import Scores, read_score_files
 from ssgallery.errors import InputError, naming, option
+from ssgallery.learn.defaults import BLACK_BOX_M, DEFAULT_M
 from ssgallery.learn.threads import single_threaded_blas
 from ssgallery.matchers.base import transform_in_chunks
 from ssgallery.progress import as_progress
@@ -66,7 +67,7 @@ def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
     from ssgallery.biometrics.protocol import between_applied, make_splits, run_protocol
 
     images, labels, paths = data
-    p = protocol
+    p = protocol if protocol.m is not None else replace(protocol, m=(DEFAULT_M,))
     splits = make_splits(labels, p.n_enrolled, p.n_train, p.repetitions, p.seed, enrollable)
     _warn_between_unused(p, report)
     too_many = [m for m in p.m if m != "auto" and m > len(images)]
@@ -154,6 +155,8 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
         protocol.between, black_box, store.matcher_name, report.warn or default_warn))
     if black_box:
         protocol = _trained_as_compress(protocol)
+        if protocol.m is None:  # real images as prototypes: the black box's m
+            protocol = replace(protocol, m=(BLACK_BOX_M,))
     return _protocol((store.images, store.labels, np.asarray(store.paths)),
                      os.fspath(store_path), protocol, report,
                      factory=lambda: cls(**config).attach_host(host),

@@ -28,6 +28,7 @@ from ssgallery.biometrics.protocol_options import (  # noqa: F401  (public here 
 )
 from ssgallery.biometrics.scores import Scores
 from ssgallery.errors import InputError
+from ssgallery.learn.defaults import DEFAULT_M
 from ssgallery.matchers.base import face_check, transform_in_chunks
 from ssgallery.progress import as_progress
 
@@ -267,7 +268,7 @@ def run_protocol(images, labels, options=None, *, matcher_factory=None, probe_la
     if images.ndim != 3 or len(images) != len(labels):
         raise InputError(f"expected images (n, H, W) and n labels, got {images.shape} and "
                          f"{len(labels)} labels")
-    specs = method_specs(o.methods, o.m)
+    specs = method_specs(o.methods, o.m or (DEFAULT_M,))
     probe_labels = (np.arange(len(labels)).astype(str) if probe_labels is None
                     else np.asarray(probe_labels).astype(str))
     matcher_factory = matcher_factory or default_matcher_factory

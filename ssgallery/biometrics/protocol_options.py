@@ -42,7 +42,9 @@ def _methods(name, value):
 
 
 def _prototype_counts(name, value):
-    """A tuple of positive integers; one integer alone is one value."""
+    """A tuple of positive integers; one integer alone is one value; None: the default."""
+    if value is None:
+        return None
     m = [value] if np.isscalar(value) else list(value)
     if not m or not all(is_int(v) for v in m):
         raise InputError(f"{option(name)} must be one or more positive integers, "
@@ -86,9 +88,11 @@ class ProtocolOptions(CheckedOptions):
         Names known to `ssgallery.biometrics.methods.make_method` (or variants named in
         ``method_options``); ``"svm"`` is the teacher. A pair ``(name, m)`` runs that
         method at that m only. One name alone is taken as one method.
-    m : tuple of int
+    m : tuple of int, optional
         Prototypes per client (an int is taken as one value); every method except
-        ``"svm"`` runs at each value.
+        ``"svm"`` runs at each value. None (default): ``(DEFAULT_M,)``
+        (`ssgallery.learn.defaults`), or ``(BLACK_BOX_M,)`` on a black-box store
+        (`ssgallery.app.roc.roc_store`), as ``compress`` trains it.
     n_enrolled : int, optional
         Enrolled clients per repetition (default: half of the subjects); with n_train,
         repetitions and seed, see `make_splits` (which checks them against the labels).
@@ -124,7 +128,7 @@ class ProtocolOptions(CheckedOptions):
     """
 
     methods: tuple = checked_field(DEFAULT_METHODS, _methods)
-    m: tuple = checked_field((2,), _prototype_counts)
+    m: tuple = checked_field(None, _prototype_counts)
     n_enrolled: int = checked_field(None, _optional_positive_int)
     n_train: int = checked_field(5, positive_int)
     repetitions: int = checked_field(5, positive_int)

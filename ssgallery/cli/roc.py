@@ -6,11 +6,14 @@ from ssgallery.biometrics.protocol import DEFAULT_METHODS as PROTOCOL_METHODS
 from ssgallery.biometrics.protocol import ProtocolOptions
 from ssgallery.cli.options import as_flags, key_file_option, matcher_cmd_option, warn
 from ssgallery.cli.progress import quiet_option, reporting
+from ssgallery.learn.defaults import BLACK_BOX_M, DEFAULT_M
 
 DEFAULT_METHODS = ",".join(PROTOCOL_METHODS)
 
 
 def _parse_m(ctx, param, value):
+    if value is None:  # the matcher's default (ProtocolOptions.m)
+        return None
     try:
         values = [int(v) for v in str(value).split(",") if v.strip()]
         if not values or min(values) < 1:
@@ -45,8 +48,10 @@ def _parse_methods(ctx, param, value):
               default=ProtocolOptions.repetitions, show_default=True,
               metavar="R", help="Random client/image splits to average over.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the splits.")
-@click.option("--m", "m", default="2", show_default=True, callback=_parse_m, metavar="M[,M...]",
-              help="Prototypes per client for every method except svm (several: 1,2,5).")
+@click.option("--m", "m", default=None, callback=_parse_m, metavar="M[,M...]",
+              show_default=f"{DEFAULT_M}; {BLACK_BOX_M} on an external matcher's store",
+              help="Prototypes per client for every method except svm (several: 1,2,5); "
+                   "the default is compress's.")
 @click.option("--methods", default=DEFAULT_METHODS, show_default=True,
               callback=_parse_methods, metavar="A,B,...",
               help="Methods to compare: svm, ssvm, ssvm-paper, svm-sel, svm-red, ps-r, ps-b, "

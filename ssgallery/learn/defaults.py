@@ -4,6 +4,16 @@ in ``--help`` without loading scikit-learn). Chosen on every data set measured b
 data with eigenfaces, LFW with eigenfaces and with dlib descriptors, SSVM against its
 own SVM teacher at m = 2 and 3."""
 
+DEFAULT_M = 2
+"""Prototypes per client (``CompressOptions.m``, ``ProtocolOptions.m`` left unset) with a
+matcher whose prototypes move (eigenface, dlib: the analytic gradient of Eq. 7
+(eq:similarity-grad))."""
+
+BLACK_BOX_M = 5
+"""Prototypes per client with a black-box matcher, whose prototypes are real training
+images: with 2 of them a fifth of the EBGM client models on AT&T were more than 5 points
+worse than their SVM (docs/benchmarks/ebgm_office.md)."""
+
 DEFAULT_LAM = 2e-3
 """Ridge penalty on beta (Eq. 2 (eq:objective)), in the units of ``DEFAULT_LAM_SCALE``.
 
