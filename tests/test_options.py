@@ -319,6 +319,10 @@ def test_auto_training_resolves_per_matcher_and_passes_set_values_through():
     assert pick(resolve_training(CompressOptions(swap_rounds=1, m=3), black_box=False)) \
         == (3, 200, 1)
     assert pick(resolve_training(CompressOptions(m="auto"), black_box=True)) == ("auto", 0, 3)
+    # the default m never exceeds the images trained on; a given m is the caller's
+    assert resolve_training(auto, black_box=True, n_images=4).m == 4
+    assert resolve_training(auto, black_box=False, n_images=4).m == 2
+    assert resolve_training(CompressOptions(m=7), black_box=True, n_images=4).m == 7
     once = resolve_training(auto, black_box=True)
     assert resolve_training(once, black_box=False) == once  # resolved values stay
 

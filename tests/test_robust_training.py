@@ -566,3 +566,20 @@ def test_a_black_box_default_m_never_exceeds_the_store(tmp_path):
     assert res.exit_code != 0 and "--m = 5 is more prototypes than the store has images (4)" \
         in res.output
     assert not (tmp_path / "h.h5").exists()
+
+
+def test_train_client_caps_a_black_box_default_m_at_its_training_images(l1):
+    """A library caller's default m is capped as compress caps it: 4 training images give
+    4 prototypes, each a training image (not 5 with a jittered copy); 10 give 5."""
+    from ssgallery.app.client_fit import train_client
+    from ssgallery.app.options import CompressOptions
+
+    matcher, sim, X = l1
+    for n, m in ((4, 4), (10, 5)):
+        Xn = X[:n]
+        y = np.where(np.arange(n) < 2, 1, -1)
+        fit = train_client(Xn, y, sim, CompressOptions(cv_folds=0), groups=np.arange(n),
+                           bounds=matcher.bounds(), gram=sim(Xn, Xn))
+        Z = fit.distiller.prototypes_
+        assert len(Z) == m
+        assert all((np.abs(Xn - z).max(axis=1) == 0).any() for z in Z)

@@ -70,11 +70,8 @@ def prepare(store_path, gallery_path, options, run, privacy_key=None):
     black_box = not getattr(similarity, "has_gradient", False)
     between = resolve_between(options.between, black_box, store.matcher_name,
                               run.warn or default_warn)
-    if options.m is None:  # the matcher's default m, never more than the store's images
-        options = replace(options, m=min(resolve_training(options, black_box).m,
-                                          len(store.labels)))
     options = resolve_training(replace(options, init=resolve_init(options.init, similarity),
-                                       between=between), black_box)
+                                       between=between), black_box, len(store.labels))
     subjects, codes = np.unique(store.labels, return_inverse=True)
     return Plan(store=store, matcher=matcher, similarity=similarity, bounds=matcher.bounds(),
                  todo=todo, options=options, codes=codes, subjects=subjects)

@@ -137,7 +137,8 @@ class CompressOptions(_Options):
     m : int, "auto" or None
         Prototypes per client; "auto" = Eq. 8 (eq:xval-m) with penalty ``rho`` per
         prototype. None (default): `M` for an analytic matcher, `BLACK_BOX_M` for a
-        black box (`resolve_training`; ``compress`` digests the resolved value).
+        black box, at most the images trained on (`resolve_training`; ``compress``
+        digests the resolved value).
     target_far : float
         False acceptance rate the thresholds aim at on people never seen here.
     lam : float
@@ -389,18 +390,20 @@ def resolve_between(between, black_box, matcher_name, warn):
     return 0.0
 
 
-def resolve_training(options, black_box):
+def resolve_training(options, black_box, n_images=None):
     """``options`` with ``m`` None and ``max_iter`` and ``swap_rounds`` "auto" resolved
     for the matcher: a black box (``black_box``: no analytic gradient, Eq. 7
     (eq:similarity-grad)) keeps `BLACK_BOX_M` real training images, improved by swaps
     (`BLACK_BOX_SWAP_ROUNDS`) and never moved (`BLACK_BOX_MAX_ITER`); an analytic
-    matcher moves `M` of them (`MAX_ITER`), unswapped. Values already set pass through,
-    so resolving twice changes nothing."""
+    matcher moves `M` of them (`MAX_ITER`), unswapped. The default m is a default, not a
+    request: never more than ``n_images`` (the images it is trained on, when given).
+    Values already set pass through, so resolving twice changes nothing."""
     auto = {"max_iter": BLACK_BOX_MAX_ITER if black_box else MAX_ITER,
             "swap_rounds": BLACK_BOX_SWAP_ROUNDS if black_box else 0}
     resolved = {k: v for k, v in auto.items() if getattr(options, k) == "auto"}
     if options.m is None:
-        resolved["m"] = BLACK_BOX_M if black_box else M
+        m = BLACK_BOX_M if black_box else M
+        resolved["m"] = m if n_images is None else min(m, int(n_images))
     return replace(options, **resolved)
 
 
