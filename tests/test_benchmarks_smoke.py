@@ -39,6 +39,8 @@ CASES = {
     "ebgm_tail": ("ebgm_tail", lambda tmp, data: [
         "--subjects", "6", "--repetitions", "1", "--clients", "1", "--starts", "2",
         "--max-iter", "1", "--tail-iter", "2", "--tail-gap", "-100"], "att"),
+    "ebgm_office": ("ebgm_office", lambda tmp, data: [
+        "--subjects", "6", "--repetitions", "1", "--sizes", "2"], "att"),
     "ebgm_swaps": ("ebgm_swaps", lambda tmp, data: [
         "--subjects", "6", "--repetitions", "1", "--clients", "1", "--rounds", "1"], "att"),
     "ebgm_throughput": ("ebgm_throughput", lambda tmp, data: ["--max-batch", "3"], "att"),
