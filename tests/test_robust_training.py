@@ -583,3 +583,27 @@ def test_train_client_caps_a_black_box_default_m_at_its_training_images(l1):
         Z = fit.distiller.prototypes_
         assert len(Z) == m
         assert all((np.abs(Xn - z).max(axis=1) == 0).any() for z in Z)
+
+
+def test_m_auto_never_picks_more_prototypes_than_images(tmp_path):
+    """--m auto's grid (Eq. 8 (eq:xval-m)) is cut at the images trained on, as an
+    explicit m is refused above them: a black box's store of 9 images picked m = 10."""
+    from click.testing import CliRunner
+    from helpers import make_faces
+
+    from ssgallery.app.client_fit import AUTO_M_GRID
+    from ssgallery.app.enroll import enroll
+    from ssgallery.cli import main
+    from ssgallery.formats.gallery import read_gallery
+
+    program = [sys.executable, str(HERE / "example_mad.py")]
+    faces_dir = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=3, shape=(16, 12))
+    enroll(faces_dir, tmp_path / "bb.h5", matcher="external",
+           matcher_options={"command": program})
+    assert max(AUTO_M_GRID) > 9
+    res = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "bb.h5"), "-o",
+                                    str(tmp_path / "g.h5"), "--m", "auto", "--quiet"],
+                             env={"SSGALLERY_MATCHER_CMD": " ".join(program)})
+    assert res.exit_code == 0, res.output
+    kept = [len(c.beta) for c in read_gallery(tmp_path / "g.h5", arrays=True).clients.values()]
+    assert len(kept) == 3 and max(kept) <= 9, kept

@@ -115,7 +115,8 @@ def _fit_pair(X, y, similarity, bounds, options, C, m, gram=None, n_init=1):
         from ssgallery.learn.mselect import select_n_prototypes
 
         n_pos = int(np.sum(y > 0))
-        selection = select_n_prototypes(dist, X, y, m_grid=AUTO_M_GRID, rho=o.rho,
+        grid = tuple(m for m in AUTO_M_GRID if m <= len(X))  # never more than its images
+        selection = select_n_prototypes(dist, X, y, m_grid=grid, rho=o.rho,
                                         cv=max(2, min(N_FOLDS, n_pos)), random_state=o.seed)
         return svm, selection.best_estimator_
     return svm, dist.fit(X, y)
