@@ -157,6 +157,13 @@ HEADLINES = {
             + "; " + grab(t, rf"^Unmoved starts, seed {s} (?:.*\n)+?\s+compress\s+(\S+)")
             + " (" + grab(t, rf"^Unmoved starts, seed {s} (?:.*\n)+?\s+svm\s+(\S+)") + ")"
             for s in re.findall(r"^Unmoved starts, seed (\d+)", t, re.MULTILINE))),
+    "ebgm_office": lambda t: (
+        "AT&T, EBGM, compress's black-box defaults by gallery size, mean client EER, "
+        "--m 2 -> default m 5 (SVM): " + ", ".join(
+            f"{n} people " + grab(t, rf"^Galleries of {n} people(?:.*\n)+?\s+m 2\s+(\S+)")
+            + " -> " + grab(t, rf"^Galleries of {n} people(?:.*\n)+?\s+default\s+(\S+)")
+            + " (" + grab(t, rf"^Galleries of {n} people(?:.*\n)+?\s+svm\s+(\S+)") + ")"
+            for n in re.findall(r"^Galleries of (\d+) people", t, re.MULTILINE))),
     "ebgm_throughput": lambda t: (
         "200 x 200 batch: " + grab(t, r"200 x 200\s+\d+\s+[\d.]+\s+[\d.]+\s+(\d+)")
         + " pairs/s wall, " + grab(t, r"200 x 200\s+\d+\s+[\d.]+\s+[\d.]+\s+\d+\s+(\d+)")
