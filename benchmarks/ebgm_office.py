@@ -26,21 +26,17 @@ read from the pair cache when given (the EBGM program is stateless per pair).
 """
 
 import argparse
-import shutil
-import tempfile
 from dataclasses import replace
 
 import numpy as np
 from _results import docstring, printed, write_page
 from ebgm_swaps import _rate, frr_line
 from ebgm_tail import paired, summary
-from paper_att_ebgm import add_cache_flags, ebgm_command, load_att
+from paper_att_ebgm import add_cache_flags, ebgm_repetitions, jets_folder, load_att
 
 from ssgallery.app.client_fit import train_client
 from ssgallery.app.options import CompressOptions
-from ssgallery.biometrics.protocol import make_splits
 from ssgallery.datasets import att_faces_path
-from ssgallery.matchers.external import ExternalMatcher
 
 ARMS = {"m 2": CompressOptions(m=2, cv_folds=0), "default": CompressOptions(cv_folds=0),
         "default, no swap": CompressOptions(cv_folds=0, swap_rounds=0)}
@@ -68,20 +64,13 @@ def one_gallery(split, tr, labels, X, sim, matcher, gram):
 def run(args, images, labels, seed, jets):
     """{size: rows} over every repetition of ``seed``."""
     out = {n: [] for n in args.sizes}
-    for split in make_splits(labels, n_train=5, repetitions=args.repetitions, seed=seed):
-        every = split.train_indices()
-        matcher = ExternalMatcher(ebgm_command(jets), timeout_per_pair=0.05,
-                                  cache_dir=args.pair_cache).fit(images[every])
-        try:
-            sim, X = matcher.similarity(), matcher.transform(images)
-            enrolled = list(split.enrolled)
-            for n in args.sizes:
-                for first in range(0, len(enrolled) - n + 1, n):
-                    tr = every[np.isin(labels[every], enrolled[first:first + n])]
-                    out[n] += one_gallery(split, tr, labels, X, sim, matcher,
-                                          sim(X[tr], X[tr]))
-        finally:
-            matcher.close()
+    for split, every, matcher in ebgm_repetitions(args, images, labels, seed, jets):
+        sim, X = matcher.similarity(), matcher.transform(images)
+        enrolled = list(split.enrolled)
+        for n in args.sizes:
+            for first in range(0, len(enrolled) - n + 1, n):
+                tr = every[np.isin(labels[every], enrolled[first:first + n])]
+                out[n] += one_gallery(split, tr, labels, X, sim, matcher, sim(X[tr], X[tr]))
     return out
 
 
@@ -108,17 +97,13 @@ def main():
     add_cache_flags(ap)
     args = ap.parse_args()
     images, labels = load_att(att_faces_path(), args.subjects)
-    jets = args.jets_cache or tempfile.mkdtemp(prefix="ebgm-jets-")
     per_size = {n: [] for n in args.sizes}
-    try:
+    with jets_folder(args) as jets:
         for seed in args.seed:
             for n, rows in run(args, images, labels, seed, jets).items():
                 per_size[n] += rows
-        for n, rows in per_size.items():
-            report(rows, f"Galleries of {n} people, seeds {','.join(map(str, args.seed))}")
-    finally:
-        if not args.jets_cache:
-            shutil.rmtree(jets, ignore_errors=True)
+    for n, rows in per_size.items():
+        report(rows, f"Galleries of {n} people, seeds {','.join(map(str, args.seed))}")
 
 
 if __name__ == "__main__":

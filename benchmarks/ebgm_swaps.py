@@ -36,20 +36,16 @@ target: within 1.5 points of the SVM).
 """
 
 import argparse
-import shutil
-import tempfile
 
 import numpy as np
 from _results import docstring, printed, write_page
 from ebgm_tail import client_eer, paired, summary
-from paper_att_ebgm import add_cache_flags, ebgm_command, load_att
+from paper_att_ebgm import add_cache_flags, ebgm_repetitions, jets_folder, load_att
 
 from ssgallery.biometrics.metrics import frr_at_far
-from ssgallery.biometrics.protocol import make_splits
 from ssgallery.datasets import att_faces_path
 from ssgallery.learn.supersparse import SuperSparseDistiller
 from ssgallery.learn.teacher import SimilaritySVM
-from ssgallery.matchers.external import ExternalMatcher
 
 
 def _rate(row, name, model, gen, imp):
@@ -95,23 +91,16 @@ def one_client(split, tr, labels, X, sim, matcher, client, args, gram):
 
 def run(args, images, labels, seed, jets):
     rows = []
-    for split in make_splits(labels, n_train=5, repetitions=args.repetitions, seed=seed):
-        tr = split.train_indices()
-        matcher = ExternalMatcher(ebgm_command(jets), timeout_per_pair=0.05,
-                                  cache_dir=args.pair_cache).fit(images[tr])
-        try:
-            sim, X = matcher.similarity(), matcher.transform(images)
-            calls, first = matcher.n_calls_, len(rows)
-            gram = sim(X[tr], X[tr])  # as compress: one S(X, X) for every client
-            for client in split.enrolled[: args.clients]:
-                rows.append(one_client(split, tr, labels, X, sim, matcher, client, args,
-                                       gram))
-            fits = {k: sum(r[k] for r in rows[first:]) for k in rows[-1] if k.endswith(" runs")}
-            print(f"seed {seed}, repetition {split.repetition}: {matcher.n_calls_ - calls} "
-                  "program runs in all; in the distillers' fits: "
-                  + ", ".join(f"{k[:-5]} {v}" for k, v in fits.items()), flush=True)
-        finally:
-            matcher.close()
+    for split, tr, matcher in ebgm_repetitions(args, images, labels, seed, jets):
+        sim, X = matcher.similarity(), matcher.transform(images)
+        calls, first = matcher.n_calls_, len(rows)
+        gram = sim(X[tr], X[tr])  # as compress: one S(X, X) for every client
+        for client in split.enrolled[: args.clients]:
+            rows.append(one_client(split, tr, labels, X, sim, matcher, client, args, gram))
+        fits = {k: sum(r[k] for r in rows[first:]) for k in rows[-1] if k.endswith(" runs")}
+        print(f"seed {seed}, repetition {split.repetition}: {matcher.n_calls_ - calls} "
+              "program runs in all; in the distillers' fits: "
+              + ", ".join(f"{k[:-5]} {v}" for k, v in fits.items()), flush=True)
     return rows
 
 
@@ -128,9 +117,8 @@ def main():
     add_cache_flags(ap)
     args = ap.parse_args()
     images, labels = load_att(att_faces_path(), args.subjects)
-    jets = args.jets_cache or tempfile.mkdtemp(prefix="ebgm-jets-")
     names = [f"swaps {r}" for r in args.rounds]
-    try:
+    with jets_folder(args) as jets:
         for seed in args.seed:
             rows = run(args, images, labels, seed, jets)
             summary(rows, ["start", *names, "compress"], f"Unmoved starts, seed {seed}")
@@ -138,9 +126,6 @@ def main():
             for name in names:
                 paired(rows, name, "start")
             paired(rows, "compress", "start")
-    finally:
-        if not args.jets_cache:
-            shutil.rmtree(jets, ignore_errors=True)
 
 
 if __name__ == "__main__":

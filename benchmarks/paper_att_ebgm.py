@@ -93,6 +93,7 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 
 import numpy as np
 from _ebgm_guard import (
@@ -132,6 +133,33 @@ def add_cache_flags(ap):
     ap.add_argument("--jets-cache", default=None,
                     help="ssgallery-ebgm's --cache-dir (Gabor responses; default a temporary "
                          "folder)")
+
+
+@contextmanager
+def jets_folder(args):
+    """``args.jets_cache``, or a temporary folder for the run, removed after it."""
+    if args.jets_cache:
+        yield args.jets_cache
+        return
+    folder = tempfile.mkdtemp(prefix="ebgm-jets-")
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def ebgm_repetitions(args, images, labels, seed, jets):
+    """Per repetition of the protocol (5 training images per client, ``args.repetitions``
+    from ``seed``): the split, its training rows and ``ssgallery-ebgm``'s matcher fitted
+    on them (answers cached in ``args.pair_cache``), closed after the repetition."""
+    for split in make_splits(labels, n_train=5, repetitions=args.repetitions, seed=seed):
+        tr = split.train_indices()
+        matcher = ExternalMatcher(ebgm_command(jets), timeout_per_pair=0.05,
+                                  cache_dir=args.pair_cache).fit(images[tr])
+        try:
+            yield split, tr, matcher
+        finally:
+            matcher.close()
 
 
 MIRROR = "ssvm mirrored"
