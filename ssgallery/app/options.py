@@ -44,7 +44,6 @@ MAX_ITER = 200  # the learner's default: L-BFGS-B iterations (varpro) / sweeps (
 # (docs/benchmarks/ebgm_swaps.md, paper_att_ebgm.md, paper_lfw_dlibbox.md)
 BLACK_BOX_MAX_ITER = 0
 BLACK_BOX_SWAP_ROUNDS = 3
-M = DEFAULT_M  # m when --m is not given (`resolve_training`); BLACK_BOX_M for a black box
 INITS = ("auto", "class", "genuine", "kmeans", "random")
 SOLVERS = ("varpro", "paper")
 # A Dask job's time limit (CompressRun.job_timeout): one hour, ~400x the slowest mean
@@ -136,7 +135,7 @@ class CompressOptions(_Options):
         digest: an ``--update`` with another mode is refused on its own.
     m : int, "auto" or None
         Prototypes per client; "auto" = Eq. 8 (eq:xval-m) with penalty ``rho`` per
-        prototype. None (default): `M` for an analytic matcher, `BLACK_BOX_M` for a
+        prototype. None (default): `DEFAULT_M` for an analytic matcher, `BLACK_BOX_M` for a
         black box, at most the images trained on (`resolve_training`; ``compress``
         digests the resolved value).
     target_far : float
@@ -395,14 +394,14 @@ def resolve_training(options, black_box, n_images=None):
     for the matcher: a black box (``black_box``: no analytic gradient, Eq. 7
     (eq:similarity-grad)) keeps `BLACK_BOX_M` real training images, improved by swaps
     (`BLACK_BOX_SWAP_ROUNDS`) and never moved (`BLACK_BOX_MAX_ITER`); an analytic
-    matcher moves `M` of them (`MAX_ITER`), unswapped. The default m is a default, not a
+    matcher moves `DEFAULT_M` of them (`MAX_ITER`), unswapped. The default m is a default, not a
     request: never more than ``n_images`` (the images it is trained on, when given).
     Values already set pass through, so resolving twice changes nothing."""
     auto = {"max_iter": BLACK_BOX_MAX_ITER if black_box else MAX_ITER,
             "swap_rounds": BLACK_BOX_SWAP_ROUNDS if black_box else 0}
     resolved = {k: v for k, v in auto.items() if getattr(options, k) == "auto"}
     if options.m is None:
-        m = BLACK_BOX_M if black_box else M
+        m = BLACK_BOX_M if black_box else DEFAULT_M
         resolved["m"] = m if n_images is None else min(m, int(n_images))
     return replace(options, **resolved)
 

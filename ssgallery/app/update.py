@@ -4,9 +4,10 @@ operating point (`ssgallery.app.compress.compress`)."""
 
 import os
 
-from ssgallery.app.options import MAX_ITER, M
+from ssgallery.app.options import MAX_ITER
 from ssgallery.app.parts import options_digest
 from ssgallery.errors import InputError, option
+from ssgallery.learn.defaults import DEFAULT_M
 
 __all__ = ["kept_from_gallery", "warn_retrained"]
 
@@ -95,7 +96,8 @@ def warn_retrained(models, options, where, warn, what="", verb="keep", store=Non
 # before its default of 5, with or without max_iter 200 and swap_rounds 0 from before
 # "auto" trained it on swapped real images; or swap_rounds 0 alone, for a black box's
 # gallery made with its own --m and --max-iter (e.g. the old docs' 5 and 4)
-EARLIER_DEFAULTS = ({"between": 0.0}, {"m": M}, {"m": M, "max_iter": MAX_ITER, "swap_rounds": 0},
+EARLIER_DEFAULTS = ({"between": 0.0}, {"m": DEFAULT_M},
+                    {"m": DEFAULT_M, "max_iter": MAX_ITER, "swap_rounds": 0},
                     {"max_iter": MAX_ITER, "swap_rounds": 0}, {"swap_rounds": 0})
 
 

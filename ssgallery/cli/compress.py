@@ -13,7 +13,6 @@ from ssgallery.app.options import (
     MAX_ITER,
     SOLVERS,
     CompressOptions,
-    M,
 )
 from ssgallery.app.training_sets import IMPOSTOR_MODES
 from ssgallery.biometrics.calibration import THRESHOLD_MODES
@@ -26,6 +25,7 @@ from ssgallery.cli.options import (
 )
 from ssgallery.cli.progress import quiet_option, reporting
 from ssgallery.errors import printable
+from ssgallery.learn.defaults import DEFAULT_M
 
 DEFAULT = CompressOptions()  # every option's default: one definition
 
@@ -54,7 +54,7 @@ def _int_or_auto(lowest):
 @click.option("-o", "--output", "gallery", default="gallery.h5", show_default=True,
               metavar="FILE", help="Gallery to write.")
 @click.option("--m", "m", default=None, callback=_int_or_auto(1), metavar="M|auto",
-              show_default=f"{M} for eigenface and dlib, {BLACK_BOX_M} for an external matcher",
+              show_default=f"{DEFAULT_M} for eigenface and dlib, {BLACK_BOX_M} for an external matcher",
               help="Virtual prototypes per client, the matches a claim costs; 'auto' picks "
                    "m by validation (the paper's Eq. 8). An external (black-box) matcher's "
                    "prototypes are real images, and more of them are needed "
