@@ -13,7 +13,9 @@ function (`ssgallery.app.client_fit.train_client`, on the gallery's Gram matrix)
 - ``default``: ``CompressOptions()``, every option at its default: for a black box m
   resolves to 5 (`ssgallery.app.options.resolve_training`);
 - ``default, no swap``: the same with ``swap_rounds=0``, the start rule's images
-  (``--swap-rounds 0``).
+  (``--swap-rounds 0``);
+- ``m 8``: ``CompressOptions(m=8)``, the black box's training at m = 8 (``--m 8``): what
+  3 more matches per claim buy.
 
 Every arm has ``cv_folds=0``: the threshold CV sets thresholds, not scores, and the EER
 needs no threshold. The SVM column is the teacher ``train_client`` fitted (C by CV).
@@ -39,7 +41,8 @@ from ssgallery.app.options import CompressOptions
 from ssgallery.datasets import att_faces_path
 
 ARMS = {"m 2": CompressOptions(m=2, cv_folds=0), "default": CompressOptions(cv_folds=0),
-        "default, no swap": CompressOptions(cv_folds=0, swap_rounds=0)}
+        "default, no swap": CompressOptions(cv_folds=0, swap_rounds=0),
+        "m 8": CompressOptions(m=8, cv_folds=0)}
 
 
 def one_gallery(split, tr, labels, X, sim, matcher, gram):
@@ -84,6 +87,7 @@ def report(rows, label):
           + "; m: " + ", ".join(f"{k} {v}" for k, v in ms.items()))
     paired(rows, "default", "m 2")
     paired(rows, "default", "default, no swap")
+    paired(rows, "m 8", "default")
 
 
 def main():
