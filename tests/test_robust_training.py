@@ -607,3 +607,21 @@ def test_m_auto_never_picks_more_prototypes_than_images(tmp_path):
     assert res.exit_code == 0, res.output
     kept = [len(c.beta) for c in read_gallery(tmp_path / "g.h5", arrays=True).clients.values()]
     assert len(kept) == 3 and max(kept) <= 9, kept
+
+
+def test_a_client_with_fewer_training_rows_than_m_keeps_each_row_once():
+    """A client capped to fewer rows than m (--max-impostors) trains one prototype per
+    row: a black box's prototypes stay real images, never jittered copies of one."""
+    from ssgallery.app.client_fit import train_client
+    from ssgallery.app.options import CompressOptions
+    from ssgallery.learn.similarity import HeuristicGradient
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4, 6))
+    y = np.array([1, 1, -1, -1])
+    sim = HeuristicGradient(lambda A, B: np.exp(-((A[:, None] - B[None]) ** 2).sum(-1) / 6))
+    fit = train_client(X, y, sim, CompressOptions(m=5, cv_folds=0),
+                       groups=np.array([0, 0, 1, 2]))
+    P = fit.distiller.prototypes_
+    assert len(P) == 4
+    assert all(np.any(np.all(p == X, axis=1)) for p in P)  # each a training row

@@ -105,7 +105,8 @@ def _fit_pair(X, y, similarity, bounds, options, C, m, gram=None, n_init=1):
 
     o = options
     svm = SimilaritySVM(similarity=similarity, C=C, random_state=o.seed).fit(X, y, gram)
-    dist = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=2 if m == "auto" else m,
+    m_fit = 2 if m == "auto" else min(m, len(X))  # a row at most once: no jittered copies
+    dist = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=m_fit,
                                 similarity=similarity, lam=o.lam, solver=o.solver,
                                 init=o.init, bounds=bounds, max_iter=o.max_iter,
                                 refresh_every=o.refresh_every, n_init=n_init,
