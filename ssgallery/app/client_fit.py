@@ -138,10 +138,10 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
     options : CompressOptions, optional
         The training options (`ssgallery.app.options.CompressOptions`; default: its
         defaults): lam, solver, init ("auto": `ssgallery.learn.initial.resolve_init`),
-        rho, target_far, m (None: the matcher's default, at most n), max_iter and
-        swap_rounds ("auto": `ssgallery.app.options.resolve_training`), seed, and
-        cv_folds, the folds of the threshold CV (fewer when there are fewer genuine
-        images).
+        rho, target_far, m (None: the matcher's default; never more prototypes than
+        training rows, `_fit_pair`), max_iter and swap_rounds ("auto":
+        `ssgallery.app.options.resolve_training`), seed, and cv_folds, the folds of the
+        threshold CV (fewer when there are fewer genuine images).
     groups : ndarray of shape (n,), optional
         Subject of each image; impostors are held out by subject (default: by image).
     bounds : (lower, upper), optional
@@ -164,7 +164,7 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
 
     o = options if options is not None else CompressOptions()
     o = resolve_training(replace(o, init=resolve_init(o.init, similarity)),
-                         not getattr(similarity, "has_gradient", False), len(X))
+                         not getattr(similarity, "has_gradient", False))
     if folds is None:
         folds = threshold_folds(y, groups, o.cv_folds, o.seed)
     k = int(folds.max()) + 1 if folds is not None else 0
