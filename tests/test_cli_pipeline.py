@@ -99,6 +99,32 @@ def test_compress_names_clients_much_worse_than_their_svm(data, tmp_path):
     assert record["attempts"][0][0] == "first fit" and record["repaired"]
 
 
+def _untimed(summary):
+    for client in summary["clients"]:
+        client.pop("seconds"), client.pop("cpu_seconds")
+    return summary
+
+
+def test_compress_quiet_prints_only_warnings(data, tmp_path):
+    """compress -q: nothing on stdout (before: the client table and the summary lines),
+    the same warnings on stderr, no progress even where every step would print one;
+    -q --json prints the same JSON as --json."""
+    args = ["compress", "--store", data["store"], "-o", str(tmp_path / "g.h5"), "--m", "1",
+            "--init", "random", "--max-iter", "1", "--clients", CLIENTS, "--force"]
+    loud = CliRunner().invoke(main, args)
+    assert loud.exit_code == 0, loud.output
+    assert "vs SVM" in loud.stdout and "target FAR" in loud.stdout
+    warnings = [line for line in loud.stderr.splitlines() if "warning: " in line]
+    assert any("much worse than their SVM" in line for line in warnings), loud.stderr
+    quiet = CliRunner().invoke(main, [*args, "-q"], env={"SSGALLERY_PROGRESS_INTERVAL": "0"})
+    assert quiet.exit_code == 0, quiet.output
+    assert quiet.stdout == ""
+    assert quiet.stderr.splitlines() == warnings
+    runs = [CliRunner().invoke(main, [*args, "--json", *q]) for q in ([], ["-q"])]
+    assert [r.exit_code for r in runs] == [0, 0], runs[1].output
+    assert _untimed(json.loads(runs[1].stdout)) == _untimed(json.loads(runs[0].stdout))
+
+
 def test_verify_accepts_genuine_and_rejects_others(data):
     runner = CliRunner()
     genuine = sorted(str(p) for p in data["probes"].glob("c03_genuine_*.png"))

@@ -101,7 +101,7 @@ def test_compress_table_fits_long_client_ids(tmp_path):
     (tmp_path / "faces" / "c01").rename(tmp_path / "faces" / long_id)
     enroll(faces, tmp_path / "e.h5")
     res = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "e.h5"), "-o",
-                                    str(tmp_path / "g.h5"), "--cv-folds", "2", "-q"])
+                                    str(tmp_path / "g.h5"), "--cv-folds", "2"])
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     head, rule = lines[0], lines[1]

@@ -157,7 +157,8 @@ def _int_or_auto(lowest):
               "same verdicts; verify, identify and show then need the key; compressing "
               "again with a new key renews the templates (eigenface, dlib).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@quiet_option
+@quiet_option(help="Print only warnings and errors (on stderr): no progress, no client "
+              "table or summary on stdout (with --json the JSON still prints).")
 @key_file_option
 @matcher_cmd_option
 @privacy_key_option
@@ -204,13 +205,15 @@ def command(store, gallery, as_json, quiet, **options):
                                     "options continues") from None
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2))
-    else:
-        _echo(summary, GUARD_GAP)
+        return
+    if not quiet:
+        _echo(summary)
+    _warnings(summary, GUARD_GAP)
 
 
-def _echo(summary, guard_gap):
-    """The summary of a run for the terminal: the clients' table, the gallery's line,
-    its calibration and 1:N operating point, and the warnings."""
+def _echo(summary):
+    """The summary of a run for the terminal (stdout): the clients' table, the gallery's
+    line, its calibration and 1:N operating point."""
     click.echo(client_table(summary.clients))
     n = len(summary.clients)
     if summary.kept or summary.resumed:
@@ -223,6 +226,10 @@ def _echo(summary, guard_gap):
                f"{summary.target_far:g}")
     click.echo(calibration_line(summary.calibration))
     click.echo(open_set_line(summary.open_set))
+
+
+def _warnings(summary, guard_gap):
+    """The run's warnings (stderr), printed with or without --quiet."""
     if open_set_warning(summary):
         warn(open_set_warning(summary))
     advice = frr_warning(summary.calibration, summary.matcher)

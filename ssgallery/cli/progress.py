@@ -36,10 +36,17 @@ REDRAW = 0.1  # seconds between redraws of a terminal bar
 ENV_INTERVAL = "SSGALLERY_PROGRESS_INTERVAL"
 
 
-def quiet_option(func):
-    """``-q/--quiet``: no progress output (results, warnings and errors still print)."""
-    return click.option("-q", "--quiet", is_flag=True,
-                        help="No progress bar or progress lines on stderr.")(func)
+QUIET_HELP = "No progress bar or progress lines on stderr."
+
+
+def quiet_option(func=None, *, help=QUIET_HELP):
+    """``-q/--quiet``: no progress output (results, warnings and errors still print).
+
+    ``@quiet_option`` or ``@quiet_option(help=...)`` for a command whose output is a
+    report of what it wrote (compress: its summary is not printed either)."""
+    def decorate(f):
+        return click.option("-q", "--quiet", is_flag=True, help=help)(f)
+    return decorate if func is None else decorate(func)
 
 
 def _clock(seconds):
