@@ -456,3 +456,33 @@ def test_a_target_beyond_the_curve_s_end_is_named(split, tmp_path):
     assert "target below the curve's end: its highest threshold, expected FPIR" in line
     info = CliRunner().invoke(main, ["info", "--gallery", str(tmp_path / "g.h5")])
     assert line in info.output
+
+
+def test_one_impostor_per_client_sets_a_readable_point_without_a_warning(tmp_path):
+    """compress --max-impostors 1: each client's threshold comes from its one training
+    impostor score (no threshold CV with one impostor subject), centred on itself: every
+    1:N search scores 0. The curve is +inf at and below 0 and 0 above (before: a numpy
+    RuntimeWarning, np.geomspace from +inf); T sits above every search, unresolved, and
+    identify reads the record."""
+    import warnings
+
+    from helpers import make_faces
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=5)
+    enroll(faces, tmp_path / "e.h5")
+    args = ["compress", "--store", str(tmp_path / "e.h5"), "-o", str(tmp_path / "g.h5"),
+            "--max-impostors", "1"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = CliRunner().invoke(main, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    point = json.loads(res.stdout)["open_set"]
+    assert point["curve"]["hazard"] == [np.inf, 0.0] and point["search_size"] == 1
+    assert point["threshold"] == pytest.approx(1e-9) and not point["resolved"]
+    assert point["expected_fpir"] == 0.0
+    searches = point["searches"]
+    assert point["expected_fpir_ci"][1] == pytest.approx(1 - 0.025 ** (4 / searches))
+    res = _identify(tmp_path / "faces" / "c01" / "0.png", "--gallery", tmp_path / "g.h5",
+                    "--open-set", "--json")
+    assert res.exit_code in (0, 1), res.output  # the record is read (not corrupt)
+    assert json.loads(res.stdout)["operating_point"]["threshold"] == pytest.approx(1e-9)

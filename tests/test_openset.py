@@ -154,6 +154,32 @@ def test_unresolvable_target_sits_above_every_held_out_score():
     assert curve["resolution"] == pytest.approx(0.02)
 
 
+def test_searches_that_all_tie_at_their_top_score_pass_below_it():
+    """Every search of one client scoring 0 (one training score per client centred on
+    itself: compress --max-impostors 1): FPIR_1 = 1 at once, hazard +inf below the tied
+    score, 0 above it. Before: np.geomspace from +inf, a RuntimeWarning (NaN levels)."""
+    import warnings
+
+    scores, probes = np.zeros(19), np.arange(19)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        curve = openset.search_curve(scores, probes, 20, clients=np.arange(19))
+        t, resolved = openset.threshold_at_fpir(curve, 0.01)
+        fpir, (low, high) = openset.fpir_at(curve, t)
+        below = openset.fpir_at(curve, -0.1)
+    assert curve["thresholds"] == [-0.5, 1e-09] and curve["hazard"] == [np.inf, 0.0]
+    assert curve["resolution"] == 1.0 and "tail" not in curve  # no spread to fit a tail
+    assert (t, resolved) == (1e-09, False)  # above every search, not resolved
+    # 0 of 19 one-client searches pass: Clopper-Pearson 97.5 % bound 1 - 0.025 ** (1/19)
+    # per client, for 20 clients
+    assert fpir == 0.0 and low == 0.0
+    assert high == pytest.approx(1 - 0.025 ** (20 / 19), rel=1e-9)
+    # at or below the tied score every search passes (19 of 19; its lower bound per
+    # client 0.025 ** (1/19))
+    assert below[0] == 1.0 and below[1][1] == 1.0
+    assert below[1][0] == pytest.approx(1 - (1 - 0.025 ** (1 / 19)) ** 20, rel=1e-9)
+
+
 def test_merged_blocks_are_the_gallery_of_both():
     """An update: the kept clients' curve and the new clients' held-out searches make the
     curve of all N1 + N2 clients."""

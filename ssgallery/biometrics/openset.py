@@ -192,10 +192,11 @@ def search_curve(scores, probes, n_clients, *, clients=None, people=None, search
     dict
         ``thresholds`` (ascending) and, at each, the hazard per client ``hazard`` (an
         upper bound of H(T) for every T at or above the point, 0 at the first point,
-        which is above every held-out score) with its 95 % Clopper-Pearson bounds
-        ``hazard_low``, ``hazard_high``; ``clients`` (N), ``search_size`` (n),
-        ``searches`` (probes used), ``searches_left_out`` and ``resolution`` (the
-        smallest nonzero FPIR_N the searches measure); with ``clients``, the points from
+        which is above every held-out score; +inf where every search passes) with its
+        95 % Clopper-Pearson bounds ``hazard_low``, ``hazard_high``; ``clients`` (N),
+        ``search_size`` (n), ``searches`` (probes used), ``searches_left_out`` and
+        ``resolution`` (the smallest nonzero FPIR_N the searches measure, 1 when they
+        all tie at their top score); with ``clients``, the points from
         ``extrapolated_above`` (a threshold) up are the tail's and ``tail`` holds its
         fit (`tail_fit`, without the per-client widths).
     """
@@ -209,7 +210,10 @@ def search_curve(scores, probes, n_clients, *, clients=None, people=None, search
     cap = _hazard(CURVE_MAX_FPIR, n)
     keep = {0}
     if nonzero.size:
-        levels = np.geomspace(nonzero.min(), max(cap, nonzero.min()), int(points))
+        # from the data's resolution up to the cap; when every search passes at once
+        # (all tied at the top score: FPIR_n = 1, H = +inf) that one point
+        low = nonzero.min()
+        levels = np.geomspace(low, max(cap, low), int(points)) if np.isfinite(low) else [low]
         # the point of smallest T with H <= each level (hz is non-decreasing along t's
         # descending order, so the last index with hz <= level)
         keep.update(np.searchsorted(hz, levels, side="right") - 1)
