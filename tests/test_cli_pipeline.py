@@ -125,6 +125,30 @@ def test_compress_quiet_prints_only_warnings(data, tmp_path):
     assert _untimed(json.loads(runs[1].stdout)) == _untimed(json.loads(runs[0].stdout))
 
 
+def test_compress_names_clients_thresholded_on_training_scores(tmp_path):
+    """--max-impostors 1 leaves each client one impostor person: nothing can be held out,
+    its threshold comes from its training scores and compress says so (before: a
+    silent 'expected FAR 0.00%' on such galleries); not when every client is held out,
+    nor with --cv-folds 0, which asks for training scores."""
+    from ssgallery.app.enroll import enroll
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=5)
+    enroll(faces, tmp_path / "e.h5")
+    base = ["compress", "--store", str(tmp_path / "e.h5"), "-o", str(tmp_path / "g.h5"),
+            "--force"]
+    found = {}
+    for extra in ([], ["--max-impostors", "1"], ["--max-impostors", "1", "--cv-folds", "0"]):
+        r = CliRunner().invoke(main, [*base, *extra, "--json"])
+        assert r.exit_code == 0, r.output
+        found[" ".join(extra)] = json.loads(r.stdout)["not_held_out"]
+    assert found == {"": [], "--max-impostors 1": ["c00", "c01", "c02", "c03"],
+                     "--max-impostors 1 --cv-folds 0": []}
+    r = CliRunner().invoke(main, [*base, "--max-impostors", "1", "-q"])
+    assert r.exit_code == 0, r.output
+    assert ("warning: 4 client(s) set their thresholds on training scores, with too few "
+            "impostor people or own images to hold out") in r.stderr
+
+
 def test_verify_accepts_genuine_and_rejects_others(data):
     runner = CliRunner()
     genuine = sorted(str(p) for p in data["probes"].glob("c03_genuine_*.png"))

@@ -81,6 +81,7 @@ class CompressSummary:
     never_accepting: list = None  # clients whose threshold is above their highest score
     open_set: dict = None  # the 1:N operating point recorded (`ssgallery.app.open_set`)
     worse_than_svm: list = None  # clients whose held-out teacher_gap exceeds GUARD_GAP
+    not_held_out: list = None  # clients thresholded on training scores despite --cv-folds
 
     def to_dict(self):
         return {k: v for k, v in self.__dict__.items() if k != "heldout"}
@@ -294,7 +295,16 @@ def _summary(plan, run, paths, results, done):
                            worse_than_svm=[c for c in order
                                            if (results[c].row.get("teacher_gap") or 0)
                                            > GUARD_GAP],
+                           not_held_out=[c for c in order if plan.options.cv_folds
+                                         and _not_held_out(results[c])],
                            **done)
+
+
+def _not_held_out(result):
+    """True when the client's threshold CV held nothing out (fewer than 2 of its images
+    or impostor subjects, `threshold_folds`): its threshold and Z-norm come from
+    training scores, and so do its share of the expected FAR and FPIR."""
+    return (result.provenance or {}).get("threshold_folds") == 0
 
 
 def _program_runs(matcher, jobs, scheduler):

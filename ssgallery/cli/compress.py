@@ -242,6 +242,10 @@ def _warnings(summary, guard_gap):
                   f"('vs SVM' above {guard_gap:g}: share of genuine-impostor pairs misranked "
                   f"beyond the SVM's)", "try more prototypes (--m, --m auto), more "
                   "iterations (--max-iter) or --guard")
+    _warn_clients(summary.not_held_out, "set their thresholds on training scores, with "
+                  "too few impostor people or own images to hold out (the expected FAR and "
+                  "1:N FPIR are optimistic)", "raise --max-impostors, use --impostors sample "
+                  "or enrol more people (enroll --background)")
     if summary.basis_stale:
         click.echo("warning: the store's matcher basis is stale (clients were added with "
                    "--add); re-run enroll without --add to refit it", err=True)
