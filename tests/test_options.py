@@ -300,13 +300,26 @@ def test_roc_command_line_splits_into_its_three_objects():
 def test_robust_training_fields_enter_the_digest_only_when_set():
     base = analytic()
     assert "refresh_every" not in base.digest_dict() and "guard" not in base.digest_dict()
-    set_ = CompressOptions(refresh_every=5, guard=True)
+    set_ = analytic(refresh_every=5, guard=True)
     assert set_.digest_dict()["refresh_every"] == 5 and set_.digest_dict()["guard"] is True
     assert set_.provenance()["refresh_every"] == 5 and set_.provenance()["guard"] is True
     assert "swap_rounds" not in base.digest_dict() and "swap_rounds" not in base.provenance()
-    swapped = CompressOptions(swap_rounds=np.int64(3))
+    swapped = analytic(swap_rounds=np.int64(3))
     assert swapped.digest_dict()["swap_rounds"] == 3 and swapped.provenance()["swap_rounds"] == 3
     assert type(swapped.swap_rounds) is int
+
+
+def test_options_unresolved_for_a_matcher_have_no_digest():
+    """m None, max_iter and swap_rounds "auto" train another model on a black box than
+    on eigenface: a digest of them would keep one matcher's clients for the other's."""
+    for unresolved, names in ((CompressOptions(), "m, max_iter, swap_rounds"),
+                              (replace(analytic(), max_iter="auto"), "max_iter"),
+                              (replace(analytic(), m=None), "m")):
+        with pytest.raises(ValueError, match=f"unresolved options have no digest: {names}$"):
+            options_digest(unresolved)
+        with pytest.raises(ValueError, match="unresolved"):
+            run_key("c01", "f" * 64, unresolved)
+    assert analytic(m="auto").digest_dict()["m"] == "auto"  # Eq. 8, chosen per client
 
 
 def test_auto_training_resolves_per_matcher_and_passes_set_values_through():
@@ -338,9 +351,9 @@ def test_between_enters_the_digest_and_provenance_unless_0(faces_factory, tmp_pa
     from ssgallery.formats.gallery import read_gallery
 
     assert CompressOptions().between == 0.5
-    assert "between" not in CompressOptions(between=0.0).digest_dict()
+    assert "between" not in analytic(between=0.0).digest_dict()
     assert options_digest(analytic(init="class", between=0.0)) == DEFAULT_DIGEST
-    assert CompressOptions().digest_dict()["between"] == 0.5
+    assert analytic().digest_dict()["between"] == 0.5
     assert CompressOptions(between=2.0).provenance()["between"] == 2.0
     enroll(faces_factory(n_clients=4, n_images=6), tmp_path / "e.h5")
     run = CompressRun(clients="c01")

@@ -321,11 +321,13 @@ def test_update_hints_at_between_0_only_where_it_keeps_the_clients(tmp_path):
 
     from helpers import make_faces
 
+    from ssgallery.app.options import resolve_training
     from ssgallery.app.update import warn_retrained
 
     # a run at between 0 has no such hint (a model without a digest is not one at 0)
     said = []
-    warn_retrained({"c9": SimpleNamespace(provenance={})}, CompressOptions(between=0.0),
+    warn_retrained({"c9": SimpleNamespace(provenance={})},
+                   resolve_training(CompressOptions(between=0.0), black_box=False),
                    "g.h5", said.append)
     assert said == [("g.h5: c9: trained with other options than this run's: trained "
                      "again (to keep them, give the options they were compressed with)")]

@@ -225,7 +225,14 @@ class CompressOptions(_Options):
     def digest_dict(self):
         """What the options digest and the parts' run key hash: the `ALWAYS` fields, and
         the `IF_CHANGED` fields whose value is not their baseline (so that adding a field
-        leaves the digest of every existing gallery unchanged)."""
+        leaves the digest of every existing gallery unchanged). Only options resolved for
+        their matcher have one (`resolve_training`): m None and max_iter or swap_rounds
+        "auto" train another model on another matcher."""
+        unresolved = [name for name, value in (("m", self.m), ("max_iter", self.max_iter),
+                                               ("swap_rounds", self.swap_rounds))
+                      if value is None or (value == "auto" and name != "m")]
+        if unresolved:  # a programming error: resolve for the matcher first
+            raise ValueError(f"unresolved options have no digest: {', '.join(unresolved)}")
         out = {f.name: getattr(self, f.name) for f in fields(self)
                if f.metadata["digest"] == ALWAYS}
         return {**out, **_changed(self)}
