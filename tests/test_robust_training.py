@@ -543,6 +543,33 @@ def test_compress_resolves_auto_training_per_matcher_in_the_provenance(tmp_path)
     assert res.exit_code == 2 and "expected a non-negative integer or 'auto'" in res.output
 
 
+def test_compress_and_roc_call_the_same_matchers_black_boxes(l1):
+    """roc reads `Matcher.black_box` from the store's matcher class, compress from the
+    matcher it built, checked against its similarity's gradient: the shipped matchers
+    agree, and a plugin whose declaration and similarity disagree is refused by name."""
+    from ssgallery.app.compress_plan import plan_black_box
+    from ssgallery.errors import SsgalleryError
+    from ssgallery.matchers import get_matcher_class
+    from ssgallery.matchers.eigenface import EigenfaceMatcher
+
+    assert {n: get_matcher_class(n).black_box for n in ("eigenface", "dlib", "external")} \
+        == {"eigenface": False, "dlib": False, "external": True}
+    matcher, sim, _ = l1
+    assert plan_black_box(matcher, sim, "s.h5") is True
+    eigenface = EigenfaceMatcher(n_components=3).fit(faces(8))
+    assert plan_black_box(eigenface, eigenface.similarity(), "s.h5") is False
+
+    class Mislabelled(EigenfaceMatcher):
+        name = "mislabelled"
+        black_box = True
+
+    wrong = Mislabelled(n_components=3).fit(faces(8))
+    with pytest.raises(SsgalleryError, match="the mislabelled matcher declares black_box = "
+                       "True but its similarity has an analytic gradient: fix the matcher "
+                       "plugin"):
+        plan_black_box(wrong, wrong.similarity(), "s.h5")
+
+
 def test_a_black_box_default_m_never_exceeds_the_store(tmp_path):
     """The black box's default m (5) is a default, not a request: a store of 4 images
     trains 4 prototypes; an explicit --m 5 is refused with one line."""

@@ -67,7 +67,7 @@ def prepare(store_path, gallery_path, options, run, privacy_key=None):
     similarity = matcher.similarity()
     from ssgallery.images.ingest import default_warn
 
-    black_box = not getattr(similarity, "has_gradient", False)
+    black_box = plan_black_box(matcher, similarity, store_path)
     between = resolve_between(options.between, black_box, store.matcher_name,
                               run.warn or default_warn)
     options = resolve_training(replace(options, init=resolve_init(options.init, similarity),
@@ -75,6 +75,20 @@ def prepare(store_path, gallery_path, options, run, privacy_key=None):
     subjects, codes = np.unique(store.labels, return_inverse=True)
     return Plan(store=store, matcher=matcher, similarity=similarity, bounds=matcher.bounds(),
                  todo=todo, options=options, codes=codes, subjects=subjects)
+
+
+def plan_black_box(matcher, similarity, store_path):
+    """The matcher's `ssgallery.matchers.base.Matcher.black_box` (what ``roc`` reads
+    from its class), checked against its similarity: a plugin whose declaration and
+    gradient disagree would be trained one way by ``compress`` and evaluated another
+    way by ``roc``."""
+    analytic = bool(getattr(similarity, "has_gradient", False))
+    if matcher.black_box == analytic:
+        said = "no analytic gradient" if not analytic else "an analytic gradient"
+        raise SsgalleryError(f"the {matcher.name} matcher declares black_box = "
+                             f"{matcher.black_box} but its similarity has {said}: fix the "
+                             "matcher plugin", path=store_path)
+    return bool(matcher.black_box)
 
 
 def _check_m(m, n_images, store_path):

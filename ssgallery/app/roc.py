@@ -150,7 +150,7 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
     host = host_matcher(matcher_cmd) if store.matcher_name == "external" else None
     report = report if report is not None else ReportOptions()
     protocol = protocol or ROC_PROTOCOL
-    black_box = store.matcher_name == "external"  # a program: a black box
+    black_box = cls.black_box  # as compress decides (`Matcher.black_box`)
     protocol = replace(protocol, between=resolve_between(
         protocol.between, black_box, store.matcher_name, report.warn or default_warn))
     if black_box:

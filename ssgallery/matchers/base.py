@@ -27,6 +27,12 @@ class Matcher:
     #: or an external program does not): compress then refits the matcher per
     #: threshold-CV fold (`ssgallery.app.fold_spaces`).
     learns_from_images = True
+    #: Whether its similarity is a black box: no analytic gradient, only the heuristic of
+    #: Eq. 7 (eq:similarity-grad) (`ssgallery.learn.similarity.HeuristicGradient`), so
+    #: that ``compress`` and ``roc`` train its clients on real training images
+    #: (`ssgallery.app.options.resolve_training`). Must agree with
+    #: ``similarity().has_gradient``.
+    black_box = False
 
     def fit(self, images):
         """Fit on training images, shape (n, H, W), float on [0, 255]. Returns self."""

@@ -82,6 +82,7 @@ class ExternalMatcher(ProgramClient, Matcher):
 
     name = "external"
     learns_from_images = False  # fit records the shape and the distance scale only
+    black_box = True  # scores only: Eq. 7 (eq:similarity-grad)'s heuristic gradient
 
     def __init__(self, command=None, timeout_base=60.0, timeout_per_pair=0.01, cache_dir=None,
                  distance_scale=None, serve=True):
