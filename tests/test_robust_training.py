@@ -572,7 +572,10 @@ def test_compress_and_roc_call_the_same_matchers_black_boxes(l1):
 
 def test_a_black_box_default_m_never_exceeds_the_store(tmp_path):
     """The black box's default m (5) is a default, not a request: a store of 4 images
-    trains 4 prototypes; an explicit --m 5 is refused with one line."""
+    trains 4 prototypes; an explicit --m 5 is refused with one line; once the store has
+    grown, an update names the --m that keeps those clients."""
+    import shutil
+
     from click.testing import CliRunner
     from helpers import make_faces
 
@@ -593,6 +596,18 @@ def test_a_black_box_default_m_never_exceeds_the_store(tmp_path):
     assert res.exit_code != 0 and "--m = 5 is more prototypes than the store has images (4)" \
         in res.output
     assert not (tmp_path / "h.h5").exists()
+    # the store grows past 5 images: the default is 5 now, and the update names the
+    # --m that keeps the clients trained at 4
+    make_faces(str(tmp_path / "more"), n_clients=3, n_images=2, shape=(16, 12), seed=1)
+    shutil.copytree(tmp_path / "more" / "c02", faces_dir + "/c02")
+    enroll(faces_dir, tmp_path / "bb.h5", add=True)
+    update = [*args, "-o", str(tmp_path / "g.h5"), "--update"]
+    res = CliRunner().invoke(main, update, env=env)
+    assert res.exit_code == 0, res.output
+    assert ("c00, c01: trained with other options than this run's: trained again (to keep "
+            "them, give the options they were compressed with; those trained with --m 4 "
+            "are kept with --m 4)") in res.output
+    assert len(read_gallery(tmp_path / "g.h5", arrays=True).clients["c00"].beta) == 5
 
 
 def test_train_client_caps_a_black_box_default_m_at_its_training_images(l1):

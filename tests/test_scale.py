@@ -207,7 +207,7 @@ def test_resume_ignores_parts_of_other_options(store, tmp_path):
     parts = f"{out}.parts"
     assert said == [(f"{parts}: committed parts of c00, c01: trained with other options than "
                     "this run's: trained again (to resume them, give the options they were "
-                    "compressed with)")]
+                    "compressed with; those trained with `m` 1 are resumed with `m` 1)")]
 
 
 def _interrupt_after_two(store, out, options):

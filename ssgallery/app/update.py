@@ -102,12 +102,16 @@ EARLIER_DEFAULTS = ({"between": 0.0}, {"m": DEFAULT_M},
 
 
 def _earlier_default(models, options, verb):
-    """The hint naming the first of `EARLIER_DEFAULTS` that would keep some of ``models``
-    (trained with this run's options at that earlier default), or ""."""
+    """The hint naming the first of `EARLIER_DEFAULTS`, or else of the m the models
+    record (a default m capped at a smaller store's images, which grew since), that
+    would keep some of ``models`` (trained with this run's options but that), or ""."""
     from dataclasses import replace
+    from numbers import Integral
 
     done = {"keep": "kept", "resume": "resumed"}.get(verb, verb)
-    for change in EARLIER_DEFAULTS:
+    recorded = sorted({int(m.provenance["m"]) for m in models.values()
+                       if isinstance(m.provenance.get("m"), Integral)})
+    for change in (*EARLIER_DEFAULTS, *({"m": m} for m in recorded)):
         earlier = replace(options, **change)
         if earlier == options:
             continue
