@@ -8,6 +8,7 @@ from ssgallery.app.client_training import znorm_parameters
 from ssgallery.biometrics.calibration import (
     THRESHOLD_MODES,
     _gap_threshold,
+    accepts_too_many,
     calibrate_thresholds,
     clopper_pearson,
     cross_normalised,
@@ -31,6 +32,15 @@ def test_clopper_pearson_known_values():
     low, high = clopper_pearson(10, 100)
     assert low == pytest.approx(0.04900, abs=1e-4) and high == pytest.approx(0.17622, abs=1e-4)
     assert clopper_pearson(5, 5)[1] == 1.0 and clopper_pearson(0, 0) == (0.0, 1.0)
+
+
+def test_accepts_too_many_only_beyond_the_binomial_noise_of_the_target():
+    """At target FAR 1 %: 3 of 140 (2.1 %, interval from 0.44 %) can be noise; 5 of 140
+    (3.6 %, from 1.17 %) cannot; 140 of 140 (the off-scale client of compress) cannot."""
+    assert not accepts_too_many(0, 140, 0.01) and not accepts_too_many(3, 140, 0.01)
+    assert accepts_too_many(5, 140, 0.01) and accepts_too_many(140, 140, 0.01)
+    assert clopper_pearson(3, 140)[0] < 0.01 < clopper_pearson(5, 140)[0]
+    assert not accepts_too_many(0, 0, 0.01)
 
 
 def test_every_mode_keeps_its_promise_on_the_held_out_scores():

@@ -228,3 +228,45 @@ def test_a_client_with_constant_impostor_scores_keeps_its_own_threshold():
     t, info = calibrate_thresholds([flat, spread], norms, 0.01, "znorm-global")
     assert t[0] == threshold_at_far(flat, 0.01) and t[0] > -0.2
     assert t[1] == pytest.approx(norms[1]["mean"] + norms[1]["std"] * info["global_threshold"])
+
+
+def test_a_client_whose_cv_models_score_off_its_scale_is_named_not_refused(tmp_path):
+    """sample_data c01-c15 with compress's defaults: c07's SVM CV picks C = 0.1 (each of
+    its 150 images a bounded support vector), whose intercept moves between fits, so the
+    threshold CV's models scored its held-out impostors about 0.75 below the final
+    model's lowest possible score. Before: 'refused: client c07 would accept every
+    probe' (exit 2) on compress's own work. Now its threshold is set on its training
+    scores (it accepted 140 of its 140 training impostors at the CV's threshold), a
+    warning names it, and it rejects the strangers c16-c20."""
+    from ssgallery.cli import main
+    from ssgallery.datasets import sample_faces_path
+    from ssgallery.formats.gallery import read_gallery
+
+    faces = tmp_path / "faces"
+    faces.mkdir()
+    for i in range(1, 16):
+        (faces / f"c{i:02d}").symlink_to(f"{sample_faces_path()}/c{i:02d}")
+    enroll(faces, tmp_path / "e.h5")
+    r = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "e.h5"), "-o",
+                                  str(tmp_path / "g.h5"), "--json"])
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    assert s["off_scale"] == {"c07": [140, 140]} and s["not_held_out"] == []
+    c07 = next(row for row in s["clients"] if row["client"] == "c07")
+    # of its own (training) images: 3 of 10 rejected at its own threshold, 5 at the final
+    assert c07["cv_frr"] == 0.3 and c07["frr"] == 0.5
+    assert c07["teacher_gap"] == pytest.approx(0.0157, abs=1e-4)  # held-out ranking kept
+    r = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "e.h5"), "-o",
+                                  str(tmp_path / "g.h5"), "--force", "-q"])
+    assert r.exit_code == 0, r.output
+    assert "warning: 1 client(s) accepted many of their own training impostors" in r.stderr
+    assert "c07 (140 of 140)" in r.stderr
+    model = read_gallery(tmp_path / "g.h5").clients["c07"]
+    assert model.provenance["threshold_method"] == "training scores"
+    claims = tmp_path / "claims.txt"
+    claims.write_text("".join(f"{p} c07\n" for c in ("c16", "c17", "c18", "c19", "c20")
+                              for p in sorted((sample_faces_path() / c).iterdir())))
+    r = CliRunner().invoke(main, ["verify", "--claims", str(claims), "--gallery",
+                                  str(tmp_path / "g.h5"), "--csv"])
+    status = [line.split(",")[3] for line in r.stdout.splitlines()[1:]]
+    assert len(status) == 50 and status.count("accept") == 0  # before: every probe

@@ -18,7 +18,11 @@ Per client c, on the matcher features X of its bounded training set
    held-out images. The threshold is the smallest one at which
    at most ``floor(target_far * n_impostors)`` of those held-out impostor scores are
    accepted (accept when g(x) >= threshold). The same is done for the full SVM, and
-   its threshold and #SVs are stored next to the prototypes for comparison.
+   its threshold and #SVs are stored next to the prototypes for comparison. When the
+   folds' models scored on another scale than the model fitted on every image (at
+   their threshold it accepts significantly more of its own training impostors than
+   the target FAR allows: `_off_scale`), the held-out scores cannot set its threshold,
+   and its training scores do (``cv_off_scale`` in the provenance; compress warns).
 """
 
 from dataclasses import dataclass, field, replace
@@ -43,7 +47,8 @@ class ClientFit:
     svm : SimilaritySVM
     distiller : SuperSparseDistiller
     threshold, svm_threshold : float
-        At the target FAR, from cross-validated impostor scores.
+        At the target FAR, from cross-validated impostor scores (training scores when
+        none can be held out, or when those are off the final model's scale).
     cv : dict
         Achieved CV FAR/FRR of both models at their thresholds, fold counts.
     normalization : dict
@@ -176,6 +181,12 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
         first = dist
         svm, dist, scores, guard = _guard(o, fit_and_hold_out, (svm, dist, scores))
     t, t_svm, cv = _cv_thresholds(scores, o.target_far, k)
+    off_scale = _off_scale(X, y, dist, t, o.target_far) if k else None
+    if off_scale is not None:  # the folds' models do not describe this one's scale
+        ranking = {n: cv[n] for n in ("misranking", "svm_misranking", "teacher_gap")}
+        scores, k = _training_scores(X, y, svm, dist), 0
+        t, t_svm, cv = _cv_thresholds(scores, o.target_far, k)
+        cv.update(ranking, cv_off_scale=off_scale)  # ranking: still the held-out one's
     if guard is not None:
         cv["guard"] = guard
     imp_g, gen_g = scores[0], scores[2]
@@ -209,14 +220,36 @@ def _fit_and_hold_out(c, opts, m, n_init=1):
     training scores when nothing can be held out."""
     svm, dist = _fit_pair(c.X, c.y, c.similarity, c.bounds, opts, "cv", m, c.gram, n_init)
     if c.folds is None:  # too few images or impostor subjects to hold out: training scores
-        neg = c.y < 0
-        return svm, dist, (dist.decision_function(c.X[neg]), svm.decision_function(c.X[neg]),
-                           dist.decision_function(c.X[~neg]), svm.decision_function(c.X[~neg]))
+        return svm, dist, _training_scores(c.X, c.y, svm, dist)
     m_fit = len(dist.beta_)
     return svm, dist, _heldout_scores(
         c.y, c.folds, c.spaces,
         lambda Xf, yf, sim_f, bounds_f: _fit_pair(Xf, yf, sim_f, bounds_f, opts,
                                                   svm.C_, m_fit, n_init=n_init))
+
+
+def _training_scores(X, y, svm, dist):
+    """The training scores of both models, in the order of `_heldout_scores`."""
+    neg = y < 0
+    return [dist.decision_function(X[neg]), svm.decision_function(X[neg]),
+            dist.decision_function(X[~neg]), svm.decision_function(X[~neg])]
+
+
+def _off_scale(X, y, dist, threshold, target_far):
+    """``[accepted, impostors]`` when the distilled model, at the ``threshold`` its
+    held-out impostor scores gave, accepts significantly more of its own training
+    impostors than ``target_far`` allows (`ssgallery.biometrics.calibration.
+    accepts_too_many`): the held-out scores come from the folds' models, and these
+    scored on another scale than the model fitted on every image (e.g. an SVM whose every
+    sample is a bounded support vector: its intercept is not determined by the data and
+    moves between fits). None when the held-out scores can set its threshold."""
+    from ssgallery.biometrics.calibration import accepts_too_many
+
+    own = dist.decision_function(X[y < 0])
+    accepted = int(np.sum(own >= threshold))
+    if accepts_too_many(accepted, own.size, target_far):
+        return [accepted, int(own.size)]
+    return None
 
 
 def _cv_thresholds(scores, target_far, k):

@@ -82,6 +82,7 @@ class CompressSummary:
     open_set: dict = None  # the 1:N operating point recorded (`ssgallery.app.open_set`)
     worse_than_svm: list = None  # clients whose held-out teacher_gap exceeds GUARD_GAP
     not_held_out: list = None  # clients thresholded on training scores despite --cv-folds
+    off_scale: dict = None  # client -> [accepted, impostors]: held-out scores off its scale
 
     def to_dict(self):
         return {k: v for k, v in self.__dict__.items() if k != "heldout"}
@@ -297,14 +298,19 @@ def _summary(plan, run, paths, results, done):
                                            > GUARD_GAP],
                            not_held_out=[c for c in order if plan.options.cv_folds
                                          and _not_held_out(results[c])],
+                           off_scale={c: results[c].provenance["cv_off_scale"] for c in order
+                                      if results[c].provenance.get("cv_off_scale")},
                            **done)
 
 
 def _not_held_out(result):
     """True when the client's threshold CV held nothing out (fewer than 2 of its images
     or impostor subjects, `threshold_folds`): its threshold and Z-norm come from
-    training scores, and so do its share of the expected FAR and FPIR."""
-    return (result.provenance or {}).get("threshold_folds") == 0
+    training scores, and so do its share of the expected FAR and FPIR. (A client whose
+    held-out scores were off its model's scale, ``cv_off_scale``, is thresholded on
+    training scores too, and reported apart: `CompressSummary.off_scale`.)"""
+    p = result.provenance or {}
+    return p.get("threshold_folds") == 0 and not p.get("cv_off_scale")
 
 
 def _program_runs(matcher, jobs, scheduler):

@@ -21,7 +21,9 @@ verification is unchanged):
     The normalised client threshold shrunk half-way toward T:
     t_c = mean_c + std_c * (w * T_c + (1 - w) * T), w = ``shrink_weight``.
 
-`clopper_pearson` gives the exact binomial interval of an observed FAR.
+`clopper_pearson` gives the exact binomial interval of an observed FAR;
+`accepts_too_many` says when a threshold set on held-out scores does not fit the model
+it is applied to.
 """
 
 import numpy as np
@@ -50,6 +52,21 @@ def clopper_pearson(k, n, level=0.95):
     low = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
     high = 1.0 if k == n else float(beta.ppf(1.0 - a, k + 1, n - k))
     return low, high
+
+
+def accepts_too_many(accepted, impostors, target_far, level=0.95):
+    """True when ``accepted`` of ``impostors`` scores at a threshold are significantly
+    more than ``target_far`` allows: the lower end of their Clopper-Pearson interval at
+    ``level`` is above it.
+
+    Applied to a model's own training impostors at the threshold its cross-validated
+    impostor scores gave: the model was fitted to score those people low, so its
+    training scores are optimistic and such a threshold accepts fewer of them than of
+    new people. When it accepts significantly more than the target FAR, the
+    cross-validation's models scored on another scale than the model that is
+    deployed, and their scores cannot set its threshold.
+    """
+    return int(impostors) > 0 and clopper_pearson(accepted, impostors, level)[0] > target_far
 
 
 def _gap_threshold(scores, far):
@@ -179,5 +196,5 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
                "expected_far_ci": list(clopper_pearson(accepted, total))}
 
 
-__all__ = ["DEFAULT_THRESHOLD_MODE", "THRESHOLD_MODES", "calibrate_thresholds",
-           "clopper_pearson", "cross_normalised"]
+__all__ = ["DEFAULT_THRESHOLD_MODE", "THRESHOLD_MODES", "accepts_too_many",
+           "calibrate_thresholds", "clopper_pearson", "cross_normalised"]

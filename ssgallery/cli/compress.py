@@ -246,6 +246,13 @@ def _warnings(summary, guard_gap):
                   "too few impostor people or own images to hold out (the expected FAR and "
                   "1:N FPIR are optimistic)", "raise --max-impostors, use --impostors sample "
                   "or enrol more people (enroll --background)")
+    off = summary.off_scale or {}
+    _warn_clients([f"{c} ({a} of {n})" for c, (a, n) in off.items()],
+                  "accepted many of their own training impostors at their threshold CV's "
+                  "threshold (the CV's models scored on another scale than theirs, e.g. "
+                  "an SVM whose every image is a support vector); their thresholds are set "
+                  "on training scores instead (the expected FAR is optimistic for them)",
+                  "enrol more or clearer images of them")
     if summary.basis_stale:
         click.echo("warning: the store's matcher basis is stale (clients were added with "
                    "--add); re-run enroll without --add to refit it", err=True)
