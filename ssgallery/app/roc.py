@@ -154,6 +154,8 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
     protocol = replace(protocol, between=resolve_between(
         protocol.between, black_box, store.matcher_name, report.warn or default_warn))
     if black_box:
+        protocol = _without_rbf_methods(protocol, store.matcher_name,
+                                        report.warn or default_warn)
         protocol = _trained_as_compress(protocol)
         if protocol.m is None:  # real images as prototypes: the black box's m
             protocol = replace(protocol, m=(BLACK_BOX_M,))
@@ -162,6 +164,29 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
                      factory=lambda: cls(**config).attach_host(host),
                      enrollable=list(store.clients), progress=progress,
                      private=privacy_key is not None)
+
+
+RBF_ONLY = ("svm-red",)  # pre-images by fixed-point iteration: an RBF similarity only
+
+
+def _without_rbf_methods(protocol, matcher_name, warn):
+    """``protocol`` for a black-box matcher's store: the default methods without
+    ``svm-red``, which needs an RBF similarity (a warning says so); an ``svm-red`` the
+    user listed is refused before any training, naming the methods that run."""
+    from ssgallery.biometrics.protocol_options import DEFAULT_METHODS
+
+    names = [name for name, _ in method_specs(protocol.methods, (1,))]
+    rbf = [n for n in names if n in RBF_ONLY]
+    if not rbf:
+        return protocol
+    if tuple(protocol.methods) != DEFAULT_METHODS:
+        others = ",".join(n for n in names if n not in RBF_ONLY) or "svm,ssvm"
+        raise InputError(f"{', '.join(rbf)} needs an RBF similarity (eigenface, dlib); the "
+                         f"{matcher_name} matcher is a black box: leave it out "
+                         f"({option('methods')} {others})")
+    warn(f"{', '.join(rbf)} left out of the default methods: it needs an RBF similarity "
+         f"(eigenface, dlib) and the {matcher_name} matcher is a black box")
+    return replace(protocol, methods=tuple(m for m in protocol.methods if m not in RBF_ONLY))
 
 
 def _trained_as_compress(protocol):

@@ -55,7 +55,8 @@ def _parse_methods(ctx, param, value):
 @click.option("--methods", default=DEFAULT_METHODS, show_default=True,
               callback=_parse_methods, metavar="A,B,...",
               help="Methods to compare: svm, ssvm, ssvm-paper, svm-sel, svm-red, ps-r, ps-b, "
-                   "ps-s, ps-km, nystrom.")
+                   "ps-s, ps-km, nystrom (svm-red needs an RBF similarity: the default "
+                   "leaves it out on an external matcher's store).")
 @click.option("-o", "--output", "out_dir", default="report", show_default=True,
               type=click.Path(file_okay=False), help="Report folder.")
 @click.option("--scores", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
