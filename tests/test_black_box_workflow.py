@@ -52,3 +52,29 @@ def test_roc_refuses_a_listed_svm_red_on_a_black_box_before_training(store):
         "matcher is a black box: leave it out (--methods svm,ssvm)")
     assert "HeuristicGradient" not in res.output
     assert not (store.parent / "report").exists()
+
+
+def test_enroll_add_on_a_black_box_leaves_no_stale_basis(store, tmp_path):
+    """An external program learns nothing from the enrolled images: ``enroll --add`` and
+    the ``compress --update`` after it say nothing of a stale basis to refit (they did,
+    twice, with advice to re-run enroll that changed nothing)."""
+    import json
+
+    new = make_faces(str(tmp_path / "new"), n_clients=2, n_images=5, shape=(16, 12), seed=3,
+                     prefix="n")
+    runner, env = CliRunner(), {"SSGALLERY_MATCHER_CMD": PROGRAM}
+    gallery = str(tmp_path / "g.h5")
+    common = ["--store", str(store), "-o", gallery, "--cv-folds", "0", "--quiet"]
+    assert runner.invoke(main, ["compress", *common], env=env).exit_code == 0
+    res = runner.invoke(main, ["enroll", new, "--add", "--store", str(store), "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "added 2 client(s) (n00, n01)" in res.stdout and "stale" not in res.stderr
+    res = runner.invoke(main, ["compress", *common, "--update", "--json"], env=env)
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["trained"] == ["n00", "n01"] and summary["basis_stale"] is False
+    assert "stale" not in res.stderr, res.stderr
+    res = runner.invoke(main, ["info", "--gallery", gallery, "--store", str(store), "--json"])
+    assert res.exit_code == 0 and "stale" not in res.stderr, res.output
+    info = json.loads(res.stdout)
+    assert info["store"]["basis_stale"] is False and info["store"]["stale_clients"] == []

@@ -300,10 +300,14 @@ def _contract_state(matcher):
 
 
 def _add(src, store_path, progress, key):
-    """``--add``: append new subjects, keep the fitted matcher, record that it is stale.
-    ``src`` holds the new subjects' images only; the old ones stay on disk until the new
-    store is written (`ssgallery.formats.store.StackedImages`)."""
+    """``--add``: append new subjects, keep the fitted matcher, record that it is stale
+    when it learns from images (a PCA basis; not a pretrained descriptor or an external
+    program, `ssgallery.matchers.base.Matcher.learns_from_images`). ``src`` holds the new
+    subjects' images only; the old ones stay on disk until the new store is written
+    (`ssgallery.formats.store.StackedImages`)."""
+    from ssgallery.app.fold_spaces import learns_from_images
     from ssgallery.formats.store import StackedImages
+    from ssgallery.matchers import get_matcher_class
 
     old, new_images = src.old, src.images
     known = set(old.clients) | set(old.background)
@@ -311,6 +315,7 @@ def _add(src, store_path, progress, key):
     new_bg = [b for b in src.bg_names if b not in known]
     if not len(new_images):
         return _summary(old, store_path, changed=False, new_clients=[])
+    stale = learns_from_images(get_matcher_class(old.matcher_name))
     store = EnrollmentStore(
         images=StackedImages([old.images, new_images]),
         labels=np.concatenate([old.labels, src.labels]),
@@ -318,8 +323,9 @@ def _add(src, store_path, progress, key):
         roots=old.roots + src.roots,
         clients=old.clients + new_clients, background=old.background + new_bg,
         matcher_name=old.matcher_name, matcher_config=old.matcher_config,
-        matcher_state=old.matcher_state, basis_stale=True,
-        stale_clients=sorted(set(old.stale_clients) | set(new_clients) | set(new_bg)))
+        matcher_state=old.matcher_state, basis_stale=old.basis_stale or stale,
+        stale_clients=sorted(set(old.stale_clients) | (set(new_clients) | set(new_bg)
+                                                        if stale else set())))
     if old.features is not None:  # the matcher is kept, so old features stay valid
         store.features = np.concatenate([old.features, transform_in_chunks(
             old.matcher(), new_images, progress=progress)])
