@@ -78,3 +78,24 @@ def test_enroll_add_on_a_black_box_leaves_no_stale_basis(store, tmp_path):
     assert res.exit_code == 0 and "stale" not in res.stderr, res.output
     info = json.loads(res.stdout)
     assert info["store"]["basis_stale"] is False and info["store"]["stale_clients"] == []
+
+
+def test_clients_are_listed_in_natural_order(tmp_path):
+    """docs/guide.md: "Clients and files are sorted naturally (s2 before s10)": the store's
+    clients and enroll --add's new ones (AT&T's s1 ... s40 came out s1, s10, s11, s2)."""
+    import json
+    import os
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=3, shape=(16, 12))
+    for i, name in enumerate(["s1", "s2", "s10", "s11"]):
+        os.rename(os.path.join(faces, f"c{i:02d}"), os.path.join(faces, name))
+    new = make_faces(str(tmp_path / "new"), n_clients=2, n_images=3, shape=(16, 12), seed=5)
+    os.rename(os.path.join(new, "c00"), os.path.join(new, "s9"))
+    os.rename(os.path.join(new, "c01"), os.path.join(new, "s20"))
+    runner, store = CliRunner(), str(tmp_path / "e.h5")
+    res = runner.invoke(main, ["enroll", faces, "--store", store, "--json", "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["clients"] == ["s1", "s2", "s10", "s11"]
+    res = runner.invoke(main, ["enroll", new, "--add", "--store", store, "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "added 2 client(s) (s9, s20); now 6 clients" in res.stdout

@@ -86,11 +86,16 @@ def _known_subjects(faces_dir, bg_dir, names, old, skip_bad, warn, progress):
 
 
 def _scan_subjects(root):
+    """The subject folders of ``root`` in natural order (``s2`` before ``s10``), the
+    order of the store's clients and of every table that lists them."""
+    from ssgallery.images.ingest import natural_key
+
     root = os.fspath(root)
     if not os.path.isdir(root):
         raise InputError("no such folder" if not os.path.exists(root) else "not a folder",
                          path=root)
-    return sorted(e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
+    names = [e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith(".")]
+    return sorted(names, key=lambda name: (natural_key(name), name))
 
 
 @dataclass
