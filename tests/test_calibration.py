@@ -12,6 +12,7 @@ from ssgallery.biometrics.calibration import (
     calibrate_thresholds,
     clopper_pearson,
     cross_normalised,
+    people_bound,
 )
 
 
@@ -101,3 +102,42 @@ def test_bad_mode_and_no_clients():
         calibrate_thresholds([np.zeros(3)], [znorm_parameters([0, 1, 2])], 0.01, "magic")
     with pytest.raises(ValueError, match="no clients"):
         calibrate_thresholds([], [], 0.01)
+
+
+def test_unresolved_names_the_clients_whose_count_is_fitted():
+    """A client with fewer than 4 impostor scores is Z-normed on them (no cross-fit): its
+    count is 0 by construction, and it is reported with (a + 1) / (n + 1) by person;
+    clients of 4 or more scores are estimates (None). In client mode, fewer than 1 / F."""
+    rng = np.random.default_rng(0)
+    few = [rng.normal(0, 1, 2) for _ in range(6)]
+    _, info = calibrate_thresholds(few, [znorm_parameters(s) for s in few], 0.01)
+    assert info["accepted"] == 0 and info["unresolved"] == {
+        "clients": 6, "people": [2, 2], "far": pytest.approx(1 / 3), "training": 0}
+    # two images of one person each: one person, 1 in 2
+    _, info = calibrate_thresholds(few, [znorm_parameters(s) for s in few], 0.01,
+                                   people=[np.array(["a", "a"])] * 6,
+                                   held_out=[True] * 5 + [False])
+    assert info["unresolved"] == {"clients": 6, "people": [1, 1], "far": 0.5, "training": 1}
+    many = [rng.normal(0, 1, 95) for _ in range(6)]
+    _, info = calibrate_thresholds(many, [znorm_parameters(s) for s in many], 0.01)
+    assert info["unresolved"] is None
+    _, info = calibrate_thresholds(many, None, 0.01, mode="client")  # 95 < 1 / 0.01
+    assert info["unresolved"]["clients"] == 6 and info["unresolved"]["far"] == 1 / 96
+    _, info = calibrate_thresholds(many, None, 0.02, mode="client")  # floor(1.9) = 1
+    assert info["unresolved"] is None
+    assert people_bound(0, 2) == 1 / 3 and people_bound(1, 19) == 0.1
+
+
+def test_unresolved_records_read_from_a_gallery_are_checked_and_merged():
+    from ssgallery.app.thresholds import merge_unresolved, unresolved_record
+
+    a = {"clients": 3, "people": [2, 3], "far": 0.3, "training": 1}
+    b = {"clients": 2, "people": [1, 1], "far": None, "training": 2}
+    assert unresolved_record(a) == a and unresolved_record(b) == b
+    for bad in ({**a, "far": None}, {**b, "far": 0.5}, {**a, "people": [3, 2]},
+                {**a, "clients": True}, {**a, "training": 4}, {**a, "far": 1.5}, "x", None):
+        assert unresolved_record(bad) is None
+    assert unresolved_record({k: v for k, v in a.items() if k != "training"})["training"] == 0
+    assert merge_unresolved(a, b) == {"clients": 5, "people": [1, 3], "far": 0.3,
+                                      "training": 3}
+    assert merge_unresolved(None, b) == b and merge_unresolved(a, None) == a

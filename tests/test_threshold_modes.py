@@ -230,7 +230,42 @@ def test_a_client_with_constant_impostor_scores_keeps_its_own_threshold():
     assert t[1] == pytest.approx(norms[1]["mean"] + norms[1]["std"] * info["global_threshold"])
 
 
-def test_a_client_whose_cv_models_score_off_its_scale_is_named_not_refused(tmp_path):
+@pytest.fixture(scope="module")
+def sample15(tmp_path_factory):
+    """sample_data c01-c15 enrolled (eigenface, defaults), and a claims file: every image
+    of c16-c20 (never enrolled: strangers) claimed against every client (750 claims)."""
+    from ssgallery.datasets import sample_faces_path
+
+    root = tmp_path_factory.mktemp("sample15")
+    faces = root / "faces"
+    faces.mkdir()
+    for i in range(1, 16):
+        (faces / f"c{i:02d}").symlink_to(f"{sample_faces_path()}/c{i:02d}")
+    enroll(faces, root / "e.h5")
+    (root / "strangers.txt").write_text("".join(
+        f"{p} c{k:02d}\n" for c in ("c16", "c17", "c18", "c19", "c20")
+        for p in sorted((sample_faces_path() / c).iterdir()) for k in range(1, 16)))
+    return root
+
+
+def _accepted(gallery, claims, client=None):
+    """Claims of ``claims`` (of ``client`` only, if given) that ``verify --claims``
+    accepts, and how many there were."""
+    from ssgallery.cli import main
+
+    if client is not None:
+        mine = claims.parent / f"{claims.stem}-{client}.txt"
+        mine.write_text("".join(line + "\n" for line in claims.read_text().splitlines()
+                                if line.endswith(f" {client}")))
+        claims = mine
+    r = CliRunner().invoke(main, ["verify", "--claims", str(claims), "--gallery",
+                                  str(gallery), "--csv"])
+    status = [line.split(",")[3] for line in r.stdout.splitlines()[1:]]
+    return status.count("accept"), len(status)
+
+
+def test_a_client_whose_cv_models_score_off_its_scale_is_named_not_refused(sample15,
+                                                                          tmp_path):
     """sample_data c01-c15 with compress's defaults: c07's SVM CV picks C = 0.1 (each of
     its 150 images a bounded support vector), whose intercept moves between fits, so the
     threshold CV's models scored its held-out impostors about 0.75 below the final
@@ -239,15 +274,9 @@ def test_a_client_whose_cv_models_score_off_its_scale_is_named_not_refused(tmp_p
     scores (it accepted 140 of its 140 training impostors at the CV's threshold), a
     warning names it, and it rejects the strangers c16-c20."""
     from ssgallery.cli import main
-    from ssgallery.datasets import sample_faces_path
     from ssgallery.formats.gallery import read_gallery
 
-    faces = tmp_path / "faces"
-    faces.mkdir()
-    for i in range(1, 16):
-        (faces / f"c{i:02d}").symlink_to(f"{sample_faces_path()}/c{i:02d}")
-    enroll(faces, tmp_path / "e.h5")
-    r = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "e.h5"), "-o",
+    r = CliRunner().invoke(main, ["compress", "--store", str(sample15 / "e.h5"), "-o",
                                   str(tmp_path / "g.h5"), "--json"])
     assert r.exit_code == 0, r.output
     s = json.loads(r.stdout)
@@ -256,17 +285,70 @@ def test_a_client_whose_cv_models_score_off_its_scale_is_named_not_refused(tmp_p
     # of its own (training) images: 3 of 10 rejected at its own threshold, 5 at the final
     assert c07["cv_frr"] == 0.3 and c07["frr"] == 0.5
     assert c07["teacher_gap"] == pytest.approx(0.0157, abs=1e-4)  # held-out ranking kept
-    r = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "e.h5"), "-o",
+    r = CliRunner().invoke(main, ["compress", "--store", str(sample15 / "e.h5"), "-o",
                                   str(tmp_path / "g.h5"), "--force", "-q"])
     assert r.exit_code == 0, r.output
     assert "warning: 1 client(s) accepted many of their own training impostors" in r.stderr
     assert "c07 (140 of 140)" in r.stderr
     model = read_gallery(tmp_path / "g.h5").clients["c07"]
     assert model.provenance["threshold_method"] == "training scores"
-    claims = tmp_path / "claims.txt"
-    claims.write_text("".join(f"{p} c07\n" for c in ("c16", "c17", "c18", "c19", "c20")
-                              for p in sorted((sample_faces_path() / c).iterdir())))
-    r = CliRunner().invoke(main, ["verify", "--claims", str(claims), "--gallery",
-                                  str(tmp_path / "g.h5"), "--csv"])
-    status = [line.split(",")[3] for line in r.stdout.splitlines()[1:]]
-    assert len(status) == 50 and status.count("accept") == 0  # before: every probe
+    # before: every probe
+    assert _accepted(tmp_path / "g.h5", sample15 / "strangers.txt", "c07") == (0, 50)
+
+
+@pytest.mark.parametrize("cap, people, far, accepted", [(2, 2, 1 / 3, 302), (3, 3, 1 / 4, 129)])
+def test_a_far_its_thresholds_cannot_resolve_is_not_printed_as_estimated(
+        sample15, tmp_path, cap, people, far, accepted):
+    """--max-impostors 2 (3): each client holds out 2 (3) impostor scores of as many
+    people, too few to cross-fit its Z-norm, so its threshold sits on those very scores
+    and none is accepted by construction. Before: 'expected FAR 0.00% (95%
+    Clopper-Pearson 0.00-11.57%, 0 of 30 held-out impostor scores)' (7.87 %, 0 of 45)
+    while 302 (129) of 750 stranger claims were accepted. Now: 'not estimated', with
+    the (a + 1) / (n + 1) of a threshold on n people, which the strangers' rate is near,
+    and a warning naming --max-impostors."""
+    from ssgallery.cli import main
+
+    gallery = tmp_path / "g.h5"
+    args = ["compress", "--store", str(sample15 / "e.h5"), "-o", str(gallery),
+            "--max-impostors", str(cap)]
+    r = CliRunner().invoke(main, [*args, "--json"])
+    assert r.exit_code == 0, r.output
+    cal = json.loads(r.stdout)["calibration"]
+    assert cal["accepted"] == 0 and cal["impostors"] == 15 * cap
+    assert cal["unresolved"] == {"clients": 15, "people": [people, people],
+                                 "far": pytest.approx(far), "training": 0}
+    measured = _accepted(gallery, sample15 / "strangers.txt")
+    assert measured == (accepted, 750)
+    assert 0.6 * far < accepted / 750 < 1.3 * far  # the old upper bound: 0.116 (0.079)
+    r = CliRunner().invoke(main, [*args, "--force"])
+    assert r.exit_code == 0, r.output
+    assert (f"expected FAR not estimated: 0 of {15 * cap} held-out impostor scores accepted, "
+            f"but each client's threshold sits on those very scores, of {people} impostor "
+            f"people; a new person passes such a threshold about {100 * far:.1f}%") in r.stdout
+    assert "Clopper-Pearson 0.00" not in r.stdout
+    assert ("warning: the target FAR (1%) cannot be estimated for 15 of 15 clients"
+            in r.stderr) and "raise --max-impostors" in r.stderr
+
+
+def test_training_scores_are_called_so_and_have_no_bound(sample15, tmp_path):
+    """--max-impostors 1: one impostor person per client, nothing held out. Before: '0 of
+    15 held-out impostor scores' (they are training scores) and 'expected FAR 0.00%
+    (0.00-21.80%)', while every one of the 750 stranger claims was accepted: no
+    (a + 1) / (n + 1) holds on scores the models were fitted to push down."""
+    from ssgallery.cli import main
+
+    gallery = tmp_path / "g.h5"
+    args = ["compress", "--store", str(sample15 / "e.h5"), "-o", str(gallery),
+            "--max-impostors", "1"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    assert ("expected FAR not estimated: 0 of 15 training impostor scores accepted, but "
+            "each client's threshold sits on those very scores, of 1 impostor person, whose "
+            "models were fitted to reject those very people: new people pass such "
+            "thresholds more often than these scores can tell") in r.stdout
+    assert "of 150 training genuine scores" in r.stdout
+    assert _accepted(gallery, sample15 / "strangers.txt") == (750, 750)
+    r = CliRunner().invoke(main, ["info", "--gallery", str(gallery)])
+    assert r.exit_code == 0, r.output
+    assert "cannot be estimated for 15 of 15 clients" in r.stderr \
+        and "raise compress --max-impostors" in r.stderr

@@ -216,7 +216,7 @@ def _locked_run(plan, options, paths, run, secrets):
     _train(plan, run, todo, (parts, keys), results)
     mode = options.threshold_mode
     thresholds, calibration = calibrate(results, mode, options.target_far, kept, previous,
-                                        gallery_path)
+                                        gallery_path, plan.store.labels)
     apply(results, thresholds, mode)
     _check_calibrated(plan, run, (parts.path, resumed, gallery_path), results, todo)
     point = operating_point(results, plan.store.labels, options.target_fpir, kept,

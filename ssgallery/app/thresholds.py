@@ -49,7 +49,7 @@ def _check_update(mode, target_far, previous, path):
                          f"{old['target_far']:g}, not {target_far:g}: {redo}", path=path)
 
 
-def calibrate(results, mode, target_far, kept=(), previous=None, path=None):
+def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labels=None):
     """Thresholds of every client and the calibration to record.
 
     Parameters
@@ -65,6 +65,10 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None):
         required when ``kept`` is not empty.
     path : str, optional
         The existing gallery (named in errors).
+    labels : ndarray of shape (n_images,), optional
+        The store's subject of each row: the people behind each client's impostor
+        scores (``heldout["impostor_row"]``), for ``unresolved`` (default: each score a
+        person).
 
     Returns
     -------
@@ -73,26 +77,37 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None):
         ``mode``, ``target_far``, ``global_threshold`` (normalised T; None for
         ``client``), ``accepted``, ``impostors``, ``expected_far`` and
         ``expected_far_ci`` (None when copied clients have no recorded counts),
-        ``clients``.
+        ``clients``, ``training_clients`` (clients whose scores are training scores:
+        nothing could be held out, or they were off scale) and ``unresolved`` (the
+        clients whose count is not an estimate and the FAR to expect of them:
+        `ssgallery.biometrics.calibration.calibrate_thresholds`; None: none).
     """
     from ssgallery.biometrics.calibration import calibrate_thresholds, clopper_pearson
 
     kept = set(kept)
     new = [c for c in sorted(results) if c not in kept]
     counts = {"accepted": 0, "impostors": 0, "global_threshold": None}
+    old = {"training_clients": 0, "unresolved": None}
     if kept:  # a gallery without counts leaves the estimate unknown
         _check_update(mode, target_far, previous, path)
         counts = {k: (previous[1] or {}).get(k) for k in counts}
+        old = {"training_clients": _count((previous[1] or {}).get("training_clients")),
+               "unresolved": unresolved_record((previous[1] or {}).get("unresolved"))}
     thresholds = {c: float(results[c].threshold) for c in kept}
+    unresolved = old["unresolved"]
     if new:
         t, info = calibrate_thresholds([results[c].heldout["impostor"] for c in new],
                                        [results[c].normalization for c in new], target_far,
-                                       mode, global_threshold=counts["global_threshold"])
+                                       mode, global_threshold=counts["global_threshold"],
+                                       people=_people(results, new, labels),
+                                       held_out=[not _training(results[c]) for c in new])
         thresholds.update({c: float(v) for c, v in zip(new, t)})
         counts["global_threshold"] = info["global_threshold"]
         if counts["accepted"] is not None:
             counts["accepted"] += info["accepted"]
             counts["impostors"] += info["impostors"]
+        unresolved = merge_unresolved(unresolved, info["unresolved"])
+    training = sum(_training(results[c]) for c in new)
     known = counts["accepted"] is not None and counts["impostors"]
     far = counts["accepted"] / counts["impostors"] if known else None
     record = {"mode": mode, "target_far": float(target_far),
@@ -101,10 +116,66 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None):
               "expected_far": far,
               "expected_far_ci": list(clopper_pearson(counts["accepted"],
                                                       counts["impostors"]))
-              if known else None, "clients": len(results)}
+              if known else None, "clients": len(results),
+              "training_clients": int(old["training_clients"] or 0) + int(training),
+              "unresolved": unresolved}
     frr = frr_record(client_frr(results, thresholds, new),
                      (previous[1] or {}) if kept and previous else None)
     return thresholds, record | frr
+
+
+def _training(result):
+    """Whether a result's scores are training scores (nothing held out, or off scale)."""
+    return (result.provenance or {}).get("threshold_folds") == 0
+
+
+def _people(results, clients, labels):
+    """Per client, the subject of each held-out impostor score (None: unknown)."""
+    if labels is None:
+        return None
+    labels = np.asarray(labels).astype(str)
+    return [labels[np.asarray(results[c].heldout["impostor_row"], dtype=int)]
+            if "impostor_row" in (results[c].heldout or {}) else None for c in clients]
+
+
+def _count(value):
+    """A whole JSON number >= 0 from a record (data from a file), else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+        else 0
+
+
+def unresolved_record(value):
+    """A calibration record's ``unresolved`` (data from a file: `calibrate`) when it is
+    well formed: ``clients`` >= 1, ``people`` [min, max] whole numbers >= 1, ``far`` in
+    (0, 1]; else None (unknown, as in galleries written before it)."""
+    if not isinstance(value, dict):
+        return None
+    n, people, far = value.get("clients"), value.get("people"), value.get("far")
+    training = value.get("training", 0)
+    whole = [v for v in (n, *(people if isinstance(people, list) else ()))
+             if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
+    if len(whole) != 3 or len(people) != 2 or people[0] > people[1] \
+            or not isinstance(training, int) or isinstance(training, bool) \
+            or not 0 <= training <= n:
+        return None
+    number = isinstance(far, (int, float)) and not isinstance(far, bool) and 0 < far <= 1
+    if not (far is None if training == n else number):
+        return None
+    return {"clients": n, "people": list(people),
+            "far": None if far is None else float(far), "training": training}
+
+
+def merge_unresolved(a, b):
+    """Two ``unresolved`` records (`calibrate`) as one: clients added, the range of
+    people widened, the expected FAR averaged over the held-out clients (None: none)."""
+    if not a or not b:
+        return a or b
+    held = [(r["far"], r["clients"] - r["training"]) for r in (a, b) if r["far"] is not None]
+    return {"clients": a["clients"] + b["clients"],
+            "people": [min(a["people"][0], b["people"][0]),
+                       max(a["people"][1], b["people"][1])],
+            "far": sum(f * n for f, n in held) / sum(n for _, n in held) if held else None,
+            "training": a["training"] + b["training"]}
 
 
 def client_frr(results, thresholds, clients):
@@ -164,4 +235,4 @@ def apply(results, thresholds, mode):
 
 
 __all__ = ["HIGH_CLIENT_FRR", "WORST", "apply", "calibrate", "client_frr", "frr_record",
-           "previous_calibration"]
+           "merge_unresolved", "previous_calibration", "unresolved_record"]

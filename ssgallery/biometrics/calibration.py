@@ -69,6 +69,42 @@ def accepts_too_many(accepted, impostors, target_far, level=0.95):
     return int(impostors) > 0 and clopper_pearson(accepted, impostors, level)[0] > target_far
 
 
+def people_bound(accepted_people, people):
+    """The FAR to expect of a threshold set on the scores of ``people`` impostors, of whom
+    ``accepted_people`` have a score at or above it: (accepted_people + 1) / (people + 1).
+
+    For a new person exchangeable with those people, the rank of their score among
+    theirs is uniform, so a threshold that a person's score must beat is beaten by
+    about that share of new people, whatever the scores' distribution (the conformal
+    bound). It counts people, not images: one person's images are not independent
+    trials, and a threshold at the highest of 2 people's scores accepts about 1 new
+    person in 3 however many images they gave."""
+    return (int(accepted_people) + 1) / (int(people) + 1)
+
+
+def _unresolved(scores, accepted, people, fitted, held_out):
+    """``{"clients", "people": [min, max], "far", "training"}`` over the clients
+    ``fitted`` (their threshold was fitted on their own counted scores, so their count
+    says nothing): how many, the range of their impostor people (``people``: per client,
+    the subject of each score, or None: each score a person), the mean `people_bound`
+    of those whose scores are ``held_out`` (None if none is), and how many are not
+    (training scores, which their models were fitted to push down: no bound). None if
+    no client is fitted."""
+    bounds, sizes, training = [], [], 0
+    for s, acc, who, f, h in zip(scores, accepted, people, fitted, held_out):
+        if not f:
+            continue
+        who = np.arange(np.size(s)) if who is None else np.asarray(who).astype(str)
+        sizes.append(len(np.unique(who)))
+        if h:
+            bounds.append(people_bound(len(np.unique(who[acc])), sizes[-1]))
+        training += not h
+    if not sizes:
+        return None
+    return {"clients": len(sizes), "people": [min(sizes), max(sizes)],
+            "far": float(np.mean(bounds)) if bounds else None, "training": training}
+
+
 def _gap_threshold(scores, far):
     """Threshold at ``far`` in the middle of the gap above the first rejected score.
 
@@ -98,6 +134,13 @@ def _halves(n, subjects):
     return np.array([side[sub] for sub in subjects])
 
 
+def cross_fittable(n, subjects=None):
+    """Whether `cross_normalised` can normalise ``n`` scores out of sample: at least 4,
+    and at least 2 in each half (halves by alternate ``subjects`` when given)."""
+    a = _halves(n, subjects)
+    return n >= 4 and a.sum() >= 2 and (~a).sum() >= 2
+
+
 def cross_normalised(scores, subjects=None):
     """A client's impostor scores Z-normed out of sample: each half (by subject) with
     the mean and std of the other half, shape (n,).
@@ -105,11 +148,12 @@ def cross_normalised(scores, subjects=None):
     Normalising scores with parameters fitted on the same scores makes their pooled
     tail lighter than that of new impostors' (whose Z-norm parameters are estimates);
     cross-fitting keeps the estimation error in the pool, so a threshold set on it
-    holds on unseen people. Falls back to in-sample Z-norm below 4 scores or 2 subjects.
+    holds on unseen people. Falls back to in-sample Z-norm below 4 scores or 2 subjects
+    (`cross_fittable`).
     """
     s = np.asarray(scores, dtype=float)
     a = _halves(s.size, subjects)
-    if s.size < 4 or a.sum() < 2 or (~a).sum() < 2:
+    if not cross_fittable(s.size, subjects):
         return (s - s.mean()) / max(s.std(ddof=1) if s.size > 1 else 0.0, 1e-12)
     z = np.empty_like(s)
     for part, other in ((a, ~a), (~a, a)):
@@ -119,7 +163,7 @@ def cross_normalised(scores, subjects=None):
 
 def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THRESHOLD_MODE,
                          shrink_weight=SHRINK_WEIGHT, subjects=None, cross_fit="parity",
-                         global_threshold=None):
+                         global_threshold=None, people=None, held_out=None):
     """Per-client thresholds of one threshold mode from held-out impostor scores.
 
     Parameters
@@ -141,6 +185,11 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
         A normalised T fixed beforehand (e.g. that of a gallery's existing clients)
         instead of the one at the target FAR of this pool; the counts then say how
         these clients' held-out impostors fare at it.
+    people : list of ndarray, optional
+        Per client, the person (subject) of each impostor score, for ``unresolved``
+        (default: ``subjects``, else each score a person).
+    held_out : list of bool, optional
+        Per client, whether its scores are held out (default: all); for ``unresolved``.
 
     Returns
     -------
@@ -153,7 +202,13 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
         held-out estimate of the FAR: ``accepted`` / ``impostors`` (counts over all
         clients; for the normalised modes counted on the cross-fitted scores of
         `cross_normalised`, on which T is set), ``expected_far`` and its 95 %
-        Clopper-Pearson ``expected_far_ci``.
+        Clopper-Pearson ``expected_far_ci``; ``unresolved`` (`_unresolved`, None when
+        every client's count is an estimate): the clients whose threshold was fitted on
+        the very scores counted, so that the count is 0 or floor(F n) by construction,
+        not an estimate: normalised in sample (fewer than 4 scores,
+        `cross_fittable`) in the normalised modes, fewer than 1 / target_far scores
+        (the threshold above all of them) in ``client``; their expected FAR is
+        `people_bound`'s, by impostor person, when their scores are held out.
     """
     if mode not in THRESHOLD_MODES:
         raise ValueError(f"unknown threshold mode {mode!r}; choose from "
@@ -162,17 +217,21 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
         raise ValueError("no clients to calibrate")
     big_t = None
     total = int(sum(np.size(s) for s in impostors))
+    people = people if people is not None else subjects if subjects is not None \
+        else [None] * len(impostors)
     if mode == "client":
         t = np.array([metrics.threshold_at_far(s, target_far) for s in impostors])
-        accepted = int(sum(np.sum(np.asarray(s) >= tc) for s, tc in zip(impostors, t)))
+        hits = [np.asarray(s) >= tc for s, tc in zip(impostors, t)]
+        fitted = [np.floor(target_far * np.size(s) + 1e-9) == 0 for s in impostors]
     else:
+        groups = subjects if cross_fit == "subject" and subjects is not None \
+            else [None] * len(impostors)
         if cross_fit is None:
             z = [(np.asarray(s, dtype=float) - n["mean"]) / n["std"]
                  for s, n in zip(impostors, normalizations)]
         else:
-            groups = subjects if cross_fit == "subject" and subjects is not None \
-                else [None] * len(impostors)
             z = [cross_normalised(s, g) for s, g in zip(impostors, groups)]
+        fitted = [not cross_fittable(np.size(s), g) for s, g in zip(impostors, groups)]
         big_t = _gap_threshold(np.concatenate(z), target_far) if global_threshold is None \
             else float(global_threshold)
         mu = np.array([n["mean"] for n in normalizations], dtype=float)
@@ -189,12 +248,16 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
         if flat.any():
             t[flat] = [metrics.threshold_at_far(s, target_far)
                        for s, f in zip(impostors, flat) if f]
-        accepted = int(sum(np.sum(zc >= tc) for zc, tc in zip(z, tz)))
+        hits = [zc >= tc for zc, tc in zip(z, tz)]
+    accepted = int(sum(np.sum(h) for h in hits))
     return t, {"mode": mode, "target_far": float(target_far),
                "global_threshold": None if big_t is None else float(big_t),
                "accepted": accepted, "impostors": total, "expected_far": accepted / total,
-               "expected_far_ci": list(clopper_pearson(accepted, total))}
+               "expected_far_ci": list(clopper_pearson(accepted, total)),
+               "unresolved": _unresolved(impostors, hits, people, fitted,
+                                         held_out or [True] * len(impostors))}
 
 
 __all__ = ["DEFAULT_THRESHOLD_MODE", "THRESHOLD_MODES", "accepts_too_many",
-           "calibrate_thresholds", "clopper_pearson", "cross_normalised"]
+           "calibrate_thresholds", "clopper_pearson", "cross_fittable", "cross_normalised",
+           "people_bound"]

@@ -16,7 +16,13 @@ from ssgallery.app.options import (
 )
 from ssgallery.app.training_sets import IMPOSTOR_MODES
 from ssgallery.biometrics.calibration import THRESHOLD_MODES
-from ssgallery.cli.info import calibration_line, frr_warning, open_set_line, open_set_warning
+from ssgallery.cli.info import (
+    calibration_line,
+    frr_warning,
+    open_set_line,
+    open_set_warning,
+    unresolved_warning,
+)
 from ssgallery.cli.options import (
     key_file_option,
     matcher_cmd_option,
@@ -232,9 +238,10 @@ def _warnings(summary, guard_gap):
     """The run's warnings (stderr), printed with or without --quiet."""
     if open_set_warning(summary):
         warn(open_set_warning(summary))
-    advice = frr_warning(summary.calibration, summary.matcher)
-    if advice:
-        warn(advice)
+    for advice in (unresolved_warning(summary.calibration),
+                   frr_warning(summary.calibration, summary.matcher)):
+        if advice:
+            warn(advice)
     _warn_clients(summary.never_accepting, "can never be accepted (threshold above the "
                   "highest score their model gives)", "try more impostors (--max-impostors, "
                   "--impostors sample) or a lower --target-far")

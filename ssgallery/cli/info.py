@@ -28,13 +28,65 @@ def _num(value):
     return float(value) if ok and math.isfinite(value) else None
 
 
+def _counted(cal, count, total, what):
+    """``k of n held-out <what> scores``; ``training`` instead of ``held-out`` when every
+    client's scores are training scores (``training_clients``), and how many are when
+    some are."""
+    n, t = cal.get("clients"), cal.get("training_clients")
+    kind = "held-out"
+    if isinstance(t, int) and not isinstance(t, bool) and t > 0:
+        kind = "training" if isinstance(n, int) and t >= n else \
+            f"held-out (training for {t} client{'s' * (t > 1)})"
+    return f"{cal.get(count)} of {cal.get(total)} {kind} {what} scores"
+
+
 def _rate(cal, key, count, total, what):
     """``x% (95% Clopper-Pearson a-b%, k of n held-out <what> scores)``, or None."""
     value, ci = _num(cal.get(key)), cal.get(f"{key}_ci")
     if value is None or not isinstance(ci, list) or len(ci) != 2 or None in map(_num, ci):
         return None
     return (f"{100 * value:.2f}% (95% Clopper-Pearson {100 * ci[0]:.2f}-{100 * ci[1]:.2f}%, "
-            f"{cal.get(count)} of {cal.get(total)} held-out {what} scores)")
+            f"{_counted(cal, count, total, what)})")
+
+
+def _people(u):
+    low, high = u["people"]
+    return f"{low}" + (f"-{high}" if high > low else "") + \
+        (" impostor person" if high == 1 else " impostor people")
+
+
+def _unresolved_far(u):
+    """What to expect of the thresholds of an ``unresolved`` record: for held-out
+    scores, the FAR of a threshold set on so few people; for training scores, only that
+    it is higher (their models were fitted to push those very scores down)."""
+    bound = f"about {100 * u['far']:.1f}% ((accepted people + 1) / (people + 1))" \
+        if u["far"] is not None else None
+    if not u["training"]:
+        return f"; a new person passes such a threshold {bound} of the time"
+    fitted = "whose models were fitted to reject those very people"
+    if bound is None:
+        return (f", {fitted}: new people pass such thresholds more often than these "
+                "scores can tell")
+    return (f"; a new person passes those set on held-out scores {bound} of the time, "
+            f"those of the {u['training']} clients on training scores more often ({fitted})")
+
+
+def _expected_far(cal):
+    """The expected FAR's text: the Clopper-Pearson estimate, and for the clients whose
+    count is not an estimate (``unresolved``), the FAR to expect of a threshold set on
+    the scores of so few people; only that when it is every client."""
+    from ssgallery.app.thresholds import unresolved_record
+
+    far = _rate(cal, "expected_far", "accepted", "impostors", "impostor")
+    u = unresolved_record(cal.get("unresolved"))
+    if u is None or far is None:
+        return far
+    if u["clients"] >= (cal.get("clients") or 0):
+        return (f"not estimated: {_counted(cal, 'accepted', 'impostors', 'impostor')} "
+                f"accepted, but each client's threshold sits on those very scores, of "
+                f"{_people(u)}{_unresolved_far(u)}")
+    return (f"{far}; not estimated for {u['clients']} of {cal.get('clients')} clients, whose "
+            f"thresholds sit on the very scores counted, of {_people(u)}{_unresolved_far(u)}")
 
 
 def calibration_line(cal):
@@ -46,10 +98,27 @@ def calibration_line(cal):
     text = f"thresholds: {printable(cal['mode'])}"
     if _num(cal.get("global_threshold")) is not None:
         text += f" (normalised T = {cal['global_threshold']:.4g})"
-    far = _rate(cal, "expected_far", "accepted", "impostors", "impostor")
+    far = _expected_far(cal)
     text += f"; expected FAR {far}" if far else "; no expected FAR recorded"
     frr = _rate(cal, "expected_frr", "rejected", "genuine", "genuine")
     return text + (f"\nexpected FRR at these thresholds {frr}" if frr else "")
+
+
+def unresolved_warning(cal, command="compress"):
+    """The warning ``compress`` and ``info`` give when some clients' expected FAR is not
+    an estimate (``unresolved``), naming what fixes it; None otherwise."""
+    from ssgallery.app.thresholds import unresolved_record
+
+    u = unresolved_record((cal or {}).get("unresolved"))
+    if u is None:
+        return None
+    option = "--max-impostors" if command == "compress" else "compress --max-impostors"
+    return (f"the target FAR ({100 * (_num(cal.get('target_far')) or 0):g}%) cannot be "
+            f"estimated for {u['clients']} of {cal.get('clients')} clients: each one's "
+            f"threshold sits on the very impostor scores it is counted on, of "
+            f"{_people(u)}{_unresolved_far(u)}; raise {option} (at least 4 impostor "
+            "images per client, of as many people as there are) or enrol more people "
+            "(enroll --background)")
 
 
 def frr_warning(cal, matcher, command="compress"):
@@ -163,9 +232,10 @@ def _print_gallery(g):
                    "--svm compares with the full SVMs, reading every client")
             click.echo(f"total: {_size(g['bytes_total'])} of client models; matches per "
                        f"claim: {m:g} ({why})")
-    advice = frr_warning(g.get("calibration"), g["matcher"], command="info")
-    if advice:
-        warn(advice)
+    for advice in (unresolved_warning(g.get("calibration"), command="info"),
+                   frr_warning(g.get("calibration"), g["matcher"], command="info")):
+        if advice:
+            warn(advice)
     if g["basis_stale"]:
         click.echo("warning: compressed from a store whose matcher basis was stale", err=True)
 
