@@ -129,6 +129,12 @@ def test_unknown_clients_unreadable_probes_and_bad_lines(gallery, tmp_path):
     assert res.exit_code == 3
     assert [r["status"] for r in json.loads(res.stdout)["results"]] == [
         "accept", "failure-to-acquire"]
+    # several: counted in the plural ("16 unreadable probe" before)
+    listing.write_text(f"{tmp_path / 'a.png'} c01\n{tmp_path / 'b.png'} c02\n"
+                       f"{_probe('c02_genuine_1.png')} c98\n{_probe('c02_genuine_1.png')} c99\n")
+    res = _verify(gallery, "--claims", str(listing))
+    assert res.exit_code == 2
+    assert res.stdout.splitlines()[-1] == "4 claims: 2 unknown clients, 2 unreadable probes"
 
 
 def test_claims_from_stdin_and_csv_with_spaces(gallery, tmp_path):

@@ -130,7 +130,8 @@ def _claims(gallery, claims_file, strict, as_json, as_csv, quiet, host):
     else:
         if results:
             click.echo(_lines(results, with_claim=True))
-        counts = ", ".join(f"{n} {_SHOWN[k]}" for k, n in _counts(results, bad).items() if n)
+        counts = ", ".join(f"{n} {_SHOWN[k]}" + ("s" if n > 1 and k in _PLURAL_S else "")
+                           for k, n in _counts(results, bad).items() if n)
         click.echo(f"{len(results)} claims: {counts}")
     return status
 
@@ -138,6 +139,7 @@ def _claims(gallery, claims_file, strict, as_json, as_csv, quiet, host):
 _SHOWN = {"accept": "accepted", "reject": "rejected", "failure-to-acquire": "failed to acquire",
           "unknown-client": "unknown client", "error": "unreadable probe",
           "bad-line": "bad line(s) skipped"}
+_PLURAL_S = ("unknown-client", "error")  # "2 unknown clients", "16 unreadable probes"
 
 
 def _counts(results, bad):
