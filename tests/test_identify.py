@@ -69,6 +69,14 @@ def test_identify_finds_the_enrolled_and_refuses_strangers(gallery):
     # closed set: a stranger still gets a best match
     res = runner.invoke(main, ["identify", str(strangers[0]), "--gallery", gallery])
     assert res.exit_code == 0 and "IDENTIFIED" in res.output
+    # and the output names no operating point that it did not use (it said "operating
+    # point: each client's verification threshold" above a stranger identified below it)
+    assert res.stdout.splitlines()[:2] == [
+        "ranking: znorm",
+        ("closed set: every probe is identified as its best candidate; each candidate is "
+         "marked against its client's verification threshold (--open-set: 'unknown' below "
+         "the gallery's 1:N threshold)")]
+    assert "operating point" not in res.stdout
 
 
 def test_identify_escapes_control_characters_in_probe_names(gallery, tmp_path):

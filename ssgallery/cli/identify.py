@@ -95,16 +95,23 @@ def command(ctx, probes, gallery, top, open_set, fpir, threshold, verification_t
     elif as_csv:
         click.echo(_csv(results, ranking, point))
     else:
-        click.echo(_format(results, ranking, point))
+        click.echo(_format(results, ranking, point, open_set))
     ctx.exit(status)
 
 
-def _format(results, ranking, point):
+CLOSED_SET = ("closed set: every probe is identified as its best candidate; each "
+              "candidate is marked against its client's verification threshold "
+              "(--open-set: 'unknown' below the gallery's 1:N threshold)")
+
+
+def _format(results, ranking, point, open_set=True):
+    """The text output; in the closed set no operating point decides, so none is named
+    (a stranger below every threshold is still identified)."""
     from ssgallery.app.open_set import describe
 
     one = point["kind"] != "verification"
     name = "centred" if ranking == "centred" else "normalised"
-    lines = [f"ranking: {ranking}", describe(point)]
+    lines = [f"ranking: {ranking}", describe(point) if open_set else CLOSED_SET]
     for r in results:
         if r.failed_to_acquire:
             lines.append(f"{printable(r.probe)}  FAILURE-TO-ACQUIRE ({printable(r.reason)})")
