@@ -29,7 +29,7 @@ def test_pipe_prints_plain_lines_with_rate_and_eta():
                         r"images/s, ETA \d+:\d\d:\d\d", lines[0]), lines[0]
     assert lines[3].startswith("ssgallery: enroll: reading images 4/4 (100%), ")
     assert "ETA" not in lines[3]
-    assert re.fullmatch(r"ssgallery: enroll: reading images 4/4 images in \d+:\d\d:\d\d",
+    assert re.fullmatch(r"ssgallery: enroll: reading images 4/4 in \d+:\d\d:\d\d",
                         lines[4])
     assert "\r" not in out.getvalue() and "\x1b" not in out.getvalue()
 
@@ -89,7 +89,7 @@ def test_enroll_and_compress_report_each_phase_on_a_pipe_and_nothing_when_quiet(
     assert res.exit_code == 0, res.output
     err = res.stderr.splitlines()
     assert "ssgallery: enroll: reading images 1/20 (5%)" in err[0]
-    assert "ssgallery: enroll: reading images 20/20 images in 0:00:" in res.stderr
+    assert "ssgallery: enroll: reading images 20/20 in 0:00:" in res.stderr
     assert "ssgallery: enroll: fitting the eigenface matcher 1/1 fits in" in res.stderr
     assert res.stdout.startswith(f"{tmp_path / 'e.h5'}: enrolled 4 clients")  # unchanged
     res = CliRunner().invoke(main, ["enroll", faces, "--store", str(tmp_path / "q.h5"), "-q"],
@@ -107,7 +107,7 @@ def test_enroll_and_compress_report_each_phase_on_a_pipe_and_nothing_when_quiet(
     assert err[0].startswith("ssgallery: compress: similarities of all images 1/1 (100%)")
     assert [line.split()[4] for line in err if "training clients" in line] == [
         "1/3", "2/3", "3/3", "3/3"]
-    assert err[-1].startswith("ssgallery: compress: training clients 3/3 clients in ")
+    assert err[-1].startswith("ssgallery: compress: training clients 3/3 in ")
 
 
 def test_features_in_chunks_report_per_image_and_equal_one_batch():
@@ -166,11 +166,11 @@ def test_roc_reports_every_phase_from_the_first(faces_factory, tmp_path):
     closing = [line.split(": ", 2)[2].rsplit(" ", 2)[0] for line in res.stderr.splitlines()
                if re.search(r" in \d+:\d\d:\d\d$", line)]
     assert closing == [
-        "reading images 36/36 images",
+        "reading images 36/36",
         "repetition 1/2: fitting the eigenface matcher 1/1 fits",
-        "repetition 1/2: training clients 3/3 clients",
+        "repetition 1/2: training clients 3/3",
         "repetition 2/2: fitting the eigenface matcher 1/1 fits",
-        "repetition 2/2: training clients 3/3 clients",
+        "repetition 2/2: training clients 3/3",
         "evaluating (curves, bootstrap over clients) 2/2 methods",
         "evaluating identification 1/1 steps",
         "writing the report 1/1 reports"]

@@ -135,8 +135,9 @@ class Reporter(Progress):
     def _line(self, now, final=False):
         elapsed = now - self.began
         head = f"ssgallery: {self.name}: " if self.name else "ssgallery: "
-        if final:
-            text = f"{self.label} {self.done}/{self.total} {self.unit} in {_clock(elapsed)}"
+        if final:  # the unit once: "training clients 8/8 in", "one 1/2 clients in"
+            unit = "" if not self.unit or self.label.endswith(self.unit) else f" {self.unit}"
+            text = f"{self.label} {self.done}/{self.total}{unit} in {_clock(elapsed)}"
         else:
             pct = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
             text = f"{self.label} {self.done}/{self.total}{pct}"
