@@ -120,22 +120,21 @@ def _write(plan, gallery_path, store_path, results, recorded, force=False,
     with ``keys`` = (signing key, privacy key)); returns the ids of the clients that can
     never accept a probe. ``recorded``: the threshold calibration and the 1:N operating
     point (None: not recorded)."""
-    import json
-
+    from ssgallery import jsontext
     from ssgallery.formats.gallery import never_accepting, write_gallery
     from ssgallery.formats.hdf5 import state_digest
 
     store, (key, privacy_key) = plan.store, keys
     calibration, point = recorded
     models = [_model(plan, results[c]) for c in sorted(results)]
-    extra = {} if point is None else {"open_set": json.dumps(point, sort_keys=True)}
+    extra = {} if point is None else {"open_set": jsontext.dumps(point, sort_keys=True)}
     if plan.options.protect_templates:
         from ssgallery.formats.protect import ATTR, new_protection, protect_models
 
         record, tmap = new_protection(plan.matcher, privacy_key,
                                       np.concatenate([m.prototypes for m in models]))
         models = protect_models(models, tmap)
-        extra[ATTR] = json.dumps(record, sort_keys=True)
+        extra[ATTR] = jsontext.dumps(record, sort_keys=True)
     write_gallery(gallery_path, matcher_name=store.matcher_name,
                   matcher_config=store.matcher_config, matcher_state=store.matcher_state,
                   image_shape=store.image_shape, clients=models, key=key,
@@ -146,7 +145,7 @@ def _write(plan, gallery_path, store_path, results, recorded, force=False,
                          "matcher_digest": state_digest(store.matcher_state),
                          "basis_stale": bool(store.basis_stale),
                          "threshold_mode": calibration["mode"],
-                         "calibration": json.dumps(calibration, sort_keys=True)},
+                         "calibration": jsontext.dumps(calibration, sort_keys=True)},
                   force=force)
     return never_accepting(models, plan.matcher)
 

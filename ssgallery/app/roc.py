@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ssgallery import jsontext
 from ssgallery.app.options import (
     CompressOptions,
     ReportOptions,
@@ -250,7 +251,7 @@ def roc_dev_eval(dev_scores, eval_scores, report=None):
                "convention": "one global threshold per method, chosen on dev",
                "methods": results}
     path = os.fspath(out / "summary.json")
-    write_text_atomic(path, json.dumps(summary, indent=2) + "\n", has_prefix(SUMMARY_HEAD),
+    write_text_atomic(path, jsontext.dumps(summary, indent=2) + "\n", has_prefix(SUMMARY_HEAD),
                       report.force)
     return {"results": results, "files": {"summary": path, "scores": []}, "source": source,
             "mode": "dev-eval", "config": summary["config"]}

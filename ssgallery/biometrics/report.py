@@ -5,10 +5,10 @@ identification files, the printed tables, and the plots (drawn by
 
 import csv
 import io
-import json
 import os
 from pathlib import Path
 
+from ssgallery import jsontext
 from ssgallery.biometrics.plots import (
     plot_cmc,
     plot_curves,
@@ -218,7 +218,7 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
     if identification:
         summary["identification"] = identification
     files["summary"] = os.fspath(out / "summary.json")
-    write_text_atomic(files["summary"], json.dumps(summary, indent=2) + "\n",
+    write_text_atomic(files["summary"], jsontext.dumps(summary, indent=2) + "\n",
                       has_prefix(SUMMARY_HEAD), force)
     files["curves"] = os.fspath(out / "curves.csv")
     write_text_atomic(files["curves"], format_curves(summaries), has_prefix(b"far,"), force)

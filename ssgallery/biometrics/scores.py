@@ -41,6 +41,7 @@ from urllib.parse import unquote
 
 import numpy as np
 
+from ssgallery import jsontext
 from ssgallery.errors import InputError
 from ssgallery.formats.atomic import has_prefix, write_text_atomic
 from ssgallery.formats.textfile import read_lines
@@ -141,7 +142,7 @@ def format_sidecar(table):
             "repetition": int(table.repetition),
             "clients": {str(c): {k: _float_or_none(v) for k, v in sorted(info.items())}
                         for c, info in table.clients.items()}}
-    return json.dumps(meta, indent=1, sort_keys=True) + "\n"
+    return jsontext.dumps(meta, indent=1, sort_keys=True) + "\n"
 
 
 def _is_sidecar(path):

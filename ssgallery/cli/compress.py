@@ -1,9 +1,8 @@
 """``ssgallery compress``: enrollment store -> gallery of super-sparse client models."""
 
-import json
-
 import click
 
+from ssgallery import jsontext
 from ssgallery.app.options import (
     BLACK_BOX_M,
     BLACK_BOX_MAX_ITER,
@@ -210,7 +209,7 @@ def command(store, gallery, as_json, quiet, **options):
             raise KeyboardInterrupt(f"{exc}; 'ssgallery compress --resume' with the same "
                                     "options continues") from None
     if as_json:
-        click.echo(json.dumps(summary.to_dict(), indent=2))
+        click.echo(jsontext.dumps(summary.to_dict(), indent=2))
         return
     if not quiet:
         _echo(summary)

@@ -4,6 +4,7 @@ import json
 
 import click
 
+from ssgallery import jsontext
 from ssgallery.cli.options import privacy_key_option, warn
 from ssgallery.cli.progress import quiet_option, reporting
 
@@ -140,7 +141,7 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
                          skip_bad=skip_bad, size=size, min_images=min_images, warn=warn,
                          force=force, privacy_key_file=privacy_key_file, progress=progress)
     if as_json:
-        click.echo(json.dumps(summary.to_dict(), indent=2))
+        click.echo(jsontext.dumps(summary.to_dict(), indent=2))
         return
     h, w = summary.image_shape
     if not summary.changed:

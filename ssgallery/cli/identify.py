@@ -87,9 +87,9 @@ def command(ctx, probes, gallery, top, open_set, fpir, threshold, verification_t
             privacy_key_file=privacy_key_file)
     status = exit_status(results)
     if as_json:
-        import json
+        from ssgallery import jsontext
 
-        click.echo(json.dumps({"gallery": gallery, "ranking": ranking, "open_set": open_set,
+        click.echo(jsontext.dumps({"gallery": gallery, "ranking": ranking, "open_set": open_set,
                                "operating_point": point, "all_identified": status == 0,
                                "results": [r.to_dict() for r in results]}, indent=2))
     elif as_csv:

@@ -1,10 +1,10 @@
 """``ssgallery info``: what a gallery and an enrollment store hold."""
 
-import json
 import os
 
 import click
 
+from ssgallery import jsontext
 from ssgallery.cli.options import privacy_key_option, warn
 from ssgallery.errors import printable
 from ssgallery.tables import DASH, format_table
@@ -312,7 +312,7 @@ def command(gallery, store, svm, client_id, as_json, privacy_key_file):
     if store is not None:
         out["store"] = store_summary(store, privacy_key=privacy_key)
     if as_json:
-        click.echo(json.dumps(out, indent=2))
+        click.echo(jsontext.dumps(out, indent=2))
         return
     if "gallery" in out:
         _print_gallery(out["gallery"])

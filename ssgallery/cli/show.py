@@ -1,9 +1,8 @@
 """``ssgallery show``: a client's virtual prototypes as a picture."""
 
-import json
-
 import click
 
+from ssgallery import jsontext
 from ssgallery.cli.options import privacy_key_option
 
 
@@ -37,7 +36,7 @@ def command(claim, output, gallery, scale, as_json, privacy_key_file):
     out = show_prototypes(gallery, claim, output, scale=scale,
                           privacy_key_file=privacy_key_file)
     if as_json:
-        click.echo(json.dumps(out, indent=2))
+        click.echo(jsontext.dumps(out, indent=2))
         return
     betas = ", ".join(f"{b:+.3g}" for b in out["beta"])
     noun = "prototype" if out["m"] == 1 else "prototypes"

@@ -87,9 +87,9 @@ def command(ctx, probes, claim, claims_file, gallery, list_file, strict, as_json
     status = exit_status(results)
     n_fta = sum(r.status == FTA for r in results)
     if as_json:
-        import json
+        from ssgallery import jsontext
 
-        click.echo(json.dumps({"gallery": gallery, "claim": claim,
+        click.echo(jsontext.dumps({"gallery": gallery, "claim": claim,
                                "all_accepted": status == 0, "failures_to_acquire": n_fta,
                                "exit_status": status,
                                "results": [r.to_dict() for r in results]}, indent=2))
@@ -117,9 +117,9 @@ def _claims(gallery, claims_file, strict, as_json, as_csv, quiet, host):
     for b in bad:
         click.echo(f"ssgallery: error: {name}: line {b.line}: {b.reason}", err=True)
     if as_json:
-        import json
+        from ssgallery import jsontext
 
-        click.echo(json.dumps({"gallery": gallery, "claims": claims_file,
+        click.echo(jsontext.dumps({"gallery": gallery, "claims": claims_file,
                                "counts": _counts(results, bad), "exit_status": status,
                                "results": [r.to_dict() for r in results],
                                "bad_lines": [b.__dict__ for b in bad]}, indent=2))

@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 
+from ssgallery import jsontext
 from ssgallery.errors import FormatError, SsgalleryError
 from ssgallery.matchers.base import Matcher
 
@@ -169,9 +170,9 @@ def write_state(group, state):
         else:  # lists (e.g. a command line), dicts, string arrays: JSON, never pickle
             if isinstance(value, np.ndarray):
                 value = value.tolist()
-            group.attrs[key] = json.dumps(value)
+            group.attrs[key] = jsontext.dumps(value)
             json_keys.append(key)
-    group.attrs[_JSON_KEYS] = json.dumps(json_keys)
+    group.attrs[_JSON_KEYS] = jsontext.dumps(json_keys)
 
 
 def read_state(group, path=None):

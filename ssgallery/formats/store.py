@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ssgallery import jsontext
 from ssgallery.errors import FormatError
 from ssgallery.formats import integrity
 from ssgallery.formats.hdf5 import (
@@ -154,10 +155,10 @@ class EnrollmentStore:
             write_header(f, FORMAT, FORMAT_VERSION)
             f.attrs["fingerprint"] = self.fingerprint
             f.attrs["matcher"] = self.matcher_name
-            f.attrs["matcher_config"] = json.dumps(self.matcher_config, sort_keys=True)
+            f.attrs["matcher_config"] = jsontext.dumps(self.matcher_config, sort_keys=True)
             f.attrs["image_shape"] = np.asarray(self.image_shape, dtype=np.int64)
             f.attrs["basis_stale"] = bool(self.basis_stale)
-            f.attrs["stale_clients"] = json.dumps(sorted(self.stale_clients))
+            f.attrs["stale_clients"] = jsontext.dumps(sorted(self.stale_clients))
             _write_images(f, images, dtype)
             for name in ("labels", "paths", "sha256", "roots", "clients", "background"):
                 values = [str(v) for v in getattr(self, name)]

@@ -1,10 +1,10 @@
 """A gallery written again without retraining (`rewrite_gallery`): its templates
 protected (`ssgallery.formats.protect`), signed, encrypted, or all three."""
 
-import json
 
 import numpy as np
 
+from ssgallery import jsontext
 from ssgallery.errors import SsgalleryError
 from ssgallery.formats.hdf5 import read_state
 from ssgallery.formats.protect import ATTR, new_protection, protect_models, protection_record
@@ -40,7 +40,7 @@ def rewrite_gallery(src, dst, *, protect=None, key=None, privacy_key=None, force
     if protect is not None:
         record, tmap = new_protection(gallery.matcher, protect,
                                       np.concatenate([m.prototypes for m in models]))
-        attrs[ATTR] = json.dumps(record, sort_keys=True)
+        attrs[ATTR] = jsontext.dumps(record, sort_keys=True)
         models = protect_models(models, tmap)
     else:
         for m in models:

@@ -103,10 +103,25 @@ def _on_tail_ok(rec):
     return rec.get("extrapolated", False) == on_tail and not (on_tail and rec["resolved"])
 
 
+_HAZARD_KEYS = _CURVE_KEYS[1:]
+
+
+def _infinite_hazards(curve):
+    """The stored curve with its null hazards read as +inf: a hazard is >= 0, +inf where
+    every held-out search passes (FPIR_n = 1), and standard JSON has no Infinity
+    (`ssgallery.jsontext.dumps` writes null; galleries written before it hold
+    ``Infinity``, which json.loads reads as +inf). Anything that is not a list is left
+    as it is, for the checks to refuse."""
+    if not isinstance(curve, dict):
+        return curve
+    return {k: [np.inf if h is None else h for h in v]
+            if k in _HAZARD_KEYS and isinstance(v, list) else v for k, v in curve.items()}
+
+
 def header_open_set(header, path=None):
     """The ``open_set`` header attribute, checked: the 1:N operating point written by
     compress (`ssgallery.app.open_set`; JSON; absent in galleries written before it:
-    None).
+    None). A hazard written as null is +inf (`_infinite_hazards`).
 
     Raises
     ------
@@ -129,6 +144,7 @@ def header_open_set(header, path=None):
         rec = json.loads(_attr_str(raw))
         if not isinstance(rec, dict) or rec.get("kind") != OPEN_SET_KIND:
             raise ValueError("not a 1:N operating point")
+        rec["curve"] = _infinite_hazards(rec["curve"])
         curve = {k: np.asarray(rec["curve"][k], dtype=float) for k in _CURVE_KEYS}
         t, h = curve["thresholds"], curve["hazard"]
         numbers = [float(rec[k]) for k in ("threshold", "target_fpir", "expected_fpir",

@@ -1,10 +1,10 @@
 """Writing a gallery file: atomically, every section's digest, the root digest and the
 optional signature (layout: `ssgallery.formats.gallery`)."""
 
-import json
 
 import numpy as np
 
+from ssgallery import jsontext
 from ssgallery.errors import SsgalleryError
 from ssgallery.formats import integrity
 from ssgallery.formats.gallery.model import FORMAT, FORMAT_VERSION
@@ -57,7 +57,7 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
             hdf5_image(tmp, USERBLOCK, FORMAT, privacy_key) as f:
         write_header(f, FORMAT, FORMAT_VERSION)
         f.attrs["matcher"] = matcher_name
-        f.attrs["matcher_config"] = json.dumps(matcher_config, sort_keys=True)
+        f.attrs["matcher_config"] = jsontext.dumps(matcher_config, sort_keys=True)
         f.attrs["image_shape"] = np.asarray(image_shape, dtype=np.int64)
         for name, value in (attrs or {}).items():
             f.attrs[name] = value
@@ -74,7 +74,7 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
         width = max([len(r[0]) for r in rows] + [1])
         index = np.array(rows, dtype=[("id", f"S{width}"), ("digest", "S64")])
         f.create_dataset("client_index", data=index)
-        f.attrs["section_digests"] = json.dumps(sections, sort_keys=True)
+        f.attrs["section_digests"] = jsontext.dumps(sections, sort_keys=True)
         digest = integrity.root_digest(dict(f.attrs.items()), f["client_index"][()])
         f.attrs["digest"] = digest
         if key is not None:
@@ -89,7 +89,7 @@ def _write_client(g, model):
                          compression="gzip")
     g.attrs["intercept"] = float(model.intercept)
     g.attrs["threshold"] = float(model.threshold)
-    g.attrs["similarity"] = json.dumps(model.similarity, sort_keys=True)
-    g.attrs["provenance"] = json.dumps(model.provenance, sort_keys=True)
+    g.attrs["similarity"] = jsontext.dumps(model.similarity, sort_keys=True)
+    g.attrs["provenance"] = jsontext.dumps(model.provenance, sort_keys=True)
     if model.normalization is not None:
-        g.attrs["normalization"] = json.dumps(model.normalization, sort_keys=True)
+        g.attrs["normalization"] = jsontext.dumps(model.normalization, sort_keys=True)
