@@ -3,7 +3,8 @@ trained and thresholded on one impostor score, so every held-out 1:N search ties
 curve has hazard +inf below the tie) and no client measures an impostor-score spread.
 
 What ssgallery writes as JSON stays standard JSON there (``Infinity`` is not JSON: jq
-and JavaScript refuse it).
+and JavaScript refuse it), and identify's normalised scores stay of the order of a
+gallery with measured spreads (before: about 2e12, each std at its 1e-12 floor).
 """
 
 import json
@@ -14,6 +15,7 @@ import pytest
 from helpers import copied, invoked, rehash_gallery
 
 from ssgallery import jsontext
+from ssgallery.biometrics import openset
 from ssgallery.datasets import sample_faces_path
 
 FACES = sample_faces_path()
@@ -154,3 +156,76 @@ def test_jsontext_writes_null_for_every_non_finite_float():
     assert jsontext.dumps({"x": 0.1}, indent=2) == json.dumps({"x": 0.1}, indent=2)
     with pytest.raises(ValueError, match="not JSON compliant"):
         jsontext.dumps([object()], default=lambda o: float("inf"))
+
+
+def test_one_impostor_clients_borrow_a_spread_and_identify_scores_stay_in_scale(
+        tied, sample_store, sample_gallery_3, tmp_path):
+    """--max-impostors 1: no client measures an impostor-score spread, so each takes the
+    models' margin as unit (std 1, named in compress's warning) instead of the 1e-12
+    floor; identify's normalised and centred scores are then of the order of those of a
+    gallery with measured spreads (before: about 2e12 on the 1:N score, 8e5 on the
+    Z-norm), and the gallery still verifies and identifies."""
+    probes = sorted(str(p) for p in PROBES.glob("*.png"))
+    found = {}
+    for name, gallery in (("tied", tied["gallery"]), ("measured", sample_gallery_3["gallery"])):
+        for mode in ([], ["--open-set"]):
+            r = strict(run("identify", *probes, "--gallery", gallery, *mode,
+                           "--json")["stdout"])
+            found[name, bool(mode)] = np.array([c["normalized"] for p in r["results"]
+                                                for c in p["candidates"]])
+            assert r["ranking"] == ("centred" if mode else "znorm")
+    for mode in (False, True):
+        tied_top = np.abs(found["tied", mode]).max()
+        measured_top = np.abs(found["measured", mode]).max()
+        assert measured_top / 10 < tied_top < 10 * measured_top, (tied_top, measured_top)
+    compressed = strict(tied["compressed"]["stdout"])
+    norms = [c["normalization"] for c in compressed["clients"]]
+    assert {(n["n"], n["std"], n["std_source"]) for n in norms} == {(1, 1.0, "margin")}
+    assert compressed["spread_borrowed"] == [c["client"] for c in compressed["clients"]]
+    assert compressed["open_set"]["scale"] == 1.0
+    quiet = invoked(["compress", "--store", sample_store["store"], "-o", tmp_path / "g.h5",
+                     "--max-impostors", "1", "-q"])
+    assert quiet["exit_code"] == 0, quiet["output"]
+    assert ("warning: 20 client(s) have no impostor-score spread of their own (one impostor "
+            "score, or all equal): their normalised scores use the models' margin as unit "
+            "(1: no client measured a spread): c01, c02") in quiet["stderr"]
+    genuine = sorted(str(p) for p in PROBES.glob("c01_genuine_*.png"))
+    verified = run("verify", *genuine, "--claim", "c01", "--gallery", tied["gallery"],
+                   "--json")
+    assert verified["exit_code"] == 0 and strict(verified["stdout"])["all_accepted"]
+    # every search passes the tied 1:N threshold (its held-out searches all tie: the
+    # gallery cannot tell strangers, as compress warns); each genuine probe's client is
+    # among its 5 candidates
+    r = invoked(["identify", *probes, "--gallery", tied["gallery"], "--open-set", "--json"])
+    assert r["exit_code"] == 0, r["output"]
+    for result in strict(r["stdout"])["results"]:
+        name = result["probe"].rsplit("/", 1)[-1]
+        assert result["identified"] is not None
+        if "_genuine_" in name:
+            assert name[:3] in [c["client"] for c in result["candidates"]], result
+
+
+def test_a_client_without_a_spread_takes_the_pooled_spread_of_the_others():
+    """`openset.pooled_spreads`: a client with one impostor score, or scores that are
+    all equal (std at the 1e-12 floor), takes the root mean of the measured clients'
+    variances, named ``std_source`` "pooled"; when no client measured one, the margin's
+    unit (1, "margin"); other clients and a client without a Z-norm are left as they
+    are, and a borrowed spread is never pooled from (an update's kept clients)."""
+    norms = [{"kind": "znorm", "mean": -1.0, "std": 0.3, "n": 20},
+             {"kind": "znorm", "mean": -0.8, "std": 0.4, "n": 20},
+             {"kind": "znorm", "mean": -0.9, "std": 1e-12, "n": 1},  # one impostor score
+             {"kind": "znorm", "mean": 2.0, "std": 1e-12, "n": 5},  # five equal scores
+             None]
+    out, filled = openset.pooled_spreads(norms)
+    assert filled == [2, 3]
+    assert out[2] == {"kind": "znorm", "mean": -0.9, "std": pytest.approx(np.sqrt(0.125)),
+                      "n": 1, "std_source": "pooled"}
+    assert out[3]["std"] == out[2]["std"] and out[3]["mean"] == 2.0
+    assert out[0] is norms[0] and out[1] is norms[1] and out[4] is None
+    assert norms[2]["std"] == 1e-12  # the caller's dicts are not changed
+    alone, filled = openset.pooled_spreads(norms[2:4])
+    assert filled == [0, 1]
+    assert [(n["std"], n["std_source"]) for n in alone] == [(1.0, "margin")] * 2
+    assert not any(openset.spread_measured(n) for n in out[2:4] + alone)
+    again, filled = openset.pooled_spreads([out[2], {**norms[0], "std": 0.5}])
+    assert filled == [0] and again[0]["std"] == 0.5  # pooled from the measured one only

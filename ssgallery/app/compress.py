@@ -38,7 +38,7 @@ from ssgallery.app.compress_plan import (  # noqa: F401  (FEATURE_BUDGET, CHUNK:
     prepare,
     setup_blocks,
 )
-from ssgallery.app.open_set import operating_point
+from ssgallery.app.open_set import fill_spreads, operating_point
 from ssgallery.app.options import CompressOptions, CompressRun
 from ssgallery.app.parallel import run_jobs
 from ssgallery.app.parts import PartsFolder, encode_result, options_digest, run_key
@@ -83,6 +83,7 @@ class CompressSummary:
     worse_than_svm: list = None  # clients whose held-out teacher_gap exceeds GUARD_GAP
     not_held_out: list = None  # clients thresholded on training scores despite --cv-folds
     off_scale: dict = None  # client -> [accepted, impostors]: held-out scores off its scale
+    spread_borrowed: list = None  # clients without an impostor spread (`fill_spreads`)
 
     def to_dict(self):
         return {k: v for k, v in self.__dict__.items() if k != "heldout"}
@@ -218,6 +219,7 @@ def _locked_run(plan, options, paths, run, secrets):
                                         gallery_path, plan.store.labels)
     apply(results, thresholds, mode)
     _check_calibrated(plan, run, (parts.path, resumed, gallery_path), results, todo)
+    borrowed = fill_spreads(results, kept)
     point = operating_point(results, plan.store.labels, options.target_fpir, kept,
                             previous_point, gallery_path)
     dead = _write(plan, gallery_path, store_path, results, (calibration, point), run.force,
@@ -226,7 +228,7 @@ def _locked_run(plan, options, paths, run, secrets):
     return _summary(plan, run, (store_path, gallery_path), results,
                     {"trained": todo, "kept": kept, "resumed": resumed,
                      "calibration": calibration, "open_set": point,
-                     "never_accepting": dead})
+                     "never_accepting": dead, "spread_borrowed": borrowed})
 
 
 def _train(plan, run, todo, committed, results):
@@ -277,7 +279,7 @@ def _interrupted(parts, exc):
 
 def _summary(plan, run, paths, results, done):
     """The `CompressSummary` of a finished run (``done``: trained, kept, resumed,
-    calibration, never_accepting)."""
+    calibration, never_accepting, spread_borrowed)."""
     store_path, gallery_path = paths
     order = list(plan.todo) + [c for c in sorted(results) if c not in plan.todo]
     return CompressSummary(gallery=os.fspath(gallery_path), store=os.fspath(store_path),

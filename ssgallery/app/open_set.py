@@ -151,6 +151,33 @@ def operating_point(results, labels, target_fpir, kept=(), previous=None, path=N
     return record
 
 
+def fill_spreads(results, kept=()):
+    """Give each trained client without a measured impostor-score spread (one impostor
+    score, or all equal: ``compress --max-impostors 1``) the pooled spread of
+    the gallery's clients that measured one, or the margin's unit when none did
+    (`ssgallery.biometrics.openset.pooled_spreads`): its normalisation and its summary
+    row's, in ``results``, before the 1:N scale is pooled from them and the gallery is
+    written. Clients copied from the gallery (``kept``) are left as they are. Called
+    after the thresholds are set (a client with constant scores keeps its own
+    threshold, `ssgallery.biometrics.calibration.calibrate_thresholds`).
+
+    Returns
+    -------
+    list of str
+        The clients given a spread (compress names them in a warning).
+    """
+    from ssgallery.biometrics.openset import pooled_spreads
+
+    clients, kept = sorted(results), set(kept)
+    norms, filled = pooled_spreads([results[c].normalization for c in clients])
+    filled = [i for i in filled if clients[i] not in kept]
+    for i in filled:
+        r = results[clients[i]]
+        r.normalization = norms[i]
+        r.row = dict(r.row, normalization=norms[i])
+    return [clients[i] for i in filled]
+
+
 def _without_record(results, labels, target_fpir, new):
     """An update of a gallery that records no 1:N operating point (written before
     ``--target-fpir``): its kept clients carry no held-out searches. The point is set

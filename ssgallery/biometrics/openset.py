@@ -34,8 +34,9 @@ from ssgallery.biometrics.openset_tail import (
 )
 from ssgallery.errors import InputError
 
-__all__ = ["TAIL_MIN_FPIR", "fpir_at", "is_extrapolated", "merge_curves", "pooled_scale",
-           "search_curve", "subject_out_normalised", "tail_fit", "threshold_at_fpir"]
+__all__ = ["MARGIN_SPREAD", "TAIL_MIN_FPIR", "fpir_at", "is_extrapolated", "merge_curves",
+           "pooled_scale", "pooled_spreads", "search_curve", "spread_measured",
+           "subject_out_normalised", "tail_fit", "threshold_at_fpir"]
 
 CURVE_POINTS = 200  # hazard levels kept in a stored curve (log-spaced)
 CURVE_MAX_FPIR = 0.5  # a stored curve covers FPIR_n up to this
@@ -57,6 +58,60 @@ def pooled_scale(stds):
     if v.size == 0 or not np.all(np.isfinite(v)):
         raise InputError("no finite impostor-score spread to scale the 1:N scores with")
     return float(max(np.sqrt(v.mean()), 1e-12))
+
+
+# The std a client takes when no client of its gallery measured one: the unit of the
+# models' scores. Every client model is distilled from an SVM, whose decision values put
+# its training impostors at -1 and its training images at +1 (the margin).
+MARGIN_SPREAD = 1.0
+
+
+def spread_measured(norm):
+    """Whether a client's Z-norm std was measured: from at least 2 impostor scores
+    (``n``; absent in galleries written before it: taken as measured) that are not all
+    equal (a std above 1e-9 of the mean's size, where calibration calls a client's
+    scores constant, `ssgallery.biometrics.calibration.calibrate_thresholds`). A std
+    borrowed from other clients (``std_source``) was not."""
+    std, mean = float(norm["std"]), float(norm["mean"])
+    return (int(norm.get("n", 2)) >= 2 and "std_source" not in norm
+            and std > 1e-9 * max(1.0, abs(mean)))
+
+
+def pooled_spreads(normalizations):
+    """Every client's Z-norm, a client without a measured spread (`spread_measured`)
+    given one: the `pooled_scale` of the clients that measured theirs, or
+    `MARGIN_SPREAD` when none did.
+
+    A client scored by one impostor (``compress --max-impostors 1``), or by impostors
+    that all score alike, has no spread of its own: its std would be the floor (1e-12)
+    and its normalised scores (g - mean) / std would reach 1e12, above every other
+    client's whatever the probe (identify's ranking and its 1:N scale, the root mean
+    of the clients' variances, with it).
+
+    Parameters
+    ----------
+    normalizations : list of dict or None
+        Per client ``{"kind": "znorm", "mean", "std", "n"}`` (anything else, e.g. None
+        for a client without a normalisation, is left as it is and pools nothing).
+
+    Returns
+    -------
+    normalizations : list of dict
+        The same dicts; a client without a measured spread gets a new one with ``std``
+        the borrowed spread and ``std_source`` "pooled" (from the other clients) or
+        "margin" (`MARGIN_SPREAD`).
+    filled : list of int
+        The indexes of those clients.
+    """
+    znorm = [isinstance(n, dict) and n.get("kind") == "znorm" for n in normalizations]
+    measured = [z and spread_measured(n) for n, z in zip(normalizations, znorm)]
+    filled = [i for i, (z, ok) in enumerate(zip(znorm, measured)) if z and not ok]
+    if not filled:
+        return list(normalizations), filled
+    stds = [float(n["std"]) for n, ok in zip(normalizations, measured) if ok]
+    source, std = ("pooled", pooled_scale(stds)) if stds else ("margin", MARGIN_SPREAD)
+    return [dict(n, std=std, std_source=source) if i in filled else n
+            for i, n in enumerate(normalizations)], filled
 
 
 def subject_out_normalised(scores, subjects, scale=None):

@@ -259,9 +259,25 @@ def _warnings(summary, guard_gap):
                   "an SVM whose every image is a support vector); their thresholds are set "
                   "on training scores instead (the expected FAR is optimistic for them)",
                   "enrol more or clearer images of them")
+    _warn_spread(summary)
     if summary.basis_stale:
         click.echo("warning: the store's matcher basis is stale (clients were added with "
                    "--add); re-run enroll without --add to refit it", err=True)
+
+
+def _warn_spread(summary):
+    """The warning naming the clients without an impostor-score spread of their own
+    (`ssgallery.app.open_set.fill_spreads`) and the spread they were given."""
+    if not summary.spread_borrowed:
+        return
+    norm = next(r["normalization"] for r in summary.clients
+                if r["client"] == summary.spread_borrowed[0])
+    given = (f"the pooled spread of the other clients ({norm['std']:.3g})"
+             if norm["std_source"] == "pooled" else
+             f"the models' margin as unit ({norm['std']:g}: no client measured a spread)")
+    _warn_clients(summary.spread_borrowed, "have no impostor-score spread of their own "
+                  "(one impostor score, or all equal): their normalised scores "
+                  f"use {given}", "raise --max-impostors or use --impostors sample")
 
 
 def _warn_clients(clients, what, advice):
