@@ -39,6 +39,8 @@ EXCLUDED = {
      '--model net.bin"')): "needs a matcher program (tests/test_external.py runs one)",
     ("help enroll", "ssgallery enroll faces/ --privacy-key-file /etc/ssgallery/privacy.key"):
         "needs a key file at a fixed path (tests/test_encryption.py)",
+    ("help compress", 'ssgallery compress --matcher-cmd "my-matcher --model net.bin"'):
+        "needs a matcher program and its store (tests/test_black_box_workflow.py runs one)",
     ("help compress", ("ssgallery compress --privacy-key-file /etc/ssgallery/privacy.key "
      "--protect-templates")): "needs a key file at a fixed path (tests/test_encryption.py)",
     ("help synth", "ssgallery synth huge --identities 10000 --images 6 --jobs 2"):

@@ -193,7 +193,8 @@ def command(store, gallery, as_json, quiet, **options):
       ssgallery compress --threshold-mode client   # each client's own threshold
       ssgallery compress --m 5 --cv-folds 0    # thresholds on training scores
       ssgallery compress --jobs 2              # two local processes, same gallery
-      ssgallery compress --resume              # after Ctrl-C: only the missing clients
+      ssgallery compress --resume              # after Ctrl-C (same options): the missing clients
+      ssgallery compress --matcher-cmd "my-matcher --model net.bin"   # an external store
       ssgallery compress --update              # after enroll --add: only the new clients
       ssgallery compress --privacy-key-file /etc/ssgallery/privacy.key --protect-templates
     """
