@@ -296,9 +296,10 @@ def test_a_client_whose_cv_models_score_off_its_scale_is_named_not_refused(sampl
     assert _accepted(tmp_path / "g.h5", sample15 / "strangers.txt", "c07") == (0, 50)
 
 
-@pytest.mark.parametrize("cap, people, far, accepted", [(2, 2, 1 / 3, 302), (3, 3, 1 / 4, 129)])
+@pytest.mark.parametrize("cap, people, far, old_bound", [(2, 2, 1 / 3, 0.1157),
+                                                        (3, 3, 1 / 4, 0.0787)])
 def test_a_far_its_thresholds_cannot_resolve_is_not_printed_as_estimated(
-        sample15, tmp_path, cap, people, far, accepted):
+        sample15, tmp_path, cap, people, far, old_bound):
     """--max-impostors 2 (3): each client holds out 2 (3) impostor scores of as many
     people, too few to cross-fit its Z-norm, so its threshold sits on those very scores
     and none is accepted by construction. Before: 'expected FAR 0.00% (95%
@@ -317,9 +318,11 @@ def test_a_far_its_thresholds_cannot_resolve_is_not_printed_as_estimated(
     assert cal["accepted"] == 0 and cal["impostors"] == 15 * cap
     assert cal["unresolved"] == {"clients": 15, "people": [people, people],
                                  "far": pytest.approx(far), "training": 0}
-    measured = _accepted(gallery, sample15 / "strangers.txt")
-    assert measured == (accepted, 750)
-    assert 0.6 * far < accepted / 750 < 1.3 * far  # the old upper bound: 0.116 (0.079)
+    # the exact count moves with the BLAS threads (302 or 347 of 750 at cap 2, 129 or
+    # 132 at cap 3): its order is what is asserted, from 5 stranger people
+    accepted, claims = _accepted(gallery, sample15 / "strangers.txt")
+    assert claims == 750 and accepted / claims > 2 * old_bound
+    assert 0.5 * far < accepted / claims < 1.5 * far
     r = CliRunner().invoke(main, [*args, "--force"])
     assert r.exit_code == 0, r.output
     assert (f"expected FAR not estimated: 0 of {15 * cap} held-out impostor scores accepted, "
