@@ -35,6 +35,12 @@ DEFAULT_THRESHOLD_MODE = "znorm-global"
 SHRINK_WEIGHT = 0.5
 
 
+def constant_spread(std, mean):
+    """Whether Z-norm spreads ``std`` (any shape, with their ``mean``) are at their floor:
+    constant impostor scores, no scale to normalise with (1e-9 of the mean's size)."""
+    return np.asarray(std) <= 1e-9 * np.maximum(1.0, np.abs(mean))
+
+
 def clopper_pearson(k, n, level=0.95):
     """Exact (Clopper-Pearson) two-sided interval of a binomial rate k / n.
 
@@ -244,7 +250,7 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
         t = mu + sd * tz
         # constant impostor scores (std at its floor) give no scale to normalise with:
         # such a client keeps its own threshold
-        flat = sd <= 1e-9 * np.maximum(1.0, np.abs(mu))
+        flat = constant_spread(sd, mu)
         if flat.any():
             t[flat] = [metrics.threshold_at_far(s, target_far)
                        for s, f in zip(impostors, flat) if f]

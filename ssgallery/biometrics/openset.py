@@ -25,6 +25,7 @@ Beyond the held-out searches the curve is extended by a fitted tail
 
 import numpy as np
 
+from ssgallery.biometrics.calibration import constant_spread
 from ssgallery.biometrics.openset_tail import (
     TAIL_MIN_FPIR,
     extend_curve,
@@ -72,9 +73,8 @@ def spread_measured(norm):
     equal (a std above 1e-9 of the mean's size, where calibration calls a client's
     scores constant, `ssgallery.biometrics.calibration.calibrate_thresholds`). A std
     borrowed from other clients (``std_source``) was not."""
-    std, mean = float(norm["std"]), float(norm["mean"])
     return (int(norm.get("n", 2)) >= 2 and "std_source" not in norm
-            and std > 1e-9 * max(1.0, abs(mean)))
+            and not constant_spread(float(norm["std"]), float(norm["mean"])))
 
 
 def pooled_spreads(normalizations):
