@@ -99,3 +99,18 @@ def test_clients_are_listed_in_natural_order(tmp_path):
     res = runner.invoke(main, ["enroll", new, "--add", "--store", store, "--quiet"])
     assert res.exit_code == 0, res.output
     assert "added 2 client(s) (s9, s20); now 6 clients" in res.stdout
+
+
+def test_update_names_the_options_its_clients_were_trained_with(store, tmp_path):
+    """compress --update (and --resume) after a run with other options names them (it said
+    only "trained with other options than this run's")."""
+    runner, env = CliRunner(), {"SSGALLERY_MATCHER_CMD": PROGRAM}
+    common = ["--store", str(store), "-o", str(tmp_path / "g.h5"), "--cv-folds", "0", "-q"]
+    res = runner.invoke(main, ["compress", *common, "--swap-rounds", "1"], env=env)
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(main, ["compress", *common, "--update"], env=env)
+    assert res.exit_code == 0, res.output
+    assert res.stderr.splitlines()[0] == (
+        f"ssgallery: warning: {tmp_path / 'g.h5'}: c00, c01, c02, c03: trained with other "
+        "options than this run's (they record --swap-rounds 1, this run 3): trained again "
+        "(to keep them, give the options they were compressed with)"), res.stderr

@@ -336,6 +336,7 @@ def test_update_hints_at_between_0_only_where_it_keeps_the_clients(tmp_path):
     old = CompressOptions(m=1, cv_folds=0, max_iter=3, between=0.0)
     compress(tmp_path / "e.h5", tmp_path / "old.h5", old)
     hint = "; those trained with `between` 0 are kept with `between` 0"
+    named = " (they record `m` 1, this run 2; `between` 0, this run 0.5)"  # no hint: named
     for name, options, hinted in (("m1.h5", replace(old, between=0.5), True),
                                   ("m2.h5", replace(old, m=2, between=0.5), False)):
         shutil.copy(tmp_path / "old.h5", tmp_path / name)
@@ -344,8 +345,8 @@ def test_update_hints_at_between_0_only_where_it_keeps_the_clients(tmp_path):
                      CompressRun(clients="c00,c01", update=True, warn=said.append))
         assert s.trained == ["c00", "c01"] and s.kept == ["c02"]
         assert said == [(f"{tmp_path / name}: c00, c01: trained with other options than "
-                         f"this run's: trained again (to keep them, give the options they "
-                         f"were compressed with{hint if hinted else ''})")]
+                         f"this run's{'' if hinted else named}: trained again (to keep them, "
+                         f"give the options they were compressed with{hint if hinted else ''})")]
 
 
 

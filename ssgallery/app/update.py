@@ -87,8 +87,44 @@ def warn_retrained(models, options, where, warn, what="", verb="keep", store=Non
     if not other:
         return
     hint = _earlier_default({c: models[c] for c in other}, options, verb)
-    warn(f"{lead}{_shown(other)}: trained with other options than this run's: trained "
-         f"again (to {verb} them, give the options they were compressed with{hint})")
+    differ = "" if hint else _recorded_differences([models[c] for c in other], options)
+    warn(f"{lead}{_shown(other)}: trained with other options than this run's{differ}: "
+         f"trained again (to {verb} them, give the options they were compressed with{hint})")
+
+
+PROVENANCE_NAMES = {"lambda": "lam"}  # a provenance's historical name -> the option's
+
+
+def _recorded_differences(models, options, most=4):
+    """The options the models' provenance records with another value than this run's
+    (`CompressOptions.provenance`'s names and the fields recorded only off their
+    baseline), as ``" (they record `max_iter` 4, this run 0)"``; "" when none can be
+    told apart (options that enter the digest only, or values resolved from "auto")."""
+    from dataclasses import fields
+
+    from ssgallery.app.options import IF_CHANGED
+
+    mine = {"m": options.m, **options.provenance()}
+    baselines = {f.name: f.metadata["baseline"] for f in fields(options)
+                 if f.metadata["digest"] == IF_CHANGED}  # recorded only off the baseline
+    mine.update({name: getattr(options, name) for name in baselines})
+    said = []
+    for key, value in mine.items():
+        if value == "auto":  # the recorded value is the resolved one
+            continue
+        recorded = sorted({str(_shown_value(m.provenance.get(key, baselines.get(key))))
+                           for m in models if key in baselines or key in m.provenance}
+                          - {str(_shown_value(value))})
+        if recorded:
+            said.append(f"{option(PROVENANCE_NAMES.get(key, key))} {' or '.join(recorded)}, "
+                        f"this run {_shown_value(value)}")
+    return f" (they record {'; '.join(said[:most])})" if said else ""
+
+
+def _shown_value(value):
+    from numbers import Real
+
+    return f"{value:g}" if isinstance(value, Real) and not isinstance(value, bool) else value
 
 
 # Defaults that changed, as the values every gallery made before the change was trained
