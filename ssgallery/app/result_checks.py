@@ -230,7 +230,8 @@ _RATES = ("cv_far", "cv_frr", "svm_cv_frr")
 def _summary_row(result, refuse):
     """The client's summary row built here from the checked values and the provenance's
     numbers (`_COUNTS`: integers, ``m`` the number of prototypes; `_RATES` in [0, 1];
-    ``svm_threshold``, ``omega`` finite; ``teacher_gap`` finite or None)."""
+    ``svm_threshold``, ``omega`` finite; ``teacher_gap`` finite or None; ``cv_off_scale``
+    absent or a pair of counts, `_off_scale_ok`)."""
     from ssgallery.app.client_training import summary_row
 
     p = result.provenance
@@ -250,5 +251,18 @@ def _summary_row(result, refuse):
     number("svm_threshold"), number("omega")
     if p.get("teacher_gap") is not None:
         number("teacher_gap")
+    if not _off_scale_ok(p.get("cv_off_scale")):
+        refuse("provenance 'cv_off_scale' is not [accepted, impostors] whole numbers")
     return summary_row(result.client, p, result.threshold, result.beta, result.intercept,
                        result.normalization)
+
+
+def _off_scale_ok(value):
+    """A provenance's ``cv_off_scale`` (`ssgallery.app.client_fit`; compress names the
+    client and prints the pair): absent, or ``[accepted, impostors]`` whole numbers with
+    0 <= accepted <= impostors and impostors >= 1."""
+    if value is None:
+        return True
+    whole = isinstance(value, list) and len(value) == 2 and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value)
+    return whole and 0 <= value[0] <= value[1] and 1 <= value[1] < 2 ** 53

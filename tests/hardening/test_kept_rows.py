@@ -17,6 +17,7 @@ EDITS = {
     "svm_n_support removed": lambda p: {k: v for k, v in p.items() if k != "svm_n_support"},
     "m a terminal escape": lambda p: dict(p, m="\x1b]0;pwned\x07"),
     "cv_frr a list": lambda p: dict(p, cv_frr=[0.5]),
+    "cv_off_scale a terminal escape": lambda p: dict(p, cv_off_scale="\x1b]0;pwned\x07"),
 }
 
 

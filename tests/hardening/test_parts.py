@@ -195,6 +195,8 @@ def _cases(site, tmp):
         "summary row printed raw: a terminal escape (no key)": (None, lambda g: _plant(
             site, g, _forged(site, row=dict(_forged(site).row, m="\x1b]0;pwned\x07"),
                              provenance=dict(PROVENANCE, m="\x1b]0;pwned\x07")))),
+        "provenance cv_off_scale not a pair of counts (no key)": (None, lambda g: _plant(
+            site, g, _forged(site, provenance=dict(PROVENANCE, cv_off_scale=5)))),
         "truncated": (None, lambda g: _plant(site, g, None, raw=(
             PART_MAGIC + UNSIGNED + b"\n" + honest)[:300])),
         "zip bomb": (None, lambda g: _plant(site, g, None, raw=_bomb())),
