@@ -1,7 +1,8 @@
 """``compress --update`` copies clients from the existing gallery: without a signing key
 their provenance is data like a part's (issue 20). A re-hashed gallery whose client
 provenance lacks a number of the summary, or holds a string there, is one line (exit 2,
-the gallery unchanged), never exit 4 and never a string printed as it came."""
+the gallery unchanged), never exit 4 and never a string printed as it came; so is a
+Z-norm whose n or std_source is not what compress writes."""
 
 import json
 
@@ -53,6 +54,26 @@ def test_update_checks_the_kept_clients_provenance(tmp_path, edit):
     r, gallery, before = _update_after(tmp_path, provenance)
     assert clean_error(r) and "c00" in r["stderr"] and "provenance" in r["stderr"], r
     assert "\x1b" not in r["stdout"] + r["stderr"] and gallery.read_bytes() == before
+
+
+NORMALIZATION_EDITS = {"n a string": {"n": "x"}, "n too large for an integer": {"n": 1e400},
+                       "std_source a list": {"std_source": ["pooled"]}}
+
+
+@pytest.mark.parametrize("edit", NORMALIZATION_EDITS)
+def test_update_checks_the_kept_clients_normalization(tmp_path, edit):
+    """The kept clients' Z-norm is read for its ``n`` and ``std_source`` (whether its
+    spread was measured, `ssgallery.biometrics.openset.spread_measured`): one line
+    naming the client, the gallery unchanged (before: exit 4, int('x'))."""
+    def normalization(f):
+        attrs = f["clients"]["c00"].attrs
+        norm = json.loads(attrs["normalization"])
+        assert norm["kind"] == "znorm" and isinstance(norm["n"], int)
+        attrs["normalization"] = json.dumps(dict(norm, **NORMALIZATION_EDITS[edit]))
+
+    r, gallery, before = _update_after(tmp_path, normalization)
+    assert clean_error(r) and "c00" in r["stderr"] and "normalization" in r["stderr"], r
+    assert gallery.read_bytes() == before
 
 
 def test_update_never_joins_a_calibration_that_accepts_every_probe(tmp_path):

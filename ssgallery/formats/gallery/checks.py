@@ -7,10 +7,15 @@ import numpy as np
 
 from ssgallery.errors import FormatError, SsgalleryError, printable
 
+STD_SOURCES = ("pooled", "margin")  # a borrowed spread (`ssgallery.app.open_set.fill_spreads`)
+
 
 def check_normalization(norm):
-    """A stored normalisation is a dict; a Z-norm has a finite mean and a std > 0.
-    Raises TypeError or ValueError (the readers turn them into one line)."""
+    """A stored normalisation is a dict; a Z-norm has a finite mean and a std > 0, an
+    ``n`` (when present) that is a whole number >= 1 and a ``std_source`` (when present)
+    in `STD_SOURCES` (``compress --update`` reads both of its kept clients,
+    `ssgallery.biometrics.openset.spread_measured`). Raises TypeError or ValueError (the
+    readers turn them into one line)."""
     if not isinstance(norm, dict):
         raise TypeError("normalization is not a JSON object")
     if norm.get("kind") == "znorm":
@@ -20,6 +25,12 @@ def check_normalization(norm):
             raise ValueError("normalization has a mean or std out of range") from None
         if not (np.isfinite(mean) and std > 0):
             raise ValueError("normalization has a non-finite mean or a std <= 0")
+        n = norm.get("n", 1)
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n < 2 ** 53:
+            raise ValueError("normalization has an n that is not a whole number >= 1")
+        if norm.get("std_source", STD_SOURCES[0]) not in STD_SOURCES:
+            raise ValueError("normalization has a std_source that is not "
+                             + " or ".join(STD_SOURCES))
     return norm
 
 
