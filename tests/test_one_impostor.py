@@ -229,3 +229,26 @@ def test_a_client_without_a_spread_takes_the_pooled_spread_of_the_others():
     assert not any(openset.spread_measured(n) for n in out[2:4] + alone)
     again, filled = openset.pooled_spreads([out[2], {**norms[0], "std": 0.5}])
     assert filled == [0] and again[0]["std"] == 0.5  # pooled from the measured one only
+
+
+def test_an_update_of_a_tied_gallery_can_be_read(tied, sample_store, tmp_path):
+    """``compress --update`` merges the kept clients' tied curve (hazard +inf below the
+    tie, then 0) with the new clients' (`openset.merge_curves`): the merged curve keeps
+    its +inf point where its finite part starts, so that the gallery it writes reads
+    (before: the +inf points were dropped, leaving a curve of hazard 0 only, and every
+    reader refused the gallery compress had just written: 'corrupt gallery header:
+    open_set')."""
+    gallery = copied(tied["gallery"], tmp_path, "updated.h5")
+    r = invoked(["compress", "--store", sample_store["store"], "-o", gallery, "--update",
+                 "--max-impostors", "1", "--clients", "c01,c02", "--seed", "5", "--json"])
+    assert r["exit_code"] == 0, r["output"]
+    written = strict(r["stdout"])
+    assert written["trained"] == ["c01", "c02"] and len(written["kept"]) == 18
+    curve = written["open_set"]["curve"]
+    assert written["open_set"]["blocks"] == 2 and curve["hazard"][0] is None and curve["hazard"][-1] == 0
+    info = run("info", "--gallery", gallery, "--json")
+    assert info["exit_code"] == 0
+    stored = strict(info["stdout"])["gallery"]["open_set"]["curve"]
+    assert stored["thresholds"] == curve["thresholds"]
+    probes = sorted(str(p) for p in PROBES.glob("*.png"))
+    assert run("identify", *probes, "--gallery", gallery, "--open-set")["exit_code"] == 0

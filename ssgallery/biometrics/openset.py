@@ -338,9 +338,15 @@ def merge_curves(curves):
     for key in ("hazard", "hazard_low", "hazard_high"):
         out[key] = (sum(int(c["clients"]) * _hazard_at(c, t, key) for c in curves)
                     / total).tolist()
-    finite = np.isfinite(out["hazard"])
+    # the points where some block measured nothing (below its lowest point) or every
+    # search passed are +inf; the highest of them is kept, where the finite part starts,
+    # as a block's own curve starts (a curve whose first hazard is 0 reads 0 % FPIR
+    # down to its lowest point, and a gallery holding one is refused)
+    keep = np.isfinite(out["hazard"])
+    below = np.flatnonzero(~keep & (np.arange(keep.size) < np.argmax(keep)))
+    keep[below[-1:]] = keep.any()
     for key in ("thresholds", "hazard", "hazard_low", "hazard_high"):
-        out[key] = np.asarray(out[key])[finite].tolist()
+        out[key] = np.asarray(out[key])[keep].tolist()
     out["search_size"] = min(int(c["search_size"]) for c in curves)
     out["searches"] = sum(int(c["searches"]) for c in curves)
     out["searches_left_out"] = sum(int(c.get("searches_left_out", 0)) for c in curves)
