@@ -107,6 +107,19 @@ def test_svm_sel_keeps_support_vectors_with_optimal_coefficients(problem):
     np.testing.assert_allclose(more.decision_function(X), t.decision_function(X), atol=1e-6)
 
 
+def test_svm_sel_at_m_equal_to_its_training_samples_when_all_are_support_vectors():
+    """Every training sample a support vector and m = their number: the SVM itself,
+    nothing left to pad with (it failed: no sample for the teacher to rank)."""
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(0, 1, (2, 3)), rng.normal(0, 1, (2, 3)) + 0.5])
+    y = np.r_[-1.0, -1.0, 1.0, 1.0]
+    t = SimilaritySVM(gamma=0.5, C=0.01).fit(X, y)
+    assert t.n_support_total_ == len(X)
+    full = SVMSel(len(X)).fit(X, y, teacher=t)
+    assert full.n_matches_ == len(X)
+    np.testing.assert_allclose(full.decision_function(X), t.decision_function(X), atol=1e-6)
+
+
 def test_svm_red_needs_rbf(problem):
     X, y, _ = problem
 

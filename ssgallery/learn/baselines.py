@@ -98,6 +98,8 @@ def _pad_with_training(X, teacher, chosen, m):
     nearest to the teacher's boundary (m > #SVs only)."""
     if m > len(X):
         raise InputError(f"n_prototypes={m} exceeds the {len(X)} training samples")
+    if m <= len(chosen):  # e.g. every training sample is a support vector
+        return np.asarray(chosen[:m], dtype=int)
     rest = np.setdiff1d(np.arange(len(X)), chosen)
     order = rest[np.argsort(np.abs(teacher.decision_function(X[rest])), kind="stable")]
     return np.concatenate([chosen, order[: m - len(chosen)]]).astype(int)
