@@ -54,6 +54,26 @@ def test_roc_refuses_a_listed_svm_red_on_a_black_box_before_training(store):
     assert not (store.parent / "report").exists()
 
 
+def test_roc_caps_the_black_box_default_m_at_a_split_s_training_images(store):
+    """2 clients x 2 training images give 4 rows: the black box's default m of 5 is 4
+    there, as compress caps it at a store's images, and svm-sel keeps every support
+    vector when they are all its rows (it stopped: 'n_prototypes=5 exceeds the 4
+    training samples', then an internal error on no row left to pad with); an explicit
+    --m 5 is refused before training, naming the flags that set the rows."""
+    import json
+
+    res = _roc(store, "--train-images", "2", "--methods", "svm,ssvm,svm-sel", "--json")
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["config"]["m"] == [4]
+    assert {r["label"] for r in summary["methods"]} >= {"ssvm m=4", "svm-sel m=4"}
+    res = _roc(store, "--train-images", "2", "--m", "5")
+    assert res.exit_code == 2, res.output
+    assert res.stderr.strip().endswith(
+        "--m = 5 is more prototypes than a split's training images (4: --enrolled x "
+        "--train-images)")
+
+
 def test_enroll_add_on_a_black_box_leaves_no_stale_basis(store, tmp_path):
     """An external program learns nothing from the enrolled images: ``enroll --add`` and
     the ``compress --update`` after it say nothing of a stale basis to refit (they did,

@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 
 from ssgallery import jsontext
-from ssgallery.app.options import (
-    CompressOptions,
-    ReportOptions,
-    RocInputs,
-    resolve_between,
-    resolve_training,
+from ssgallery.app.options import ReportOptions, RocInputs, resolve_between
+from ssgallery.app.roc_setup import (
+    checked_m,
+    trained_as_compress,
+    warn_between_unused,
+    without_rbf_methods,
 )
 from ssgallery.biometrics.evaluation import evaluate
-from ssgallery.biometrics.protocol import ProtocolOptions, method_specs
+from ssgallery.biometrics.protocol import ProtocolOptions
 from ssgallery.biometrics.scores import Scores, read_score_files
 from ssgallery.errors import InputError, naming, option
 from ssgallery.learn.defaults import BLACK_BOX_M, DEFAULT_M
@@ -64,17 +64,14 @@ def _report(tables, report, mode, source, config, progress=None, n_boot=200):
 
 
 def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
-              progress=None, private=False):
+              progress=None, private=False, default_m=DEFAULT_M):
     from ssgallery.biometrics.protocol import between_applied, make_splits, run_protocol
 
     images, labels, paths = data
-    p = protocol if protocol.m is not None else replace(protocol, m=(DEFAULT_M,))
-    splits = make_splits(labels, p.n_enrolled, p.n_train, p.repetitions, p.seed, enrollable)
-    _warn_between_unused(p, report)
-    too_many = [m for m in p.m if m != "auto" and m > len(images)]
-    if too_many:  # a super-sparse model keeps fewer prototypes than it learns from
-        raise InputError(f"{option('m')} = {too_many[0]} is more prototypes than there are "
-                         f"images ({len(images)})", path=source)
+    splits = make_splits(labels, protocol.n_enrolled, protocol.n_train, protocol.repetitions,
+                         protocol.seed, enrollable)
+    p = checked_m(protocol, min(len(s.train_indices()) for s in splits), default_m, source)
+    warn_between_unused(p, report)
     with naming(source):  # a matcher fitted on a split's images names the faces
         tables = run_protocol(images, labels, p, matcher_factory=factory,
                               probe_labels=paths, progress=progress, enrollable=enrollable,
@@ -90,21 +87,6 @@ def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
             p.method_options, default=lambda v: v.item() if isinstance(v, np.generic)
             else repr(v)))
     return _report(tables, report, "protocol", source, config, progress)
-
-
-def _warn_between_unused(protocol, report):
-    """An explicit ``--between`` that no listed method distils at is named, not dropped
-    without a word (the default means "where it applies", as in `resolve_between`)."""
-    from ssgallery.biometrics.protocol import between_applied
-    from ssgallery.images.ingest import default_warn
-    from ssgallery.learn.defaults import DEFAULT_BETWEEN
-
-    if protocol.between in (0, DEFAULT_BETWEEN) or between_applied(protocol):
-        return
-    (report.warn or default_warn)(
-        f"{option('between')} {protocol.between:g} is ignored: none of the methods "
-        f"({', '.join(map(str, protocol.methods))}) distils between the classes (the "
-        "super-sparse SVMs do)")
 
 
 ROC_PROTOCOL = ProtocolOptions(identification=True)  # roc also searches, by default
@@ -155,54 +137,15 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
     protocol = replace(protocol, between=resolve_between(
         protocol.between, black_box, store.matcher_name, report.warn or default_warn))
     if black_box:
-        protocol = _without_rbf_methods(protocol, store.matcher_name,
+        protocol = without_rbf_methods(protocol, store.matcher_name,
                                         report.warn or default_warn)
-        protocol = _trained_as_compress(protocol)
-        if protocol.m is None:  # real images as prototypes: the black box's m
-            protocol = replace(protocol, m=(BLACK_BOX_M,))
+        protocol = trained_as_compress(protocol)
     return _protocol((store.images, store.labels, np.asarray(store.paths)),
                      os.fspath(store_path), protocol, report,
                      factory=lambda: cls(**config).attach_host(host),
                      enrollable=list(store.clients), progress=progress,
-                     private=privacy_key is not None)
-
-
-RBF_ONLY = ("svm-red",)  # pre-images by fixed-point iteration: an RBF similarity only
-
-
-def _without_rbf_methods(protocol, matcher_name, warn):
-    """``protocol`` for a black-box matcher's store: the default methods without
-    ``svm-red``, which needs an RBF similarity (a warning says so); an ``svm-red`` the
-    user listed is refused before any training, naming the methods that run."""
-    from ssgallery.biometrics.protocol_options import DEFAULT_METHODS
-
-    names = [name for name, _ in method_specs(protocol.methods, (1,))]
-    rbf = [n for n in names if n in RBF_ONLY]
-    if not rbf:
-        return protocol
-    if tuple(protocol.methods) != DEFAULT_METHODS:
-        others = ",".join(n for n in names if n not in RBF_ONLY) or "svm,ssvm"
-        raise InputError(f"{', '.join(rbf)} needs an RBF similarity (eigenface, dlib); the "
-                         f"{matcher_name} matcher is a black box: leave it out "
-                         f"({option('methods')} {others})")
-    warn(f"{', '.join(rbf)} left out of the default methods: it needs an RBF similarity "
-         f"(eigenface, dlib) and the {matcher_name} matcher is a black box")
-    return replace(protocol, methods=tuple(m for m in protocol.methods if m not in RBF_ONLY))
-
-
-def _trained_as_compress(protocol):
-    """``protocol`` whose ``ssvm`` methods train on a black box as ``compress`` does
-    (`ssgallery.app.options.resolve_training`): swaps of real training images, no move.
-    A method whose ``method_options`` set ``max_iter`` or ``swap_rounds`` keeps them;
-    ``ssvm-paper`` stays the paper's Algorithm 1."""
-    trained = resolve_training(CompressOptions(), black_box=True)
-    auto = {"max_iter": trained.max_iter, "swap_rounds": trained.swap_rounds}
-    options = dict(protocol.method_options)
-    for name, _ in method_specs(protocol.methods, (1,)):
-        own = options.get(name, {})
-        if str(own.get("method", name)).lower() == "ssvm":
-            options[name] = {**auto, **own}
-    return replace(protocol, method_options=options)
+                     private=privacy_key is not None,
+                     default_m=BLACK_BOX_M if black_box else DEFAULT_M)  # real images: 5
 
 
 def roc_gallery(gallery, probes, report=None, *, key_file=None, matcher_cmd=None,

@@ -1,0 +1,80 @@
+"""How ``roc`` sets its protocol for the data's matcher (`ssgallery.app.roc`), as
+``compress`` trains it: the default m and its cap (`checked_m`), the methods a black box
+can run (`without_rbf_methods`), its ``ssvm`` trained on swapped real images
+(`trained_as_compress`), and an ``--between`` no method uses (`warn_between_unused`)."""
+
+from dataclasses import replace
+
+from ssgallery.app.options import CompressOptions, resolve_training
+from ssgallery.biometrics.protocol import method_specs
+from ssgallery.errors import InputError, option
+
+
+def checked_m(protocol, n_train, default_m, source):
+    """``protocol`` with its m: ``default_m`` (the matcher's, `ssgallery.learn.defaults`:
+    ``DEFAULT_M``, or ``BLACK_BOX_M`` for a black box) when unset, never more than the
+    ``n_train`` images a split's models learn from, as ``compress`` caps it at the
+    store's (`ssgallery.app.options.resolve_training`); an explicit m above them is
+    refused."""
+    if protocol.m is None:
+        return replace(protocol, m=(min(default_m, n_train),))
+    too_many = [m for m in protocol.m if m != "auto" and m > n_train]
+    if too_many:  # a super-sparse model keeps fewer prototypes than it learns from
+        raise InputError(f"{option('m')} = {too_many[0]} is more prototypes than a split's "
+                         f"training images ({n_train}: {option('n_enrolled')} x "
+                         f"{option('n_train')})", path=source)
+    return protocol
+
+
+def warn_between_unused(protocol, report):
+    """An explicit ``--between`` that no listed method distils at is named, not dropped
+    without a word (the default means "where it applies", as in
+    `ssgallery.app.options.resolve_between`)."""
+    from ssgallery.biometrics.protocol import between_applied
+    from ssgallery.images.ingest import default_warn
+    from ssgallery.learn.defaults import DEFAULT_BETWEEN
+
+    if protocol.between in (0, DEFAULT_BETWEEN) or between_applied(protocol):
+        return
+    (report.warn or default_warn)(
+        f"{option('between')} {protocol.between:g} is ignored: none of the methods "
+        f"({', '.join(map(str, protocol.methods))}) distils between the classes (the "
+        "super-sparse SVMs do)")
+
+
+RBF_ONLY = ("svm-red",)  # pre-images by fixed-point iteration: an RBF similarity only
+
+
+def without_rbf_methods(protocol, matcher_name, warn):
+    """``protocol`` for a black-box matcher's store: the default methods without
+    ``svm-red``, which needs an RBF similarity (a warning says so); an ``svm-red`` the
+    user listed is refused before any training, naming the methods that run."""
+    from ssgallery.biometrics.protocol_options import DEFAULT_METHODS
+
+    names = [name for name, _ in method_specs(protocol.methods, (1,))]
+    rbf = [n for n in names if n in RBF_ONLY]
+    if not rbf:
+        return protocol
+    if tuple(protocol.methods) != DEFAULT_METHODS:
+        others = ",".join(n for n in names if n not in RBF_ONLY) or "svm,ssvm"
+        raise InputError(f"{', '.join(rbf)} needs an RBF similarity (eigenface, dlib); the "
+                         f"{matcher_name} matcher is a black box: leave it out "
+                         f"({option('methods')} {others})")
+    warn(f"{', '.join(rbf)} left out of the default methods: it needs an RBF similarity "
+         f"(eigenface, dlib) and the {matcher_name} matcher is a black box")
+    return replace(protocol, methods=tuple(m for m in protocol.methods if m not in RBF_ONLY))
+
+
+def trained_as_compress(protocol):
+    """``protocol`` whose ``ssvm`` methods train on a black box as ``compress`` does
+    (`ssgallery.app.options.resolve_training`): swaps of real training images, no move.
+    A method whose ``method_options`` set ``max_iter`` or ``swap_rounds`` keeps them;
+    ``ssvm-paper`` stays the paper's Algorithm 1."""
+    trained = resolve_training(CompressOptions(), black_box=True)
+    auto = {"max_iter": trained.max_iter, "swap_rounds": trained.swap_rounds}
+    options = dict(protocol.method_options)
+    for name, _ in method_specs(protocol.methods, (1,)):
+        own = options.get(name, {})
+        if str(own.get("method", name)).lower() == "ssvm":
+            options[name] = {**auto, **own}
+    return replace(protocol, method_options=options)
