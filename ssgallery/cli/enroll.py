@@ -5,7 +5,7 @@ import json
 import click
 
 from ssgallery import jsontext
-from ssgallery.cli.options import privacy_key_option, warn
+from ssgallery.cli.options import matcher_line, privacy_key_option, warn
 from ssgallery.cli.progress import quiet_option, reporting
 
 
@@ -155,9 +155,7 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
         click.echo(f"{summary.store}: enrolled {len(summary.clients)} clients and "
                    f"{len(summary.background)} background subjects, {summary.n_images} "
                    f"images of {w}x{h}")
-    config = ", ".join(f"{k} {v}" for k, v in sorted(summary.matcher_config.items())
-                       if v is not None)
-    click.echo(f"matcher: {summary.matcher} ({config}), d = {summary.dimension}")
+    click.echo(matcher_line(summary.matcher, summary.matcher_config, summary.dimension))
     if summary.basis_stale:
         click.echo(f"warning: the {summary.matcher} basis was fitted before "
                    f"{', '.join(summary.stale_clients[:10])} were added (stale); run "

@@ -5,7 +5,7 @@ import os
 import click
 
 from ssgallery import jsontext
-from ssgallery.cli.options import privacy_key_option, warn
+from ssgallery.cli.options import matcher_line, privacy_key_option, warn
 from ssgallery.errors import printable
 from ssgallery.tables import DASH, format_table
 
@@ -203,14 +203,12 @@ def open_set_warning(summary):
 
 
 def _print_gallery(g):
-    config = ", ".join(f"{k} {v}" for k, v in sorted(g["matcher_config"].items())
-                       if v is not None)
     click.echo(f"gallery {g['path']}: {g['n_clients']} clients, {_size(g['file_bytes'])}, "
                f"created {g['created']} by ssgallery {g['tool_version']} "
                f"(format {g['format_version']})")
     target = "not recorded" if g["target_far"] is None else f"{g['target_far']:g}"
     dim = DASH if g["dimension"] is None else g["dimension"]
-    click.echo(f"matcher: {g['matcher']} ({config}), d = {dim}, shared state "
+    click.echo(f"{matcher_line(g['matcher'], g['matcher_config'], dim)}, shared state "
                f"{_size(g['matcher_state_bytes'])}; target FAR {target}")
     click.echo(calibration_line(g.get("calibration")))
     click.echo(open_set_line(g.get("open_set")))
@@ -251,13 +249,11 @@ def _print_client(r):
 
 
 def _print_store(s):
-    config = ", ".join(f"{k} {v}" for k, v in sorted(s["matcher_config"].items())
-                       if v is not None)
     h, w = s["image_shape"]
     click.echo(f"store {s['path']}: {s['n_clients']} clients + {s['n_background']} background "
                f"subjects, {s['n_images']} images of {w}x{h}, {_size(s['file_bytes'])}, "
                f"created {s['created']}")
-    click.echo(f"matcher: {s['matcher']} ({config}), d = {s['dimension']}"
+    click.echo(matcher_line(s["matcher"], s["matcher_config"], s["dimension"])
                + (f"; basis STALE (added since the fit: {', '.join(s['stale_clients'][:10])})"
                   if s["basis_stale"] else ""))
 

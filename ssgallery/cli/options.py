@@ -99,6 +99,13 @@ def warn(message):
     click.echo(f"ssgallery: warning: {printable(text)}", err=True)
 
 
+def matcher_line(name, config, dimension):
+    """``matcher: NAME (key value, ...), d = D``: a store's or gallery's matcher as
+    ``enroll`` and ``info`` print it (its stored configuration, unset keys left out)."""
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(config.items()) if v is not None)
+    return f"matcher: {name} ({shown}), d = {dimension}"
+
+
 def csv_text(head, rows):
     """CSV text (header line, then ``rows``); every field printable (`printable`), None
     empty, floats in full precision."""
