@@ -78,23 +78,29 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
         ``client``), ``accepted``, ``impostors``, ``expected_far`` and
         ``expected_far_ci`` (None when copied clients have no recorded counts),
         ``clients``, ``training_clients`` (clients whose scores are training scores:
-        nothing could be held out, or they were off scale) and ``unresolved`` (the
-        clients whose count is not an estimate and the FAR to expect of them:
-        `ssgallery.biometrics.calibration.calibrate_thresholds`; None: none).
+        nothing could be held out, or they were off scale; the copied ones by their
+        provenance) and ``unresolved`` (the clients whose count is not an estimate and
+        the FAR to expect of them:
+        `ssgallery.biometrics.calibration.calibrate_thresholds`; None: none or unknown),
+        ``counts_unknown`` (True, only when an update copies some but not all of the
+        clients the existing record counted, `counts_inseparable`: the FAR and FRR
+        counts and ``unresolved`` are then None, unknown), and the FRR counts
+        (`frr_record`).
     """
     from ssgallery.biometrics.calibration import calibrate_thresholds, clopper_pearson
 
     kept = set(kept)
     new = [c for c in sorted(results) if c not in kept]
     counts = {"accepted": 0, "impostors": 0, "global_threshold": None}
-    old = {"training_clients": 0, "unresolved": None}
+    unresolved, unknown, old = None, False, None
     if kept:  # a gallery without counts leaves the estimate unknown
         _check_update(mode, target_far, previous, path)
-        counts = {k: (previous[1] or {}).get(k) for k in counts}
-        old = {"training_clients": _count((previous[1] or {}).get("training_clients")),
-               "unresolved": unresolved_record((previous[1] or {}).get("unresolved"))}
+        old = previous[1] or {}
+        unknown = counts_inseparable(old, kept)
+        counts = {k: None if unknown and k != "global_threshold" else old.get(k)
+                  for k in counts}
+        unresolved = None if unknown else unresolved_record(old.get("unresolved"))
     thresholds = {c: float(results[c].threshold) for c in kept}
-    unresolved = old["unresolved"]
     if new:
         t, info = calibrate_thresholds([results[c].heldout["impostor"] for c in new],
                                        [results[c].normalization for c in new], target_far,
@@ -106,8 +112,9 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
         if counts["accepted"] is not None:
             counts["accepted"] += info["accepted"]
             counts["impostors"] += info["impostors"]
-        unresolved = merge_unresolved(unresolved, info["unresolved"])
-    training = sum(_training(results[c]) for c in new)
+        if not unknown:
+            unresolved = merge_unresolved(unresolved, info["unresolved"])
+    training = sum(_training(r) for r in results.values())  # kept ones: their provenance
     known = counts["accepted"] is not None and counts["impostors"]
     far = counts["accepted"] / counts["impostors"] if known else None
     record = {"mode": mode, "target_far": float(target_far),
@@ -117,11 +124,25 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
               "expected_far_ci": list(clopper_pearson(counts["accepted"],
                                                       counts["impostors"]))
               if known else None, "clients": len(results),
-              "training_clients": int(old["training_clients"] or 0) + int(training),
-              "unresolved": unresolved}
+              "training_clients": int(training), "unresolved": unresolved}
+    if unknown:
+        record["counts_unknown"] = True
     frr = frr_record(client_frr(results, thresholds, new),
-                     (previous[1] or {}) if kept and previous else None)
+                     None if old is None else {} if unknown else old)
     return thresholds, record | frr
+
+
+def counts_inseparable(previous, kept):
+    """Whether a gallery's calibration record (``previous``, data from a file) counts
+    other clients than ``kept``, the clients an update copies from it: clients trained
+    again or left out (no longer enrolled) were pooled into its counts, which hold no
+    per-client share to take theirs out of; or the record says its counts are unknown
+    (``counts_unknown``, an earlier such update). Its counts, FRR and ``unresolved``
+    are then unknown, never those clients counted twice. A record without ``clients``
+    (none recorded) has no counts to keep either."""
+    n = previous.get("clients")
+    return previous.get("counts_unknown") is True or \
+        (isinstance(n, int) and not isinstance(n, bool) and n != len(kept))
 
 
 def _training(result):
@@ -136,12 +157,6 @@ def _people(results, clients, labels):
     labels = np.asarray(labels).astype(str)
     return [labels[np.asarray(results[c].heldout["impostor_row"], dtype=int)]
             if "impostor_row" in (results[c].heldout or {}) else None for c in clients]
-
-
-def _count(value):
-    """A whole JSON number >= 0 from a record (data from a file), else 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
-        else 0
 
 
 def unresolved_record(value):
@@ -234,5 +249,5 @@ def apply(results, thresholds, mode):
     return results
 
 
-__all__ = ["HIGH_CLIENT_FRR", "WORST", "apply", "calibrate", "client_frr", "frr_record",
-           "merge_unresolved", "previous_calibration", "unresolved_record"]
+__all__ = ["HIGH_CLIENT_FRR", "WORST", "apply", "calibrate", "client_frr", "counts_inseparable",
+           "frr_record", "merge_unresolved", "previous_calibration", "unresolved_record"]

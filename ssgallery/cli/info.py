@@ -92,12 +92,19 @@ def _expected_far(cal):
 def calibration_line(cal):
     """``thresholds: MODE; expected FAR x% (95% Clopper-Pearson a-b%, k of n held-out
     impostor scores)`` from a gallery's calibration record (None: not recorded), and on
-    a second line the expected FRR at those thresholds, when recorded."""
+    a second line the expected FRR at those thresholds, when recorded; ``not known``
+    when the record's counts are (``counts_unknown``,
+    `ssgallery.app.thresholds.counts_inseparable`)."""
     if not cal:
         return "thresholds: client (per-client; no expected FAR recorded)"
     text = f"thresholds: {printable(cal['mode'])}"
     if _num(cal.get("global_threshold")) is not None:
         text += f" (normalised T = {cal['global_threshold']:.4g})"
+    if cal.get("counts_unknown") is True:
+        return text + ("; expected FAR and FRR not known: an update trained again (or left "
+                       "out) some of the clients the gallery's counts pooled, which cannot "
+                       "be taken apart; compress every client again without --update to "
+                       "estimate them")
     far = _expected_far(cal)
     text += f"; expected FAR {far}" if far else "; no expected FAR recorded"
     frr = _rate(cal, "expected_frr", "rejected", "genuine", "genuine")
