@@ -4,12 +4,20 @@ The record pools every client's held-out scores into its FAR and FRR counts with
 per-client share; an update that trains again a client the record counted (or leaves one
 out) cannot take that client's old scores out, so it records the counts as unknown
 (``counts_unknown``) instead of adding the client's new scores to its old ones. An
-update that only adds clients merges as before."""
+update that only adds clients merges as before.
+
+So for the 1:N operating point (the ``open_set`` record): its curve pools every client's
+held-out searches, so an update that trains clients again (or leaves some out) sets it
+from the held-out searches of the clients it trains only, taken as typical of all
+(``measured_clients``, ``searches_inseparable``), never the old searches with the new
+ones; an update that only adds clients merges the curves as before."""
 
 import json
+from pathlib import Path
 
 from helpers import copied, growing_faces, invoked
 
+from ssgallery.datasets import sample_faces_path
 from ssgallery.formats.gallery import read_gallery
 
 
@@ -23,6 +31,12 @@ def _recorded(gallery):
     """The calibration record ``info --json`` reads from the gallery."""
     return json.loads(_ok(["info", "--gallery", gallery, "--json"])["stdout"])[
         "gallery"]["calibration"]
+
+
+def _open_set(gallery):
+    """The 1:N operating point ``info --json`` reads from the gallery."""
+    return json.loads(_ok(["info", "--gallery", gallery, "--json"])["stdout"])[
+        "gallery"]["open_set"]
 
 
 def _training(gallery):
@@ -96,6 +110,10 @@ def test_default_options_update_retraining_one_client(sample_gallery_3, sample_s
     assert s["trained"] == ["c01"] and s["kept"] == ["c02", "c03"]
     _assert_unknown(s["calibration"], 3, 0)
     assert s["calibration"]["global_threshold"] == first["global_threshold"]
+    point = s["open_set"]  # c01's new searches only, taken as typical of the 3
+    assert point["measured_clients"] == 1 and point["clients"] == 3 and point["blocks"] == 1
+    assert point["searches_inseparable"] is True
+    assert _open_set(gallery)["threshold"] == point["threshold"]
 
 
 def test_an_update_that_only_adds_clients_merges_the_counts(tmp_path):
@@ -109,8 +127,13 @@ def test_an_update_that_only_adds_clients_merges_the_counts(tmp_path):
     args = ["compress", "--store", store, "-o", gallery, "--m", "1", "--cv-folds", "2"]
     first = json.loads(_ok([*args, "--json"])["stdout"])["calibration"]
     add()
+    point = _open_set(gallery)
     _ok(["enroll", faces, "--store", store, "--add"])
     s = json.loads(_ok([*args, "--update", "--json"])["stdout"])
+    grown = s["open_set"]  # the 6 clients' curve merged with the 2 new ones' searches
+    assert grown["clients"] == 8 and grown["blocks"] == 2
+    assert grown["searches"] > point["searches"] and grown["scale"] == point["scale"]
+    assert "measured_clients" not in grown and "searches_inseparable" not in grown
     assert s["trained"] == ["c06", "c07"] and len(s["kept"]) == 6
     cal = s["calibration"]
     new = [read_gallery(gallery).clients[c].provenance for c in ("c06", "c07")]
@@ -123,3 +146,58 @@ def test_an_update_that_only_adds_clients_merges_the_counts(tmp_path):
     line = _ok(["info", "--gallery", gallery])["stdout"]
     assert (f"{cal['accepted']} of {cal['impostors']} held-out impostor scores"
             in line) and f"{cal['rejected']} of {cal['genuine']} held-out genuine" in line
+    assert (f"{grown['searches']} held-out searches of {grown['search_size']} clients in "
+            "2 runs merged by --update)") in line and "measured on" not in line
+
+
+SEARCHES_POOLED = ("measured on 2 of the 20 clients (the others' held-out searches were "
+                   "pooled with those of clients an update trained again or left out, which "
+                   "cannot be taken apart)")
+
+
+def test_an_update_that_retrains_clients_measures_the_1n_point_on_them_only(sample_store,
+                                                                            tmp_path):
+    """The 1:N reproduction: sample_data (20 clients, 200 images), compress, then
+    compress --update --clients c01,c02 --seed 5 (c01 and c02 trained again). Before:
+    '400 held-out searches of 1 clients in 2 runs merged by --update': the gallery's 200
+    searches (c01's and c02's old models among them) added to c01's and c02's new 200,
+    at the old 1% CI's weight. Now the point is set from c01's and c02's new searches
+    only (each of the 200 images a search of the clients that held it out), taken as
+    typical of all 20, and compress, info and identify --open-set say so."""
+    from ssgallery.biometrics import openset
+
+    store, gallery = sample_store["store"], str(tmp_path / "g.h5")
+    _ok(["compress", "--store", store, "-o", gallery])
+    first = _open_set(gallery)
+    assert first["searches"] == 200 and first["clients"] == 20 and first["blocks"] == 1
+    assert "measured_clients" not in first and "searches_inseparable" not in first
+    r = _ok(["compress", "--store", store, "-o", gallery, "--update", "--clients", "c01,c02",
+             "--seed", "5"])
+    rec = _open_set(gallery)
+    assert (rec["searches"], rec["search_size"], rec["blocks"]) == (200, 1, 1)
+    assert rec["clients"] == 20 and rec["measured_clients"] == 2
+    assert rec["searches_inseparable"] is True
+    assert " of 400 " not in r["stdout"] and "merged by --update" not in r["stdout"]
+    assert "200 held-out searches of 1 clients)" in r["stdout"]
+    assert SEARCHES_POOLED in r["stdout"]
+    warned = [ln for ln in r["stderr"].splitlines() if "1:N operating point" in ln]
+    assert len(warned) == 1 and "cannot be taken apart" in warned[0]
+    assert "held-out searches of the 2 client(s) trained by updates" in warned[0]
+    # T is the new searches' curve read for the gallery's 20 clients, on the scale
+    # pooled from the 20 clients it holds now (c01's and c02's new spreads)
+    assert (rec["threshold"], rec["resolved"]) == openset.threshold_at_fpir(rec["curve"], 0.01)
+    stds = [m.normalization["std"] for _, m in sorted(read_gallery(gallery).clients.items())]
+    assert rec["scale"] == openset.pooled_scale(stds)
+    assert SEARCHES_POOLED in _ok(["info", "--gallery", gallery])["stdout"]
+    image = min((Path(sample_faces_path()) / "c03").iterdir())
+    res = invoked(["identify", str(image), "--gallery", gallery, "--open-set", "--json"])
+    assert res["exit_code"] in (0, 1), res["output"]
+    point = json.loads(res["stdout"])["operating_point"]
+    assert point["threshold"] == rec["threshold"] and point["measured_clients"] == 2
+    assert point["searches_inseparable"] is True
+    res = invoked(["identify", str(image), "--gallery", gallery, "--open-set"])
+    assert SEARCHES_POOLED in res["stdout"]
+    # an update that trains nothing keeps the point and its mark
+    r = _ok(["compress", "--store", store, "-o", gallery, "--update", "--clients", "c01,c02",
+             "--seed", "5"])
+    assert _open_set(gallery) == rec and SEARCHES_POOLED in r["stdout"]

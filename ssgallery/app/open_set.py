@@ -26,7 +26,9 @@ kept clients' curve and the new clients' held-out searches are merged, weighted 
 their numbers of clients (`ssgallery.biometrics.openset.merge_curves`). An update of a
 gallery written before the record (its clients carry no held-out searches) sets T from
 the new clients' searches alone, taken as typical of every client (``measured_clients``
-in the record), or records none when it trains no client (`_without_record`).
+in the record), or records none when it trains no client (`_without_record`); so does
+an update that trains again (or leaves out) clients whose searches the record pooled
+(``searches_inseparable``: the curve keeps no per-client share to take theirs out of).
 
 Light: numpy and json at import (``identify`` reads records; scipy only when deriving).
 """
@@ -123,9 +125,14 @@ def operating_point(results, labels, target_fpir, kept=(), previous=None, path=N
         ``searches`` and ``search_size`` (summed and smallest over ``blocks``: the
         compress runs merged by updates) and ``curve``; ``measured_clients`` when only
         some of the clients' held-out searches set it (an update of a gallery written
-        before 1:N operating points). None when an update of such a gallery trains no
-        client: it records no point.
+        before 1:N operating points, or ``searches_inseparable``: of a gallery whose
+        record pooled the searches of clients the update trains again or leaves out,
+        `ssgallery.app.thresholds.counts_inseparable`; their share cannot be taken out,
+        so only the searches of the clients the update trains set it, never the others
+        counted twice). None when an update of such a gallery trains no client: it
+        records no point.
     """
+    from ssgallery.app.thresholds import counts_inseparable
     from ssgallery.biometrics import openset
 
     target_fpir = check_target_fpir(target_fpir)
@@ -133,6 +140,9 @@ def operating_point(results, labels, target_fpir, kept=(), previous=None, path=N
     new = [c for c in sorted(results) if c not in kept]
     if kept and previous is None:
         return _without_record(results, labels, target_fpir, new)
+    if kept and counts_inseparable(previous, kept):  # its searches pooled other clients
+        record = _without_record(results, labels, target_fpir, new)
+        return None if record is None else dict(record, searches_inseparable=True)
     curves = []
     if kept:
         scale = previous["scale"]
@@ -148,6 +158,8 @@ def operating_point(results, labels, target_fpir, kept=(), previous=None, path=N
     record = _record(curve, target_fpir, scale)
     if kept and "measured_clients" in previous:  # still partly extrapolated
         record["measured_clients"] = min(int(previous["measured_clients"]), len(kept)) + len(new)
+        if previous.get("searches_inseparable") is True:
+            record["searches_inseparable"] = True
     return record
 
 
@@ -248,7 +260,8 @@ def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False,
         threshold), ``threshold`` (None for "verification"), and for "fpir":
         ``target_fpir``, ``expected_fpir``, ``expected_fpir_ci``, ``resolved``,
         ``extrapolated`` (T on the curve's extrapolated tail; False for a curve without
-        one), ``clients``.
+        one), ``clients``, and the record's ``measured_clients`` and
+        ``searches_inseparable`` when it has them (`measured_note`).
     """
     if sum(v is not None and v is not False for v in (fpir, threshold, verification)) > 1:
         raise InputError(f"give at most one of {option('fpir')}, {option('threshold')} and "
@@ -282,7 +295,9 @@ def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False,
     return {"kind": "fpir", "score": "centred", "scale": float(record["scale"]),
             "threshold": t, "target_fpir": target,
             "expected_fpir": expected, "expected_fpir_ci": list(ci), "resolved": resolved,
-            "extrapolated": is_extrapolated(record["curve"], t), "clients": int(n_clients)}
+            "extrapolated": is_extrapolated(record["curve"], t), "clients": int(n_clients),
+            **{k: record[k] for k in ("measured_clients", "searches_inseparable")
+               if k in record}}
 
 
 def describe(point):
@@ -303,7 +318,20 @@ def describe(point):
                  "not measured")
     elif not point["resolved"]:
         text += "; the held-out searches cannot resolve the target: threshold above all"
-    return text + beyond_end(point) + ")"
+    return text + beyond_end(point) + measured_note(point) + ")"
+
+
+def measured_note(point):
+    """The words for a point measured on only some of its clients' held-out searches
+    (``measured_clients``, `operating_point`), and why; "" otherwise."""
+    measured = point.get("measured_clients")
+    if measured is None or measured >= point["clients"]:
+        return ""
+    why = ("the others' held-out searches were pooled with those of clients an update "
+           "trained again or left out, which cannot be taken apart"
+           if point.get("searches_inseparable") else
+           "the others came from a gallery that recorded no 1:N point")
+    return f"; measured on {measured} of the {point['clients']} clients ({why})"
 
 
 def beyond_end(point):
@@ -317,4 +345,4 @@ def beyond_end(point):
 
 
 __all__ = ["DEFAULT_TARGET_FPIR", "beyond_end", "check_target_fpir", "describe",
-           "heldout_searches", "operating_point", "read_record", "resolve"]
+           "heldout_searches", "measured_note", "operating_point", "read_record", "resolve"]

@@ -158,7 +158,7 @@ def open_set_line(rec):
     """``1:N search: threshold T on the best centred score at target FPIR f for N
     clients; expected FPIR x% (95% Clopper-Pearson a-b%, n held-out searches of k
     clients)`` from a gallery's open-set record (None: not recorded)."""
-    from ssgallery.app.open_set import beyond_end
+    from ssgallery.app.open_set import beyond_end, measured_note
 
     if not rec:
         return ("1:N search: no operating point recorded (compressed before --target-fpir, "
@@ -182,31 +182,33 @@ def open_set_line(rec):
                  + "), not measured")
     elif not rec["resolved"]:
         text += "; too few searches to resolve the target: threshold above every one"
-    text += beyond_end(rec)
-    measured = rec.get("measured_clients")
-    if measured is not None and measured < rec["clients"]:
-        text += (f"; measured on {measured} of the {rec['clients']} clients (the others "
-                 "came from a gallery that recorded no 1:N point)")
-    return text
+    return text + beyond_end(rec) + measured_note(rec)
 
 
 def open_set_warning(summary):
     """The warning ``compress --update`` gives when the gallery it updated recorded no
-    1:N operating point (written before --target-fpir): none written, or one measured
-    on the clients this run trained only (None otherwise)."""
+    1:N operating point it could keep (written before --target-fpir, or one that pooled
+    the searches of clients trained again or left out,
+    `ssgallery.app.thresholds.counts_inseparable`): none written, or one measured on
+    the clients updates trained only (None otherwise)."""
     rec, redo = summary.open_set, "compress every client again without --update"
     if not summary.kept:
         return None
     if rec is None:
-        return ("the gallery records no 1:N operating point and this update trained no "
+        return ("the gallery records no 1:N operating point this update can keep (none, or "
+                "one that pooled clients no longer enrolled) and this update trained no "
                 "client to measure one: none recorded (identify --open-set needs "
                 f"--threshold or --verification-thresholds); {redo} to record one")
     measured = rec.get("measured_clients")
     if measured is None or measured >= rec["clients"]:
         return None
-    return (f"the gallery recorded no 1:N operating point: set from the held-out searches "
-            f"of the {measured} client(s) trained by updates, taken as typical of all "
-            f"{rec['clients']}; {redo} to measure it on every client")
+    why = ("the gallery's 1:N operating point pooled the held-out searches of clients an "
+           "update trained again (or left out), which cannot be taken apart"
+           if rec.get("searches_inseparable") else
+           "the gallery recorded no 1:N operating point")
+    return (f"{why}: set from the held-out searches of the {measured} client(s) trained by "
+            f"updates, taken as typical of all {rec['clients']}; {redo} to measure it on "
+            "every client")
 
 
 def _print_gallery(g):

@@ -86,6 +86,7 @@ def _record_ok(rec, curve):
             and _count(rec.get("measured_clients", 1))
             and isinstance(rec.get("resolved"), bool)
             and isinstance(rec.get("extrapolated", False), bool)
+            and isinstance(rec.get("searches_inseparable", False), bool)
             and h[0] > 0
             and all(not np.any(np.isnan(curve[k])) and not np.any(curve[k] < 0)
                     for k in ("hazard_low", "hazard_high"))
@@ -134,8 +135,8 @@ def header_open_set(header, path=None):
         hazard bounds < 0 or NaN, a curve of hazard 0 at its lowest threshold, a start
         of the extrapolated tail (``extrapolated_above``, absent in records written
         before it) that is not a finite number on the curve, a non-boolean
-        ``resolved`` or ``extrapolated``, or a tail fit (``tail``) that `_tail_ok`
-        refuses.
+        ``resolved``, ``extrapolated`` or ``searches_inseparable``, or a tail fit
+        (``tail``) that `_tail_ok` refuses.
     """
     raw = header.get(OPEN_SET_ATTR)
     if raw is None:
