@@ -15,7 +15,7 @@ ones; an update that only adds clients merges the curves as before."""
 import json
 from pathlib import Path
 
-from helpers import copied, growing_faces, invoked
+from helpers import copied, growing_faces, invoked, rehash_gallery
 
 from ssgallery.datasets import sample_faces_path
 from ssgallery.formats.gallery import read_gallery
@@ -201,3 +201,58 @@ def test_an_update_that_retrains_clients_measures_the_1n_point_on_them_only(samp
     r = _ok(["compress", "--store", store, "-o", gallery, "--update", "--clients", "c01,c02",
              "--seed", "5"])
     assert _open_set(gallery) == rec and SEARCHES_POOLED in r["stdout"]
+
+
+def _rehashed(gallery, attr, record):
+    """The gallery's header ``attr`` (JSON) set to ``record`` and its digests made whole
+    again (what anybody without the signing key can do)."""
+    import h5py
+
+    with h5py.File(gallery, "a") as f:
+        f.attrs[attr] = json.dumps(record)
+    rehash_gallery(gallery)
+
+
+def _refused(args, what):
+    res = invoked(args)
+    errors = [ln for ln in res["stderr"].splitlines() if "warning" not in ln]
+    assert res["exit_code"] == 2, (args, res["output"])
+    assert len(errors) == 1 and f"corrupt gallery header: {what}" in errors[0], res["output"]
+
+
+def test_a_rehashed_calibration_record_of_wrong_values_is_refused(sample_gallery_3,
+                                                                  sample_store, tmp_path):
+    """The calibration record is data from a file, checked on read as the 1:N record is
+    (review9b). Before, re-hashed: compress --update exited 4 ('internal error:
+    TypeError') on accepted 'x', rejected 'x', frr_worst [5], global_threshold 'x' or
+    target_far 'x'; info printed 'x of 570 held-out impostor scores', '50 of -30
+    held-out genuine scores', 'expected FAR 700.00%' and '570.5' impostor scores; a
+    counts_unknown of 'yes', or true beside counts, was read without a word."""
+    import h5py
+
+    gallery = copied(sample_gallery_3["gallery"], str(tmp_path), "g.h5")
+    with h5py.File(gallery) as f:
+        cal = json.loads(f.attrs["calibration"])
+    update = ["compress", "--store", sample_store["store"], "-o", gallery, "--update",
+              "--m", "2", "--clients", "c01,c02,c03,c04", "-q"]
+    bad = [{"accepted": "x"}, {"rejected": "x"}, {"frr_worst": [5]},
+           {"frr_worst": [["c01", 1.5]]}, {"global_threshold": "x"}, {"target_far": "x"},
+           {"target_far": 1.0}, {"genuine": -30, "rejected": 50}, {"expected_far": 7.0},
+           {"expected_frr_ci": [0.3, 0.1]}, {"impostors": 570.5}, {"accepted": 571},
+           {"counts_unknown": "yes"}, {"counts_unknown": True}, {"clients": True},
+           {"training_clients": 4}, {"frr_high_clients": -1}]
+    for patch in bad:
+        _rehashed(gallery, "calibration", cal | patch)
+        _refused(["info", "--gallery", gallery], "calibration")
+        _refused(update, "calibration")
+    # what an update that trained clients again writes, and a record written before the
+    # FRR counts and the clients' number, still read
+    unknown = cal | {k: None for k in ("accepted", "impostors", "expected_far",
+                                       "expected_far_ci", "rejected", "genuine",
+                                       "expected_frr", "expected_frr_ci", "frr_high_clients")}
+    old = {k: cal[k] for k in ("mode", "target_far", "global_threshold", "accepted",
+                               "impostors", "expected_far", "expected_far_ci")}
+    for record in (unknown | {"counts_unknown": True, "frr_worst": []}, old):
+        _rehashed(gallery, "calibration", record)
+        assert _recorded(gallery) == record
+

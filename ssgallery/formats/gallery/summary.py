@@ -22,8 +22,14 @@ from ssgallery.formats.hdf5 import _attr_str, open_checked
 
 
 def header_calibration(header, path=None):
-    """The ``calibration`` header attribute (JSON; absent in galleries written before
-    threshold modes: None)."""
+    """The ``calibration`` header attribute, checked (JSON; absent in galleries written
+    before threshold modes: None): `_calibration_ok`.
+
+    Raises
+    ------
+    FormatError
+        Not a JSON object with a string ``mode``, or a value `_calibration_ok` refuses.
+    """
     raw = header.get("calibration")
     if raw is None:
         return None
@@ -31,9 +37,45 @@ def header_calibration(header, path=None):
         cal = json.loads(_attr_str(raw))
         if not isinstance(cal, dict) or not isinstance(cal.get("mode"), str):
             raise TypeError("not a calibration record")
+        if not _calibration_ok(cal):
+            raise ValueError("inconsistent counts or values")
     except (ValueError, TypeError) as exc:
         raise FormatError(f"corrupt gallery header: calibration: {exc}", path=path) from None
     return cal
+
+
+def _calibration_ok(cal):
+    """A calibration record's values (`ssgallery.app.thresholds.calibrate`; keys absent
+    in records written before them read as None): ``target_far`` in [0, 1), a finite
+    ``global_threshold`` or None, counts ``accepted`` of ``impostors`` and ``rejected``
+    of ``genuine`` whole numbers >= 0 (a count of no more than its total) or both None
+    (and None when ``counts_unknown``, a boolean), rates and their intervals in [0, 1]
+    or None, ``clients`` >= 0, ``training_clients`` and ``frr_high_clients`` no more
+    than it, ``frr_worst`` a list of ``[client, FRR]`` with FRR in (0, 1]."""
+    n = cal.get("clients")
+    most = n if _count(n, 0) else np.inf
+    pairs = [(cal.get(a), cal.get(b)) for a, b in (("accepted", "impostors"),
+                                                    ("rejected", "genuine"))]
+    unknown = cal.get("counts_unknown", False)
+    worst = cal.get("frr_worst") or []
+    return (_real(cal.get("target_far"), 0.0, 1.0) and cal["target_far"] < 1
+            and (cal.get("global_threshold") is None or _real(cal["global_threshold"]))
+            and all(a is None and b is None or _count(a, 0) and _count(b, 0) and a <= b
+                    for a, b in pairs)
+            and isinstance(unknown, bool) and not (unknown and any(a is not None
+                                                                   for a, _ in pairs))
+            and all(cal.get(k) is None or _real(cal[k], 0.0, 1.0)
+                    for k in ("expected_far", "expected_frr"))
+            and all(cal.get(k) is None or (isinstance(cal[k], list) and len(cal[k]) == 2
+                                           and all(_real(v, 0.0, 1.0) for v in cal[k])
+                                           and cal[k][0] <= cal[k][1])
+                    for k in ("expected_far_ci", "expected_frr_ci"))
+            and (n is None or _count(n, 0))
+            and all(cal.get(k) is None or _count(cal[k], 0) and cal[k] <= most
+                    for k in ("training_clients", "frr_high_clients"))
+            and isinstance(worst, list)
+            and all(isinstance(w, list) and len(w) == 2 and isinstance(w[0], str)
+                    and _real(w[1], 0.0, 1.0) and w[1] > 0 for w in worst))
 
 
 OPEN_SET_ATTR = "open_set"
