@@ -256,3 +256,24 @@ def test_a_rehashed_calibration_record_of_wrong_values_is_refused(sample_gallery
         _rehashed(gallery, "calibration", record)
         assert _recorded(gallery) == record
 
+
+def test_searches_inseparable_on_a_point_measured_on_every_client_is_refused(
+        sample_gallery_3, tmp_path):
+    """``searches_inseparable`` marks a 1:N point measured on only some clients (an
+    update's ``measured_clients`` < ``clients``): re-hashed onto a point measured on
+    every one it was read, and identify --json passed it on, a mark no writer gives
+    (review9b)."""
+    import h5py
+
+    gallery = copied(sample_gallery_3["gallery"], str(tmp_path), "g.h5")
+    with h5py.File(gallery) as f:
+        rec = json.loads(f.attrs["open_set"])
+    probe = min((Path(sample_faces_path()) / "c03").iterdir())
+    for patch in ({"searches_inseparable": True},
+                  {"searches_inseparable": True, "measured_clients": rec["clients"]}):
+        _rehashed(gallery, "open_set", rec | patch)
+        _refused(["info", "--gallery", gallery], "open_set")
+        _refused(["identify", probe, "--gallery", gallery, "--open-set"], "open_set")
+    _rehashed(gallery, "open_set", rec | {"searches_inseparable": True,
+                                          "measured_clients": rec["clients"] - 1})
+    assert _open_set(gallery)["searches_inseparable"] is True

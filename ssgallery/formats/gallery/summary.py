@@ -129,6 +129,8 @@ def _record_ok(rec, curve):
             and isinstance(rec.get("resolved"), bool)
             and isinstance(rec.get("extrapolated", False), bool)
             and isinstance(rec.get("searches_inseparable", False), bool)
+            and (not rec.get("searches_inseparable")  # only on a point measured on a few
+                 or rec.get("measured_clients", rec["clients"]) < rec["clients"])
             and h[0] > 0
             and all(not np.any(np.isnan(curve[k])) and not np.any(curve[k] < 0)
                     for k in ("hazard_low", "hazard_high"))
@@ -177,8 +179,9 @@ def header_open_set(header, path=None):
         hazard bounds < 0 or NaN, a curve of hazard 0 at its lowest threshold, a start
         of the extrapolated tail (``extrapolated_above``, absent in records written
         before it) that is not a finite number on the curve, a non-boolean
-        ``resolved``, ``extrapolated`` or ``searches_inseparable``, or a tail fit
-        (``tail``) that `_tail_ok` refuses.
+        ``resolved``, ``extrapolated`` or ``searches_inseparable``, a
+        ``searches_inseparable`` point measured on every client (no ``measured_clients``
+        below ``clients``), or a tail fit (``tail``) that `_tail_ok` refuses.
     """
     raw = header.get(OPEN_SET_ATTR)
     if raw is None:
