@@ -299,3 +299,13 @@ def test_enroll_matcher_cmd_external(tmp_path, foreign_cmd):
     r = CliRunner().invoke(main, ["verify", probe, "--claim", "c00", "--gallery", gallery,
                                   "--matcher-cmd", shlex.join(foreign_cmd)])
     assert r.exit_code == 0 and "ACCEPT" in r.stdout, r.output
+
+
+def test_the_matcher_line_escapes_what_a_store_or_gallery_holds():
+    """enroll's and info's matcher line prints a file's matcher name and configuration:
+    a control character in them is escaped, never sent to the terminal."""
+    from ssgallery.cli.options import matcher_line
+
+    line = matcher_line("ext\x1b[2J", {"serve\x1b]0;pwned\x07": True, "unset": None}, 3)
+    assert "\x1b" not in line and "\x07" not in line
+    assert line == "matcher: ext\\x1b[2J (serve\\x1b]0;pwned\\x07 True), d = 3"

@@ -102,8 +102,10 @@ def warn(message):
 def matcher_line(name, config, dimension):
     """``matcher: NAME (key value, ...), d = D``: a store's or gallery's matcher as
     ``enroll`` and ``info`` print it (its stored configuration, unset keys left out)."""
+    from ssgallery.errors import printable
+
     shown = ", ".join(f"{k} {v}" for k, v in sorted(config.items()) if v is not None)
-    return f"matcher: {name} ({shown}), d = {dimension}"
+    return printable(f"matcher: {name} ({shown}), d = {dimension}")  # a file's text
 
 
 def csv_text(head, rows):
