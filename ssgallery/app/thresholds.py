@@ -21,6 +21,7 @@ compressed again.
 
 import numpy as np
 
+from ssgallery.checks import is_int
 from ssgallery.errors import InputError, option
 
 WORST = 5  # clients named by the FRR record
@@ -144,7 +145,7 @@ def counts_inseparable(previous, kept):
     record without ``clients`` (none recorded) has no counts to keep either."""
     n = previous.get("clients")
     return previous.get("counts_unknown") is True or \
-        (isinstance(n, int) and not isinstance(n, bool) and n != len(kept))
+        (is_int(n) and n != len(kept))
 
 
 def _training(result):
@@ -170,9 +171,9 @@ def unresolved_record(value):
     n, people, far = value.get("clients"), value.get("people"), value.get("far")
     training = value.get("training", 0)
     whole = [v for v in (n, *(people if isinstance(people, list) else ()))
-             if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
+             if is_int(v) and v >= 1]
     if len(whole) != 3 or len(people) != 2 or people[0] > people[1] \
-            or not isinstance(training, int) or isinstance(training, bool) \
+            or not is_int(training) \
             or not 0 <= training <= n:
         return None
     number = isinstance(far, (int, float)) and not isinstance(far, bool) and 0 < far <= 1

@@ -5,6 +5,7 @@ import os
 import click
 
 from ssgallery import jsontext
+from ssgallery.checks import is_int
 from ssgallery.cli.options import matcher_line, privacy_key_option, warn
 from ssgallery.errors import printable
 from ssgallery.tables import DASH, format_table
@@ -34,7 +35,7 @@ def _counted(cal, count, total, what):
     some are."""
     n, t = cal.get("clients"), cal.get("training_clients")
     kind = "held-out"
-    if isinstance(t, int) and not isinstance(t, bool) and t > 0:
+    if is_int(t) and t > 0:
         kind = "training" if isinstance(n, int) and t >= n else \
             f"held-out (training for {t} client{'s' * (t > 1)})"
     return f"{cal.get(count)} of {cal.get(total)} {kind} {what} scores"

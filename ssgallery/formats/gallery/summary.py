@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 
+from ssgallery.checks import is_int
 from ssgallery.errors import FormatError
 from ssgallery.formats.gallery.model import FORMAT, FORMAT_VERSION, KIND, model_bytes
 from ssgallery.formats.gallery.read import (
@@ -91,7 +92,7 @@ def _real(value, low=-np.inf, high=np.inf):
 
 def _count(value, low=1):
     """A whole JSON number >= ``low`` (not a boolean)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+    return is_int(value) and value >= low
 
 
 def _tail_ok(tail):
