@@ -3,7 +3,7 @@
 One implementation for every table the commands print (``roc``, ``compress``,
 ``info``): a header line, a rule, the rows; text columns left-aligned, numeric columns
 right-aligned; `DASH` wherever a figure cannot be resolved or does not apply. Standard
-library only.
+library only. Scores, weights and thresholds print through `signed`, everywhere.
 """
 
 DASH = "—"  # a figure the data cannot resolve, or that does not apply: the one symbol
@@ -39,9 +39,16 @@ def format_table(head, rows, right=(), gap="  "):
                      [line(r) for r in cells])
 
 
+def signed(value):
+    """A score, a weight (beta, b) or a threshold as every command prints it: signed,
+    four decimals (``+0.2149``, ``-1.7600``), so that the figures of one line and of one
+    column have the same precision."""
+    return f"{float(value):+.4f}"
+
+
 def width(text):
     """The widest line of ``text``."""
     return max((len(line) for line in str(text).splitlines()), default=0)
 
 
-__all__ = ["DASH", "format_table", "width"]
+__all__ = ["DASH", "format_table", "signed", "width"]

@@ -14,8 +14,8 @@ def protos(m=3, h=28, w=23):
 
 
 def test_beta_labels():
-    assert beta_label(0.834) == ("beta = +0.834", "genuine-like")
-    assert beta_label(-2.5) == ("beta = -2.5", "impostor-like")
+    assert beta_label(0.834) == ("beta = +0.8340", "genuine-like")
+    assert beta_label(-2.5) == ("beta = -2.5000", "impostor-like")
     assert beta_label(0.0)[1] == "unused"
 
 

@@ -5,6 +5,7 @@ import os
 import numpy as np
 
 from ssgallery.errors import NotRenderableError
+from ssgallery.tables import signed
 
 
 def show_prototypes(gallery_path, claim, out_path, *, scale=2, privacy_key_file=None):
@@ -32,8 +33,8 @@ def show_prototypes(gallery_path, claim, out_path, *, scale=2, privacy_key_file=
         raise NotRenderableError(f"nothing to show for client '{claim}': the {matcher} "
                                  "matcher's prototypes are not images and cannot be drawn; "
                                  "see 'ssgallery info'", path=gallery_path)
-    title = (f"client {claim}: b = {model.intercept:+.3g}, threshold = "
-             f"{model.threshold:+.3g}, m = {model.n_prototypes}")
+    title = (f"client {claim}: b = {signed(model.intercept)}, threshold = "
+             f"{signed(model.threshold)}, m = {model.n_prototypes}")
     save_montage(out_path, images.astype(np.uint8), model.beta, title=title, scale=scale)
     return {"claim": claim, "output": os.fspath(out_path), "m": model.n_prototypes,
             "beta": [float(b) for b in model.beta], "intercept": model.intercept,

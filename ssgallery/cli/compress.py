@@ -300,10 +300,10 @@ def client_table(rows):
     CV FRR (both CV FRRs at the client's own threshold for the target FAR), and "vs SVM":
     the share of held-out genuine-impostor pairs it misranks beyond its SVM
     (``teacher_gap``; "-" without held-out images or in galleries made before it)."""
-    from ssgallery.tables import format_table
+    from ssgallery.tables import format_table, signed
 
     head = ["client", "m", "threshold", "FRR", "CV FRR", "SVM #SVs", "SVM CV FRR", "vs SVM"]
-    return format_table(head, [[printable(r["client"]), r["m"], f"{r['threshold']:.4f}",
+    return format_table(head, [[printable(r["client"]), r["m"], signed(r["threshold"]),
                                 _pct(r.get("frr")), _pct(r["cv_frr"]), r["svm_n_support"],
                                 _pct(r["svm_cv_frr"]), _gap(r.get("teacher_gap"))]
                                for r in rows], right=range(1, 8))

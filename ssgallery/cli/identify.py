@@ -15,6 +15,7 @@ from ssgallery.cli.options import (
 )
 from ssgallery.cli.progress import quiet_option, reporting
 from ssgallery.errors import printable
+from ssgallery.tables import signed
 
 
 @click.command("identify")
@@ -121,9 +122,9 @@ def _format(results, ranking, point, open_set=True):
         for c in r.candidates:
             mark = ">=" if (c.normalized if one else c.score) >= c.threshold else "< "
             head = f"  {c.rank:>3}. {printable(c.client):<20} {name} {c.normalized:+8.3f}"
-            lines.append(head + (f" {mark} 1:N threshold {c.threshold:+.3f}  score {c.score:+.4f}"
+            lines.append(head + (f" {mark} 1:N threshold {c.threshold:+.3f}  score {signed(c.score)}"
                                  if one else
-                                 f"  score {c.score:+.4f} {mark} threshold {c.threshold:+.4f}")
+                                 f"  score {signed(c.score)} {mark} threshold {signed(c.threshold)}")
                          + ("  (verify rejects)" if c.verified is False and mark == ">=" else ""))
     return "\n".join(lines)
 

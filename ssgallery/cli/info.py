@@ -8,7 +8,7 @@ from ssgallery import jsontext
 from ssgallery.checks import is_int
 from ssgallery.cli.options import matcher_line, privacy_key_option, warn
 from ssgallery.errors import printable
-from ssgallery.tables import DASH, format_table
+from ssgallery.tables import DASH, format_table, signed
 
 
 def _size(n):
@@ -224,7 +224,7 @@ def _print_gallery(g):
     click.echo(open_set_line(g.get("open_set")))
     rows = [[printable(r["client"]), r["m"], r["bytes"], r["svm_n_support"],
              r["svm_bytes"] or None, None if r["ratio"] is None else f"{r['ratio']:.1f}x",
-             f"{r['threshold']:.4f}"] for r in g["clients"]]
+             signed(r["threshold"])] for r in g["clients"]]
     click.echo(format_table(["client", "m", "bytes", "SVM #SVs", "SVM bytes", "ratio",
                              "threshold"], rows, right=range(1, 7)))
     if g["clients"]:
@@ -251,9 +251,9 @@ def _print_gallery(g):
 def _print_client(r):
     svm = "no full SVM recorded" if r["svm_n_support"] is None else (
         f"full SVM {r['svm_n_support']} SVs, {r['svm_bytes']} bytes ({r['ratio']:.1f}x)"
-        + ("" if r["svm_threshold"] is None else f", threshold {r['svm_threshold']:.4f}"))
+        + ("" if r["svm_threshold"] is None else f", threshold {signed(r['svm_threshold'])}"))
     click.echo(f"client {r['client']} of {r['gallery']}: m = {r['m']}, {r['bytes']} bytes, "
-               f"threshold {r['threshold']:.4f}; {svm}")
+               f"threshold {signed(r['threshold'])}; {svm}")
     for key, value in sorted(r["provenance"].items()):
         click.echo(f"  {key}: {value}")
 

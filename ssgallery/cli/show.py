@@ -4,6 +4,7 @@ import click
 
 from ssgallery import jsontext
 from ssgallery.cli.options import privacy_key_option
+from ssgallery.tables import signed
 
 
 @click.command("show")
@@ -38,7 +39,7 @@ def command(claim, output, gallery, scale, as_json, privacy_key_file):
     if as_json:
         click.echo(jsontext.dumps(out, indent=2))
         return
-    betas = ", ".join(f"{b:+.3g}" for b in out["beta"])
+    betas = ", ".join(signed(b) for b in out["beta"])
     noun = "prototype" if out["m"] == 1 else "prototypes"
     click.echo(f"{output}: {out['m']} {noun} of client {claim} (beta {betas}; "
-               f"b = {out['intercept']:+.3g}, threshold {out['threshold']:+.3g})")
+               f"b = {signed(out['intercept'])}, threshold {signed(out['threshold'])})")

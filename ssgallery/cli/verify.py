@@ -16,6 +16,7 @@ from ssgallery.cli.options import (
 )
 from ssgallery.cli.progress import quiet_option, reporting
 from ssgallery.errors import printable
+from ssgallery.tables import signed
 
 FIELDS = ("probe", "claim", "status", "score", "threshold", "quality", "reason")
 
@@ -164,6 +165,6 @@ def _lines(results, with_claim):
 
 def _verdict(r):
     if r.score is not None:
-        return (f"score {r.score:+.4f}  threshold {r.threshold:+.4f}  "
+        return (f"score {signed(r.score)}  threshold {signed(r.threshold)}  "
                 f"{'ACCEPT' if r.accept else 'REJECT'}")
     return f"{r.status.upper()}  {printable(r.reason)}"

@@ -11,6 +11,7 @@ import numpy as np
 
 from ssgallery.errors import InputError
 from ssgallery.formats.atomic import PNG_SIGNATURE, atomic_path, has_prefix
+from ssgallery.tables import signed
 
 GENUINE = (30, 150, 60)     # green border: beta > 0
 IMPOSTOR = (200, 40, 40)    # red border: beta < 0
@@ -27,9 +28,9 @@ def _font(size):
 
 
 def beta_label(beta):
-    """Caption of one prototype, e.g. ``('beta = +0.83', 'genuine-like')``."""
+    """Caption of one prototype, e.g. ``('beta = +0.8300', 'genuine-like')``."""
     kind = "genuine-like" if beta > 0 else "impostor-like" if beta < 0 else "unused"
-    return f"beta = {beta:+.3g}", kind
+    return f"beta = {signed(beta)}", kind
 
 
 def prototype_montage(images, beta, title=None, scale=2, columns=6, names=None):
