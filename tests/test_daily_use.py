@@ -3,8 +3,11 @@ what holds, with the same precision for the same kind of figure, and bad input i
 clear line."""
 
 import re
+import sys
+from pathlib import Path
 
-from helpers import invoked
+import pytest
+from helpers import invoked, make_faces
 
 from ssgallery.images.montage import beta_label
 
@@ -30,3 +33,30 @@ def test_thresholds_print_as_verify_prints_them(sample_gallery_3):
     rows = [line.split() for line in info["stdout"].splitlines() if line.startswith("c0")]
     assert len(rows) == 3 and all(SIGNED.match(r[-1]) for r in rows), info["stdout"]
     assert signed(0.2149) == "+0.2149" and signed(-1.76) == "-1.7600"
+
+
+MATCHERS = Path(__file__).resolve().parent / "matchers"
+
+
+@pytest.mark.parametrize("program, shown", [("example_mad.py", ""),
+                                            ("serve_mad.py", "serve True, ")])
+def test_the_matcher_line_says_serve_only_for_a_program_that_serves(tmp_path, program, shown):
+    """``serve`` means "use the served mode when the program offers one": enroll's and
+    info's matcher line shows it for a program that offers the mode, and leaves it out for
+    one that has none (it said ``serve True`` there, which does not hold)."""
+    cmd = f"{sys.executable} {MATCHERS / program}"
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4, shape=(16, 12))
+    store = tmp_path / "s.h5"
+    enrolled = invoked(["enroll", faces, "--store", store, "--matcher-cmd", cmd, "--quiet"])
+    assert enrolled["exit_code"] == 0, enrolled["output"]
+    want = f"matcher: external ({shown}timeout_base 60.0, timeout_per_pair 0.01), d = 192"
+    assert want in enrolled["stdout"].splitlines()
+    info = invoked(["info", "--store", store])
+    assert want in info["stdout"].splitlines(), info["output"]
+    gallery = tmp_path / "g.h5"
+    compressed = invoked(["compress", "--store", store, "-o", gallery, "--m", "1",
+                          "--clients", "c00", "--quiet", "--matcher-cmd", cmd])
+    assert compressed["exit_code"] == 0, compressed["output"]
+    line = next(s for s in invoked(["info", "--gallery", gallery])["stdout"].splitlines()
+                if s.startswith("matcher:"))
+    assert line.startswith(want + ", shared state"), line

@@ -24,6 +24,7 @@ class EnrollSummary:
     image_shape: tuple
     matcher: str
     matcher_config: dict
+    matcher_settings: dict
     basis_stale: bool
     stale_clients: list
     dimension: int
@@ -339,11 +340,12 @@ def _add(src, store_path, progress, key):
 
 
 def _summary(store, store_path, *, changed, new_clients, matcher=None):
+    matcher = matcher or store.matcher()
     dim = store.dimension(matcher)
     return EnrollSummary(
         store=os.fspath(store_path), changed=changed, n_images=len(store.images),
         clients=list(store.clients), background=list(store.background),
         new_clients=list(new_clients), image_shape=store.image_shape,
         matcher=store.matcher_name, matcher_config=store.matcher_config,
-        basis_stale=store.basis_stale, stale_clients=list(store.stale_clients),
-        dimension=dim, fingerprint=store.fingerprint)
+        matcher_settings=matcher.settings(), basis_stale=store.basis_stale,
+        stale_clients=list(store.stale_clients), dimension=dim, fingerprint=store.fingerprint)

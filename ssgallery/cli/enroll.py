@@ -155,7 +155,7 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
         click.echo(f"{summary.store}: enrolled {len(summary.clients)} clients and "
                    f"{len(summary.background)} background subjects, {summary.n_images} "
                    f"images of {w}x{h}")
-    click.echo(matcher_line(summary.matcher, summary.matcher_config, summary.dimension))
+    click.echo(matcher_line(summary.matcher, summary.matcher_settings, summary.dimension))
     if summary.basis_stale:
         click.echo(f"warning: the {summary.matcher} basis was fitted before "
                    f"{', '.join(summary.stale_clients[:10])} were added (stale); run "

@@ -218,7 +218,7 @@ def _print_gallery(g):
                f"(format {g['format_version']})")
     target = "not recorded" if g["target_far"] is None else f"{g['target_far']:g}"
     dim = DASH if g["dimension"] is None else g["dimension"]
-    click.echo(f"{matcher_line(g['matcher'], g['matcher_config'], dim)}, shared state "
+    click.echo(f"{matcher_line(g['matcher'], g['matcher_settings'], dim)}, shared state "
                f"{_size(g['matcher_state_bytes'])}; target FAR {target}")
     click.echo(calibration_line(g.get("calibration")))
     click.echo(open_set_line(g.get("open_set")))
@@ -263,7 +263,7 @@ def _print_store(s):
     click.echo(f"store {s['path']}: {s['n_clients']} clients + {s['n_background']} background "
                f"subjects, {s['n_images']} images of {w}x{h}, {_size(s['file_bytes'])}, "
                f"created {s['created']}")
-    click.echo(matcher_line(s["matcher"], s["matcher_config"], s["dimension"])
+    click.echo(matcher_line(s["matcher"], s["matcher_settings"], s["dimension"])
                + (f"; basis STALE (added since the fit: {', '.join(s['stale_clients'][:10])})"
                   if s["basis_stale"] else ""))
 

@@ -99,12 +99,13 @@ def warn(message):
     click.echo(f"ssgallery: warning: {printable(text)}", err=True)
 
 
-def matcher_line(name, config, dimension):
+def matcher_line(name, settings, dimension):
     """``matcher: NAME (key value, ...), d = D``: a store's or gallery's matcher as
-    ``enroll`` and ``info`` print it (its stored configuration, unset keys left out)."""
+    ``enroll`` and ``info`` print it (its settings, `ssgallery.matchers.Matcher.settings`:
+    what holds, unset keys left out)."""
     from ssgallery.errors import printable
 
-    shown = ", ".join(f"{k} {v}" for k, v in sorted(config.items()) if v is not None)
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(settings.items()) if v is not None)
     return printable(f"matcher: {name} ({shown}), d = {dimension}")  # a file's text
 
 

@@ -385,6 +385,7 @@ def store_summary(path, privacy_key=None):
             "clients": store.clients, "images_per_client": counts,
             "n_background": len(store.background), "background": store.background,
             "matcher": store.matcher_name, "matcher_config": store.matcher_config,
-            "dimension": dim, "basis_stale": store.basis_stale,
-            "stale_clients": store.stale_clients, "file_bytes": os.path.getsize(path),
+            "matcher_settings": matcher.settings(), "dimension": dim,
+            "basis_stale": store.basis_stale, "stale_clients": store.stale_clients,
+            "file_bytes": os.path.getsize(path),
             "fingerprint": store.fingerprint}

@@ -108,6 +108,12 @@ class Matcher:
         program an external matcher runs. Returns self."""
         return self
 
+    def settings(self):
+        """`get_config` as it holds for this matcher, for people to read (``enroll`` and
+        ``info`` print it): a key that says nothing here is left out. Default: every
+        key."""
+        return self.get_config()
+
     def contract_digest(self):
         """SHA-256 (hex) of what the matcher's answers depend on besides `get_config`,
         known before `fit` (an external program's contract), or None (nothing)."""

@@ -264,7 +264,8 @@ def gallery_summary(path, *, svm=False, privacy_key=None):
     h = header
     return {"path": path, "format": h.get("format"), "format_version": h.get("format_version"),
             "tool_version": h.get("tool_version"), "created": h.get("created"),
-            "matcher": h["matcher"], "matcher_config": config, "dimension": d,
+            "matcher": h["matcher"], "matcher_config": config,
+            "matcher_settings": built.settings(), "dimension": d,
             "image_shape": h.get("image_shape"), "target_far": h.get("target_far"),
             "threshold_mode": h.get("threshold_mode", "client"),
             "calibration": header_calibration(h, path),

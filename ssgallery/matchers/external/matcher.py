@@ -216,6 +216,15 @@ class ExternalMatcher(ProgramClient, Matcher):
                 "distance_scale": None if self.distance_scale is None
                 else float(self.distance_scale), "serve": bool(self.serve)}
 
+    def settings(self):
+        """`get_config` without ``serve`` when the program offers no served mode
+        (``serve`` means "use the served mode when the program offers one": it says
+        nothing then); kept when that is not known (a file written before the mode)."""
+        config = self.get_config()
+        if getattr(self, "serve_offered_", None) is False:
+            del config["serve"]
+        return config
+
     def get_state(self):
         self._check_fitted()
         desc = self.describe()
