@@ -60,3 +60,17 @@ def test_the_matcher_line_says_serve_only_for_a_program_that_serves(tmp_path, pr
     line = next(s for s in invoked(["info", "--gallery", gallery])["stdout"].splitlines()
                 if s.startswith("matcher:"))
     assert line.startswith(want + ", shared state"), line
+
+
+def test_roc_says_why_a_rank_is_not_shown(tmp_path):
+    """4 enrolled clients: the identification table's rank-5 and rank-10 show "—" with a
+    note under the table saying why (there was none)."""
+    faces = make_faces(str(tmp_path / "faces"), n_clients=8, n_images=5, shape=(16, 12))
+    out = invoked(["roc", faces, "--enrolled", "4", "--train-images", "3", "--repetitions",
+                   "1", "--methods", "ssvm", "--m", "1", "--no-plot", "-q", "-o",
+                   tmp_path / "report"])
+    assert out["exit_code"] == 0, out["output"]
+    lines = out["stdout"].splitlines()
+    row = lines[lines.index("identification (every probe against every client):") + 3]
+    assert row.split()[4:6] == ["—", "—"], row
+    assert "—: rank-5 and rank-10: a search among 4 clients has no rank above 4" in lines

@@ -84,13 +84,26 @@ def format_identification_table(summaries):
         for row, s in zip(rows, summaries):
             row += [_pct(s.get("fpir_at_stored_threshold")),
                     _pct(s.get("fnir_at_stored_threshold"))]
-    notes = dict.fromkeys(n for s in summaries for n in s.get("notes", {}).values())
+    notes = dict.fromkeys([n for s in summaries for n in s.get("notes", {}).values()]
+                          + _rank_notes(summaries, (5, 10)))
     text = format_rows(head, rows, right=range(1, len(head)))
     legend = ("matches: per search (N clients x m); rank-r: closed-set CMC; FNIR@x%: open "
               "set, mated searches missed at FPIR = x% (the threshold on the top score)."
               + (" FPIR@T, FNIR@T: at the gallery's stored 1:N threshold T (what identify "
                  f"{option('open_set')} decides)." if len(head) > 8 else ""))
     return text + "\n" + _wrapped([f"{DASH}: {n}" for n in notes] + [legend])
+
+
+def _rank_notes(summaries, ranks):
+    """The note of the rank columns shown as `DASH`: a search among n clients has no
+    rank above n (the CMC, ``cmc`` in summary.json, stops there)."""
+    notes = []
+    for n in sorted({len(s["cmc"]) for s in summaries}):
+        missing = [f"rank-{r}" for r in ranks if r > n]
+        if missing:
+            notes.append(f"{' and '.join(missing)}: a search among {n} client"
+                         f"{'s' * (n > 1)} has no rank above {n}")
+    return notes
 
 
 def _columns(summaries, wide=False):
