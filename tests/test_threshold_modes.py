@@ -288,8 +288,9 @@ def test_a_client_whose_cv_models_score_off_its_scale_is_named_not_refused(sampl
     r = CliRunner().invoke(main, ["compress", "--store", str(sample15 / "e.h5"), "-o",
                                   str(tmp_path / "g.h5"), "--force", "-q"])
     assert r.exit_code == 0, r.output
-    assert "warning: 1 client(s) accepted many of their own training impostors" in r.stderr
-    assert "c07 (140 of 140)" in r.stderr
+    assert ("warning: 1 client(s) thresholded on their training scores (held-out scores "
+            "off their scale; FAR optimistic, see docs/operating-points.md): c07\n") \
+        in r.stderr  # one short line (the detail is in the docs and in --json)
     model = read_gallery(tmp_path / "g.h5").clients["c07"]
     assert model.provenance["threshold_method"] == "training scores"
     # before: every probe

@@ -253,13 +253,9 @@ def _warnings(summary, guard_gap):
                   "too few impostor people or own images to hold out (the expected FAR and "
                   "1:N FPIR are optimistic)", "raise --max-impostors, use --impostors sample "
                   "or enrol more people (enroll --background)")
-    off = summary.off_scale or {}
-    _warn_clients([f"{c} ({a} of {n})" for c, (a, n) in off.items()],
-                  "accepted many of their own training impostors at their threshold CV's "
-                  "threshold (the CV's models scored on another scale than theirs, e.g. "
-                  "an SVM whose every image is a support vector); their thresholds are set "
-                  "on training scores instead (the expected FAR is optimistic for them)",
-                  "enrol more or clearer images of them")
+    _warn_clients(list(summary.off_scale or {}), "thresholded on their training scores "
+                  "(held-out scores off their scale; FAR optimistic, see "
+                  "docs/operating-points.md)")
     _warn_spread(summary)
     if summary.basis_stale:
         click.echo("warning: the store's matcher basis is stale (clients were added with "
@@ -281,14 +277,16 @@ def _warn_spread(summary):
                   f"use {given}", "raise --max-impostors or use --impostors sample")
 
 
-def _warn_clients(clients, what, advice):
-    """One warning line on stderr naming the first 10 ``clients`` (if any)."""
+def _warn_clients(clients, what, advice=None):
+    """One warning line on stderr naming the first 10 ``clients`` (if any), then
+    ``advice`` (if any)."""
     if not clients:
         return
     names = ", ".join(printable(c) for c in clients[:10])
     more = len(clients) - 10
     click.echo(f"warning: {len(clients)} client(s) {what}: {names}"
-               + (f" and {more} more" if more > 0 else "") + f"; {advice}", err=True)
+               + (f" and {more} more" if more > 0 else "")
+               + (f"; {advice}" if advice else ""), err=True)
 
 def _pct(value):
     return None if value is None else f"{100 * value:.0f}%"
