@@ -113,7 +113,7 @@ def operating_point(header, index, open_set, fpir=None, threshold=None,
     refuses such a verification threshold."""
     from ssgallery.app.open_set import read_record, resolve
 
-    record = read_record(header, path)
+    record = read_record(header, [str(c) for c in index.client_ids], path)
     if not open_set:
         verification, fpir, threshold = True, None, None
     if record is not None:  # the record is data: checked whatever the mode

@@ -35,7 +35,7 @@ Light: numpy and json at import (``identify`` reads records; scipy only when der
 
 import numpy as np
 
-from ssgallery.errors import FormatError, InputError, option
+from ssgallery.errors import InputError, option
 
 DEFAULT_TARGET_FPIR = 0.01
 
@@ -225,12 +225,13 @@ def _record(curve, target_fpir, scale):
                       if k in curve}}
 
 
-def read_record(header, path=None):
+def read_record(header, clients, path=None):
     """The gallery's 1:N operating point (`ssgallery.formats.gallery.header_open_set`),
-    None when absent."""
+    None when absent; ``clients``: the gallery's client ids (a record of another
+    gallery is refused)."""
     from ssgallery.formats.gallery import header_open_set
 
-    return header_open_set(header, path)
+    return header_open_set(header, clients, path)
 
 
 def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False, path=None):
@@ -281,9 +282,6 @@ def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False,
                          f"{option('threshold')} or {option('verification_thresholds')}, or "
                          f"compress every client again without {option('update')} to "
                          "record one", path=path)
-    if int(record["clients"]) != int(n_clients):
-        raise FormatError(f"corrupt gallery: the 1:N operating point is for "
-                          f"{record['clients']} clients, the index has {n_clients}", path=path)
     from ssgallery.biometrics.openset import fpir_at, is_extrapolated, threshold_at_fpir
 
     target = float(record["target_fpir"]) if fpir is None else check_target_fpir(fpir)

@@ -297,17 +297,18 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
     ids = sorted(info.clients, key=natural_key)
     if not ids:
         raise InputError("gallery has no clients", path=gallery_path)
+    from ssgallery.app.open_set import read_record
+
+    point = read_record(info.header, ids, gallery_path)  # checked before any probe is read
     progress = as_progress(progress)
     faces, feats, fta = _probe_features(info, probes_dir, ids, warn, progress)
     table = _score_every_client(info, ids, faces, feats, fta, progress)
     searched = np.tile(~fta, len(ids))  # identify never searches a failure to acquire
     if searched.any():
-        from ssgallery.app.open_set import read_record
-
         table.search = Scores("gallery", table.m, 0, table.claimed[searched],
                               table.real[searched], table.probe[searched],
                               table.score[searched], table.clients,
-                              operating_point=read_record(info.header, gallery_path))
+                              operating_point=point)
     return table
 
 

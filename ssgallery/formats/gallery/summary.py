@@ -164,10 +164,11 @@ def _infinite_hazards(curve):
             if k in _HAZARD_KEYS and isinstance(v, list) else v for k, v in curve.items()}
 
 
-def header_open_set(header, path=None):
+def header_open_set(header, clients, path=None):
     """The ``open_set`` header attribute, checked: the 1:N operating point written by
     compress (`ssgallery.app.open_set`; JSON; absent in galleries written before it:
-    None). A hazard written as null is +inf (`_infinite_hazards`).
+    None). A hazard written as null is +inf (`_infinite_hazards`). ``clients``: the ids
+    of the gallery's clients, which the record must describe (`_describes_gallery`).
 
     Raises
     ------
@@ -182,7 +183,8 @@ def header_open_set(header, path=None):
         before it) that is not a finite number on the curve, a non-boolean
         ``resolved``, ``extrapolated`` or ``searches_inseparable``, a
         ``searches_inseparable`` point measured on every client (no ``measured_clients``
-        below ``clients``), or a tail fit (``tail``) that `_tail_ok` refuses.
+        below ``clients``), or a tail fit (``tail``) that `_tail_ok` refuses; or a
+        record of another gallery (`_describes_gallery`).
     """
     raw = header.get(OPEN_SET_ATTR)
     if raw is None:
@@ -207,8 +209,19 @@ def header_open_set(header, path=None):
             raise ValueError("inconsistent curve or values")
     except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
         raise FormatError(f"corrupt gallery header: {OPEN_SET_ATTR}: {exc}", path=path) from None
+    _describes_gallery(rec, [str(c) for c in clients], path)
     rec["curve"] = dict(rec["curve"], clients=int(rec["clients"]))
     return rec
+
+
+def _describes_gallery(rec, clients, path):
+    """Refuse a 1:N record that does not describe the gallery it sits in (a record
+    copied from another gallery into a re-hashed file): its ``clients`` is not the
+    gallery's number of clients."""
+    what = f"corrupt gallery header: {OPEN_SET_ATTR}: a 1:N operating point"
+    if rec["clients"] != len(clients):
+        raise FormatError(f"{what} for {rec['clients']} clients in a gallery of "
+                          f"{len(clients)}", path=path)
 
 
 def gallery_summary(path, *, svm=False, privacy_key=None):
@@ -269,7 +282,7 @@ def gallery_summary(path, *, svm=False, privacy_key=None):
             "image_shape": h.get("image_shape"), "target_far": h.get("target_far"),
             "threshold_mode": h.get("threshold_mode", "client"),
             "calibration": header_calibration(h, path),
-            "open_set": header_open_set(h, path),
+            "open_set": header_open_set(h, [str(c) for c in index.client_ids], path),
             "basis_stale": bool(h.get("basis_stale", False)),
             "file_bytes": os.path.getsize(path), "matcher_state_bytes": _nbytes(state),
             "n_clients": len(rows), "clients": rows, "bytes_total": total,
