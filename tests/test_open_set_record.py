@@ -1,5 +1,5 @@
 """The 1:N operating point (the gallery's ``open_set`` record) describes the gallery it
-sits in.
+sits in, and ``compress --update`` keeps it only as far as it stays true.
 
 Real files: sample_data/faces enrolled as 3 clients (c01-c03) and 5 background people
 (c04-c08), compressed; the same images enrolled as 2 clients (c03 a background person:
@@ -89,5 +89,80 @@ def test_a_record_of_another_gallery_is_refused_by_every_reader(galleries):
         for args in readers:
             _refused(args, f"open_set: a 1:N operating point for {clients} clients in a "
                            "gallery of 3")
-    _rehashed(gallery, {"clients": 3})
+    # a point measured on some clients names them: a client the gallery does not hold,
+    # or names that do not match their count, are refused too
+    foreign = ("open_set: a 1:N operating point measured on client 'c09', which the "
+               "gallery does not hold")
+    for patch, what in (({"measured_clients": 1, "measured": ["c09"]}, foreign),
+                        ({"measured_clients": 2, "measured": ["c01"]},
+                         "corrupt gallery header: open_set"),
+                        ({"measured_clients": 2, "measured": ["c01", "c01"]},
+                         "corrupt gallery header: open_set"),
+                        ({"measured": ["c01"]}, "corrupt gallery header: open_set")):
+        _rehashed(gallery, {"clients": 3, "measured_clients": None, **patch})
+        for args in readers[:2]:
+            _refused(args, what)
+    _rehashed(gallery, {"measured_clients": 2, "measured": ["c01", "c02"]})
+    assert _open_set(gallery)["measured"] == ["c01", "c02"]
+    _rehashed(gallery, {"measured_clients": None, "measured": None})
     assert _open_set(gallery) == rec
+
+
+LEFT_OUT = ("the gallery's 1:N operating point pooled the held-out searches of clients "
+            "this update left out (no longer enrolled), which cannot be taken apart, and "
+            "this update trained no client to measure one: none recorded")
+WHY_NONE = ("or by an update that trained no client, of a gallery that recorded none or "
+            "whose point pooled the held-out searches of clients the update left out")
+
+
+def test_an_update_that_only_leaves_clients_out_says_why_it_records_no_point(galleries):
+    """The 3 clients' curve pools c03's held-out searches, which cannot be taken out:
+    an update from the 2-client store (c03 left out, nothing trained) records no point,
+    and says why in its warning, in its summary and in identify --open-set's refusal.
+    Before, the warning blamed 'none, or one that pooled clients no longer enrolled',
+    and the summary and identify said the gallery was compressed before --target-fpir
+    or 'updated from such a gallery without training a client'."""
+    gallery = copied(galleries["g3"], galleries["folder"], "dropped.h5")
+    r = _update(galleries["s2"], gallery)
+    warned = [ln for ln in r["stderr"].splitlines() if "1:N operating point" in ln]
+    assert len(warned) == 1 and LEFT_OUT in warned[0], r["stderr"]
+    assert WHY_NONE in r["stdout"]
+    assert _open_set(gallery) is None
+    assert WHY_NONE in _ok(["info", "--gallery", gallery])["stdout"]
+    res = invoked(["identify", PROBE, "--gallery", gallery, "--open-set"])
+    assert res["exit_code"] == 2 and WHY_NONE in res["stderr"], res["output"]
+    again = copied(galleries["g3"], galleries["folder"], "dropped2.h5")
+    s = json.loads(_update(galleries["s2"], again, "--json")["stdout"])
+    assert s["trained"] == [] and s["kept"] == ["c01", "c02"]
+    assert s["open_set"] is None and s["open_set_dropped"] is True
+
+
+def test_successive_updates_keep_what_the_curve_still_measures(galleries):
+    """add, retrain, leave out: the record names the clients it was measured on
+    (``measured``), so an update discards the curve only when it pooled a client the
+    update trains again or leaves out. c01, then c02, then c03 trained again (--seed 5):
+    measured on c01, then on c01 and c02, then on all 3 (a point measured on every
+    client again). Before, each update discarded the last one's measurement: measured
+    on c01, then c02 alone, then c03 alone. Then c03 (not measured) left out: the
+    point is kept, read for 2 clients (before: none recorded)."""
+    gallery = copied(galleries["g3"], galleries["folder"], "successive.h5")
+    seen = []
+    for client in ("c01", "c02"):
+        _update(galleries["s3"], gallery, "--clients", client, "--seed", "5", "-q")
+        rec = _open_set(gallery)
+        seen.append((rec["measured_clients"], rec["measured"], rec["searches_inseparable"]))
+    assert seen == [(1, ["c01"], True), (2, ["c01", "c02"], True)]
+    assert rec["clients"] == 3 and rec["blocks"] == 2
+    partial = copied(gallery, galleries["folder"], "partial.h5")
+    _update(galleries["s3"], gallery, "--clients", "c03", "--seed", "5", "-q")
+    rec = _open_set(gallery)
+    assert rec["clients"] == 3 and rec["blocks"] == 3
+    assert not {"measured_clients", "measured", "searches_inseparable"} & set(rec)
+    assert "measured on" not in _ok(["info", "--gallery", gallery])["stdout"]
+    # measured on c01 and c02: leaving out c03 (trained with --seed 0) keeps the point
+    r = _update(galleries["s2"], partial, "--seed", "5", "--json")
+    s = json.loads(r["stdout"])
+    assert s["trained"] == [] and s["kept"] == ["c01", "c02"]
+    kept = _open_set(partial)
+    assert kept["clients"] == 2 and not {"measured_clients", "measured"} & set(kept)
+    assert kept["searches"] == rec["searches"] - 70 == 140  # c01's and c02's searches

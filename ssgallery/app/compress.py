@@ -80,6 +80,7 @@ class CompressSummary:
     heldout: dict = None  # client -> its held-out {"impostor", "genuine"} scores (not JSON)
     never_accepting: list = None  # clients whose threshold is above their highest score
     open_set: dict = None  # the 1:N operating point recorded (`ssgallery.app.open_set`)
+    open_set_dropped: bool = False  # the updated gallery's point could not be kept
     worse_than_svm: list = None  # clients whose held-out teacher_gap exceeds GUARD_GAP
     not_held_out: list = None  # clients thresholded on training scores despite --cv-folds
     off_scale: dict = None  # client -> [accepted, impostors]: held-out scores off its scale
@@ -228,6 +229,7 @@ def _locked_run(plan, options, paths, run, secrets):
     return _summary(plan, run, (store_path, gallery_path), results,
                     {"trained": todo, "kept": kept, "resumed": resumed,
                      "calibration": calibration, "open_set": point,
+                     "open_set_dropped": previous_point is not None and point is None,
                      "never_accepting": dead, "spread_borrowed": borrowed})
 
 

@@ -26,9 +26,11 @@ kept clients' curve and the new clients' held-out searches are merged, weighted 
 their numbers of clients (`ssgallery.biometrics.openset.merge_curves`). An update of a
 gallery written before the record (its clients carry no held-out searches) sets T from
 the new clients' searches alone, taken as typical of every client (``measured_clients``
-in the record), or records none when it trains no client (`_without_record`); so does
-an update that trains again (or leaves out) clients whose searches the record pooled
-(``searches_inseparable``: the curve keeps no per-client share to take theirs out of).
+and their ids ``measured`` in the record), or records none when it trains no client
+(`_without_record`); so does an update that trains again (or leaves out) clients whose
+searches the record pooled (``searches_inseparable``: the curve keeps no per-client
+share to take theirs out of), and only such an update (`_pooled`): one that trains again
+or leaves out clients the curve was not measured on merges it like an add.
 
 Light: numpy and json at import (``identify`` reads records; scipy only when deriving).
 """
@@ -123,16 +125,17 @@ def operating_point(results, labels, target_fpir, kept=(), previous=None, path=N
         beyond the held-out searches), ``expected_fpir`` and ``expected_fpir_ci``,
         ``clients``,
         ``searches`` and ``search_size`` (summed and smallest over ``blocks``: the
-        compress runs merged by updates) and ``curve``; ``measured_clients`` when only
-        some of the clients' held-out searches set it (an update of a gallery written
-        before 1:N operating points, or ``searches_inseparable``: of a gallery whose
-        record pooled the searches of clients the update trains again or leaves out,
-        `ssgallery.app.thresholds.counts_inseparable`; their share cannot be taken out,
-        so only the searches of the clients the update trains set it, never the others
-        counted twice). None when an update of such a gallery trains no client: it
+        compress runs merged by updates) and ``curve``; ``measured_clients`` and
+        ``measured`` (their ids, `_pooled`) when only some of the clients' held-out
+        searches set it, taken as typical of the others. An update keeps the existing
+        curve, merged with the searches of the clients it trains, when the curve pools
+        the searches of kept clients only; when it pools those of a client the update
+        trains again or leaves out (``searches_inseparable``: the curve keeps no
+        per-client share to take theirs out of), only the searches of the clients the
+        update trains set it, never the others counted twice. None when such an update
+        trains no client, or an update of a gallery without a record trains none: it
         records no point.
     """
-    from ssgallery.app.thresholds import counts_inseparable
     from ssgallery.biometrics import openset
 
     target_fpir = check_target_fpir(target_fpir)
@@ -140,7 +143,8 @@ def operating_point(results, labels, target_fpir, kept=(), previous=None, path=N
     new = [c for c in sorted(results) if c not in kept]
     if kept and previous is None:
         return _without_record(results, labels, target_fpir, new)
-    if kept and counts_inseparable(previous, kept):  # its searches pooled other clients
+    pooled = _pooled(previous, kept) if kept else set()
+    if pooled is None:  # the curve pooled clients the update trains again or left out
         record = _without_record(results, labels, target_fpir, new)
         return None if record is None else dict(record, searches_inseparable=True)
     curves = []
@@ -156,11 +160,44 @@ def operating_point(results, labels, target_fpir, kept=(), previous=None, path=N
         curves.append(_curve(results, labels, new, scale, len(new)))
     curve = openset.merge_curves(curves) if len(curves) > 1 else curves[0]
     record = _record(curve, target_fpir, scale)
-    if kept and "measured_clients" in previous:  # still partly extrapolated
-        record["measured_clients"] = min(int(previous["measured_clients"]), len(kept)) + len(new)
-        if previous.get("searches_inseparable") is True:
-            record["searches_inseparable"] = True
+    if kept and "measured_clients" in previous:
+        _still_partial(record, previous, pooled, new)
     return record
+
+
+def _pooled(previous, kept):
+    """The clients whose held-out searches the existing record's curve pools, all of
+    them kept by the update: every client of its gallery for a record measured on all
+    (no ``measured_clients``), its ``measured`` ids, or ``...`` (Ellipsis: not known
+    which, a record written before ``measured``). None when the curve pools the
+    searches of a client the update trains again or leaves out (not in ``kept``), or
+    may do so (unknown ids, some client not kept): they cannot be taken out."""
+    if "measured_clients" not in previous:
+        return set(kept) if len(kept) == previous["clients"] else None
+    ids = previous.get("measured")
+    if ids is None:
+        return ... if len(kept) == previous["clients"] else None
+    return set(ids) if set(ids) <= kept else None
+
+
+def _still_partial(record, previous, pooled, new):
+    """Mark ``record`` (a merge of the existing record's curve, measured on some of
+    its clients only, with the searches of the ``new`` clients) as measured on the
+    clients the two pool, or as measured on all when they are every client: the
+    ``measured_clients`` and ``measured`` ids (not known when ``pooled`` is ``...``),
+    and the existing record's ``searches_inseparable``."""
+    if pooled is ...:
+        measured, ids = int(previous["measured_clients"]) + len(new), None
+    else:
+        ids = sorted(pooled | set(new))
+        measured = len(ids)
+    if measured >= record["clients"]:
+        return
+    record["measured_clients"] = measured
+    if ids is not None:
+        record["measured"] = ids
+    if previous.get("searches_inseparable") is True:
+        record["searches_inseparable"] = True
 
 
 def fill_spreads(results, kept=()):
@@ -203,7 +240,7 @@ def _without_record(results, labels, target_fpir, new):
         return None
     scale = openset.pooled_scale([n["std"] for n in norms])
     record = _record(_curve(results, labels, new, scale, len(results)), target_fpir, scale)
-    return dict(record, measured_clients=len(new))
+    return dict(record, measured_clients=len(new), measured=list(new))
 
 
 def _record(curve, target_fpir, scale):
@@ -276,11 +313,9 @@ def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False,
         return {"kind": "threshold", "score": "centred" if centred else "znorm",
                 "scale": record["scale"] if centred else None, "threshold": float(threshold)}
     if record is None:
-        raise InputError("the gallery records no 1:N operating point (compressed before "
-                         f"{option('target_fpir')} existed, or updated from such a gallery "
-                         "without training a client): give "
-                         f"{option('threshold')} or {option('verification_thresholds')}, or "
-                         f"compress every client again without {option('update')} to "
+        raise InputError(f"the gallery records no 1:N operating point ({no_point_why()}): "
+                         f"give {option('threshold')} or {option('verification_thresholds')}, "
+                         f"or compress every client again without {option('update')} to "
                          "record one", path=path)
     from ssgallery.biometrics.openset import fpir_at, is_extrapolated, threshold_at_fpir
 
@@ -319,6 +354,14 @@ def describe(point):
     return text + beyond_end(point) + measured_note(point) + ")"
 
 
+def no_point_why(flag=option):
+    """Why a gallery records no 1:N operating point, for every reader's line (``flag``
+    names an option: `ssgallery.errors.option`, or the command line's own)."""
+    return (f"compressed before {flag('target_fpir')} existed, or by an update that trained "
+            "no client, of a gallery that recorded none or whose point pooled the held-out "
+            "searches of clients the update left out")
+
+
 def measured_note(point):
     """The words for a point measured on only some of its clients' held-out searches
     (``measured_clients``, `operating_point`), and why; "" otherwise."""
@@ -343,4 +386,5 @@ def beyond_end(point):
 
 
 __all__ = ["DEFAULT_TARGET_FPIR", "beyond_end", "check_target_fpir", "describe",
-           "heldout_searches", "measured_note", "operating_point", "read_record", "resolve"]
+           "heldout_searches", "measured_note", "no_point_why", "operating_point", "read_record",
+           "resolve"]

@@ -134,15 +134,15 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
 
 
 def counts_inseparable(previous, kept):
-    """Whether a gallery's calibration record or 1:N operating point (``previous``, data
-    from a file) counts other clients than ``kept``, the clients an update copies from
-    it: clients trained again or left out (no longer enrolled) were pooled into its
-    counts (held-out scores, searches), which hold no per-client share to take theirs
-    out of; or the record says its counts are unknown (``counts_unknown``, an earlier
-    such update). The calibration's counts, FRR and ``unresolved`` are then unknown, the
-    1:N point is measured on the clients the update trains
-    (`ssgallery.app.open_set.operating_point`): never those clients counted twice. A
-    record without ``clients`` (none recorded) has no counts to keep either."""
+    """Whether a gallery's calibration record (``previous``, data from a file) counts
+    other clients than ``kept``, the clients an update copies from it: clients trained
+    again or left out (no longer enrolled) were pooled into its counts (held-out
+    scores), which hold no per-client share to take theirs out of; or the record says
+    its counts are unknown (``counts_unknown``, an earlier such update). The
+    calibration's counts, FRR and ``unresolved`` are then unknown: never those clients
+    counted twice. A record without ``clients`` (none recorded) has no counts to keep
+    either. (The 1:N point names the clients it was measured on:
+    `ssgallery.app.open_set.operating_point`.)"""
     n = previous.get("clients")
     return previous.get("counts_unknown") is True or \
         (is_int(n) and n != len(kept))

@@ -159,13 +159,13 @@ def open_set_line(rec):
     """``1:N search: threshold T on the best centred score at target FPIR f for N
     clients; expected FPIR x% (95% Clopper-Pearson a-b%, n held-out searches of k
     clients)`` from a gallery's open-set record (None: not recorded)."""
-    from ssgallery.app.open_set import beyond_end, measured_note
+    from ssgallery.app.open_set import beyond_end, measured_note, no_point_why
 
     if not rec:
-        return ("1:N search: no operating point recorded (compressed before --target-fpir, "
-                "or updated from such a gallery without training a client): identify "
-                "--open-set needs --threshold or --verification-thresholds until every "
-                "client is compressed again without --update")
+        why = no_point_why(lambda name: "--" + name.replace("_", "-"))
+        return (f"1:N search: no operating point recorded ({why}): identify --open-set needs "
+                "--threshold or --verification-thresholds until every client is compressed "
+                "again without --update")
     low, high = rec["expected_fpir_ci"]
     text = (f"1:N search: threshold {rec['threshold']:.4g} on the best centred score at "
             f"target FPIR {100 * rec['target_fpir']:g}% for {rec['clients']} clients; "
@@ -190,16 +190,19 @@ def open_set_warning(summary):
     """The warning ``compress --update`` gives when the gallery it updated recorded no
     1:N operating point it could keep (written before --target-fpir, or one that pooled
     the searches of clients trained again or left out,
-    `ssgallery.app.thresholds.counts_inseparable`): none written, or one measured on
-    the clients updates trained only (None otherwise)."""
+    `ssgallery.app.open_set.operating_point`): none written (``open_set_dropped``: the
+    gallery's point was dropped), or one measured on the clients updates trained only
+    (None otherwise)."""
     rec, redo = summary.open_set, "compress every client again without --update"
     if not summary.kept:
         return None
     if rec is None:
-        return ("the gallery records no 1:N operating point this update can keep (none, or "
-                "one that pooled clients no longer enrolled) and this update trained no "
-                "client to measure one: none recorded (identify --open-set needs "
-                f"--threshold or --verification-thresholds); {redo} to record one")
+        had = ("the gallery's 1:N operating point pooled the held-out searches of clients "
+               "this update left out (no longer enrolled), which cannot be taken apart"
+               if summary.open_set_dropped else "the gallery records no 1:N operating point")
+        return (f"{had}, and this update trained no client to measure one: none recorded "
+                "(identify --open-set needs --threshold or --verification-thresholds); "
+                f"{redo} to record one")
     measured = rec.get("measured_clients")
     if measured is None or measured >= rec["clients"]:
         return None

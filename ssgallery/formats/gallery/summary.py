@@ -130,6 +130,7 @@ def _record_ok(rec, curve):
             and isinstance(rec.get("resolved"), bool)
             and isinstance(rec.get("extrapolated", False), bool)
             and isinstance(rec.get("searches_inseparable", False), bool)
+            and _measured_ok(rec)
             and (not rec.get("searches_inseparable")  # only on a point measured on a few
                  or rec.get("measured_clients", rec["clients"]) < rec["clients"])
             and h[0] > 0
@@ -183,8 +184,9 @@ def header_open_set(header, clients, path=None):
         before it) that is not a finite number on the curve, a non-boolean
         ``resolved``, ``extrapolated`` or ``searches_inseparable``, a
         ``searches_inseparable`` point measured on every client (no ``measured_clients``
-        below ``clients``), or a tail fit (``tail``) that `_tail_ok` refuses; or a
-        record of another gallery (`_describes_gallery`).
+        below ``clients``), a ``measured`` that is not a list of ``measured_clients``
+        distinct ids, or a tail fit (``tail``) that `_tail_ok` refuses; or a record of
+        another gallery (`_describes_gallery`).
     """
     raw = header.get(OPEN_SET_ATTR)
     if raw is None:
@@ -214,14 +216,32 @@ def header_open_set(header, clients, path=None):
     return rec
 
 
+def _measured_ok(rec):
+    """``measured`` (the clients whose held-out searches the curve pools, only beside a
+    ``measured_clients``; absent in records written before it): a list of that many
+    distinct strings."""
+    ids = rec.get("measured")
+    return ids is None or ("measured_clients" in rec and isinstance(ids, list)
+                           and len(ids) == rec["measured_clients"]
+                           and all(isinstance(c, str) for c in ids)
+                           and len(set(ids)) == len(ids))
+
+
 def _describes_gallery(rec, clients, path):
     """Refuse a 1:N record that does not describe the gallery it sits in (a record
     copied from another gallery into a re-hashed file): its ``clients`` is not the
-    gallery's number of clients."""
+    gallery's number of clients, or it names in ``measured`` a client the gallery does
+    not hold."""
+    from ssgallery.errors import printable
+
     what = f"corrupt gallery header: {OPEN_SET_ATTR}: a 1:N operating point"
     if rec["clients"] != len(clients):
         raise FormatError(f"{what} for {rec['clients']} clients in a gallery of "
                           f"{len(clients)}", path=path)
+    foreign = sorted(set(rec.get("measured") or ()) - set(clients))
+    if foreign:
+        raise FormatError(f"{what} measured on client '{printable(foreign[0])}', which the "
+                          "gallery does not hold", path=path)
 
 
 def gallery_summary(path, *, svm=False, privacy_key=None):
