@@ -74,3 +74,20 @@ def test_roc_says_why_a_rank_is_not_shown(tmp_path):
     row = lines[lines.index("identification (every probe against every client):") + 3]
     assert row.split()[4:6] == ["—", "—"], row
     assert "—: rank-5 and rank-10: a search among 4 clients has no rank above 4" in lines
+
+
+@pytest.mark.parametrize("value", ["Infinity", "-Infinity", "NaN", "1e999", "[1, NaN]"])
+def test_a_matcher_option_that_is_not_finite_is_refused_in_one_line(tmp_path, value):
+    """``-O KEY=Infinity`` was read as +inf (stored as null: a store's JSON holds no
+    infinity; ``timeout_per_pair=Infinity`` ended in an internal error, exit 4): refused
+    at the boundary, one line, exit 2, nothing written."""
+    faces = make_faces(str(tmp_path / "faces"), n_clients=2, n_images=3, shape=(16, 12))
+    store = tmp_path / "s.h5"
+    out = invoked(["enroll", faces, "--store", store, "--matcher-cmd",
+                   f"{sys.executable} {MATCHERS / 'example_mad.py'}", "-O",
+                   f"timeout_per_pair={value}", "-q"])
+    assert out["exit_code"] == 2, out["output"]
+    bad = "NaN" if value.startswith("[") else value
+    assert out["stderr"] == (f"ssgallery: error: --matcher-option timeout_per_pair={value}: {bad} "
+                             "is not a finite number (matcher options take finite numbers)\n")
+    assert not store.exists()

@@ -1,6 +1,7 @@
 """``ssgallery enroll``: face folder -> enrollment store."""
 
 import json
+import math
 
 import click
 
@@ -22,13 +23,26 @@ def _parse_size(ctx, param, value):
 
 
 def _parse_options(ctx, param, values):
+    """``-O KEY=VALUE`` items -> {key: value}: VALUE read as JSON, else kept as text. A
+    number that is not finite (``Infinity``, ``NaN``, ``1e999``) is refused in one line
+    (exit 2): no matcher takes one, and a store's JSON could not hold it."""
+    from ssgallery.errors import InputError, printable
+
+    def refuse(text):
+        raise InputError(f"--matcher-option {printable(item)}: {text} is not a finite "
+                         "number (matcher options take finite numbers)")
+
+    def finite(text):
+        value = float(text)
+        return value if math.isfinite(value) else refuse(text)
+
     out = {}
     for item in values:
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise click.BadParameter(f"expected KEY=VALUE, got '{item}'")
         try:
-            out[key] = json.loads(raw)
+            out[key] = json.loads(raw, parse_constant=refuse, parse_float=finite)
         except ValueError:
             out[key] = raw
     return out
@@ -88,7 +102,8 @@ def _external_command(matcher, matcher_cmd, options, add):
               help="eigenface, dlib: RBF width: 'paper' (1/d), 'median' or a number "
               "[eigenface: paper; dlib: median].")
 @click.option("-O", "--matcher-option", "matcher_options", multiple=True, metavar="KEY=VALUE",
-              callback=_parse_options, help="Any matcher option (repeatable; JSON values).")
+              callback=_parse_options, help="Any matcher option (repeatable), VALUE read as JSON "
+              "(finite numbers only) else as text, e.g. -O serve=false.")
 @click.option("--clients", default=None, metavar="A,B,...",
               help="Enrol only these client folders [all but the background].")
 @click.option("--background", default=None, metavar="DIR|A,B,...",

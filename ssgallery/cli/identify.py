@@ -122,9 +122,10 @@ def _format(results, ranking, point, open_set=True):
         for c in r.candidates:
             mark = ">=" if (c.normalized if one else c.score) >= c.threshold else "< "
             head = f"  {c.rank:>3}. {printable(c.client):<20} {name} {c.normalized:+8.3f}"
-            lines.append(head + (f" {mark} 1:N threshold {c.threshold:+.3f}  score {signed(c.score)}"
+            score = signed(c.score)
+            lines.append(head + (f" {mark} 1:N threshold {c.threshold:+.3f}  score {score}"
                                  if one else
-                                 f"  score {signed(c.score)} {mark} threshold {signed(c.threshold)}")
+                                 f"  score {score} {mark} threshold {signed(c.threshold)}")
                          + ("  (verify rejects)" if c.verified is False and mark == ">=" else ""))
     return "\n".join(lines)
 
