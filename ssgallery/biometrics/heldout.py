@@ -70,8 +70,9 @@ def heldout_normalisation(X, y, groups, fit_fold, n_folds=5, random_state=0):
     Returns
     -------
     list of dict or None
-        Per model ``{"mean", "std", "n"}``; None when the folds cannot be made (fewer
-        than 2 genuine rows or impostor subjects).
+        Per model ``{"kind": "znorm", "mean", "std", "n"}`` (a gallery client's
+        normalisation); None when the folds cannot be made (fewer than 2 genuine rows or
+        impostor subjects).
     """
     folds = threshold_folds(y, groups, n_folds, random_state)
     if folds is None:
@@ -82,5 +83,5 @@ def heldout_normalisation(X, y, groups, fit_fold, n_folds=5, random_state=0):
         rows = (folds == j) & (y < 0)
         scores = [np.asarray(m.decision_function(X[rows]), dtype=float) for m in models]
         held = scores if held is None else [np.r_[a, b] for a, b in zip(held, scores)]
-    return [{"mean": float(s.mean()), "std": float(max(s.std(ddof=1), 1e-12)),
+    return [{"kind": "znorm", "mean": float(s.mean()), "std": float(max(s.std(ddof=1), 1e-12)),
              "n": int(s.size)} for s in held]

@@ -346,7 +346,12 @@ def _claims_table(spec, split, labels, probe_labels, per_client, own_rows, fta):
 
 
 def _search_table(spec, split, labels, probe_labels, gen_idx, per_client):
-    """Every test probe (genuine of any client, impostor) against every client."""
+    """Every test probe (genuine of any client, impostor) against every client, with
+    each client's held-out normalisation as a gallery stores it: a client without an
+    impostor-score spread of its own borrows one, as ``compress`` gives it
+    (`ssgallery.biometrics.openset.pooled_spreads`)."""
+    from ssgallery.biometrics.openset import pooled_spreads
+
     idx = np.concatenate([gen_idx, split.impostors])
     claimed, score = [], []
     for c in split.enrolled:
@@ -355,8 +360,8 @@ def _search_table(spec, split, labels, probe_labels, gen_idx, per_client):
         score.append(np.concatenate([gen, imp]))
     n = len(split.enrolled)
     clients = {}
-    for c in split.enrolled:
-        norm = per_client[c][4]
+    norms, _ = pooled_spreads([per_client[c][4] for c in split.enrolled])
+    for c, norm in zip(split.enrolled, norms):
         clients[c] = {"matches": per_client[c][2]} | (
             {} if norm is None else {"norm_mean": norm["mean"], "norm_std": norm["std"]})
     return Scores(spec[0], spec[1], split.repetition, np.concatenate(claimed),
