@@ -234,15 +234,17 @@ def _print_gallery(g):
         n = len(g["clients"])
         m = sum(r["m"] for r in g["clients"]) / n
         sv = sum(r["svm_n_support"] or 0 for r in g["clients"]) / n
+        models = f"{_size(g['bytes_total'])} of client models" + (
+            "" if g["prototype_dtype"] == "float64" else
+            f" (prototypes stored as {g['prototype_dtype']}: whole pixel values, exact)")
         if g["ratio"] is not None:
-            click.echo(f"total: {_size(g['bytes_total'])} of client models vs "
+            click.echo(f"total: {models} vs "
                        f"{_size(g['svm_bytes_total'])} for the full SVMs ({g['ratio']:.1f}x "
                        f"smaller); matches per claim: {m:g} vs {sv:.1f}")
         else:
             why = ("no full SVM recorded" if g["svm_compared"] else
                    "--svm compares with the full SVMs, reading every client")
-            click.echo(f"total: {_size(g['bytes_total'])} of client models; matches per "
-                       f"claim: {m:g} ({why})")
+            click.echo(f"total: {models}; matches per claim: {m:g} ({why})")
     for advice in (unresolved_warning(g.get("calibration"), command="info"),
                    frr_warning(g.get("calibration"), g["matcher"], command="info")):
         if advice:

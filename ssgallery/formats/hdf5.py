@@ -90,9 +90,9 @@ def _source(path, kind, fmt, lazy, privacy_key):
 
 
 def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False,
-                 privacy_key=None):
+                 privacy_key=None, oldest=None):
     """Open ``path`` read-only after checking it is an ssgallery file of format ``fmt``
-    and version ``version``.
+    and a version from ``oldest`` (default: ``version``) to ``version``.
 
     ``lazy``: check the seal of each chunk of the file when HDF5 first reads it
     (`ssgallery.formats.seal.SealedFile`), for readers of a small part of a big
@@ -102,8 +102,8 @@ def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False,
     (decrypted in memory, each chunk authenticated: `ssgallery.formats.encryption`).
 
     Raises `FormatError` (one line naming the file) when it is missing, not a
-    regular file, not HDF5, of another format, of an older format version (``rewrite``
-    says how to write it anew) or of a newer one, or encrypted and the key is missing or
+    regular file, not HDF5, of another format, of a format version older than ``oldest``
+    (``rewrite`` says how to write it anew) or newer than ``version``, or encrypted and the key is missing or
     another.
     """
     import stat
@@ -145,7 +145,7 @@ def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False,
         handle.close()
         raise FormatError(f"{kind} format version {found_version} is newer than this ssgallery "
                           f"supports ({version}); upgrade ssgallery", path=path)
-    if found_version < version:
+    if found_version < (oldest or version):
         handle.close()
         raise FormatError(f"{kind} format version {found_version} has no integrity digest and "
                           f"is no longer read; {rewrite or 'write it again'} (version {version})",

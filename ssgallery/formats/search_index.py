@@ -4,7 +4,9 @@ Layout (group ``/index`` of a gallery, written by
 `ssgallery.formats.gallery.write_gallery` from the client models)::
 
     /index/client_ids      (N,) fixed-length UTF-8 bytes, the order of every per-client array
-    /index/prototypes      (P, d) float64, all clients' prototypes, client after client
+    /index/prototypes      (P, d) all clients' prototypes, client after client, uint8 or
+                           float64 as the client groups store them
+                           (`ssgallery.formats.prototypes`), read back as float64
     /index/beta            (P,) float64
     /index/offsets         (N + 1,) int64: client k owns rows offsets[k]:offsets[k+1]
     /index/intercept       (N,) float64
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ssgallery.errors import FormatError
+from ssgallery.formats.prototypes import FLOAT64, stored_values
 
 GROUP = "index"
 _ARRAYS = ("prototypes", "beta", "offsets", "intercept", "threshold", "gamma", "norm_mean",
@@ -42,6 +45,7 @@ class SearchIndex:
     gamma: np.ndarray
     norm_mean: np.ndarray
     norm_std: np.ndarray
+    prototype_dtype: str = "float64"  # as the file stores them (``prototypes``: float64)
 
     @property
     def n_clients(self):
@@ -140,9 +144,11 @@ def row_difference(index, k, model):
     return None
 
 
-def write_index(h5file, models):
-    """Write ``/index`` into an open, writable gallery file."""
+def write_index(h5file, models, dtype=FLOAT64):
+    """Write ``/index`` into an open, writable gallery file, the prototypes as ``dtype``
+    (`ssgallery.formats.prototypes.storage_dtype`: one that holds them exactly)."""
     index = build_index(models)
+    index.prototypes = index.prototypes.astype(dtype)
     group = h5file.create_group(GROUP)
     # fixed-length UTF-8 bytes: one contiguous read, nothing but numbers and bytes
     encoded = [str(c).encode("utf-8") for c in index.client_ids]
@@ -170,9 +176,12 @@ def read_index(h5file, path=None):
         ids = np.array([v.decode("utf-8") if isinstance(v, bytes) else str(v)
                         for v in group["client_ids"][()]], dtype=object)
         arrays = {name: group[name][()] for name in _ARRAYS}
+        version = int(h5file.attrs["format_version"])
     except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
         raise FormatError(f"corrupt search index: {exc}", path=path) from None
-    index = SearchIndex(client_ids=ids, **arrays)
+    arrays["prototypes"], dtype = stored_values(arrays["prototypes"], version,
+                                                "the search index", path)
+    index = SearchIndex(client_ids=ids, prototype_dtype=dtype, **arrays)
     _check(index, path)
     return index
 

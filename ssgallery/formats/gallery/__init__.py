@@ -1,6 +1,8 @@
 """The gallery file (HDF5, default ``gallery.h5``): what a verification host deploys.
 
-Layout (format ``ssgallery-gallery``, `FORMAT_VERSION` = 2)::
+Layout (format ``ssgallery-gallery``, `FORMAT_VERSION` = 3; version 2, float64
+prototypes only, is written when the prototypes need no more and is still read:
+`ssgallery.formats.prototypes`)::
 
     /                       attrs: format, format_version, tool_version, created,
                                    matcher (name), matcher_config (JSON, never a command),
@@ -14,7 +16,10 @@ Layout (format ``ssgallery-gallery``, `FORMAT_VERSION` = 2)::
                             (e.g. PCA mean and basis for eigenface)
     /client_index           (N,) rows (id: UTF-8 bytes, digest: SHA-256 hex of the
                             client's group), sorted by id
-    /clients/<client_id>    prototypes (m, d) float64 in the matcher space,
+    /clients/<client_id>    prototypes (m, d) in the matcher space, uint8 when every
+                            prototype of the gallery is a whole number in [0, 255]
+                            (a black box's training images; version 3), else float64,
+                            read back as float64,
                             prototype_images (m, H, W) uint8 (rendered, for `show`),
                             beta (m,); attrs intercept, threshold, similarity (JSON),
                             provenance (m, lambda, solver, init, omega, ...),
@@ -45,6 +50,7 @@ from ssgallery.formats.gallery.model import (
     FORMAT,
     FORMAT_VERSION,
     KIND,
+    OLDEST_VERSION,
     ClientModel,
     Gallery,
     model_bytes,
@@ -58,7 +64,7 @@ from ssgallery.formats.gallery.summary import (
 )
 from ssgallery.formats.gallery.write import write_gallery
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "KIND", "ClientModel", "Gallery", "check_model",
+__all__ = ["FORMAT", "FORMAT_VERSION", "KIND", "OLDEST_VERSION", "ClientModel", "Gallery", "check_model",
            "client_summary", "gallery_summary", "header_calibration", "header_open_set", "model_bytes",
            "never_accepting", "open_search", "read_client", "read_gallery", "read_search", "score_range",
            "write_gallery"]

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 FORMAT = "ssgallery-gallery"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # the newest this code reads and writes (3: uint8 prototypes)
+OLDEST_VERSION = 2  # the oldest it reads (1 had no digest); see ssgallery.formats.prototypes
 KIND = "ssgallery gallery"
 
 
@@ -36,6 +37,10 @@ class ClientModel:
         Per-client score normalisation, e.g. ``{"kind": "znorm", "mean": mu, "std": sd,
         "n": n}`` from held-out impostor scores: `normalize` maps g(x) to
         (g(x) - mu) / sd, comparable across clients. None in galleries written before.
+    prototype_dtype : str
+        The dtype the file stores the prototypes in (``uint8`` or ``float64``,
+        `ssgallery.formats.prototypes`; set by the readers); ``prototypes`` holds
+        their float64 values whatever it is.
     """
 
     client_id: str
@@ -47,6 +52,7 @@ class ClientModel:
     provenance: dict = field(default_factory=dict)
     prototype_images: np.ndarray = None
     normalization: dict = None
+    prototype_dtype: str = "float64"
 
     @property
     def n_prototypes(self):
@@ -93,8 +99,10 @@ class Gallery:
     matcher_state_bytes: int = 0
 
 
-def model_bytes(n_vectors, d):
-    """Bytes of a kernel expansion sum_j beta_j s(x, z_j) + b with its threshold, float64:
-    ``n_vectors`` vectors of dimension d, their weights, b and the threshold (a client
-    model: n_vectors = m, Eq. 1 (g(x)); its full SVM: n_vectors = #SVs)."""
-    return int(n_vectors * (d + 1) * 8 + 16)
+def model_bytes(n_vectors, d, itemsize=8):
+    """Bytes of a kernel expansion sum_j beta_j s(x, z_j) + b with its threshold:
+    ``n_vectors`` vectors of dimension d of ``itemsize`` bytes a value (8: float64, 1:
+    uint8, as the gallery stores them: `ssgallery.formats.prototypes`), their float64
+    weights, b and the threshold (a client model: n_vectors = m, Eq. 1 (g(x)); its full
+    SVM: n_vectors = #SVs)."""
+    return int(n_vectors * (d * itemsize + 8) + 16)

@@ -25,7 +25,7 @@ def rewrite_gallery(src, dst, *, protect=None, key=None, privacy_key=None, force
     a leaked gallery, compress again with a new key rather than re-protecting the same
     templates: whoever kept the old plain templates could align them with the new ones
     (docs/privacy.md)."""
-    from ssgallery.formats.gallery.model import FORMAT, FORMAT_VERSION, KIND
+    from ssgallery.formats.gallery.model import FORMAT, FORMAT_VERSION, KIND, OLDEST_VERSION
     from ssgallery.formats.gallery.read import read_client, read_gallery
     from ssgallery.formats.gallery.write import write_gallery
     from ssgallery.formats.hdf5 import open_checked
@@ -33,7 +33,8 @@ def rewrite_gallery(src, dst, *, protect=None, key=None, privacy_key=None, force
     gallery = read_gallery(src, arrays=True, matcher=True, privacy_key=privacy_key)
     if protection_record(gallery.header, src) is not None:
         raise SsgalleryError("the gallery's templates are protected already", path=src)
-    with open_checked(src, FORMAT, FORMAT_VERSION, KIND, privacy_key=privacy_key) as f:
+    with open_checked(src, FORMAT, FORMAT_VERSION, KIND, privacy_key=privacy_key,
+                      oldest=OLDEST_VERSION) as f:
         state = read_state(f["matcher"])[0]
     attrs = {k: v for k, v in gallery.header.items() if k not in WRITER_ATTRS}
     models, record = list(gallery.clients.values()), None

@@ -15,6 +15,7 @@ from ssgallery.formats.gallery.model import (
     FORMAT,
     FORMAT_VERSION,
     KIND,
+    OLDEST_VERSION,
     ClientModel,
     Gallery,
     model_bytes,
@@ -27,24 +28,31 @@ from ssgallery.formats.hdf5 import (
     open_checked,
 )
 from ssgallery.formats.protect import keyed_templates, unprotect_models
+from ssgallery.formats.prototypes import stored_values
 from ssgallery.formats.seal import SealMismatch
 from ssgallery.formats.search_index import read_index
 
 _OPEN = {"hint": " (run 'ssgallery compress' first)",
-         "rewrite": "re-run 'ssgallery compress' to write it"}
+         "rewrite": "re-run 'ssgallery compress' to write it", "oldest": OLDEST_VERSION}
 _LAZY = dict(_OPEN, lazy=True)  # readers of a few groups: constant work whatever N
 
 
-def _model_from(client_id, arrays, attrs, path):
+def _model_from(client_id, arrays, attrs, path, version):
+    """The `ClientModel` of a client group's arrays and attributes, read from a gallery
+    of format ``version`` (the prototypes' stored dtype checked against it and read back
+    as float64: `ssgallery.formats.prototypes.stored_values`)."""
     try:
+        prototypes, dtype = stored_values(arrays["prototypes"], version,
+                                          f"client '{printable(client_id)}'", path)
         model = ClientModel(
-            client_id=client_id, prototypes=arrays["prototypes"], beta=arrays["beta"],
+            client_id=client_id, prototypes=prototypes, beta=arrays["beta"],
             intercept=float(attrs["intercept"]), threshold=float(attrs["threshold"]),
             similarity=json.loads(_attr_str(attrs["similarity"])),
             provenance=json.loads(_attr_str(attrs.get("provenance", "{}"))),
             prototype_images=arrays.get("prototype_images"),
             normalization=(check_normalization(json.loads(_attr_str(attrs["normalization"])))
-                           if "normalization" in attrs else None))
+                           if "normalization" in attrs else None),
+            prototype_dtype=dtype)
     except (KeyError, ValueError, TypeError) as exc:
         raise FormatError(f"corrupt gallery: client '{client_id}': {exc}", path=path) from None
     if not isinstance(model.similarity, dict) or not isinstance(model.provenance, dict):
@@ -125,7 +133,7 @@ def _read_one(clients, client_id, expected, path):
     g = integrity.check_node(clients, client_id, path)
     arrays, attrs, digest = integrity.read_group(g, path)
     integrity.check_digest(digest, expected, f"client '{client_id}'", path)
-    return _model_from(client_id, arrays, attrs, path)
+    return _model_from(client_id, arrays, attrs, path, int(clients.file.attrs["format_version"]))
 
 
 def _unknown_client(path, client_id, known):
@@ -391,7 +399,8 @@ def _nbytes(state):
 
 def _account(model, arrays):
     protos, beta = model.prototypes, model.beta
-    model.provenance["bytes_model"] = model_bytes(*protos.shape)
+    model.provenance["bytes_model"] = model_bytes(*protos.shape,
+                                                  np.dtype(model.prototype_dtype).itemsize)
     model.provenance["bytes_images"] = (int(model.prototype_images.size)
                                         if model.prototype_images is not None else 0)
     model.provenance.setdefault("m", int(beta.shape[0]))

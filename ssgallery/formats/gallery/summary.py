@@ -247,8 +247,9 @@ def _describes_gallery(rec, clients, path):
 def gallery_summary(path, *, svm=False, privacy_key=None):
     """What ``ssgallery info`` shows about a gallery, as a JSON-able dict.
 
-    Per client: m, the bytes of the model verification reads (prototypes + beta + b +
-    threshold, float64: `model_bytes`) and the threshold, from the header, the client
+    Per client: m, the bytes of the model verification reads (prototypes as the file
+    stores them, uint8 or float64 (``prototype_dtype``), + float64 beta + b + threshold:
+    `model_bytes`) and the threshold, from the header, the client
     index and the stacked ``/index`` (a few contiguous reads whatever the number of
     clients), after checking the seal of the whole file, the root digest, the index's and
     the matcher's digests, the index's values (`_read_stacked`) and that the client
@@ -258,8 +259,9 @@ def gallery_summary(path, *, svm=False, privacy_key=None):
     ----------
     path : str or Path
     svm : bool
-        Also compare each client with its full SVM (support vectors + dual coefficients
-        + b + threshold, from the client's provenance): #SVs, bytes, ratio, the SVM's
+        Also compare each client with its full SVM (support vectors stored as the
+        prototypes are + dual coefficients + b + threshold, from the client's
+        provenance): #SVs, bytes, ratio, the SVM's
         threshold, and the bytes of the rendered images. Reads and checks every client
         group (`read_gallery`'s checks: O(N) group opens). Without it those fields are
         None.
@@ -290,7 +292,8 @@ def gallery_summary(path, *, svm=False, privacy_key=None):
         except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
     d = int(index.prototypes.shape[1]) if index.n_clients else None
-    rows = [_summary_row(cid, int(m), d, float(t), provenance.get(cid))
+    itemsize = np.dtype(index.prototype_dtype).itemsize
+    rows = [_summary_row(cid, int(m), d, float(t), provenance.get(cid), itemsize)
             for cid, m, t in zip(index.client_ids, np.diff(index.offsets), index.threshold)]
     total = sum(r["bytes"] for r in rows)
     total_svm = sum(r["svm_bytes"] or 0 for r in rows) if svm else None
@@ -299,6 +302,7 @@ def gallery_summary(path, *, svm=False, privacy_key=None):
             "tool_version": h.get("tool_version"), "created": h.get("created"),
             "matcher": h["matcher"], "matcher_config": config,
             "matcher_settings": built.settings(), "dimension": d,
+            "prototype_dtype": index.prototype_dtype,
             "image_shape": h.get("image_shape"), "target_far": h.get("target_far"),
             "threshold_mode": h.get("threshold_mode", "client"),
             "calibration": header_calibration(h, path),
@@ -333,18 +337,23 @@ def client_summary(path, client_id, privacy_key=None):
     m, d = model.prototypes.shape
     images = 0 if model.prototype_images is None else int(model.prototype_images.size)
     row = _summary_row(model.client_id, int(m), int(d), model.threshold,
-                       dict(model.provenance, bytes_images=images))
+                       dict(model.provenance, bytes_images=images),
+                       np.dtype(model.prototype_dtype).itemsize)
+    row["prototype_dtype"] = model.prototype_dtype
     row.update(gallery=path, similarity=model.similarity, intercept=model.intercept,
                normalization=model.normalization, provenance=model.provenance)
     return row
 
 
-def _summary_row(cid, m, d, threshold, provenance):
-    """One client's row of `gallery_summary` (``provenance``: None when not read)."""
+def _summary_row(cid, m, d, threshold, provenance, itemsize):
+    """One client's row of `gallery_summary` (``provenance``: None when not read); the
+    prototypes, and the full SVM's support vectors with them, of ``itemsize`` bytes a
+    value (the stored dtype's: a black box's support vectors are training images, whole
+    numbers like its prototypes)."""
     p = provenance or {}
     n_sv = p.get("svm_n_support")
-    svm_bytes = None if n_sv is None else model_bytes(n_sv, d)
-    size = model_bytes(m, d)
+    svm_bytes = None if n_sv is None else model_bytes(n_sv, d, itemsize)
+    size = model_bytes(m, d, itemsize)
     return {"client": cid, "m": m, "bytes": size, "bytes_images": p.get("bytes_images"),
             "svm_n_support": n_sv, "svm_bytes": svm_bytes,
             "ratio": None if svm_bytes is None else svm_bytes / size,

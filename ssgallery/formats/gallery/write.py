@@ -7,7 +7,7 @@ import numpy as np
 from ssgallery import jsontext
 from ssgallery.errors import SsgalleryError
 from ssgallery.formats import integrity
-from ssgallery.formats.gallery.model import FORMAT, FORMAT_VERSION
+from ssgallery.formats.gallery.model import FORMAT
 from ssgallery.formats.hdf5 import (
     client_id_problem,
     hdf5_image,
@@ -15,12 +15,18 @@ from ssgallery.formats.hdf5 import (
     write_header,
     write_state,
 )
+from ssgallery.formats.prototypes import storage_dtype, storage_version
 from ssgallery.formats.search_index import write_index
 
 
 def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_shape,
                   clients, attrs=None, force=False, key=None, privacy_key=None):
     """Write a gallery atomically (a crash or Ctrl-C leaves ``path`` untouched).
+
+    Every client's prototypes (and ``/index``'s) are stored in one dtype, the smallest
+    that holds all of them exactly (uint8 for whole numbers in [0, 255], else float64),
+    and the file gets the oldest format version that allows it
+    (`ssgallery.formats.prototypes`).
 
     Parameters
     ----------
@@ -55,7 +61,8 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
     with atomic_path(path, FORMAT, force, lock=True,
                      encrypted=privacy_key is not None) as tmp, \
             hdf5_image(tmp, USERBLOCK, FORMAT, privacy_key) as f:
-        write_header(f, FORMAT, FORMAT_VERSION)
+        dtype = storage_dtype(model.prototypes for model in clients)
+        write_header(f, FORMAT, storage_version(dtype))
         f.attrs["matcher"] = matcher_name
         f.attrs["matcher_config"] = jsontext.dumps(matcher_config, sort_keys=True)
         f.attrs["image_shape"] = np.asarray(image_shape, dtype=np.int64)
@@ -64,8 +71,8 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
         write_state(f.create_group("matcher"), matcher_state)
         group = f.create_group("clients")
         for model in clients:
-            _write_client(group.create_group(model.client_id), model)
-        write_index(f, clients)
+            _write_client(group.create_group(model.client_id), model, dtype)
+        write_index(f, clients, dtype)
         # digests of what a reader gets back: computed by reading the written file
         sections = {"matcher": read_state(f["matcher"])[1],
                     "index": integrity.node_digest(f["index"])}
@@ -81,8 +88,10 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
             f.attrs["hmac"] = integrity.sign(digest, key)
 
 
-def _write_client(g, model):
-    g.create_dataset("prototypes", data=np.asarray(model.prototypes, dtype=np.float64))
+def _write_client(g, model, dtype):
+    """One client's group; its prototypes as ``dtype`` (`storage_dtype`: exact)."""
+    g.create_dataset("prototypes",
+                     data=np.asarray(model.prototypes, dtype=np.float64).astype(dtype))
     g.create_dataset("beta", data=np.asarray(model.beta, dtype=np.float64))
     if model.prototype_images is not None:
         g.create_dataset("prototype_images", data=np.asarray(model.prototype_images, np.uint8),
