@@ -159,7 +159,9 @@ def test_claims_usage_and_gallery_errors(gallery, tmp_path):
                  [_probe("c03_genuine_1.png")],
                  ["--claims", str(listing), "--json", "--csv"]):
         res = _verify(gallery, *args)
-        assert res.exit_code == 2 and "Usage" in res.output, args
+        assert res.exit_code == 2 and res.stdout == "", args  # one line (usage error)
+        assert res.stderr.count("\n") == 1, (args, res.stderr)
+        assert res.stderr.endswith(" (see 'ssgallery verify --help')\n"), (args, res.stderr)
     res = _verify(gallery, "--claims", str(tmp_path / "none.txt"))
     assert res.exit_code == 2 and res.stderr == \
         f"ssgallery: error: {tmp_path / 'none.txt'}: no such claims file\n"

@@ -91,3 +91,19 @@ def test_a_matcher_option_that_is_not_finite_is_refused_in_one_line(tmp_path, va
     assert out["stderr"] == (f"ssgallery: error: --matcher-option timeout_per_pair={value}: {bad} "
                              "is not a finite number (matcher options take finite numbers)\n")
     assert not store.exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["verify", "p.png"], ("missing option '--claim' (or --claims FILE) (see 'ssgallery "
+                          "verify --help')")),
+    (["enroll", "faces", "--size", "12"], ("Invalid value for '--size': expected WxH, e.g. "
+                                          "92x112, got '12' (see 'ssgallery enroll --help')")),
+    (["show"], "Missing option '--claim' (see 'ssgallery show --help')"),
+    (["verfy"], "No such command 'verfy'. Did you mean 'verify'? (see 'ssgallery --help')"),
+    (["--bogus"], "No such option '--bogus' (see 'ssgallery --help')")])
+def test_a_usage_error_is_one_line(args, message):
+    """'Errors are one line on stderr' (ssgallery --help, docs/security.md) held for input
+    errors only: a usage error printed click's usage, a hint and the error on 4 lines."""
+    out = invoked(args)
+    assert out["exit_code"] == 2 and out["stdout"] == ""
+    assert out["stderr"] == f"ssgallery: error: {message}\n"

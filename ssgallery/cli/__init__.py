@@ -27,13 +27,23 @@ class _Group(click.Group):
     ``SSGALLERY_*`` environment variable, checked first); Ctrl-C and SIGTERM -> "interrupted" +
     exit 130 (also when a library swallowed the interrupt or turned it into another
     exception); any other exception -> "internal error" on one line + exit 4 (``--debug``
-    or ``SSGALLERY_DEBUG=1``: the traceback too). Click's own usage errors exit 2."""
+    or ``SSGALLERY_DEBUG=1``: the traceback too). Click's own usage errors of a command
+    (a missing or bad option, an unknown command) -> one line + exit 2 too."""
 
     def main(self, *args, **kwargs):
         """Ctrl-C or SIGTERM outside `invoke` (while click parses the command line
         or exits) also ends with 130 and a truthful message (click: "Aborted!", 1)."""
         with interrupt_handlers(_exit_on_signal):
             return super().main(*args, **kwargs)
+
+    def parse_args(self, ctx, args):
+        """A usage error before any command (``ssgallery --bogus``): one line, exit 2."""
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+                raise  # no arguments: the help, as asked
+            _fail(f"error: {_usage_line(exc, ctx)}", exc.exit_code, ctx)
 
     def invoke(self, ctx):
         from ssgallery.formats.atomic import forget_written
@@ -60,6 +70,10 @@ class _Group(click.Group):
             if signals_received:  # an interrupt swallowed by a library (e.g. inside h5py)
                 _exit_interrupted()
             raise
+        except click.UsageError as exc:
+            if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+                raise  # no arguments: the help, as asked
+            _fail(f"error: {_usage_line(exc, ctx)}", exc.exit_code, ctx)
         except (click.exceptions.Abort, click.ClickException, SystemExit):
             raise
         except BrokenPipeError as exc:
@@ -82,6 +96,14 @@ class _Group(click.Group):
         if signals_received:
             _exit_interrupted()
         return result
+
+
+def _usage_line(exc, ctx):
+    """A usage error (a missing or bad option, an unknown command) as one line: click's
+    message and where to read the command's help (click prints the usage and a hint on
+    lines of their own)."""
+    path = " ".join(["ssgallery", *(exc.ctx or ctx).command_path.split()[1:]])
+    return printable(f"{exc.format_message().rstrip('.')} (see '{path} --help')")
 
 
 def _debug(ctx):
