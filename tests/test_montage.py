@@ -19,13 +19,24 @@ def test_beta_labels():
     assert beta_label(0.0)[1] == "unused"
 
 
+def _caption_w(*labels):
+    """The widest caption in pixels, + 2: a tile is at least that wide."""
+    from PIL import ImageDraw
+
+    from ssgallery.images.montage import _font
+
+    draw = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    return max(int(np.ceil(draw.textlength(t, font=_font(14)))) for t in labels) + 2
+
+
 def test_montage_layout_colours_and_pixels():
     imgs = protos()
     img = prototype_montage(imgs, [0.8, -0.3, 0.1], title="client c03", scale=2)
     assert img.mode == "RGB"
     a = np.asarray(img)
     border, pad, top = 5, 10, 30
-    tile_w = 23 * 2 + 2 * border
+    tile_w = _caption_w("z1: beta = +0.8000", "z2: beta = -0.3000", "z3: beta = +0.1000")
+    assert tile_w > 23 * 2 + 2 * border  # the captions are wider than the frames here
     # border colour of each tile follows the sign of beta
     for j, colour in enumerate([GENUINE, IMPOSTOR, GENUINE]):
         x0 = pad + j * (tile_w + pad)
@@ -44,7 +55,7 @@ def test_montage_wraps_into_rows():
     one_row = prototype_montage(protos(3), [1, 1, 1], columns=6, scale=4)
     two_rows = prototype_montage(protos(8), np.ones(8), columns=4, scale=4)
     assert two_rows.height > one_row.height
-    assert two_rows.width == 4 * (23 * 4 + 10 + 10) + 10
+    assert two_rows.width == 4 * (max(23 * 4 + 10, _caption_w("z8: beta = +1.0000")) + 10) + 10
 
 
 def test_montage_title_is_never_cut():
@@ -55,7 +66,7 @@ def test_montage_title_is_never_cut():
     assert img.shape[1] > 360 and ink.max() < img.shape[1] - 5  # white margin on the right
     # a short title keeps the width of the tiles
     assert prototype_montage(protos(4), np.ones(4), title="c03", scale=4).width == 4 * (
-        23 * 4 + 20) + 10
+        max(23 * 4 + 10, _caption_w("z4: beta = +1.0000")) + 10) + 10
 
 
 def test_montage_clips_out_of_range_rendering():
@@ -94,3 +105,18 @@ def test_save_montage_errors(tmp_path):
     with pytest.raises(InputError, match="weights"):
         save_montage(tmp_path / "p.png", protos(2), [1])
     assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
+def test_captions_never_overlap_at_scale_1():
+    """At --scale 1 a 92-pixel AT&T prototype is narrower than its caption ('z1: beta =
+    +5.5259'): the next tile starts after the caption (it was drawn over it)."""
+    from PIL import Image, ImageDraw
+
+    from ssgallery.images.montage import _font
+
+    img = np.asarray(prototype_montage(np.full((2, 112, 92), 128.0), [5.5259, -2.7131],
+                                       title="t", scale=1))
+    red = np.flatnonzero((img[40] == IMPOSTOR).all(axis=1))  # a row through both frames
+    caption = ImageDraw.Draw(Image.new("RGB", (1, 1))).textlength("z1: beta = +5.5259",
+                                                                  font=_font(14))
+    assert red.size and red[0] > 10 + caption, (red[:1], caption)

@@ -73,12 +73,16 @@ def prototype_montage(images, beta, title=None, scale=2, columns=6, names=None):
     names = list(names) if names is not None else [f"z{j + 1}" for j in range(m)]
     font, small = _font(14), _font(12)
     border, pad, caption = 5, 10, 54
-    tile_w, tile_h = w * scale + 2 * border, h * scale + 2 * border + caption
+    labels = [f"{name}: {beta_label(b)[0]}" for name, b in zip(names, beta)]
+    measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    frame_w = w * scale + 2 * border
+    # a tile is as wide as its frame or its widest caption: captions never overlap
+    tile_w = max(frame_w, *(int(np.ceil(measure.textlength(t, font=font))) + 2 for t in labels))
+    tile_h = h * scale + 2 * border + caption
     cols = min(columns, m)
     rows = -(-m // cols)
     top = 30 if title else pad
     legend = "green: beta > 0 (genuine-like)   red: beta < 0 (impostor-like)"
-    measure = ImageDraw.Draw(Image.new("RGB", (1, 1)))
     texts = [(str(title) if title else "", font), (legend, _font(10))]
     width = max(cols * (tile_w + pad) + pad, 360,  # the title and legend are never cut
                 *(int(np.ceil(measure.textlength(t, font=f))) + 2 * pad for t, f in texts))
@@ -91,13 +95,13 @@ def prototype_montage(images, beta, title=None, scale=2, columns=6, names=None):
         x0 = pad + c * (tile_w + pad)
         y0 = top + r * (tile_h + pad)
         colour = GENUINE if beta[j] > 0 else IMPOSTOR if beta[j] < 0 else NEUTRAL
-        draw.rectangle([x0, y0, x0 + tile_w - 1, y0 + h * scale + 2 * border - 1], fill=colour)
+        draw.rectangle([x0, y0, x0 + frame_w - 1, y0 + h * scale + 2 * border - 1], fill=colour)
         face = Image.fromarray(np.clip(np.rint(images[j]), 0, 255).astype(np.uint8), mode="L")
         face = face.resize((w * scale, h * scale), Image.NEAREST).convert("RGB")
         canvas.paste(face, (x0 + border, y0 + border))
-        value, kind = beta_label(beta[j])
+        kind = beta_label(beta[j])[1]
         ty = y0 + h * scale + 2 * border + 3
-        draw.text((x0 + 1, ty), f"{names[j]}: {value}", fill="black", font=font)
+        draw.text((x0 + 1, ty), labels[j], fill="black", font=font)
         draw.text((x0 + 1, ty + 19), kind, fill=colour, font=small)
     draw.text((pad, canvas.height - 15), legend, fill=(90, 90, 90), font=_font(10))
     return canvas
