@@ -257,6 +257,37 @@ def test_a_rehashed_calibration_record_of_wrong_values_is_refused(sample_gallery
         assert _recorded(gallery) == record
 
 
+def test_a_calibration_record_of_another_gallery_is_refused_by_every_reader(
+        sample_gallery_3, sample_store, tmp_path):
+    """The calibration record describes the gallery it sits in, as the 1:N record does
+    (`_describes_gallery`, one check for both). Before, re-hashed onto the 3-client
+    gallery: a record for 1 client (1 on training scores) made info print '2 of 210
+    training impostor scores' (exit 0); one for 20 clients was read by info --json as
+    the gallery's, and compress --update took it for a record pooling clients no longer
+    enrolled and wrote the FAR and FRR counts as unknown (exit 0); a ``frr_worst``
+    naming c09 was read as the gallery's worst client."""
+    import h5py
+
+    gallery = copied(sample_gallery_3["gallery"], str(tmp_path), "g.h5")
+    with h5py.File(gallery) as f:
+        cal = json.loads(f.attrs["calibration"])
+    assert cal["clients"] == 3
+    readers = [["info", "--gallery", gallery], ["info", "--gallery", gallery, "--json"],
+               ["compress", "--store", sample_store["store"], "-o", gallery, "--update",
+                "--m", "2", "--clients", "c01,c02,c03,c04", "-q"]]
+    what = "calibration: a threshold calibration"
+    for patch, refusal in (({"clients": 1, "training_clients": 1},
+                            f"{what} for 1 client in a gallery of 3"),
+                           ({"clients": 20}, f"{what} for 20 clients in a gallery of 3"),
+                           ({"frr_worst": [["c09", 0.5]]},
+                            f"{what} naming client 'c09', which the gallery does not hold")):
+        _rehashed(gallery, "calibration", cal | patch)
+        for args in readers:
+            _refused(args, refusal)
+    _rehashed(gallery, "calibration", cal)
+    assert _recorded(gallery) == cal
+
+
 def test_searches_inseparable_on_a_point_measured_on_every_client_is_refused(
         sample_gallery_3, tmp_path):
     """``searches_inseparable`` marks a 1:N point measured on only some clients (an

@@ -28,12 +28,13 @@ WORST = 5  # clients named by the FRR record
 HIGH_CLIENT_FRR = 0.5  # a client that rejects at least half of its own held-out images
 
 
-def previous_calibration(header, path=None):
+def previous_calibration(header, clients, path=None):
     """The threshold mode and calibration recorded in a gallery's header (a gallery
-    written before threshold modes existed: per-client thresholds, no calibration)."""
+    written before threshold modes existed: per-client thresholds, no calibration);
+    ``clients``: the gallery's client ids, which the record must describe."""
     from ssgallery.formats.gallery import header_calibration
 
-    return header.get("threshold_mode", "client"), header_calibration(header, path)
+    return header.get("threshold_mode", "client"), header_calibration(header, clients, path)
 
 
 def _check_update(mode, target_far, previous, path):

@@ -59,7 +59,7 @@ def kept_from_gallery(plan, gallery_path, key=None, privacy_key=None, warn=None)
                                    intercept=model.intercept, threshold=model.threshold,
                                    provenance=prov, normalization=model.normalization)
             kept[c].row = checked_row(kept[c], gallery_path)
-    return kept, (previous_calibration(old.header, gallery_path),
+    return kept, (previous_calibration(old.header, list(old.clients), gallery_path),
                   read_record(old.header, list(old.clients), gallery_path))
 
 

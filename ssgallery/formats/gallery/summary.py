@@ -21,17 +21,21 @@ from ssgallery.formats.gallery.read import (
 )
 from ssgallery.formats.hdf5 import _attr_str, open_checked
 
+CALIBRATION_ATTR = "calibration"
 
-def header_calibration(header, path=None):
+
+def header_calibration(header, clients, path=None):
     """The ``calibration`` header attribute, checked (JSON; absent in galleries written
-    before threshold modes: None): `_calibration_ok`.
+    before threshold modes: None): `_calibration_ok`. ``clients``: the ids of the
+    gallery's clients, which the record must describe (`_describes_gallery`).
 
     Raises
     ------
     FormatError
-        Not a JSON object with a string ``mode``, or a value `_calibration_ok` refuses.
+        Not a JSON object with a string ``mode``, or a value `_calibration_ok` refuses;
+        or a record of another gallery (`_describes_gallery`).
     """
-    raw = header.get("calibration")
+    raw = header.get(CALIBRATION_ATTR)
     if raw is None:
         return None
     try:
@@ -41,7 +45,10 @@ def header_calibration(header, path=None):
         if not _calibration_ok(cal):
             raise ValueError("inconsistent counts or values")
     except (ValueError, TypeError) as exc:
-        raise FormatError(f"corrupt gallery header: calibration: {exc}", path=path) from None
+        raise FormatError(f"corrupt gallery header: {CALIBRATION_ATTR}: {exc}",
+                          path=path) from None
+    _describes_gallery(CALIBRATION_ATTR, cal, [w[0] for w in cal.get("frr_worst") or ()],
+                       [str(c) for c in clients], path)
     return cal
 
 
@@ -211,7 +218,8 @@ def header_open_set(header, clients, path=None):
             raise ValueError("inconsistent curve or values")
     except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
         raise FormatError(f"corrupt gallery header: {OPEN_SET_ATTR}: {exc}", path=path) from None
-    _describes_gallery(rec, [str(c) for c in clients], path)
+    _describes_gallery(OPEN_SET_ATTR, rec, rec.get("measured") or (),
+                       [str(c) for c in clients], path)
     rec["curve"] = dict(rec["curve"], clients=int(rec["clients"]))
     return rec
 
@@ -227,20 +235,29 @@ def _measured_ok(rec):
                            and len(set(ids)) == len(ids))
 
 
-def _describes_gallery(rec, clients, path):
-    """Refuse a 1:N record that does not describe the gallery it sits in (a record
+_RECORDS = {OPEN_SET_ATTR: ("a 1:N operating point", "measured on"),
+            CALIBRATION_ATTR: ("a threshold calibration", "naming")}
+
+
+def _describes_gallery(attr, rec, named, clients, path):
+    """Refuse a header record (``attr``: the 1:N operating point or the threshold
+    calibration, checked) that does not describe the gallery it sits in (a record
     copied from another gallery into a re-hashed file): its ``clients`` is not the
-    gallery's number of clients, or it names in ``measured`` a client the gallery does
-    not hold."""
+    gallery's number of clients (``clients``: their ids; a record without one, written
+    before it, is not compared), or it names a client the gallery does not hold
+    (``named``: the ids it names, the 1:N point's ``measured``, the calibration's
+    ``frr_worst``)."""
     from ssgallery.errors import printable
 
-    what = f"corrupt gallery header: {OPEN_SET_ATTR}: a 1:N operating point"
-    if rec["clients"] != len(clients):
-        raise FormatError(f"{what} for {rec['clients']} clients in a gallery of "
+    what, verb = _RECORDS[attr]
+    what = f"corrupt gallery header: {attr}: {what}"
+    n = rec.get("clients")
+    if n is not None and n != len(clients):
+        raise FormatError(f"{what} for {n} client{'s' * (n != 1)} in a gallery of "
                           f"{len(clients)}", path=path)
-    foreign = sorted(set(rec.get("measured") or ()) - set(clients))
+    foreign = sorted(set(named) - set(clients))
     if foreign:
-        raise FormatError(f"{what} measured on client '{printable(foreign[0])}', which the "
+        raise FormatError(f"{what} {verb} client '{printable(foreign[0])}', which the "
                           "gallery does not hold", path=path)
 
 
@@ -305,8 +322,8 @@ def gallery_summary(path, *, svm=False, privacy_key=None):
             "prototype_dtype": index.prototype_dtype,
             "image_shape": h.get("image_shape"), "target_far": h.get("target_far"),
             "threshold_mode": h.get("threshold_mode", "client"),
-            "calibration": header_calibration(h, path),
-            "open_set": header_open_set(h, [str(c) for c in index.client_ids], path),
+            "calibration": header_calibration(h, index.client_ids, path),
+            "open_set": header_open_set(h, index.client_ids, path),
             "basis_stale": bool(h.get("basis_stale", False)),
             "file_bytes": os.path.getsize(path), "matcher_state_bytes": _nbytes(state),
             "n_clients": len(rows), "clients": rows, "bytes_total": total,
