@@ -31,7 +31,7 @@ from functools import partial
 import numpy as np
 
 from ssgallery.app.options import N_FOLDS, CompressOptions, resolve_training
-from ssgallery.biometrics.heldout import threshold_folds
+from ssgallery.biometrics.heldout import threshold_folds, znorm_parameters
 from ssgallery.errors import InputError
 
 GUARD_GAP = 0.05  # held-out teacher_gap above which compress warns (and --guard refits)
@@ -71,24 +71,6 @@ class ClientFit:
     normalization: dict = None
     heldout: dict = field(default_factory=dict)
     first_distiller: object = None
-
-
-def znorm_parameters(impostor_scores):
-    """Z-norm parameters of one client's impostor scores: mean and standard deviation.
-
-    ``(g(x) - mean) / std`` makes the client's impostor scores zero-mean, unit-variance,
-    so one threshold can serve every client (score normalisation, e.g. Auckenthaler et
-    al. 2000). The std is floored at 1e-12 so a degenerate client cannot divide by 0.
-
-    Returns
-    -------
-    dict
-        ``{"kind": "znorm", "mean": float, "std": float, "n": int}``
-    """
-    s = np.asarray(impostor_scores, dtype=float)
-    return {"kind": "znorm", "mean": float(np.mean(s)),
-            "std": float(max(np.std(s, ddof=1) if s.size > 1 else 0.0, 1e-12)),
-            "n": int(s.size)}
 
 
 def threshold_at_far(impostor_scores, target_far):

@@ -19,11 +19,13 @@ from ssgallery.app.client_fit import (  # noqa: F401  (public here too)
     teacher_agreement,
     threshold_at_far,
     train_client,
-    znorm_parameters,
 )
 from ssgallery.app.options import MAX_ITER, N_FOLDS, CompressOptions  # noqa: F401
 from ssgallery.app.parts import ClientResult
-from ssgallery.biometrics.heldout import threshold_folds  # noqa: F401  (public here)
+from ssgallery.biometrics.heldout import (  # noqa: F401  (public here)
+    threshold_folds,
+    znorm_parameters,
+)
 from ssgallery.learn.threads import single_threaded_blas
 
 

@@ -58,7 +58,7 @@ class ClientResult:
     intercept, threshold : float
     provenance : dict
     normalization : dict or None
-        Score normalisation parameters (`ssgallery.app.client_fit.znorm_parameters`).
+        Score normalisation parameters (`ssgallery.biometrics.heldout.znorm_parameters`).
     heldout : dict or None
         The threshold CV's held-out scores of the model, ``impostor`` (n_imp,) and
         ``genuine`` (n_gen,): what the thresholds across clients are calibrated on

@@ -197,7 +197,8 @@ def _check_calibration_inputs(result, target_far, refuse):
     (`ssgallery.app.client_training.train_client`) must be theirs: the calibration
     sets the final threshold from the scores and the Z-norm, so a threshold checked on
     its own would not be the one the gallery gets."""
-    from ssgallery.app.client_training import threshold_at_far, znorm_parameters
+    from ssgallery.app.client_training import threshold_at_far
+    from ssgallery.biometrics.heldout import znorm_parameters
 
     impostor = result.heldout["impostor"]
     if result.threshold != threshold_at_far(impostor, target_far):

@@ -1,13 +1,14 @@
 """Held-out impostor scores: the folds of the threshold CV (`threshold_folds`, which
-``compress`` uses for its thresholds and its 1:N operating point) and, for the protocol,
-each method's Z-norm parameters from its training impostors held out the same way
-(`heldout_normalisation`), so that ``roc`` ranks the scores of different clients as a
-deployed gallery does.
+``compress`` uses for its thresholds and its 1:N operating point), the Z-norm parameters
+of a client's held-out impostor scores (`znorm_parameters`, what a gallery stores per
+client) and, for the protocol, each method's Z-norm parameters from its training
+impostors held out the same way (`heldout_normalisation`), so that ``roc`` ranks the
+scores of different clients as a deployed gallery does.
 """
 
 import numpy as np
 
-__all__ = ["heldout_normalisation", "threshold_folds"]
+__all__ = ["heldout_normalisation", "threshold_folds", "znorm_parameters"]
 
 
 def threshold_folds(y, groups, n_folds=5, random_state=0, subject_order=None):
@@ -48,6 +49,24 @@ def threshold_folds(y, groups, n_folds=5, random_state=0, subject_order=None):
     return folds
 
 
+def znorm_parameters(impostor_scores):
+    """Z-norm parameters of one client's impostor scores: mean and standard deviation.
+
+    ``(g(x) - mean) / std`` makes the client's impostor scores zero-mean, unit-variance,
+    so one threshold can serve every client (score normalisation, e.g. Auckenthaler et
+    al. 2000). The std is floored at 1e-12 so a degenerate client cannot divide by 0.
+
+    Returns
+    -------
+    dict
+        ``{"kind": "znorm", "mean": float, "std": float, "n": int}``
+    """
+    s = np.asarray(impostor_scores, dtype=float)
+    return {"kind": "znorm", "mean": float(np.mean(s)),
+            "std": float(max(np.std(s, ddof=1) if s.size > 1 else 0.0, 1e-12)),
+            "n": int(s.size)}
+
+
 def heldout_normalisation(X, y, groups, fit_fold, n_folds=5, random_state=0):
     """Z-norm parameters of one client's models from its held-out training impostors.
 
@@ -70,7 +89,7 @@ def heldout_normalisation(X, y, groups, fit_fold, n_folds=5, random_state=0):
     Returns
     -------
     list of dict or None
-        Per model ``{"kind": "znorm", "mean", "std", "n"}`` (a gallery client's
+        Per model `znorm_parameters` of its held-out scores (a gallery client's
         normalisation); None when the folds cannot be made (fewer than 2 genuine rows or
         impostor subjects).
     """
@@ -83,5 +102,4 @@ def heldout_normalisation(X, y, groups, fit_fold, n_folds=5, random_state=0):
         rows = (folds == j) & (y < 0)
         scores = [np.asarray(m.decision_function(X[rows]), dtype=float) for m in models]
         held = scores if held is None else [np.r_[a, b] for a, b in zip(held, scores)]
-    return [{"kind": "znorm", "mean": float(s.mean()), "std": float(max(s.std(ddof=1), 1e-12)),
-             "n": int(s.size)} for s in held]
+    return [znorm_parameters(s) for s in held]
