@@ -223,3 +223,13 @@ def invoked(args):
     r = CliRunner().invoke(main, [str(a) for a in args])
     return {"exit_code": r.exit_code, "output": r.output, "stdout": r.stdout,
             "stderr": r.stderr}
+
+
+def refused(args, what):
+    """``ssgallery ARGS`` (`invoked`) refused as bad input: exit 2 and one error line on
+    stderr (warnings aside) that contains ``what``; returns the result."""
+    res = invoked(args)
+    errors = [ln for ln in res["stderr"].splitlines() if "warning" not in ln]
+    assert res["exit_code"] == 2, (args, res["output"])
+    assert len(errors) == 1 and what in errors[0], (args, res["output"])
+    return res

@@ -10,7 +10,7 @@ import json
 
 import h5py
 import pytest
-from helpers import copied, invoked, rehash_gallery
+from helpers import copied, invoked, refused, rehash_gallery
 
 from ssgallery.datasets import sample_faces_path
 
@@ -60,13 +60,6 @@ def _rehashed(gallery, patch):
     rehash_gallery(gallery)
 
 
-def _refused(args, what):
-    res = invoked(args)
-    errors = [ln for ln in res["stderr"].splitlines() if "warning" not in ln]
-    assert res["exit_code"] == 2, (args, res["output"])
-    assert len(errors) == 1 and what in errors[0], (args, res["output"])
-
-
 def test_a_record_of_another_gallery_is_refused_by_every_reader(galleries):
     """Re-hashed to say 2 clients on the 3-client gallery, the record was read by info
     ('1:N search: ... for 2 clients', exit 0), by identify --open-set --threshold and
@@ -87,8 +80,8 @@ def test_a_record_of_another_gallery_is_refused_by_every_reader(galleries):
     for clients in (2, 4):
         _rehashed(gallery, {"clients": clients})
         for args in readers:
-            _refused(args, f"open_set: a 1:N operating point for {clients} clients in a "
-                           "gallery of 3")
+            refused(args, f"open_set: a 1:N operating point for {clients} clients in a "
+                          "gallery of 3")
     # a point measured on some clients names them: a client the gallery does not hold,
     # or names that do not match their count, are refused too
     foreign = ("open_set: a 1:N operating point measured on client 'c09', which the "
@@ -101,7 +94,7 @@ def test_a_record_of_another_gallery_is_refused_by_every_reader(galleries):
                         ({"measured": ["c01"]}, "corrupt gallery header: open_set")):
         _rehashed(gallery, {"clients": 3, "measured_clients": None, **patch})
         for args in readers[:2]:
-            _refused(args, what)
+            refused(args, what)
     _rehashed(gallery, {"measured_clients": 2, "measured": ["c01", "c02"]})
     assert _open_set(gallery)["measured"] == ["c01", "c02"]
     _rehashed(gallery, {"measured_clients": None, "measured": None})
