@@ -230,6 +230,14 @@ HEADLINES = {
     "table1": lambda t: (
         "synth-age MAE (#prototypes): SRidge " + cell(t, "SRidge", "synth-age")
         + " vs Ridge " + cell(t, "Ridge", "synth-age")),
+    "teacher_bound": lambda t: (
+        "LFW eigenface teachers whose C has no free SV: "
+        + grab(t, r"^lfw/libsvm\s+(\d+)") + " before, " + grab(t, r"^lfw/pass\s+(\d+)")
+        + " now; SSVM m=2 mean client EER AT&T "
+        + grab(t, r"^att/libsvm(?:\s+\S+){3}\s+(\S+)") + " -> "
+        + grab(t, r"^att/pass(?:\s+\S+){3}\s+(\S+)") + " %, LFW "
+        + grab(t, r"^lfw/libsvm(?:\s+\S+){3}\s+(\S+)") + " -> "
+        + grab(t, r"^lfw/pass(?:\s+\S+){3}\s+(\S+)") + " %"),
     "teacher_att": lambda t: (
         "EER with C by plain CV accuracy vs the balanced rule (gamma paper): "
         + grab(t, r"^paper\s+plain accuracy(?:\s+\d+){5}\s+(\S+)") + " vs "

@@ -88,6 +88,8 @@ CASES = {
         "--cache", ""], "att"),
     "teacher_att": ("teacher_att", lambda tmp, data: [
         "--data", _faces(tmp), "--repetitions", "1"], None),
+    "teacher_bound": ("teacher_bound", lambda tmp, data: [
+        "--att", _faces(tmp), "--lfw", "", "--repetitions", "1", "--att-enrolled", "3"], None),
     "toy_fig2": ("toy_fig2", lambda tmp, data: ["--seeds", "1", "-o", str(tmp / "toy.png")],
                  None),
     "verify_latency": ("verify_latency", lambda tmp, data: [

@@ -190,7 +190,8 @@ def _fit_client(data, similarity, specs, random_state, options, gram=None):
 
     X, y, groups, X_gen, X_imp = data
     t0 = time.perf_counter()
-    teacher = SimilaritySVM(similarity=similarity, random_state=random_state).fit(X, y, gram)
+    teacher = SimilaritySVM(similarity=similarity, random_state=random_state,
+                            **options.method_options.get("svm", {})).fit(X, y, gram)
     teacher_s = time.perf_counter() - t0
     out = []
     for name, m in specs:
@@ -218,7 +219,8 @@ def _normalisation(X, y, groups, similarity, specs, C, random_state, options, gr
 
     def fit_fold(train):
         sub = None if gram is None else gram[np.ix_(train, train)]
-        teacher = SimilaritySVM(similarity=similarity, C=C, random_state=random_state).fit(
+        teacher = SimilaritySVM(similarity=similarity, random_state=random_state,
+                                **{**options.method_options.get("svm", {}), "C": C}).fit(
             X[train], y[train], sub)
         return [teacher if name == "svm" else
                 _make(name, m, random_state, options).fit(

@@ -117,6 +117,9 @@ class ProtocolOptions(CheckedOptions):
         A ``"method"`` entry makes ``name`` a variant of that registry method (e.g.
         ``{"ssvm-lam6": {"method": "ssvm", "lam": 1e-6}}``), so several settings of one
         method share each client's teacher; its tables carry the variant's name.
+        ``"svm"``: keyword arguments of the teacher every method shares
+        (`ssgallery.learn.teacher.SimilaritySVM`, e.g. ``{"svm": {"at_bound":
+        "libsvm"}}``).
     between : float
         The super-sparse SVMs (`SSVM_METHODS` and their variants) also distil the SVM's
         scores at points half-way between each client's training images and its

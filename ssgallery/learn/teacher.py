@@ -14,6 +14,16 @@ Two choices differ from a plain ``GridSearchCV(SVC())``, both measured on AT&T
   the larger C (``scoring="roc_auc"`` swaps the first two keys).
 - **Class weights** (paper Sect. IV-A): each class's C is multiplied by the prior of the
   other class, estimated on the data the SVM is trained on (per fold during CV).
+- **A C at which no support vector is free is passed over.** With those weights every
+  alpha at its bound satisfies sum_i alpha_i y_i = 0, so at a small C every training
+  image is often a bounded SV; the intercept is then anywhere in an interval
+  (`ssgallery.learn.svm_bias`), and libsvm returns its middle or, when rounding leaves
+  one alpha a hair below its bound, an end of it: the same client's fits disagreed by
+  0.75 (sample_data c07), and the CV's balanced accuracy at that C is that of an
+  arbitrary intercept. The teacher takes the next C of the CV ranking whose SVM has a
+  free SV (``C_passed_`` names the ones passed over); with none in the grid, or at a
+  fixed C, b is the middle of the interval, computed, not left to rounding
+  (``at_bound``; docs/method.md, "The SVM teacher").
 
 Non-symmetric similarities: SVC needs a symmetric Gram matrix, so training uses
 (S + S^T)/2. Predictions use s(x, sv) in the matcher's own orientation (probe first).
@@ -32,6 +42,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ssgallery.learn.base import BinaryDecisionMixin, binary_classes
 from ssgallery.learn.similarity import RBFSimilarity, Similarity, median_gamma
+from ssgallery.learn.svm_bias import bias_interval, free_support
 
 C_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
 GAMMA_CV_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)  # "cv": multiples of the median gamma
@@ -139,6 +150,17 @@ class SimilaritySVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         Primary CV criterion; the other one breaks ties, then the larger C wins.
     random_state : int, default=0
         Seed of the fold shuffling.
+    at_bound : {"pass", "midpoint", "libsvm"}, default="pass"
+        A fit with no free support vector (every alpha within a relative 1e-8 of 0 or of
+        its bound) has an intercept the KKT conditions only bound to an interval.
+        ``"pass"``: C selection passes over such a C for the next (gamma, C) of the CV
+        ranking whose SVM has a free SV (the first choice stays when none has one), and
+        the fitted SVM's b, when no SV is free (then, or at a fixed C), is the middle of
+        the interval. ``"midpoint"``: that middle, without passing over. ``"libsvm"``:
+        libsvm's b as it comes (the middle, or an end when rounding leaves an alpha just
+        below its bound); kept to measure what the other two change. The CV folds that
+        rank C keep libsvm's b whatever the rule: ``cv_scores_`` are the same, and so
+        is every pick whose SVM has a free SV.
 
     Attributes
     ----------
@@ -158,6 +180,12 @@ class SimilaritySVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
     dual_coef_ : ndarray of shape (n_SV,)
         alpha_i y_i.
     intercept_ : float
+    n_free_ : int
+        Free support vectors (0 < alpha_i < C_i) of the fitted SVM; 0: ``intercept_`` is
+        the middle of its KKT interval (`ssgallery.learn.svm_bias.bias_interval`).
+    C_passed_ : tuple of float
+        The C values the CV ranked above ``C_`` that were passed over because their SVM
+        had no free SV (``at_bound="pass"``); empty otherwise.
     n_support_total_ : int
         Number of support vectors = matches per claim of the full SVM.
     cv_scores_ : dict or None
@@ -173,10 +201,11 @@ class SimilaritySVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         "cv": [Interval(Integral, 2, None, closed="left")],
         "scoring": [StrOptions({"balanced_accuracy", "roc_auc"})],
         "random_state": ["random_state"],
+        "at_bound": [StrOptions({"pass", "midpoint", "libsvm"})],
     }
 
     def __init__(self, similarity="rbf", gamma="median", C="cv", C_grid=C_GRID, cv=5,
-                 scoring="balanced_accuracy", random_state=0):
+                 scoring="balanced_accuracy", random_state=0, at_bound="pass"):
         self.similarity = similarity
         self.gamma = gamma
         self.C = C
@@ -184,6 +213,7 @@ class SimilaritySVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         self.cv = cv
         self.scoring = scoring
         self.random_state = random_state
+        self.at_bound = at_bound
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -202,6 +232,48 @@ class SimilaritySVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         cw = prior_class_weight(y)
         return SVC(kernel="precomputed", C=C, class_weight=cw), cw
 
+    def _fit_svc(self, K, y, C):
+        """SVC on the symmetric Gram matrix K at C: ``(support, dual_coef, b, n_free,
+        class_weight)``. With no free SV, b is the middle of its KKT interval
+        (`ssgallery.learn.svm_bias.bias_interval`), unless ``at_bound="libsvm"``."""
+        svc, cw = self._svc(C, y)
+        svc.fit(K, y)
+        sup, dual = svc.support_, svc.dual_coef_[0]
+        b = float(svc.intercept_[0])
+        upper = C * np.where(y > 0, cw[1], cw[-1])
+        alpha = np.zeros(len(y))
+        alpha[sup] = np.abs(dual)
+        n_free = int(free_support(alpha, upper).sum())
+        if n_free == 0 and self.at_bound != "libsvm":
+            lo, hi = bias_interval(K[:, sup] @ dual, y, alpha, upper)
+            b = 0.5 * (lo + hi)
+        return sup, dual, b, n_free, cw
+
+    def _choose(self, cand, y, C_values, best, other):
+        """Fit at the CV's ``best`` (flat index over (gamma, C)); with ``at_bound="pass"``,
+        while that fit has no free SV, at the next (gamma, C) of the same ranking
+        (`select_index` without the passed ones); the first choice when none has one.
+        Returns (gamma index, C index, fit, C values passed over)."""
+        def fit_at(k):
+            g = cand.gammas[k // len(C_values)]
+            S = cand.gram(g)
+            return self._fit_svc(0.5 * (S + S.T), y, C_values[k % len(C_values)])  # symmetrised
+
+        first = fit_at(best)
+        if first[3] > 0 or self.at_bound != "pass" or self.cv_scores_ is None:
+            return *divmod(best, len(C_values)), first, ()
+        primary = self.cv_scores_[self.scoring].ravel().copy()
+        tried = [best]
+        while len(tried) < primary.size:
+            primary[tried] = -np.inf
+            k = select_index(primary, self.cv_scores_[other].ravel())
+            tried.append(k)
+            fit = fit_at(k)
+            if fit[3] > 0:
+                passed = tuple(C_values[j % len(C_values)] for j in tried[:-1])
+                return *divmod(k, len(C_values)), fit, passed
+        return *divmod(best, len(C_values)), first, ()
+
     def _cv_scores(self, S, y, C_values):
         """Mean fold accuracy, balanced accuracy and AUC for each C, shape (n_C,) each."""
         n_min = int(np.min(np.unique(y, return_counts=True)[1]))
@@ -213,7 +285,7 @@ class SimilaritySVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
         folds = StratifiedKFold(n_splits, shuffle=True, random_state=self.random_state)
         for tr, te in folds.split(S, y):
             for k, C in enumerate(C_values):
-                svc, _ = self._svc(C, y[tr])
+                svc, _ = self._svc(C, y[tr])  # libsvm's b: the scores only rank C
                 svc.fit(K[np.ix_(tr, tr)], y[tr])
                 f = svc.decision_function(S[np.ix_(te, tr)])
                 out["accuracy"][k] += np.mean(np.where(f > 0, 1, -1) == y[te]) / n_splits
@@ -251,22 +323,22 @@ class SimilaritySVM(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
             # flattened row-major over (gamma, C): "last index" = larger C, then larger gamma
             best = select_index(self.cv_scores_[self.scoring].ravel(),
                                 self.cv_scores_[other].ravel())
-            gi, ci = divmod(best, len(C_values))
         else:
+            other, best = None, 0
             self.cv_scores_ = None
-            gi, ci = 0, 0
+        gi, ci, (sup, dual, b, n_free, cw), passed = self._choose(cand, yb, C_values, best,
+                                                                  other)
         self.gamma_ = None if gammas[gi] is None else float(gammas[gi])
         self.C_ = C_values[ci]
+        self.C_passed_ = passed
+        self.n_free_ = n_free
         self.similarity_ = cand.make_similarity(self.gamma_)
-        S = cand.gram(self.gamma_)
-        svc, cw = self._svc(self.C_, yb)
-        svc.fit(0.5 * (S + S.T), yb)  # symmetrised Gram matrix (non-symmetric matchers)
         self.class_weight_ = {_py(self.classes_[1] if k == 1 else self.classes_[0]): v
                               for k, v in cw.items()}
-        self.support_ = svc.support_.copy()
+        self.support_ = sup.copy()
         self.support_vectors_ = X[self.support_].copy()
-        self.dual_coef_ = svc.dual_coef_[0].copy()  # alpha_i y_i, sign as decision_function
-        self.intercept_ = float(svc.intercept_[0])
+        self.dual_coef_ = dual.copy()  # alpha_i y_i, sign as decision_function
+        self.intercept_ = b
         self.n_support_total_ = len(self.support_)
         return self
 
