@@ -107,3 +107,24 @@ def test_a_usage_error_is_one_line(args, message):
     out = invoked(args)
     assert out["exit_code"] == 2 and out["stdout"] == ""
     assert out["stderr"] == f"ssgallery: error: {message}\n"
+
+
+def test_synth_reports_progress_and_prints_json(tmp_path):
+    """'synth huge --identities 10000' takes minutes: it showed nothing until the end
+    (no progress, no -q), and had no --json, unlike every other command."""
+    import json
+
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    r = CliRunner().invoke(main, ["synth", str(tmp_path / "s"), "--identities", "3",
+                                  "--images", "2", "--json"],
+                           env={"SSGALLERY_PROGRESS_INTERVAL": "0"})
+    assert r.exit_code == 0, r.output
+    assert "ssgallery: synth: rendering faces 3/3 (100%)" in r.stderr
+    out = json.loads(r.stdout)
+    assert (out["files"], out["identities"], out["images"], out["check"]) == (18, 3, 2, None)
+    assert len(out["probes"]) == 10 and all(p.endswith(".png") for p in out["probes"])
+    quiet = invoked(["synth", tmp_path / "q", "--identities", "3", "--images", "2", "-q"])
+    assert quiet["exit_code"] == 0 and quiet["stderr"] == ""

@@ -2,6 +2,9 @@
 
 import click
 
+from ssgallery import jsontext
+from ssgallery.cli.progress import quiet_option, reporting
+
 
 @click.command("synth")
 @click.argument("out", type=click.Path(file_okay=False))
@@ -20,7 +23,10 @@ import click
 @click.option("--force", is_flag=True, help="Replace an existing faces/ and probes/.")
 @click.option("--check", is_flag=True,
               help="Then print the full SVM's EER on the new faces (5 repetitions).")
-def command(out, identities, images, seed, probes, jobs, age, force, check):
+@click.option("--json", "as_json", is_flag=True,
+              help="Print what was written (and --check's figures) as JSON.")
+@quiet_option
+def command(out, identities, images, seed, probes, jobs, age, force, check, as_json, quiet):
     """Generate synthetic grey-scale faces (92x112) into OUT/faces and OUT/probes.
 
     Deterministic from --seed. OUT/faces/<client>/NN.png is the layout `enroll`
@@ -39,10 +45,19 @@ def command(out, identities, images, seed, probes, jobs, age, force, check):
 
     from ssgallery.app.synth import difficulty, write_sample_data
 
-    files = write_sample_data(out, identities=identities, images=images, seed=seed,
-                              probes=probes, force=force, jobs=jobs, age=age)
+    with reporting(quiet) as progress:
+        files = write_sample_data(out, identities=identities, images=images, seed=seed,
+                                  probes=probes, force=force, jobs=jobs, age=age,
+                                  progress=progress)
+        r = difficulty(Path(out) / "faces", progress=progress) if check else None
+    if as_json:
+        probe_files = [str(f) for f in files if f.parent.name == "probes"]
+        click.echo(jsontext.dumps({"out": out, "files": len(files), "identities": identities,
+                                   "images": images, "probes": probe_files, "check": r},
+                                  indent=2))
+        return
     click.echo(f"wrote {len(files)} files to {out}")
     if check:
-        r = difficulty(Path(out) / "faces")
         click.echo(f"full SVM: mean client EER {100 * r['eer_client_mean']:.2f}%, EER of the "
-                   f"averaged curve {100 * r['eer_averaged_curve']:.2f}% ({r['repetitions']} repetitions)")
+                   f"averaged curve {100 * r['eer_averaged_curve']:.2f}% "
+                   f"({r['repetitions']} repetitions)")

@@ -21,6 +21,7 @@ import numpy as np
 
 from ssgallery.errors import InputError, SsgalleryError, option
 from ssgallery.formats.atomic import write_text_atomic
+from ssgallery.progress import as_progress
 
 WIDTH, HEIGHT = 92, 112
 DEFAULT_SEED = 0
@@ -357,12 +358,13 @@ def attributes_csv(identities, images, seed, age=False):
 
 
 def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2,
-                      force=False, jobs=1, age=False):
+                      force=False, jobs=1, age=False, progress=None):
     """Write ``out/faces``, ``out/probes``, ``out/attributes.csv`` (the continuous ground
     truth of every face image, `image_attributes`) and ``out/README.txt``.
 
     ``age``: faces rendered at their apparent age (`face_image`), recorded in the
-    ``age`` column; the default set is not aged.
+    ``age`` column; the default set is not aged. ``progress``
+    (`ssgallery.progress.Progress`): one step per identity rendered.
 
     The two folders are built beside their final place and renamed into it, so a crash
     never leaves a half-written set. An existing non-empty set is replaced only when
@@ -388,12 +390,14 @@ def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2
     try:
         faces_tmp = tmp[out / "faces"]
         pngs = _all_identity_pngs(seed, identities, images, jobs, age)
-        for name, data in zip(client_names(identities), pngs, strict=True):
-            (faces_tmp / name).mkdir()
-            for k, png in enumerate(data):
-                f = faces_tmp / name / f"{k + 1:02d}.png"
-                f.write_bytes(png)
-                written.append(out / "faces" / name / f.name)
+        with as_progress(progress).phase("rendering faces", identities, "identities") as step:
+            for name, data in zip(client_names(identities), pngs, strict=True):
+                (faces_tmp / name).mkdir()
+                for k, png in enumerate(data):
+                    f = faces_tmp / name / f"{k + 1:02d}.png"
+                    f.write_bytes(png)
+                    written.append(out / "faces" / name / f.name)
+                step.advance()
         for fname, arr in probe_images(identities, seed, probes).items():
             (tmp[out / "probes"] / fname).write_bytes(_png_bytes(arr))
             written.append(out / "probes" / fname)
