@@ -223,7 +223,10 @@ def test_a_rehashed_calibration_record_of_wrong_values_is_refused(sample_gallery
     TypeError') on accepted 'x', rejected 'x', frr_worst [5], global_threshold 'x' or
     target_far 'x'; info printed 'x of 570 held-out impostor scores', '50 of -30
     held-out genuine scores', 'expected FAR 700.00%' and '570.5' impostor scores; a
-    counts_unknown of 'yes', or true beside counts, was read without a word."""
+    counts_unknown of 'yes', or true beside counts, was read without a word; an
+    ``unresolved`` of 50 clients in the 3-client gallery made info print 'expected FAR
+    not estimated' and 'the target FAR (1%) cannot be estimated for 50 of 3 clients'
+    (exit 0), and compress --update carried it into the gallery it wrote."""
     import h5py
 
     gallery = copied(sample_gallery_3["gallery"], str(tmp_path), "g.h5")
@@ -236,7 +239,8 @@ def test_a_rehashed_calibration_record_of_wrong_values_is_refused(sample_gallery
            {"target_far": 1.0}, {"genuine": -30, "rejected": 50}, {"expected_far": 7.0},
            {"expected_frr_ci": [0.3, 0.1]}, {"impostors": 570.5}, {"accepted": 571},
            {"counts_unknown": "yes"}, {"counts_unknown": True}, {"clients": True},
-           {"training_clients": 4}, {"frr_high_clients": -1}]
+           {"training_clients": 4}, {"frr_high_clients": -1},
+           {"unresolved": {"clients": 50, "people": [1, 2], "far": 0.5, "training": 0}}]
     for patch in bad:
         _rehashed(gallery, "calibration", cal | patch)
         refused(["info", "--gallery", gallery], f"{HEADER}calibration")

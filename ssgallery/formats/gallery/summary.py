@@ -58,14 +58,18 @@ def _calibration_ok(cal):
     ``global_threshold`` or None, counts ``accepted`` of ``impostors`` and ``rejected``
     of ``genuine`` whole numbers >= 0 (a count of no more than its total) or both None
     (and None when ``counts_unknown``, a boolean), rates and their intervals in [0, 1]
-    or None, ``clients`` >= 0, ``training_clients`` and ``frr_high_clients`` no more
-    than it, ``frr_worst`` a list of ``[client, FRR]`` with FRR in (0, 1]."""
+    or None, ``clients`` >= 0, ``training_clients``, ``frr_high_clients`` and the
+    whole ``clients`` of ``unresolved`` no more than it (the rest of ``unresolved`` is
+    read as unknown when malformed, `ssgallery.app.thresholds.unresolved_record`),
+    ``frr_worst`` a list of ``[client, FRR]`` with FRR in (0, 1]."""
     n = cal.get("clients")
     most = n if _count(n, 0) else np.inf
     pairs = [(cal.get(a), cal.get(b)) for a, b in (("accepted", "impostors"),
                                                     ("rejected", "genuine"))]
     unknown = cal.get("counts_unknown", False)
     worst = cal.get("frr_worst") or []
+    unresolved = cal.get("unresolved")
+    unresolved = unresolved.get("clients") if isinstance(unresolved, dict) else None
     return (_real(cal.get("target_far"), 0.0, 1.0) and cal["target_far"] < 1
             and (cal.get("global_threshold") is None or _real(cal["global_threshold"]))
             and all(a is None and b is None or _count(a, 0) and _count(b, 0) and a <= b
@@ -81,6 +85,7 @@ def _calibration_ok(cal):
             and (n is None or _count(n, 0))
             and all(cal.get(k) is None or _count(cal[k], 0) and cal[k] <= most
                     for k in ("training_clients", "frr_high_clients"))
+            and not (is_int(unresolved) and unresolved > most)
             and isinstance(worst, list)
             and all(isinstance(w, list) and len(w) == 2 and isinstance(w[0], str)
                     and _real(w[1], 0.0, 1.0) and w[1] > 0 for w in worst))
