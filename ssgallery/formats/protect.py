@@ -209,6 +209,11 @@ class UnkeyedMatcher:
     def check_prototypes(self, Z):
         """Nothing can be checked without the key."""
 
+    def settings(self):
+        """The matcher's configuration as it holds (the gallery's header carries it in
+        the clear; the key protects the templates, not the matcher's settings)."""
+        return self.inner.settings()
+
     def __getattr__(self, name):
         raise _needs_key(self.path)
 
