@@ -74,6 +74,9 @@ def test_roc_says_why_a_rank_is_not_shown(tmp_path):
     row = lines[lines.index("identification (every probe against every client):") + 3]
     assert row.split()[4:6] == ["—", "—"], row
     assert "—: rank-5 and rank-10: a search among 4 clients has no rank above 4" in lines
+    # one repetition, one method: "1 score file", not "1 score files"
+    words = " ".join(out["stdout"].split())  # the last line wraps at 100 columns
+    assert "1 score file in scores/, 1 full-search score file in identification/" in words
 
 
 @pytest.mark.parametrize("value", ["Infinity", "-Infinity", "NaN", "1e999", "[1, NaN]"])

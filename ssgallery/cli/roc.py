@@ -184,10 +184,11 @@ def _echo(result, out_dir, wide=False):
     shown = [os.path.basename(files[k]) for k in (
         "summary", "curves", "plot", "det_plot", "scores_plot", "cmc_plot",
         "identification_det_plot") if k in files]
-    if files["scores"]:
-        shown.append(f"{len(files['scores'])} score files in scores/")
-    if files.get("identification_scores"):
-        shown.append(f"{len(files['identification_scores'])} full-search score files in "
-                     f"identification/")
+    for key, what, folder in (("scores", "score file", "scores/"),
+                              ("identification_scores", "full-search score file",
+                               "identification/")):
+        n = len(files.get(key) or ())
+        if n:
+            shown.append(f"{n} {what}{'s' * (n != 1)} in {folder}")
     click.echo(textwrap.fill(f"wrote to {out_dir}: " + ", ".join(shown), 100,
                              subsequent_indent="  "))
