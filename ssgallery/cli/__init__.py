@@ -41,9 +41,7 @@ class _Group(click.Group):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as exc:
-            if isinstance(exc, click.exceptions.NoArgsIsHelpError):
-                raise  # no arguments: the help, as asked
-            _fail(f"error: {_usage_line(exc, ctx)}", exc.exit_code, ctx)
+            _usage_failed(exc, ctx)
 
     def invoke(self, ctx):
         from ssgallery.formats.atomic import forget_written
@@ -71,9 +69,7 @@ class _Group(click.Group):
                 _exit_interrupted()
             raise
         except click.UsageError as exc:
-            if isinstance(exc, click.exceptions.NoArgsIsHelpError):
-                raise  # no arguments: the help, as asked
-            _fail(f"error: {_usage_line(exc, ctx)}", exc.exit_code, ctx)
+            _usage_failed(exc, ctx)
         except (click.exceptions.Abort, click.ClickException, SystemExit):
             raise
         except BrokenPipeError as exc:
@@ -98,12 +94,15 @@ class _Group(click.Group):
         return result
 
 
-def _usage_line(exc, ctx):
-    """A usage error (a missing or bad option, an unknown command) as one line: click's
-    message and where to read the command's help (click prints the usage and a hint on
-    lines of their own)."""
+def _usage_failed(exc, ctx):
+    """Exit 2 on a usage error (a missing or bad option, an unknown command) with one
+    line: click's message and where to read the command's help (click prints the usage
+    and a hint on lines of their own). No arguments at all: click's help, as asked."""
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+        raise exc
     path = " ".join(["ssgallery", *(exc.ctx or ctx).command_path.split()[1:]])
-    return printable(f"{exc.format_message().rstrip('.')} (see '{path} --help')")
+    message = printable(f"{exc.format_message().rstrip('.')} (see '{path} --help')")
+    _fail(f"error: {message}", exc.exit_code, ctx)
 
 
 def _debug(ctx):
