@@ -49,6 +49,11 @@ def test_warning_names_clients_and_suggests_a_better_matcher_or_target():
     assert "enroll --matcher dlib" in text and "--target-far, now 0.01" in text
     assert "enroll --matcher dlib" not in frr_warning(cal, "dlib")
     assert "compress --target-far" in frr_warning(cal, "eigenface", command="info")
+    # 1 client at or above half: it alone is named as one (the next worst were named too:
+    # "1 client(s) reject at least half of their own held-out images: s2 (100%), s1 (30%)")
+    one = frr_warning(cal | {"frr_high_clients": 1, "frr_worst": [["s2", 1.0], ["s1", 0.3]]},
+                      "eigenface")
+    assert "1 client(s) reject at least half of their own held-out images: s2 (100%); " in one
     assert frr_warning(cal | {"expected_frr": 0.1}, "eigenface") is None
     assert frr_warning({"mode": "client"}, "eigenface") is None  # not recorded: silent
     line = calibration_line(cal | {"expected_far": 0.01, "expected_far_ci": [0.005, 0.02],

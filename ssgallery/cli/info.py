@@ -136,10 +136,14 @@ def frr_warning(cal, matcher, command="compress"):
     frr = _num((cal or {}).get("expected_frr"))
     if frr is None or frr < HIGH_FRR:
         return None
+    from ssgallery.app.thresholds import HIGH_CLIENT_FRR
+
     worst = [w for w in cal.get("frr_worst") or () if isinstance(w, list) and len(w) == 2
              and _num(w[1]) is not None]
-    named = ", ".join(f"{printable(c)} ({100 * f:.0f}%)" for c, f in worst)
     high = cal.get("frr_high_clients")
+    if isinstance(high, int) and high:  # name those only, not the next worst below half
+        worst = [w for w in worst if _num(w[1]) >= HIGH_CLIENT_FRR]
+    named = ", ".join(f"{printable(c)} ({100 * f:.0f}%)" for c, f in worst)
     who = (f"{high} client(s) reject at least half of their own held-out images"
            if isinstance(high, int) and high else "clients rejecting the most")
     fix = ["a higher target FAR (" + ("--target-far" if command == "compress" else
