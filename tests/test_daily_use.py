@@ -131,3 +131,16 @@ def test_synth_reports_progress_and_prints_json(tmp_path):
     assert len(out["probes"]) == 10 and all(p.endswith(".png") for p in out["probes"])
     quiet = invoked(["synth", tmp_path / "q", "--identities", "3", "--images", "2", "-q"])
     assert quiet["exit_code"] == 0 and quiet["stderr"] == ""
+
+
+def test_info_client_shows_b_and_the_normalisation(sample_gallery_3):
+    """docs/guide.md: 'info --client ID shows one client: m, bytes and threshold against
+    its full SVM's, its normalisation and its provenance': the normalisation (and b) were
+    in --json only."""
+    out = invoked(["info", "--gallery", sample_gallery_3["gallery"], "--client", "c01"])
+    assert out["exit_code"] == 0, out["output"]
+    first, norm, head = out["stdout"].splitlines()[:3]
+    assert re.search(r": m = 2, \d+ bytes, b = [+-]\d+\.\d{4}, threshold [+-]\d", first), first
+    assert re.fullmatch(r"normalisation: znorm \(mean [+-]?\d+\.\d{4}, n \d+, std \d+\.\d{4}\)",
+                        norm), norm
+    assert head == "provenance (how it was trained):"

@@ -261,10 +261,18 @@ def _print_client(r):
     svm = "no full SVM recorded" if r["svm_n_support"] is None else (
         f"full SVM {r['svm_n_support']} SVs, {r['svm_bytes']} bytes ({r['ratio']:.1f}x)"
         + ("" if r["svm_threshold"] is None else f", threshold {signed(r['svm_threshold'])}"))
-    click.echo(f"client {r['client']} of {r['gallery']}: m = {r['m']}, {r['bytes']} bytes, "
-               f"threshold {signed(r['threshold'])}; {svm}")
+    click.echo(printable(f"client {r['client']} of {r['gallery']}: m = {r['m']}, "
+                         f"{r['bytes']} bytes, b = {signed(r['intercept'])}, threshold "
+                         f"{signed(r['threshold'])}; {svm}"))
+    norm = r.get("normalization") or {}
+    if norm:
+        shown = ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
+                          for k, v in sorted(norm.items()) if k != "kind")
+        click.echo(printable(f"normalisation: {norm.get('kind', '?')} ({shown})"))
+    if r["provenance"]:
+        click.echo("provenance (how it was trained):")
     for key, value in sorted(r["provenance"].items()):
-        click.echo(f"  {key}: {value}")
+        click.echo(printable(f"  {key}: {value}"))
 
 
 def _print_store(s):
