@@ -144,3 +144,26 @@ def test_info_client_shows_b_and_the_normalisation(sample_gallery_3):
     assert re.fullmatch(r"normalisation: znorm \(mean [+-]?\d+\.\d{4}, n \d+, std \d+\.\d{4}\)",
                         norm), norm
     assert head == "provenance (how it was trained):"
+
+
+def test_every_warning_starts_with_ssgallery_warning(tmp_path):
+    """enroll --add's stale-basis warning (and compress's client warnings, info's stale
+    one) began 'warning:' while the others began 'ssgallery: warning:': one prefix, so
+    that a log can be searched for it."""
+    first = make_faces(str(tmp_path / "a"), n_clients=3, n_images=4, shape=(16, 12))
+    more = make_faces(str(tmp_path / "b"), n_clients=2, n_images=4, shape=(16, 12),
+                      prefix="d", seed=1)
+    store = tmp_path / "s.h5"
+    assert invoked(["enroll", first, "--store", store, "-q"])["exit_code"] == 0
+    added = invoked(["enroll", more, "--store", store, "--add", "-q"])
+    assert added["exit_code"] == 0, added["output"]
+    compressed = invoked(["compress", "--store", store, "-o", tmp_path / "g.h5", "-q",
+                          "--max-impostors", "1"])
+    assert compressed["exit_code"] == 0, compressed["output"]
+    info = invoked(["info", "--gallery", tmp_path / "g.h5"])
+    lines = [line for out in (added, compressed, info) for line in out["stderr"].splitlines()]
+    assert any("basis was fitted before d00, d01 were added" in line for line in lines)
+    assert any("client(s) set their thresholds on training scores" in line for line in lines)
+    assert any("compressed from a store whose matcher basis was stale" in line
+               for line in lines)
+    assert lines and all(line.startswith("ssgallery: warning: ") for line in lines), lines

@@ -258,8 +258,8 @@ def _warnings(summary, guard_gap):
                   "docs/operating-points.md)")
     _warn_spread(summary)
     if summary.basis_stale:
-        click.echo("warning: the store's matcher basis is stale (clients were added with "
-                   "--add); re-run enroll without --add to refit it", err=True)
+        warn("the store's matcher basis is stale (clients were added with --add); re-run "
+             "enroll without --add to refit it")
 
 
 def _warn_spread(summary):
@@ -284,9 +284,8 @@ def _warn_clients(clients, what, advice=None):
         return
     names = ", ".join(printable(c) for c in clients[:10])
     more = len(clients) - 10
-    click.echo(f"warning: {len(clients)} client(s) {what}: {names}"
-               + (f" and {more} more" if more > 0 else "")
-               + (f"; {advice}" if advice else ""), err=True)
+    warn(f"{len(clients)} client(s) {what}: {names}" + (f" and {more} more" if more > 0 else "")
+         + (f"; {advice}" if advice else ""))
 
 def _pct(value):
     return None if value is None else f"{100 * value:.0f}%"

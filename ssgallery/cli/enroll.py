@@ -172,6 +172,6 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
                    f"images of {w}x{h}")
     click.echo(matcher_line(summary.matcher, summary.matcher_settings, summary.dimension))
     if summary.basis_stale:
-        click.echo(f"warning: the {summary.matcher} basis was fitted before "
-                   f"{', '.join(summary.stale_clients[:10])} were added (stale); run "
-                   f"'ssgallery enroll FACES_DIR' without --add to refit it", err=True)
+        warn(f"the {summary.matcher} basis was fitted before "
+             f"{', '.join(summary.stale_clients[:10])} were added (stale); run "
+             "'ssgallery enroll FACES_DIR' without --add to refit it")

@@ -254,7 +254,7 @@ def _print_gallery(g):
         if advice:
             warn(advice)
     if g["basis_stale"]:
-        click.echo("warning: compressed from a store whose matcher basis was stale", err=True)
+        warn("compressed from a store whose matcher basis was stale")
 
 
 def _print_client(r):
