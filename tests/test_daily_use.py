@@ -103,7 +103,12 @@ def test_a_matcher_option_that_is_not_finite_is_refused_in_one_line(tmp_path, va
                                           "92x112, got '12' (see 'ssgallery enroll --help')")),
     (["show"], "Missing option '--claim' (see 'ssgallery show --help')"),
     (["verfy"], "No such command 'verfy'. Did you mean 'verify'? (see 'ssgallery --help')"),
-    (["--bogus"], "No such option '--bogus' (see 'ssgallery --help')")])
+    (["--bogus"], "No such option '--bogus' (see 'ssgallery --help')"),
+    # click's parser raises these without a context: the command's help, not the group's
+    (["info", "--gallery"], ("Option '--gallery' requires an argument (see 'ssgallery info "
+                             "--help')")),
+    (["roc", "--methods"], ("Option '--methods' requires an argument (see 'ssgallery roc "
+                            "--help')"))])
 def test_a_usage_error_is_one_line(args, message):
     """'Errors are one line on stderr' (ssgallery --help, docs/security.md) held for input
     errors only: a usage error printed click's usage, a hint and the error on 4 lines."""

@@ -100,7 +100,11 @@ def _usage_failed(exc, ctx):
     and a hint on lines of their own). No arguments at all: click's help, as asked."""
     if isinstance(exc, click.exceptions.NoArgsIsHelpError):
         raise exc
-    path = " ".join(["ssgallery", *(exc.ctx or ctx).command_path.split()[1:]])
+    # click's parser raises some (an option without its value) without a context: the
+    # group's ctx then names the command it was parsing (invoked_subcommand)
+    words = (exc.ctx.command_path.split()[1:] if exc.ctx is not None
+             else [ctx.invoked_subcommand] if ctx.invoked_subcommand else [])
+    path = " ".join(["ssgallery", *words])
     message = printable(f"{exc.format_message().rstrip('.')} (see '{path} --help')")
     _fail(f"error: {message}", exc.exit_code, ctx)
 
