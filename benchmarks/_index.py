@@ -168,6 +168,13 @@ HEADLINES = {
             + "; " + grab(t, rf"^Unmoved starts, seed {s} (?:.*\n)+?\s+compress\s+(\S+)")
             + " (" + grab(t, rf"^Unmoved starts, seed {s} (?:.*\n)+?\s+svm\s+(\S+)") + ")"
             for s in re.findall(r"^Unmoved starts, seed (\d+)", t, re.MULTILINE))),
+    "blackbox_small": lambda t: (
+        "mean client EER of black-box galleries, 3 swaps whatever the impostors -> "
+        "compress (no swap with one impostor person) (SVM): " + ", ".join(
+            f"{m} {n} people " + grab(t, rf"^{m}: galleries of {n} people(?:.*\n)+?\s+3 swaps\s+(\S+)")
+            + " -> " + grab(t, rf"^{m}: galleries of {n} people(?:.*\n)+?\s+compress\s+(\S+)")
+            + " (" + grab(t, rf"^{m}: galleries of {n} people(?:.*\n)+?\s+svm\s+(\S+)") + ")"
+            for m, n in re.findall(r"^(\w+): galleries of (\d+) people", t, re.MULTILINE))),
     "ebgm_office": lambda t: (
         "AT&T, EBGM, compress's black-box defaults by gallery size, mean client EER, "
         "--m 2 -> default m 5 (SVM): " + ", ".join(

@@ -39,6 +39,8 @@ CASES = {
     "ebgm_tail": ("ebgm_tail", lambda tmp, data: [
         "--subjects", "6", "--repetitions", "1", "--clients", "1", "--starts", "2",
         "--max-iter", "1", "--tail-iter", "2", "--tail-gap", "-100"], "att"),
+    "blackbox_small": ("blackbox_small", lambda tmp, data: [
+        "--subjects", "6", "--repetitions", "1", "--sizes", "2", "--people", "6"], "att"),
     "ebgm_office": ("ebgm_office", lambda tmp, data: [
         "--subjects", "6", "--repetitions", "1", "--sizes", "2"], "att"),
     "ebgm_swaps": ("ebgm_swaps", lambda tmp, data: [

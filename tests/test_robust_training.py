@@ -667,3 +667,64 @@ def test_a_client_with_fewer_training_rows_than_m_keeps_each_row_once():
     P = fit.distiller.prototypes_
     assert len(P) == 4
     assert all(np.any(np.all(p == X, axis=1)) for p in P)  # each a training row
+
+
+def test_no_swap_when_a_clients_impostors_are_one_person(l1):
+    """Swaps need impostors of two people or more (`swap_rounds_for`): with one, they fit
+    that person. train_client then trains the start rule's images, as --swap-rounds 0
+    does, and says so in the options it returns; with two impostor people it swaps."""
+    from ssgallery.app.client_fit import train_client
+    from ssgallery.app.options import CompressOptions
+
+    matcher, sim, X = l1
+    y = np.where(np.arange(len(X)) < 6, 1, -1)
+    gram = sim(X, X)
+    fits = {}
+    for people in (1, 2):
+        groups = np.where(y > 0, 0, 1 + np.arange(len(X)) % people)
+        for rounds in ("auto", 0):
+            fit = train_client(X, y, sim, CompressOptions(m=3, swap_rounds=rounds),
+                               groups=groups, bounds=matcher.bounds(), gram=gram)
+            fits[people, rounds] = fit
+    assert fits[1, "auto"].distiller.swap_rounds == 0
+    assert fits[1, "auto"].options.swap_rounds == 0
+    assert np.array_equal(fits[1, "auto"].distiller.prototypes_,
+                          fits[1, 0].distiller.prototypes_)
+    assert fits[2, "auto"].options.swap_rounds == 3
+    assert not np.array_equal(fits[2, "auto"].distiller.prototypes_,
+                              fits[2, 0].distiller.prototypes_)
+
+
+def test_compress_and_roc_make_no_swap_in_a_gallery_of_two_people(tmp_path):
+    """A black-box store of two people: compress records no swap in each client's
+    provenance (three people: 3 swaps), and roc's ssvm, trained as compress trains it,
+    makes none when a split enrols two people."""
+    from click.testing import CliRunner
+    from helpers import make_faces
+
+    from ssgallery.app.enroll import enroll
+    from ssgallery.biometrics.protocol import _make
+    from ssgallery.biometrics.protocol_options import ProtocolOptions
+    from ssgallery.cli import main
+    from ssgallery.formats.gallery import read_gallery
+
+    program = [sys.executable, str(HERE / "example_mad.py")]
+    env = {"SSGALLERY_MATCHER_CMD": " ".join(program)}
+    recorded = {}
+    for people in (2, 3):
+        faces_dir = make_faces(str(tmp_path / f"f{people}"), n_clients=people, n_images=4,
+                               shape=(16, 12))
+        store, out = tmp_path / f"bb{people}.h5", tmp_path / f"g{people}.h5"
+        enroll(faces_dir, store, matcher="external", matcher_options={"command": program})
+        res = CliRunner().invoke(main, ["compress", "--store", str(store), "-o", str(out),
+                                        "--cv-folds", "0", "--quiet"], env=env)
+        assert res.exit_code == 0, res.output
+        clients = read_gallery(out, arrays=True).clients
+        recorded[people] = {c: m.provenance.get("swap_rounds") for c, m in clients.items()}
+    assert recorded == {2: {"c00": None, "c01": None},
+                        3: dict.fromkeys(("c00", "c01", "c02"), 3)}
+    options = ProtocolOptions(methods=("ssvm",), method_options={"ssvm": {"swap_rounds": 3}})
+    y = np.array([1, 1, -1, -1, -1, -1])
+    for impostors, rounds in (([1, 1, 1, 1], 0), ([1, 1, 2, 2], 3)):
+        made = _make("ssvm", 2, 0, options, y, np.array([0, 0, *impostors]))
+        assert made.options["swap_rounds"] == rounds

@@ -33,6 +33,7 @@ import numpy as np
 from ssgallery.app.options import N_FOLDS, CompressOptions, resolve_training
 from ssgallery.biometrics.heldout import threshold_folds, znorm_parameters
 from ssgallery.errors import InputError
+from ssgallery.learn.defaults import swap_rounds_for
 
 GUARD_GAP = 0.05  # held-out teacher_gap above which compress warns (and --guard refits)
 AUTO_M_GRID = (10, 5, 3, 2, 1)  # --m auto: candidates, largest first (Eq. 8 (eq:xval-m))
@@ -61,6 +62,10 @@ class ClientFit:
         With ``options.guard``, the first fit's distilled model: what ``compress``
         keeps without ``--guard`` (the same object as ``distiller`` when the guard kept
         it). None when the guard did not run.
+    options : CompressOptions or None
+        The options the client was trained with: resolved for its matcher
+        (`ssgallery.app.options.resolve_training`) and its impostors
+        (`ssgallery.learn.defaults.swap_rounds_for`).
     """
 
     svm: object
@@ -71,6 +76,7 @@ class ClientFit:
     normalization: dict = None
     heldout: dict = field(default_factory=dict)
     first_distiller: object = None
+    options: object = None
 
 
 def threshold_at_far(impostor_scores, target_far):
@@ -152,6 +158,7 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
     o = options if options is not None else CompressOptions()
     o = resolve_training(replace(o, init=resolve_init(o.init, similarity)),
                          not getattr(similarity, "has_gradient", False))
+    o = replace(o, swap_rounds=swap_rounds_for(o.swap_rounds, y, groups))
     if folds is None:
         folds = threshold_folds(y, groups, o.cv_folds, o.seed)
     k = int(folds.max()) + 1 if folds is not None else 0
@@ -179,7 +186,7 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
                      normalization=znorm_parameters(imp_g),
                      heldout={"impostor": imp_g, "genuine": gen_g,
                               "impostor_subject": imp_subject, "impostor_index": imp_index},
-                     first_distiller=first)
+                     first_distiller=first, options=o)
 
 
 @dataclass

@@ -73,7 +73,8 @@ class ClientJob:
 
 def client_provenance(job, fit):
     """The provenance dict stored with a client's model: how it was trained."""
-    o, d, svm, reg = job.options, fit.distiller, fit.svm, fit.distiller.regressor_
+    o = fit.options if fit.options is not None else job.options  # as trained (swaps)
+    d, svm, reg = fit.distiller, fit.svm, fit.distiller.regressor_
     k = fit.cv["threshold_folds"]
     return {**o.provenance(), "m": len(d.beta_), "d": int(d.prototypes_.shape[1]),
             "lam_scale": reg.lam_scale, "lambda_abs": float(reg.lam_),

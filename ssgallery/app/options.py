@@ -198,7 +198,8 @@ class CompressOptions(_Options):
         swaps read the similarities among the training images (a black box's Gram
         matrix, already answered: no program run); memory grows as the square of the
         client's training images. "auto" (default): 0 for an analytic matcher,
-        `BLACK_BOX_SWAP_ROUNDS` for a black box (`resolve_training`).
+        `BLACK_BOX_SWAP_ROUNDS` for a black box (`resolve_training`). No swap for a client
+        whose impostors are all one person (`ssgallery.learn.defaults.swap_rounds_for`).
     """
 
     threshold_mode: str = option_field(DEFAULT_THRESHOLD_MODE, one_of(*THRESHOLD_MODES), NEVER)

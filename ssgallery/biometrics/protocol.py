@@ -169,15 +169,20 @@ def between_applied(options):
     return 0.0
 
 
-def _make(name, m, random_state, options):
+def _make(name, m, random_state, options, y=None, groups=None):
     """An unfitted method (the teacher's distillation or reduction) from the registry;
     the super-sparse SVMs distil at ``options.between`` too (unless their
-    ``method_options`` set ``between``)."""
+    ``method_options`` set ``between``), and make no swap when the client's impostors
+    (rows of negative ``y``) are all one person by ``groups``
+    (`ssgallery.learn.defaults.swap_rounds_for`), as ``compress`` trains them."""
     from ssgallery.biometrics.methods import make_method
+    from ssgallery.learn.defaults import swap_rounds_for
 
     opts = dict(options.method_options.get(name, {}))
     if options.between and _distils_between(name, options):
         opts["between"] = options.between
+    if opts.get("swap_rounds"):
+        opts["swap_rounds"] = swap_rounds_for(opts["swap_rounds"], y, groups)
     return make_method(opts.pop("method", name), m, random_state=random_state, **opts)
 
 
@@ -199,7 +204,7 @@ def _fit_client(data, similarity, specs, random_state, options, gram=None):
         if name == "svm":
             model, matches = teacher, teacher.n_support_total_
         else:
-            model = _make(name, m, random_state, options)
+            model = _make(name, m, random_state, options, y, groups)
             model.fit(X, y, teacher=teacher)
             matches = model.n_matches_
         fit_s = time.perf_counter() - t0
@@ -223,7 +228,7 @@ def _normalisation(X, y, groups, similarity, specs, C, random_state, options, gr
                                 **{**options.method_options.get("svm", {}), "C": C}).fit(
             X[train], y[train], sub)
         return [teacher if name == "svm" else
-                _make(name, m, random_state, options).fit(
+                _make(name, m, random_state, options, y, groups).fit(  # as the client's
                     X[train], y[train], teacher=teacher) for name, m in specs]
 
     return heldout_normalisation(X, y, groups, fit_fold, options.norm_folds, random_state)

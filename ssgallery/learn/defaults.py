@@ -14,6 +14,24 @@ BLACK_BOX_M = 5
 images: with 2 of them a fifth of the EBGM client models on AT&T were more than 5 points
 worse than their SVM (docs/benchmarks/ebgm_office.md)."""
 
+MIN_SWAP_IMPOSTOR_PEOPLE = 2
+"""Swaps of real training images (``swap_rounds``, `ssgallery.learn.initial.swap_start`)
+need a client's impostors to be of this many people or more: with one person, the
+swaps lower the training objective by telling the client from that person, not from
+strangers (galleries of two people, EBGM and dlib as black boxes:
+docs/benchmarks/blackbox_small.md)."""
+
+
+def swap_rounds_for(swap_rounds, y, groups):
+    """``swap_rounds``, or 0 when the rows of negative ``y`` (a client's impostors) are of
+    fewer than `MIN_SWAP_IMPOSTOR_PEOPLE` people by ``groups`` (the subject of each row);
+    ``groups`` None (people not known): ``swap_rounds`` unchanged."""
+    if groups is None:
+        return swap_rounds
+    people = {g for g, target in zip(groups, y, strict=True) if target < 0}
+    return 0 if len(people) < MIN_SWAP_IMPOSTOR_PEOPLE else swap_rounds
+
+
 DEFAULT_LAM = 2e-3
 """Ridge penalty on beta (Eq. 2 (eq:objective)), in the units of ``DEFAULT_LAM_SCALE``.
 
