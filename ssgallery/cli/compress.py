@@ -127,8 +127,10 @@ def _int_or_auto(lowest):
               "another training image, each lowering the training objective most, before "
               "any move (no matcher run: the training images' similarities are known). "
               f"auto: 0 for eigenface and dlib, {BLACK_BOX_SWAP_ROUNDS} for an external "
-              "matcher. Memory and time grow as the square of each client's training "
-              "images; --m auto swaps at its largest m on every fold.")
+              "matcher. None for a client whose impostors are all one person (a gallery "
+              "of two people): the swaps would fit that person. Memory and time grow as "
+              "the square of each client's training images; --m auto swaps at its "
+              "largest m on every fold.")
 @click.option("--max-impostors", type=click.IntRange(min=0), default=DEFAULT.max_impostors,
               show_default=True,
               metavar="K", help="Each client trains on its own images and at most K impostor "
