@@ -107,19 +107,25 @@ def _rates(table, clients, thresholds):
     return float(np.mean(far)), float(np.mean(frr)), acc, n_imp
 
 
-def _mode_thresholds(summary, order, far):
-    """{label: (thresholds (n,), calibration info)} for every mode, from one run."""
+def _mode_thresholds(summary, order, far, labels):
+    """{label: (thresholds (n,), calibration info)} for every mode, from one run
+    (``labels``: the store's subject of each row, the people of the held-out scores, as
+    compress passes them)."""
     from ssgallery.biometrics.calibration import calibrate_thresholds
 
     imps = [summary.heldout[c]["impostor"] for c in order]
+    people = [labels[np.asarray(summary.heldout[c]["impostor_row"], dtype=int)]
+              for c in order]
     norms = [r["normalization"] for r in summary.clients]
-    return {mode: calibrate_thresholds(imps, norms, far, mode) for mode in MODES}
+    return {mode: calibrate_thresholds(imps, norms, far, mode, people=people)
+            for mode in MODES}
 
 
 def run_repetition(subjects, matcher, targets, args, rep, enrolled=None):
     from ssgallery.app.compress import CompressOptions, compress
     from ssgallery.app.enroll import enroll
     from ssgallery.app.roc import score_gallery
+    from ssgallery.formats.store import load_store
 
     rng = np.random.default_rng(1000 * args.seed + rep)
     with tempfile.TemporaryDirectory(prefix="ssg-cal-") as tmp:
@@ -132,6 +138,7 @@ def run_repetition(subjects, matcher, targets, args, rep, enrolled=None):
                            CompressOptions(m=args.m, seed=rep, target_far=targets[0]))
         seconds = time.perf_counter() - t0
         table = score_gallery(work / "g.h5", work / "probes", warn=lambda m: None)
+        labels = np.asarray(load_store(work / "e.h5", images=False).labels).astype(str)
         old = None
         if matcher != "dlib":  # before threshold modes: every fold on the store's matcher
             old = compress(work / "e.h5", work / "g0.h5",
@@ -142,8 +149,8 @@ def run_repetition(subjects, matcher, targets, args, rep, enrolled=None):
            "heldout_per_client": float(np.mean([len(summary.heldout[c]["impostor"])
                                                 for c in order])), "results": {}}
     for far in targets:
-        modes = _mode_thresholds(summary, order, far)
-        modes = {"client-v0": _mode_thresholds(old, order, far)["client"]
+        modes = _mode_thresholds(summary, order, far, labels)
+        modes = {"client-v0": _mode_thresholds(old, order, far, labels)["client"]
                  if old is not None else modes["client"], **modes}
         for label, (t, info) in modes.items():
             a_far, a_frr, acc, n_imp = _rates(table, order, t)

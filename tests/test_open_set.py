@@ -118,7 +118,14 @@ def test_identify_open_set_uses_the_gallery_operating_point(split):
 def test_identify_overrides_and_exit_statuses(split):
     root, clients, s = split
     g = root / "g.h5"
-    genuine = _probes(root, set(clients))[:4]
+    # a candidate passes only if its client's own threshold verifies it too: 4 enrolled
+    # people's probes that their thresholds accept (which ones moves with the calibration)
+    probes = _probes(root, set(clients))
+    found = json.loads(_identify(*probes, "--gallery", g, "--threshold", "-1e6",
+                                 "--json").stdout)["results"]
+    genuine = [p for p, r in zip(probes, found) if r["candidates"]
+               and r["candidates"][0]["verified"]][:4]
+    assert len(genuine) == 4 and all(r["probe"] == str(p) for p, r in zip(probes, found))
     res = _identify(*genuine, "--gallery", g, "--threshold", "-1e6", "--json")
     assert res.exit_code == 0  # every probe passes: all identified (implies --open-set)
     out = json.loads(res.stdout)

@@ -15,7 +15,8 @@ verification is unchanged):
     Z-norm each client's scores with its own impostor mean and std, pool every
     client's normalised held-out impostor scores, take one global threshold T at the
     target FAR on the pool: t_c = mean_c + std_c * T. The pool is normalised out of
-    sample (`cross_normalised`), so that T accounts for the error of each
+    sample (`cross_normalised`: each impostor person with the mean and std of the
+    client's other impostor people), so that T accounts for the error of each
     client's estimated mean and std.
 ``shrink``
     The normalised client threshold shrunk half-way toward T:
@@ -29,6 +30,7 @@ it is applied to.
 import numpy as np
 
 from ssgallery.biometrics import metrics
+from ssgallery.errors import InputError
 
 THRESHOLD_MODES = ("client", "znorm-global", "shrink")
 DEFAULT_THRESHOLD_MODE = "znorm-global"
@@ -128,39 +130,75 @@ def _gap_threshold(scores, far):
     return float(s[k] + 1e-9 * max(1.0, abs(s[k])))
 
 
-def _halves(n, subjects):
-    """Two halves of a client's held-out impostor scores: alternate subjects (in order
-    of first appearance) when known, else alternate scores."""
-    if subjects is None:
-        return np.arange(n) % 2 == 0
-    subjects = np.asarray(subjects).astype(str)
-    _, first = np.unique(subjects, return_index=True)
-    order = subjects[np.sort(first)]
-    side = {sub: i % 2 == 0 for i, sub in enumerate(order)}
-    return np.array([side[sub] for sub in subjects])
+def _halves(n):
+    """Two halves of a client's held-out impostor scores: alternate scores."""
+    return np.arange(n) % 2 == 0
 
 
-def cross_fittable(n, subjects=None):
-    """Whether `cross_normalised` can normalise ``n`` scores out of sample: at least 4,
-    and at least 2 in each half (halves by alternate ``subjects`` when given)."""
-    a = _halves(n, subjects)
-    return n >= 4 and a.sum() >= 2 and (~a).sum() >= 2
+def cross_fittable(n):
+    """Whether `cross_normalised` can normalise ``n`` scores out of sample when their
+    people are unknown or too few to leave one out: at least 4 (2 in each half)."""
+    return n >= 4
 
 
-def cross_normalised(scores, subjects=None):
-    """A client's impostor scores Z-normed out of sample: each half (by subject) with
-    the mean and std of the other half, shape (n,).
+def subject_out_fittable(subjects):
+    """Whether `subject_out_normalised` can leave each subject out of ``subjects`` (the
+    subject of each score): at least 3 subjects (so that every subject leaves at least
+    2 scores of others to take a mean and std of)."""
+    return np.unique(np.asarray(subjects).astype(str).ravel()).size >= 3
+
+
+def subject_out_normalised(scores, subjects, scale=None):
+    """A client's held-out impostor scores normalised leave-one-subject-out, shape (n,):
+    each score centred on the mean of the client's scores of every *other* subject and
+    divided by ``scale`` (default: by their standard deviation, a Z-norm).
+
+    A stranger's score is normalised with parameters estimated from other people; so
+    is each of these. Normalised in sample, a client whose mean happens to fit its
+    held-out people badly would not show it, yet that client is the one a stranger's
+    best score comes from; leaving one person out keeps the parameters' error at that
+    of n - 1 people's scores, as deployed. In sample when there are fewer than 3
+    subjects (`subject_out_fittable`).
+    """
+    s = np.asarray(scores, dtype=float).ravel()
+    _, code = np.unique(np.asarray(subjects).astype(str).ravel(), return_inverse=True)
+    if code.shape != s.shape:
+        raise InputError(f"expected one subject per score, got {code.shape} and {s.shape}")
+    if not subject_out_fittable(subjects):
+        spread = max(s.std(ddof=1) if s.size > 1 else 0.0, 1e-12) if scale is None else scale
+        return (s - s.mean()) / spread
+    n = np.bincount(code)
+    rest = s.size - n
+    total, squares = np.bincount(code, s), np.bincount(code, s * s)
+    mean = (s.sum() - total) / rest
+    if scale is not None:
+        return (s - mean[code]) / float(scale)
+    var = ((s * s).sum() - squares - rest * mean ** 2) / (rest - 1)
+    return (s - mean[code]) / np.sqrt(np.maximum(var, 1e-24))[code]
+
+
+def cross_normalised(scores, people=None):
+    """A client's impostor scores Z-normed out of sample, shape (n,).
 
     Normalising scores with parameters fitted on the same scores makes their pooled
     tail lighter than that of new impostors' (whose Z-norm parameters are estimates);
     cross-fitting keeps the estimation error in the pool, so a threshold set on it
-    holds on unseen people. Falls back to in-sample Z-norm below 4 scores or 2 subjects
-    (`cross_fittable`).
+    holds on unseen people. With ``people`` (the person of each score): each person's
+    scores with the mean and std of the client's other people's
+    (`subject_out_normalised`), as a stranger is normalised with parameters of other
+    people. Halves of alternate scores hold the same people, so they carry none of the
+    error of a mean and std estimated on a few people, and a T set on them accepts more
+    strangers than it promises (docs/benchmarks/strangers.md);
+    they are the fallback when the people are unknown or fewer than 3
+    (`subject_out_fittable`): each half with the other half's mean and std. In sample
+    below 4 scores (`cross_fittable`), people or not.
     """
     s = np.asarray(scores, dtype=float)
-    a = _halves(s.size, subjects)
-    if not cross_fittable(s.size, subjects):
+    if not cross_fittable(s.size):
         return (s - s.mean()) / max(s.std(ddof=1) if s.size > 1 else 0.0, 1e-12)
+    if people is not None and subject_out_fittable(people):
+        return subject_out_normalised(s, people)
+    a = _halves(s.size)
     z = np.empty_like(s)
     for part, other in ((a, ~a), (~a, a)):
         z[part] = (s[part] - s[other].mean()) / max(s[other].std(ddof=1), 1e-12)
@@ -168,7 +206,7 @@ def cross_normalised(scores, subjects=None):
 
 
 def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THRESHOLD_MODE,
-                         shrink_weight=SHRINK_WEIGHT, subjects=None, cross_fit="parity",
+                         shrink_weight=SHRINK_WEIGHT, cross_fit="person",
                          global_threshold=None, people=None, held_out=None):
     """Per-client thresholds of one threshold mode from held-out impostor scores.
 
@@ -182,18 +220,17 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
     mode : {"client", "znorm-global", "shrink"}
     shrink_weight : float
         Weight of the client's own normalised threshold in ``shrink``.
-    subjects : list of ndarray, optional
-        Per client, the subject of each impostor score (for ``cross_fit="subject"``).
-    cross_fit : {"parity", "subject", None}
-        How the pool is normalised (`cross_normalised`): halves by alternate
-        scores, by alternate subjects, or in sample (None).
+    cross_fit : {"person", "parity", None}
+        How the pool is normalised (`cross_normalised`): leaving one person of
+        ``people`` out (halves of alternate scores where the people are unknown or
+        fewer than 3), halves of alternate scores, or in sample (None).
     global_threshold : float, optional
         A normalised T fixed beforehand (e.g. that of a gallery's existing clients)
         instead of the one at the target FAR of this pool; the counts then say how
         these clients' held-out impostors fare at it.
-    people : list of ndarray, optional
-        Per client, the person (subject) of each impostor score, for ``unresolved``
-        (default: ``subjects``, else each score a person).
+    people : list of ndarray or None, optional
+        Per client, the person (subject) of each impostor score (None: unknown), for
+        the cross-fit and ``unresolved`` (unknown: each score a person).
     held_out : list of bool, optional
         Per client, whether its scores are held out (default: all); for ``unresolved``.
 
@@ -223,21 +260,19 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
         raise ValueError("no clients to calibrate")
     big_t = None
     total = int(sum(np.size(s) for s in impostors))
-    people = people if people is not None else subjects if subjects is not None \
-        else [None] * len(impostors)
+    people = people if people is not None else [None] * len(impostors)
     if mode == "client":
         t = np.array([metrics.threshold_at_far(s, target_far) for s in impostors])
         hits = [np.asarray(s) >= tc for s, tc in zip(impostors, t)]
         fitted = [np.floor(target_far * np.size(s) + 1e-9) == 0 for s in impostors]
     else:
-        groups = subjects if cross_fit == "subject" and subjects is not None \
-            else [None] * len(impostors)
         if cross_fit is None:
             z = [(np.asarray(s, dtype=float) - n["mean"]) / n["std"]
                  for s, n in zip(impostors, normalizations)]
         else:
-            z = [cross_normalised(s, g) for s, g in zip(impostors, groups)]
-        fitted = [not cross_fittable(np.size(s), g) for s, g in zip(impostors, groups)]
+            z = [cross_normalised(s, who if cross_fit == "person" else None)
+                 for s, who in zip(impostors, people)]
+        fitted = [not cross_fittable(np.size(s)) for s in impostors]
         big_t = _gap_threshold(np.concatenate(z), target_far) if global_threshold is None \
             else float(global_threshold)
         mu = np.array([n["mean"] for n in normalizations], dtype=float)
@@ -266,4 +301,4 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
 
 __all__ = ["DEFAULT_THRESHOLD_MODE", "THRESHOLD_MODES", "accepts_too_many",
            "calibrate_thresholds", "clopper_pearson", "cross_fittable", "cross_normalised",
-           "people_bound"]
+           "people_bound", "subject_out_fittable", "subject_out_normalised"]

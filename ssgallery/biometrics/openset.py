@@ -25,7 +25,7 @@ Beyond the held-out searches the curve is extended by a fitted tail
 
 import numpy as np
 
-from ssgallery.biometrics.calibration import constant_spread
+from ssgallery.biometrics.calibration import constant_spread, subject_out_normalised
 from ssgallery.biometrics.openset_tail import (
     TAIL_MIN_FPIR,
     extend_curve,
@@ -112,37 +112,6 @@ def pooled_spreads(normalizations):
     source, std = ("pooled", pooled_scale(stds)) if stds else ("margin", MARGIN_SPREAD)
     return [dict(n, std=std, std_source=source) if i in filled else n
             for i, n in enumerate(normalizations)], filled
-
-
-def subject_out_normalised(scores, subjects, scale=None):
-    """A client's held-out impostor scores normalised leave-one-subject-out, shape (n,):
-    each score centred on the mean of the client's scores of every *other* subject and
-    divided by ``scale`` (default: by their standard deviation, a Z-norm).
-
-    A stranger's score is normalised with parameters estimated from other people; so
-    is each of these. Normalised in sample, a client whose mean happens to fit its
-    held-out people badly would not show it, yet that client is the one a stranger's
-    best score comes from. (The pooled FAR calibration splits the scores in halves
-    instead, `ssgallery.biometrics.calibration.cross_normalised`; leaving one person out
-    keeps the parameters' error at that of n - 1 people's scores, as deployed, where
-    halves double it.) In sample when there are fewer than 3 subjects or a subject
-    leaves fewer than 2 scores.
-    """
-    s = np.asarray(scores, dtype=float).ravel()
-    _, code = np.unique(np.asarray(subjects).astype(str).ravel(), return_inverse=True)
-    if code.shape != s.shape:
-        raise InputError(f"expected one subject per score, got {code.shape} and {s.shape}")
-    n = np.bincount(code)
-    rest = s.size - n
-    if n.size < 3 or rest.min() < 2:
-        spread = max(s.std(ddof=1) if s.size > 1 else 0.0, 1e-12) if scale is None else scale
-        return (s - s.mean()) / spread
-    total, squares = np.bincount(code, s), np.bincount(code, s * s)
-    mean = (s.sum() - total) / rest
-    if scale is not None:
-        return (s - mean[code]) / float(scale)
-    var = ((s * s).sum() - squares - rest * mean ** 2) / (rest - 1)
-    return (s - mean[code]) / np.sqrt(np.maximum(var, 1e-24))[code]
 
 
 def _log_choose(n, k):
