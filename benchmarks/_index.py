@@ -139,6 +139,9 @@ def _start_choice(t):
         if parts else ""
 
 
+_PERSON = {"run": "0", "pool": "`person`"}
+_HALVES = {"run": "0", "pool": "`halves`"}
+
 HEADLINES = {
     "calibration": lambda t: (
         "achieved FAR at target 1 % on unseen impostors, AT&T: "
@@ -146,6 +149,12 @@ HEADLINES = {
         "(znorm-global) vs "
         f"{cell(t, 'att', 'achieved FAR % (mean ± sd)', where={'mode': '`client-v0`'})} % "
         "(per client, before)"),
+    "strangers": lambda t: (
+        "stranger FAR at target 1 %, run 0, synth (20 clients, 300 strangers): "
+        f"{cell(t, 'synth', 'measured FAR % [95 % over people]', where=_PERSON)} % "
+        "(printed "
+        f"{cell(t, 'synth', 'expected FAR % [95 %] (info)', where=_PERSON)}; halves, before: "
+        f"{cell(t, 'synth', 'measured FAR % [95 % over people]', where=_HALVES)} %)"),
     "defaults": lambda t: (
         "SSVM - SVM mean client EER with the default stop rule: worst "
         f"{cell(t, 'rel-2e-3 (default)', 'worst')} pp, mean "

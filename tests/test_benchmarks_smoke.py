@@ -82,6 +82,9 @@ CASES = {
         "--parallel-clients", "2", "--big-gallery", "30", "--acc-identities", "12",
         "--acc-clients", "2", "--acc-sets", "synthetic", "--acc-seeds", "0,1",
         "--acc-impostors", "sample,cohort", "--acc-caps", "30", "--page", "smoke"], None),
+    "strangers": ("strangers", lambda tmp, data: [
+        "--datasets", "synth", "--repetitions", "1", "--identities", "4", "--strangers", "3",
+        "--page"], None),
     "solvers": ("solvers", lambda tmp, data: [
         "--data", _faces(tmp), "--repetitions", "1", "--clients", "1", "--m", "1",
         "--max-iter", "3", "--long-clients", "1"], None),
