@@ -66,7 +66,7 @@ def test_parse_claims_formats_header_comments_and_bad_lines():
 def test_claims_of_several_clients_score_as_verify_does(gallery, tmp_path):
     pairs = [("c03_genuine_1.png", "c03"), ("c01_genuine_1.png", "c01"),
              ("c01_genuine_2.png", "c03"), ("c02_genuine_1.png", "c02"),
-             ("unknown1_1.png", "c02"), ("c03_genuine_2.png", "c03")]
+             ("unknown1_1.png", "c02"), ("c02_genuine_2.png", "c02")]
     listing = tmp_path / "claims.txt"
     listing.write_text("".join(f"{_probe(p)} {c}\n" for p, c in pairs))
     res = _verify(gallery, "--claims", str(listing), "--json")
