@@ -239,14 +239,20 @@ def test_unreachable_threshold_is_read_and_rejects(built, tmp_path):
     root, faces = built
     g = _copy(root / "g.h5", tmp_path / "g.h5")
     probe = os.path.join(faces, "c01", "0.png")
+    score = verify(g, [probe], "c01")[0].score
+    with edit_h5(g) as f:  # a reachable threshold first (below the probe's score)
+        f["clients/c01"].attrs["threshold"] = score - 1.0
+    rehash_gallery(g)
     assert verify(g, [probe], "c01")[0].accept
-    assert never_accepting(read_gallery(g, arrays=True).clients.values(), None) == []
+    # (on 4 people the pooled T at 1 % sits above the other clients' reach: 3 impostor
+    # people each cannot place a 1 % tail)
+    assert "c01" not in never_accepting(read_gallery(g, arrays=True).clients.values(), None)
     with edit_h5(g) as f:
         f["clients/c01"].attrs["threshold"] = 1e9
     rehash_gallery(g)
     rejected = verify(g, [probe], "c01")[0]
     assert not rejected.accept and rejected.score is not None
-    assert never_accepting(read_gallery(g, arrays=True).clients.values(), None) == ["c01"]
+    assert "c01" in never_accepting(read_gallery(g, arrays=True).clients.values(), None)
 
 
 @pytest.mark.parametrize("claim", ["/clients/c01", "c01/", "./c01", ".", "/matcher", "",
