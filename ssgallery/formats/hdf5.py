@@ -147,8 +147,10 @@ def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False,
                           f"supports ({version}); upgrade ssgallery", path=path)
     if found_version < (oldest or version):
         handle.close()
+        # what a rewrite gives: any version read (a gallery of float64 prototypes is 2)
+        written = " or ".join(str(v) for v in range(oldest or version, version + 1))
         raise FormatError(f"{kind} format version {found_version} has no integrity digest and "
-                          f"is no longer read; {rewrite or 'write it again'} (version {version})",
+                          f"is no longer read; {rewrite or 'write it again'} (version {written})",
                           path=path)
     return handle
 
