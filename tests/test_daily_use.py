@@ -138,6 +138,18 @@ def test_synth_reports_progress_and_prints_json(tmp_path):
     assert quiet["exit_code"] == 0 and quiet["stderr"] == ""
 
 
+def test_synth_says_what_it_wrote_before_check_fails(tmp_path):
+    """synth wrote the files, then --check failed (3 identities are too few for the
+    protocol): since its progress (784fde6) it printed the check's error only, not
+    'wrote 33 files to OUT' (and printed it before)."""
+    out = invoked(["synth", tmp_path / "s", "--identities", "3", "--images", "7", "--check",
+                   "-q"])
+    assert out["exit_code"] == 2, out["output"]
+    assert out["stdout"] == f"wrote 33 files to {tmp_path / 's'}\n"
+    assert len(out["stderr"].splitlines()) == 1 and out["stderr"].startswith("ssgallery: error:")
+    assert len(list((tmp_path / "s" / "faces").glob("*/*.png"))) == 21
+
+
 def test_info_client_shows_b_and_the_normalisation(sample_gallery_3):
     """docs/guide.md: 'info --client ID shows one client: m, bytes and threshold against
     its full SVM's, its normalisation and its provenance': the normalisation (and b) were

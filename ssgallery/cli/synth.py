@@ -49,15 +49,16 @@ def command(out, identities, images, seed, probes, jobs, age, force, check, as_j
         files = write_sample_data(out, identities=identities, images=images, seed=seed,
                                   probes=probes, force=force, jobs=jobs, age=age,
                                   progress=progress)
+    if not as_json:  # said before --check, which may fail: the files are there
+        click.echo(f"wrote {len(files)} files to {out}")
+    with reporting(quiet) as progress:
         r = difficulty(Path(out) / "faces", progress=progress) if check else None
     if as_json:
         probe_files = [str(f) for f in files if f.parent.name == "probes"]
         click.echo(jsontext.dumps({"out": out, "files": len(files), "identities": identities,
                                    "images": images, "probes": probe_files, "check": r},
                                   indent=2))
-        return
-    click.echo(f"wrote {len(files)} files to {out}")
-    if check:
+    elif check:
         click.echo(f"full SVM: mean client EER {100 * r['eer_client_mean']:.2f}%, EER of the "
                    f"averaged curve {100 * r['eer_averaged_curve']:.2f}% "
                    f"({r['repetitions']} repetitions)")
