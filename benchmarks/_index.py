@@ -61,6 +61,15 @@ def grab(text, pattern, group=1):
     return found.group(group)
 
 
+def _before_after(text, heading, before, after):
+    """``"B -> A (S)"``: the mean EER of rows ``before`` and ``after`` and of ``svm`` in
+    the summary table under the line that starts with ``heading`` (`ebgm_tail.summary`)."""
+    def row(name):
+        return grab(text, rf"^{re.escape(heading)}(?:.*\n)+?\s+{re.escape(name)}\s+(\S+)")
+
+    return f"{row(before)} -> {row(after)} ({row('svm')})"
+
+
 def _paper_att(t):
     # (mean client EER, matches, the full SVM's m): the page's own table, or roc --wide's
     # (its EER column is the client mean with its interval, "1.36 [0.95, 1.80]")
@@ -180,16 +189,13 @@ HEADLINES = {
     "blackbox_small": lambda t: (
         "mean client EER of black-box galleries, 3 swaps whatever the impostors -> "
         "compress (no swap with one impostor person) (SVM): " + ", ".join(
-            f"{m} {n} people " + grab(t, rf"^{m}: galleries of {n} people(?:.*\n)+?\s+3 swaps\s+(\S+)")
-            + " -> " + grab(t, rf"^{m}: galleries of {n} people(?:.*\n)+?\s+compress\s+(\S+)")
-            + " (" + grab(t, rf"^{m}: galleries of {n} people(?:.*\n)+?\s+svm\s+(\S+)") + ")"
+            f"{m} {n} people " + _before_after(t, f"{m}: galleries of {n} people",
+                                               "3 swaps", "compress")
             for m, n in re.findall(r"^(\w+): galleries of (\d+) people", t, re.MULTILINE))),
     "ebgm_office": lambda t: (
         "AT&T, EBGM, compress's black-box defaults by gallery size, mean client EER, "
         "--m 2 -> default m 5 (SVM): " + ", ".join(
-            f"{n} people " + grab(t, rf"^Galleries of {n} people(?:.*\n)+?\s+m 2\s+(\S+)")
-            + " -> " + grab(t, rf"^Galleries of {n} people(?:.*\n)+?\s+default\s+(\S+)")
-            + " (" + grab(t, rf"^Galleries of {n} people(?:.*\n)+?\s+svm\s+(\S+)") + ")"
+            f"{n} people " + _before_after(t, f"Galleries of {n} people", "m 2", "default")
             for n in re.findall(r"^Galleries of (\d+) people", t, re.MULTILINE))),
     "ebgm_throughput": lambda t: (
         "200 x 200 batch: " + grab(t, r"200 x 200\s+\d+\s+[\d.]+\s+[\d.]+\s+(\d+)")

@@ -40,15 +40,14 @@ models on which ``compress`` and ``3 swaps`` differ.
 import argparse
 import os
 import tempfile
-from dataclasses import replace
 
 import numpy as np
 from _results import docstring, printed, write_page
-from ebgm_swaps import _rate, frr_line
+from ebgm_office import cut_galleries
+from ebgm_swaps import frr_line
 from ebgm_tail import paired, summary
 from paper_att_ebgm import add_cache_flags, ebgm_repetitions, jets_folder, load_att
 
-from ssgallery.app.client_fit import train_client
 from ssgallery.app.options import CompressOptions
 from ssgallery.biometrics.protocol import make_splits
 from ssgallery.datasets import att_faces_path
@@ -59,40 +58,13 @@ ARMS = {"compress": (CompressOptions(m=5, cv_folds=0), True),
 """name -> (options, people given to train_client)"""
 
 
-def one_gallery(split, tr, labels, X, sim, matcher, gram):
-    """Every client model of one gallery (training rows ``tr``): row dicts."""
-    rows = []
-    for client in np.unique(labels[tr]):
-        y = np.where(labels[tr] == client, 1, -1)
-        gen, imp = X[split.genuine[client]], X[split.impostors]
-        row = {"client": client, "rep": split.repetition}
-        for name, (options, people) in ARMS.items():
-            fit = train_client(X[tr], y, sim, replace(options, seed=split.repetition),
-                               groups=labels[tr] if people else None,
-                               bounds=matcher.bounds(), gram=gram)
-            row[name + " swaps"] = fit.distiller.swap_rounds
-            _rate(row, name, fit.distiller, gen, imp)
-        _rate(row, "svm", fit.svm, gen, imp)
-        rows.append(row)
-    return rows
-
-
-def galleries(split, every, labels, X, sim, matcher, sizes, out):
-    """Cut the split's clients into galleries of each size; rows into ``out[size]``."""
-    enrolled = list(split.enrolled)
-    for n in sizes:
-        for first in range(0, len(enrolled) - n + 1, n):
-            tr = every[np.isin(labels[every], enrolled[first:first + n])]
-            out[n] += one_gallery(split, tr, labels, X, sim, matcher, sim(X[tr], X[tr]))
-
-
 def run_ebgm(args, out):
     images, labels = load_att(att_faces_path(), args.subjects)
     with jets_folder(args) as jets:
         for seed in args.seed:
             for split, every, matcher in ebgm_repetitions(args, images, labels, seed, jets):
-                galleries(split, every, labels, matcher.transform(images),
-                          matcher.similarity(), matcher, args.sizes, out)
+                cut_galleries(split, every, labels, matcher.transform(images),
+                              matcher.similarity(), matcher, args.sizes, out, ARMS)
 
 
 def run_dlib(args, out):
@@ -114,7 +86,7 @@ def run_dlib(args, out):
                 X, sim = matcher.transform(images), matcher.similarity()
                 claims = np.concatenate([every, split.impostors, *split.genuine.values()])
                 sim(X[np.unique(claims)], X[every])  # every real pair, one program run
-                galleries(split, every, labels, X, sim, matcher, args.sizes, out)
+                cut_galleries(split, every, labels, X, sim, matcher, args.sizes, out, ARMS)
             finally:
                 matcher.close()
 

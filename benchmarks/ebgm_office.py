@@ -45,35 +45,46 @@ ARMS = {"m 2": CompressOptions(m=2, cv_folds=0), "default": CompressOptions(cv_f
         "m 8": CompressOptions(m=8, cv_folds=0)}
 
 
-def one_gallery(split, tr, labels, X, sim, matcher, gram):
-    """Every client model of one gallery (training rows ``tr``): row dicts."""
+def one_gallery(split, tr, labels, X, sim, matcher, gram, arms=None):
+    """Every client model of one gallery (training rows ``tr``): row dicts. ``arms``:
+    name -> options, or (options, whether train_client is given the images' people);
+    default `ARMS`, with the people."""
     rows = []
     for client in np.unique(labels[tr]):
         y = np.where(labels[tr] == client, 1, -1)
         gen, imp = X[split.genuine[client]], X[split.impostors]
         row = {"client": client, "rep": split.repetition}
-        for name, options in ARMS.items():
+        for name, arm in (arms or ARMS).items():
+            options, people = arm if isinstance(arm, tuple) else (arm, True)
             calls = matcher.n_calls_
             fit = train_client(X[tr], y, sim, replace(options, seed=split.repetition),
-                               groups=labels[tr], bounds=matcher.bounds(), gram=gram)
+                               groups=labels[tr] if people else None,
+                               bounds=matcher.bounds(), gram=gram)
             row[name + " runs"] = matcher.n_calls_ - calls
             row[name + " m"] = len(fit.distiller.beta_)
+            row[name + " swaps"] = fit.distiller.swap_rounds
             _rate(row, name, fit.distiller, gen, imp)
         _rate(row, "svm", fit.svm, gen, imp)
         rows.append(row)
     return rows
 
 
+def cut_galleries(split, every, labels, X, sim, matcher, sizes, out, arms=None):
+    """The split's clients cut into disjoint galleries of each of ``sizes`` people (the
+    first N // n * n); each gallery's rows (`one_gallery`) appended to ``out[n]``."""
+    enrolled = list(split.enrolled)
+    for n in sizes:
+        for first in range(0, len(enrolled) - n + 1, n):
+            tr = every[np.isin(labels[every], enrolled[first:first + n])]
+            out[n] += one_gallery(split, tr, labels, X, sim, matcher, sim(X[tr], X[tr]), arms)
+
+
 def run(args, images, labels, seed, jets):
     """{size: rows} over every repetition of ``seed``."""
     out = {n: [] for n in args.sizes}
     for split, every, matcher in ebgm_repetitions(args, images, labels, seed, jets):
-        sim, X = matcher.similarity(), matcher.transform(images)
-        enrolled = list(split.enrolled)
-        for n in args.sizes:
-            for first in range(0, len(enrolled) - n + 1, n):
-                tr = every[np.isin(labels[every], enrolled[first:first + n])]
-                out[n] += one_gallery(split, tr, labels, X, sim, matcher, sim(X[tr], X[tr]))
+        cut_galleries(split, every, labels, matcher.transform(images), matcher.similarity(),
+                      matcher, args.sizes, out)
     return out
 
 
