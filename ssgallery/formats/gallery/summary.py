@@ -27,7 +27,10 @@ CALIBRATION_ATTR = "calibration"
 def header_calibration(header, clients, path=None):
     """The ``calibration`` header attribute, checked (JSON; absent in galleries written
     before threshold modes: None): `_calibration_ok`. ``clients``: the ids of the
-    gallery's clients, which the record must describe (`_describes_gallery`).
+    gallery's clients, which the record must describe (`_describes_gallery`: their
+    number). A ``frr_worst`` entry naming a client the gallery does not hold is left
+    out, not refused: an ``--update`` that left clients out kept theirs before
+    21a5f6a (the names only say which clients to look at).
 
     Raises
     ------
@@ -47,8 +50,11 @@ def header_calibration(header, clients, path=None):
     except (ValueError, TypeError) as exc:
         raise FormatError(f"corrupt gallery header: {CALIBRATION_ATTR}: {exc}",
                           path=path) from None
-    _describes_gallery(CALIBRATION_ATTR, cal, [w[0] for w in cal.get("frr_worst") or ()],
-                       [str(c) for c in clients], path)
+    held = [str(c) for c in clients]
+    _describes_gallery(CALIBRATION_ATTR, cal, (), held, path)
+    kept = frozenset(held)
+    if cal.get("frr_worst"):
+        cal["frr_worst"] = [w for w in cal["frr_worst"] if w[0] in kept]
     return cal
 
 
@@ -241,7 +247,7 @@ def _measured_ok(rec):
 
 
 _RECORDS = {OPEN_SET_ATTR: ("a 1:N operating point", "measured on"),
-            CALIBRATION_ATTR: ("a threshold calibration", "naming")}
+            CALIBRATION_ATTR: ("a threshold calibration", None)}  # names no client
 
 
 def _describes_gallery(attr, rec, named, clients, path):
@@ -250,8 +256,7 @@ def _describes_gallery(attr, rec, named, clients, path):
     copied from another gallery into a re-hashed file): its ``clients`` is not the
     gallery's number of clients (``clients``: their ids; a record without one, written
     before it, is not compared), or it names a client the gallery does not hold
-    (``named``: the ids it names, the 1:N point's ``measured``, the calibration's
-    ``frr_worst``)."""
+    (``named``: the ids it names, the 1:N point's ``measured``)."""
     from ssgallery.errors import printable
 
     what, verb = _RECORDS[attr]
