@@ -89,7 +89,7 @@ def run_once(argv, program, timeout, n_pairs=0):
     except subprocess.TimeoutExpired:
         raise MatcherError(f"matcher {program} timed out after {timeout:.3g} s on {n_pairs} "
                            "pairs and was killed (raise timeout_base / timeout_per_pair)") from None
-    except OverflowError:
+    except _TooMuchOutput:
         raise MatcherError(f"matcher {program} wrote more than {limit} bytes on stdout and "
                            "was killed") from None
     except OSError as exc:
@@ -110,16 +110,30 @@ def run_once(argv, program, timeout, n_pairs=0):
     return out
 
 
+MAX_WAIT = 3600.0  # seconds one select waits at most (it refuses about 25 days and more)
+
+
+def wait_slice(deadline):
+    """Seconds to wait for a program's output before ``deadline`` (a `time.monotonic`
+    time; <= 0: passed), at most `MAX_WAIT`: a long timeout (``-O timeout_base=1e10``,
+    finite) waits in slices, never a select timeout too large for the platform."""
+    return min(deadline - time.monotonic(), MAX_WAIT)
+
+
+class _TooMuchOutput(Exception):
+    """The program wrote more than its limit on stdout."""
+
+
 def _communicate(proc, timeout, limit):
     """Like ``proc.communicate(timeout)`` with stdout capped at ``limit`` bytes (raises
-    OverflowError) and only the tail of stderr kept; waits for the exit."""
+    `_TooMuchOutput`) and only the tail of stderr kept; waits for the exit."""
     deadline = time.monotonic() + timeout
     out, err = bytearray(), bytearray()
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout, selectors.EVENT_READ, out)
         sel.register(proc.stderr, selectors.EVENT_READ, err)
         while sel.get_map():
-            remaining = deadline - time.monotonic()
+            remaining = wait_slice(deadline)
             if remaining <= 0:
                 raise subprocess.TimeoutExpired(proc.args, timeout)
             for key, _ in sel.select(remaining):
@@ -129,7 +143,7 @@ def _communicate(proc, timeout, limit):
                     continue
                 key.data.extend(chunk)
                 if key.data is out and len(out) > limit:
-                    raise OverflowError
+                    raise _TooMuchOutput
                 if key.data is err and len(err) > MAX_STDERR_KEPT:
                     del err[:-MAX_STDERR_KEPT]
     proc.stdout.close()

@@ -24,7 +24,7 @@ import time
 import weakref
 
 from ssgallery.errors import MatcherError, interrupts_deferred
-from ssgallery.matchers.external.oneshot import MAX_STDERR_KEPT, kill_group
+from ssgallery.matchers.external.oneshot import MAX_STDERR_KEPT, kill_group, wait_slice
 
 MAX_REPLY_BYTES = 1 << 16  # one reply line; a longer one kills the program
 
@@ -122,8 +122,10 @@ class MatcherServer:
         deadline = time.monotonic() + timeout
         data = b""
         while not data.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            ready = select.select(watched, [], [], max(left, 0))[0] if left > 0 else []
+            left = wait_slice(deadline)
+            ready = select.select(watched, [], [], left)[0] if left > 0 else []
+            if not ready and time.monotonic() < deadline:  # a slice of a long timeout
+                continue
             if not ready:
                 self.close()
                 raise MatcherError(f"matcher {self.program} --serve timed out after "
