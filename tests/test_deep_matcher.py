@@ -177,7 +177,10 @@ def test_cli_enroll_compress_verify(lfw, tmp_path):
 
     with h5py.File(store) as f:
         assert f["features"].shape == (len(PEOPLE) * PER, 128)
-    r = run(main, ["compress", "--store", store, "-o", gallery, "--m", "2"])
+    # a few people: their impostor people cannot place a 1 % tail under the pooled T,
+    # which leaves one impostor person out (23bda87); 10 % can be placed
+    r = run(main, ["compress", "--store", store, "-o", gallery, "--m", "2",
+                   "--target-far", "0.1"])
     assert r.exit_code == 0, r.output
     r = run(main, ["verify", str(genuine), str(impostor), "--claim", claim,
                    "--gallery", gallery])

