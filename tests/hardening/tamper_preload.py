@@ -9,9 +9,10 @@ $TAMPER_MODE_FILE at every job, so one cluster serves every case:
   calibrated from them would accept every probe); the model and threshold honest;
 - ``provenance``: the provenance and summary row without ``m`` (what the summary
   table prints);
-- ``calibrated``: held-out impostor scores forged with the threshold and Z-norm they
-  imply (each result consistent): two at the honest threshold, the rest far below,
-  which calibrate (``znorm-global``, T over every client) to accept-all thresholds;
+- ``calibrated``: c01's held-out impostor scores forged with the threshold and Z-norm
+  they imply (the result consistent): one more than the target FAR's share at the
+  honest threshold, the rest far below, which calibrate (``znorm-global``, T over every
+  client, the others honest) to an accept-all threshold;
 - ``evil_result``: the job returns an object whose unpickling runs a program (it
   writes the unpickling process's pid to $TAMPER_PWNED_FILE);
 - ``unpicklable``: the job raises an exception that cannot be pickled;
@@ -95,9 +96,13 @@ def train_job(job, *shared):
         result.heldout["impostor"] = np.full(len(result.heldout["impostor"]), -1e9)
     elif mode == "provenance":
         del result.provenance["m"], result.row["m"]
-    elif mode == "calibrated":
+    elif mode == "calibrated" and job.client == "c01":
+        n, far = len(job.y), job.options.target_far
+        top = int(np.floor(far * n + 1e-9)) + 1  # its own threshold stays the honest one
         high = np.nextafter(result.threshold, -np.inf)
-        forged = np.r_[np.full(len(job.y) - 2, -1e9), high, high]
+        # far below, in two values 0.1 % apart: people of constant scores would leave the
+        # Z-norm of the others (one person out) no spread but rounding error
+        forged = np.r_[np.resize([-1e9, -1.001e9], n - top), [high] * top]
         result.heldout = {"impostor": forged, "genuine": result.heldout["genuine"],
                           "impostor_row": np.resize(result.heldout["impostor_row"],
                                                     len(forged))}

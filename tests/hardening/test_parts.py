@@ -40,7 +40,7 @@ OPTIONS = CompressOptions(m=1, cv_folds=0, max_iter=5, threshold_mode="client")
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("parts")
-    faces = make_faces(str(root / "faces"), n_clients=4, n_images=5)
+    faces = make_faces(str(root / "faces"), n_clients=6, n_images=5)
     enroll(faces, root / "e.h5")
     (root / "key").write_bytes(b"k" * 32)
     (root / "other-key").write_bytes(b"o" * 32)
@@ -77,11 +77,17 @@ def _forged(site, **change):
     return ClientResult(**values)
 
 
-def _calibrating_to_accept_all(site):
-    """Held-out impostor scores that give the part's own threshold (0.9) and Z-norm,
-    two at the threshold and the rest far below: pooled in ``znorm-global`` with the
-    other clients', they calibrate c01's final threshold below any score."""
-    impostor = np.r_[np.full(18, -1e9), [np.nextafter(0.9, -np.inf)] * 2]
+def _calibrating_to_accept_all(site, target_far):
+    """Held-out impostor scores that give the part's own threshold (0.9) and Z-norm at
+    ``target_far``, one more than its share at the threshold and the rest far below:
+    pooled in ``znorm-global`` with the other clients', they calibrate c01's final
+    threshold below any score."""
+    high = int(np.floor(target_far * 20 + 1e-9)) + 1
+    # far below, in two values 0.1 % apart: people of constant scores would leave the
+    # Z-norm of the others (one person out) no spread but rounding error
+    low = np.resize([-1e9, -1.001e9], 20 - high)
+    impostor = np.r_[low, [np.nextafter(0.9, -np.inf)] * high]
+    assert threshold_at_far(impostor, target_far) == 0.9
     return _forged(site, heldout={"impostor": impostor, "genuine": np.array([1.0]),
                                   "impostor_row": np.resize(np.arange(5, 20), 20)},
                    normalization=znorm_parameters(impostor))
@@ -286,13 +292,20 @@ def test_a_part_calibrating_to_accept_all_is_never_written(site, tmp_path):
     """A part consistent on its own (threshold and Z-norm those of its held-out scores)
     whose held-out scores calibrate, pooled with the other clients' in ``znorm-global``,
     to a threshold that accepts every probe: one line, no gallery (before: written with
-    that threshold; verify then refused the gallery)."""
+    that threshold; verify then refused the gallery). 6 clients at target FAR 0.1, where
+    honest clients of 5 impostor people accept: at 1 %, or with 3 impostor people (also
+    at 0.1-0.3), the pooled T, leaving one person out, sits above every score the
+    clients give, c01's forged ones included: no client accepts anyone, nothing to
+    refuse."""
+    far = 0.1
     gallery = tmp_path / "g.h5"
-    _plant(site, gallery, _calibrating_to_accept_all(site))
+    PartsFolder(gallery).write(_calibrating_to_accept_all(site, far), run_key(
+        "c01", site["fingerprint"], replace(site["options"], target_far=far)))
     pool = Workers(timeout=120)
     try:
         r = pool.run(["compress", "--store", site["root"] / "e.h5", "-o", gallery,
-                      "--resume", "-q", *ARGS[:-1], "znorm-global"])
+                      "--resume", "-q", *ARGS[:-1], "znorm-global",
+                      "--target-far", str(far)])
     finally:
         pool.close()
     assert clean_error(r) and "after the calibration" in r["stderr"], r
