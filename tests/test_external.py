@@ -276,8 +276,13 @@ SERVE_MAD = [sys.executable, str(HERE / "serve_mad.py")]
 
 
 def test_persistent_mode_starts_the_program_once(tmp_path, monkeypatch):
+    from ssgallery.matchers.external.serve import close_shared
+
     log = tmp_path / "log"
     monkeypatch.setenv("MAD_SERVE_LOG", str(log))
+    # another test of this process may have left the program's shared server running
+    # (tests/test_daily_use.py enrolls with it): this test counts a start of its own
+    close_shared(ExternalMatcher(SERVE_MAD).argv)
     served = fitted(SERVE_MAD)  # fitting: one scoring call (the distance scale), one quality
     oneshot = fitted(SERVE_MAD, serve=False)
     log.unlink()
