@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import edit_h5, make_faces, rehash_gallery
+from helpers import edit_h5, make_faces, rehash_gallery, rehash_store
 
 from ssgallery.cli import main
 from ssgallery.errors import FormatError
@@ -146,6 +146,34 @@ def test_a_forged_prototype_dtype_or_shape_is_refused_in_one_line(black_box, tmp
         res = _run("verify", probes[0], "--claim", "c01", "--gallery", g)
     assert res.exit_code == 2, res.output
     assert res.stderr.count("\n") == 1 and str(g) in res.stderr and message in res.stderr, \
+        res.stderr
+
+
+@pytest.mark.parametrize("forge, found", [
+    (str, "found str '{v}'"),
+    (float, "found float {v}.0"),
+    (lambda v: np.True_, "found bool True"),
+    (lambda v: np.array([v]), "found an array of shape (1,)"),
+], ids=["str", "float", "bool", "array"])
+@pytest.mark.parametrize("name", ["g.h5", "e.h5"])
+def test_a_format_version_that_is_not_an_integer_is_refused(black_box, tmp_path, name,
+                                                            forge, found):
+    """``format_version`` is an integer attribute (what every writer gives): the file's
+    own version as a string ("3") or a float (3.0), a bool (True read as version 1) or an
+    array in a re-hashed gallery (version 3) or store (version 2) is refused with one line
+    naming the file, exit 2 (main read "3" and 3.0 as version 3)."""
+    root, _ = black_box
+    forged = tmp_path / name
+    shutil.copyfile(root / name, forged)
+    with h5py.File(forged, "a") as f:
+        version = int(f.attrs["format_version"])
+        f.attrs["format_version"] = forge(version)
+    (rehash_gallery if name == "g.h5" else rehash_store)(forged)
+    res = _run("info", "--gallery" if name == "g.h5" else "--store", forged)
+    kind = "gallery" if name == "g.h5" else "enrollment store"
+    assert res.exit_code == 2, res.output
+    assert res.stderr == (f"ssgallery: error: {forged}: corrupt ssgallery {kind}: "
+                          f"format_version must be an integer, {found.format(v=version)}\n"), \
         res.stderr
 
 

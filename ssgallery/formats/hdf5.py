@@ -11,7 +11,8 @@ import os
 import numpy as np
 
 from ssgallery import jsontext
-from ssgallery.errors import FormatError, SsgalleryError
+from ssgallery.checks import is_int
+from ssgallery.errors import FormatError, SsgalleryError, printable
 from ssgallery.matchers.base import Matcher
 
 _JSON_KEYS = "_json_keys"
@@ -102,9 +103,10 @@ def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False,
     (decrypted in memory, each chunk authenticated: `ssgallery.formats.encryption`).
 
     Raises `FormatError` (one line naming the file) when it is missing, not a
-    regular file, not HDF5, of another format, of a format version older than ``oldest``
-    (``rewrite`` says how to write it anew) or newer than ``version``, or encrypted and the key is missing or
-    another.
+    regular file, not HDF5, of another format, with a ``format_version`` that is not an
+    integer attribute (`_version`), of a format version older than ``oldest``
+    (``rewrite`` says how to write it anew) or newer than ``version``, or encrypted and
+    the key is missing or another.
     """
     import stat
 
@@ -137,10 +139,10 @@ def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False,
         what = f"format '{found}'" if found else "no ssgallery format tag"
         raise FormatError(f"not an {kind} ({what}, expected '{fmt}')", path=path)
     try:
-        found_version = int(handle.attrs.get("format_version"))
-    except (TypeError, ValueError):
+        found_version = _version(handle.attrs.get("format_version"))
+    except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # HDF5 errors
         handle.close()
-        raise FormatError(f"corrupt {kind}: bad format_version", path=path) from None
+        raise FormatError(f"corrupt {kind}: {exc}", path=path) from None
     if found_version > version:
         handle.close()
         raise FormatError(f"{kind} format version {found_version} is newer than this ssgallery "
@@ -153,6 +155,19 @@ def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False,
                           f"is no longer read; {rewrite or 'write it again'} (version {written})",
                           path=path)
     return handle
+
+
+def _version(value):
+    """The ``format_version`` attribute as an int: a whole number stored as an integer
+    (what `write_header` writes), never a string ("3"), a float (3.0), a bool or an
+    array, which a writer of ours never gives (ValueError naming what was found)."""
+    if is_int(value):
+        return int(value)
+    if isinstance(value, np.generic):
+        value = value.item()
+    found = ("nothing" if value is None else f"an array of shape {value.shape}"
+             if isinstance(value, np.ndarray) else f"{type(value).__name__} {value!r:.40}")
+    raise ValueError(f"format_version must be an integer, found {printable(found)}")
 
 
 def _attr_str(value):
