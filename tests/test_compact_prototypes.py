@@ -116,7 +116,7 @@ def test_verify_scores_are_the_float64_gallerys_bit_for_bit(black_box, tmp_path)
 
 @pytest.mark.parametrize("where, forge, message", [
     ("clients/c01/prototypes", np.int32, ("client 'c01' has prototypes stored as int32; a "
-                                          "format-3 gallery stores them as uint8 or float64")),
+                                          "format-3 gallery stores them as uint8")),
     ("clients/c01/prototypes", np.float32, "client 'c01' has prototypes stored as float32"),
     ("clients/c01/prototypes", "version 2", ("client 'c01' has prototypes stored as uint8; "
                                              "a format-2 gallery stores them as float64")),
@@ -147,6 +147,45 @@ def test_a_forged_prototype_dtype_or_shape_is_refused_in_one_line(black_box, tmp
     assert res.exit_code == 2, res.output
     assert res.stderr.count("\n") == 1 and str(g) in res.stderr and message in res.stderr, \
         res.stderr
+
+
+_INDEX = "the search index"
+
+
+@pytest.mark.parametrize("forged, refusals", [
+    (["clients/c02/prototypes"], {"c02": "client 'c02'", "--svm": "client 'c02'"}),
+    (["index/prototypes"], {"identify": _INDEX, "--svm": _INDEX}),
+    (["clients", "index/prototypes"], {"c01": "client 'c01'", "identify": _INDEX}),
+], ids=["one-client", "index", "every-dataset"])
+def test_a_version_3_gallery_holds_uint8_prototypes_only(black_box, tmp_path, forged,
+                                                         refusals):
+    """The writer gives version 3 only to a gallery whose prototypes are all uint8 (one
+    dtype for the whole file, ``/index`` included; float64 ones are version 2): a
+    re-hashed version-3 file with float64 prototypes (the same values) in one client, in
+    the index or everywhere is refused with one line naming the file and what holds
+    them, exit 2: by verify of that client, identify and info --svm (main read all
+    three)."""
+    root, probes = black_box
+    g = tmp_path / "mixed.h5"
+    shutil.copyfile(root / "g.h5", g)
+    with edit_h5(g) as f:
+        assert f.attrs["format_version"] == 3
+        names = [f"clients/{c}/prototypes" for c in f["clients"]] if "clients" in forged \
+            else []
+        for name in names + [n for n in forged if n != "clients"]:
+            values = f[name][()].astype(np.float64)
+            del f[name]
+            f.create_dataset(name, data=values)
+    rehash_gallery(g)
+    commands = {"identify": ("identify", probes[0], "--gallery", g),
+                "--svm": ("info", "--gallery", g, "--svm")}
+    for key, who in refusals.items():
+        args = commands.get(key, ("verify", probes[0], "--claim", key, "--gallery", g))
+        res = _run(*args)
+        assert res.exit_code == 2, (args, res.output)
+        assert res.stderr == (f"ssgallery: error: {g}: refused: {who} has prototypes stored "
+                              "as float64; a format-3 gallery stores them as uint8\n"), \
+            (args, res.stderr)
 
 
 @pytest.mark.parametrize("forge, found", [
@@ -252,14 +291,19 @@ def test_moved_and_analytic_prototypes_stay_float64(tmp_path, black_box):
     ([[3.0 + 1e-13, 3.0]], "float64"),
 ])
 def test_storage_dtype_is_uint8_only_when_exact(values, dtype):
-    from ssgallery.formats.prototypes import storage_dtype, stored_values
+    from ssgallery.formats.prototypes import storage_dtype, storage_version, stored_values
 
     arrays = [np.array(values), np.array([[1.0, 2.0]])]
     assert storage_dtype(arrays).name == dtype
     stored = arrays[0].astype(storage_dtype(arrays))
-    back, name = stored_values(stored, 3, "client 'x'")
+    version = storage_version(stored.dtype)
+    assert version == {"uint8": 3, "float64": 2}[dtype]
+    back, name = stored_values(stored, version, "client 'x'")
     assert name == dtype and back.dtype == np.float64
     assert back.tobytes() == arrays[0].tobytes()
     assert storage_dtype([]).name == "float64"
     with pytest.raises(FormatError, match="stored as uint8; a format-2 gallery"):
         stored_values(np.zeros((1, 2), np.uint8), 2, "client 'x'")
+    with pytest.raises(FormatError, match="stored as float64; a format-3 gallery stores "
+                       "them as uint8$"):
+        stored_values(np.zeros((1, 2)), 3, "client 'x'")

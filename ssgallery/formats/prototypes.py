@@ -9,10 +9,12 @@ float64, as before; nothing is ever rounded. The choice is one for the whole gal
 (every client group and ``/index``), so ``info`` reads it from the index without
 opening a client group.
 
-uint8 prototypes came with gallery format version 3 (`VERSION_DTYPES`): a gallery is
-written at the oldest version its dtype allows (version 2 when its prototypes are
-float64, which older ssgallery still reads), and a reader refuses prototypes stored in
-a dtype the file's version does not allow (a forged file) with one line.
+uint8 prototypes came with gallery format version 3 (`VERSION_DTYPES`): each version
+stores one dtype, and a gallery is written at the version of its dtype (version 2 when
+its prototypes are float64, which older ssgallery still reads; 3 only when every one is
+uint8). A reader refuses prototypes stored in any other dtype than the file's version's
+(a forged file: float64 in one client of a version-3 gallery, in its index, or in all of
+it) with one line naming the file and the client (or the index).
 
 Numpy only (on the ``verify`` path).
 """
@@ -23,8 +25,9 @@ from ssgallery.errors import FormatError
 
 FLOAT64 = np.dtype("<f8")
 UINT8 = np.dtype("u1")
-# the dtypes each gallery format version stores prototypes in, smallest first
-VERSION_DTYPES = {2: (FLOAT64,), 3: (UINT8, FLOAT64)}
+# the dtype each gallery format version stores every prototype in (`write_gallery`
+# gives version 3 only to an all-uint8 gallery: a version-3 float64 dataset was forged)
+VERSION_DTYPES = {2: (FLOAT64,), 3: (UINT8,)}
 
 
 def _exact_uint8(prototypes):
@@ -56,7 +59,7 @@ def storage_dtype(prototype_arrays):
 
 
 def storage_version(dtype):
-    """The oldest gallery format version that allows prototypes of ``dtype``."""
+    """The gallery format version that stores prototypes of ``dtype``."""
     return min(v for v, allowed in VERSION_DTYPES.items() if np.dtype(dtype) in allowed)
 
 
@@ -82,8 +85,8 @@ def stored_values(stored, version, where, path=None):
     Raises
     ------
     FormatError
-        A dtype the version does not allow (int32, float32, uint8 in a version-2 file,
-        ...): one line naming the file.
+        A dtype other than the version's (int32, float32, uint8 in a version-2 file,
+        float64 in a version-3 one, ...): one line naming the file and ``where``.
     """
     stored = np.asarray(stored)
     dtype = stored.dtype.newbyteorder("<") if stored.dtype.byteorder == ">" else stored.dtype
