@@ -175,11 +175,12 @@ def _score_batch(model, batch, strict, warn):
 class _Clients:
     """Each claimed client's model, read once; the matcher built once for all."""
 
-    def __init__(self, gallery_path, key_file, matcher_cmd, privacy_key_file=None):
+    def __init__(self, gallery_path, key_file, matcher_cmd, privacy_key_file=None,
+                 warn=None):
         from ssgallery.app.verify import host_settings
 
         self.path = os.fspath(gallery_path)
-        self.settings = host_settings(key_file, matcher_cmd, privacy_key_file)
+        self.settings = host_settings(key_file, matcher_cmd, privacy_key_file, warn)
         self.matcher = None
 
     def load(self, client_id):
@@ -232,7 +233,7 @@ def verify_claims(gallery_path, claims, *, strict=False, warn=None, key_file=Non
     for i, c in enumerate(claims):
         groups.setdefault(c.claim, []).append(i)
     results = [None] * len(claims)
-    clients = _Clients(gallery_path, key_file, matcher_cmd, privacy_key_file)
+    clients = _Clients(gallery_path, key_file, matcher_cmd, privacy_key_file, warn)
     with progress.phase("checking claims", len(claims), "claims"):
         for client_id, rows in groups.items():
             model = clients.load(client_id)

@@ -57,15 +57,15 @@ def prepare(store_path, gallery_path, options, run, privacy_key=None):
     if not todo:
         raise InputError("the store has no enrolled client to compress", path=store_path)
     _check_m(options.m, len(store.labels), store_path)
+    from ssgallery.images.ingest import default_warn
     from ssgallery.matchers.host import host_matcher
 
-    matcher = store.matcher(host=host_matcher(run.matcher_cmd))
+    matcher = store.matcher(host=host_matcher(run.matcher_cmd, run.warn or default_warn))
     if options.protect_templates:  # before any training
         from ssgallery.formats.protect import new_protection
 
         new_protection(matcher, privacy_key, np.zeros((0, matcher.dimension() or 1)))
     similarity = matcher.similarity()
-    from ssgallery.images.ingest import default_warn
 
     black_box = plan_black_box(matcher, similarity, store_path)
     between = resolve_between(options.between, black_box, store.matcher_name,

@@ -183,7 +183,7 @@ def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshol
         raise InputError("no probe images given")
     if int(top) < 1:
         raise InputError(f"the number of candidates must be at least 1, got {top}")
-    settings = host_settings(key_file, matcher_cmd, privacy_key_file)
+    settings = host_settings(key_file, matcher_cmd, privacy_key_file, warn)
     with open_search(gallery_path, **settings) as (index, matcher, header, read):
         if index.n_clients == 0:
             raise InputError("the gallery has no clients", path=gallery_path)

@@ -125,13 +125,17 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
     from ssgallery.formats.store import load_store
     from ssgallery.images.ingest import default_warn
     from ssgallery.matchers import get_matcher_class
-    from ssgallery.matchers.host import host_matcher
+    from ssgallery.matchers.host import host_matcher, name_unused, runs_program
 
     privacy_key = load_privacy_key()  # $SSGALLERY_PRIVACY_KEY_FILE
     store = load_store(store_path, privacy_key=privacy_key)
     cls, config = get_matcher_class(store.matcher_name), dict(store.matcher_config)
-    host = host_matcher(matcher_cmd) if store.matcher_name == "external" else None
     report = report if report is not None else ReportOptions()
+    host = None
+    if runs_program(cls) or matcher_cmd is not None:
+        host = host_matcher(matcher_cmd, report.warn or default_warn)
+    if not runs_program(cls):  # as build_matcher, once (the factory runs per split)
+        name_unused(host, store.matcher_name, store_path)
     protocol = protocol or ROC_PROTOCOL
     black_box = cls.black_box  # as compress decides (`Matcher.black_box`)
     protocol = replace(protocol, between=resolve_between(
@@ -262,6 +266,10 @@ def roc(inputs=None, protocol=None, report=None, *, progress=None):
         return roc_gallery(i.gallery, i.probes, report, key_file=i.key_file,
                            matcher_cmd=i.matcher_cmd, progress=progress)
     if run is roc_protocol:
+        if i.matcher_cmd is not None:  # a faces folder is run with eigenface
+            from ssgallery.matchers.host import host_matcher, name_unused
+
+            name_unused(host_matcher(i.matcher_cmd, report.warn), "eigenface", i.faces_dir)
         return roc_protocol(i.faces_dir, protocol, report, progress=progress)
     return roc_store(i.store_path, protocol, report, matcher_cmd=i.matcher_cmd,
                      progress=progress)
@@ -291,7 +299,7 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
     from ssgallery.images.ingest import natural_key
     from ssgallery.matchers.host import host_matcher
 
-    host = host_matcher(matcher_cmd) if matcher_cmd is not None else None
+    host = host_matcher(matcher_cmd, warn) if matcher_cmd is not None else None
     info = read_gallery(gallery_path, arrays=True, key=load_key(key_file), host=host,
                         matcher=True, privacy_key=load_privacy_key())  # $SSGALLERY_PRIVACY_KEY_FILE
     ids = sorted(info.clients, key=natural_key)

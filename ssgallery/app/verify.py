@@ -93,26 +93,28 @@ def read_probe_list(list_path):
 
 
 def load_client(gallery_path, claim, *, key_file=None, matcher_cmd=None,
-                privacy_key_file=None):
+                privacy_key_file=None, warn=None):
     """The claimed client's model with its matcher (``model.matcher``), checked.
 
     ``key_file`` (default ``$SSGALLERY_KEY_FILE``): the host's signing key; ``matcher_cmd``
     (default ``$SSGALLERY_MATCHER_CMD`` or the configuration file): the host's external
     matcher program (see `ssgallery.matchers.host`); ``privacy_key_file`` (default
     ``$SSGALLERY_PRIVACY_KEY_FILE``): the host's privacy key, needed for a gallery with
-    protected templates (`ssgallery.formats.protect`)."""
+    protected templates (`ssgallery.formats.protect`); ``warn``: told when the gallery's
+    matcher runs no program and ignores ``matcher_cmd``."""
     from ssgallery.formats.gallery import read_client
 
     return read_client(gallery_path, claim,
-                       **host_settings(key_file, matcher_cmd, privacy_key_file))
+                       **host_settings(key_file, matcher_cmd, privacy_key_file, warn))
 
 
-def host_settings(key_file=None, matcher_cmd=None, privacy_key_file=None):
+def host_settings(key_file=None, matcher_cmd=None, privacy_key_file=None, warn=None):
     """What this host brings to a gallery read: ``{"key": ..., "host": ...,
     "privacy_key": ...}`` for `ssgallery.formats.gallery.read_client` and
     ``read_search`` (the signing key, default ``$SSGALLERY_KEY_FILE``; the external
-    matcher program, see `ssgallery.matchers.host`; the privacy key, default
-    ``$SSGALLERY_PRIVACY_KEY_FILE``)."""
+    matcher program, see `ssgallery.matchers.host`, with ``warn`` told when the
+    gallery's matcher runs no program and ignores ``matcher_cmd``; the privacy key,
+    default ``$SSGALLERY_PRIVACY_KEY_FILE``)."""
     from ssgallery.formats.encryption import load_privacy_key
     from ssgallery.formats.integrity import load_key
 
@@ -120,7 +122,7 @@ def host_settings(key_file=None, matcher_cmd=None, privacy_key_file=None):
     if matcher_cmd is not None:
         from ssgallery.matchers.host import host_matcher
 
-        host = host_matcher(matcher_cmd)
+        host = host_matcher(matcher_cmd, warn)
     return {"key": load_key(key_file), "host": host,
             "privacy_key": load_privacy_key(privacy_key_file)}
 
@@ -150,7 +152,8 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=Non
     strict : bool
         Refuse probes whose size differs from the gallery's images instead of resizing.
     warn : callable(str), optional
-        Receives warnings (e.g. resized probes).
+        Receives warnings (e.g. resized probes, a ``matcher_cmd`` the gallery's matcher
+        ignores).
     key_file, matcher_cmd, privacy_key_file : str, optional
         See `load_client`.
     progress : ssgallery.progress.Progress, optional
@@ -176,7 +179,7 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=Non
     if not probes:
         raise InputError("no probe images given")
     model = load_client(gallery_path, claim, key_file=key_file, matcher_cmd=matcher_cmd,
-                        privacy_key_file=privacy_key_file)
+                        privacy_key_file=privacy_key_file, warn=warn)
     out = []
     for start, images, sizes in probe_batches(probes, model.header["image_shape"], strict,
                                               warn, progress):

@@ -94,7 +94,7 @@ def _external_command(matcher, matcher_cmd, options, add):
               help="external: the matcher program and its arguments on this host, split "
               "like a shell would (no shell runs it); implies --matcher external. The store "
               "records only a digest of the program's --describe answer, never the command: "
-              "compress, verify and roc name the program again (--matcher-cmd, "
+              "compress, verify, identify and roc name the program again (--matcher-cmd, "
               "$SSGALLERY_MATCHER_CMD or the configuration file).")
 @click.option("--variance", type=float, default=None,
               help="eigenface: fraction of the variance the PCA keeps [0.95].")

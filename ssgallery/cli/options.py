@@ -10,7 +10,8 @@ MATCHER_CMD_HELP = (
     "would (no shell runs it). Default: $SSGALLERY_MATCHER_CMD, else `command` in the "
     "[external] table of $SSGALLERY_CONFIG (~/.config/ssgallery/config.toml). A store or "
     "gallery never names a program; it holds a digest of the program's --describe "
-    "answer, and a program with another digest is refused.")
+    "answer, and a program with another digest is refused. A file whose matcher runs no "
+    "program (eigenface, dlib) ignores it, and a warning says so.")
 
 KEY_FILE_HELP = (
     "Signing key (a file of 16-4096 bytes). Default: $SSGALLERY_KEY_FILE. With a key, "

@@ -13,7 +13,6 @@ import numpy as np
 from ssgallery import jsontext
 from ssgallery.checks import is_int
 from ssgallery.errors import FormatError, SsgalleryError, printable
-from ssgallery.matchers.base import Matcher
 
 _JSON_KEYS = "_json_keys"
 
@@ -225,6 +224,8 @@ def build_matcher(name, config, state, path=None, host=None):
     """Rebuild a fitted matcher from what a store or gallery holds, bound to the host's
     settings ``host`` (`ssgallery.matchers.host.HostMatcher`; default: from the
     environment and configuration file, see `ssgallery.matchers.host.host_matcher`).
+    A matcher that runs no program names a ``--matcher-cmd`` it ignores
+    (`ssgallery.matchers.host.name_unused`).
     """
     from ssgallery.matchers import get_matcher_class
 
@@ -238,10 +239,12 @@ def build_matcher(name, config, state, path=None, host=None):
         raise FormatError(f"bad matcher state for '{name}': {exc}", path=path) from None
     except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
         raise FormatError(f"corrupt matcher state for '{name}': {exc}", path=path) from None
-    if type(matcher).attach_host is not Matcher.attach_host:  # only matchers that run programs
-        from ssgallery.matchers.host import host_matcher
+    from ssgallery.matchers.host import host_matcher, name_unused, runs_program
 
+    if runs_program(type(matcher)):
         matcher.attach_host(host if host is not None else host_matcher())
+    else:
+        name_unused(host, name, path)
     return matcher
 
 

@@ -14,6 +14,9 @@ program, first found of:
        cache_dir = "/var/cache/ssgallery"                   # optional answer cache
 
 A command string is split like a shell would (`shlex.split`), but no shell runs it.
+A matcher that runs no program (eigenface, dlib) ignores the host's program; one given
+as ``--matcher-cmd`` is then named in a warning (`name_unused`), never dropped without
+a word.
 """
 
 import os
@@ -39,11 +42,14 @@ class HostMatcher:
         Folder of the persistent answer cache.
     source : str
         Where ``argv`` came from (for messages).
+    warn : callable(str) or None
+        Receives the warning of `name_unused`.
     """
 
     argv: list = None
     cache_dir: str = None
     source: str = "nowhere"
+    warn: object = None
 
 
 def split_command(command, source):
@@ -89,13 +95,15 @@ def _read_config():
     return table, path
 
 
-def host_matcher(matcher_cmd=None):
+def host_matcher(matcher_cmd=None, warn=None):
     """The host's external matcher settings (see the module docstring for the order).
 
     Parameters
     ----------
     matcher_cmd : str or list of str, optional
         The command given on the command line / by the caller; wins over the rest.
+    warn : callable(str), optional
+        Told when a matcher that runs no program ignores ``matcher_cmd`` (`name_unused`).
 
     Returns
     -------
@@ -107,7 +115,7 @@ def host_matcher(matcher_cmd=None):
         raise InputError("[external] cache_dir must be a string", path=config_path)
     if matcher_cmd is not None:
         return HostMatcher(split_command(matcher_cmd, option("matcher_cmd")), cache_dir,
-                           option("matcher_cmd"))
+                           option("matcher_cmd"), warn)
     command = env_text(CMD_ENV)
     if command is not None:
         return HostMatcher(split_command(command, f"${CMD_ENV}"), cache_dir,
@@ -116,3 +124,25 @@ def host_matcher(matcher_cmd=None):
         return HostMatcher(split_command(table["command"], config_path), cache_dir,
                            config_path)
     return HostMatcher(None, cache_dir)
+
+
+def runs_program(matcher_class):
+    """True for a matcher class that runs the host's program: one that binds the host's
+    settings (`ssgallery.matchers.base.Matcher.attach_host`)."""
+    from ssgallery.matchers.base import Matcher
+
+    return matcher_class.attach_host is not Matcher.attach_host
+
+
+def name_unused(host, matcher_name, path):
+    """Warn (``host.warn``) that the program ``host`` was given as ``matcher_cmd`` is
+    ignored: ``path`` (a store, gallery or faces folder) uses ``matcher_name``, which runs
+    no program. A program named by the environment or the configuration file is the
+    host's for every external store and gallery: nothing is said about it."""
+    if host is None or host.warn is None or host.source != option("matcher_cmd"):
+        return
+    from ssgallery.errors import printable
+
+    flag = option("matcher_cmd")
+    host.warn(f"{flag} is ignored: {printable(os.fspath(path))} uses the {matcher_name} "
+              f"matcher, which runs no program ({flag} names an external matcher's)")

@@ -1,0 +1,72 @@
+"""What surprised a user of the command line: an option silently ignored, an output
+that had to be named, a refusal that did not name the option that changes it."""
+
+import pytest
+from helpers import invoked, make_faces
+
+from ssgallery.datasets import sample_faces_path
+
+PROBE = sample_faces_path().parent / "probes" / "c01_genuine_1.png"
+IGNORED = ("ssgallery: warning: --matcher-cmd is ignored: {path} uses the eigenface "
+           "matcher, which runs no program (--matcher-cmd names an external matcher's)")
+
+
+def _warned(out, path):
+    """``out`` ended as it would without --matcher-cmd, with one warning that names it
+    (and the command's own warnings, if any)."""
+    assert out["exit_code"] in (0, 1), out["output"]
+    named = [line for line in out["stderr"].splitlines() if "--matcher-cmd" in line]
+    assert named == [IGNORED.format(path=path)], out["stderr"]
+
+
+@pytest.mark.parametrize("args", [
+    ["verify", PROBE, "--claim", "c01"],
+    ["identify", PROBE],
+    ["roc", "--probes", sample_faces_path(), "--no-plot", "-q"]])
+def test_matcher_cmd_on_a_gallery_that_runs_no_program_is_named(sample_gallery_3, tmp_path,
+                                                                 args):
+    """verify, identify and roc --gallery read an eigenface gallery with
+    ``--matcher-cmd PROG`` as without it, without a word: the option was dropped."""
+    gallery = sample_gallery_3["gallery"]
+    if args[0] == "roc":
+        args = args + ["--gallery", gallery, "-o", tmp_path / "report"]
+    else:
+        args = args + ["--gallery", gallery, "-q"]
+    _warned(invoked(args + ["--matcher-cmd", "no-such-matcher --model x"]), gallery)
+
+
+def test_matcher_cmd_with_verify_claims_is_named_once(sample_gallery_3, tmp_path):
+    claims = tmp_path / "claims.txt"
+    claims.write_text(f"{PROBE} c01\n{PROBE} c02\n")
+    gallery = sample_gallery_3["gallery"]
+    _warned(invoked(["verify", "--claims", claims, "--gallery", gallery, "-q",
+                     "--matcher-cmd", "no-such-matcher"]), gallery)
+
+
+def test_matcher_cmd_on_a_store_that_runs_no_program_is_named(tmp_path):
+    """compress and roc on an eigenface store, roc on a faces folder (eigenface): the
+    same warning, naming the store or the folder."""
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=5, shape=(16, 12))
+    store = tmp_path / "s.h5"
+    assert invoked(["enroll", faces, "--store", store, "-q"])["exit_code"] == 0
+    _warned(invoked(["compress", "--store", store, "-o", tmp_path / "g.h5", "--m", "1",
+                     "--clients", "c00", "--target-far", "0.2", "-q",
+                     "--matcher-cmd", "no-such-matcher"]), store)
+    _warned(invoked(["roc", "--store", store, "--repetitions", "1", "--methods", "ssvm",
+                     "--m", "1", "--enrolled", "2", "--train-images", "3", "--no-plot",
+                     "--no-identification", "-q", "-o", tmp_path / "report",
+                     "--matcher-cmd", "no-such-matcher"]), store)
+    _warned(invoked(["roc", faces, "--repetitions", "1", "--methods", "ssvm", "--m", "1",
+                     "--enrolled", "2", "--train-images", "3", "--no-plot",
+                     "--no-identification", "-q", "-o", tmp_path / "report2",
+                     "--matcher-cmd", "no-such-matcher"]), faces)
+
+
+def test_the_hosts_matcher_program_from_the_environment_is_not_named(sample_gallery_3,
+                                                                      monkeypatch):
+    """$SSGALLERY_MATCHER_CMD names the host's program for every external gallery: a
+    gallery of another matcher says nothing about it."""
+    monkeypatch.setenv("SSGALLERY_MATCHER_CMD", "no-such-matcher")
+    out = invoked(["verify", PROBE, "--claim", "c01", "--gallery", sample_gallery_3["gallery"],
+                   "-q"])
+    assert out["exit_code"] in (0, 1) and out["stderr"] == "", out["output"]
