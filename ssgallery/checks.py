@@ -21,6 +21,12 @@ def is_int(value):
     return not isinstance(value, bool) and isinstance(value, (int, np.integer))
 
 
+def is_real(value):
+    """A real number (Python or numpy, integer or float), not a bool nor a string."""
+    return not isinstance(value, (bool, np.bool_)) \
+        and isinstance(value, (int, float, np.integer, np.floating))
+
+
 def positive_int(name, value):
     if not is_int(value) or value < 1:
         raise InputError(f"{option(name)} must be a positive integer, got {value!r}")

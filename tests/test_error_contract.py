@@ -150,12 +150,73 @@ def test_file_names_that_are_not_utf8(tmp_path):
     (["-O", "variance=abc"], "bad option for matcher 'eigenface': could not convert"),
     (["-O", "n_components=2.5"], "n_components must be an integer"),
     (["--matcher-cmd", "x 'unclosed"], "cannot parse the matcher command"),
-    (["--matcher-cmd", "true", "-O", "timeout_base=abc"], "bad option for matcher 'external'"),
+    (["--matcher-cmd", "true", "-O", "timeout_base=abc"],
+     "external matcher option timeout_base must be a finite number > 0 (seconds), got 'abc'"),
 ])
 def test_bad_matcher_options(tmp_path, args, needle):
     faces = make_faces(str(tmp_path / "faces"), n_clients=2, n_images=3)
     r = CliRunner().invoke(main, ["enroll", faces, "--store", str(tmp_path / "e.h5"), *args])
     _one_line(r, EXIT_INPUT, needle)
+
+
+MAD = f"{sys.executable} {os.path.join(os.path.dirname(__file__), 'matchers', 'example_mad.py')}"
+
+
+@pytest.mark.parametrize("item, needle", [
+    ("timeout_base=0", "timeout_base must be a finite number > 0 (seconds), got 0"),
+    ("timeout_base=-1", "timeout_base must be a finite number > 0 (seconds), got -1"),
+    ("timeout_base=false", "timeout_base must be a finite number > 0 (seconds), got false"),
+    ("timeout_per_pair=true", "timeout_per_pair must be a finite number >= 0 (seconds), got true"),
+    ('timeout_per_pair="0.5"',
+     "timeout_per_pair must be a finite number >= 0 (seconds), got '0.5'"),
+    ("distance_scale=true", "distance_scale must be a finite number > 0, got true"),
+])
+def test_external_matcher_timeouts_are_numbers(tmp_path, item, needle):
+    """An external matcher's timeouts are numbers of seconds, checked where they come in
+    (enroll -O, before the program runs): 0 or less for timeout_base said 'timed out
+    after 0 s on 0 pairs' (the program's --describe killed at once), and a JSON boolean
+    or string was read as a number (true: 1 s per pair, exit 0). One line, exit 2, no
+    store written."""
+    faces = make_faces(str(tmp_path / "faces"), n_clients=2, n_images=3, shape=(16, 12))
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(tmp_path / "e.h5"),
+                                  "--matcher-cmd", MAD, "-O", item])
+    _one_line(r, EXIT_INPUT, f"ssgallery: error: external matcher option {needle}\n")
+    assert not (tmp_path / "e.h5").exists()
+
+
+def test_a_stored_external_timeout_that_is_not_a_number_is_refused(tmp_path):
+    """The timeouts a store or gallery records (its ``matcher_config`` JSON) are checked
+    as the command line's: ``timeout_per_pair: true`` in a re-hashed store or gallery is
+    refused by every reader, one line naming the file (main read it as 1 s a pair)."""
+    import json
+
+    import h5py
+    from helpers import rehash_gallery, rehash_store
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4, shape=(16, 12))
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+    for args in (["enroll", faces, "--store", store, "--matcher-cmd", MAD, "-q"],
+                 ["compress", "--store", store, "-o", gallery, "--cv-folds", "0",
+                  "--matcher-cmd", MAD, "-q"]):
+        r = CliRunner().invoke(main, [str(a) for a in args])
+        assert r.exit_code == 0, r.output
+    for path, rehash in ((store, rehash_store), (gallery, rehash_gallery)):
+        with h5py.File(path, "a") as f:
+            config = json.loads(f.attrs["matcher_config"])
+            config["timeout_per_pair"] = True
+            f.attrs["matcher_config"] = json.dumps(config, sort_keys=True)
+        rehash(path)
+    probe = os.path.join(faces, "c01", "0.png")
+    for args in (["info", "--store", store],
+                 ["compress", "--store", store, "-o", tmp_path / "g2.h5", "--cv-folds", "0"],
+                 ["info", "--gallery", gallery],
+                 ["verify", probe, "--claim", "c01", "--gallery", gallery]):
+        r = CliRunner().invoke(main, [str(a) for a in args], env={"SSGALLERY_MATCHER_CMD": MAD})
+        path = store if "--store" in args else gallery
+        _one_line(r, EXIT_INPUT, f"ssgallery: error: {path}: ",
+                  "external matcher option timeout_per_pair must be a finite number >= 0 "
+                  "(seconds), got true\n")
+    assert not (tmp_path / "g2.h5").exists()
 
 
 def test_full_disk_under_ulimit_f(tmp_path):

@@ -12,11 +12,14 @@ scores at ``fit``; `quality_threshold` sets ``quality_threshold_`` from them, an
 probe scoring below it is not a face (`Matcher.is_face`), as for eigenface and dlib.
 """
 
+import math
 import shlex
 import tempfile
 
 import numpy as np
 
+from ssgallery import jsontext
+from ssgallery.checks import is_real
 from ssgallery.errors import InputError, MatcherError
 from ssgallery.learn.similarity import CallableSimilarity, HeuristicGradient
 from ssgallery.matchers.base import Matcher
@@ -92,6 +95,7 @@ class ExternalMatcher(ProgramClient, Matcher):
         self.cache_dir = cache_dir
         self.distance_scale = distance_scale
         self.serve = serve
+        self._check_settings()  # where they come in: before the program ever runs
         self.n_calls_ = self.n_pairs_ = self.n_cached_ = self.n_starts_ = 0
         self._cache = {}
         self._quality = {}  # pixel digest -> the program's quality score
@@ -157,6 +161,15 @@ class ExternalMatcher(ProgramClient, Matcher):
             raise InputError(f"expected images of shape (n, H, W), got {images.shape}")
         return images
 
+    def _check_settings(self):
+        """Refuse timeouts and a distance scale that are not numbers of their range
+        (`_positive`: a bool or a string is not a number): one line naming the option."""
+        _positive("option timeout_base", self.timeout_base, unit=" (seconds)")
+        _positive("option timeout_per_pair", self.timeout_per_pair, allow_zero=True,
+                  unit=" (seconds)")
+        if self.distance_scale is not None:
+            _positive("option distance_scale", self.distance_scale)
+
     def _check_fitted(self):
         if getattr(self, "image_shape", None) is None:
             raise MatcherError("the external matcher is not fitted (no image shape yet)")
@@ -165,14 +178,7 @@ class ExternalMatcher(ProgramClient, Matcher):
         """Record the image shape, ask the program to describe itself, and for a
         distance measure the conversion scale on (up to 20) training images."""
         images = self._check_images(images)
-        try:
-            _positive(self.timeout_base)
-            _positive(self.timeout_per_pair, allow_zero=True)
-            if self.distance_scale is not None:
-                _positive(self.distance_scale)
-        except (TypeError, ValueError):
-            raise InputError("external matcher: timeout_base, timeout_per_pair and "
-                             "distance_scale must be positive numbers") from None
+        self._check_settings()
         self.image_shape = tuple(int(s) for s in images.shape[1:])
         self.describe()
         self.distance_scale_ = None
@@ -243,18 +249,17 @@ class ExternalMatcher(ProgramClient, Matcher):
     def from_state(cls, config, state):
         """Rebuild from a file: never takes a command from it (see `attach_host`)."""
         config = dict(config)
+        self = cls(timeout_base=config.get("timeout_base", 60.0),  # checked: InputError
+                   timeout_per_pair=config.get("timeout_per_pair", 0.01),
+                   distance_scale=config.get("distance_scale"),
+                   serve=bool(config.get("serve", True)))
         try:
-            self = cls(timeout_base=_positive(config.get("timeout_base", 60.0)),
-                       timeout_per_pair=_positive(config.get("timeout_per_pair", 0.01),
-                                                  allow_zero=True),
-                       distance_scale=None if config.get("distance_scale") is None
-                       else _positive(config["distance_scale"]),
-                       serve=bool(config.get("serve", True)))
             self.image_shape = tuple(int(s) for s in np.asarray(state["image_shape"]))
             self.description_ = {"kind": _as_str(state["kind"]),
                                  "symmetric": bool(np.asarray(state["symmetric"])),
                                  "range": [float(v) for v in np.asarray(state["range"])]}
-            self.distance_scale_ = _positive(np.asarray(state["distance_scale"]))
+            self.distance_scale_ = _positive("state distance_scale",
+                                             state["distance_scale"])
             self.contract_sha256_ = _as_str(state["contract_sha256"])
             self._contract_checked = False
             self.description_["quality"] = bool(np.asarray(state.get("quality", 0)))
@@ -305,8 +310,23 @@ class ExternalMatcher(ProgramClient, Matcher):
         return f"ExternalMatcher(command={cmd})"
 
 
-def _positive(value, allow_zero=False):
-    v = float(np.asarray(value))
-    if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-        raise ValueError(f"expected a positive finite number, got {v!r}")
-    return v
+def _positive(name, value, allow_zero=False, unit=""):
+    """``value`` (an option of the command line or a file's JSON, or a state attribute,
+    ``name`` says which: ``option timeout_base``) as a float: a finite number > 0 (>= 0
+    with ``allow_zero``); a bool, a string or anything else is refused (`InputError`:
+    ``external matcher option timeout_base must be a finite number > 0 (seconds), got
+    true``)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    try:
+        ok = is_real(value) and math.isfinite(value) and (value > 0 or allow_zero
+                                                           and value == 0)
+    except OverflowError:  # a JSON integer no float holds
+        ok = False
+    if not ok:
+        value = value.item() if isinstance(value, np.generic) else value
+        shown = jsontext.dumps(value) if value is None or isinstance(value, bool) \
+            else repr(value)  # as the JSON says it: true, null; a string quoted
+        raise InputError(f"external matcher {name} must be a finite number "
+                         f"{'>= 0' if allow_zero else '> 0'}{unit}, got {shown[:40]}")
+    return float(value)
