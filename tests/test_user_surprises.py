@@ -70,3 +70,39 @@ def test_the_hosts_matcher_program_from_the_environment_is_not_named(sample_gall
     out = invoked(["verify", PROBE, "--claim", "c01", "--gallery", sample_gallery_3["gallery"],
                    "-q"])
     assert out["exit_code"] in (0, 1) and out["stderr"] == "", out["output"]
+
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_show_writes_prototypes_id_png_by_default(sample_gallery_3, tmp_path, monkeypatch):
+    """``show --claim c01`` needed ``-o``: it writes ``prototypes_c01.png`` here, as
+    ``make demo`` names it, and writes it again on the next run (its own kind of file)."""
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):
+        out = invoked(["show", "--claim", "c01", "--gallery", sample_gallery_3["gallery"]])
+        assert out["exit_code"] == 0, out["output"]
+        assert out["stdout"].startswith("prototypes_c01.png: 2 prototypes of client c01 ")
+        assert (tmp_path / "prototypes_c01.png").read_bytes().startswith(PNG)
+
+
+@pytest.mark.parametrize("name", [None, "notes.jpg", "notes.png"])
+def test_show_never_replaces_a_file_that_is_not_its_image_unless_forced(
+        sample_gallery_3, tmp_path, monkeypatch, name):
+    """A file that is not an image of the output's format is refused in one line (exit
+    2), left as it was, and replaced with --force, as compress and roc do: ``-o
+    notes.jpg`` replaced any file, and the refusal of ``-o notes.png`` said 'unless
+    forced' to a command without --force."""
+    from helpers import refused
+
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / (name or "prototypes_c01.png")
+    target.write_text("my notes\n")
+    args = ["show", "--claim", "c01", "--gallery", sample_gallery_3["gallery"]]
+    args += ["-o", name] if name else []
+    refused(args, f"{target.name}: exists and is not an output of this kind; refusing to "
+                  "replace it unless forced")
+    assert target.read_text() == "my notes\n"
+    forced = invoked(args + ["--force"])
+    assert forced["exit_code"] == 0, forced["output"]
+    assert target.read_bytes()[:3] in (PNG[:3], b"\xff\xd8\xff")

@@ -8,9 +8,19 @@ from ssgallery.errors import NotRenderableError
 from ssgallery.tables import signed
 
 
-def show_prototypes(gallery_path, claim, out_path, *, scale=2, privacy_key_file=None):
+def default_output(claim):
+    """Where ``show`` writes client ``claim``'s montage when not told:
+    ``prototypes_<claim>.png`` in the current folder (a client id is a name, never a
+    path: `ssgallery.formats.hdf5.client_id_problem`)."""
+    return f"prototypes_{claim}.png"
+
+
+def show_prototypes(gallery_path, claim, out_path=None, *, scale=2, privacy_key_file=None,
+                    force=False):
     """Montage of one client's rendered prototypes with their beta (paper's Fig. 5),
-    written atomically to ``out_path``. Returns a JSON-able summary.
+    written atomically to ``out_path`` (default `default_output`; an existing file that
+    is not an image of its format only with ``force``, see
+    `ssgallery.images.montage.save_montage`). Returns a JSON-able summary.
 
     A gallery with protected templates (`ssgallery.formats.protect`) stores no rendered
     image: its prototypes are drawn only with the privacy key (``privacy_key_file``,
@@ -35,7 +45,10 @@ def show_prototypes(gallery_path, claim, out_path, *, scale=2, privacy_key_file=
                                  "see 'ssgallery info'", path=gallery_path)
     title = (f"client {claim}: b = {signed(model.intercept)}, threshold = "
              f"{signed(model.threshold)}, m = {model.n_prototypes}")
-    save_montage(out_path, images.astype(np.uint8), model.beta, title=title, scale=scale)
+    if out_path is None:  # the claim is a client id of the gallery by now
+        out_path = default_output(claim)
+    save_montage(out_path, images.astype(np.uint8), model.beta, title=title, scale=scale,
+                 force=force)
     return {"claim": claim, "output": os.fspath(out_path), "m": model.n_prototypes,
             "beta": [float(b) for b in model.beta], "intercept": model.intercept,
             "threshold": model.threshold}

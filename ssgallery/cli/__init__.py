@@ -210,7 +210,7 @@ def main(ctx, debug):
       ssgallery identify probe.png --top 5    # 1:N search over every client
       ssgallery roc                    # FRR/FAR, EER, matches per claim vs baselines
       ssgallery info                   # clients, m, bytes per client vs the full SVM
-      ssgallery show --claim c03 -o protos.png
+      ssgallery show --claim c03       # the prototypes as images -> prototypes_c03.png
 
     Each command has its own --help. Errors are one line on stderr.
 

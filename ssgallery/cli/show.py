@@ -4,20 +4,24 @@ import click
 
 from ssgallery import jsontext
 from ssgallery.cli.options import privacy_key_option
+from ssgallery.errors import printable
 from ssgallery.tables import signed
 
 
 @click.command("show")
 @click.option("--claim", required=True, metavar="ID", help="The client to show.")
-@click.option("-o", "--output", required=True, metavar="FILE.png",
+@click.option("-o", "--output", default=None, metavar="FILE.png",
+              show_default="prototypes_ID.png",
               help="Image to write (.png, .jpg, ...).")
 @click.option("--gallery", default="gallery.h5", show_default=True, metavar="FILE",
               help="Gallery written by `ssgallery compress`.")
 @click.option("--scale", type=click.IntRange(1, 8), default=2, show_default=True,
               help="Pixel up-scaling of each prototype.")
+@click.option("--force", is_flag=True, help="Replace an existing -o file that is not an "
+              "image of its format (never a folder or a device).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @privacy_key_option
-def command(claim, output, gallery, scale, as_json, privacy_key_file):
+def command(claim, output, gallery, scale, force, as_json, privacy_key_file):
     """Draw the claimed client's prototypes, each labelled with its weight beta.
 
     Prototypes with beta > 0 (green) look like the client and raise the score;
@@ -27,19 +31,23 @@ def command(claim, output, gallery, scale, as_json, privacy_key_file):
     (docs/privacy.md). A gallery with protected templates stores no image, and its
     prototypes are drawn only with the privacy key.
 
+    Writes prototypes_ID.png here unless told (-o). An existing output is replaced when
+    it is an image of its format; any other file only with --force.
+
     \b
     Examples:
-      ssgallery show --claim c03 -o prototypes_c03.png
+      ssgallery show --claim c03                      # writes prototypes_c03.png
       ssgallery show --claim c03 -o c03.png --gallery site.h5 --scale 3
     """
     from ssgallery.app.show import show_prototypes
 
     out = show_prototypes(gallery, claim, output, scale=scale,
-                          privacy_key_file=privacy_key_file)
+                          privacy_key_file=privacy_key_file, force=force)
     if as_json:
         click.echo(jsontext.dumps(out, indent=2))
         return
     betas = ", ".join(signed(b) for b in out["beta"])
     noun = "prototype" if out["m"] == 1 else "prototypes"
-    click.echo(f"{output}: {out['m']} {noun} of client {claim} (beta {betas}; "
-               f"b = {signed(out['intercept'])}, threshold {signed(out['threshold'])})")
+    click.echo(f"{printable(out['output'])}: {out['m']} {noun} of client {printable(claim)} "
+               f"(beta {betas}; b = {signed(out['intercept'])}, "
+               f"threshold {signed(out['threshold'])})")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ssgallery.errors import InputError
-from ssgallery.formats.atomic import PNG_SIGNATURE, atomic_path, has_prefix
+from ssgallery.formats.atomic import PNG_SIGNATURE, atomic_path, check_writable, has_prefix
 from ssgallery.tables import signed
 
 GENUINE = (30, 150, 60)     # green border: beta > 0
@@ -107,9 +107,22 @@ def prototype_montage(images, beta, title=None, scale=2, columns=6, names=None):
     return canvas
 
 
-def save_montage(path, images, beta, title=None, **kwargs):
+# How a file of each format begins: an existing file that does not is not a montage of
+# that format, and is replaced only when forced (`ssgallery.formats.atomic`).
+SIGNATURES = {"PNG": (PNG_SIGNATURE,), "JPEG": (b"\xff\xd8\xff",),
+              "GIF": (b"GIF87a", b"GIF89a"), "BMP": (b"BM",),
+              "TIFF": (b"II*\x00", b"MM\x00*"), "WEBP": (b"RIFF",)}
+
+
+def _not_replaceable(path):
+    return False  # a format without a known signature: an existing file only forced
+
+
+def save_montage(path, images, beta, title=None, force=False, **kwargs):
     """Write `prototype_montage` to ``path`` atomically; the format follows the
-    extension (.png, .jpg, .gif, .bmp, .tif, .webp...). Returns the Path."""
+    extension (.png, .jpg, .gif, .bmp, .tif, .webp...). An existing file is replaced
+    when it is an image of that format (`SIGNATURES`), any other only with ``force``.
+    Returns the Path."""
     from PIL import Image
 
     path = Path(path)
@@ -119,7 +132,9 @@ def save_montage(path, images, beta, title=None, **kwargs):
         raise InputError(f"unknown image extension '{ext or '(none)'}' (use .png)", path=path)
     if not path.parent.is_dir():
         raise InputError("folder does not exist", path=path.parent)
+    kind = has_prefix(*SIGNATURES[fmt]) if fmt in SIGNATURES else _not_replaceable
+    check_writable(path, kind, force)  # before drawing
     img = prototype_montage(images, beta, title=title, **kwargs)
-    with atomic_path(path, has_prefix(PNG_SIGNATURE) if fmt == "PNG" else None) as tmp:
+    with atomic_path(path, kind, force) as tmp:
         img.save(tmp, format=fmt)
     return path
