@@ -106,3 +106,39 @@ def test_show_never_replaces_a_file_that_is_not_its_image_unless_forced(
     forced = invoked(args + ["--force"])
     assert forced["exit_code"] == 0, forced["output"]
     assert target.read_bytes()[:3] in (PNG[:3], b"\xff\xd8\xff")
+
+
+@pytest.mark.parametrize("readable", [False, True])
+def test_enroll_names_min_images_when_a_client_has_too_few(tmp_path, readable):
+    """'client folder has 1 image(s), at least 2 needed' did not say that --min-images
+    changes the least: the line says what would enrol the folder, and nothing is written.
+    ``readable``: 2 files of which 1 is corrupt, skipped with --skip-bad."""
+    from helpers import refused
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=3, shape=(16, 12))
+    (tmp_path / "faces" / "c01" / "2.png").unlink()
+    if readable:
+        (tmp_path / "faces" / "c01" / "1.png").write_bytes(b"\x89PNG\r\n\x1a\nbroken")
+    else:
+        (tmp_path / "faces" / "c01" / "1.png").unlink()
+    store = tmp_path / "s.h5"
+    args = ["enroll", faces, "--store", store, "-q"] + (["--skip-bad"] if readable else [])
+    what = "1 readable image(s)" if readable else "1 image(s)"
+    refused(args, f"c01: client folder has {what}, at least 2 needed (--min-images 1 would "
+                  "enrol it)")
+    assert not store.exists()
+    assert invoked(args + ["--min-images", "1"])["exit_code"] == 0
+
+
+def test_no_min_images_hint_where_it_cannot_help(tmp_path):
+    """A folder without images (--min-images is at least 1), and roc, which has no such
+    option: the refusal names no option."""
+    from helpers import refused
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=3, shape=(16, 12))
+    for png in (tmp_path / "faces" / "c01").iterdir():
+        png.unlink()
+    for args in (["enroll", faces, "--store", tmp_path / "s.h5", "-q"],
+                 ["roc", faces, "-q", "-o", tmp_path / "report"]):
+        out = refused(args, "c01: client folder has 0 image(s), at least ")
+        assert "--min-images" not in out["stderr"], out["stderr"]

@@ -42,11 +42,13 @@ def _split_names(value):
     return [v.strip() for v in value if v and v.strip()]
 
 
-def _load(root, names, *, size, strict, skip_bad, min_images, warn, progress):
+def _load(root, names, *, size, strict, skip_bad, min_images, warn, progress,
+          min_images_option=True):
     from ssgallery.images.ingest import load_faces
 
     return load_faces(root, size=size, strict=strict, skip_bad=skip_bad,
-                      min_images=min_images, clients=names, warn=warn, progress=progress)
+                      min_images=min_images, clients=names, warn=warn, progress=progress,
+                      min_images_option=min_images_option)
 
 
 def _new_faces(root, names, known, *, size, **load):
@@ -238,7 +240,7 @@ def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, 
     if bg_dir is not None:
         bg = _new_faces(bg_dir, _scan_subjects(bg_dir) if known else None, known,
                         size=shape[::-1], strict=strict, skip_bad=skip_bad, min_images=1,
-                        warn=warn, progress=progress)
+                        min_images_option=False, warn=warn, progress=progress)
         bg_names = sorted(set(map(str, bg.labels)))
         parts.append((bg, [os.path.abspath(bg_dir)] * len(bg.labels)))
     labels = np.concatenate([np.asarray(p.labels, dtype=str) for p, _ in parts])

@@ -57,7 +57,7 @@ def _is_hidden(name):
 
 # --------------------------------------------------------------------------- scanning
 def scan_faces(root, extensions=IMAGE_EXTENSIONS, min_images=1, skip_bad=False,
-               clients=None, warn=default_warn):
+               clients=None, warn=default_warn, min_images_option=False):
     """List the clients and their image files under ``root``.
 
     ``root`` holds one folder per client (the folder name is the client id) with that
@@ -73,6 +73,9 @@ def scan_faces(root, extensions=IMAGE_EXTENSIONS, min_images=1, skip_bad=False,
         A client folder with fewer images is an error.
     skip_bad : bool
         Warn and skip non-image files instead of failing.
+    min_images_option : bool
+        ``min_images`` is the caller's option of that name (``enroll --min-images``): a
+        refusal says which value would take the folder (`too_few_images`).
     clients : iterable of str or None
         Only these client folders (each must exist).
     warn : callable(str) or None
@@ -129,10 +132,19 @@ def scan_faces(root, extensions=IMAGE_EXTENSIONS, min_images=1, skip_bad=False,
                 raise InputError(f"{msg}; use {option('skip_bad')} to skip it", path=entry)
             warn(f"{entry}: {msg}; skipped")
         if len(paths) < min_images:
-            raise InputError(f"client folder has {len(paths)} image(s), at least "
-                             f"{min_images} needed", path=folder)
+            raise too_few_images(folder, len(paths), min_images, "", min_images_option)
         out.append((folder.name, paths))
     return out
+
+
+def too_few_images(folder, found, min_images, kind, min_images_option):
+    """The refusal of a client ``folder`` with ``found`` (``kind``: "" or "readable ")
+    images, fewer than ``min_images``; it names the value of the option `min_images`
+    that would take the folder when that is the caller's option and can."""
+    hint = (f" ({option('min_images')} {found} would enrol it)"
+            if min_images_option and found >= 1 else "")
+    return InputError(f"client folder has {found} {kind}image(s), at least {min_images} "
+                      f"needed{hint}", path=folder)
 
 
 # --------------------------------------------------------------------------- loading
@@ -170,7 +182,8 @@ class FaceSet:
 
 
 def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images=1,
-               clients=None, warn=default_warn, extensions=IMAGE_EXTENSIONS, progress=None):
+               clients=None, warn=default_warn, extensions=IMAGE_EXTENSIONS, progress=None,
+               min_images_option=False):
     """Scan and read a face folder ``ROOT/<client>/<images>``.
 
     Parameters
@@ -184,6 +197,8 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
         Warn and skip non-image, truncated or corrupt files instead of failing.
     min_images : int
         Minimum number of (readable) images per client.
+    min_images_option : bool
+        See `scan_faces`.
     clients : iterable of str or None
         Only these clients.
     warn : callable(str) or None
@@ -200,7 +215,8 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
     size = check_size(size)
     warn = default_warn if warn is None else warn
     listing = scan_faces(root, extensions=extensions, min_images=min_images,
-                         skip_bad=skip_bad, clients=clients, warn=warn)
+                         skip_bad=skip_bad, clients=clients, warn=warn,
+                         min_images_option=min_images_option)
     images, labels, rel, digests = None, [], [], []  # images: filled in place, no list
     resized = []
     total = sum(len(paths) for _, paths in listing)
@@ -222,8 +238,8 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
             digests.append(hashlib.sha256(data).hexdigest())
             kept += 1
         if kept < min_images:
-            raise InputError(f"client folder has {kept} readable image(s), at least "
-                             f"{min_images} needed", path=root / client)
+            raise too_few_images(root / client, kept, min_images, "readable ",
+                                 min_images_option)
     progress.end()
     if resized:
         first, have = resized[0]
