@@ -3,7 +3,8 @@
 One implementation for every table the commands print (``roc``, ``compress``,
 ``info``): a header line, a rule, the rows; text columns left-aligned, numeric columns
 right-aligned; `DASH` wherever a figure cannot be resolved or does not apply. Standard
-library only. Scores, weights and thresholds print through `signed`, everywhere.
+library only. Scores, weights and thresholds print through `signed`, everywhere, and a
+count with its noun through `counted` (``1 client``, ``2 clients``).
 """
 
 DASH = "—"  # a figure the data cannot resolve, or that does not apply: the one symbol
@@ -46,9 +47,17 @@ def signed(value):
     return f"{float(value):+.4f}"
 
 
+def counted(n, noun, plural=None, shown=None):
+    """A count and its noun as every command prints it: singular for exactly one
+    (``1 client``), plural otherwise (``0 clients``, ``2 clients``; ``plural`` when it is
+    not ``noun + "s"``: ``counted(3, "impostor person", "impostor people")``; ``shown``:
+    how ``n`` prints when not ``str(n)``, e.g. a mean ``f"{m:.3g}"``)."""
+    return f"{n if shown is None else shown} {noun if n == 1 else plural or noun + 's'}"
+
+
 def width(text):
     """The widest line of ``text``."""
     return max((len(line) for line in str(text).splitlines()), default=0)
 
 
-__all__ = ["DASH", "format_table", "signed", "width"]
+__all__ = ["DASH", "counted", "format_table", "signed", "width"]

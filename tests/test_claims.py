@@ -135,6 +135,11 @@ def test_unknown_clients_unreadable_probes_and_bad_lines(gallery, tmp_path):
     res = _verify(gallery, "--claims", str(listing))
     assert res.exit_code == 2
     assert res.stdout.splitlines()[-1] == "4 claims: 2 unknown clients, 2 unreadable probes"
+    # one: in the singular ("1 claims" before)
+    listing.write_text(f"{_probe('c02_genuine_1.png')} c99\n")
+    res = _verify(gallery, "--claims", str(listing))
+    assert res.exit_code == 2
+    assert res.stdout.splitlines()[-1] == "1 claim: 1 unknown client"
 
 
 def test_claims_from_stdin_and_csv_with_spaces(gallery, tmp_path):

@@ -219,7 +219,7 @@ def test_true_subprocess(data, tmp_path):
     genuine = sorted(str(p) for p in data["probes"].glob("c03_genuine_*.png"))
     r = _run("compress", "--m", "2", "--clients", "c03", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert "gallery.h5: 1 clients" in r.stdout
+    assert "gallery.h5: 1 client, 2 prototypes per client" in r.stdout
     r = _run("verify", genuine[0], "--claim", "c03", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.rstrip().endswith("ACCEPT")

@@ -197,3 +197,37 @@ def test_every_warning_starts_with_ssgallery_warning(tmp_path):
     assert any("compressed from a store whose matcher basis was stale" in line
                for line in lines)
     assert lines and all(line.startswith("ssgallery: warning: ") for line in lines), lines
+
+
+def test_info_of_one_client_says_1_client(tmp_path):
+    """info of a one-client gallery and store printed '1 clients' (the gallery line, the
+    1:N line's 'for 1 clients' and 'held-out searches of 1 clients', the store line), as
+    did enroll ('enrolled 1 clients') and compress ('1 clients, 1 prototypes per
+    client'): a count of one takes the singular (ssgallery.tables.counted), and a count
+    of two the plural."""
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=6, shape=(16, 12))
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+    said = []
+    for args in (["enroll", faces, "--store", store, "--clients", "c00",
+                  "--background", "c01,c02,c03"],
+                 ["compress", "--store", store, "-o", gallery, "--m", "1", "--cv-folds", "0",
+                  "--target-far", "0.2"]):
+        out = invoked(args)
+        assert out["exit_code"] == 0, out["output"]
+        said.append(" ".join(out["stdout"].split()))
+    assert f"{store}: enrolled 1 client and 3 background subjects, 24 images" in said[0]
+    assert f"{gallery}: 1 client, 1 prototype per client on average" in said[1], said[1]
+    assert "for 1 client;" in said[1] and not re.search(r"\b1 (client|prototype)s\b", said[1])
+    out = invoked(["info", "--gallery", gallery, "--store", store])
+    assert out["exit_code"] == 0, out["output"]
+    text = " ".join(out["output"].split())
+    assert f"gallery {gallery}: 1 client, " in text, text
+    assert "at target FPIR 1% for 1 client;" in text, text
+    assert re.search(r"\d+ held-out searches of 1 client\)", text), text
+    assert f"store {store}: 1 client + 3 background subjects, 24 images" in text, text
+    assert not re.search(r"\b1 clients\b", text), text
+    from ssgallery.tables import counted
+
+    assert [counted(n, "client") for n in (0, 1, 2)] == ["0 clients", "1 client", "2 clients"]
+    assert counted(1, "impostor person", "impostor people") == "1 impostor person"
+    assert counted(3, "impostor person", "impostor people") == "3 impostor people"

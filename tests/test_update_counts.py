@@ -178,7 +178,7 @@ def test_an_update_that_retrains_clients_measures_the_1n_point_on_them_only(samp
     assert rec["clients"] == 20 and rec["measured_clients"] == 2
     assert rec["searches_inseparable"] is True
     assert " of 400 " not in r["stdout"] and "merged by --update" not in r["stdout"]
-    assert "200 held-out searches of 1 clients)" in r["stdout"]
+    assert "200 held-out searches of 1 client)" in r["stdout"]
     assert SEARCHES_POOLED in r["stdout"]
     warned = [ln for ln in r["stderr"].splitlines() if "1:N operating point" in ln]
     assert len(warned) == 1 and "cannot be taken apart" in warned[0]

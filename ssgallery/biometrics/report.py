@@ -19,7 +19,7 @@ from ssgallery.biometrics.plots import (
 from ssgallery.biometrics.scores import scores_filename, write_scores
 from ssgallery.errors import InputError, option
 from ssgallery.formats.atomic import has_prefix, write_text_atomic
-from ssgallery.tables import DASH
+from ssgallery.tables import DASH, counted
 from ssgallery.tables import format_table as format_rows
 
 SUMMARY_HEAD = b'{\n  "tool": "ssgallery roc"'
@@ -101,8 +101,8 @@ def _rank_notes(summaries, ranks):
     for n in sorted({len(s["cmc"]) for s in summaries}):
         missing = [f"rank-{r}" for r in ranks if r > n]
         if missing:
-            notes.append(f"{' and '.join(missing)}: a search among {n} client"
-                         f"{'s' * (n > 1)} has no rank above {n}")
+            notes.append(f"{' and '.join(missing)}: a search among {counted(n, 'client')} "
+                         f"has no rank above {n}")
     return notes
 
 

@@ -31,6 +31,7 @@ from ssgallery.cli.options import (
 from ssgallery.cli.progress import quiet_option, reporting
 from ssgallery.errors import printable
 from ssgallery.learn.defaults import DEFAULT_M
+from ssgallery.tables import counted
 
 DEFAULT = CompressOptions()  # every option's default: one definition
 
@@ -229,7 +230,8 @@ def _echo(summary):
                    f"the gallery, resumed {len(summary.resumed)} from committed parts")
     mean_m = sum(r["m"] for r in summary.clients) / n
     mean_sv = sum(r["svm_n_support"] for r in summary.clients) / n
-    click.echo(f"{summary.gallery}: {n} clients, {mean_m:.3g} prototypes per client on average "
+    click.echo(f"{summary.gallery}: {counted(n, 'client')}, "
+               f"{counted(mean_m, 'prototype', shown=f'{mean_m:.3g}')} per client on average "
                f"(the full SVMs: {mean_sv:.1f} support vectors), target FAR "
                f"{summary.target_far:g}")
     click.echo(calibration_line(summary.calibration))

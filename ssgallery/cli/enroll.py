@@ -8,6 +8,7 @@ import click
 from ssgallery import jsontext
 from ssgallery.cli.options import matcher_line, privacy_key_option, warn
 from ssgallery.cli.progress import quiet_option, reporting
+from ssgallery.tables import counted
 
 
 def _parse_size(ctx, param, value):
@@ -160,16 +161,17 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
         return
     h, w = summary.image_shape
     if not summary.changed:
-        click.echo(f"{summary.store}: nothing changed ({len(summary.clients)} clients, "
-                   f"{summary.n_images} images already enrolled with these settings)")
+        click.echo(f"{summary.store}: nothing changed ({counted(len(summary.clients), 'client')}, "
+                   f"{counted(summary.n_images, 'image')} already enrolled with these settings)")
     elif add:
         click.echo(f"{summary.store}: added {len(summary.new_clients)} client(s) "
-                   f"({', '.join(summary.new_clients[:10])}); now {len(summary.clients)} "
-                   f"clients, {summary.n_images} images")
+                   f"({', '.join(summary.new_clients[:10])}); now "
+                   f"{counted(len(summary.clients), 'client')}, "
+                   f"{counted(summary.n_images, 'image')}")
     else:
-        click.echo(f"{summary.store}: enrolled {len(summary.clients)} clients and "
-                   f"{len(summary.background)} background subjects, {summary.n_images} "
-                   f"images of {w}x{h}")
+        click.echo(f"{summary.store}: enrolled {counted(len(summary.clients), 'client')} and "
+                   f"{counted(len(summary.background), 'background subject')}, "
+                   f"{counted(summary.n_images, 'image')} of {w}x{h}")
     click.echo(matcher_line(summary.matcher, summary.matcher_settings, summary.dimension))
     if summary.basis_stale:
         warn(f"the {summary.matcher} basis was fitted before "

@@ -8,7 +8,7 @@ from ssgallery import jsontext
 from ssgallery.checks import is_int
 from ssgallery.cli.options import matcher_line, privacy_key_option, warn
 from ssgallery.errors import printable
-from ssgallery.tables import DASH, format_table, signed
+from ssgallery.tables import DASH, counted, format_table, signed
 
 
 def _size(n):
@@ -37,8 +37,8 @@ def _counted(cal, count, total, what):
     kind = "held-out"
     if is_int(t) and t > 0:
         kind = "training" if isinstance(n, int) and t >= n else \
-            f"held-out (training for {t} client{'s' * (t > 1)})"
-    return f"{cal.get(count)} of {cal.get(total)} {kind} {what} scores"
+            f"held-out (training for {counted(t, 'client')})"
+    return f"{cal.get(count)} of {counted(cal.get(total), f'{kind} {what} score')}"
 
 
 def _rate(cal, key, count, total, what):
@@ -86,8 +86,9 @@ def _expected_far(cal):
         return (f"not estimated: {_counted(cal, 'accepted', 'impostors', 'impostor')} "
                 f"accepted, but each client's threshold sits on those very scores, of "
                 f"{_people(u)}{_unresolved_far(u)}")
-    return (f"{far}; not estimated for {u['clients']} of {cal.get('clients')} clients, whose "
-            f"thresholds sit on the very scores counted, of {_people(u)}{_unresolved_far(u)}")
+    return (f"{far}; not estimated for {u['clients']} of "
+            f"{counted(cal.get('clients'), 'client')}, whose thresholds sit on the very "
+            f"scores counted, of {_people(u)}{_unresolved_far(u)}")
 
 
 def calibration_line(cal):
@@ -122,7 +123,8 @@ def unresolved_warning(cal, command="compress"):
         return None
     option = "--max-impostors" if command == "compress" else "compress --max-impostors"
     return (f"the target FAR ({100 * (_num(cal.get('target_far')) or 0):g}%) cannot be "
-            f"estimated for {u['clients']} of {cal.get('clients')} clients: each one's "
+            f"estimated for {u['clients']} of {counted(cal.get('clients'), 'client')}: "
+            "each one's "
             f"threshold sits on the very impostor scores it is counted on, of "
             f"{_people(u)}{_unresolved_far(u)}; raise {option} (at least 4 impostor "
             "images per client, of as many people as there are) or enrol more people "
@@ -172,11 +174,13 @@ def open_set_line(rec):
                 "again without --update")
     low, high = rec["expected_fpir_ci"]
     text = (f"1:N search: threshold {rec['threshold']:.4g} on the best centred score at "
-            f"target FPIR {100 * rec['target_fpir']:g}% for {rec['clients']} clients; "
+            f"target FPIR {100 * rec['target_fpir']:g}% for "
+            f"{counted(rec['clients'], 'client')}; "
             f"expected FPIR {100 * rec['expected_fpir']:.2f}% (95% "
             + ("interval of the tail's scale " if rec.get("extrapolated") else "Clopper-Pearson ")
-            + f"{100 * low:.2f}-{100 * high:.2f}%, {rec['searches']} held-out searches of "
-            f"{rec['search_size']} clients"
+            + f"{100 * low:.2f}-{100 * high:.2f}%, "
+            f"{counted(rec['searches'], 'held-out search', 'held-out searches')} of "
+            f"{counted(rec['search_size'], 'client')}"
             + (f" in {rec['blocks']} runs merged by --update" if rec.get("blocks", 1) > 1
                else "") + ")")
     if rec.get("extrapolated"):
@@ -220,7 +224,8 @@ def open_set_warning(summary):
 
 
 def _print_gallery(g):
-    click.echo(f"gallery {g['path']}: {g['n_clients']} clients, {_size(g['file_bytes'])}, "
+    click.echo(f"gallery {g['path']}: {counted(g['n_clients'], 'client')}, "
+               f"{_size(g['file_bytes'])}, "
                f"created {g['created']} by ssgallery {g['tool_version']} "
                f"(format {g['format_version']})")
     target = "not recorded" if g["target_far"] is None else f"{g['target_far']:g}"
@@ -277,8 +282,9 @@ def _print_client(r):
 
 def _print_store(s):
     h, w = s["image_shape"]
-    click.echo(f"store {s['path']}: {s['n_clients']} clients + {s['n_background']} background "
-               f"subjects, {s['n_images']} images of {w}x{h}, {_size(s['file_bytes'])}, "
+    click.echo(f"store {s['path']}: {counted(s['n_clients'], 'client')} + "
+               f"{counted(s['n_background'], 'background subject')}, "
+               f"{counted(s['n_images'], 'image')} of {w}x{h}, {_size(s['file_bytes'])}, "
                f"created {s['created']}")
     click.echo(matcher_line(s["matcher"], s["matcher_settings"], s["dimension"])
                + (f"; basis STALE (added since the fit: {', '.join(s['stale_clients'][:10])})"

@@ -7,6 +7,7 @@ from ssgallery.biometrics.protocol import ProtocolOptions
 from ssgallery.cli.options import as_flags, key_file_option, matcher_cmd_option, warn
 from ssgallery.cli.progress import quiet_option, reporting
 from ssgallery.learn.defaults import BLACK_BOX_M, DEFAULT_M
+from ssgallery.tables import counted
 
 DEFAULT_METHODS = ",".join(PROTOCOL_METHODS)
 
@@ -189,6 +190,6 @@ def _echo(result, out_dir, wide=False):
                                "identification/")):
         n = len(files.get(key) or ())
         if n:
-            shown.append(f"{n} {what}{'s' * (n != 1)} in {folder}")
+            shown.append(f"{counted(n, what)} in {folder}")
     click.echo(textwrap.fill(f"wrote to {out_dir}: " + ", ".join(shown), 100,
                              subsequent_indent="  "))

@@ -5,7 +5,7 @@ import click
 from ssgallery import jsontext
 from ssgallery.cli.options import privacy_key_option
 from ssgallery.errors import printable
-from ssgallery.tables import signed
+from ssgallery.tables import counted, signed
 
 
 @click.command("show")
@@ -47,7 +47,6 @@ def command(claim, output, gallery, scale, force, as_json, privacy_key_file):
         click.echo(jsontext.dumps(out, indent=2))
         return
     betas = ", ".join(signed(b) for b in out["beta"])
-    noun = "prototype" if out["m"] == 1 else "prototypes"
-    click.echo(f"{printable(out['output'])}: {out['m']} {noun} of client {printable(claim)} "
-               f"(beta {betas}; b = {signed(out['intercept'])}, "
+    click.echo(f"{printable(out['output'])}: {counted(out['m'], 'prototype')} of client "
+               f"{printable(claim)} (beta {betas}; b = {signed(out['intercept'])}, "
                f"threshold {signed(out['threshold'])})")

@@ -16,7 +16,7 @@ from ssgallery.cli.options import (
 )
 from ssgallery.cli.progress import quiet_option, reporting
 from ssgallery.errors import printable
-from ssgallery.tables import signed
+from ssgallery.tables import counted, signed
 
 FIELDS = ("probe", "claim", "status", "score", "threshold", "quality", "reason")
 
@@ -131,9 +131,9 @@ def _claims(gallery, claims_file, strict, as_json, as_csv, quiet, host):
     else:
         if results:
             click.echo(_lines(results, with_claim=True))
-        counts = ", ".join(f"{n} {_SHOWN[k]}" + ("s" if n > 1 and k in _PLURAL_S else "")
+        counts = ", ".join(counted(n, _SHOWN[k]) if k in _PLURAL_S else f"{n} {_SHOWN[k]}"
                            for k, n in _counts(results, bad).items() if n)
-        click.echo(f"{len(results)} claims: {counts}")
+        click.echo(f"{counted(len(results), 'claim')}: {counts}")
     return status
 
 

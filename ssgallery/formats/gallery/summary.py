@@ -20,6 +20,7 @@ from ssgallery.formats.gallery.read import (
     read_client,
 )
 from ssgallery.formats.hdf5 import _attr_str, open_checked
+from ssgallery.tables import counted
 
 CALIBRATION_ATTR = "calibration"
 
@@ -263,7 +264,7 @@ def _describes_gallery(attr, rec, named, clients, path):
     what = f"corrupt gallery header: {attr}: {what}"
     n = rec.get("clients")
     if n is not None and n != len(clients):
-        raise FormatError(f"{what} for {n} client{'s' * (n != 1)} in a gallery of "
+        raise FormatError(f"{what} for {counted(n, 'client')} in a gallery of "
                           f"{len(clients)}", path=path)
     foreign = sorted(set(named) - set(clients))
     if foreign:
