@@ -146,8 +146,10 @@ def test_an_update_that_only_adds_clients_merges_the_counts(tmp_path):
     line = _ok(["info", "--gallery", gallery])["stdout"]
     assert (f"{cal['accepted']} of {cal['impostors']} held-out impostor scores"
             in line) and f"{cal['rejected']} of {cal['genuine']} held-out genuine" in line
-    assert (f"{grown['searches']} held-out searches of {grown['search_size']} clients in "
-            "2 runs merged by --update)") in line and "measured on" not in line
+    from ssgallery.tables import counted
+
+    assert (f"{grown['searches']} held-out searches of {counted(grown['search_size'], 'client')}"
+            " in 2 runs merged by --update)") in line and "measured on" not in line
 
 
 SEARCHES_POOLED = ("measured on 2 of the 20 clients (the others' held-out searches were "
