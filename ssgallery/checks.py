@@ -33,6 +33,15 @@ def positive_int(name, value):
     return int(value)
 
 
+def jobs_int(name, value):
+    """A number of local worker processes: positive, or -1 for one per core
+    (`ssgallery.learn.threads.worker_count`)."""
+    if not is_int(value) or value == 0 or value < -1:
+        raise InputError(f"{option(name)} must be a positive integer or -1 (one per core), "
+                         f"got {value!r}")
+    return int(value)
+
+
 def non_negative_int(name, value):
     if not is_int(value) or value < 0:
         raise InputError(f"{option(name)} must be a non-negative integer, got {value!r}")

@@ -149,7 +149,8 @@ def test_every_option_is_checked_when_the_object_is_built(changes, message):
 def test_run_options_checked_and_clients_parsed():
     assert CompressRun(clients=" a, b ,,c").clients == ["a", "b", "c"]
     assert CompressRun().clients is None
-    with pytest.raises(InputError, match="jobs must be a positive integer or -1"):
+    with pytest.raises(InputError, match=r"^`jobs` must be a positive integer or -1 \(one "
+                       r"per core\), got 0$"):
         CompressRun(jobs=0)
     with pytest.raises(InputError, match="not both"):
         CompressRun(jobs=2, scheduler="tcp://127.0.0.1:8786")
@@ -216,9 +217,9 @@ DICTS = "`method_options` must map method names to dicts of options, got "
     ("n_train", 2.5, "`n_train` must be a positive integer, got 2.5"),
     ("repetitions", 0, "`repetitions` must be a positive integer, got 0"),
     ("repetitions", "5", "`repetitions` must be a positive integer, got '5'"),
-    ("n_jobs", 0, "`n_jobs` must be a positive integer, got 0"),
-    ("n_jobs", -1, "`n_jobs` must be a positive integer, got -1"),
-    ("n_jobs", True, "`n_jobs` must be a positive integer, got True"),
+    ("n_jobs", 0, "`n_jobs` must be a positive integer or -1 (one per core), got 0"),
+    ("n_jobs", -2, "`n_jobs` must be a positive integer or -1 (one per core), got -2"),
+    ("n_jobs", True, "`n_jobs` must be a positive integer or -1 (one per core), got True"),
     ("seed", -1, "`seed` must be an integer from 0 to 2**32 - 1, got -1"),
     ("seed", 2 ** 32, "`seed` must be an integer from 0 to 2**32 - 1, got 4294967296"),
     ("seed", 1.0, "`seed` must be an integer from 0 to 2**32 - 1, got 1.0"),

@@ -152,5 +152,5 @@ def test_parallel_synth_writes_the_same_files(tmp_path):
         [p.relative_to(tmp_path / "b") for p in parallel]
     for a, b in zip(serial, parallel, strict=True):
         assert a.name == "README.txt" or a.read_bytes() == b.read_bytes()
-    with pytest.raises(SsgalleryError, match="jobs must be"):
+    with pytest.raises(SsgalleryError, match="`jobs` must be a positive integer or -1"):
         sd.write_sample_data(tmp_path / "c", identities=2, jobs=0)

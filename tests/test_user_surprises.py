@@ -142,3 +142,25 @@ def test_no_min_images_hint_where_it_cannot_help(tmp_path):
                  ["roc", faces, "-q", "-o", tmp_path / "report"]):
         out = refused(args, "c01: client folder has 0 image(s), at least ")
         assert "--min-images" not in out["stderr"], out["stderr"]
+
+
+JOBS = "--jobs must be a positive integer or -1 (one per core), got 0"
+
+
+def test_every_jobs_option_takes_minus_one_and_names_itself(tmp_path):
+    """compress and synth took ``--jobs -1`` (one per core), roc refused it as a usage
+    error; ``--jobs 0`` was refused by compress and synth as 'jobs must be ...', not
+    naming the flag, and by roc with click's range. One check, one line for all three."""
+    from helpers import refused
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=5, shape=(16, 12))
+    store = tmp_path / "s.h5"
+    assert invoked(["enroll", faces, "--store", store, "-q"])["exit_code"] == 0
+    out = invoked(["roc", faces, "--jobs", "-1", "--repetitions", "1", "--methods", "ssvm",
+                   "--m", "1", "--enrolled", "2", "--train-images", "3", "--no-plot",
+                   "--no-identification", "-q", "-o", tmp_path / "report"])
+    assert out["exit_code"] == 0, out["output"]
+    refused(["roc", faces, "--jobs", "0", "-o", tmp_path / "r0"], JOBS)
+    refused(["compress", "--store", store, "-o", tmp_path / "g.h5", "--jobs", "0"], JOBS)
+    refused(["synth", tmp_path / "s", "--identities", "3", "--jobs", "0"], JOBS)
+    assert not (tmp_path / "g.h5").exists() and not (tmp_path / "s").exists()

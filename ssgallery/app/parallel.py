@@ -49,8 +49,9 @@ class DaskLimits:
 
 
 def check_backend(n_jobs, scheduler):
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
-        raise InputError(f"jobs must be a positive integer or -1 (all cores), got {n_jobs!r}")
+    from ssgallery.checks import jobs_int
+
+    jobs_int("jobs", n_jobs)
     if scheduler is not None and n_jobs != 1:
         raise InputError("give either a number of local jobs or a scheduler address, not both")
 

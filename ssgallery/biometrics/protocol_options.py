@@ -11,6 +11,7 @@ from ssgallery.checks import (
     checked_field,
     flag_bool,
     is_int,
+    jobs_int,
     non_negative,
     positive_int,
     seed_int,
@@ -101,7 +102,7 @@ class ProtocolOptions(CheckedOptions):
     seed : int
         From 0 to 2**32 - 1.
     n_jobs : int
-        Parallel client fits (joblib); 1 runs in this process.
+        Parallel client fits (joblib); 1 runs in this process, -1 one per core.
     identification : bool
         Also search: score every genuine probe against every client (not only its own),
         so that each table carries a full search in ``table.search``.
@@ -136,7 +137,7 @@ class ProtocolOptions(CheckedOptions):
     n_train: int = checked_field(5, positive_int)
     repetitions: int = checked_field(5, positive_int)
     seed: int = checked_field(0, seed_int)
-    n_jobs: int = checked_field(1, positive_int)
+    n_jobs: int = checked_field(1, jobs_int)
     identification: bool = checked_field(False, flag_bool)
     method_options: dict = checked_field(None, _method_options)  # noqa: RUF009 (a field())
     norm_folds: int = checked_field(5, _norm_folds)

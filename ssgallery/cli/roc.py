@@ -76,8 +76,8 @@ def _parse_methods(ctx, param, value):
               show_default=True, help="How the dev threshold is chosen (far: --criterion-far).")
 @click.option("--criterion-far", type=click.FloatRange(0, 1), default=None, metavar="F",
               help="With --criterion far: the FAR on the dev scores (e.g. 0.01).")
-@click.option("--jobs", "n_jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Clients trained in parallel.")
+@click.option("--jobs", "n_jobs", type=int, default=1, show_default=True, metavar="N",
+              help="Clients trained in N local processes (-1: one per core).")
 @click.option("--identification/--no-identification", default=True, show_default=True,
               help="Protocol mode: also search every probe against every client (closed-set "
               "CMC, open-set FNIR at FPIR 1 % and 0.1 %, cmc.png, det_identification.png, "

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ssgallery.checks import jobs_int
 from ssgallery.errors import InputError, SsgalleryError, option
 from ssgallery.formats.atomic import write_text_atomic
 from ssgallery.progress import as_progress
@@ -371,8 +372,7 @@ def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2
     ``force``. Returns the list of written files (Paths).
     """
     _check_counts(identities, images, probes)
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0 or jobs < -1:
-        raise SsgalleryError(f"synth: jobs must be a positive integer or -1, got {jobs!r}")
+    jobs_int("jobs", jobs)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError("exists and is not a folder", path=out)
