@@ -300,3 +300,34 @@ def test_a_gallery_protected_the_first_way_still_reads(galleries, tmp_path):
     b = verify(old, probes, "c01", privacy_key_file=str(key))
     np.testing.assert_allclose([r.score for r in b], [r.score for r in a], rtol=0, atol=1e-10)
     assert identify(old, probes, privacy_key_file=str(key))[0][0].candidates
+
+
+@pytest.mark.parametrize("field", ["version", "d"])
+def test_a_protection_record_with_a_boolean_number_is_refused(galleries, tmp_path, field):
+    """The template_protection record's ``version`` and ``d`` are JSON integers: ``true``
+    in a re-hashed gallery (read as 1: version 1's seed, 'protected with another privacy
+    key' for a version-2 gallery; or 'for dimension True'; info read it, exit 0) is a
+    malformed record, refused in one line naming the file by every reader."""
+    import json
+    import shutil
+
+    import h5py
+    from helpers import rehash_gallery
+
+    from ssgallery.formats.protect import ATTR
+
+    root, key, probes = galleries
+    g = tmp_path / "forged.h5"
+    shutil.copyfile(root / "protected.h5", g)
+    with h5py.File(g, "a") as f:
+        record = json.loads(f.attrs[ATTR])
+        record[field] = True
+        f.attrs[ATTR] = json.dumps(record)
+    rehash_gallery(g)
+    runner = CliRunner()
+    for args in (["verify", probes[0], "--claim", "c00", "--privacy-key-file", str(key)],
+                 ["identify", probes[0], "--privacy-key-file", str(key)], ["info"]):
+        result = runner.invoke(main, [*args, "--gallery", str(g)])
+        assert result.exit_code == 2, (args, result.output)
+        assert result.stderr == (f"ssgallery: error: {g}: corrupt gallery header: bad "
+                                 "template_protection record\n"), (args, result.stderr)

@@ -33,6 +33,7 @@ import os
 
 import numpy as np
 
+from ssgallery.checks import is_int
 from ssgallery.errors import FormatError, SsgalleryError, option
 from ssgallery.formats.encryption import PRIVACY_KEY_ENV, hkdf
 from ssgallery.matchers.rotation import (
@@ -173,7 +174,8 @@ def protection_record(header, path=None):
     try:
         record = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
         ok = (isinstance(record, dict) and record.get("kind") == KIND
-              and record.get("version") in VERSIONS and isinstance(record.get("d"), int)
+              and is_int(record.get("version")) and record["version"] in VERSIONS
+              and is_int(record.get("d"))
               and record["d"] >= 1 and len(bytes.fromhex(record["salt"])) == 16
               and isinstance(record.get("offset_scale"), float)
               and np.isfinite(record["offset_scale"]) and record["offset_scale"] > 0
