@@ -170,13 +170,15 @@ MAD = f"{sys.executable} {os.path.join(os.path.dirname(__file__), 'matchers', 'e
     ('timeout_per_pair="0.5"',
      "timeout_per_pair must be a finite number >= 0 (seconds), got '0.5'"),
     ("distance_scale=true", "distance_scale must be a finite number > 0, got true"),
+    ("serve=no", "serve must be true or false, got 'no'"),
+    ("serve=1", "serve must be true or false, got 1"),
 ])
-def test_external_matcher_timeouts_are_numbers(tmp_path, item, needle):
-    """An external matcher's timeouts are numbers of seconds, checked where they come in
-    (enroll -O, before the program runs): 0 or less for timeout_base said 'timed out
-    after 0 s on 0 pairs' (the program's --describe killed at once), and a JSON boolean
-    or string was read as a number (true: 1 s per pair, exit 0). One line, exit 2, no
-    store written."""
+def test_external_matcher_options_are_checked_where_they_come_in(tmp_path, item, needle):
+    """An external matcher's timeouts are numbers of seconds and ``serve`` a boolean,
+    checked where they come in (enroll -O, before the program runs): 0 or less for
+    timeout_base said 'timed out after 0 s on 0 pairs' (the program's --describe killed
+    at once), a JSON boolean or string was read as a number (true: 1 s per pair, exit 0)
+    and serve=no as true (served). One line, exit 2, no store written."""
     faces = make_faces(str(tmp_path / "faces"), n_clients=2, n_images=3, shape=(16, 12))
     r = CliRunner().invoke(main, ["enroll", faces, "--store", str(tmp_path / "e.h5"),
                                   "--matcher-cmd", MAD, "-O", item])

@@ -163,12 +163,16 @@ class ExternalMatcher(ProgramClient, Matcher):
 
     def _check_settings(self):
         """Refuse timeouts and a distance scale that are not numbers of their range
-        (`_positive`: a bool or a string is not a number): one line naming the option."""
+        (`_positive`: a bool or a string is not a number) and a ``serve`` that is not a
+        bool: one line naming the option."""
         _positive("option timeout_base", self.timeout_base, unit=" (seconds)")
         _positive("option timeout_per_pair", self.timeout_per_pair, allow_zero=True,
                   unit=" (seconds)")
         if self.distance_scale is not None:
             _positive("option distance_scale", self.distance_scale)
+        if not isinstance(self.serve, (bool, np.bool_)):  # "no" is no false
+            raise InputError(f"external matcher option serve must be true or false, got "
+                             f"{_shown(self.serve)}")
 
     def _check_fitted(self):
         if getattr(self, "image_shape", None) is None:
@@ -252,7 +256,7 @@ class ExternalMatcher(ProgramClient, Matcher):
         self = cls(timeout_base=config.get("timeout_base", 60.0),  # checked: InputError
                    timeout_per_pair=config.get("timeout_per_pair", 0.01),
                    distance_scale=config.get("distance_scale"),
-                   serve=bool(config.get("serve", True)))
+                   serve=config.get("serve", True))
         try:
             self.image_shape = tuple(int(s) for s in np.asarray(state["image_shape"]))
             self.description_ = {"kind": _as_str(state["kind"]),
@@ -324,9 +328,14 @@ def _positive(name, value, allow_zero=False, unit=""):
     except OverflowError:  # a JSON integer no float holds
         ok = False
     if not ok:
-        value = value.item() if isinstance(value, np.generic) else value
-        shown = jsontext.dumps(value) if value is None or isinstance(value, bool) \
-            else repr(value)  # as the JSON says it: true, null; a string quoted
         raise InputError(f"external matcher {name} must be a finite number "
-                         f"{'>= 0' if allow_zero else '> 0'}{unit}, got {shown[:40]}")
+                         f"{'>= 0' if allow_zero else '> 0'}{unit}, got {_shown(value)}")
     return float(value)
+
+
+def _shown(value):
+    """A refused option value as its JSON says it (``true``, ``null``; a string quoted),
+    at most 40 characters."""
+    value = value.item() if isinstance(value, np.generic) else value
+    shown = jsontext.dumps(value) if value is None or isinstance(value, bool) else repr(value)
+    return shown[:40]
