@@ -30,6 +30,7 @@ it is applied to.
 import numpy as np
 
 from ssgallery.biometrics import metrics
+from ssgallery.biometrics.heldout import floored_std
 from ssgallery.errors import InputError
 
 THRESHOLD_MODES = ("client", "znorm-global", "shrink")
@@ -165,7 +166,7 @@ def subject_out_normalised(scores, subjects, scale=None):
     if code.shape != s.shape:
         raise InputError(f"expected one subject per score, got {code.shape} and {s.shape}")
     if not subject_out_fittable(subjects):
-        spread = max(s.std(ddof=1) if s.size > 1 else 0.0, 1e-12) if scale is None else scale
+        spread = floored_std(s) if scale is None else scale
         return (s - s.mean()) / spread
     n = np.bincount(code)
     rest = s.size - n
@@ -195,13 +196,13 @@ def cross_normalised(scores, people=None):
     """
     s = np.asarray(scores, dtype=float)
     if not cross_fittable(s.size):
-        return (s - s.mean()) / max(s.std(ddof=1) if s.size > 1 else 0.0, 1e-12)
+        return (s - s.mean()) / floored_std(s)
     if people is not None and subject_out_fittable(people):
         return subject_out_normalised(s, people)
     a = _halves(s.size)
     z = np.empty_like(s)
     for part, other in ((a, ~a), (~a, a)):
-        z[part] = (s[part] - s[other].mean()) / max(s[other].std(ddof=1), 1e-12)
+        z[part] = (s[part] - s[other].mean()) / floored_std(s[other])
     return z
 
 

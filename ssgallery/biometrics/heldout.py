@@ -49,6 +49,13 @@ def threshold_folds(y, groups, n_folds=5, random_state=0, subject_order=None):
     return folds
 
 
+def floored_std(scores):
+    """Sample standard deviation (ddof 1) of ``scores``, floored at 1e-12; 0 scores or 1
+    give the floor, so a degenerate client cannot divide by 0."""
+    s = np.asarray(scores, dtype=float)
+    return float(max(s.std(ddof=1) if s.size > 1 else 0.0, 1e-12))
+
+
 def znorm_parameters(impostor_scores):
     """Z-norm parameters of one client's impostor scores: mean and standard deviation.
 
@@ -63,7 +70,7 @@ def znorm_parameters(impostor_scores):
     """
     s = np.asarray(impostor_scores, dtype=float)
     return {"kind": "znorm", "mean": float(np.mean(s)),
-            "std": float(max(np.std(s, ddof=1) if s.size > 1 else 0.0, 1e-12)),
+            "std": floored_std(s),
             "n": int(s.size)}
 
 
