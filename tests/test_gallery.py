@@ -75,6 +75,9 @@ def test_gallery_layout_and_provenance(built):
     if prov["lam_scale"] == "none":
         assert prov["lambda_abs"] == prov["lambda"]
     assert prov["svm_n_support"] > 2 and prov["n_genuine"] == 6 and prov["n_impostor"] == 24
+    # the teacher's bound facts (SimilaritySVM n_free_, C_passed_): free SVs are SVs
+    assert 0 <= prov["svm_n_free"] <= prov["svm_n_support"]
+    assert prov["svm_C"] not in prov["svm_C_passed"]
 
 
 def test_gallery_holds_no_face_image(built):

@@ -290,6 +290,10 @@ def test_a_client_whose_svm_cv_ranked_first_a_c_with_no_free_sv_is_held_out_on_i
     model = read_gallery(tmp_path / "g.h5").clients["c07"]
     assert model.provenance["svm_C"] == 1000.0
     assert model.provenance["threshold_method"] != "training scores"
+    # the provenance says so: C = 0.1 passed over, the kept SVM has free SVs
+    assert model.provenance["svm_C_passed"] == [0.1]
+    assert 0 < model.provenance["svm_n_free"] <= 40
+    assert read_gallery(tmp_path / "g.h5").clients["c01"].provenance["svm_C_passed"] == []
     assert _accepted(tmp_path / "g.h5", sample15 / "strangers.txt", "c07") == (0, 50)
 
 

@@ -82,6 +82,7 @@ def client_provenance(job, fit):
             "omega": float(reg.objective_), "n_similarity_evals": int(reg.n_similarity_evals_),
             "n_iter": int(reg.n_iter_), "svm_n_support": int(svm.n_support_total_),
             "svm_C": float(svm.C_), "svm_intercept": float(svm.intercept_),
+            "svm_n_free": int(svm.n_free_), "svm_C_passed": [float(c) for c in svm.C_passed_],
             "svm_threshold": fit.svm_threshold,
             "n_genuine": int(np.sum(job.y > 0)), "n_impostor": int(np.sum(job.y < 0)),
             "impostors_capped": bool(job.capped),
