@@ -7,6 +7,7 @@ import numpy as np
 
 from ssgallery.errors import FormatError, InputError, naming, option
 from ssgallery.formats.store import EnrollmentStore, load_store
+from ssgallery.learn.threads import single_threaded_blas
 from ssgallery.matchers.base import transform_in_chunks
 from ssgallery.progress import as_progress
 
@@ -287,7 +288,9 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, ke
     if old is not None and old.fingerprint == candidate.fingerprint \
             and (key is None or file_format(store_path) is not None):  # (a key: encrypted)
         return _summary(old, store_path, changed=False, new_clients=[])
-    with naming(faces_dir):  # e.g. "training images are all identical": which ones
+    # one BLAS thread, as in training (ssgallery.learn.threads): a multi-threaded SVD of a
+    # few hundred images spins its threads when the other core is busy
+    with naming(faces_dir), single_threaded_blas():  # naming: which images are identical
         with progress.phase(f"fitting the {matcher} matcher", 1, "fits"):
             instance.fit(src.images)
             progress.advance()

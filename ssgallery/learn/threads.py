@@ -4,7 +4,9 @@ Per-client problems are small (n in the hundreds, d under a hundred, m + 1 unkno
 the beta-step), and a multi-threaded BLAS spends more time synchronising its threads
 than computing on them, all the more when the other cores are busy with other clients.
 Training entry points therefore run with one BLAS thread; parallelism comes from
-processing clients in parallel (``roc --jobs``, ``compress --jobs``), not from BLAS.
+processing clients in parallel (``roc --jobs``, ``compress --jobs``), not from BLAS. So
+does ``enroll``'s matcher fit: the eigenface SVD of a few hundred images is fast on one
+thread and many times slower on two when the other core is busy.
 
 The learner allocates and frees arrays of a few hundred KiB to a few MiB on every
 iteration. glibc serves them from its heap, unless the process was started with a fixed
