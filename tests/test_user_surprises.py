@@ -164,3 +164,55 @@ def test_every_jobs_option_takes_minus_one_and_names_itself(tmp_path):
     refused(["compress", "--store", store, "-o", tmp_path / "g.h5", "--jobs", "0"], JOBS)
     refused(["synth", tmp_path / "s", "--identities", "3", "--jobs", "0"], JOBS)
     assert not (tmp_path / "g.h5").exists() and not (tmp_path / "s").exists()
+
+
+@pytest.fixture(scope="module")
+def score_files(tmp_path_factory):
+    """Score files of a one-repetition roc run on small synthetic faces."""
+    root = tmp_path_factory.mktemp("roc")
+    faces = make_faces(str(root / "faces"), n_clients=4, n_images=5, shape=(16, 12))
+    out = invoked(["roc", faces, "--repetitions", "1", "--methods", "ssvm", "--m", "1",
+                   "--enrolled", "2", "--train-images", "3", "--no-plot",
+                   "--no-identification", "-q", "-o", root / "report"])
+    assert out["exit_code"] == 0, out["output"]
+    return root, sorted(str(p) for p in (root / "report" / "scores").glob("*.txt"))
+
+
+@pytest.mark.parametrize("extra, ignored", [
+    (["--m", "5", "--repetitions", "9"],
+     ("--m, --repetitions are ignored: roc --scores recomputes the figures of the score "
+      "files (no protocol, no matcher, no dev threshold)")),
+    (["--key-file", "KEY", "--matcher-cmd", "prog"],
+     "--key-file, --matcher-cmd are ignored: roc --scores recomputes"),
+    (["--criterion", "min-hter", "--store", "other.h5"],
+     "--store, --criterion are ignored: roc --scores"),
+    (["--jobs", "2"], "--jobs is ignored: roc --scores")])
+def test_roc_names_the_options_its_mode_does_not_read(score_files, tmp_path, extra,
+                                                      ignored):
+    """``roc --scores FILES --m 5`` ran as without --m, without a word: an option the
+    mode does not read is named in one warning (the run is the same)."""
+    _, files = score_files
+    key = tmp_path / "key"
+    key.write_bytes(b"k" * 32)
+    extra = [str(key) if a == "KEY" else a for a in extra]
+    out = invoked(["roc", "--scores", *files, "-o", tmp_path / "again", "--no-plot", "-q",
+                   *extra])
+    assert out["exit_code"] == 0, out["output"]
+    assert out["stderr"].startswith(f"ssgallery: warning: {ignored}"), out["stderr"]
+    assert len(out["stderr"].splitlines()) == 1, out["stderr"]
+
+
+def test_roc_protocol_names_a_key_file_and_a_criterion(score_files, tmp_path):
+    """The protocol trains its own models (no gallery's signature to check) and sets no
+    dev threshold; a default value given explicitly is not named."""
+    root, _ = score_files
+    key = tmp_path / "key"
+    key.write_bytes(b"k" * 32)
+    out = invoked(["roc", root / "faces", "--repetitions", "1", "--methods", "ssvm", "--m",
+                   "1", "--enrolled", "2", "--train-images", "3", "--no-plot",
+                   "--no-identification", "-q", "-o", tmp_path / "r", "--key-file", key,
+                   "--criterion", "far", "--criterion-far", "0.01", "--seed", "0"])
+    assert out["exit_code"] == 0, out["output"]
+    assert out["stderr"] == ("ssgallery: warning: --key-file, --criterion, --criterion-far "
+                             "are ignored: roc FACES_DIR runs the protocol, which trains its "
+                             "own models and chooses no dev threshold\n"), out["stderr"]

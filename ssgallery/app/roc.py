@@ -16,6 +16,7 @@ from ssgallery.app.roc_setup import (
     checked_m,
     trained_as_compress,
     warn_between_unused,
+    warn_unused_options,
     without_rbf_methods,
 )
 from ssgallery.biometrics.evaluation import evaluate
@@ -228,6 +229,10 @@ def _select(inputs):
     return roc_protocol if inputs.faces_dir else roc_store
 
 
+_MODE_NAMES = {roc_dev_eval: "dev-eval", roc_scores: "scores", roc_gallery: "gallery",
+               roc_protocol: "protocol", roc_store: "store"}  # warn_unused_options
+
+
 @single_threaded_blas()
 def roc(inputs=None, protocol=None, report=None, *, progress=None):
     """What ``ssgallery roc`` does: pick the mode from the inputs given and run it.
@@ -258,6 +263,7 @@ def roc(inputs=None, protocol=None, report=None, *, progress=None):
     if report.warn is None:
         report = replace(report, warn=default_warn)
     run = _select(i)
+    warn_unused_options(_MODE_NAMES[run], i, protocol or ROC_PROTOCOL, report, ROC_PROTOCOL)
     if run is roc_dev_eval:
         return roc_dev_eval(i.dev_scores, i.eval_scores, report)
     if run is roc_scores:

@@ -1,11 +1,12 @@
 """How ``roc`` sets its protocol for the data's matcher (`ssgallery.app.roc`), as
 ``compress`` trains it: the default m and its cap (`checked_m`), the methods a black box
 can run (`without_rbf_methods`), its ``ssvm`` trained on swapped real images
-(`trained_as_compress`), and an ``--between`` no method uses (`warn_between_unused`)."""
+(`trained_as_compress`), an ``--between`` no method uses (`warn_between_unused`), and
+the options a mode does not read (`warn_unused_options`)."""
 
 from dataclasses import replace
 
-from ssgallery.app.options import CompressOptions, resolve_training
+from ssgallery.app.options import CompressOptions, ReportOptions, RocInputs, resolve_training
 from ssgallery.biometrics.protocol import method_specs
 from ssgallery.errors import InputError, option
 
@@ -78,3 +79,41 @@ def trained_as_compress(protocol):
         if str(own.get("method", name)).lower() == "ssvm":
             options[name] = {**auto, **own}
     return replace(protocol, method_options=options)
+
+
+# The options each mode of roc reads (besides its inputs and report folder), and why it
+# reads no other: `warn_unused_options`. --identification and --norm-folds are left
+# out (a flag pair: "--identification is ignored" would misname --no-identification).
+_PROTOCOL = ("methods", "m", "n_enrolled", "n_train", "repetitions", "seed", "n_jobs",
+             "between")
+_TRAINS = "runs the protocol, which trains its own models and chooses no dev threshold"
+_DEV_EVAL = ("roc --dev-scores/--eval-scores reads the score files it is given (no "
+             "protocol, no matcher)")
+_SCORES = ("roc --scores recomputes the figures of the score files (no protocol, no "
+           "matcher, no dev threshold)")
+_GALLERY = ("roc --gallery evaluates the gallery's models as they are (no protocol, no "
+            "dev threshold)")
+_MODES = {
+    "dev-eval": (("criterion", "criterion_far"), _DEV_EVAL),
+    "scores": ((), _SCORES),
+    "gallery": (("key_file", "matcher_cmd"), _GALLERY),
+    "protocol": (_PROTOCOL + ("matcher_cmd",), f"roc FACES_DIR {_TRAINS}"),
+    "store": (_PROTOCOL + ("store_path", "matcher_cmd"), f"roc on the store {_TRAINS}")}
+
+
+def warn_unused_options(mode, inputs, protocol, report, default_protocol):
+    """Name, in one warning (``report.warn``), the options given away from their default
+    that roc's ``mode`` (`_MODES`: "dev-eval", "scores", "gallery", "protocol",
+    "store") does not read, e.g. ``roc --scores FILES --m 5``: never dropped without a
+    word. ``protocol`` is compared with ``default_protocol`` (roc's)."""
+    default_inputs, default_report = RocInputs(), ReportOptions()
+    given = [k for k in ("store_path", "key_file", "matcher_cmd")
+             if getattr(inputs, k) != getattr(default_inputs, k)]
+    given += [k for k in _PROTOCOL if getattr(protocol, k) != getattr(default_protocol, k)]
+    given += [k for k in ("criterion", "criterion_far")
+              if getattr(report, k) != getattr(default_report, k)]
+    reads, why = _MODES[mode]
+    unused = [option(k) for k in given if k not in reads]
+    if unused:
+        report.warn(f"{', '.join(unused)} {'is' if len(unused) == 1 else 'are'} ignored: "
+                    f"{why}")
