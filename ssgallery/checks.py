@@ -27,6 +27,19 @@ def is_real(value):
         and isinstance(value, (int, float, np.integer, np.floating))
 
 
+EXACT_INT = 2 ** 53  # integers of smaller magnitude are held exactly by a float
+
+
+def is_finite_real(value):
+    """A finite real number (`is_real`: a bool or a string is none), as a file's JSON
+    or an option gives one: a float that is neither NaN nor infinite, or an integer of
+    magnitude below 2**53 (`EXACT_INT`: one a float holds exactly; a JSON integer
+    beyond it, such as 10**400, which no float holds, is none). Never raises."""
+    if is_int(value):
+        return -EXACT_INT < value < EXACT_INT
+    return is_real(value) and bool(np.isfinite(value))
+
+
 def positive_int(name, value):
     if not is_int(value) or value < 1:
         raise InputError(f"{option(name)} must be a positive integer, got {value!r}")

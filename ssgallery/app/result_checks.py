@@ -21,6 +21,7 @@ import json
 
 import numpy as np
 
+from ssgallery.checks import EXACT_INT, is_finite_real, is_int, is_real
 from ssgallery.errors import SsgalleryError, printable
 
 MAX_META_BYTES = 1 << 16  # the JSON of a result's provenance and summary row
@@ -239,10 +240,9 @@ def _summary_row(result, refuse):
 
     def number(name, kind=float):
         value = p.get(name)
-        if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float
-                                                     else int):
+        if not (is_real(value) if kind is float else is_int(value)):
             refuse(f"provenance '{name}' is not a number")
-        if not (abs(value) < 2.0 ** 53 if isinstance(value, int) else np.isfinite(value)):
+        if not is_finite_real(value):
             refuse(f"provenance '{name}' is not a finite number")
         return value
 
@@ -264,6 +264,5 @@ def _off_scale_ok(value):
     0 <= accepted <= impostors and impostors >= 1."""
     if value is None:
         return True
-    whole = isinstance(value, list) and len(value) == 2 and all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value)
-    return whole and 0 <= value[0] <= value[1] and 1 <= value[1] < 2 ** 53
+    whole = isinstance(value, list) and len(value) == 2 and all(map(is_int, value))
+    return whole and 0 <= value[0] <= value[1] and 1 <= value[1] < EXACT_INT

@@ -21,7 +21,7 @@ compressed again.
 
 import numpy as np
 
-from ssgallery.checks import is_int
+from ssgallery.checks import is_int, is_real
 from ssgallery.errors import InputError, option
 
 WORST = 5  # clients named by the FRR record
@@ -177,7 +177,7 @@ def unresolved_record(value):
             or not is_int(training) \
             or not 0 <= training <= n:
         return None
-    number = isinstance(far, (int, float)) and not isinstance(far, bool) and 0 < far <= 1
+    number = is_real(far) and 0 < far <= 1
     if not (far is None if training == n else number):
         return None
     return {"clients": n, "people": list(people),

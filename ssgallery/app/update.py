@@ -6,6 +6,7 @@ import os
 
 from ssgallery.app.options import MAX_ITER
 from ssgallery.app.parts import options_digest
+from ssgallery.checks import is_real
 from ssgallery.errors import InputError, option
 from ssgallery.learn.defaults import DEFAULT_M
 
@@ -122,9 +123,7 @@ def _recorded_differences(models, options, most=4):
 
 
 def _shown_value(value):
-    from numbers import Real
-
-    return f"{value:g}" if isinstance(value, Real) and not isinstance(value, bool) else value
+    return f"{value:g}" if is_real(value) else value
 
 
 # Defaults that changed, as the values every gallery made before the change was trained

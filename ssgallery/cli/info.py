@@ -5,7 +5,7 @@ import os
 import click
 
 from ssgallery import jsontext
-from ssgallery.checks import is_int
+from ssgallery.checks import is_finite_real, is_int
 from ssgallery.cli.options import matcher_line, privacy_key_option, warn
 from ssgallery.errors import printable
 from ssgallery.tables import DASH, counted, format_table, signed
@@ -22,11 +22,9 @@ HIGH_FRR = 0.2  # an expected FRR from which compress and info warn
 
 
 def _num(value):
-    """A finite float from a calibration record (data from a file), else None."""
-    import math
-
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return float(value) if ok and math.isfinite(value) else None
+    """A finite float from a calibration record (data from a file: `is_finite_real`),
+    else None."""
+    return float(value) if is_finite_real(value) else None
 
 
 def _counted(cal, count, total, what):

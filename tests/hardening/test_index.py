@@ -186,28 +186,33 @@ def test_verify_refuses_the_same_records(site, workers, tmp_path):
     assert clean_error(r) and "no failure-to-acquire limits" in r["stderr"], r
 
 
-def _huge(f, client, where):
-    """Put 10**400 (a JSON integer no float holds) in one JSON field of the gallery."""
+def _huge(f, client, where, value=10**400):
+    """Put ``value`` (10**400: a JSON integer no float holds) in one JSON field of the
+    gallery."""
     grp = f["clients"][client]
     if where == "open_set":
         rec = json.loads(f.attrs["open_set"])
-        f.attrs["open_set"] = json.dumps(rec | {"threshold": 10**400}, sort_keys=True)
+        f.attrs["open_set"] = json.dumps(_with_threshold(rec, value), sort_keys=True)
         return
     rec = json.loads(grp.attrs[where])
     key = {"normalization": "mean", "similarity": "gamma"}[where]
-    grp.attrs[where] = json.dumps(rec | {key: 10**400})
+    grp.attrs[where] = json.dumps(rec | {key: value})
 
 
-@pytest.mark.parametrize("where", ["normalization", "similarity", "open_set"])
-def test_a_number_no_float_holds_is_one_line(site, workers, tmp_path, where):
+@pytest.mark.parametrize("where, value", [
+    ("normalization", 10**400), ("similarity", 10**400), ("open_set", 10**400),
+    ("similarity", 2**60), ("open_set", 2**60)])
+def test_a_number_no_float_holds_is_one_line(site, workers, tmp_path, where, value):
     """A Z-norm mean, RBF gamma or 1:N threshold of 10**400 (the review of f6fee81:
     verify, identify and info --svm ended in 'internal error: OverflowError', exit 4)
-    is one line naming the file, exit 2, for every reader that reads it."""
+    is one line naming the file, exit 2, for every reader that reads it; so is an
+    integer beyond 2**53, which a float does not hold exactly
+    (`ssgallery.checks.is_finite_real`: main read a gamma or a 1:N threshold of 2**60)."""
     root, probe, client = site["root"], site["strangers"][0], site["clients"][0]
     g = tmp_path / "g.h5"
     shutil.copy(root / "g.h5", g)
     with h5py.File(g, "a") as f:
-        _huge(f, client, where)
+        _huge(f, client, where, value)
     rehash_gallery(g)
     commands = [["identify", probe, "--open-set", "-q"], ["info"]] if where == "open_set" \
         else [["verify", probe, "--claim", client, "-q"], ["identify", probe, "-q"],

@@ -5,6 +5,7 @@ rules, row by row (`check_index`), and a Z-norm std has a floor (`std_floor`).""
 
 import numpy as np
 
+from ssgallery.checks import EXACT_INT, is_finite_real, is_int
 from ssgallery.errors import FormatError, SsgalleryError, printable
 
 STD_SOURCES = ("pooled", "margin")  # a borrowed spread (`ssgallery.app.open_set.fill_spreads`)
@@ -26,7 +27,7 @@ def check_normalization(norm):
         if not (np.isfinite(mean) and std > 0):
             raise ValueError("normalization has a non-finite mean or a std <= 0")
         n = norm.get("n", 1)
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n < 2 ** 53:
+        if not (is_int(n) and 1 <= n < EXACT_INT):
             raise ValueError("normalization has an n that is not a whole number >= 1")
         if norm.get("std_source", STD_SOURCES[0]) not in STD_SOURCES:
             raise ValueError("normalization has a std_source that is not "
@@ -97,20 +98,11 @@ def never_accepting(models, matcher):
     return out
 
 
-def _finite(number):
-    """A JSON number that is a finite float (an integer such as 10**400 is not)."""
-    try:
-        return bool(np.isfinite(float(number)))
-    except OverflowError:
-        return False
-
-
 def _similarity_bounds(model, matcher, who, path):
     kind = model.similarity.get("kind")
     if kind == "rbf":
         gamma = model.similarity.get("gamma")
-        if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) \
-                or not (_finite(gamma) and gamma > 0):
+        if not (is_finite_real(gamma) and gamma > 0):
             raise FormatError(f"{who} has an RBF gamma that is not a positive number",
                               path=path)
         return (0.0, 1.0)

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-from ssgallery.checks import is_int
+from ssgallery.checks import is_finite_real, is_int
 from ssgallery.errors import FormatError
 from ssgallery.formats.gallery.model import FORMAT, FORMAT_VERSION, KIND, model_bytes
 from ssgallery.formats.gallery.read import (
@@ -104,9 +104,9 @@ _CURVE_KEYS = ("thresholds", "hazard", "hazard_low", "hazard_high")
 
 
 def _real(value, low=-np.inf, high=np.inf):
-    """A JSON number (not a string nor a boolean), finite, in [low, high]."""
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and bool(np.isfinite(value)) and low <= value <= high)
+    """A JSON number (not a string nor a boolean), finite (`is_finite_real`), in
+    [low, high]."""
+    return is_finite_real(value) and low <= value <= high
 
 
 def _count(value, low=1):

@@ -12,14 +12,13 @@ scores at ``fit``; `quality_threshold` sets ``quality_threshold_`` from them, an
 probe scoring below it is not a face (`Matcher.is_face`), as for eigenface and dlib.
 """
 
-import math
 import shlex
 import tempfile
 
 import numpy as np
 
 from ssgallery import jsontext
-from ssgallery.checks import is_real
+from ssgallery.checks import is_finite_real
 from ssgallery.errors import InputError, MatcherError
 from ssgallery.learn.similarity import CallableSimilarity, HeuristicGradient
 from ssgallery.matchers.base import Matcher
@@ -322,12 +321,7 @@ def _positive(name, value, allow_zero=False, unit=""):
     true``)."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
-    try:
-        ok = is_real(value) and math.isfinite(value) and (value > 0 or allow_zero
-                                                           and value == 0)
-    except OverflowError:  # a JSON integer no float holds
-        ok = False
-    if not ok:
+    if not (is_finite_real(value) and (value > 0 or allow_zero and value == 0)):
         raise InputError(f"external matcher {name} must be a finite number "
                          f"{'>= 0' if allow_zero else '> 0'}{unit}, got {_shown(value)}")
     return float(value)
