@@ -247,6 +247,10 @@ def test_roc_on_the_sample_data(tmp_path, plotting):
     assert summary["config"]["enrolled"] == 10
     assert svm["n_genuine"] == 10 * 5 and svm["n_impostor"] == 10 * 10 * 10
     assert svm["matches_mean"] > 5 * ssvm["matches_mean"]
+    # client by client beside the SVM (ssgallery.biometrics.client_gaps)
+    assert "vs_svm" not in svm and ssvm["vs_svm"]["compared"] == 10
+    assert len(ssvm["vs_svm"]["worst"]) == min(ssvm["vs_svm"]["worse"], 5)
+    assert "more than 5 points above the EER of the same client's svm" in res.output
 
 
 @pytest.mark.slow

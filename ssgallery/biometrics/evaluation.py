@@ -244,17 +244,26 @@ def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0, progress=None):
         why); ``matches_mean``, ``matches_std``, ``fit_seconds_mean``, ``n_genuine``,
         ``n_impostor``, ``impostors_per_client_min``, ``fta_genuine``,
         ``fta_impostor``, ``far_at_stored_thresholds`` / ``frr_at_stored_thresholds``
-        (gallery mode, else None) and ``far_grid`` / ``frr`` (the averaged curve).
+        (gallery mode, else None) and ``far_grid`` / ``frr`` (the averaged curve);
+        beside the full SVM, every other method's ``vs_svm``: its client models
+        compared with the same clients' SVMs
+        (`ssgallery.biometrics.client_gaps.client_gaps`).
     """
+    from ssgallery.biometrics.client_gaps import REFERENCE, compare_with_reference
+
     grid = default_grid() if grid is None else np.asarray(grid, dtype=float)
     progress = as_progress(progress)
-    groups = list(_group(tables).values())
+    groups = _group(tables)
     out = []
     with progress.phase("evaluating (curves, bootstrap over clients)", len(groups),
                         "methods"):
-        for group in groups:
+        for group in groups.values():
             out.append(evaluate_method(group, grid, n_boot, seed))
             progress.advance()
+    gaps = compare_with_reference(groups)
+    for summary, key in zip(out, groups):
+        if key in gaps:
+            summary[f"vs_{REFERENCE}"] = gaps[key]
     return out
 
 

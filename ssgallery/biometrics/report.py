@@ -150,10 +150,11 @@ def _notes(summaries, keys):
                          if k in keys)
 
 
-def _wrapped(lines):
+def _wrapped(lines, break_on_hyphens=True):
     import textwrap
 
-    return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ") for line in lines)
+    return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ",
+                                    break_on_hyphens=break_on_hyphens) for line in lines)
 
 
 def format_table(summaries, wide=False):
@@ -172,7 +173,29 @@ def format_table(summaries, wide=False):
     if not wide:
         legend.append(f"{option('wide')}: every convention, the fit time and failures to acquire "
                       "(all in summary.json).")
-    return text + "\n" + _wrapped([f"{DASH}: {n}" for n in notes] + legend)
+    lines = [_wrapped([f"{DASH}: {n}" for n in notes]),
+             _wrapped(_vs_svm(summaries), break_on_hyphens=False),  # method names: svm-sel
+             _wrapped(legend)]
+    return text + "\n" + "\n".join(line for line in lines if line)
+
+
+def _vs_svm(summaries):
+    """The line naming, per method, its client models far above the same client's SVM
+    (``vs_svm``, `ssgallery.biometrics.client_gaps`); none without an svm row."""
+    parts = []
+    for s in summaries:
+        v = s.get("vs_svm")
+        if not v or not v["compared"]:
+            continue
+        named = ", ".join(f"r{rep}:{client} +{100 * gap:.1f}" for rep, client, gap in v["worst"])
+        more = v["worse"] - len(v["worst"])
+        parts.append(f"{s['label']} {v['worse']} of {v['compared']}"
+                     + (f" ({named}{f', {more} more' if more else ''})" if named else ""))
+    if not parts:
+        return []
+    by = 100 * next(s["vs_svm"]["worse_by"] for s in summaries if s.get("vs_svm"))
+    return [f"client models more than {by:g} points above the EER of the same client's svm: "
+            + "; ".join(parts) + "."]
 
 
 def format_dev_eval(results):

@@ -1,0 +1,75 @@
+"""roc names the client models far above the same client's SVM (ssgallery.biometrics.
+client_gaps): a mean close to the SVM's must not hide a failed person."""
+
+import numpy as np
+import pytest
+
+from ssgallery.biometrics import metrics
+from ssgallery.biometrics.client_gaps import client_eers, client_gaps
+from ssgallery.biometrics.evaluation import evaluate
+from ssgallery.biometrics.report import format_table
+from ssgallery.biometrics.scores import Scores
+
+IMPOSTOR = [float(v) for v in range(40)]  # of every claimed client
+
+
+def _table(method, m, repetition, genuine):
+    """Scores of clients c1..c3: ``genuine[c]`` their genuine scores, `IMPOSTOR` against
+    each from the other clients' images."""
+    claimed, real, score = [], [], []
+    for c, mine in genuine.items():
+        claimed += [c] * (len(mine) + len(IMPOSTOR))
+        real += [c] * len(mine) + ["x" if c != "x" else "y"] * len(IMPOSTOR)
+        score += list(mine) + IMPOSTOR
+    n = len(score)
+    return Scores(method, m, repetition, np.array(claimed), np.array(real),
+                  np.array([f"p{i}" for i in range(n)]), np.array(score, dtype=float))
+
+
+GOOD = {"c1": [50.0, 60.0], "c2": [50.0, 60.0], "c3": [50.0, 60.0]}
+
+
+def _tables():
+    """svm: every client separated, both repetitions. ssvm m=2: c2 of repetition 1
+    half fails (one genuine score among the impostors), c3 of repetition 0 slightly
+    (its genuine score at the top impostor's); the rest as the SVM."""
+    svm = [_table("svm", None, r, GOOD) for r in (0, 1)]
+    ssvm = [_table("ssvm", 2, 0, {**GOOD, "c3": [39.0, 60.0]}),
+            _table("ssvm", 2, 1, {**GOOD, "c2": [20.5, 60.0]})]
+    return svm + ssvm
+
+
+def test_client_gaps_count_and_name_the_client_models_above_their_reference():
+    tables = _tables()
+    svm, ssvm = client_eers(tables[:2]), client_eers(tables[2:])
+    assert set(svm) == {(r, c) for r in (0, 1) for c in ("c1", "c2", "c3")}
+    assert all(v == 0.0 for v in svm.values())
+    half = metrics.curve_eer(*metrics.roc_curve(np.array(IMPOSTOR), np.array([20.5, 60.0]))[:2])
+    slight = metrics.curve_eer(*metrics.roc_curve(np.array(IMPOSTOR), np.array([39.0, 60.0]))[:2])
+    assert half > 0.2 and 0.0 < slight <= 0.05  # the construction: one far, one near
+    gaps = client_gaps(ssvm, svm)
+    assert gaps["compared"] == 6 and gaps["worse"] == 1 and gaps["worse_by"] == 0.05
+    assert gaps["worst"] == [[1, "c2", pytest.approx(half)]]
+    assert gaps["largest"] == pytest.approx(half)
+    # a stricter margin names the near one too, worst first; `named` caps the list
+    strict = client_gaps(ssvm, svm, worse_by=0.0, named=1)
+    assert strict["worse"] == 2 and strict["worst"] == [[1, "c2", pytest.approx(half)]]
+    # only client models both methods scored are compared
+    assert client_gaps(ssvm, {(0, "c1"): 0.0})["compared"] == 1
+    assert client_gaps({}, svm) == {"compared": 0, "worse": 0, "worse_by": 0.05,
+                                    "worst": [], "largest": None}
+
+
+def test_evaluate_and_the_printed_table_carry_them():
+    summaries = evaluate(_tables(), n_boot=0)
+    svm, ssvm = summaries
+    assert "vs_svm" not in svm
+    assert ssvm["vs_svm"]["worse"] == 1 and ssvm["vs_svm"]["worst"][0][:2] == [1, "c2"]
+    text = format_table(summaries)
+    line = " ".join(text.split())
+    gap = 100 * ssvm["vs_svm"]["worst"][0][2]
+    assert (f"client models more than 5 points above the EER of the same client's svm: "
+            f"ssvm m=2 1 of 6 (r1:c2 +{gap:.1f}).") in line
+    # no svm among the methods: nothing to compare with, no line
+    alone = evaluate(_tables()[2:], n_boot=0)
+    assert "vs_svm" not in alone[0] and "same client's svm" not in format_table(alone)
