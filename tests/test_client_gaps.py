@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from ssgallery.biometrics import metrics
-from ssgallery.biometrics.client_gaps import client_eers, client_gaps
-from ssgallery.biometrics.evaluation import evaluate
+from ssgallery.biometrics.client_gaps import client_gaps
+from ssgallery.biometrics.evaluation import client_eers, evaluate
 from ssgallery.biometrics.report import format_table
 from ssgallery.biometrics.scores import Scores
 

@@ -2,24 +2,13 @@
 under a reference method (the full SVM the method was distilled from).
 
 A mean client EER close to the reference's can hide a few client models that fail
-their person; these functions name them. Pure functions on score tables
-(`ssgallery.biometrics.scores.Scores`), as `ssgallery.biometrics.evaluation`.
+their person; these functions name them. Pure functions on each client's own EER per
+repetition, ``{(repetition, client): EER}`` (`ssgallery.biometrics.evaluation.client_eers`).
 """
-
-from ssgallery.biometrics import metrics
-from ssgallery.biometrics.evaluation import client_curves
 
 REFERENCE = "svm"
 WORSE_BY = 0.05  # EER above the reference's, same client and repetition: a failed model
 NAMED = 5  # the worst client models named
-
-
-def client_eers(tables):
-    """Each client's own EER per repetition, ``{(repetition, client): EER}``, over the
-    tables of one method (clients without a genuine or an impostor claim are left
-    out, as in `ssgallery.biometrics.evaluation.client_curves`)."""
-    return {(int(t.repetition), c): metrics.curve_eer(far, frr)
-            for t in tables for c, far, frr in client_curves(t)}
 
 
 def client_gaps(eers, reference, worse_by=WORSE_BY, named=NAMED):
@@ -29,7 +18,7 @@ def client_gaps(eers, reference, worse_by=WORSE_BY, named=NAMED):
     ----------
     eers, reference : dict
         ``{(repetition, client): EER}`` of the method and of the reference
-        (`client_eers`).
+        (`ssgallery.biometrics.evaluation.client_eers`).
     worse_by : float
         EER difference above which a client model counts as worse.
     named : int
@@ -53,23 +42,22 @@ def client_gaps(eers, reference, worse_by=WORSE_BY, named=NAMED):
             "largest": float(gaps[0][0]) if gaps else None}
 
 
-def compare_with_reference(groups, reference_method=REFERENCE, worse_by=WORSE_BY):
+def compare_with_reference(eers, reference_method=REFERENCE, worse_by=WORSE_BY):
     """`client_gaps` of every method against ``reference_method``.
 
     Parameters
     ----------
-    groups : dict
-        ``{(method, m): [Scores, ...]}``, every repetition's tables of each method.
+    eers : dict
+        ``{(method, m): {(repetition, client): EER}}``, every method's client EERs.
 
     Returns
     -------
     dict
         ``{(method, m): client_gaps(...)}`` for every method but the reference; empty
-        when no group is the reference method.
+        when no method, or more than one entry, is the reference method.
     """
-    ref = [tables for (method, _), tables in groups.items() if method == reference_method]
+    ref = [e for (method, _), e in eers.items() if method == reference_method]
     if len(ref) != 1:
         return {}
-    reference = client_eers(ref[0])
-    return {key: client_gaps(client_eers(tables), reference, worse_by)
-            for key, tables in groups.items() if key[0] != reference_method}
+    return {key: client_gaps(e, ref[0], worse_by)
+            for key, e in eers.items() if key[0] != reference_method}

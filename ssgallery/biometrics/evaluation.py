@@ -27,6 +27,7 @@ FRR = (rejected + FTA) / all genuine attempts; the FTA rates are reported separa
 import numpy as np
 
 from ssgallery.biometrics import metrics
+from ssgallery.biometrics.client_gaps import REFERENCE, compare_with_reference
 from ssgallery.errors import InputError
 from ssgallery.progress import as_progress
 
@@ -65,6 +66,14 @@ def client_curves(table):
         if curve is not None:
             out.append((str(c), *curve))
     return out
+
+
+def client_eers(tables):
+    """Each client's own EER per repetition, ``{(repetition, client): EER}``, over the
+    tables of one method (clients without a genuine or an impostor claim are left out,
+    as in `client_curves`)."""
+    return {(int(t.repetition), c): metrics.curve_eer(far, frr)
+            for t in tables for c, far, frr in client_curves(t)}
 
 
 def _group(tables):
@@ -249,8 +258,6 @@ def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0, progress=None):
         compared with the same clients' SVMs
         (`ssgallery.biometrics.client_gaps.client_gaps`).
     """
-    from ssgallery.biometrics.client_gaps import REFERENCE, compare_with_reference
-
     grid = default_grid() if grid is None else np.asarray(grid, dtype=float)
     progress = as_progress(progress)
     groups = _group(tables)
@@ -260,7 +267,7 @@ def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0, progress=None):
         for group in groups.values():
             out.append(evaluate_method(group, grid, n_boot, seed))
             progress.advance()
-    gaps = compare_with_reference(groups)
+    gaps = compare_with_reference({k: client_eers(g) for k, g in groups.items()})
     for summary, key in zip(out, groups):
         if key in gaps:
             summary[f"vs_{REFERENCE}"] = gaps[key]
