@@ -194,20 +194,24 @@ def _huge(f, client, where, value=10**400):
         rec = json.loads(f.attrs["open_set"])
         f.attrs["open_set"] = json.dumps(_with_threshold(rec, value), sort_keys=True)
         return
+    key = {"normalization": "mean", "similarity": "gamma"}.get(where, "std")
+    where = "normalization" if where == "std" else where
     rec = json.loads(grp.attrs[where])
-    key = {"normalization": "mean", "similarity": "gamma"}[where]
     grp.attrs[where] = json.dumps(rec | {key: value})
 
 
 @pytest.mark.parametrize("where, value", [
     ("normalization", 10**400), ("similarity", 10**400), ("open_set", 10**400),
-    ("similarity", 2**60), ("open_set", 2**60)])
+    ("similarity", 2**60), ("open_set", 2**60), ("normalization", 2**60),
+    ("normalization", "0.5"), ("std", True), ("std", "1")])
 def test_a_number_no_float_holds_is_one_line(site, workers, tmp_path, where, value):
     """A Z-norm mean, RBF gamma or 1:N threshold of 10**400 (the review of f6fee81:
     verify, identify and info --svm ended in 'internal error: OverflowError', exit 4)
     is one line naming the file, exit 2, for every reader that reads it; so is an
     integer beyond 2**53, which a float does not hold exactly
-    (`ssgallery.checks.is_finite_real`: main read a gamma or a 1:N threshold of 2**60)."""
+    (`ssgallery.checks.is_finite_real`: main read a gamma or a 1:N threshold of 2**60),
+    and a Z-norm mean or std that is a string or a boolean (read with float() before:
+    a std of true was a std of 1)."""
     root, probe, client = site["root"], site["strangers"][0], site["clients"][0]
     g = tmp_path / "g.h5"
     shutil.copy(root / "g.h5", g)
@@ -219,8 +223,8 @@ def test_a_number_no_float_holds_is_one_line(site, workers, tmp_path, where, val
               ["info", "--svm"], ["info", "--client", client]]
     for args in commands:
         r = workers.run([*args, "--gallery", g])
-        named = {"normalization": "normalization", "similarity": "RBF gamma",
-                 "open_set": "open_set"}[where]
+        named = {"normalization": "normalization", "std": "normalization",
+                 "similarity": "RBF gamma", "open_set": "open_set"}[where]
         assert clean_error(r) and named in r["stderr"] and str(g) in r["stderr"], (args, r)
 
 

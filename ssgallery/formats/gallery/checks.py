@@ -12,7 +12,8 @@ STD_SOURCES = ("pooled", "margin")  # a borrowed spread (`ssgallery.app.open_set
 
 
 def check_normalization(norm):
-    """A stored normalisation is a dict; a Z-norm has a finite mean and a std > 0, an
+    """A stored normalisation is a dict; a Z-norm has a finite mean and a std > 0 (JSON
+    numbers: `ssgallery.checks.is_finite_real`; a string or a boolean is none), an
     ``n`` (when present) that is a whole number >= 1 and a ``std_source`` (when present)
     in `STD_SOURCES` (``compress --update`` reads both of its kept clients,
     `ssgallery.biometrics.openset.spread_measured`). Raises TypeError or ValueError (the
@@ -20,12 +21,10 @@ def check_normalization(norm):
     if not isinstance(norm, dict):
         raise TypeError("normalization is not a JSON object")
     if norm.get("kind") == "znorm":
-        try:  # a JSON integer no float holds (10**400) is out of range, not a crash
-            mean, std = float(norm["mean"]), float(norm["std"])
-        except OverflowError:
-            raise ValueError("normalization has a mean or std out of range") from None
-        if not (np.isfinite(mean) and std > 0):
-            raise ValueError("normalization has a non-finite mean or a std <= 0")
+        mean, std = norm.get("mean"), norm.get("std")  # JSON numbers, not "0.5" or true
+        if not (is_finite_real(mean) and is_finite_real(std) and std > 0):
+            raise ValueError("normalization has a mean or std that is not a finite number "
+                             "or a std <= 0")
         n = norm.get("n", 1)
         if not (is_int(n) and 1 <= n < EXACT_INT):
             raise ValueError("normalization has an n that is not a whole number >= 1")
