@@ -55,6 +55,13 @@ def counted(n, noun, plural=None, shown=None):
     return f"{n if shown is None else shown} {noun if n == 1 else plural or noun + 's'}"
 
 
+def listed(names, shown=10):
+    """``a, b, c``: the first ``shown`` of ``names`` (strings), then ``and N more``."""
+    names = list(names)
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
 def width(text):
     """The widest line of ``text``."""
     return max((len(line) for line in str(text).splitlines()), default=0)

@@ -216,3 +216,32 @@ def test_roc_protocol_names_a_key_file_and_a_criterion(score_files, tmp_path):
     assert out["stderr"] == ("ssgallery: warning: --key-file, --criterion, --criterion-far "
                              "are ignored: roc FACES_DIR runs the protocol, which trains its "
                              "own models and chooses no dev threshold\n"), out["stderr"]
+
+
+def test_enroll_over_a_store_names_the_clients_it_drops(tmp_path):
+    """``enroll other_faces/`` over a store of other clients replaced it without a word,
+    and the next compress trained a gallery without them: the line names them (and
+    --add, which keeps them); the JSON lists them; re-enrolling the same folder, or a
+    folder that keeps every client, says nothing of the kind."""
+    import json
+
+    first = make_faces(str(tmp_path / "first"), n_clients=4, n_images=3, shape=(16, 12))
+    second = make_faces(str(tmp_path / "second"), n_clients=2, n_images=3, shape=(16, 12),
+                        prefix="d")
+    store = tmp_path / "e.h5"
+    assert invoked(["enroll", first, "--store", store, "-q"])["exit_code"] == 0
+    again = invoked(["enroll", first, "--store", store, "-q"])
+    assert again["exit_code"] == 0 and "warning" not in again["stderr"]
+    out = invoked(["enroll", second, "--store", store, "-q", "--json"])
+    assert out["exit_code"] == 0, out["output"]
+    assert json.loads(out["stdout"])["dropped_clients"] == ["c00", "c01", "c02", "c03"]
+    assert out["stderr"].splitlines() == [
+        f"ssgallery: warning: {store}: replaced; 4 clients it held are no longer enrolled "
+        f"(not enrolled from {second}): c00, c01, c02, c03 (--add adds clients to a store "
+        "instead)"]
+    back = invoked(["enroll", first, "--store", store, "-q"])
+    assert "2 clients it held are no longer enrolled" in back["stderr"]
+    fewer = invoked(["enroll", first, "--store", store, "-q", "--clients", "c00,c01,c02"])
+    assert fewer["stderr"].endswith(f"1 client it held is no longer enrolled (not enrolled "
+                                    f"from {first}): c03 (--add adds clients to a store "
+                                    "instead)\n"), fewer["stderr"]

@@ -10,6 +10,7 @@ from ssgallery.formats.store import EnrollmentStore, load_store
 from ssgallery.learn.threads import single_threaded_blas
 from ssgallery.matchers.base import transform_in_chunks
 from ssgallery.progress import as_progress
+from ssgallery.tables import counted, listed
 
 
 @dataclass
@@ -30,9 +31,11 @@ class EnrollSummary:
     stale_clients: list
     dimension: int
     fingerprint: str
+    dropped_clients: list = ()  # clients of the store it replaced that it no longer holds
 
     def to_dict(self):
-        return dict(self.__dict__, image_shape=list(self.image_shape))
+        return dict(self.__dict__, image_shape=list(self.image_shape),
+                    dropped_clients=list(self.dropped_clients))
 
 
 def _split_names(value):
@@ -172,8 +175,16 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
                             progress=progress, force=force, key=key)
         if add:
             return _add(src, store_path, progress, key)
-        return _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, key,
-                             faces_dir)
+        summary = _enroll_fresh(src, store_path, matcher, matcher_options, progress, force,
+                                key, faces_dir)
+    if summary.dropped_clients:
+        (warn or default_warn)(
+            f"{os.fspath(store_path)}: replaced; {counted(len(summary.dropped_clients), 'client')}"
+            f" it held {'is' if len(summary.dropped_clients) == 1 else 'are'} no longer "
+            f"enrolled (not enrolled from {os.fspath(faces_dir)}): "
+            f"{listed(summary.dropped_clients, 5)} ({option('add')} adds clients to a store "
+            "instead)")
+    return summary
 
 
 def _old_store(store_path, add, force, key):
@@ -300,7 +311,10 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, ke
         candidate.features = transform_in_chunks(instance, src.images, progress=progress)
     candidate.save(store_path, force=force, privacy_key=key)
     new = sorted(set(src.clients) - set(old.clients)) if old is not None else list(src.clients)
-    return _summary(candidate, store_path, changed=True, new_clients=new, matcher=instance)
+    summary = _summary(candidate, store_path, changed=True, new_clients=new, matcher=instance)
+    if old is not None:
+        summary.dropped_clients = sorted(set(old.clients) - set(src.clients))
+    return summary
 
 
 def _contract_state(matcher):

@@ -31,7 +31,7 @@ from ssgallery.cli.options import (
 from ssgallery.cli.progress import quiet_option, reporting
 from ssgallery.errors import printable
 from ssgallery.learn.defaults import DEFAULT_M
-from ssgallery.tables import counted
+from ssgallery.tables import counted, listed
 
 DEFAULT = CompressOptions()  # every option's default: one definition
 
@@ -286,9 +286,7 @@ def _warn_clients(clients, what, advice=None):
     ``advice`` (if any)."""
     if not clients:
         return
-    names = ", ".join(printable(c) for c in clients[:10])
-    more = len(clients) - 10
-    warn(f"{len(clients)} client(s) {what}: {names}" + (f" and {more} more" if more > 0 else "")
+    warn(f"{len(clients)} client(s) {what}: {listed(printable(c) for c in clients)}"
          + (f"; {advice}" if advice else ""))
 
 def _pct(value):
