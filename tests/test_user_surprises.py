@@ -235,10 +235,10 @@ def test_enroll_over_a_store_names_the_clients_it_drops(tmp_path):
     out = invoked(["enroll", second, "--store", store, "-q", "--json"])
     assert out["exit_code"] == 0, out["output"]
     assert json.loads(out["stdout"])["dropped_clients"] == ["c00", "c01", "c02", "c03"]
-    assert out["stderr"].splitlines() == [
+    assert out["stderr"].splitlines() == [(
         f"ssgallery: warning: {store}: replaced; 4 clients it held are no longer enrolled "
         f"(not enrolled from {second}): c00, c01, c02, c03 (--add adds clients to a store "
-        "instead)"]
+        "instead)")]
     back = invoked(["enroll", first, "--store", store, "-q"])
     assert "2 clients it held are no longer enrolled" in back["stderr"]
     fewer = invoked(["enroll", first, "--store", store, "-q", "--clients", "c00,c01,c02"])
