@@ -8,6 +8,8 @@
     PROGRAM --describe
         {"kind": "similarity"|"distance", "symmetric": bool, "range": [lo, hi],
          "serve": bool (optional), "quality": bool (optional)}
+        JSON types only: a string or a number for a bool, a string or a bool for a
+        range end, is refused (`ssgallery.matchers.external.contract.parse_describe`)
     PROGRAM --quality-list A.txt --out Q.txt   (only when --describe says "quality": true)
         Q.txt: |A| numbers, one per line: how face-like each image is, higher is more
     PROGRAM --serve   (only when --describe says "serve": true)

@@ -9,9 +9,11 @@ keeps of the contract (`contract_digest`). Nothing here runs a program: see
 
 import hashlib
 import json
+import math
 
 import numpy as np
 
+from ssgallery.checks import is_finite_real
 from ssgallery.errors import MatcherError
 
 MAX_ANSWER_BASE = 1 << 20  # bytes of a program's output, plus ...
@@ -38,25 +40,57 @@ def parse_describe(out, program):
     Raises
     ------
     MatcherError
-        Not a JSON object with a valid kind and range (one line naming ``program``).
+        Not a JSON object with a valid kind, or a field of another type than the
+        contract's (`DESCRIBE_FLAGS` and ``range``, `_range`): one line naming
+        ``program``. An answer is never read as what it is not: ``"serve": "yes"`` is
+        no ``true``, ``"range": ["0", "1"]`` no numbers.
     """
     try:
         raw = json.loads(out.decode("utf-8"))
         kind = raw["kind"]
-        desc = {"kind": kind, "symmetric": bool(raw.get("symmetric", False)),
-                "range": [float(v) for v in raw.get("range", [-np.inf, np.inf])]}
     except (ValueError, KeyError, TypeError):
         raise MatcherError(f"matcher {program} --describe did not "
                            "print a JSON object with a 'kind'") from None
     if kind not in ("similarity", "distance"):
         raise MatcherError(f"matcher {program} --describe: kind must "
-                           f"be 'similarity' or 'distance', not {kind!r}")
-    if len(desc["range"]) != 2 or np.isnan(desc["range"]).any() \
-            or not desc["range"][0] < desc["range"][1]:
-        raise MatcherError(f"matcher {program} --describe: range must be [lo, hi] "
-                           "with lo < hi")
-    desc["quality"] = raw.get("quality") is True
+                           f"be 'similarity' or 'distance', not {shown(kind)}")
+    for flag in DESCRIBE_FLAGS:
+        if not isinstance(raw.get(flag, False), bool):
+            raise MatcherError(f"matcher {program} --describe: {flag} must be true or "
+                               f"false, got {shown(raw[flag])}")
+    desc = {"kind": kind, "symmetric": raw.get("symmetric", False),
+            "range": _range(raw.get("range", [-np.inf, np.inf]), program),
+            "quality": raw.get("quality", False)}
     return raw, desc
+
+
+DESCRIBE_FLAGS = ("symmetric", "quality", "serve")  # JSON booleans, false when absent
+
+
+def _range(value, program):
+    """The described ``range`` as [lo, hi] floats: two JSON numbers (not a string nor a
+    boolean; -Infinity and Infinity for an open end, a finite one `is_finite_real`),
+    lo < hi."""
+    numbers = isinstance(value, list) and len(value) == 2 and all(
+        is_finite_real(v) or isinstance(v, float) and math.isinf(v) for v in value)
+    if not (numbers and value[0] < value[1]):
+        raise MatcherError(f"matcher {program} --describe: range must be [lo, hi], two "
+                           f"numbers with lo < hi, got {shown(value)}")
+    return [float(v) for v in value]
+
+
+def shown(value):
+    """A refused value of an option or of a program's answer, at most 40 characters: a
+    string or a number as Python writes it (``'no'``, ``0``, ``nan``), anything else as
+    its JSON says it (``true``, ``null``, ``["0", "1"]``)."""
+    value = value.item() if isinstance(value, np.generic) else value
+    text = repr(value)
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        try:
+            text = json.dumps(value)
+        except (TypeError, ValueError):  # not a JSON value (an array of the state)
+            pass
+    return text[:40]
 
 
 def contract_digest(describe_json, config):

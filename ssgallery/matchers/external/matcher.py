@@ -17,13 +17,12 @@ import tempfile
 
 import numpy as np
 
-from ssgallery import jsontext
 from ssgallery.checks import is_finite_real
 from ssgallery.errors import InputError, MatcherError
 from ssgallery.learn.similarity import CallableSimilarity, HeuristicGradient
 from ssgallery.matchers.base import Matcher
 from ssgallery.matchers.external import cache
-from ssgallery.matchers.external.contract import quality_threshold
+from ssgallery.matchers.external.contract import quality_threshold, shown
 from ssgallery.matchers.external.oneshot import write_images
 from ssgallery.matchers.external.program import ProgramClient
 
@@ -171,7 +170,7 @@ class ExternalMatcher(ProgramClient, Matcher):
             _positive("option distance_scale", self.distance_scale)
         if not isinstance(self.serve, (bool, np.bool_)):  # "no" is no false
             raise InputError(f"external matcher option serve must be true or false, got "
-                             f"{_shown(self.serve)}")
+                             f"{shown(self.serve)}")
 
     def _check_fitted(self):
         if getattr(self, "image_shape", None) is None:
@@ -323,13 +322,5 @@ def _positive(name, value, allow_zero=False, unit=""):
         value = value[()]
     if not (is_finite_real(value) and (value > 0 or allow_zero and value == 0)):
         raise InputError(f"external matcher {name} must be a finite number "
-                         f"{'>= 0' if allow_zero else '> 0'}{unit}, got {_shown(value)}")
+                         f"{'>= 0' if allow_zero else '> 0'}{unit}, got {shown(value)}")
     return float(value)
-
-
-def _shown(value):
-    """A refused option value as its JSON says it (``true``, ``null``; a string quoted),
-    at most 40 characters."""
-    value = value.item() if isinstance(value, np.generic) else value
-    shown = jsontext.dumps(value) if value is None or isinstance(value, bool) else repr(value)
-    return shown[:40]

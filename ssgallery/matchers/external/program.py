@@ -5,7 +5,6 @@ requests of the contract (score and quality lists) with their answers parsed and
 bounded (`ssgallery.matchers.external.contract`).
 """
 
-import json
 import os
 import shlex
 import tempfile
@@ -53,13 +52,10 @@ class ProgramClient:
         return bool(self.serve) and self._offers()
 
     def _offers(self):
-        """True when the program's ``--describe`` says ``"serve": true`` (asked once)."""
+        """True when the program's ``--describe`` says ``"serve": true`` (asked once,
+        `_ask_describe`: an answer whose ``serve`` is not a JSON boolean is refused)."""
         if getattr(self, "serve_offered_", None) is None:
-            out = self.run(["--describe"])
-            try:
-                self.serve_offered_ = bool(json.loads(out.decode("utf-8")).get("serve", False))
-            except (ValueError, AttributeError):
-                self.serve_offered_ = False
+            self._ask_describe()
         return self.serve_offered_
 
     @property
@@ -96,7 +92,7 @@ class ProgramClient:
         """Run ``PROGRAM --describe``; return (normalised description, contract digest)."""
         out = self.run(["--describe"])
         raw, desc = parse_describe(out, self.program)
-        self.serve_offered_ = raw.get("serve") is True
+        self.serve_offered_ = raw.get("serve", False)  # a JSON boolean (parse_describe)
         return desc, contract_digest(raw, self.get_config())
 
     def describe(self):
