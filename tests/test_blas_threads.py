@@ -2,6 +2,7 @@
 a multi-threaded SVD of a few hundred images spins its threads when the other core is
 busy."""
 
+import scipy.linalg  # noqa: F401  (its BLAS loaded before the limits below, as numpy's)
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from ssgallery.app.enroll import enroll
@@ -9,7 +10,8 @@ from ssgallery.matchers.eigenface import EigenfaceMatcher
 
 
 def _blas_threads():
-    return {lib["internal_api"]: lib["num_threads"] for lib in threadpool_info()
+    """Threads of each BLAS library loaded (numpy and scipy may each bring their own)."""
+    return {lib["filepath"]: lib["num_threads"] for lib in threadpool_info()
             if lib["user_api"] == "blas"}
 
 
