@@ -73,3 +73,15 @@ def test_evaluate_and_the_printed_table_carry_them():
     # no svm among the methods: nothing to compare with, no line
     alone = evaluate(_tables()[2:], n_boot=0)
     assert "vs_svm" not in alone[0] and "same client's svm" not in format_table(alone)
+
+
+def test_a_gap_of_exactly_the_margin_is_not_above_it_whatever_the_float_noise():
+    # EERs are rates: 0.2 - 0.15 = 0.05000000000000002 and 0.25 - 0.2 = 0.04999999999999999
+    # are both 5 points, and neither is "more than 5 points" (the demo's roc named
+    # svm-red's r1:c09 "+5.0" under that heading); equal gaps are ordered by client
+    method = {(0, "a"): 0.2, (0, "b"): 0.25, (0, "c"): 0.22, (0, "d"): 0.07}
+    svm = {(0, "a"): 0.15, (0, "b"): 0.2, (0, "c"): 0.16, (0, "d"): 0.01}
+    gaps = client_gaps(method, svm)  # c: 0.06 exactly, d: 0.06000000000000001
+    assert gaps["compared"] == 4 and gaps["worse"] == 2
+    assert gaps["worst"] == [[0, "c", 0.06], [0, "d", 0.06]]
+    assert gaps["largest"] == 0.06

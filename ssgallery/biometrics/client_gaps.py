@@ -9,6 +9,7 @@ repetition, ``{(repetition, client): EER}`` (`ssgallery.biometrics.evaluation.cl
 REFERENCE = "svm"
 WORSE_BY = 0.05  # EER above the reference's, same client and repetition: a failed model
 NAMED = 5  # the worst client models named
+DIGITS = 12  # a difference of two EERs, rounded off its float noise: 0.2 - 0.15 is 0.05
 
 
 def client_gaps(eers, reference, worse_by=WORSE_BY, named=NAMED):
@@ -32,9 +33,12 @@ def client_gaps(eers, reference, worse_by=WORSE_BY, named=NAMED):
         (``[repetition, client, EER difference]`` of at most ``named`` of them, largest
         difference first, then by repetition and client) and ``largest`` (the largest
         difference, negative when the method beats the reference on every client
-        model; None when none is compared).
+        model; None when none is compared). Each difference is rounded to `DIGITS`
+        decimals first: EERs are rates, and 0.2 - 0.15 = 0.05000000000000002 is 5
+        points, not more, as is 0.25 - 0.2 = 0.04999999999999999.
     """
-    gaps = sorted(((eers[k] - reference[k], k) for k in eers if k in reference),
+    gaps = sorted(((round(eers[k] - reference[k], DIGITS), k)
+                   for k in eers if k in reference),
                   key=lambda gk: (-gk[0], gk[1]))
     worse = [(g, k) for g, k in gaps if g > worse_by]
     return {"compared": len(gaps), "worse": len(worse), "worse_by": float(worse_by),
