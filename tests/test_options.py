@@ -212,6 +212,10 @@ DICTS = "`method_options` must map method names to dicts of options, got "
     ("methods", [("ssvm", 0)], f"{PAIRS}('ssvm', 0)"),
     ("methods", [("ssvm", True)], f"{PAIRS}('ssvm', True)"),
     ("methods", [""], f"{PAIRS}''"),
+    # one method or m twice: trained twice, counted as two repetitions of one row
+    ("methods", ["svm", "ssvm", "svm"], "`methods` lists 'svm' twice"),
+    ("methods", [("ssvm", 2), ["ssvm", 2]], "`methods` lists ('ssvm', 2) twice"),
+    ("m", [2, 3, 2], "`m` lists 2 twice"),
     ("n_enrolled", 0, "`n_enrolled` must be a positive integer, got 0"),
     ("n_enrolled", True, "`n_enrolled` must be a positive integer, got True"),
     ("n_train", 2.5, "`n_train` must be a positive integer, got 2.5"),
@@ -266,6 +270,17 @@ def test_roc_refuses_a_bad_protocol_option_in_one_line(tmp_path):
     assert res.exit_code == 2, res.output
     assert res.stderr.strip().splitlines() == [
         "ssgallery: error: --seed must be an integer from 0 to 2**32 - 1, got -1"]
+    assert not (tmp_path / "report").exists()
+
+
+def test_roc_refuses_a_method_listed_twice_in_one_line(tmp_path):
+    # it ran the SVM twice and reported it as 2 repetitions of 20 clients (one score file)
+    from helpers import refused
+
+    refused(["roc", tmp_path, "--methods", "svm,ssvm,SVM", "-o", tmp_path / "report"],
+            "ssgallery: error: --methods lists 'svm' twice")
+    refused(["roc", tmp_path, "--m", "2,3,2", "-o", tmp_path / "report"],
+            "ssgallery: error: --m lists 2 twice")
     assert not (tmp_path / "report").exists()
 
 

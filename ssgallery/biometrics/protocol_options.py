@@ -39,7 +39,16 @@ def _methods(name, value):
         else:
             raise InputError(f"{option(name)} takes method names and (name, m) pairs with "
                              f"m a positive integer, got {entry!r}")
+    _once(name, out)
     return tuple(out)
+
+
+def _once(name, values):
+    """Refuse a method or an m listed twice: it would be trained and counted twice, as
+    two repetitions of one row (and one score file written over the other)."""
+    twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
+    if twice is not None:
+        raise InputError(f"{option(name)} lists {twice!r} twice")
 
 
 def _prototype_counts(name, value):
@@ -53,6 +62,7 @@ def _prototype_counts(name, value):
     if any(v < 1 for v in m):
         raise InputError(f"the number of prototypes m must be at least 1, got "
                          f"{[int(v) for v in m]}")
+    _once(name, [int(v) for v in m])
     return tuple(int(v) for v in m)
 
 
@@ -88,10 +98,10 @@ class ProtocolOptions(CheckedOptions):
     methods : tuple of str or (str, int)
         Names known to `ssgallery.biometrics.methods.make_method` (or variants named in
         ``method_options``); ``"svm"`` is the teacher. A pair ``(name, m)`` runs that
-        method at that m only. One name alone is taken as one method.
+        method at that m only. One name alone is taken as one method. Each entry once.
     m : tuple of int, optional
-        Prototypes per client (an int is taken as one value); every method except
-        ``"svm"`` runs at each value. None (default): ``(DEFAULT_M,)``
+        Prototypes per client (an int is taken as one value, each value once); every
+        method except ``"svm"`` runs at each value. None (default): ``(DEFAULT_M,)``
         (`ssgallery.learn.defaults`), or ``(BLACK_BOX_M,)`` on a black-box store
         (`ssgallery.app.roc.roc_store`), as ``compress`` trains it.
     n_enrolled : int, optional
