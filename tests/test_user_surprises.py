@@ -245,3 +245,25 @@ def test_enroll_over_a_store_names_the_clients_it_drops(tmp_path):
     assert fewer["stderr"].endswith(f"1 client it held is no longer enrolled (not enrolled "
                                     f"from {first}): c03 (--add adds clients to a store "
                                     "instead)\n"), fewer["stderr"]
+
+
+@pytest.mark.parametrize("name, content", [
+    ("sound.webp", b"RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00"),  # a WAV file: RIFF too
+    ("notes.bmp", b"BM is where the notes begin\n"),  # text that begins with "BM"
+], ids=["wav-as-webp", "text-as-bmp"])
+def test_show_replaces_only_its_own_format_not_a_file_sharing_its_first_bytes(
+        sample_gallery_3, tmp_path, monkeypatch, name, content):
+    """The signatures were ``RIFF`` for WebP and ``BM`` for BMP: ``-o sound.webp``
+    replaced a WAV file and ``-o notes.bmp`` a text beginning "BM", without --force. Now
+    refused in one line, left as they were; show's own WebP or BMP is replaced."""
+    from helpers import refused
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_bytes(content)
+    args = ["show", "--claim", "c01", "--gallery", sample_gallery_3["gallery"], "-o", name]
+    refused(args, f"{name}: exists and is not an output of this kind")
+    assert (tmp_path / name).read_bytes() == content
+    (tmp_path / name).unlink()
+    for _ in range(2):  # written, then replaced: its own kind of file
+        out = invoked(args)
+        assert out["exit_code"] == 0, out["output"]

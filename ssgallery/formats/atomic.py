@@ -151,14 +151,21 @@ def check_writable(path, kind=None, force=False, encrypted=None):
                           f"replace it unless forced", path=path)
 
 
+HEAD_BYTES = 64  # what `has_prefix` reads of a file for a pattern
+
+
 def has_prefix(*prefixes):
     """A ``kind`` for `check_writable`: the existing file starts with one of
-    ``prefixes`` (bytes), e.g. the PNG signature."""
+    ``prefixes``: bytes (e.g. the PNG signature) or a compiled bytes pattern matched at
+    the start of its first `HEAD_BYTES` bytes (a signature with a gap, e.g. WebP's
+    ``RIFF....WEBP``)."""
 
     def same_kind(path):
         with contextlib.suppress(OSError), open(path, "rb") as handle:
-            head = handle.read(max(len(p) for p in prefixes))
-            return any(head.startswith(p) for p in prefixes)
+            head = handle.read(max([HEAD_BYTES] + [len(p) for p in prefixes
+                                                   if isinstance(p, bytes)]))
+            return any(head.startswith(p) if isinstance(p, bytes) else bool(p.match(head))
+                       for p in prefixes)
         return False
 
     return same_kind

@@ -5,6 +5,7 @@ like the client: "genuine-like"), prototypes with β < 0 pull it down ("impostor
 PIL only (default font), no matplotlib.
 """
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -109,9 +110,14 @@ def prototype_montage(images, beta, title=None, scale=2, columns=6, names=None):
 
 # How a file of each format begins: an existing file that does not is not a montage of
 # that format, and is replaced only when forced (`ssgallery.formats.atomic`).
+# BMP: "BM", then its DIB header's size at byte 14 (one of the header versions), so that
+# a text beginning "BM" is none; WebP: a RIFF container of form WEBP (a WAV file is RIFF).
 SIGNATURES = {"PNG": (PNG_SIGNATURE,), "JPEG": (b"\xff\xd8\xff",),
-              "GIF": (b"GIF87a", b"GIF89a"), "BMP": (b"BM",),
-              "TIFF": (b"II*\x00", b"MM\x00*"), "WEBP": (b"RIFF",)}
+              "GIF": (b"GIF87a", b"GIF89a"),
+              "BMP": (re.compile(rb"BM.{12}[\x0c\x28\x34\x38\x40\x6c\x7c]\x00\x00\x00",
+                                 re.DOTALL),),
+              "TIFF": (b"II*\x00", b"MM\x00*"),
+              "WEBP": (re.compile(rb"RIFF.{4}WEBP", re.DOTALL),)}
 
 
 def _not_replaceable(path):
