@@ -147,16 +147,31 @@ def test_file_names_that_are_not_utf8(tmp_path):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["-O", "variance=abc"], "bad option for matcher 'eigenface': could not convert"),
+    (["-O", "variance=abc"], "eigenface: variance must be a number in (0, 1], got 'abc'"),
     (["-O", "n_components=2.5"], "n_components must be an integer"),
     (["--matcher-cmd", "x 'unclosed"], "cannot parse the matcher command"),
     (["--matcher-cmd", "true", "-O", "timeout_base=abc"],
      "external matcher option timeout_base must be a finite number > 0 (seconds), got 'abc'"),
+    (["-O", "variance=true"], "eigenface: variance must be a number in (0, 1], got True"),
+    (["-O", 'variance="0.5"'], "eigenface: variance must be a number in (0, 1], got '0.5'"),
+    (["-O", 'n_components="3"'], "eigenface: n_components must be an integer >= 1, got '3'"),
+    (["-O", "gamma=true"],
+     "eigenface: gamma must be 'paper', 'median' or a positive number, got True"),
+    (["-O", 'gamma="-1"'], "eigenface: gamma must be positive, got -1"),
+    (["-O", 'gamma="nan"'], "eigenface: gamma must be positive, got nan"),
+    (["--matcher", "dlib", "-O", "detect=no"], "dlib: detect must be true or false, got 'no'"),
+    (["--matcher", "dlib", "-O", "gamma=false"],
+     "dlib: gamma must be 'paper', 'median' or a positive number, got False"),
 ])
 def test_bad_matcher_options(tmp_path, args, needle):
+    """A matcher option of the wrong JSON type is refused at enroll, one line, exit 2,
+    no store: main read -O variance=true as 1, variance='"0.5"' as 0.5, gamma=true as 1,
+    gamma='"-1"' and '"nan"' as -1 and NaN (enrolled; compress then failed on the
+    store), dlib's detect=no as true (bool('no'))."""
     faces = make_faces(str(tmp_path / "faces"), n_clients=2, n_images=3)
     r = CliRunner().invoke(main, ["enroll", faces, "--store", str(tmp_path / "e.h5"), *args])
     _one_line(r, EXIT_INPUT, needle)
+    assert not (tmp_path / "e.h5").exists()
 
 
 MAD = f"{sys.executable} {os.path.join(os.path.dirname(__file__), 'matchers', 'example_mad.py')}"

@@ -2,6 +2,34 @@
 
 import numpy as np
 
+from ssgallery.checks import is_finite_real
+from ssgallery.errors import SsgalleryError
+
+GAMMA_MODES = ("paper", "median")  # an RBF gamma set at fit (`rbf_gamma`)
+
+
+def rbf_gamma(matcher, gamma):
+    """An analytic matcher's RBF ``gamma`` option, checked (``matcher``: its name, for
+    the message): None for a mode of `GAMMA_MODES` (set at fit), else a finite number
+    > 0 as a float, given as a number (`ssgallery.checks.is_finite_real`: a bool is
+    none) or as a numeric string (``"0.1"``). Raises `SsgalleryError` (one line):
+    ``eigenface: gamma must be positive, got 0``."""
+    if isinstance(gamma, str):
+        if gamma in GAMMA_MODES:
+            return None
+        try:
+            value = float(gamma)
+        except ValueError:
+            value = None
+    else:
+        value = float(gamma) if is_finite_real(gamma) else None
+    if value is None:
+        raise SsgalleryError(f"{matcher}: gamma must be 'paper', 'median' or a positive "
+                             f"number, got {gamma!r}")
+    if not (np.isfinite(value) and value > 0):
+        raise SsgalleryError(f"{matcher}: gamma must be positive, got {value:g}")
+    return value
+
 
 class Matcher:
     """Base class of matcher plugins.

@@ -52,9 +52,8 @@ from ssgallery.errors import (
     SsgalleryError,
 )
 from ssgallery.learn.similarity import RBFSimilarity, median_gamma
-from ssgallery.matchers.base import Matcher
+from ssgallery.matchers.base import Matcher, rbf_gamma
 
-GAMMA_MODES = ("paper", "median")
 MIN_SIDE = 150          # pixels: shorter side after upsampling
 DETECT_FLOOR = -0.5     # lowest detector score still taken as a detection
 FALLBACK_QUALITY = -1.0  # quality of an image where nothing was detected
@@ -222,19 +221,14 @@ class DlibMatcher(Matcher):
 
     # ------------------------------------------------------------------ validation
     def _gamma_value(self):
-        if isinstance(self.gamma, str):
-            if self.gamma in GAMMA_MODES:
-                return None
-            try:
-                g = float(self.gamma)
-            except ValueError:
-                raise SsgalleryError(f"dlib: gamma must be 'median', 'paper' or a positive "
-                                     f"number, got '{self.gamma}'") from None
-        else:
-            g = float(self.gamma)
-        if not (np.isfinite(g) and g > 0):
-            raise SsgalleryError(f"dlib: gamma must be positive, got {g:g}")
-        return g
+        return rbf_gamma("dlib", self.gamma)
+
+    def _check_params(self):
+        """The RBF gamma (`rbf_gamma`) and ``detect`` a bool (``"no"`` is no false).
+        Raises `SsgalleryError` (one line)."""
+        self._gamma_value()
+        if not isinstance(self.detect, (bool, np.bool_)):
+            raise SsgalleryError(f"dlib: detect must be true or false, got {self.detect!r}")
 
     @staticmethod
     def _check_images(images):
@@ -329,6 +323,7 @@ class DlibMatcher(Matcher):
     def fit(self, images):
         """Fit on training images (n, H, W), pixels on [0, 255]: γ, quality threshold,
         model digests. Returns self."""
+        self._check_params()
         g = self._gamma_value()
         U = self._check_images(images)
         if len(U) < 2:
@@ -384,7 +379,8 @@ class DlibMatcher(Matcher):
 
     # ------------------------------------------------------------------ persistence
     def get_config(self):
-        """Constructor parameters (JSON-serialisable)."""
+        """Constructor parameters (JSON-serialisable), checked (`_check_params`)."""
+        self._check_params()
         gamma = self.gamma if isinstance(self.gamma, str) else float(self.gamma)
         return {"gamma": gamma, "detect": bool(self.detect)}
 

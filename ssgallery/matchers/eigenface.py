@@ -24,11 +24,11 @@ images' own DFFS is several times smaller than a new face's), times a margin.
 
 import numpy as np
 
+from ssgallery.checks import is_finite_real
 from ssgallery.errors import InputError, SsgalleryError
 from ssgallery.learn.similarity import RBFSimilarity, median_gamma
-from ssgallery.matchers.base import Matcher
+from ssgallery.matchers.base import Matcher, rbf_gamma
 
-GAMMA_MODES = ("paper", "median")
 # Failure-to-acquire calibration (see the module docstring); margins chosen by
 # measurement on AT&T and the sample data (docs/security.md gives the command).
 QUALITY_FOLDS = 5
@@ -105,35 +105,19 @@ class EigenfaceMatcher(Matcher):
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
-        try:
-            if self.n_components is None:
-                v = float(self.variance)
-                if not 0.0 < v <= 1.0:
-                    raise ValueError
-            elif isinstance(self.n_components, bool) or int(self.n_components) < 1 \
-                    or int(self.n_components) != float(self.n_components):
-                raise ValueError
-        except (TypeError, ValueError):
-            what = ("variance must be a number in (0, 1]" if self.n_components is None
-                    else "n_components must be an integer >= 1")
-            value = self.variance if self.n_components is None else self.n_components
-            raise SsgalleryError(f"eigenface: {what}, got {value!r}") from None
+        """``variance`` a number in (0, 1] (used when ``n_components`` is None), else
+        ``n_components`` a whole number >= 1, and the RBF gamma (`rbf_gamma`): numbers
+        as numbers (`ssgallery.checks.is_finite_real`: ``true`` is no 1, ``"0.5"`` no
+        0.5). Raises `SsgalleryError` (one line)."""
+        n, v = self.n_components, self.variance
+        if n is None and not (is_finite_real(v) and 0.0 < v <= 1.0):
+            raise SsgalleryError(f"eigenface: variance must be a number in (0, 1], got {v!r}")
+        if n is not None and not (is_finite_real(n) and n >= 1 and int(n) == n):
+            raise SsgalleryError(f"eigenface: n_components must be an integer >= 1, got {n!r}")
         self._gamma_value()
 
     def _gamma_value(self):
-        if isinstance(self.gamma, str):
-            if self.gamma not in GAMMA_MODES:
-                try:
-                    return float(self.gamma)
-                except ValueError:
-                    raise SsgalleryError(
-                        f"eigenface: gamma must be 'paper', 'median' or a positive number, "
-                        f"got '{self.gamma}'") from None
-            return None
-        g = float(self.gamma)
-        if not (np.isfinite(g) and g > 0):
-            raise SsgalleryError(f"eigenface: gamma must be positive, got {g:g}")
-        return g
+        return rbf_gamma("eigenface", self.gamma)
 
     def _check_images(self, images, fitted=True):
         X = np.asarray(images, dtype=np.float64)
@@ -283,7 +267,8 @@ class EigenfaceMatcher(Matcher):
 
     # ------------------------------------------------------------------ persistence
     def get_config(self):
-        """Constructor parameters (JSON-serialisable)."""
+        """Constructor parameters (JSON-serialisable), checked (`_check_params`)."""
+        self._check_params()
         gamma = self.gamma if isinstance(self.gamma, str) else float(self.gamma)
         return {"variance": float(self.variance),
                 "n_components": None if self.n_components is None else int(self.n_components),
