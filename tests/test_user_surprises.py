@@ -267,3 +267,23 @@ def test_show_replaces_only_its_own_format_not_a_file_sharing_its_first_bytes(
     for _ in range(2):  # written, then replaced: its own kind of file
         out = invoked(args)
         assert out["exit_code"] == 0, out["output"]
+
+
+def test_show_force_never_replaces_a_store_or_a_gallery(sample_gallery_3, tmp_path,
+                                                         monkeypatch):
+    """``show --force -o my.png`` replaced a gallery renamed my.png (exit 0): --force
+    replaces a file that is not an image, never an ssgallery store or gallery, as
+    compress's and enroll's --force (ssgallery.formats.atomic.check_writable). Refused
+    in one line, exit 2, the gallery left as it was."""
+    import shutil
+
+    from helpers import refused
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copyfile(sample_gallery_3["gallery"], tmp_path / "my.png")
+    before = (tmp_path / "my.png").read_bytes()
+    refused(["show", "--claim", "c01", "--gallery", sample_gallery_3["gallery"], "-o",
+             "my.png", "--force"],
+            "my.png: an ssgallery gallery, not an output of this kind; refusing to replace "
+            "it, even forced")
+    assert (tmp_path / "my.png").read_bytes() == before

@@ -97,7 +97,7 @@ def _parse_methods(ctx, param, value):
               "that no listed method uses).")
 @click.option("--no-plot", is_flag=True, help="Do not draw the plots.")
 @click.option("--force", is_flag=True, help="Replace report files that were not written by "
-              "ssgallery roc (never a folder or a device).")
+              "ssgallery roc (never a folder, a device, a store or a gallery).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--wide", is_flag=True, help="Print every convention (averaged-curve and "
               "global-threshold EER and FRR, FAR 0.1 %, fit time, failures to acquire); the "

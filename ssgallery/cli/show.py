@@ -18,7 +18,7 @@ from ssgallery.tables import counted, signed
 @click.option("--scale", type=click.IntRange(1, 8), default=2, show_default=True,
               help="Pixel up-scaling of each prototype.")
 @click.option("--force", is_flag=True, help="Replace an existing -o file that is not an "
-              "image of its format (never a folder or a device).")
+              "image of its format (never a folder, a device, a store or a gallery).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @privacy_key_option
 def command(claim, output, gallery, scale, force, as_json, privacy_key_file):

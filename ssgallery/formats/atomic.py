@@ -129,9 +129,15 @@ def check_writable(path, kind=None, force=False, encrypted=None):
     if kind is None:
         return
     if callable(kind):
-        if not kind(target) and not force:
+        if kind(target):
+            return
+        if not force:
             raise SsgalleryError("exists and is not an output of this kind; refusing to "
                                  "replace it unless forced", path=path)
+        found = hdf5_format(target)  # forced: still never a store or a gallery
+        if found and found.startswith("ssgallery"):
+            raise FormatError(f"{_kind_label(found)}, not an output of this kind; refusing "
+                              f"to replace it, even forced (choose another name)", path=path)
         return
     found = hdf5_format(target)
     if found == kind:
