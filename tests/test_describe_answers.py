@@ -72,3 +72,32 @@ def test_the_contract_types_are_accepted(faces, tmp_path):
         state = f["matcher"].attrs
         assert int(state["serve_offered"]) == 0 and int(state["symmetric"]) == 0
         assert list(f["matcher/range"][()]) == [0.0, float("inf")]
+
+
+@pytest.mark.parametrize("reply, needle", [
+    ('{"ok": "yes"}', "ok must be true or false, got 'yes'"),
+    ('{"ok": 1}', "ok must be true or false, got 1"),
+    ('{"ok": "false"}', "ok must be true or false, got 'false'"),
+], ids=["ok-yes", "ok-1", "ok-false-string"])
+def test_a_served_reply_whose_ok_is_no_boolean_is_refused(faces, tmp_path, reply, needle):
+    """The persistent mode's reply is an answer too: ``{"ok": true}`` (the matrix is
+    written) or ``{"error": ...}``; an ``ok`` of another type is one line naming the
+    program, exit 2 (main took any truthy ``ok`` for true: enroll exit 0)."""
+    store = tmp_path / "e.h5"
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
+                                  "--matcher-cmd", CMD],
+                           env={"DESCRIBED_JSON": '{"serve": true}', "DESCRIBED_REPLY": reply})
+    assert r.exit_code == 2, (r.exit_code, r.output)
+    err = r.stderr
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"matcher {CMD} --serve: {needle}" in err, err
+    assert not store.exists()
+
+
+def test_a_served_reply_of_ok_true_is_used(faces, tmp_path):
+    store = tmp_path / "e.h5"
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
+                                  "--matcher-cmd", CMD], env={"DESCRIBED_JSON": '{"serve": true}'})
+    assert r.exit_code == 0, r.output
+    with h5py.File(store, "r") as f:
+        assert int(f["matcher"].attrs["serve_offered"]) == 1

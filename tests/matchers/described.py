@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""A matcher whose ``--describe`` answer the test chooses: ``described.py [contract
-args]`` prints ``{"kind": "distance", "symmetric": true, "range": [0, 255]}`` updated
-with the JSON object in $DESCRIBED_JSON, and scores the mean absolute pixel difference
-(a distance in [0, 255])."""
+"""A matcher whose answers the test chooses: ``described.py [contract args]`` prints
+``{"kind": "distance", "symmetric": true, "range": [0, 255]}`` updated with the JSON
+object in $DESCRIBED_JSON for ``--describe``, and scores the mean absolute pixel
+difference (a distance in [0, 255]). With ``--serve`` (offered when $DESCRIBED_JSON says
+``"serve": true``) it writes each request's matrix and replies with the JSON line in
+$DESCRIBED_REPLY (default ``{"ok": true}``)."""
 import json
 import os
 import sys
@@ -20,15 +22,24 @@ def read(f):
     return [load(s) for s in Path(f).read_text("utf-8").splitlines() if s.strip()]
 
 
+def score(probe_list, gallery_list, out):
+    P, G = read(probe_list), read(gallery_list)
+    np.savetxt(out, [[np.abs(p - g).mean() for g in G] for p in P])
+
+
 def main():
     args = sys.argv[1:]
     if "--describe" in args:
         print(json.dumps({"kind": "distance", "symmetric": True, "range": [0, 255]}
                          | json.loads(os.environ.get("DESCRIBED_JSON", "{}"))))
         return 0
+    if "--serve" in args:
+        for line in sys.stdin:
+            score(**json.loads(line))
+            print(os.environ.get("DESCRIBED_REPLY", '{"ok": true}'), flush=True)
+        return 0
     opts = dict(zip(args[::2], args[1::2]))
-    P, G = read(opts["--probe-list"]), read(opts["--gallery-list"])
-    np.savetxt(opts["--out"], [[np.abs(p - g).mean() for g in G] for p in P])
+    score(opts["--probe-list"], opts["--gallery-list"], opts["--out"])
     return 0
 
 

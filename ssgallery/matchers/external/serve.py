@@ -9,6 +9,7 @@ process instead of once per scoring call::
                                       {"quality_list": A.txt, "out": Q.txt}   ("quality": true)
     response (program -> ssgallery):  {"ok": true}            S.txt holds the matrix
                                       {"error": "one line"}   the request failed
+                                      (``ok`` a JSON boolean: ``"yes"`` is refused)
 
 The lists and the matrix file are exactly those of the one-shot contract. End of input
 (stdin closed) asks the program to exit. The program runs without a shell in its own
@@ -24,6 +25,7 @@ import time
 import weakref
 
 from ssgallery.errors import MatcherError, interrupts_deferred
+from ssgallery.matchers.external.contract import shown
 from ssgallery.matchers.external.oneshot import MAX_STDERR_KEPT, kill_group, wait_slice
 
 MAX_REPLY_BYTES = 1 << 16  # one reply line; a longer one kills the program
@@ -110,7 +112,11 @@ class MatcherServer:
             self.close()
             raise MatcherError(f"matcher {self.program} --serve answered {answer[:80]!r}, "
                                "not a JSON object") from None
-        if not isinstance(reply, dict) or not reply.get("ok"):
+        if isinstance(reply, dict) and not isinstance(reply.get("ok", False), bool):
+            self.close()  # {"ok": "yes"} is no true: the program does not speak the contract
+            raise MatcherError(f"matcher {self.program} --serve: ok must be true or false, "
+                               f"got {shown(reply['ok'])}")
+        if not isinstance(reply, dict) or reply.get("ok") is not True:
             message = reply.get("error") if isinstance(reply, dict) else None
             raise MatcherError(f"matcher {self.program} failed: {str(message)[:300]}")
 
