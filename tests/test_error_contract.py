@@ -236,6 +236,45 @@ def test_a_stored_external_timeout_that_is_not_a_number_is_refused(tmp_path):
     assert not (tmp_path / "g2.h5").exists()
 
 
+@pytest.mark.parametrize("key, value, message", [
+    ("variance", True, "eigenface: variance must be a number in (0, 1], got True"),
+    ("gamma", "-1", "eigenface: gamma must be positive, got -1"),
+], ids=["variance-true", "gamma-negative"])
+def test_a_stored_eigenface_option_of_another_type_is_refused_naming_the_file(
+        tmp_path, key, value, message):
+    """An eigenface option a store or gallery records is checked as enroll checks it
+    (acac136 checked it where the config is written, so a re-hashed store's
+    ``"variance": true`` said 'ssgallery: error: eigenface: variance must be ...'
+    without the file, from info and compress); one line naming the file, as an external
+    matcher's timeouts."""
+    import json
+
+    import h5py
+    from helpers import rehash_gallery, rehash_store
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4, shape=(16, 12))
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+    for args in (["enroll", faces, "--store", store, "-q"],
+                 ["compress", "--store", store, "-o", gallery, "--cv-folds", "0", "-q"]):
+        r = CliRunner().invoke(main, [str(a) for a in args])
+        assert r.exit_code == 0, r.output
+    for path, rehash in ((store, rehash_store), (gallery, rehash_gallery)):
+        with h5py.File(path, "a") as f:
+            config = json.loads(f.attrs["matcher_config"])
+            config[key] = value
+            f.attrs["matcher_config"] = json.dumps(config, sort_keys=True)
+        rehash(path)
+    probe = os.path.join(faces, "c01", "0.png")
+    for args in (["info", "--store", store],
+                 ["compress", "--store", store, "-o", tmp_path / "g2.h5", "--cv-folds", "0"],
+                 ["info", "--gallery", gallery],
+                 ["verify", probe, "--claim", "c01", "--gallery", gallery]):
+        r = CliRunner().invoke(main, [str(a) for a in args])
+        path = store if "--store" in args else gallery
+        _one_line(r, EXIT_INPUT, f"ssgallery: error: {path}: ", message)
+    assert not (tmp_path / "g2.h5").exists()
+
+
 def test_full_disk_under_ulimit_f(tmp_path):
     """Writing past `ulimit -f` (a full disk) is one line, exit 2: no SIGXFSZ, no segfault,
     no store and no temporary file left."""

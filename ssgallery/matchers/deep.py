@@ -398,8 +398,10 @@ class DlibMatcher(Matcher):
 
     @classmethod
     def from_state(cls, config, state):
-        """Rebuild a fitted matcher; needs no dlib (the weights are checked on first use)."""
+        """Rebuild a fitted matcher; needs no dlib (the weights are checked on first use).
+        The options are checked as at enroll (`_check_params`)."""
         self = cls(**{k: v for k, v in dict(config).items() if k in ("gamma", "detect")})
+        self._check_params()
         try:
             self.gamma_ = float(np.asarray(state["gamma"]))
             self.quality_threshold_ = float(np.asarray(state["quality_threshold"]))

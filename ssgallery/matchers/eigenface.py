@@ -288,9 +288,11 @@ class EigenfaceMatcher(Matcher):
 
     @classmethod
     def from_state(cls, config, state):
-        """Rebuild a fitted matcher from `get_config` and `get_state`."""
+        """Rebuild a fitted matcher from `get_config` and `get_state`; the options are
+        checked as at enroll (`_check_params`: a file's ``"variance": true`` is refused)."""
         self = cls(**{k: v for k, v in dict(config).items()
                       if k in ("variance", "n_components", "gamma")})
+        self._check_params()
         try:
             self.mean_ = np.asarray(state["mean"], dtype=np.float32)
             self.components_ = np.ascontiguousarray(state["components"], dtype=np.float32)
