@@ -46,10 +46,11 @@ DEFAULT_LAM_SCALE = "gram"
 DEFAULT_N_INIT = 1
 """Starts of the learner; with more, the fit of lowest training Eq. 2 (eq:objective) is
 kept (the first start is the ``init`` rule, the others random samples of each class in
-the same proportions). One: three starts were within a few hundredths of a point of one
-start on every data set measured, cost three times the distillation, and make the fit
-depend on how the sample weights are expressed (random draws), which scikit-learn's
-sample-weight check refuses. Raise it for a matcher where a start gets stuck."""
+the same proportions). One: three starts moved the mean client EER by a fraction of a
+point, in either direction, on the data sets measured (docs/benchmarks/defaults.md, rows
+rel-2e-3 and rel-2e-3x3), cost three times the distillation, and make the fit depend on
+how the sample weights are expressed (random draws), which scikit-learn's sample-weight
+check refuses. Raise it for a matcher where a start gets stuck."""
 
 DEFAULT_BETWEEN = 0.5
 """Weight of the teacher's targets between the classes (``CompressOptions.between``,
