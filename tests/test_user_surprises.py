@@ -287,3 +287,25 @@ def test_show_force_never_replaces_a_store_or_a_gallery(sample_gallery_3, tmp_pa
             "my.png: an ssgallery gallery, not an output of this kind; refusing to replace "
             "it, even forced")
     assert (tmp_path / "my.png").read_bytes() == before
+
+
+def test_roc_force_replaces_the_identification_files_too(tmp_path):
+    """``roc -o DIR --force`` replaced summary.json, curves.csv, the score files and the
+    verification plots that were not its own, but refused a full-search score file
+    (identification/) 'unless forced' to the forced command, after writing half the
+    report; cmc.png and det_identification.png were not forced either."""
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=5, shape=(16, 12))
+    report = tmp_path / "report"
+    (report / "identification").mkdir(parents=True)
+    mine = [report / "identification" / "svm.r0.txt", report / "cmc.png",
+            report / "det_identification.png"]
+    for path in mine:
+        path.write_text("my notes\n")
+    args = ["roc", faces, "--repetitions", "1", "--methods", "svm", "--enrolled", "2",
+            "--train-images", "3", "-q", "-o", report]
+    from helpers import refused
+
+    refused(args, "identification/svm.r0.txt: exists and is not an output of this kind")
+    out = invoked(args + ["--force"])
+    assert out["exit_code"] == 0, out["output"]
+    assert all(path.read_bytes() != b"my notes\n" for path in mine)

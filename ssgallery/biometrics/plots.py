@@ -247,9 +247,10 @@ def plot_title(source, mode, summaries, config):
             "client-specific thresholds, FRR averaged over clients at each FAR")
 
 
-def plot_cmc(path, summaries, title=None):
+def plot_cmc(path, summaries, title=None, force=False):
     """Closed-set CMC (identification rate against rank), one line per method, the
-    matches per search in the legend. Returns False when matplotlib is missing."""
+    matches per search in the legend (``force``: `save_figure`). Returns False when
+    matplotlib is missing."""
     plt = _pyplot()
     if plt is None:
         return False
@@ -266,15 +267,15 @@ def plot_cmc(path, summaries, title=None):
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title(title or "closed-set identification (CMC)", fontsize=9)
-    save_figure(fig, path)
+    save_figure(fig, path, force)
     return True
 
 
-def plot_identification_det(path, summaries, title=None):
+def plot_identification_det(path, summaries, title=None, force=False):
     """Open-set DET: FNIR against FPIR with one threshold on the top candidate's score
     (normal-deviate axes, averaged over repetitions), one line per method, FNIR at
-    FPIR = 1 % in the legend. Returns False when matplotlib is missing or no method has
-    a curve."""
+    FPIR = 1 % in the legend (``force``: `save_figure`). Returns False when matplotlib
+    is missing or no method has a curve."""
     plt = _pyplot()
     summaries = [s for s in summaries if s.get("det")]
     if plt is None or not summaries:
@@ -304,5 +305,5 @@ def plot_identification_det(path, summaries, title=None):
     ax.legend(fontsize=8, loc="upper right")
     ax.set_title(title or "open-set identification: threshold on the top candidate's score",
                  fontsize=9)
-    save_figure(fig, path)
+    save_figure(fig, path, force)
     return True

@@ -259,7 +259,8 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
     files["curves"] = os.fspath(out / "curves.csv")
     write_text_atomic(files["curves"], format_curves(summaries), has_prefix(b"far,"), force)
     if searches:
-        files.update(write_identification(out, searches, identification, plot=plot))
+        files.update(write_identification(out, searches, identification, plot=plot,
+                                          force=force))
     if plot:
         title = plot_title(source, mode, summaries, config or {})
         if plot_curves(out / PLOT, summaries, title=title, force=force):
@@ -273,8 +274,9 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
     return files
 
 
-def write_identification(out_dir, searches, summaries, plot=True):
-    """Write the full-search score files (``identification/``) and ``cmc.png``.
+def write_identification(out_dir, searches, summaries, plot=True, force=False):
+    """Write the full-search score files (``identification/``) and ``cmc.png``;
+    ``force``: as `write_report`'s.
 
     Every probe is scored against every client in these 4-column files, so other
     tools (bob, pyeer) compute the same CMC from them. Returns {kind: path(s)}.
@@ -284,11 +286,12 @@ def write_identification(out_dir, searches, summaries, plot=True):
     files = {"identification_scores": []}
     for table in searches:
         path = folder / scores_filename(table)
-        write_scores(path, table)
+        write_scores(path, table, force)
         files["identification_scores"].append(os.fspath(path))
-    if plot and plot_cmc(Path(out_dir) / CMC_PLOT, summaries):
+    if plot and plot_cmc(Path(out_dir) / CMC_PLOT, summaries, force=force):
         files["cmc_plot"] = os.fspath(Path(out_dir) / CMC_PLOT)
-    if plot and plot_identification_det(Path(out_dir) / IDENTIFICATION_DET_PLOT, summaries):
+    if plot and plot_identification_det(Path(out_dir) / IDENTIFICATION_DET_PLOT, summaries,
+                                        force=force):
         files["identification_det_plot"] = os.fspath(Path(out_dir) / IDENTIFICATION_DET_PLOT)
     return files
 
