@@ -305,7 +305,27 @@ def test_roc_force_replaces_the_identification_files_too(tmp_path):
             "--train-images", "3", "-q", "-o", report]
     from helpers import refused
 
-    refused(args, "identification/svm.r0.txt: exists and is not an output of this kind")
+    refused(args, "exists and is not an output of this kind")
     out = invoked(args + ["--force"])
     assert out["exit_code"] == 0, out["output"]
     assert all(path.read_bytes() != b"my notes\n" for path in mine)
+
+
+@pytest.mark.parametrize("mine", ["summary.json", "identification/svm.r0.txt"])
+def test_roc_refuses_a_report_file_before_writing_any(tmp_path, mine):
+    """A report file roc may not replace was refused when its turn came: after
+    scores/ (and summary.json, curves.csv for an identification file) had been written,
+    a half-replaced report. Now every existing file is checked first: one line, exit 2,
+    the folder as it was."""
+    from helpers import refused
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=5, shape=(16, 12))
+    report = tmp_path / "report"
+    (report / mine).parent.mkdir(parents=True, exist_ok=True)
+    (report / mine).write_text("my notes\n")
+    before = sorted(p.relative_to(report) for p in report.rglob("*"))
+    refused(["roc", faces, "--repetitions", "1", "--methods", "svm", "--enrolled", "2",
+             "--train-images", "3", "-q", "-o", report],
+            f"{mine}: exists and is not an output of this kind")
+    assert sorted(p.relative_to(report) for p in report.rglob("*")) == before
+    assert (report / mine).read_text() == "my notes\n"

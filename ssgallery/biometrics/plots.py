@@ -9,6 +9,8 @@ import numpy as np
 
 from ssgallery.formats.atomic import PNG_SIGNATURE, has_prefix
 
+PNG = has_prefix(PNG_SIGNATURE)  # the kind of a plot file (`save_figure`)
+
 
 def _legend_label(s):
     label = s["label"]
@@ -46,7 +48,7 @@ def save_figure(fig, path, force=False):
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)
-    write_bytes_atomic(path, buf.getvalue(), has_prefix(PNG_SIGNATURE), force)
+    write_bytes_atomic(path, buf.getvalue(), PNG, force)
 
 
 def plot_curves(path, summaries, title=None, labels=None, axes="log", targets=(0.01, 0.001),

@@ -10,19 +10,27 @@ from pathlib import Path
 
 from ssgallery import jsontext
 from ssgallery.biometrics.plots import (
+    PNG,
+    _pyplot,
     plot_cmc,
     plot_curves,
     plot_identification_det,
     plot_scores,
     plot_title,
 )
-from ssgallery.biometrics.scores import scores_filename, write_scores
+from ssgallery.biometrics.scores import (
+    check_scores_writable,
+    scores_filename,
+    sidecar_path,
+    write_scores,
+)
 from ssgallery.errors import InputError, option
-from ssgallery.formats.atomic import has_prefix, write_text_atomic
+from ssgallery.formats.atomic import check_writable, has_prefix, write_text_atomic
 from ssgallery.tables import DASH, counted
 from ssgallery.tables import format_table as format_rows
 
 SUMMARY_HEAD = b'{\n  "tool": "ssgallery roc"'
+SUMMARY, CURVES = has_prefix(SUMMARY_HEAD), has_prefix(b"far,")  # their kinds
 PLOT = "roc.png"
 DET_PLOT = "det.png"
 SCORES_PLOT = "scores.png"
@@ -233,6 +241,8 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
     from ssgallery import __version__
 
     out = Path(out_dir)
+    searches = [t.search for t in tables if t.search is not None]
+    _check_report(out, tables if mode != "scores" else [], searches, plot, force)
     try:
         (out / "scores").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -243,7 +253,6 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
             p = out / "scores" / scores_filename(t)
             write_scores(p, t, force)
             files["scores"].append(os.fspath(p))
-    searches = [t.search for t in tables if t.search is not None]
     if searches and identification is None:
         from ssgallery.biometrics.identification import evaluate_identification
 
@@ -254,10 +263,10 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
     if identification:
         summary["identification"] = identification
     files["summary"] = os.fspath(out / "summary.json")
-    write_text_atomic(files["summary"], jsontext.dumps(summary, indent=2) + "\n",
-                      has_prefix(SUMMARY_HEAD), force)
+    write_text_atomic(files["summary"], jsontext.dumps(summary, indent=2) + "\n", SUMMARY,
+                      force)
     files["curves"] = os.fspath(out / "curves.csv")
-    write_text_atomic(files["curves"], format_curves(summaries), has_prefix(b"far,"), force)
+    write_text_atomic(files["curves"], format_curves(summaries), CURVES, force)
     if searches:
         files.update(write_identification(out, searches, identification, plot=plot,
                                           force=force))
@@ -272,6 +281,25 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
         elif warn:
             warn("matplotlib is not installed; skipped the plot (pip install matplotlib)")
     return files
+
+
+def _check_report(out, tables, searches, plot, force):
+    """Refuse, before any file of the report is written, an existing one that may not be
+    replaced (`ssgallery.formats.atomic.check_writable`, the kinds the writers give):
+    a refusal leaves the report folder as it was, never half replaced."""
+    checks = [(out / "summary.json", SUMMARY), (out / "curves.csv", CURVES)]
+    if plot and _pyplot() is not None:
+        names = (PLOT, DET_PLOT, SCORES_PLOT) + ((CMC_PLOT, IDENTIFICATION_DET_PLOT)
+                                                 if searches else ())
+        checks += [(out / name, PNG) for name in names]
+    for path, kind in checks:
+        if os.path.lexists(path):
+            check_writable(path, kind, force)
+    for folder, table in [("scores", t) for t in tables] + \
+            [("identification", t) for t in searches]:
+        path = out / folder / scores_filename(table)
+        if os.path.lexists(path) or os.path.lexists(sidecar_path(path)):
+            check_scores_writable(path, force)
 
 
 def write_identification(out_dir, searches, summaries, plot=True, force=False):

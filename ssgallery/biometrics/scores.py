@@ -43,7 +43,7 @@ import numpy as np
 
 from ssgallery import jsontext
 from ssgallery.errors import InputError
-from ssgallery.formats.atomic import has_prefix, write_text_atomic
+from ssgallery.formats.atomic import check_writable, has_prefix, write_text_atomic
 from ssgallery.formats.textfile import read_lines
 
 MAGIC = "ssgallery-scores"
@@ -159,6 +159,14 @@ def _is_score_file(path):
     """Whether ``path`` is a score file written by ssgallery: its side-car says so (or,
     for files of ssgallery < 0.2, its first line)."""
     return _is_sidecar(sidecar_path(path)) or has_prefix(f"# {MAGIC} ".encode())(path)
+
+
+def check_scores_writable(path, force=False):
+    """Raise `ssgallery.errors.SsgalleryError` unless `write_scores` may write ``path``
+    and its side-car (`ssgallery.formats.atomic.check_writable`), before anything is
+    written."""
+    check_writable(path, _is_score_file, force)
+    check_writable(sidecar_path(path), _is_sidecar, force)
 
 
 def write_scores(path, table, force=False):
@@ -350,5 +358,6 @@ def read_score_files(paths):
     return tables
 
 
-__all__ = ["MAGIC", "Scores", "format_scores", "format_sidecar", "read_score_files",
+__all__ = ["MAGIC", "Scores", "check_scores_writable", "format_scores", "format_sidecar",
+           "read_score_files",
            "read_scores", "scores_filename", "sidecar_path", "write_scores"]
