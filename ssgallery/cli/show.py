@@ -32,7 +32,8 @@ def command(claim, output, gallery, scale, force, as_json, privacy_key_file):
     prototypes are drawn only with the privacy key.
 
     Writes prototypes_ID.png here unless told (-o). An existing output is replaced when
-    it is an image of its format; any other file only with --force.
+    it is an image of its format (PNG, JPEG, GIF, BMP, TIFF or WebP); any other file,
+    an image of another format (.ppm, .pdf, ...) included, only with --force.
 
     \b
     Examples:
