@@ -201,10 +201,11 @@ def test_external_matcher_options_are_checked_where_they_come_in(tmp_path, item,
     assert not (tmp_path / "e.h5").exists()
 
 
-def test_a_stored_external_timeout_that_is_not_a_number_is_refused(tmp_path):
-    """The timeouts a store or gallery records (its ``matcher_config`` JSON) are checked
-    as the command line's: ``timeout_per_pair: true`` in a re-hashed store or gallery is
-    refused by every reader, one line naming the file (main read it as 1 s a pair)."""
+def _stored_option_refused(tmp_path, key, value, message, matcher_args=(), env=None):
+    """Enroll and compress a small store (``matcher_args``: e.g. an external matcher),
+    set ``key`` of the matcher_config both files record to ``value`` (re-hashed, as an
+    attacker with the files would), then info, compress, info --gallery and verify each
+    end in one line naming the file and ``message``, exit 2, nothing written."""
     import json
 
     import h5py
@@ -212,50 +213,9 @@ def test_a_stored_external_timeout_that_is_not_a_number_is_refused(tmp_path):
 
     faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4, shape=(16, 12))
     store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
-    for args in (["enroll", faces, "--store", store, "--matcher-cmd", MAD, "-q"],
+    for args in (["enroll", faces, "--store", store, *matcher_args, "-q"],
                  ["compress", "--store", store, "-o", gallery, "--cv-folds", "0",
-                  "--matcher-cmd", MAD, "-q"]):
-        r = CliRunner().invoke(main, [str(a) for a in args])
-        assert r.exit_code == 0, r.output
-    for path, rehash in ((store, rehash_store), (gallery, rehash_gallery)):
-        with h5py.File(path, "a") as f:
-            config = json.loads(f.attrs["matcher_config"])
-            config["timeout_per_pair"] = True
-            f.attrs["matcher_config"] = json.dumps(config, sort_keys=True)
-        rehash(path)
-    probe = os.path.join(faces, "c01", "0.png")
-    for args in (["info", "--store", store],
-                 ["compress", "--store", store, "-o", tmp_path / "g2.h5", "--cv-folds", "0"],
-                 ["info", "--gallery", gallery],
-                 ["verify", probe, "--claim", "c01", "--gallery", gallery]):
-        r = CliRunner().invoke(main, [str(a) for a in args], env={"SSGALLERY_MATCHER_CMD": MAD})
-        path = store if "--store" in args else gallery
-        _one_line(r, EXIT_INPUT, f"ssgallery: error: {path}: ",
-                  "external matcher option timeout_per_pair must be a finite number >= 0 "
-                  "(seconds), got true\n")
-    assert not (tmp_path / "g2.h5").exists()
-
-
-@pytest.mark.parametrize("key, value, message", [
-    ("variance", True, "eigenface: variance must be a number in (0, 1], got True"),
-    ("gamma", "-1", "eigenface: gamma must be positive, got -1"),
-], ids=["variance-true", "gamma-negative"])
-def test_a_stored_eigenface_option_of_another_type_is_refused_naming_the_file(
-        tmp_path, key, value, message):
-    """An eigenface option a store or gallery records is checked as enroll checks it
-    (acac136 checked it where the config is written, so a re-hashed store's
-    ``"variance": true`` said 'ssgallery: error: eigenface: variance must be ...'
-    without the file, from info and compress); one line naming the file, as an external
-    matcher's timeouts."""
-    import json
-
-    import h5py
-    from helpers import rehash_gallery, rehash_store
-
-    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4, shape=(16, 12))
-    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
-    for args in (["enroll", faces, "--store", store, "-q"],
-                 ["compress", "--store", store, "-o", gallery, "--cv-folds", "0", "-q"]):
+                  *matcher_args, "-q"]):
         r = CliRunner().invoke(main, [str(a) for a in args])
         assert r.exit_code == 0, r.output
     for path, rehash in ((store, rehash_store), (gallery, rehash_gallery)):
@@ -269,10 +229,35 @@ def test_a_stored_eigenface_option_of_another_type_is_refused_naming_the_file(
                  ["compress", "--store", store, "-o", tmp_path / "g2.h5", "--cv-folds", "0"],
                  ["info", "--gallery", gallery],
                  ["verify", probe, "--claim", "c01", "--gallery", gallery]):
-        r = CliRunner().invoke(main, [str(a) for a in args])
+        r = CliRunner().invoke(main, [str(a) for a in args], env=env)
         path = store if "--store" in args else gallery
         _one_line(r, EXIT_INPUT, f"ssgallery: error: {path}: ", message)
     assert not (tmp_path / "g2.h5").exists()
+
+
+def test_a_stored_external_timeout_that_is_not_a_number_is_refused(tmp_path):
+    """The timeouts a store or gallery records (its ``matcher_config`` JSON) are checked
+    as the command line's: ``timeout_per_pair: true`` in a re-hashed store or gallery is
+    refused by every reader, one line naming the file (main read it as 1 s a pair)."""
+    _stored_option_refused(tmp_path, "timeout_per_pair", True,
+                           "external matcher option timeout_per_pair must be a finite "
+                           "number >= 0 (seconds), got true\n",
+                           matcher_args=("--matcher-cmd", MAD),
+                           env={"SSGALLERY_MATCHER_CMD": MAD})
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("variance", True, "eigenface: variance must be a number in (0, 1], got True"),
+    ("gamma", "-1", "eigenface: gamma must be positive, got -1"),
+], ids=["variance-true", "gamma-negative"])
+def test_a_stored_eigenface_option_of_another_type_is_refused_naming_the_file(
+        tmp_path, key, value, message):
+    """An eigenface option a store or gallery records is checked as enroll checks it
+    (acac136 checked it where the config is written, so a re-hashed store's
+    ``"variance": true`` said 'ssgallery: error: eigenface: variance must be ...'
+    without the file, from info and compress); one line naming the file, as an external
+    matcher's timeouts."""
+    _stored_option_refused(tmp_path, key, value, message)
 
 
 def test_full_disk_under_ulimit_f(tmp_path):
