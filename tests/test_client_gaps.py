@@ -42,7 +42,8 @@ def _tables():
 def test_client_gaps_count_and_name_the_client_models_above_their_reference():
     tables = _tables()
     svm, ssvm = client_eers(tables[:2]), client_eers(tables[2:])
-    assert set(svm) == {(r, c) for r in (0, 1) for c in ("c1", "c2", "c3")}
+    assert {k[:2] for k in svm} == {(r, c) for r in (0, 1) for c in ("c1", "c2", "c3")}
+    assert set(svm) == set(ssvm)  # the same claims: the same keys
     assert all(v == 0.0 for v in svm.values())
     half = metrics.curve_eer(*metrics.roc_curve(np.array(IMPOSTOR), np.array([20.5, 60.0]))[:2])
     slight = metrics.curve_eer(*metrics.roc_curve(np.array(IMPOSTOR), np.array([39.0, 60.0]))[:2])
@@ -55,9 +56,10 @@ def test_client_gaps_count_and_name_the_client_models_above_their_reference():
     strict = client_gaps(ssvm, svm, worse_by=0.0, named=1)
     assert strict["worse"] == 2 and strict["worst"] == [[1, "c2", pytest.approx(half)]]
     # only client models both methods scored are compared
-    assert client_gaps(ssvm, {(0, "c1"): 0.0})["compared"] == 1
-    assert client_gaps({}, svm) == {"compared": 0, "worse": 0, "worse_by": 0.05,
-                                    "worst": [], "largest": None}
+    one = next(k for k in svm if k[:2] == (0, "c1"))
+    assert client_gaps(ssvm, {one: 0.0})["compared"] == 1
+    assert client_gaps({}, svm) == {"compared": 0, "other_claims": 0, "worse": 0,
+                                    "worse_by": 0.05, "worst": [], "largest": None}
 
 
 def test_evaluate_and_the_printed_table_carry_them():
@@ -85,3 +87,22 @@ def test_a_gap_of_exactly_the_margin_is_not_above_it_whatever_the_float_noise():
     assert gaps["compared"] == 4 and gaps["worse"] == 2
     assert gaps["worst"] == [[0, "c", 0.06], [0, "d", 0.06]]
     assert gaps["largest"] == 0.06
+
+
+def test_client_models_scored_on_other_claims_are_not_compared():
+    """Score files of two runs can share repetition numbers and client ids (roc --scores
+    renumbers only clashes): a client model is compared with the SVM's only on the same
+    claims; the others are counted and the line says so."""
+    tables = _tables()
+    other_run = [Scores(t.method, t.m, t.repetition, t.claimed, t.real,
+                        np.char.add("other-", t.probe), t.score) for t in tables[2:]]
+    summaries = evaluate(tables[:2] + other_run, n_boot=0)
+    gaps = summaries[1]["vs_svm"]
+    assert gaps["compared"] == 0 and gaps["other_claims"] == 6 and gaps["worse"] == 0
+    line = " ".join(format_table(summaries).split())
+    assert ("6 client models not compared with the svm's: scored on other claims (score "
+            "files of another run?).") in line
+    assert "ssvm m=2 0 of" not in line
+    # one repetition of the same run, one of another: only the first is compared
+    mixed = evaluate(tables[:2] + [tables[2], other_run[1]], n_boot=0)[1]["vs_svm"]
+    assert mixed["compared"] == 3 and mixed["other_claims"] == 3

@@ -3,7 +3,8 @@ under a reference method (the full SVM the method was distilled from).
 
 A mean client EER close to the reference's can hide a few client models that fail
 their person; these functions name them. Pure functions on each client's own EER per
-repetition, ``{(repetition, client): EER}`` (`ssgallery.biometrics.evaluation.client_eers`).
+repetition and set of claims, ``{(repetition, client, claims): EER}``
+(`ssgallery.biometrics.evaluation.client_eers`).
 """
 
 REFERENCE = "svm"
@@ -18,8 +19,9 @@ def client_gaps(eers, reference, worse_by=WORSE_BY, named=NAMED):
     Parameters
     ----------
     eers, reference : dict
-        ``{(repetition, client): EER}`` of the method and of the reference
-        (`ssgallery.biometrics.evaluation.client_eers`).
+        ``{(repetition, client, claims): EER}`` of the method and of the reference
+        (`ssgallery.biometrics.evaluation.client_eers`): a client model is compared with
+        the reference's of the same repetition, client and claims.
     worse_by : float
         EER difference above which a client model counts as worse.
     named : int
@@ -28,7 +30,9 @@ def client_gaps(eers, reference, worse_by=WORSE_BY, named=NAMED):
     Returns
     -------
     dict
-        ``compared`` (client models both methods scored), ``worse`` (how many are more
+        ``compared`` (client models both methods scored on the same claims),
+        ``other_claims`` (client models of a repetition and client both scored, but on
+        other claims: not compared), ``worse`` (how many are more
         than ``worse_by`` above the reference's EER), ``worse_by``, ``worst``
         (``[repetition, client, EER difference]`` of at most ``named`` of them, largest
         difference first, then by repetition and client) and ``largest`` (the largest
@@ -41,7 +45,9 @@ def client_gaps(eers, reference, worse_by=WORSE_BY, named=NAMED):
                    for k in eers if k in reference),
                   key=lambda gk: (-gk[0], gk[1]))
     worse = [(g, k) for g, k in gaps if g > worse_by]
-    return {"compared": len(gaps), "worse": len(worse), "worse_by": float(worse_by),
+    both = {k[:2] for k in eers} & {k[:2] for k in reference}
+    return {"compared": len(gaps), "other_claims": len(both) - len({k[:2] for _, k in gaps}),
+            "worse": len(worse), "worse_by": float(worse_by),
             "worst": [[k[0], k[1], float(g)] for g, k in worse[:named]],
             "largest": float(gaps[0][0]) if gaps else None}
 
@@ -52,7 +58,8 @@ def compare_with_reference(eers, reference_method=REFERENCE, worse_by=WORSE_BY):
     Parameters
     ----------
     eers : dict
-        ``{(method, m): {(repetition, client): EER}}``, every method's client EERs.
+        ``{(method, m): {(repetition, client, claims): EER}}``, every method's client
+        EERs.
 
     Returns
     -------

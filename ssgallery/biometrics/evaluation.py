@@ -24,6 +24,8 @@ count as rejected attempts, as in bob.measure: FAR = accepted / all impostor att
 FRR = (rejected + FTA) / all genuine attempts; the FTA rates are reported separately.
 """
 
+import hashlib
+
 import numpy as np
 
 from ssgallery.biometrics import metrics
@@ -69,11 +71,19 @@ def client_curves(table):
 
 
 def client_eers(tables):
-    """Each client's own EER per repetition, ``{(repetition, client): EER}``, over the
-    tables of one method (clients without a genuine or an impostor claim are left out,
-    as in `client_curves`)."""
-    return {(int(t.repetition), c): metrics.curve_eer(far, frr)
-            for t in tables for c, far, frr in client_curves(t)}
+    """Each client's own EER per repetition, ``{(repetition, client, claims): EER}``,
+    over the tables of one method (clients without a genuine or an impostor claim are
+    left out, as in `client_curves`). ``claims`` is a digest of the client's claims
+    (probe and true identity): two methods' client models are compared only on the same
+    claims (score files of two runs may share a repetition number and a client)."""
+    out = {}
+    for t in tables:
+        for c, far, frr in client_curves(t):
+            mine = t.claimed == c
+            claims = sorted(zip(t.probe[mine].astype(str), t.real[mine].astype(str)))
+            digest = hashlib.sha256(repr(claims).encode()).hexdigest()[:16]
+            out[(int(t.repetition), c, digest)] = metrics.curve_eer(far, frr)
+    return out
 
 
 def _group(tables):

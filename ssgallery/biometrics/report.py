@@ -190,20 +190,23 @@ def format_table(summaries, wide=False):
 def _vs_svm(summaries):
     """The line naming, per method, its client models far above the same client's SVM
     (``vs_svm``, `ssgallery.biometrics.client_gaps`); none without an svm row."""
-    parts = []
+    parts, other = [], 0
     for s in summaries:
         v = s.get("vs_svm")
+        other += v.get("other_claims", 0) if v else 0
         if not v or not v["compared"]:
             continue
         named = ", ".join(f"r{rep}:{client} +{100 * gap:.1f}" for rep, client, gap in v["worst"])
         more = v["worse"] - len(v["worst"])
         parts.append(f"{s['label']} {v['worse']} of {v['compared']}"
                      + (f" ({named}{f', {more} more' if more else ''})" if named else ""))
+    skipped = [(f"{counted(other, 'client model')} not compared with the svm's: scored on "
+                "other claims (score files of another run?).")] if other else []
     if not parts:
-        return []
+        return skipped
     by = 100 * next(s["vs_svm"]["worse_by"] for s in summaries if s.get("vs_svm"))
     return [f"client models more than {by:g} points above the EER of the same client's svm: "
-            + "; ".join(parts) + "."]
+            + "; ".join(parts) + "."] + skipped
 
 
 def format_dev_eval(results):
