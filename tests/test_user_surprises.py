@@ -329,3 +329,25 @@ def test_roc_refuses_a_report_file_before_writing_any(tmp_path, mine):
             f"{mine}: exists and is not an output of this kind")
     assert sorted(p.relative_to(report) for p in report.rglob("*")) == before
     assert (report / mine).read_text() == "my notes\n"
+
+
+@pytest.mark.parametrize("mine", ["summary.json", "scores/svm.r1.txt",
+                                  "identification/ssvm-m2.r0.txt"])
+def test_roc_refuses_a_report_file_before_it_trains(tmp_path, monkeypatch, mine):
+    """The refusal of a report file roc may not replace came after the whole protocol
+    had run (minutes to hours of training, then 'exists'); now it comes before the
+    first repetition: the progress lines (one per step) show only the images read."""
+    monkeypatch.setenv("SSGALLERY_PROGRESS_INTERVAL", "0")
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=5, shape=(16, 12))
+    report = tmp_path / "report"
+    (report / mine).parent.mkdir(parents=True, exist_ok=True)
+    (report / mine).write_text("my notes\n")
+    out = invoked(["roc", faces, "--repetitions", "2", "--methods", "svm,ssvm", "--m", "2",
+                   "--enrolled", "2", "--train-images", "3", "-o", report])
+    lines = out["stderr"].splitlines()
+    errors = [line for line in lines if line.startswith("ssgallery: error: ")]
+    assert out["exit_code"] == 2 and len(errors) == 1, out["output"]
+    assert f"{mine}: exists and is not an output of this kind" in errors[0]
+    phases = {line.split(": ")[2].split(" ")[0] for line in lines if line not in errors}
+    assert phases == {"reading"}, out["stderr"]  # "reading images i/n": nothing trained
+    assert (report / mine).read_text() == "my notes\n"

@@ -73,6 +73,7 @@ def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
                          protocol.seed, enrollable)
     p = checked_m(protocol, min(len(s.train_indices()) for s in splits), default_m, source)
     warn_between_unused(p, report)
+    _check_planned_report(report, p)
     with naming(source):  # a matcher fitted on a split's images names the faces
         tables = run_protocol(images, labels, p, matcher_factory=factory,
                               probe_labels=paths, progress=progress, enrollable=enrollable,
@@ -88,6 +89,19 @@ def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
             p.method_options, default=lambda v: v.item() if isinstance(v, np.generic)
             else repr(v)))
     return _report(tables, report, "protocol", source, config, progress)
+
+
+def _check_planned_report(report, protocol):
+    """Refuse, before the protocol trains anything, a report file ``roc`` would have to
+    replace and may not (`ssgallery.biometrics.report.check_report`)."""
+    from ssgallery.biometrics.protocol import method_specs
+    from ssgallery.biometrics.report import check_report
+    from ssgallery.biometrics.scores import score_file_name
+
+    names = [score_file_name(method, m, r) for r in range(protocol.repetitions)
+             for method, m in method_specs(protocol.methods, protocol.m)]
+    check_report(report.out_dir, names, names if protocol.identification else [],
+                 report.plot, report.force)
 
 
 ROC_PROTOCOL = ProtocolOptions(identification=True)  # roc also searches, by default

@@ -245,7 +245,8 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
 
     out = Path(out_dir)
     searches = [t.search for t in tables if t.search is not None]
-    _check_report(out, tables if mode != "scores" else [], searches, plot, force)
+    check_report(out, [scores_filename(t) for t in tables] if mode != "scores" else [],
+                 [scores_filename(t) for t in searches], plot, force)
     try:
         (out / "scores").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -286,10 +287,25 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
     return files
 
 
-def _check_report(out, tables, searches, plot, force):
+def check_report(out, score_files, search_files, plot=True, force=False):
     """Refuse, before any file of the report is written, an existing one that may not be
     replaced (`ssgallery.formats.atomic.check_writable`, the kinds the writers give):
-    a refusal leaves the report folder as it was, never half replaced."""
+    a refusal leaves the report folder as it was, never half replaced. ``roc`` calls it
+    before it runs the protocol too, with the score files it plans, so a refusal comes
+    before the training, not after it.
+
+    Parameters
+    ----------
+    out : Path
+        The report folder.
+    score_files, search_files : list of str
+        The names of the files in ``scores/`` and ``identification/``
+        (`ssgallery.biometrics.scores.score_file_name`).
+    plot, force : bool
+        As `write_report`'s.
+    """
+    out = Path(out)
+    searches = bool(search_files)
     checks = [(out / "summary.json", SUMMARY), (out / "curves.csv", CURVES)]
     if plot and _pyplot() is not None:
         names = (PLOT, DET_PLOT, SCORES_PLOT) + ((CMC_PLOT, IDENTIFICATION_DET_PLOT)
@@ -298,9 +314,9 @@ def _check_report(out, tables, searches, plot, force):
     for path, kind in checks:
         if os.path.lexists(path):
             check_writable(path, kind, force)
-    for folder, table in [("scores", t) for t in tables] + \
-            [("identification", t) for t in searches]:
-        path = out / folder / scores_filename(table)
+    for folder, name in [("scores", n) for n in score_files] + \
+            [("identification", n) for n in search_files]:
+        path = out / folder / name
         if os.path.lexists(path) or os.path.lexists(sidecar_path(path)):
             check_scores_writable(path, force)
 

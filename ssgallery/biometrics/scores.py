@@ -116,9 +116,14 @@ def _num(value):
 
 
 def scores_filename(table):
-    """``svm.r0.txt``, ``ssvm-m2.r3.txt``."""
-    stem = table.method if table.m is None else f"{table.method}-m{table.m}"
-    return f"{re.sub(r'[^A-Za-z0-9_.+-]', '_', stem)}.r{table.repetition}.txt"
+    """``svm.r0.txt``, ``ssvm-m2.r3.txt``: the score file of a `Scores`."""
+    return score_file_name(table.method, table.m, table.repetition)
+
+
+def score_file_name(method, m, repetition):
+    """The score file of ``method`` at ``m`` (None: the full SVM) in ``repetition``."""
+    stem = method if m is None else f"{method}-m{m}"
+    return f"{re.sub(r'[^A-Za-z0-9_.+-]', '_', stem)}.r{repetition}.txt"
 
 
 def format_scores(table):
