@@ -87,12 +87,12 @@ def trained_as_compress(protocol):
 _PROTOCOL = ("methods", "m", "n_enrolled", "n_train", "repetitions", "seed", "n_jobs",
              "between")
 _TRAINS = "runs the protocol, which trains its own models and chooses no dev threshold"
-_DEV_EVAL = ("roc --dev-scores/--eval-scores reads the score files it is given (no "
-             "protocol, no matcher)")
-_SCORES = ("roc --scores recomputes the figures of the score files (no protocol, no "
-           "matcher, no dev threshold)")
-_GALLERY = ("roc --gallery evaluates the gallery's models as they are (no protocol, no "
-            "dev threshold)")
+_DEV_EVAL = (f"roc {option('dev_scores')}/{option('eval_scores')} reads the score files it "
+             "is given (no protocol, no matcher)")
+_SCORES = (f"roc {option('scores')} recomputes the figures of the score files (no protocol, "
+           "no matcher, no dev threshold)")
+_GALLERY = (f"roc {option('gallery')} evaluates the gallery's models as they are (no "
+            "protocol, no dev threshold)")
 _MODES = {
     "dev-eval": (("criterion", "criterion_far"), _DEV_EVAL),
     "scores": ((), _SCORES),
