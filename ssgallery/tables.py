@@ -67,4 +67,4 @@ def width(text):
     return max((len(line) for line in str(text).splitlines()), default=0)
 
 
-__all__ = ["DASH", "counted", "format_table", "signed", "width"]
+__all__ = ["DASH", "counted", "format_table", "listed", "signed", "width"]
