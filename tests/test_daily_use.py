@@ -231,3 +231,33 @@ def test_info_of_one_client_says_1_client(tmp_path):
     assert [counted(n, "client") for n in (0, 1, 2)] == ["0 clients", "1 client", "2 clients"]
     assert counted(1, "impostor person", "impostor people") == "1 impostor person"
     assert counted(3, "impostor person", "impostor people") == "3 impostor people"
+
+
+def test_every_command_takes_quiet():
+    """A script that passes -q to every command failed on info and show ('No such option
+    '-q'', exit 2): every command takes the shared -q/--quiet."""
+    from ssgallery.cli import main
+
+    lacking = [name for name, cmd in main.commands.items()
+               if not any({"-q", "--quiet"} <= set(p.opts) for p in cmd.params)]
+    assert lacking == [], lacking
+
+
+def test_info_and_show_quiet_print_what_they_print_without_it(sample_gallery_3, tmp_path):
+    """-q means what it means for every command, no progress on stderr (results, warnings
+    and errors still print): info and show draw no progress, so with -q they print what
+    they print without it, info's summary and warnings included (their --help)."""
+    gallery = sample_gallery_3["gallery"]
+    for args in (["info", "--gallery", gallery],
+                 ["info", "--gallery", gallery, "--client", "c02", "--json"],
+                 ["show", "--claim", "c01", "-o", tmp_path / "c01.png", "--gallery", gallery]):
+        loud, quiet = invoked(args), invoked([*args, "-q"])
+        assert loud["exit_code"] == 0, loud["output"]
+        assert quiet == loud, (args, quiet["output"])
+        assert loud["stdout"].strip()
+    assert invoked(["info", "--gallery", gallery, "-q"])["stderr"].startswith(
+        "ssgallery: warning: expected FRR ")  # this gallery's warning, printed under -q
+    for name in ("info", "show"):
+        text = " ".join(invoked([name, "--help"])["stdout"].split())
+        assert f"-q, --quiet No progress on stderr, as for every command ({name} draws none)" \
+            in text, text

@@ -7,6 +7,7 @@ import click
 from ssgallery import jsontext
 from ssgallery.checks import is_finite_real, is_int
 from ssgallery.cli.options import matcher_line, privacy_key_option, warn
+from ssgallery.cli.progress import quiet_option
 from ssgallery.errors import printable
 from ssgallery.tables import DASH, counted, format_table, signed
 
@@ -300,8 +301,10 @@ def _print_store(s):
               help="Only this client of the gallery, with its full SVM and its provenance "
                    "(reads that client's group only).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@quiet_option(help="No progress on stderr, as for every command (info draws none); the "
+              "summary and the warnings still print.")
 @privacy_key_option
-def command(gallery, store, svm, client_id, as_json, privacy_key_file):
+def command(gallery, store, svm, client_id, as_json, quiet, privacy_key_file):
     """Summarise a gallery (clients, m, bytes per client, thresholds, matcher) and an
     enrollment store. With --svm, also the bytes and matches per claim of each client's
     full SVM (its support vectors) and the compression ratio.

@@ -4,6 +4,7 @@ import click
 
 from ssgallery import jsontext
 from ssgallery.cli.options import privacy_key_option
+from ssgallery.cli.progress import quiet_option
 from ssgallery.errors import printable
 from ssgallery.tables import counted, signed
 
@@ -20,8 +21,10 @@ from ssgallery.tables import counted, signed
 @click.option("--force", is_flag=True, help="Replace an existing -o file that is not an "
               "image of its format (never a folder, a device, a store or a gallery).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@quiet_option(help="No progress on stderr, as for every command (show draws none); the "
+              "line saying what was written (or the JSON) still prints.")
 @privacy_key_option
-def command(claim, output, gallery, scale, force, as_json, privacy_key_file):
+def command(claim, output, gallery, scale, force, as_json, quiet, privacy_key_file):
     """Draw the claimed client's prototypes, each labelled with its weight beta.
 
     Prototypes with beta > 0 (green) look like the client and raise the score;
