@@ -54,6 +54,14 @@ def test_warning_names_clients_and_suggests_a_better_matcher_or_target():
     one = frr_warning(cal | {"frr_high_clients": 1, "frr_worst": [["s2", 1.0], ["s1", 0.3]]},
                       "eigenface")
     assert "1 client(s) reject at least half of their own held-out images: s2 (100%); " in one
+    # the share in words matches the percentage (72.7 % was "about 1 in 1")
+    for frr, said in ((0.727, "about 3 in 4 genuine claims would be rejected"),
+                      (0.465, "about 1 in 2 genuine claims would be rejected"),
+                      (0.4, "about 2 in 5 genuine claims would be rejected"),
+                      (0.2, "about 1 in 5 genuine claims would be rejected"),
+                      (0.96, "nearly every genuine claim would be rejected")):
+        assert f"expected FRR {100 * frr:.1f}%: {said} at these thresholds;" in \
+            frr_warning(cal | {"expected_frr": frr}, "eigenface")
     assert frr_warning(cal | {"expected_frr": 0.1}, "eigenface") is None
     assert frr_warning({"mode": "client"}, "eigenface") is None  # not recorded: silent
     line = calibration_line(cal | {"expected_far": 0.01, "expected_far_ci": [0.005, 0.02],

@@ -130,6 +130,18 @@ def unresolved_warning(cal, command="compress"):
             "(enroll --background)")
 
 
+def _share_rejected(frr):
+    """``about k in d genuine claims would be rejected`` for a rejected share ``frr`` in
+    (0, 1] (the nearest fraction of denominator at most 5), ``nearly every genuine claim
+    would be rejected`` when that fraction is 1."""
+    from fractions import Fraction
+
+    share = Fraction(frr).limit_denominator(5)
+    if share.numerator >= share.denominator:
+        return "nearly every genuine claim would be rejected"
+    return f"about {share.numerator} in {share.denominator} genuine claims would be rejected"
+
+
 def frr_warning(cal, matcher, command="compress"):
     """The warning ``compress`` and ``info`` give when the recorded expected FRR is at
     least `HIGH_FRR` (None otherwise): how many genuine claims that rejects, the clients
@@ -155,8 +167,7 @@ def frr_warning(cal, matcher, command="compress"):
                       "for photos in the wild)")
     if named and isinstance(high, int) and high > len(worst):  # frr_worst keeps a few
         named = f"the worst {len(worst)}, {named}"
-    return (f"expected FRR {100 * frr:.1f}%: about 1 in {max(1, round(1 / frr))} genuine "
-            f"claims would be rejected at these thresholds; {who}"
+    return (f"expected FRR {100 * frr:.1f}%: {_share_rejected(frr)} at these thresholds; {who}"
             + (f": {named}" if named else "") + f"; {' or '.join(fix)} would lower it")
 
 
