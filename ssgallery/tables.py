@@ -62,9 +62,29 @@ def listed(names, shown=10):
     return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
+def did_you_mean(names, known):
+    """``did you mean 'Abdullah_Gul'?``: for each of ``names`` (unknown ids, strings) the
+    one of ``known`` closest to it (`difflib`, case ignored, ratio at least 0.8), quoted
+    (an error message makes it printable); ``""`` when none is close. A typed client id
+    that is not there is most often a typo or another case of one that is."""
+    from difflib import get_close_matches
+
+    by_lower = {}
+    for k in known:
+        by_lower.setdefault(str(k).lower(), str(k))
+    found = []
+    for name in names:
+        close = get_close_matches(str(name).lower(), list(by_lower), n=1, cutoff=0.8)
+        if close and by_lower[close[0]] not in found:
+            found.append(by_lower[close[0]])
+    return ("did you mean " + ", ".join(f"'{f}'" for f in found) + "?" if found
+            else "")
+
+
 def width(text):
     """The widest line of ``text``."""
     return max((len(line) for line in str(text).splitlines()), default=0)
 
 
-__all__ = ["DASH", "counted", "format_table", "listed", "signed", "width"]
+__all__ = ["DASH", "counted", "did_you_mean", "format_table", "listed", "signed",
+           "width"]

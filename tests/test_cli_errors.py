@@ -123,6 +123,25 @@ def test_bad_gallery_and_unknown_claim(tmp_path, built):
            "unknown client 'bob'")
 
 
+def test_a_mistyped_client_id_names_the_closest_one(tmp_path, built):
+    """A client id typed with another case or a letter missing: the one line says which
+    id was meant, wherever an id is typed (verify, show, info --client, compress
+    --clients, enroll --clients); nothing close, no guess."""
+    _, faces, store, gallery = built
+    probe = os.path.join(faces, "c01", "0.png")
+    _fails(["verify", probe, "--claim", "C01", "--gallery", gallery],
+           f"{gallery}: unknown client 'C01': did you mean 'c01'? (known: c00, c01, c02)")
+    _fails(["show", "--claim", "c1", "--gallery", gallery, "-o", str(tmp_path / "p.png")],
+           "unknown client 'c1': did you mean 'c01'? (known: ")
+    _fails(["info", "--gallery", gallery, "--client", "c02 "], "did you mean 'c02'?")
+    _fails(["compress", "--store", store, "-o", str(tmp_path / "g.h5"), "--clients", "c1"],
+           f"{store}: not an enrolled client: c1; did you mean 'c01'? (enrolled: c00, ")
+    _fails(["enroll", faces, "--store", str(tmp_path / "e.h5"), "--clients", "c00,C02"],
+           f"{faces}: no client folder named C02; did you mean 'c02'?")
+    assert "did you mean" not in _fails(["verify", probe, "--claim", "bob", "--gallery",
+                                         gallery])
+
+
 def test_bad_probes(tmp_path, built):
     gallery = built[3]
     _fails(["verify", str(tmp_path / "none.png"), "--claim", "c01", "--gallery", gallery],

@@ -14,6 +14,7 @@ from ssgallery.app.options import CompressOptions, resolve_between, resolve_trai
 from ssgallery.app.training_sets import cohort_distances, subject_means, training_rows
 from ssgallery.errors import InputError, SsgalleryError, option
 from ssgallery.learn.supersparse import resolve_init
+from ssgallery.tables import did_you_mean
 
 FEATURE_BUDGET = 256 * 2**20  # bytes: features of every image kept in memory below this
 CHUNK = 1024  # images per read/transform chunk
@@ -52,8 +53,10 @@ def prepare(store_path, gallery_path, options, run, privacy_key=None):
     unknown = [c for c in todo if c not in store.clients]
     if unknown:
         shown = ", ".join(store.clients[:8]) + (", ..." if len(store.clients) > 8 else "")
-        raise SsgalleryError(f"not an enrolled client: {', '.join(unknown[:5])} "
-                             f"(enrolled: {shown})", path=store_path)
+        hint = did_you_mean(unknown[:5], store.clients)
+        raise SsgalleryError(f"not an enrolled client: {', '.join(unknown[:5])}"
+                             + (f"; {hint}" if hint else "")
+                             + f" (enrolled: {shown})", path=store_path)
     if not todo:
         raise InputError("the store has no enrolled client to compress", path=store_path)
     _check_m(options.m, len(store.labels), store_path)

@@ -10,7 +10,7 @@ from ssgallery.formats.store import EnrollmentStore, load_store
 from ssgallery.learn.threads import single_threaded_blas
 from ssgallery.matchers.base import transform_in_chunks
 from ssgallery.progress import as_progress
-from ssgallery.tables import counted, listed
+from ssgallery.tables import counted, did_you_mean, listed
 
 
 @dataclass
@@ -220,7 +220,9 @@ def _resolve_names(faces_dir, clients, background):
     subjects = _scan_subjects(faces_dir)
     missing = [n for n in (clients or []) + bg_names if n not in subjects]
     if missing:
-        raise InputError(f"no client folder named {', '.join(missing[:5])}", path=faces_dir)
+        hint = did_you_mean(missing[:5], subjects)
+        raise InputError(f"no client folder named {', '.join(missing[:5])}"
+                         + (f"; {hint}" if hint else ""), path=faces_dir)
     if clients is None:
         clients = [s for s in subjects if s not in bg_names]
     overlap = sorted(set(clients) & set(bg_names))

@@ -137,10 +137,14 @@ def _read_one(clients, client_id, expected, path):
 
 
 def _unknown_client(path, client_id, known):
+    from ssgallery.tables import did_you_mean
+
     shown = ", ".join(printable(k) for k in known[:8]) + (
         f", ... ({len(known)} in all)" if len(known) > 8 else "")
-    return UnknownClientError(f"unknown client '{printable(client_id)}' "
-                              f"(known: {shown or 'none'})", path=path)
+    hint = did_you_mean([client_id], known)
+    return UnknownClientError(f"unknown client '{printable(client_id)}'"
+                              + (f": {hint}" if hint else "")
+                              + f" (known: {shown or 'none'})", path=path)
 
 
 def _client_from(f, path, client_id, key, host, matcher, privacy_key):
