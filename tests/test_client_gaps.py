@@ -1,14 +1,22 @@
 """roc names the client models far above the same client's SVM (ssgallery.biometrics.
 client_gaps): a mean close to the SVM's must not hide a failed person."""
 
+import json
+
 import numpy as np
 import pytest
+from helpers import invoked
 
 from ssgallery.biometrics import metrics
-from ssgallery.biometrics.client_gaps import client_gaps
+from ssgallery.biometrics.client_gaps import (
+    AMBIGUOUS,
+    NOTHING_IN_COMMON,
+    client_gaps,
+    several_references,
+)
 from ssgallery.biometrics.evaluation import client_eers, evaluate
 from ssgallery.biometrics.report import format_table
-from ssgallery.biometrics.scores import Scores
+from ssgallery.biometrics.scores import Scores, scores_filename, write_scores
 
 IMPOSTOR = [float(v) for v in range(40)]  # of every claimed client
 
@@ -55,11 +63,13 @@ def test_client_gaps_count_and_name_the_client_models_above_their_reference():
     # a stricter margin names the near one too, worst first; `named` caps the list
     strict = client_gaps(ssvm, svm, worse_by=0.0, named=1)
     assert strict["worse"] == 2 and strict["worst"] == [[1, "c2", pytest.approx(half)]]
-    # only client models both methods scored are compared
+    # only client models both methods scored on the same claims are compared (here both
+    # repetitions score the same claims: c1's model of either is compared with this one)
     one = next(k for k in svm if k[:2] == (0, "c1"))
-    assert client_gaps(ssvm, {one: 0.0})["compared"] == 1
-    assert client_gaps({}, svm) == {"compared": 0, "other_claims": 0, "worse": 0,
-                                    "worse_by": 0.05, "worst": [], "largest": None}
+    assert client_gaps(ssvm, {one: 0.0})["compared"] == 2
+    assert client_gaps({}, svm) == {"compared": 0, "other_claims": 0, "ambiguous": 0,
+                                    "worse": 0, "worse_by": 0.05, "worst": [],
+                                    "largest": None, "reason": NOTHING_IN_COMMON}
 
 
 def test_evaluate_and_the_printed_table_carry_them():
@@ -106,3 +116,101 @@ def test_client_models_scored_on_other_claims_are_not_compared():
     # one repetition of the same run, one of another: only the first is compared
     mixed = evaluate(tables[:2] + [tables[2], other_run[1]], n_boot=0)[1]["vs_svm"]
     assert mixed["compared"] == 3 and mixed["other_claims"] == 3
+
+
+def _other_run(tables, repetition=None, prefix="other-"):
+    """The tables as another run scored them: other probes (other claims), the same
+    repetition numbers unless ``repetition``."""
+    return [Scores(t.method, t.m, t.repetition if repetition is None else repetition,
+                   t.claimed, t.real, np.char.add(prefix, t.probe), t.score)
+            for t in tables]
+
+
+def _said(summaries):
+    return " ".join(format_table(summaries).split())
+
+
+def test_no_comparison_says_why_in_the_table_and_in_vs_svm():
+    """The line on the client models above the same client's svm vanished without a word
+    (no vs_svm either) when the scores held two svm references (svm and svm m=2: which
+    one is the teacher?), and when the svm scored no client of the method's repetitions
+    (scores of other repetitions or clients): one line says why, and vs_svm's reason."""
+    tables = _tables()
+    svm_m2 = Scores("svm", 2, 0, tables[0].claimed, tables[0].real, tables[0].probe,
+                    tables[0].score)
+    summaries = evaluate(tables + [svm_m2], n_boot=0)
+    gaps = next(s["vs_svm"] for s in summaries if s["label"] == "ssvm m=2")
+    reason = several_references(["svm", "svm m=2"])
+    assert reason == ("2 svm references in the scores (svm, svm m=2): which one the methods "
+                      "were distilled from is ambiguous")
+    assert gaps["compared"] == 0 and gaps["reason"] == reason and gaps["largest"] is None
+    assert [s["label"] for s in summaries if "vs_svm" not in s] == ["svm", "svm m=2"]
+    assert f"not compared with the same client's svm: ssvm m=2: {reason}." in _said(summaries)
+    # the svm scored other repetitions on other claims: nothing in common
+    summaries = evaluate(tables[:1] + _other_run(tables[2:], repetition=5), n_boot=0)
+    gaps = summaries[1]["vs_svm"]
+    assert gaps["compared"] == gaps["other_claims"] == gaps["ambiguous"] == 0
+    assert gaps["reason"] == NOTHING_IN_COMMON
+    line = _said(summaries)
+    assert f"not compared with the same client's svm: ssvm m=2: {NOTHING_IN_COMMON}." in line
+    assert "points above the EER" not in line
+    # compared: no reason, and no such line
+    summaries = evaluate(tables, n_boot=0)
+    assert summaries[1]["vs_svm"]["reason"] is None
+    assert "not compared" not in _said(summaries)
+
+
+def test_the_svm_scoring_the_same_claims_twice_with_other_eers_is_ambiguous():
+    """Two svm models of the same client and claims (score files of two runs of one split)
+    with different EERs: that client's models are not compared with either, and counted."""
+    tables = _tables()
+    rerun = _table("svm", None, 2, {**GOOD, "c2": [20.5, 60.0]})  # c2's EER differs
+    summaries = evaluate(tables + [rerun], n_boot=0)
+    gaps = summaries[1]["vs_svm"]
+    assert gaps["ambiguous"] == 2 and gaps["compared"] == 4 and gaps["reason"] is None
+    assert f"2 client models not compared with the svm's: {AMBIGUOUS}." in _said(summaries)
+    # the same EERs again (an identical rerun): nothing ambiguous
+    same = _table("svm", None, 2, GOOD)
+    assert evaluate(tables + [same], n_boot=0)[1]["vs_svm"]["compared"] == 6
+
+
+def _write(folder, tables):
+    folder.mkdir()
+    paths = []
+    for t in tables:
+        paths.append(folder / scores_filename(t))
+        write_scores(paths[-1], t)
+    return paths
+
+
+def test_roc_scores_of_two_runs_compares_each_model_with_its_own_svm(tmp_path):
+    """roc --scores B's svm files, then A's svm and ssvm files: A's svm files clash with
+    B's repetition numbers and are renumbered (r2, r3), so that A's ssvm r0 and r1 found
+    only B's svm there, on other claims: 'not compared ... scored on other claims' though
+    A's own svm was given. A client model is compared with the svm's of the same client
+    and claims; summary.json's vs_svm and the printed line say so; and two svm references
+    say why there is no comparison."""
+    # each repetition its own claims (probes), as in a run
+    tables = [t for r in (0, 1) for t in _other_run(_tables()[r::2], prefix=f"r{r}-")]
+    run_b = _write(tmp_path / "b", _other_run(tables[::2]))
+    run_a = _write(tmp_path / "a", tables)
+    res = invoked(["roc", "--scores", *run_b, *run_a, "-o", tmp_path / "out", "--no-plot",
+                   "-q"])
+    assert res["exit_code"] == 0, res["output"]
+    methods = json.loads((tmp_path / "out" / "summary.json").read_text())["methods"]
+    gaps = next(m["vs_svm"] for m in methods if m["label"] == "ssvm m=2")
+    assert gaps["compared"] == 6 and gaps["other_claims"] == 0 and gaps["worse"] == 1
+    line = " ".join(res["stdout"].split())
+    assert "client models more than 5 points above the EER of the same client's svm: " \
+           "ssvm m=2 1 of 6 (r1:c2 +" in line, line
+    assert "not compared" not in line
+    svm_m2 = Scores("svm", 2, 0, tables[0].claimed, tables[0].real, tables[0].probe,
+                    tables[0].score + 1)
+    res = invoked(["roc", "--scores", *run_a, *_write(tmp_path / "m2", [svm_m2]), "-o",
+                   tmp_path / "out2", "--no-plot", "-q"])
+    assert res["exit_code"] == 0, res["output"]
+    methods = json.loads((tmp_path / "out2" / "summary.json").read_text())["methods"]
+    reason = several_references(["svm", "svm m=2"])
+    assert next(m["vs_svm"] for m in methods if m["label"] == "ssvm m=2")["reason"] == reason
+    assert f"not compared with the same client's svm: ssvm m=2: {reason}." in \
+        " ".join(res["stdout"].split())

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from ssgallery import jsontext
+from ssgallery.biometrics.client_gaps import AMBIGUOUS, OTHER_CLAIMS
 from ssgallery.biometrics.plots import (
     PNG,
     _pyplot,
@@ -189,19 +190,28 @@ def format_table(summaries, wide=False):
 
 def _vs_svm(summaries):
     """The line naming, per method, its client models far above the same client's SVM
-    (``vs_svm``, `ssgallery.biometrics.client_gaps`); none without an svm row."""
-    parts, other = [], 0
+    (``vs_svm``, `ssgallery.biometrics.client_gaps`), the lines counting those not
+    compared, and one saying why a method has none compared when no count does (its
+    ``reason``); none without an svm row."""
+    parts, other, ambiguous, why = [], 0, 0, {}
     for s in summaries:
         v = s.get("vs_svm")
-        other += v.get("other_claims", 0) if v else 0
-        if not v or not v["compared"]:
+        if not v:
+            continue
+        other, ambiguous = other + v.get("other_claims", 0), ambiguous + v.get("ambiguous", 0)
+        if not v["compared"]:
+            if v.get("reason") and not v.get("other_claims") and not v.get("ambiguous"):
+                why.setdefault(v["reason"], []).append(s["label"])
             continue
         named = ", ".join(f"r{rep}:{client} +{100 * gap:.1f}" for rep, client, gap in v["worst"])
         more = v["worse"] - len(v["worst"])
         parts.append(f"{s['label']} {v['worse']} of {v['compared']}"
                      + (f" ({named}{f', {more} more' if more else ''})" if named else ""))
-    skipped = [(f"{counted(other, 'client model')} not compared with the svm's: scored on "
-                "other claims (score files of another run?).")] if other else []
+    skipped = [f"{counted(n, 'client model')} not compared with the svm's: {reason}."
+               for n, reason in ((other, OTHER_CLAIMS), (ambiguous, AMBIGUOUS)) if n]
+    if why:
+        skipped.append("not compared with the same client's svm: " + "; ".join(
+            f"{', '.join(labels)}: {reason}" for reason, labels in why.items()) + ".")
     if not parts:
         return skipped
     by = 100 * next(s["vs_svm"]["worse_by"] for s in summaries if s.get("vs_svm"))

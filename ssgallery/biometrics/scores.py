@@ -49,6 +49,12 @@ from ssgallery.formats.textfile import read_lines
 MAGIC = "ssgallery-scores"
 
 
+def method_label(method, m):
+    """``"svm"``, ``"ssvm m=2"``: how a method at ``m`` (None: the full SVM or foreign
+    scores) is shown in tables and plots."""
+    return method if m is None else f"{method} m={m}"
+
+
 @dataclass
 class Scores:
     """Claims' scores of one method in one repetition (one 4-column score file).
@@ -86,8 +92,8 @@ class Scores:
 
     @property
     def label(self):
-        """``"svm"``, ``"ssvm m=2"``: how the method is shown in tables and plots."""
-        return self.method if self.m is None else f"{self.method} m={self.m}"
+        """``"svm"``, ``"ssvm m=2"``: how the method is shown (`method_label`)."""
+        return method_label(self.method, self.m)
 
 
 def _needs_escape(ch):
@@ -364,5 +370,5 @@ def read_score_files(paths):
 
 
 __all__ = ["MAGIC", "Scores", "check_scores_writable", "format_scores", "format_sidecar",
-           "read_score_files",
+           "method_label", "read_score_files",
            "read_scores", "scores_filename", "sidecar_path", "write_scores"]
