@@ -14,7 +14,7 @@ from ssgallery.biometrics.client_gaps import (
     client_gaps,
     several_references,
 )
-from ssgallery.biometrics.evaluation import client_eers, evaluate
+from ssgallery.biometrics.evaluation import client_eers, default_grid, evaluate, evaluate_method
 from ssgallery.biometrics.report import format_table
 from ssgallery.biometrics.scores import Scores, scores_filename, write_scores
 
@@ -214,3 +214,32 @@ def test_roc_scores_of_two_runs_compares_each_model_with_its_own_svm(tmp_path):
     assert next(m["vs_svm"] for m in methods if m["label"] == "ssvm m=2")["reason"] == reason
     assert f"not compared with the same client's svm: ssvm m=2: {reason}." in \
         " ".join(res["stdout"].split())
+
+
+def _calls(function, *names):
+    """How many times ``function()`` called each of ``ssgallery.biometrics.metrics``'
+    functions ``names`` (counted by cProfile: nothing is replaced)."""
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    profile.runcall(function)
+    stats = pstats.Stats(profile).stats
+    return {name: sum(v[1] for (path, _, func), v in stats.items()
+                      if func == name and path == metrics.__file__) for name in names}
+
+
+def test_evaluate_sweeps_each_client_once():
+    """evaluate swept each client's threshold twice (its ROC for the method's figures, and
+    again for client_eers, the comparison with the svm) and computed its EER three times
+    (the mean client EER, the bootstrap's input, client_eers): 28 ROCs and 44 EERs for
+    the 12 client models of 4 tables. Once each now, with the same figures."""
+    tables = _tables()
+    calls = _calls(lambda: evaluate(tables, n_boot=0), "roc_curve", "curve_eer")
+    # 12 clients' ROCs + 4 pooled ones; 12 clients' EERs + 4 pooled + 4 averaged curves'
+    assert calls == {"roc_curve": 12 + 4, "curve_eer": 12 + 4 + 4}
+    summaries = evaluate(tables, n_boot=20)
+    alone = [evaluate_method(tables[i:i + 2], default_grid(), 20) for i in (0, 2)]
+    for s, a in zip(summaries, alone):
+        s.pop("vs_svm", None)
+        np.testing.assert_equal(s, a)  # dicts, arrays and NaN compared exactly

@@ -70,19 +70,28 @@ def client_curves(table):
     return out
 
 
-def client_eers(tables):
+def client_sweeps(table):
+    """Per claimed client: (client, far, frr, EER) of its own threshold sweep
+    (`client_curves` with each curve's EER), computed once for every figure that needs
+    them (`evaluate_method`, `client_eers`)."""
+    return [(c, far, frr, metrics.curve_eer(far, frr)) for c, far, frr in client_curves(table)]
+
+
+def client_eers(tables, sweeps=None):
     """Each client's own EER per repetition, ``{(repetition, client, claims): EER}``,
     over the tables of one method (clients without a genuine or an impostor claim are
     left out, as in `client_curves`). ``claims`` is a digest of the client's claims
     (probe and true identity): two methods' client models are compared only on the same
-    claims (score files of two runs may share a repetition number and a client)."""
+    claims (score files of two runs may share a repetition number and a client).
+    ``sweeps``: each table's `client_sweeps`, when already computed."""
     out = {}
-    for t in tables:
-        for c, far, frr in client_curves(t):
+    sweeps = [client_sweeps(t) for t in tables] if sweeps is None else sweeps
+    for t, sweep in zip(tables, sweeps):
+        for c, _, _, eer in sweep:
             mine = t.claimed == c
             claims = sorted(zip(t.probe[mine].astype(str), t.real[mine].astype(str)))
             digest = hashlib.sha256(repr(claims).encode()).hexdigest()[:16]
-            out[(int(t.repetition), c, digest)] = metrics.curve_eer(far, frr)
+            out[(int(t.repetition), c, digest)] = eer
     return out
 
 
@@ -105,13 +114,14 @@ def _frr_at(far, frr, target):
     return float(metrics.frr_on_grid(far, frr, [target])[0])
 
 
-def _repetition_figures(t, curves):
+def _repetition_figures(t, sweep):
     """The per-repetition figures: averaged-curve EER, mean client EER, and the global
-    threshold's EER and FRR at the operating points (pooled ROC)."""
+    threshold's EER and FRR at the operating points (pooled ROC); ``sweep``: the
+    table's `client_sweeps`."""
     genuine = t.claimed == t.real
     pooled = fta_curve(t.score[~genuine], t.score[genuine])
-    out = {"eer_averaged_curve": metrics.average_eer([(a, b) for _, a, b in curves]),
-           "eer_client_mean": float(np.mean([metrics.curve_eer(a, b) for _, a, b in curves])),
+    out = {"eer_averaged_curve": metrics.average_eer([(a, b) for _, a, b, _ in sweep]),
+           "eer_client_mean": float(np.mean([e for _, _, _, e in sweep])),
            "eer_global_threshold": metrics.curve_eer(*pooled)}
     for name, far in OPERATING_POINTS:
         out[f"frr_at_far_{name}_global_threshold"] = _frr_at(*pooled, far)
@@ -180,21 +190,22 @@ def _stored_thresholds(t):
     return out
 
 
-def evaluate_method(group, grid, n_boot=N_BOOT, seed=0):
-    """Figures of one method (its tables of every repetition); see `evaluate`."""
+def evaluate_method(group, grid, n_boot=N_BOOT, seed=0, sweeps=None):
+    """Figures of one method (its tables of every repetition); see `evaluate`.
+    ``sweeps``: each table's `client_sweeps`, in the order of ``group``, when already
+    computed (`evaluate` computes them once for these figures and `client_eers`)."""
     reps, boot_in, all_curves, matches, seconds, at_t = [], [], [], [], [], []
     n_gen = n_imp = fta_gen = fta_imp = 0
     min_imp_client, imp_per_rep = None, None
-    for t in sorted(group, key=lambda t: t.repetition):
-        curves = client_curves(t)
-        if not curves:
+    sweeps = [client_sweeps(t) for t in group] if sweeps is None else sweeps
+    for t, sweep in sorted(zip(group, sweeps), key=lambda ts: ts[0].repetition):
+        if not sweep:
             continue
-        reps.append(_repetition_figures(t, curves))
-        clients = [c for c, _, _ in curves]
-        negs, poss = _per_client_scores(t, clients)
-        boot_in.append(([(a, b) for _, a, b in curves],
-                        np.array([metrics.curve_eer(a, b) for _, a, b in curves]), negs, poss))
-        all_curves.extend((a, b) for _, a, b in curves)
+        reps.append(_repetition_figures(t, sweep))
+        curves = [(a, b) for _, a, b, _ in sweep]
+        negs, poss = _per_client_scores(t, [c for c, _, _, _ in sweep])
+        boot_in.append((curves, np.array([e for _, _, _, e in sweep]), negs, poss))
+        all_curves.extend(curves)
         genuine = t.claimed == t.real
         n_gen, n_imp = n_gen + int(genuine.sum()), n_imp + int((~genuine).sum())
         fta_gen += int(np.sum(np.isnan(t.score[genuine])))
@@ -272,12 +283,14 @@ def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0, progress=None):
     progress = as_progress(progress)
     groups = _group(tables)
     out = []
+    sweeps = {}
     with progress.phase("evaluating (curves, bootstrap over clients)", len(groups),
                         "methods"):
-        for group in groups.values():
-            out.append(evaluate_method(group, grid, n_boot, seed))
+        for key, group in groups.items():
+            sweeps[key] = [client_sweeps(t) for t in group]
+            out.append(evaluate_method(group, grid, n_boot, seed, sweeps[key]))
             progress.advance()
-    gaps = compare_with_reference({k: client_eers(g) for k, g in groups.items()})
+    gaps = compare_with_reference({k: client_eers(g, sweeps[k]) for k, g in groups.items()})
     for summary, key in zip(out, groups):
         if key in gaps:
             summary[f"vs_{REFERENCE}"] = gaps[key]
@@ -388,5 +401,6 @@ def dev_eval(dev_tables, eval_tables, criterion="eer", far=None):
     return out
 
 
-__all__ = ["CRITERIA", "PAIRING_RULE", "choose_threshold", "client_curves", "default_grid",
+__all__ = ["CRITERIA", "PAIRING_RULE", "choose_threshold", "client_curves", "client_eers",
+           "client_sweeps", "default_grid",
            "dev_eval", "evaluate", "evaluate_method", "fta_curve", "pair_dev_eval", "rates_at"]
