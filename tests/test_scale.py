@@ -210,6 +210,30 @@ def test_resume_ignores_parts_of_other_options(store, tmp_path):
                     "compressed with; those trained with `m` 1 are resumed with `m` 1)")]
 
 
+def test_resume_without_parts_says_so_and_names_the_parts_beside_it(store, tmp_path,
+                                                                   monkeypatch):
+    """``compress --resume`` that finds no committed part (the interrupted run wrote to
+    another -o, or finished) warns before training every client, and names the parts
+    folders of other galleries beside it; with the parts of its own gallery it is
+    silent about it."""
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    _interrupt_after_two(store, tmp_path / "g2.h5", CompressOptions(m=1, cv_folds=0))
+    args = ["compress", "--store", str(store), "--m", "1", "--cv-folds", "0", "--clients",
+            "c00,c01,c02", "--resume", "-q"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    assert ("ssgallery: warning: gallery.h5.parts: no committed parts to resume: every client "
+            "is trained; g2.h5.parts holds another gallery's: to resume it, give --output "
+            "g2.h5") in r.stderr.splitlines()
+    r = CliRunner().invoke(main, args + ["-o", "g2.h5"])
+    assert r.exit_code == 0 and "to resume" not in r.stderr, r.output
+    assert not os.path.exists("g2.h5.parts")
+
+
 def _interrupt_after_two(store, out, options):
     """A run over c00-c02 stopped by Ctrl-C after two clients are committed."""
     with pytest.raises(KeyboardInterrupt):

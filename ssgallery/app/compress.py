@@ -206,6 +206,10 @@ def _locked_run(plan, options, paths, run, secrets):
     keys = {c: run_key(c, plan.store.fingerprint, plan.options) for c in plan.todo}
     if not run.resume:
         parts.remove()
+    elif (nothing := parts.nothing_to_resume()) is not None:
+        from ssgallery.images.ingest import default_warn
+
+        (run.warn or default_warn)(nothing)
     parts.check_resumable()
     stale = {}
     resumed = [c for c in plan.todo if c not in results

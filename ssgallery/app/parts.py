@@ -261,6 +261,25 @@ class PartsFolder:
             return sum(1 for n in os.listdir(self.path) if n.endswith(".npz"))
         return 0
 
+    def nothing_to_resume(self):
+        """The warning of a resumed run that finds no committed part here (None when it
+        finds some): every client is trained. An interrupted run's parts sit beside its
+        own gallery: the parts folders of other galleries beside this one are named,
+        with the gallery that resumes them."""
+        if self.count():
+            return None
+        here, others = os.path.dirname(self.path), []
+        with contextlib.suppress(OSError):
+            others = sorted(e.name for e in os.scandir(here or ".")
+                            if e.name.endswith(".parts") and e.is_dir(follow_symlinks=False)
+                            and e.name != os.path.basename(self.path))
+        text = f"{self.path}: no committed parts to resume: every client is trained"
+        for name in others[:3]:
+            folder = os.path.join(here, name)
+            text += (f"; {folder} holds another gallery's: to resume it, give "
+                     f"{option('gallery')} {folder[:-len('.parts')]}")
+        return text
+
     def remove(self):
         """Remove the folder (after the gallery was written, or before a fresh run); a
         link or a folder that is not ours is refused (`_folder`), never followed."""

@@ -151,7 +151,8 @@ def _int_or_auto(lowest):
 @click.option("--resume", is_flag=True,
               help="Continue an interrupted run: reuse the clients committed in "
               "GALLERY.parts/ with the same store and options; parts of other options "
-              "or another store are named and their clients trained again.")
+              "or another store are named and their clients trained again; no parts "
+              "there: a warning, every client trained.")
 @click.option("--update", is_flag=True,
               help="Keep the existing gallery's clients trained with the same options on "
               "the same matcher basis; train only the others (e.g. after enroll --add), "
