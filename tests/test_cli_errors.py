@@ -142,6 +142,19 @@ def test_a_mistyped_client_id_names_the_closest_one(tmp_path, built):
                                          gallery])
 
 
+def test_an_option_the_matcher_does_not_take_is_named_with_those_it_takes(faces, tmp_path):
+    """enroll --matcher dlib --variance 0.9 (an eigenface option) or -O foo=1: one line
+    naming the option and the matcher's options, not Python's TypeError text
+    ('DlibMatcher.__init__() got an unexpected keyword argument 'variance''); no store."""
+    store = str(tmp_path / "e.h5")
+    line = _fails(["enroll", faces, "--store", store, "-O", "foo=1"],
+                  "matcher 'eigenface' has no option 'foo' (its options: variance, "
+                  "n_components, gamma)")
+    assert "__init__" not in line and not os.path.exists(store)
+    _fails(["enroll", faces, "--store", store, "--matcher", "dlib", "--variance", "0.9"],
+           "matcher 'dlib' has no option 'variance' (its options: gamma, detect)")
+
+
 def test_bad_probes(tmp_path, built):
     gallery = built[3]
     _fails(["verify", str(tmp_path / "none.png"), "--claim", "c01", "--gallery", gallery],

@@ -284,10 +284,7 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, ke
 
         host = host_matcher()  # $SSGALLERY_MATCHER_CMD or the configuration file
         options.update(command=host.argv, cache_dir=options.get("cache_dir", host.cache_dir))
-    try:
-        instance = cls(**options)
-    except TypeError as exc:
-        raise InputError(f"bad option for matcher '{matcher}': {exc}") from None
+    instance = _built(cls, matcher, options)
     try:
         config = instance.get_config()
     except (TypeError, ValueError) as exc:
@@ -317,6 +314,29 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, ke
     if old is not None:
         summary.dropped_clients = sorted(set(old.clients) - set(src.clients))
     return summary
+
+
+def _built(cls, matcher, options):
+    """``cls(**options)``, the matcher ``matcher`` made with the user's options: an option
+    its constructor does not take (``--variance`` or ``-O variance=...`` for dlib) is one
+    line naming it and the options it takes, not Python's TypeError."""
+    import inspect
+
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):  # a plug-in without a signature: its own message
+        params = {}
+    if params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        unknown = [k for k in options if k not in params]
+        if unknown:
+            taken = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD,
+                                                                 p.KEYWORD_ONLY)]
+            raise InputError(f"matcher '{matcher}' has no option '{unknown[0]}' (its "
+                             f"options: {', '.join(taken) or 'none'})")
+    try:
+        return cls(**options)
+    except TypeError as exc:
+        raise InputError(f"bad option for matcher '{matcher}': {exc}") from None
 
 
 def _contract_state(matcher):
