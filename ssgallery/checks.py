@@ -4,21 +4,32 @@ the field declaration (`checked_field`) and the value checks that the options of
 (`ssgallery.biometrics.protocol.ProtocolOptions`) share.
 
 A check is ``check(name, value) -> value``: it returns the value normalised (``int``,
-``float``) or raises `ssgallery.errors.InputError` naming the parameter with
+``float``, ``bool``) or raises `ssgallery.errors.InputError` naming the parameter with
 `ssgallery.errors.option` (the command line shows it as its flag). Bools are refused
-where a number is expected, as are NaN and infinity.
+where a number is expected, as are NaN and infinity, and numbers where a bool is
+expected (`flag_bool`: 0 and 1 are no flags, "no" is no false).
+
+A value read from a file is checked with the same predicates (`is_int`, `is_bool`,
+`is_finite_real`); `stored_flag` reads a yes/no value as a file stores it, and
+`described` says what a file held instead.
 """
 
 from dataclasses import field, fields
 
 import numpy as np
 
-from ssgallery.errors import InputError, option
+from ssgallery.errors import InputError, option, printable
 
 
 def is_int(value):
     """An integer (Python or numpy), not a bool."""
     return not isinstance(value, bool) and isinstance(value, (int, np.integer))
+
+
+def is_bool(value):
+    """A bool (Python or numpy), not an integer nor a string: 0, 1, "no" and "false" are
+    none (as `is_int` keeps the bools out of the integers)."""
+    return isinstance(value, (bool, np.bool_))
 
 
 def is_real(value):
@@ -110,8 +121,39 @@ def one_of(*choices):
 
 
 def flag_bool(name, value):
-    """A yes/no option as a bool."""
+    """A yes/no option as a ``bool``: a bool, Python or numpy (`is_bool`). Anything else
+    is refused, 0 and 1 included (the types are kept apart, as `is_int` refuses a bool):
+    ``guard="no"`` or ``force=[]`` is no flag."""
+    if not is_bool(value):
+        raise InputError(f"{option(name)} must be true or false, got {value!r}")
     return bool(value)
+
+
+# ------------------------------------------------------------------- values of files
+
+def described(value):
+    """What a file held where a value of some kind belongs, for a message: ``nothing``,
+    ``an array of shape (2,)``, or its type and up to 40 characters of it (``str
+    'false'``, ``int 2``); a numpy scalar as its Python value. Printable."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    shown = ("nothing" if value is None else f"an array of shape {value.shape}"
+             if isinstance(value, np.ndarray) else f"{type(value).__name__} {value!r:.40}")
+    return printable(shown)
+
+
+def stored_flag(name, value):
+    """A yes/no value read from a file (an HDF5 attribute or a matcher state), as a
+    ``bool``: what our writers write, a bool (h5py reads one back as ``numpy.bool_``) or
+    an integer 0 or 1 (the external matcher's state), Python or numpy, or a 0-d array of
+    one. Anything else, a string ("false" or "0"), another integer (2), a float (0.0),
+    an array, raises ValueError naming ``name`` and what was found (`described`; the
+    caller names the file): ``symmetric must be 0 or 1 (or a bool), found str 'false'``."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if is_bool(value) or (is_int(value) and value in (0, 1)):
+        return bool(value)
+    raise ValueError(f"{name} must be 0 or 1 (or a bool), found {described(value)}")
 
 
 # ------------------------------------------------------------------- the objects' base

@@ -11,6 +11,7 @@ import json
 import os
 import shlex
 import shutil
+from pathlib import Path
 
 import pytest
 import tiers
@@ -132,6 +133,30 @@ def sample_gallery_3(built_once, sample_store):
                                        "--json"])}
 
     return built_once("sample-gallery-3", build)[1]
+
+
+@pytest.fixture(scope="session")
+def external_built(built_once):
+    """A store ``e.h5`` and a gallery ``g.h5`` (client c00 only) of the foreign external
+    matcher (``tests/matchers/clipped_corr.py``, named by the host, never by the files) on
+    synthetic faces (3 clients x 3 images, 16 x 12): (folder, faces folder). Read only:
+    copy a file out before editing it."""
+    def build(root):
+        import sys
+
+        from ssgallery.app.compress import CompressOptions, CompressRun, compress
+        from ssgallery.app.enroll import enroll
+
+        foreign = [sys.executable, str(Path(__file__).resolve().parent / "matchers"
+                                       / "clipped_corr.py")]
+        faces = make_faces(str(root / "faces"), n_clients=3, n_images=3, shape=(16, 12))
+        enroll(faces, root / "e.h5", matcher="external", matcher_options={"command": foreign})
+        compress(root / "e.h5", root / "g.h5",
+                 CompressOptions(m=1, cv_folds=0, max_iter=2, solver="paper"),
+                 CompressRun(clients="c00", matcher_cmd=foreign))
+        return faces
+
+    return built_once("external", build)
 
 
 @pytest.fixture(scope="session")

@@ -35,18 +35,6 @@ def built(tmp_path_factory):
     return root, faces
 
 
-@pytest.fixture(scope="module")
-def external(tmp_path_factory):
-    """A store and gallery made with the foreign external matcher (host-named)."""
-    root = tmp_path_factory.mktemp("ext")
-    faces = make_faces(str(root / "faces"), n_clients=3, n_images=3, shape=(16, 12))
-    enroll(faces, root / "e.h5", matcher="external", matcher_options={"command": FOREIGN})
-    compress(root / "e.h5", root / "g.h5",
-             CompressOptions(m=1, cv_folds=0, max_iter=2, solver="paper"),
-             CompressRun(clients="c00", matcher_cmd=FOREIGN))
-    return root, faces
-
-
 def _names(f):
     names = []
     f.visit(names.append)
@@ -60,8 +48,8 @@ def _copy(src, dst):
 
 # ----------------------------------------------------------------------------- no code from data
 
-def test_files_hold_no_command(external):
-    root, _ = external
+def test_files_hold_no_command(external_built):
+    root, _ = external_built
     for name in ("e.h5", "g.h5"):
         with h5py.File(root / name) as f:
             objects = [f] + [f[n] for n in _names(f)]
@@ -75,9 +63,9 @@ def test_files_hold_no_command(external):
     assert len(store.matcher_state["contract_sha256"]) == 64
 
 
-def test_edited_gallery_runs_nothing(external, tmp_path):
+def test_edited_gallery_runs_nothing(external_built, tmp_path):
     """A gallery edited to name `sh -c 'id > FILE'` runs nothing, with or without re-hash."""
-    root, faces = external
+    root, faces = external_built
     marker = tmp_path / "pwned"
     evil = ["sh", "-c", f"id > {shlex.quote(str(marker))}"]
     probe = os.path.join(faces, "c00", "0.png")
@@ -101,8 +89,8 @@ def test_edited_gallery_runs_nothing(external, tmp_path):
         assert not marker.exists()
 
 
-def test_host_matcher_must_match_the_contract(external, tmp_path):
-    root, faces = external
+def test_host_matcher_must_match_the_contract(external_built, tmp_path):
+    root, faces = external_built
     probe = os.path.join(faces, "c00", "0.png")
     ok = verify(root / "g.h5", [probe], "c00", matcher_cmd=FOREIGN)
     assert ok[0].accept
@@ -119,8 +107,8 @@ def test_host_matcher_must_match_the_contract(external, tmp_path):
         del os.environ["SSGALLERY_CONFIG"]
 
 
-def test_matcher_cmd_that_does_not_parse(external):
-    root, faces = external
+def test_matcher_cmd_that_does_not_parse(external_built):
+    root, faces = external_built
     probe = os.path.join(faces, "c00", "0.png")
     for cmd in (["verify", probe, "--claim", "c00", "--gallery", str(root / "g.h5")],
                 ["enroll", faces, "--store", str(root / "x.h5")]):

@@ -250,7 +250,7 @@ def test_protocol_options_normalise_one_value_and_round_trip():
     from ssgallery.biometrics.protocol import ProtocolOptions
 
     one = ProtocolOptions(methods="svm", m=np.int64(3), n_enrolled=np.int32(4), seed=2 ** 32 - 1,
-                          n_jobs=2, identification=1, norm_folds=0,
+                          n_jobs=2, identification=np.bool_(True), norm_folds=0,
                           method_options={"ssvm-lam6": {"method": "ssvm", "lam": 1e-6}})
     assert one.methods == ("svm",) and one.m == (3,) and one.n_enrolled == 4
     assert type(one.n_enrolled) is int and one.identification is True and one.norm_folds == 0

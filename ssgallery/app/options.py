@@ -11,8 +11,9 @@ protocol's `ssgallery.biometrics.protocol.ProtocolOptions` and `ReportOptions`.
 Each field declares its default, its check and how it enters the digest (`option_field`);
 the objects are frozen, and every value is checked and normalised (``float``, ``int``)
 when the object is built, with the messages the command line shows as flags
-(`ssgallery.errors.option`). docs/contributing.md ("Adding a compress option") is the
-recipe for a new field.
+(`ssgallery.errors.option`); a yes/no field takes a bool only (`flag_bool`:
+``guard="no"`` or ``force=1`` is refused, never read as true). docs/contributing.md
+("Adding a compress option") is the recipe for a new field.
 """
 
 from dataclasses import dataclass, fields, replace

@@ -91,7 +91,8 @@ def _norm_folds(name, value):
 @dataclass(frozen=True, kw_only=True)
 class ProtocolOptions(CheckedOptions):
     """What `run_protocol` runs (Sect. IV-A), checked once when built
-    (`ssgallery.checks`: a bool or a fraction where an integer is expected is refused).
+    (`ssgallery.checks`: a bool or a fraction where an integer is expected is refused,
+    and anything but a bool, 0 and 1 included, where a bool is).
 
     Attributes
     ----------

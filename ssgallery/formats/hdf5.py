@@ -11,8 +11,8 @@ import os
 import numpy as np
 
 from ssgallery import jsontext
-from ssgallery.checks import is_int
-from ssgallery.errors import FormatError, SsgalleryError, printable
+from ssgallery.checks import described, is_int
+from ssgallery.errors import FormatError, SsgalleryError
 
 _JSON_KEYS = "_json_keys"
 
@@ -162,11 +162,7 @@ def _version(value):
     array, which a writer of ours never gives (ValueError naming what was found)."""
     if is_int(value):
         return int(value)
-    if isinstance(value, np.generic):
-        value = value.item()
-    found = ("nothing" if value is None else f"an array of shape {value.shape}"
-             if isinstance(value, np.ndarray) else f"{type(value).__name__} {value!r:.40}")
-    raise ValueError(f"format_version must be an integer, found {printable(found)}")
+    raise ValueError(f"format_version must be an integer, found {described(value)}")
 
 
 def _attr_str(value):

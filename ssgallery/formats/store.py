@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ssgallery import jsontext
+from ssgallery.checks import stored_flag
 from ssgallery.errors import FormatError
 from ssgallery.formats import integrity
 from ssgallery.formats.hdf5 import (
@@ -312,7 +313,7 @@ def load_store(path, images=True, privacy_key=None):
                 matcher_name=str(f.attrs["matcher"]),
                 matcher_config=json.loads(f.attrs["matcher_config"]),
                 matcher_state=read_state(f["matcher"], path)[0],
-                basis_stale=bool(f.attrs.get("basis_stale", False)),
+                basis_stale=stored_flag("basis_stale", f.attrs.get("basis_stale", False)),
                 stale_clients=json.loads(f.attrs.get("stale_clients", "[]")),
                 created=str(f.attrs.get("created", "")),
                 tool_version=str(f.attrs.get("tool_version", "")), path=path,

@@ -44,6 +44,7 @@ import os
 
 import numpy as np
 
+from ssgallery.checks import is_bool
 from ssgallery.errors import (
     FormatError,
     InputError,
@@ -227,7 +228,7 @@ class DlibMatcher(Matcher):
         """The RBF gamma (`rbf_gamma`) and ``detect`` a bool (``"no"`` is no false).
         Raises `SsgalleryError` (one line)."""
         self._gamma_value()
-        if not isinstance(self.detect, (bool, np.bool_)):
+        if not is_bool(self.detect):
             raise SsgalleryError(f"dlib: detect must be true or false, got {self.detect!r}")
 
     @staticmethod

@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 
+from ssgallery.checks import stored_flag
 from ssgallery.errors import FormatError, SsgalleryError, UnknownClientError, printable
 from ssgallery.formats import integrity
 from ssgallery.formats.gallery.checks import check_index, check_model, check_normalization
@@ -62,6 +63,9 @@ def _model_from(client_id, arrays, attrs, path, version):
 
 
 def _header(attrs, path):
+    """(header, matcher config) from the root attributes: numpy values as Python ones,
+    the image shape, matcher and config checked, ``basis_stale`` a flag
+    (`ssgallery.checks.stored_flag`); `FormatError` otherwise."""
     header = {}
     for name, value in attrs.items():
         if isinstance(value, np.ndarray):
@@ -75,6 +79,8 @@ def _header(attrs, path):
         if len(shape) != 2 or min(shape) < 1 or not isinstance(config, dict) \
                 or not isinstance(header["matcher"], str):
             raise ValueError("bad image_shape, matcher or matcher_config")
+        if "basis_stale" in header:  # absent in galleries written before it: False
+            header["basis_stale"] = stored_flag("basis_stale", header["basis_stale"])
     except (KeyError, ValueError, TypeError) as exc:
         raise FormatError(f"corrupt gallery header: {exc}", path=path) from None
     header["image_shape"] = list(shape)

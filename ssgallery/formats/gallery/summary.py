@@ -335,7 +335,7 @@ def gallery_summary(path, *, svm=False, privacy_key=None):
             "threshold_mode": h.get("threshold_mode", "client"),
             "calibration": header_calibration(h, index.client_ids, path),
             "open_set": header_open_set(h, index.client_ids, path),
-            "basis_stale": bool(h.get("basis_stale", False)),
+            "basis_stale": h.get("basis_stale", False),  # a bool: checked by _header
             "file_bytes": os.path.getsize(path), "matcher_state_bytes": _nbytes(state),
             "n_clients": len(rows), "clients": rows, "bytes_total": total,
             "svm_compared": bool(svm), "svm_bytes_total": total_svm,

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ssgallery.checks import is_finite_real
+from ssgallery.checks import is_bool, is_finite_real
 from ssgallery.errors import MatcherError
 
 MAX_ANSWER_BASE = 1 << 20  # bytes of a program's output, plus ...
@@ -55,7 +55,7 @@ def parse_describe(out, program):
         raise MatcherError(f"matcher {program} --describe: kind must "
                            f"be 'similarity' or 'distance', not {shown(kind)}")
     for flag in DESCRIBE_FLAGS:
-        if not isinstance(raw.get(flag, False), bool):
+        if not is_bool(raw.get(flag, False)):
             raise MatcherError(f"matcher {program} --describe: {flag} must be true or "
                                f"false, got {shown(raw[flag])}")
     desc = {"kind": kind, "symmetric": raw.get("symmetric", False),

@@ -17,7 +17,7 @@ import tempfile
 
 import numpy as np
 
-from ssgallery.checks import is_finite_real
+from ssgallery.checks import is_bool, is_finite_real, stored_flag
 from ssgallery.errors import InputError, MatcherError
 from ssgallery.learn.similarity import CallableSimilarity, HeuristicGradient
 from ssgallery.matchers.base import Matcher
@@ -168,7 +168,7 @@ class ExternalMatcher(ProgramClient, Matcher):
                   unit=" (seconds)")
         if self.distance_scale is not None:
             _positive("option distance_scale", self.distance_scale)
-        if not isinstance(self.serve, (bool, np.bool_)):  # "no" is no false
+        if not is_bool(self.serve):  # "no" is no false, 1 no true
             raise InputError(f"external matcher option serve must be true or false, got "
                              f"{shown(self.serve)}")
 
@@ -249,7 +249,10 @@ class ExternalMatcher(ProgramClient, Matcher):
 
     @classmethod
     def from_state(cls, config, state):
-        """Rebuild from a file: never takes a command from it (see `attach_host`)."""
+        """Rebuild from a file: never takes a command from it (see `attach_host`). Its
+        flags (``symmetric``, ``quality``, ``serve_offered``) are what `get_state`
+        writes, 0 or 1 (`ssgallery.checks.stored_flag`): "false", 2 or an array is
+        refused (`MatcherError`), never read as true."""
         config = dict(config)
         self = cls(timeout_base=config.get("timeout_base", 60.0),  # checked: InputError
                    timeout_per_pair=config.get("timeout_per_pair", 0.01),
@@ -258,17 +261,17 @@ class ExternalMatcher(ProgramClient, Matcher):
         try:
             self.image_shape = tuple(int(s) for s in np.asarray(state["image_shape"]))
             self.description_ = {"kind": _as_str(state["kind"]),
-                                 "symmetric": bool(np.asarray(state["symmetric"])),
+                                 "symmetric": stored_flag("symmetric", state["symmetric"]),
                                  "range": [float(v) for v in np.asarray(state["range"])]}
             self.distance_scale_ = _positive("state distance_scale",
                                              state["distance_scale"])
             self.contract_sha256_ = _as_str(state["contract_sha256"])
             self._contract_checked = False
-            self.description_["quality"] = bool(np.asarray(state.get("quality", 0)))
+            self.description_["quality"] = stored_flag("quality", state.get("quality", 0))
             threshold = float(np.asarray(state.get("quality_threshold", np.nan)))
             self.quality_threshold_ = None if np.isnan(threshold) else threshold
             if "serve_offered" in state:  # files written before the persistent mode: ask
-                self.serve_offered_ = bool(np.asarray(state["serve_offered"]))
+                self.serve_offered_ = stored_flag("serve_offered", state["serve_offered"])
         except (KeyError, TypeError, ValueError) as exc:
             raise MatcherError(f"external matcher state is incomplete or insane: {exc}") \
                 from None

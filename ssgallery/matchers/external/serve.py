@@ -24,6 +24,7 @@ import subprocess
 import time
 import weakref
 
+from ssgallery.checks import is_bool
 from ssgallery.errors import MatcherError, interrupts_deferred
 from ssgallery.matchers.external.contract import shown
 from ssgallery.matchers.external.oneshot import MAX_STDERR_KEPT, kill_group, wait_slice
@@ -112,7 +113,7 @@ class MatcherServer:
             self.close()
             raise MatcherError(f"matcher {self.program} --serve answered {answer[:80]!r}, "
                                "not a JSON object") from None
-        if isinstance(reply, dict) and not isinstance(reply.get("ok", False), bool):
+        if isinstance(reply, dict) and not is_bool(reply.get("ok", False)):
             self.close()  # {"ok": "yes"} is no true: the program does not speak the contract
             raise MatcherError(f"matcher {self.program} --serve: ok must be true or false, "
                                f"got {shown(reply['ok'])}")
