@@ -177,3 +177,23 @@ def test_basis_stale_as_written_or_absent_is_read(external_built, tmp_path):
             store = _edited(external_built, "e.h5", tmp_path, "/", "basis_stale", value)
             assert store_summary(store)["basis_stale"] is expected
 
+
+# ------------------------------------------------------- another bool() of a file's data
+
+def test_a_scale_offset_dataset_is_a_filtered_one(tmp_path):
+    """h5py's ``scaleoffset`` is None without the filter and the filter's setting with it,
+    0 for automatic (what ``scaleoffset=True`` and ``h5repack -f SOFF=0,IN`` write):
+    such a dataset is filtered, allowed up to `MAX_INFLATION`, not refused as sparse."""
+    from ssgallery.formats import integrity
+
+    path = tmp_path / "soff.h5"
+    data = np.arange(2048 * 1024, dtype=np.int32).reshape(2048, 1024) % 7
+    with h5py.File(path, "w") as f:
+        f.create_dataset("auto", data=data, chunks=(256, 1024), scaleoffset=True)
+        f.create_dataset("sparse", shape=(2048, 1024), dtype=np.int32, chunks=(256, 1024))
+    with h5py.File(path) as f:
+        assert f["auto"].scaleoffset == 0 and f["auto"].compression is None
+        assert f["auto"].id.get_storage_size() * 2 < data.nbytes  # compressed
+        np.testing.assert_array_equal(integrity.check_node(f, "auto", path)[()], data)
+        with pytest.raises(FormatError, match="refused: /sparse claims 8388608 bytes"):
+            integrity.check_node(f, "sparse", path)

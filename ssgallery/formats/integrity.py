@@ -143,7 +143,8 @@ def _check_extent(dataset, where, path):
     if logical <= EXTENT_FLOOR:
         return
     stored = dataset.id.get_storage_size()
-    filtered = dataset.compression is not None or bool(dataset.scaleoffset)
+    # scaleoffset: None without the scale-offset filter, else its setting (0: automatic)
+    filtered = dataset.compression is not None or dataset.scaleoffset is not None
     if logical > stored * (MAX_INFLATION if filtered else 1):
         raise FormatError(f"refused: {where} claims {logical} bytes, the file stores "
                           f"{stored} for it (a sparse or inflated dataset)", path=path)
