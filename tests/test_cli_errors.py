@@ -166,6 +166,14 @@ def test_bad_probes(tmp_path, built):
     _fails(["verify", "--claim", "c01", "--gallery", gallery], "no probe images given")
     _fails(["verify", "--list", str(tmp_path / "none.txt"), "--claim", "c01", "--gallery",
             gallery], "none.txt: no such probe list")
+    # a folder of probes (verify probes/, identify probes/): how to give its images, said
+    # before the gallery is read (was: 'probes: image is a folder, expected a regular file')
+    folder = tmp_path / "probes"
+    folder.mkdir()
+    for args in (["verify", str(folder), "--claim", "c01"], ["identify", str(folder)]):
+        _fails(args + ["--gallery", str(tmp_path / "none.h5")],
+               f"{folder}: a folder, not a probe image: give its images ({folder}/*.png) or "
+               "list them in --list FILE")
 
 
 def test_usage_errors_exit_2(built):

@@ -1,6 +1,7 @@
 """Options shared by several commands: the host's matcher program and signing key; how
 library messages are shown (`as_flags`, `warn`)."""
 
+import os
 import re
 
 import click
@@ -65,6 +66,11 @@ def probe_paths(probes, list_file):
         paths += read_probe_list(list_file)
     if not paths:
         raise InputError("no probe images given (PROBE arguments or --list FILE)")
+    folder = next((p for p in paths if os.path.isdir(p)), None)
+    if folder is not None:  # a probe is one image: say how to give a folder's images
+        raise InputError(f"a folder, not a probe image: give its images "
+                         f"({os.path.join(folder, '*.png')}) or list them in --list FILE",
+                         path=folder)
     return paths
 
 
