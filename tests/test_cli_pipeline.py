@@ -149,6 +149,22 @@ def test_compress_names_clients_thresholded_on_training_scores(tmp_path):
             "impostor people or own images to hold out") in r.stderr
 
 
+def test_clients_of_one_image_are_told_they_need_another(tmp_path):
+    """Clients enrolled with one image each (enroll --min-images 1) hold nothing out: the
+    warning's advice names their own images, not only impostors (it said 'raise
+    --max-impostors, use --impostors sample or enrol more people', all in place already)."""
+    from ssgallery.app.enroll import enroll
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=1)
+    enroll(faces, tmp_path / "e.h5", min_images=1)
+    r = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "e.h5"), "-o",
+                                  str(tmp_path / "g.h5"), "-q"])
+    assert r.exit_code == 0, r.output
+    warned = [ln for ln in r.stderr.splitlines() if "training scores" in ln]
+    assert len(warned) == 1 and warned[0].endswith(
+        "; a client needs at least 2 images of its own to hold one out"), r.stderr
+
+
 def test_verify_accepts_genuine_and_rejects_others(data):
     runner = CliRunner()
     # c03's probe that its threshold accepts (c03_genuine_2 scores below it since the

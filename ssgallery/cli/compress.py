@@ -257,7 +257,8 @@ def _warnings(summary, guard_gap):
     _warn_clients(summary.not_held_out, "set their thresholds on training scores, with "
                   "too few impostor people or own images to hold out (the expected FAR and "
                   "1:N FPIR are optimistic)", "raise --max-impostors, use --impostors sample "
-                  "or enrol more people (enroll --background)")
+                  "or enrol more people (enroll --background); a client needs at least 2 "
+                  "images of its own to hold one out")
     _warn_clients(list(summary.off_scale or {}), "thresholded on their training scores "
                   "(held-out scores off their scale; FAR optimistic, see "
                   "docs/operating-points.md)")
