@@ -211,7 +211,10 @@ class FormatError(SsgalleryError):
 
 class UnknownClientError(SsgalleryError):
     """A client id the gallery (or store) has no client for; the message lists a few
-    known ids. ``verify --claims`` reports such a claim and goes on."""
+    known ids. ``verify --claims`` reports such a claim and goes on, with ``hint``
+    (``did you mean 'c03'?``, `ssgallery.tables.did_you_mean`; "" when none is close)."""
+
+    hint = ""
 
 
 class MatcherError(SsgalleryError):

@@ -135,6 +135,11 @@ def test_unknown_clients_unreadable_probes_and_bad_lines(gallery, tmp_path):
     res = _verify(gallery, "--claims", str(listing))
     assert res.exit_code == 2
     assert res.stdout.splitlines()[-1] == "4 claims: 2 unknown clients, 2 unreadable probes"
+    # an id close to one of the gallery's (another case): the reason names it
+    listing.write_text(f"{_probe('c03_genuine_1.png')} C03\n")
+    res = _verify(gallery, "--claims", str(listing))
+    assert res.stdout.splitlines()[0].endswith(
+        "UNKNOWN-CLIENT  the gallery has no client 'C03': did you mean 'c03'?")
     # one: in the singular ("1 claims" before)
     listing.write_text(f"{_probe('c02_genuine_1.png')} c99\n")
     res = _verify(gallery, "--claims", str(listing))

@@ -182,17 +182,20 @@ class _Clients:
         self.path = os.fspath(gallery_path)
         self.settings = host_settings(key_file, matcher_cmd, privacy_key_file, warn)
         self.matcher = None
+        self.hints = {}  # an unknown client id: the id it is close to (did you mean)
 
     def load(self, client_id):
-        """The client's model, or None when the gallery has no such client."""
+        """The client's model, or None when the gallery has no such client (the id it
+        is close to, if any, in `hints`)."""
         from ssgallery.formats.gallery import check_model, read_client
 
         try:
             model = read_client(self.path, client_id, matcher=self.matcher is None,
                                 **self.settings)
-        except UnknownClientError:
+        except UnknownClientError as exc:
             # only an unknown id: a damaged, foreign or unsigned gallery (FormatError)
             # or a failing matcher (MatcherError) stops the run
+            self.hints[client_id] = exc.hint
             return None
         if self.matcher is None:
             self.matcher = model.matcher
@@ -241,12 +244,19 @@ def verify_claims(gallery_path, claims, *, strict=False, warn=None, key_file=Non
                 chunk = rows[start:start + BATCH]
                 batch = [claims[i] for i in chunk]
                 done = (_score_batch(model, batch, strict, warn) if model is not None else
-                        [_result(c, UNKNOWN_CLIENT, f"the gallery has no client "
-                                 f"'{client_id}'") for c in batch])
+                        [_result(c, UNKNOWN_CLIENT, _no_client(client_id, clients.hints))
+                         for c in batch])
                 for i, r in zip(chunk, done):
                     results[i] = r
                 progress.advance(len(chunk))
     return results
+
+
+def _no_client(client_id, hints):
+    """The reason of an UNKNOWN-CLIENT claim: ``the gallery has no client 'X'`` and, when
+    an id of the gallery is close to it, ``: did you mean 'Y'?``."""
+    hint = hints.get(client_id)
+    return f"the gallery has no client '{client_id}'" + (f": {hint}" if hint else "")
 
 
 def claims_exit_status(results, bad_lines=()):

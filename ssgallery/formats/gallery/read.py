@@ -148,9 +148,11 @@ def _unknown_client(path, client_id, known):
     shown = ", ".join(printable(k) for k in known[:8]) + (
         f", ... ({len(known)} in all)" if len(known) > 8 else "")
     hint = did_you_mean([client_id], known)
-    return UnknownClientError(f"unknown client '{printable(client_id)}'"
-                              + (f": {hint}" if hint else "")
-                              + f" (known: {shown or 'none'})", path=path)
+    error = UnknownClientError(f"unknown client '{printable(client_id)}'"
+                               + (f": {hint}" if hint else "")
+                               + f" (known: {shown or 'none'})", path=path)
+    error.hint = hint
+    return error
 
 
 def _client_from(f, path, client_id, key, host, matcher, privacy_key):
