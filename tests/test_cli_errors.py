@@ -85,8 +85,13 @@ def test_bad_store(tmp_path, built):
     foreign = tmp_path / "foreign.h5"
     foreign.write_text("some text")
     _fails(["compress", "--store", str(foreign)], f"{foreign}: not an ssgallery enrollment")
-    _fails(["compress", "--store", built[3]], "not an ssgallery enrollment store (format "
-           "'ssgallery-gallery'")
+    # a gallery given for the store (and the reverse): named, with who writes which
+    _fails(["compress", "--store", built[3]], f"{built[3]}: not an ssgallery enrollment "
+           "store but an ssgallery gallery (format 'ssgallery-gallery'; enroll writes a "
+           "store, compress turns it into a gallery)")
+    _fails(["info", "--gallery", built[2]], f"{built[2]}: not an ssgallery gallery but an "
+           "ssgallery enrollment store (format 'ssgallery-enrollment'; enroll writes a "
+           "store, compress turns it into a gallery)")
     corrupt = tmp_path / "corrupt.h5"
     shutil.copy(built[2], corrupt)
     with edit_h5(corrupt) as f:

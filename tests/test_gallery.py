@@ -155,7 +155,8 @@ def test_unknown_client_and_bad_galleries(built, tmp_path):
         read_client(root / "g.h5", "nobody")
     with pytest.raises(FormatError, match="no such ssgallery gallery"):
         read_client(tmp_path / "none.h5", "c00")
-    with pytest.raises(FormatError, match="not an ssgallery gallery .format 'ssgallery-enroll"):
+    with pytest.raises(FormatError, match="not an ssgallery gallery but an ssgallery "
+                       "enrollment store .format 'ssgallery-enroll"):
         read_client(root / "e.h5", "c00")  # a store is not a gallery
     newer = tmp_path / "newer.h5"
     newer.write_bytes((root / "g.h5").read_bytes())

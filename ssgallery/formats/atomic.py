@@ -77,10 +77,15 @@ def _is_encrypted(path):
     return file_format(path) is not None
 
 
-def _kind_label(fmt):
-    labels = {"ssgallery-enrollment": "an ssgallery enrollment store",
-              "ssgallery-gallery": "an ssgallery gallery"}
-    return labels.get(fmt, f"a '{fmt}' file")
+KIND_LABELS = {"ssgallery-enrollment": "an ssgallery enrollment store",
+               "ssgallery-gallery": "an ssgallery gallery"}
+# said when one of the two is given for the other: which command writes which
+ROLES = "enroll writes a store, compress turns it into a gallery"
+
+
+def kind_label(fmt):
+    """``an ssgallery gallery``: how messages name a file of the format tag ``fmt``."""
+    return KIND_LABELS.get(fmt, f"a '{fmt}' file")
 
 
 def check_writable(path, kind=None, force=False, encrypted=None):
@@ -136,7 +141,7 @@ def check_writable(path, kind=None, force=False, encrypted=None):
                                  "replace it unless forced", path=path)
         found = hdf5_format(target)  # forced: still never a store or a gallery
         if found and found.startswith("ssgallery"):
-            raise FormatError(f"{_kind_label(found)}, not an output of this kind; refusing "
+            raise FormatError(f"{kind_label(found)}, not an output of this kind; refusing "
                               f"to replace it, even forced (choose another name)", path=path)
         return
     found = hdf5_format(target)
@@ -150,10 +155,10 @@ def check_writable(path, kind=None, force=False, encrypted=None):
                               f"remove it first", path=path)
         return
     if found and found.startswith("ssgallery"):
-        raise FormatError(f"not {_kind_label(kind)} but {_kind_label(found)}; refusing to "
+        raise FormatError(f"not {kind_label(kind)} but {kind_label(found)}; refusing to "
                           f"replace it, even forced (choose another name)", path=path)
     if not force:
-        raise FormatError(f"not {_kind_label(kind)} (not written by ssgallery); refusing to "
+        raise FormatError(f"not {kind_label(kind)} (not written by ssgallery); refusing to "
                           f"replace it unless forced", path=path)
 
 
