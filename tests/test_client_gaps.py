@@ -162,8 +162,11 @@ def test_no_comparison_says_why_in_the_table_and_in_vs_svm():
 
 def test_the_svm_scoring_the_same_claims_twice_with_other_eers_is_ambiguous():
     """Two svm models of the same client and claims (score files of two runs of one split)
-    with different EERs: that client's models are not compared with either, and counted."""
+    with different EERs, and none of the method's repetition (its files renumbered): that
+    client's models are not compared with either, and counted."""
     tables = _tables()
+    tables[2:] = [Scores(t.method, t.m, t.repetition + 3, t.claimed, t.real, t.probe,
+                         t.score) for t in tables[2:]]  # renumbered: r3, r4
     rerun = _table("svm", None, 2, {**GOOD, "c2": [20.5, 60.0]})  # c2's EER differs
     summaries = evaluate(tables + [rerun], n_boot=0)
     gaps = summaries[1]["vs_svm"]
@@ -172,6 +175,22 @@ def test_the_svm_scoring_the_same_claims_twice_with_other_eers_is_ambiguous():
     # the same EERs again (an identical rerun): nothing ambiguous
     same = _table("svm", None, 2, GOOD)
     assert evaluate(tables + [same], n_boot=0)[1]["vs_svm"]["compared"] == 6
+
+
+def test_a_run_that_drew_a_clients_claims_twice_compares_each_with_its_own_svm():
+    """One run whose repetitions drew the same claims for a client (a small data set:
+    'roc tiny/faces --enrolled 2 --train-images 5 --repetitions 20 --seed 3' on 4 synth
+    identities of 6 images) with two svm models of other EERs (the other clients'
+    training images differed): each client model is compared with its own
+    repetition's svm, never called ambiguous ('3 client models not compared with the
+    svm's: the svm scored their claims more than once ...' on that run)."""
+    half_failed = {**GOOD, "c2": [20.5, 60.0]}
+    tables = [_table("svm", None, 0, GOOD), _table("svm", None, 1, half_failed),
+              _table("ssvm", 2, 0, half_failed), _table("ssvm", 2, 1, half_failed)]
+    gaps = evaluate(tables, n_boot=0)[1]["vs_svm"]
+    assert gaps["ambiguous"] == 0 and gaps["compared"] == 6 and gaps["reason"] is None
+    assert gaps["worse"] == 1 and [w[:2] for w in gaps["worst"]] == [[0, "c2"]]
+    assert "not compared" not in _said(evaluate(tables, n_boot=0))
 
 
 def _write(folder, tables):

@@ -34,22 +34,25 @@ def _pairs(eers, reference):
     """(method key, reference key) of each client model compared, and the method keys
     whose claims the reference scored more than once with different EERs (ambiguous).
 
-    A client model is compared with the reference's of the same client and claims,
-    whatever its repetition number: `ssgallery.biometrics.scores.read_score_files`
-    renumbers the clashing repetitions of the files of two runs, so that one run's
-    repetition r may be numbered otherwise beside another run's, and the reference's
-    model of the same number may be the other run's (scored on the same split).
+    A client model is compared with the reference's of the same repetition, client and
+    claims when there is one: the teacher of a model of one run (whose repetitions may
+    repeat a client's claims, with other teachers: the other clients' training images
+    differ), or a model of the same split (the same teacher). Else with the reference's
+    of the same client and claims, whatever its repetition number:
+    `ssgallery.biometrics.scores.read_score_files` renumbers the clashing repetitions of
+    the files of two runs, so that one run's repetition r may be numbered otherwise
+    beside another run's; ambiguous when those models differ in EER.
     """
     by_claims = {}
     for k in reference:
         by_claims.setdefault(k[1:], []).append(k)
     pairs, ambiguous = [], []
     for k in eers:
-        refs = by_claims.get(k[1:], [])
+        refs = [k] if k in reference else by_claims.get(k[1:], [])
         if len({reference[r] for r in refs}) > 1:
             ambiguous.append(k)
         elif refs:
-            pairs.append((k, k if k in reference else refs[0]))
+            pairs.append((k, refs[0]))
     return pairs, ambiguous
 
 
@@ -67,9 +70,10 @@ def client_gaps(eers, reference, worse_by=WORSE_BY, named=NAMED):
     eers, reference : dict
         ``{(repetition, client, claims): EER}`` of the method and of the reference
         (`ssgallery.biometrics.evaluation.client_eers`): a client model is compared with
-        the reference's of the same client and claims, whatever their repetition numbers
-        (`ssgallery.biometrics.scores.read_score_files` renumbers clashing ones); not
-        when the reference scored those claims more than once with different EERs.
+        the reference's of the same repetition, client and claims, else of the same
+        client and claims whatever their repetition numbers
+        (`ssgallery.biometrics.scores.read_score_files` renumbers clashing ones), but
+        not when the reference scored those claims more than once with different EERs.
     worse_by : float
         EER difference above which a client model counts as worse.
     named : int
@@ -80,9 +84,9 @@ def client_gaps(eers, reference, worse_by=WORSE_BY, named=NAMED):
     dict
         ``compared`` (client models both methods scored on the same claims),
         ``other_claims`` (client models of a repetition and client both scored, but on
-        other claims: not compared), ``ambiguous`` (client models whose claims the
-        reference scored more than once with different EERs, e.g. score files of two runs
-        of one split: not compared),
+        other claims: not compared), ``ambiguous`` (client models of a repetition the
+        reference did not score on their claims, which it scored in other repetitions
+        with different EERs, e.g. score files of two runs renumbered: not compared),
         ``worse`` (how many are more
         than ``worse_by`` above the reference's EER), ``worse_by``, ``worst``
         (``[repetition, client, EER difference]`` of at most ``named`` of them, largest
