@@ -165,6 +165,22 @@ def test_clients_of_one_image_are_told_they_need_another(tmp_path):
         "; a client needs at least 2 images of its own to hold one out"), r.stderr
 
 
+def test_the_files_are_named_alike_in_every_command(tmp_path):
+    """enroll -o/--output writes the store (as compress, show and roc name what they
+    write), compress --gallery the gallery (as verify, identify, info, show and roc name
+    it): 'compress --gallery g.h5' said "No such option '--gallery'. Did you mean
+    '--guard'?"."""
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4)
+    store, gallery = tmp_path / "s.h5", tmp_path / "g.h5"
+    r = CliRunner().invoke(main, ["enroll", faces, "-o", str(store), "-q"])
+    assert r.exit_code == 0 and store.exists(), r.output
+    r = CliRunner().invoke(main, ["compress", "--store", str(store), "--gallery", str(gallery),
+                                  "--m", "1", "--cv-folds", "0", "--max-iter", "2", "-q"])
+    assert r.exit_code == 0 and gallery.exists(), r.output
+    r = CliRunner().invoke(main, ["info", "--gallery", str(gallery), "--store", str(store)])
+    assert r.exit_code == 0 and "3 clients" in r.stdout, r.output
+
+
 def test_verify_accepts_genuine_and_rejects_others(data):
     runner = CliRunner()
     # c03's probe that its threshold accepts (c03_genuine_2 scores below it since the

@@ -57,8 +57,9 @@ def _int_or_auto(lowest):
 @click.command("compress")
 @click.option("--store", default="enrollment.h5", show_default=True, metavar="FILE",
               help="Enrollment store to read.")
-@click.option("-o", "--output", "gallery", default="gallery.h5", show_default=True,
-              metavar="FILE", help="Gallery to write.")
+@click.option("-o", "--output", "--gallery", "gallery", default="gallery.h5",
+              show_default=True, metavar="FILE",
+              help="Gallery to write (--gallery, as the other commands name it, is the same).")
 @click.option("--m", "m", default=None, callback=_int_or_auto(1), metavar="M|auto",
               show_default=f"{DEFAULT_M} for eigenface and dlib, {BLACK_BOX_M} for an external matcher",
               help="Virtual prototypes per client, the matches a claim costs; 'auto' picks "

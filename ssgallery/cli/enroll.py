@@ -86,8 +86,10 @@ def _external_command(matcher, matcher_cmd, options, add):
 
 @click.command("enroll")
 @click.argument("faces_dir", type=click.Path())
-@click.option("--store", default="enrollment.h5", show_default=True, metavar="FILE",
-              help="Enrollment store to write.")
+@click.option("--store", "-o", "--output", "store", default="enrollment.h5",
+              show_default=True, metavar="FILE",
+              help="Enrollment store to write (-o/--output, as compress, show and roc name "
+              "what they write, is the same).")
 @click.option("--matcher", default=None,
               help="Registered matcher (eigenface, dlib, external, plug-ins) [eigenface; "
               "external with --matcher-cmd].")
