@@ -62,23 +62,48 @@ def listed(names, shown=10):
     return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
+CLOSE = 0.8  # difflib ratio from which a known id is close to a typed one
+MOST_CLOSE = 3  # more known ids equally close than this: no guess
+
+
+def _closest(name, by_lower):
+    """The known ids (``by_lower``: lower case -> ids) equally closest to ``name`` (case
+    ignored, difflib ratio at least `CLOSE`), sorted; none when more than `MOST_CLOSE`
+    are (``c1`` among ``c01``..``c20``: ``c01``, ``c10``..``c19``, ``c21``)."""
+    from difflib import SequenceMatcher
+
+    matcher, ratios = SequenceMatcher(), {}
+    matcher.set_seq2(str(name).lower())  # as difflib.get_close_matches does
+    for low in by_lower:
+        matcher.set_seq1(low)
+        if matcher.real_quick_ratio() >= CLOSE and matcher.quick_ratio() >= CLOSE \
+                and matcher.ratio() >= CLOSE:
+            ratios[low] = matcher.ratio()
+    best = max(ratios.values(), default=None)
+    close = sorted(k for low, r in ratios.items() if r == best for k in by_lower[low])
+    return close if len(close) <= MOST_CLOSE else []
+
+
 def did_you_mean(names, known):
     """``did you mean 'Abdullah_Gul'?``: for each of ``names`` (unknown ids, strings) the
-    one of ``known`` closest to it (`difflib`, case ignored, ratio at least 0.8), quoted
-    (an error message makes it printable); ``""`` when none is close. A typed client id
-    that is not there is most often a typo or another case of one that is."""
-    from difflib import get_close_matches
-
+    ones of ``known`` closest to it (`difflib`, case ignored, ratio at least `CLOSE`),
+    quoted, all of them when several are equally close (``did you mean 'c03' or
+    'c13'?`` for ``c3``; none when more than `MOST_CLOSE` are: no guess where the
+    ratio cannot tell), so that difflib's tie-break (the last in sort order: ``c13``)
+    never names one id as the one meant; an error message makes them printable.
+    ``""`` when none is close. A typed client id that is not there is most often a
+    typo or another case of one that is."""
     by_lower = {}
     for k in known:
-        by_lower.setdefault(str(k).lower(), str(k))
+        by_lower.setdefault(str(k).lower(), []).append(str(k))
     found = []
     for name in names:
-        close = get_close_matches(str(name).lower(), list(by_lower), n=1, cutoff=0.8)
-        if close and by_lower[close[0]] not in found:
-            found.append(by_lower[close[0]])
-    return ("did you mean " + ", ".join(f"'{f}'" for f in found) + "?" if found
-            else "")
+        found += [k for k in _closest(name, by_lower) if k not in found]
+    if not found:
+        return ""
+    quoted = [f"'{f}'" for f in found]
+    return ("did you mean " + (" or ".join(quoted) if len(quoted) < 3 else
+                               ", ".join(quoted[:-1]) + " or " + quoted[-1]) + "?")
 
 
 def width(text):

@@ -8,6 +8,8 @@ from click.testing import CliRunner
 from helpers import edit_h5, make_faces
 
 from ssgallery.cli import main
+from ssgallery.datasets import sample_faces_path
+from ssgallery.tables import did_you_mean
 
 
 def _fails(args, *expected):
@@ -145,6 +147,24 @@ def test_a_mistyped_client_id_names_the_closest_one(tmp_path, built):
            f"{faces}: no client folder named C02; did you mean 'c02'?")
     assert "did you mean" not in _fails(["verify", probe, "--claim", "bob", "--gallery",
                                          gallery])
+
+
+def test_ids_equally_close_to_a_typed_one_are_all_named_or_none(tmp_path):
+    """difflib's tie-break named the last id in sort order as the one meant: 'enroll
+    sample_data/faces --clients c3' (folders c01..c20) said "did you mean 'c13'?", c1
+    'c19', c0 'c20'. Equally close ids are all named, or none when more than 3 are; ids
+    that differ only in case are both named."""
+    faces, store = str(sample_faces_path()), str(tmp_path / "e.h5")
+    _fails(["enroll", faces, "--store", store, "--clients", "c3"],
+           f"{faces}: no client folder named c3; did you mean 'c03' or 'c13'?")
+    for typed in ("c1", "c0"):  # 12 and 11 ids equally close: no guess
+        assert "did you mean" not in _fails(["enroll", faces, "--store", store,
+                                             "--clients", typed])
+    _fails(["enroll", faces, "--store", store, "--clients", "C07"], "did you mean 'c07'?")
+    assert not os.path.exists(store)
+    assert did_you_mean(["ANN"], ["Ann", "bob", "ann"]) == "did you mean 'Ann' or 'ann'?"
+    assert did_you_mean(["c2"], [f"c{i:02d}" for i in range(1, 21)]) == \
+        "did you mean 'c02', 'c12' or 'c20'?"
 
 
 def test_an_option_the_matcher_does_not_take_is_named_with_those_it_takes(faces, tmp_path):
