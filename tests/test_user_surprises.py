@@ -144,6 +144,30 @@ def test_no_min_images_hint_where_it_cannot_help(tmp_path):
         assert "--min-images" not in out["stderr"], out["stderr"]
 
 
+def test_roc_names_no_option_it_does_not_have(tmp_path):
+    """roc FACES_DIR (and roc --gallery --probes DIR) read the folder as enroll does, but
+    roc has neither --skip-bad nor --strict: a stray file was refused with 'use
+    --skip-bad to skip it' (then "No such option '--skip-bad'"), an image of another
+    size resized with 'use --strict to refuse them'. enroll still names them."""
+    from helpers import refused
+    from PIL import Image
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=6, shape=(16, 12))
+    notes = tmp_path / "faces" / "c01" / "notes.txt"
+    notes.write_text("a note")
+    out = refused(["roc", faces, "-q", "-o", tmp_path / "report"],
+                  f"{notes}: not an image file (extension '.txt')")
+    assert "--skip-bad" not in out["stderr"], out["stderr"]
+    refused(["enroll", faces, "--store", tmp_path / "s.h5", "-q"], "use --skip-bad to skip it")
+    notes.unlink()
+    Image.new("L", (24, 32), 128).save(tmp_path / "faces" / "c01" / "big.png")
+    out = invoked(["roc", faces, "-q", "-o", tmp_path / "report", "--repetitions", "1",
+                   "--methods", "svm", "--enrolled", "2", "--train-images", "3", "--no-plot"])
+    assert out["exit_code"] == 0, out["output"]
+    resized = [ln for ln in out["stderr"].splitlines() if "resized 1 image(s)" in ln]
+    assert len(resized) == 1 and "--strict" not in resized[0], out["stderr"]
+
+
 JOBS = "--jobs must be a positive integer or -1 (one per core), got 0"
 
 

@@ -119,7 +119,7 @@ def roc_protocol(faces_dir, protocol=None, report=None, *, progress=None):
 
     report = report if report is not None else ReportOptions()
     faces = load_faces(faces_dir, size=None, warn=report.warn,  # like enroll: first size
-                       progress=progress)
+                       progress=progress, input_options=False)  # no --skip-bad, --strict
     return _protocol((faces.images, faces.labels, np.asarray(faces.paths)),
                      os.fspath(faces_dir), protocol or ROC_PROTOCOL, report,
                      progress=progress)
@@ -348,7 +348,8 @@ def _probe_features(info, probes_dir, ids, warn, progress):
 
     h, w = (int(v) for v in info.header["image_shape"])
     kwargs = {} if warn is None else {"warn": warn}
-    faces = load_faces(probes_dir, size=(w, h), progress=progress, **kwargs)
+    faces = load_faces(probes_dir, size=(w, h), progress=progress, input_options=False,
+                       **kwargs)
     feats = transform_in_chunks(info.matcher, faces.images, progress=progress)
     fta = failures_to_acquire(info.matcher, faces.images)[0]  # scored NaN: rejected
     if not set(faces.labels.astype(str)) & set(ids):

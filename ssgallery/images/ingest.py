@@ -57,7 +57,7 @@ def _is_hidden(name):
 
 # --------------------------------------------------------------------------- scanning
 def scan_faces(root, extensions=IMAGE_EXTENSIONS, min_images=1, skip_bad=False,
-               clients=None, warn=default_warn, min_images_option=False):
+               clients=None, warn=default_warn, min_images_option=False, input_options=True):
     """List the clients and their image files under ``root``.
 
     ``root`` holds one folder per client (the folder name is the client id) with that
@@ -76,6 +76,9 @@ def scan_faces(root, extensions=IMAGE_EXTENSIONS, min_images=1, skip_bad=False,
     min_images_option : bool
         ``min_images`` is the caller's option of that name (``enroll --min-images``): a
         refusal says which value would take the folder (`too_few_images`).
+    input_options : bool
+        The caller has options ``skip_bad`` and ``strict`` (``enroll``): a bad file's
+        refusal and the resize warning name them; ``roc`` has neither.
     clients : iterable of str or None
         Only these client folders (each must exist).
     warn : callable(str) or None
@@ -129,7 +132,8 @@ def scan_faces(root, extensions=IMAGE_EXTENSIONS, min_images=1, skip_bad=False,
                 continue
             msg = f"not an image file (extension '{entry.suffix or '(none)'}')"
             if not skip_bad:
-                raise InputError(f"{msg}; use {option('skip_bad')} to skip it", path=entry)
+                raise InputError(msg + _use("skip_bad", "to skip it", input_options),
+                                 path=entry)
             warn(f"{entry}: {msg}; skipped")
         if len(paths) < min_images:
             raise too_few_images(folder, len(paths), min_images, "", min_images_option)
@@ -183,7 +187,7 @@ class FaceSet:
 
 def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images=1,
                clients=None, warn=default_warn, extensions=IMAGE_EXTENSIONS, progress=None,
-               min_images_option=False):
+               min_images_option=False, input_options=True):
     """Scan and read a face folder ``ROOT/<client>/<images>``.
 
     Parameters
@@ -197,7 +201,7 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
         Warn and skip non-image, truncated or corrupt files instead of failing.
     min_images : int
         Minimum number of (readable) images per client.
-    min_images_option : bool
+    min_images_option, input_options : bool
         See `scan_faces`.
     clients : iterable of str or None
         Only these clients.
@@ -216,7 +220,7 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
     warn = default_warn if warn is None else warn
     listing = scan_faces(root, extensions=extensions, min_images=min_images,
                          skip_bad=skip_bad, clients=clients, warn=warn,
-                         min_images_option=min_images_option)
+                         min_images_option=min_images_option, input_options=input_options)
     images, labels, rel, digests = None, [], [], []  # images: filled in place, no list
     resized = []
     total = sum(len(paths) for _, paths in listing)
@@ -226,7 +230,7 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
         for path in paths:
             progress.advance()
             data = read_file_bytes(path)
-            arr = _decode_or_skip(data, path, skip_bad, warn)
+            arr = _decode_or_skip(data, path, skip_bad, warn, input_options)
             if arr is None:
                 continue
             arr, size = _conform(arr, size, strict, path, resized)
@@ -244,19 +248,27 @@ def load_faces(root, size=DEFAULT_SIZE, strict=False, skip_bad=False, min_images
     if resized:
         first, have = resized[0]
         warn(f"resized {len(resized)} image(s) to {fmt_size(size)} (first: {first} was "
-             f"{fmt_size(have)}); use {option('strict')} to refuse them")
+             f"{fmt_size(have)})" + _use("strict", "to refuse them", input_options))
     return FaceSet(images=images[:len(labels)],
                    labels=np.array(labels, dtype=str), paths=rel, sha256=digests,
                    root=os.fspath(root))
 
 
-def _decode_or_skip(data, path, skip_bad, warn):
-    """The image in ``data``; None (with a warning) for a bad file with ``skip_bad``."""
+def _use(name, what, offered):
+    """``; use --NAME WHAT`` when the caller has the option ``name`` (``offered``), else
+    nothing: a message never names an option its command does not have."""
+    return f"; use {option(name)} {what}" if offered else ""
+
+
+def _decode_or_skip(data, path, skip_bad, warn, input_options=True):
+    """The image in ``data``; None (with a warning) for a bad file with ``skip_bad``
+    (``input_options``: see `scan_faces`)."""
     try:
         return decode_image(data, path)
     except InputError as exc:
         if not skip_bad:
-            raise InputError(f"{exc}; use {option('skip_bad')} to skip it") from None
+            raise InputError(f"{exc}" + _use("skip_bad", "to skip it", input_options)) \
+                from None
         warn(f"{exc}; skipped")
         return None
 
