@@ -1,5 +1,7 @@
 """``ssgallery compress``: enrollment store -> gallery of super-sparse client models."""
 
+import os
+
 import click
 
 from ssgallery import jsontext
@@ -212,8 +214,8 @@ def command(store, gallery, as_json, quiet, **options):
         try:
             summary = compress(store, gallery, training, run)
         except CompressInterrupted as exc:
-            raise KeyboardInterrupt(f"{exc}; 'ssgallery compress --resume' with the same "
-                                    "options continues") from None
+            raise KeyboardInterrupt(f"{exc}; '{_resume_command(store, gallery)}' with the "
+                                    "same other options continues") from None
     if as_json:
         click.echo(jsontext.dumps(summary.to_dict(), indent=2))
         return
@@ -238,6 +240,17 @@ def _echo(summary):
                f"{summary.target_far:g}")
     click.echo(calibration_line(summary.calibration))
     click.echo(open_set_line(summary.open_set))
+
+
+def _resume_command(store, gallery):
+    """The command that resumes an interrupted run, its store and gallery named unless
+    they are the defaults: ``compress --resume`` alone would resume ``gallery.h5``."""
+    import shlex
+
+    words = ["ssgallery", "compress"]
+    words += ["--store", os.fspath(store)] if store != "enrollment.h5" else []
+    words += ["-o", os.fspath(gallery)] if gallery != "gallery.h5" else []
+    return shlex.join([*words, "--resume"])
 
 
 def _warnings(summary, guard_gap):

@@ -396,8 +396,11 @@ def test_interrupt_turned_into_another_exception_keeps_compress_note(site, tmp_p
     r = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True,
                        text=True, timeout=120, check=False)
     lines = [line for line in r.stderr.splitlines() if "eigenface basis" not in line]
+    # the command that resumes it names the store and gallery given (was "'ssgallery
+    # compress --resume' with the same options", which resumes gallery.h5)
     note = (f"ssgallery: interrupted; 1 finished client(s) kept in {gallery}.parts; "
-            "'ssgallery compress --resume' with the same options continues")
+            f"'ssgallery compress --store {site['root'] / 'e.h5'} -o {gallery} --resume' "
+            "with the same other options continues")
     assert (r.returncode, lines) == (130, [note]), r.stderr
     assert not gallery.exists() and len(os.listdir(f"{gallery}.parts")) >= 1
 
