@@ -234,6 +234,49 @@ def test_resume_without_parts_says_so_and_names_the_parts_beside_it(store, tmp_p
     assert not os.path.exists("g2.h5.parts")
 
 
+def test_an_interrupted_runs_note_is_one_printable_line(store, tmp_path, monkeypatch):
+    """Ctrl-C of 'compress -o $'g\\n2.h5'' (a real process, SIGINT after the first
+    committed part): the note naming the parts folder and the command that resumes it
+    was echoed raw, on two lines ('kept in g', then '2.h5.parts; ...'); it is one line,
+    the break escaped as every message's, and the command it names resumes the run."""
+    import signal
+    import time
+
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    name, parts = "g\n2.h5", tmp_path / "g\n2.h5.parts"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, "-m", "ssgallery", "compress", "--store",
+                             str(store), "-o", name, "--m", "1", "--cv-folds", "0", "-q"],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (parts.is_dir() and any(n.endswith(".npz") for n in os.listdir(parts))):
+            assert proc.poll() is None, "compress finished before it could be interrupted"
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    n = len([p for p in os.listdir(parts) if p.endswith(".npz")])
+    assert proc.returncode == 130 and 1 <= n < 10, err
+    note = (f"ssgallery: interrupted; {n} finished client(s) kept in g\\n2.h5.parts; "
+            f"'ssgallery compress --store {store} -o 'g\\n2.h5' --resume' with the same "
+            "other options continues")
+    assert err.splitlines() == [note]
+    monkeypatch.chdir(tmp_path)  # the command it names resumes the run
+    r = CliRunner().invoke(main, ["compress", "--resume", "--store", str(store), "--output",
+                                  name, "--m", "1", "--cv-folds", "0"])
+    assert r.exit_code == 0 and "no committed parts" not in r.stderr, r.output
+    assert (tmp_path / name).is_file() and not parts.exists()
+
+
 def _interrupt_after_two(store, out, options):
     """A run over c00-c02 stopped by Ctrl-C after two clients are committed."""
     with pytest.raises(KeyboardInterrupt):

@@ -160,11 +160,11 @@ def _exit_interrupted(note=""):
     # never an import here: the signal may come while that very module loads
     atomic = sys.modules.get("ssgallery.formats.atomic")
     done = getattr(atomic, "written_paths", list)()
-    if note:
-        click.echo(f"ssgallery: interrupted; {note}", err=True)
+    if note:  # one printable line, as every message: a file name may hold a line break
+        click.echo(f"ssgallery: interrupted; {printable(note)}", err=True)
     elif done:
-        click.echo(f"ssgallery: interrupted after writing {', '.join(done)} (complete, "
-                   f"replaced)", err=True)
+        click.echo(f"ssgallery: interrupted after writing {printable(', '.join(done))} "
+                   "(complete, replaced)", err=True)
     else:
         click.echo("ssgallery: interrupted; nothing was written", err=True)
     sys.exit(130)
