@@ -42,7 +42,8 @@ def show_prototypes(gallery_path, claim, out_path=None, *, scale=2, privacy_key_
         matcher = model.header.get("matcher", "?")
         raise NotRenderableError(f"nothing to show for client '{claim}': the {matcher} "
                                  "matcher's prototypes are not images and cannot be drawn; "
-                                 "see 'ssgallery info'", path=gallery_path)
+                                 f"'ssgallery info --client {claim}' shows its model",
+                                 path=gallery_path)
     title = (f"client {claim}: b = {signed(model.intercept)}, threshold = "
              f"{signed(model.threshold)}, m = {model.n_prototypes}")
     if out_path is None:  # the claim is a client id of the gallery by now
