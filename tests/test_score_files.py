@@ -3,6 +3,7 @@ are, 5-column and bob CSV files read, failures to acquire, duplicates, dev/eval.
 
 import csv
 import json
+import os
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from ssgallery.biometrics import metrics
 from ssgallery.biometrics.evaluation import dev_eval, evaluate
 from ssgallery.biometrics.scores import Scores, read_score_files, read_scores, write_scores
 from ssgallery.cli import main
+from ssgallery.errors import InputError
 
 
 def _table(seed=0, n_clients=4, n_gen=30, n_imp=300, method="ssvm", m=2, rep=0):
@@ -128,6 +130,34 @@ def test_duplicate_score_files_are_refused(tmp_path):
     # a shell glob also catches the side-car JSON: skipped, not read as scores
     tables = read_score_files([tmp_path / "s.txt", f"{tmp_path / 's.txt'}.json"])
     assert len(tables) == 1 and tables[0].method == "ssvm" and tables[0].m == 2
+
+
+def test_two_repetitions_of_one_split_are_read_back(tmp_path):
+    """A run whose repetitions drew the same split (roc on 4 synth identities of 6
+    images, --enrolled 2 --train-images 5 --repetitions 12) writes svm.r7.txt and
+    svm.r11.txt with identical scores, their side-cars naming repetitions 7 and 11:
+    'roc --scores report/scores/*.txt' refused them ('score file has the same content
+    as ...', exit 2). Side-cars naming two repetitions of one method make them two;
+    a copy that names none, or the same one, is still refused."""
+    (tmp_path / "r").mkdir()
+    for rep in (7, 11):
+        write_scores(tmp_path / "r" / f"svm.r{rep}.txt",
+                     _table(n_clients=2, n_gen=3, n_imp=20, method="svm", m=None, rep=rep))
+    files = [str(tmp_path / "r" / n) for n in sorted(os.listdir(tmp_path / "r"))]
+    res = CliRunner().invoke(main, ["roc", "--scores", *files, "-o", str(tmp_path / "o"),
+                                    "--no-plot", "-q"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())["methods"][0]
+    assert summary["repetitions"] == 2
+    first = tmp_path / "r" / "svm.r7.txt"
+    (tmp_path / "copy.txt").write_bytes(first.read_bytes())  # no side-car
+    (tmp_path / "both").mkdir()
+    for name in ("a.txt", "a.txt.json"):  # the side-car copied too: the same repetition
+        (tmp_path / "both" / name).write_bytes((tmp_path / "r" / f"svm.r7.{name[2:]}")
+                                               .read_bytes())
+    for twin in (tmp_path / "copy.txt", tmp_path / "both" / "a.txt"):
+        with pytest.raises(InputError, match="has the same content as"):
+            read_score_files([first, twin])
 
 
 def test_unresolved_operating_points_print_as_a_dash(tmp_path):

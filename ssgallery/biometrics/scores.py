@@ -340,14 +340,27 @@ def _digest(path):
     return h.hexdigest()
 
 
+def _named_repetition(path, table):
+    """``(method, m, repetition)`` as the side-car of the score file ``path`` names them,
+    None without a side-car (a copied or foreign file names no repetition of its own)."""
+    if not os.path.isfile(sidecar_path(path)):
+        return None
+    return (table.method, table.m, table.repetition)
+
+
 def read_score_files(paths):
     """Read several score files; files of one method get distinct repetitions.
+
+    Two files with identical scores are two repetitions when their side-cars name two
+    repetitions of one method (a run whose repetitions drew the same split, on a small
+    data set: ``roc`` writes them, ``roc --scores`` reads them back).
 
     Raises
     ------
     InputError
-        The same file (or two files with identical content) given twice: it would
-        silently count as two repetitions.
+        The same file (or two files with identical content that side-cars do not name
+        as distinct repetitions) given twice: it would silently count as two
+        repetitions.
     """
     tables, seen, files = [], set(), {}
     given = {os.fspath(p) for p in paths}
@@ -355,13 +368,16 @@ def read_score_files(paths):
         if os.fspath(p).endswith(".json") and os.fspath(p)[:-5] in given:
             continue  # the side-car of a score file given too (a shell glob)
         key = os.path.realpath(p)
+        if any(key == okey for okey, _, _ in files.values()):
+            raise InputError("score file given twice: each file is one repetition", path=p)
         digest = _digest(p) if os.path.isfile(p) else key
-        for other, (okey, odigest) in files.items():
-            if key == okey or digest == odigest:
-                how = "given twice" if key == okey else f"has the same content as {other}"
-                raise InputError(f"score file {how}: each file is one repetition", path=p)
-        files[os.fspath(p)] = (key, digest)
         t = read_scores(p)
+        named = _named_repetition(p, t)
+        for other, (_, odigest, onamed) in files.items():
+            if digest == odigest and (named is None or onamed is None or named == onamed):
+                raise InputError(f"score file has the same content as {other}: each file "
+                                 "is one repetition", path=p)
+        files[os.fspath(p)] = (key, digest, named)
         while (t.method, t.m, t.repetition) in seen:
             t.repetition += 1
         seen.add((t.method, t.m, t.repetition))
