@@ -168,6 +168,16 @@ def test_roc_names_no_option_it_does_not_have(tmp_path):
     assert len(resized) == 1 and "--strict" not in resized[0], out["stderr"]
 
 
+def test_identify_fpir_out_of_range_names_fpir(sample_gallery_3):
+    """identify --fpir 2 was refused as '--target-fpir must be in (0, 1), got 2.0', an
+    option of compress: the refusal names the option given."""
+    from helpers import refused
+
+    out = refused(["identify", PROBE, "--gallery", sample_gallery_3["gallery"], "--fpir",
+                   "2"], "ssgallery: error: --fpir must be in (0, 1), got 2.0")
+    assert "target" not in out["stderr"], out["stderr"]
+
+
 JOBS = "--jobs must be a positive integer or -1 (one per core), got 0"
 
 

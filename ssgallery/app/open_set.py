@@ -37,16 +37,16 @@ Light: numpy and json at import (``identify`` reads records; scipy only when der
 
 import numpy as np
 
+from ssgallery.checks import open_rate
 from ssgallery.errors import InputError, option
 
 DEFAULT_TARGET_FPIR = 0.01
 
 
-def check_target_fpir(target_fpir):
-    """Refuse a target FPIR outside (0, 1) (exit 2)."""
-    if not 0.0 < float(target_fpir) < 1.0:
-        raise InputError(f"{option('target_fpir')} must be in (0, 1), got {target_fpir}")
-    return float(target_fpir)
+def check_target_fpir(target_fpir, name="target_fpir"):
+    """Refuse a target FPIR outside (0, 1) (exit 2), naming the parameter ``name`` that
+    gave it (``compress --target-fpir``, ``identify --fpir``)."""
+    return open_rate(name, target_fpir)
 
 
 def heldout_searches(results, labels, clients, scale):
@@ -319,7 +319,7 @@ def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False,
                          "record one", path=path)
     from ssgallery.biometrics.openset import fpir_at, is_extrapolated, threshold_at_fpir
 
-    target = float(record["target_fpir"]) if fpir is None else check_target_fpir(fpir)
+    target = float(record["target_fpir"]) if fpir is None else check_target_fpir(fpir, "fpir")
     if fpir is None:
         t, resolved = float(record["threshold"]), bool(record["resolved"])
     else:
