@@ -201,6 +201,29 @@ def test_bad_probes(tmp_path, built):
                "list them in --list FILE")
 
 
+def test_a_folder_of_probes_is_given_as_its_own_images(tmp_path):
+    """'verify att_faces/s1 --claim s1' advised 'give its images (att_faces/s1/*.png)':
+    AT&T's faces are .pgm, so the advised command failed ('s1/*.png: no such file'). The
+    pattern names the extension of the folder's images (the commonest, its own case)."""
+    jpg = tmp_path / "photos"
+    jpg.mkdir()
+    for name in ("a.JPG", "b.JPG", "c.png", "notes.txt", ".d.png"):
+        (jpg / name).write_bytes(b"")
+    _fails(["identify", str(jpg), "--gallery", str(tmp_path / "none.h5")],
+           f"{jpg}: a folder, not a probe image: give its images ({jpg}/*.JPG) or list "
+           "them in --list FILE")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _fails(["identify", str(empty), "--gallery", str(tmp_path / "none.h5")],
+           f"give its images ({empty}/*.png)")
+
+
+def test_a_folder_of_att_probes_is_given_as_pgm(att_faces, tmp_path):
+    s1 = os.path.join(att_faces, "s1")
+    _fails(["verify", s1, "--claim", "s1", "--gallery", str(tmp_path / "none.h5")],
+           f"{s1}: a folder, not a probe image: give its images ({s1}/*.pgm)")
+
+
 def test_usage_errors_exit_2(built):
     gallery = built[3]
     for args in (["verify", "x.png", "--gallery", gallery],       # no --claim

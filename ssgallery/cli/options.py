@@ -69,9 +69,31 @@ def probe_paths(probes, list_file):
     folder = next((p for p in paths if os.path.isdir(p)), None)
     if folder is not None:  # a probe is one image: say how to give a folder's images
         raise InputError(f"a folder, not a probe image: give its images "
-                         f"({os.path.join(folder, '*.png')}) or list them in --list FILE",
+                         f"({_images_glob(folder)}) or list them in --list FILE",
                          path=folder)
     return paths
+
+
+def _images_glob(folder, looked_at=1000):
+    """``FOLDER/*.pgm``: a shell pattern of the images in ``folder``, by the extension of
+    most of its first ``looked_at`` image files (``*.png`` when it holds none): a folder
+    of AT&T's .pgm faces is given as ``s1/*.pgm``, which a shell expands."""
+    from collections import Counter
+    from itertools import islice
+
+    from ssgallery.images.ingest import IMAGE_EXTENSIONS
+
+    found = Counter()
+    try:
+        with os.scandir(folder) as entries:
+            for entry in islice(entries, looked_at):
+                ext = os.path.splitext(entry.name)[1]
+                if ext.lower() in IMAGE_EXTENSIONS and not entry.name.startswith("."):
+                    found[ext] += 1
+    except OSError:  # unreadable: the pattern of the usual probes
+        pass
+    ext = max(sorted(found), key=found.get) if found else ".png"
+    return os.path.join(folder, f"*{ext}")
 
 
 _OPTION = re.compile(r"`([a-z][a-z0-9_]*)`")
