@@ -189,6 +189,8 @@ def test_cli_enroll_compress_verify(lfw, tmp_path):
     r = run(main, ["show", "--gallery", gallery, "--claim", claim, "-o",
                    str(tmp_path / "p.png")])
     assert r.exit_code == 2 and "cannot be drawn" in r.stderr
-    # where to look instead, for this client (was "see 'ssgallery info'")
-    assert r.stderr.rstrip().endswith(f"'ssgallery info --client {claim}' shows its model")
+    # where to look instead, for this client and gallery (was "see 'ssgallery info'", then
+    # 'ssgallery info --client ID', which reads ./gallery.h5, not the gallery given)
+    assert r.stderr.rstrip().endswith(
+        f"'ssgallery info --gallery {gallery} --client {claim}' shows its model")
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output

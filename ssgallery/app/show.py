@@ -15,6 +15,16 @@ def default_output(claim):
     return f"prototypes_{claim}.png"
 
 
+def _info_command(gallery_path, claim):
+    """``ssgallery info --client ID``, with ``--gallery PATH`` unless it is the default
+    (``info`` alone reads ./gallery.h5), quoted for a shell (an id may hold a space)."""
+    import shlex
+
+    gallery = os.fspath(gallery_path)
+    words = ["ssgallery", "info"] + (["--gallery", gallery] if gallery != "gallery.h5" else [])
+    return shlex.join([*words, "--client", claim])
+
+
 def show_prototypes(gallery_path, claim, out_path=None, *, scale=2, privacy_key_file=None,
                     force=False):
     """Montage of one client's rendered prototypes with their beta (paper's Fig. 5),
@@ -42,7 +52,7 @@ def show_prototypes(gallery_path, claim, out_path=None, *, scale=2, privacy_key_
         matcher = model.header.get("matcher", "?")
         raise NotRenderableError(f"nothing to show for client '{claim}': the {matcher} "
                                  "matcher's prototypes are not images and cannot be drawn; "
-                                 f"'ssgallery info --client {claim}' shows its model",
+                                 f"'{_info_command(gallery_path, claim)}' shows its model",
                                  path=gallery_path)
     title = (f"client {claim}: b = {signed(model.intercept)}, threshold = "
              f"{signed(model.threshold)}, m = {model.n_prototypes}")
