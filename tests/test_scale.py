@@ -277,6 +277,22 @@ def test_an_interrupted_runs_note_is_one_printable_line(store, tmp_path, monkeyp
     assert (tmp_path / name).is_file() and not parts.exists()
 
 
+def test_a_fresh_run_says_it_discards_the_parts_of_an_interrupted_one(store, tmp_path):
+    """compress without --resume after Ctrl-C removed the committed parts and trained
+    every client again without a word (hours of a large gallery): it still does, but
+    says so first, naming --resume."""
+    from ssgallery.app.parts import PartsFolder
+
+    out = tmp_path / "g.h5"
+    _interrupt_after_two(store, out, CompressOptions(m=1, cv_folds=0))
+    said = []
+    s = compress(store, out, CompressOptions(m=1, cv_folds=0),
+                 CompressRun(clients="c00,c01,c02", warn=said.append))
+    assert s.trained == ["c00", "c01", "c02"] and PartsFolder(out).count() == 0
+    assert said == [(f"{out}.parts: 2 committed part(s) of an interrupted run are "
+                     "discarded: this run trains every client (`resume` reuses them)")]
+
+
 def _interrupt_after_two(store, out, options):
     """A run over c00-c02 stopped by Ctrl-C after two clients are committed."""
     with pytest.raises(KeyboardInterrupt):

@@ -204,12 +204,13 @@ def _locked_run(plan, options, paths, run, secrets):
     parts = PartsFolder(gallery_path, privacy_key, key)
     parts.check()  # a link or a folder that is not ours: refused before any training
     keys = {c: run_key(c, plan.store.fingerprint, plan.options) for c in plan.todo}
-    if not run.resume:
-        parts.remove()
-    elif (nothing := parts.nothing_to_resume()) is not None:
+    note = parts.nothing_to_resume() if run.resume else parts.discarded()
+    if note is not None:
         from ssgallery.images.ingest import default_warn
 
-        (run.warn or default_warn)(nothing)
+        (run.warn or default_warn)(note)
+    if not run.resume:
+        parts.remove()
     parts.check_resumable()
     stale = {}
     resumed = [c for c in plan.todo if c not in results

@@ -280,6 +280,16 @@ class PartsFolder:
                      f"{option('gallery')} {folder[:-len('.parts')]}")
         return text
 
+    def discarded(self):
+        """The warning of a run without ``resume`` that finds committed parts, which it
+        removes and trains again (None when there are none): said before any training,
+        so that the run can be stopped and resumed instead."""
+        n = self.count()
+        if not n:
+            return None
+        return (f"{self.path}: {n} committed part(s) of an interrupted run are discarded: "
+                f"this run trains every client ({option('resume')} reuses them)")
+
     def remove(self):
         """Remove the folder (after the gallery was written, or before a fresh run); a
         link or a folder that is not ours is refused (`_folder`), never followed."""
