@@ -66,44 +66,63 @@ CLOSE = 0.8  # difflib ratio from which a known id is close to a typed one
 MOST_CLOSE = 3  # more known ids equally close than this: no guess
 
 
-def _closest(name, by_lower):
-    """The known ids (``by_lower``: lower case -> ids) equally closest to ``name`` (case
-    ignored, difflib ratio at least `CLOSE`), sorted; none when more than `MOST_CLOSE`
-    are (``c1`` among ``c01``..``c20``: ``c01``, ``c10``..``c19``, ``c21``)."""
+def _folded(text):
+    """``text`` as ids are compared for a hint: Unicode NFC (``José`` typed as one letter
+    é is the folder name ``José`` spelt e + a combining accent), case folded."""
+    return _nfc(str(text)).casefold()
+
+
+def _closest(name, by_folded):
+    """The known ids (``by_folded``: `_folded` -> ids) equally closest to ``name`` (case
+    and Unicode form ignored, difflib ratio at least `CLOSE`), sorted; none when more
+    than `MOST_CLOSE` are (``c1`` among ``c01``..``c20``: ``c01``, ``c10``..``c19``,
+    ``c21``)."""
     from difflib import SequenceMatcher
 
     matcher, ratios = SequenceMatcher(), {}
-    matcher.set_seq2(str(name).lower())  # as difflib.get_close_matches does
-    for low in by_lower:
-        matcher.set_seq1(low)
+    matcher.set_seq2(_folded(name))  # as difflib.get_close_matches does
+    for folded in by_folded:
+        matcher.set_seq1(folded)
         if matcher.real_quick_ratio() >= CLOSE and matcher.quick_ratio() >= CLOSE \
                 and matcher.ratio() >= CLOSE:
-            ratios[low] = matcher.ratio()
+            ratios[folded] = matcher.ratio()
     best = max(ratios.values(), default=None)
-    close = sorted(k for low, r in ratios.items() if r == best for k in by_lower[low])
+    close = sorted(k for f, r in ratios.items() if r == best for k in by_folded[f])
     return close if len(close) <= MOST_CLOSE else []
 
 
 def did_you_mean(names, known):
     """``did you mean 'Abdullah_Gul'?``: for each of ``names`` (unknown ids, strings) the
-    ones of ``known`` closest to it (`difflib`, case ignored, ratio at least `CLOSE`),
-    quoted, all of them when several are equally close (``did you mean 'c03' or
-    'c13'?`` for ``c3``; none when more than `MOST_CLOSE` are: no guess where the
-    ratio cannot tell), so that difflib's tie-break (the last in sort order: ``c13``)
-    never names one id as the one meant; an error message makes them printable.
-    ``""`` when none is close. A typed client id that is not there is most often a
-    typo or another case of one that is."""
-    by_lower = {}
+    ones of ``known`` closest to it (`difflib`, case and Unicode form ignored, ratio at
+    least `CLOSE`), quoted, all of them when several are equally close (``did you mean
+    'c03' or 'c13'?`` for ``c3``; none when more than `MOST_CLOSE` are: no guess where
+    the ratio cannot tell), so that difflib's tie-break (the last in sort order:
+    ``c13``) never names one id as the one meant; an error message makes them
+    printable. An id that is a typed name in another Unicode form (it looks the same)
+    is said to be (``('José' is the same letters in Unicode form NFD)``). ``""`` when
+    none is close. A typed client id that is not there is most often a typo or another
+    case of one that is."""
+    by_folded = {}
     for k in known:
-        by_lower.setdefault(str(k).lower(), []).append(str(k))
+        by_folded.setdefault(_folded(k), []).append(str(k))
     found = []
     for name in names:
-        found += [k for k in _closest(name, by_lower) if k not in found]
+        found += [k for k in _closest(name, by_folded) if k not in found]
     if not found:
         return ""
     quoted = [f"'{f}'" for f in found]
-    return ("did you mean " + (" or ".join(quoted) if len(quoted) < 3 else
+    hint = ("did you mean " + (" or ".join(quoted) if len(quoted) < 3 else
                                ", ".join(quoted[:-1]) + " or " + quoted[-1]) + "?")
+    same = [f for f in found for n in names if str(n) != f and _nfc(str(n)) == _nfc(f)]
+    return hint + (f" ('{same[0]}' is the same letters in Unicode form "
+                   f"{'NFC' if same[0] == _nfc(same[0]) else 'NFD'})" if same else "")
+
+
+def _nfc(text):
+    """``text`` in Unicode normal form NFC (composed: é one code point)."""
+    import unicodedata
+
+    return unicodedata.normalize("NFC", text)
 
 
 def width(text):

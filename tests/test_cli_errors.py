@@ -167,6 +167,22 @@ def test_ids_equally_close_to_a_typed_one_are_all_named_or_none(tmp_path):
         "did you mean 'c02', 'c12' or 'c20'?"
 
 
+def test_an_id_in_another_unicode_form_is_named_as_such(tmp_path):
+    """A folder named 'José' spelt e + a combining accent (NFD, as macOS writes names),
+    the id typed with the one letter é (NFC): 'no client folder named José' and nothing
+    else, two names that look the same. The hint names it, and says why they differ."""
+    import unicodedata
+
+    faces = tmp_path / "faces"
+    make_faces(str(faces), n_clients=2, n_images=2)
+    os.rename(faces / "c00", faces / unicodedata.normalize("NFD", "José"))
+    os.rename(faces / "c01", faces / "Ann")
+    typed = unicodedata.normalize("NFC", "José")
+    line = _fails(["enroll", str(faces), "--store", str(tmp_path / "e.h5"), "--clients",
+                   typed], f"no client folder named {typed}; did you mean ")
+    assert line.endswith("is the same letters in Unicode form NFD)"), line
+
+
 def test_an_option_the_matcher_does_not_take_is_named_with_those_it_takes(faces, tmp_path):
     """enroll --matcher dlib --variance 0.9 (an eigenface option) or -O foo=1: one line
     naming the option and the matcher's options, not Python's TypeError text
