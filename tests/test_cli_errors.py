@@ -183,6 +183,20 @@ def test_an_id_in_another_unicode_form_is_named_as_such(tmp_path):
     assert line.endswith("is the same letters in Unicode form NFD)"), line
 
 
+def test_a_matcher_option_given_to_o_is_not_a_store(faces, tmp_path, monkeypatch):
+    """enroll's -o names the store since 7356a91 and -O sets a matcher option: 'enroll
+    faces -o variance=0.9' wrote a store named 'variance=0.9' with variance 0.95, exit 0.
+    A bare KEY=VALUE store is refused, nothing written; given with its folder it is a
+    store."""
+    monkeypatch.chdir(tmp_path)
+    for args in (["-o", "variance=0.9"], ["--store", "gamma=median"]):
+        _fails(["enroll", faces, *args], f"'{args[1]}' looks like a matcher option, which "
+               f"-O sets (-O {args[1]}); a store named so: ./{args[1]}")
+    assert sorted(os.listdir(tmp_path)) == ["faces"]
+    r = CliRunner().invoke(main, ["enroll", faces, "-o", "./variance=0.9", "-q"])
+    assert r.exit_code == 0 and (tmp_path / "variance=0.9").is_file(), r.output
+
+
 def test_an_option_the_matcher_does_not_take_is_named_with_those_it_takes(faces, tmp_path):
     """enroll --matcher dlib --variance 0.9 (an eigenface option) or -O foo=1: one line
     naming the option and the matcher's options, not Python's TypeError text

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import click
 
@@ -21,6 +22,17 @@ def _parse_size(ctx, param, value):
     except ValueError:
         raise click.BadParameter(f"expected WxH, e.g. 92x112, got '{value}'") from None
     return (w, h)
+
+
+def _store_path(ctx, param, value):
+    """The store to write, refused when it is a bare ``KEY=VALUE`` (``-o variance=0.9``):
+    ``-o`` names the store and ``-O`` sets a matcher option, one letter's case apart; the
+    store would be written as a file named ``variance=0.9``, the option not set. A store
+    really named so is given with its folder (``./variance=0.9``)."""
+    if re.fullmatch(r"[A-Za-z_]\w*=.*", value or "", flags=re.DOTALL):
+        raise click.BadParameter(f"'{value}' looks like a matcher option, which -O sets "
+                                 f"(-O {value}); a store named so: ./{value}")
+    return value
 
 
 def _parse_options(ctx, param, values):
@@ -87,7 +99,7 @@ def _external_command(matcher, matcher_cmd, options, add):
 @click.command("enroll")
 @click.argument("faces_dir", type=click.Path())
 @click.option("--store", "-o", "--output", "store", default="enrollment.h5",
-              show_default=True, metavar="FILE",
+              show_default=True, metavar="FILE", callback=_store_path,
               help="Enrollment store to write (-o/--output, as compress, show and roc name "
               "what they write, is the same).")
 @click.option("--matcher", default=None,
