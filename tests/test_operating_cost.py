@@ -59,7 +59,8 @@ def test_warning_names_clients_and_suggests_a_better_matcher_or_target():
                       (0.465, "about 1 in 2 genuine claims would be rejected"),
                       (0.4, "about 2 in 5 genuine claims would be rejected"),
                       (0.2, "about 1 in 5 genuine claims would be rejected"),
-                      (0.96, "nearly every genuine claim would be rejected")):
+                      (0.96, "nearly every genuine claim would be rejected"),
+                      (1.0, "every genuine claim would be rejected")):  # not "nearly"
         assert f"expected FRR {100 * frr:.1f}%: {said} at these thresholds;" in \
             frr_warning(cal | {"expected_frr": frr}, "eigenface")
     assert frr_warning(cal | {"expected_frr": 0.1}, "eigenface") is None

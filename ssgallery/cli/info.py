@@ -133,12 +133,13 @@ def unresolved_warning(cal, command="compress"):
 def _share_rejected(frr):
     """``about k in d genuine claims would be rejected`` for a rejected share ``frr`` in
     (0, 1] (the nearest fraction of denominator at most 5), ``nearly every genuine claim
-    would be rejected`` when that fraction is 1."""
+    would be rejected`` when that fraction is 1, ``every ...`` when ``frr`` is 1 (every
+    held-out genuine score was rejected)."""
     from fractions import Fraction
 
     share = Fraction(frr).limit_denominator(5)
     if share.numerator >= share.denominator:
-        return "nearly every genuine claim would be rejected"
+        return f"{'' if frr >= 1 else 'nearly '}every genuine claim would be rejected"
     return f"about {share.numerator} in {share.denominator} genuine claims would be rejected"
 
 
