@@ -46,7 +46,8 @@ def probe_options(func):
     print their results."""
     for option in reversed([
             click.option("--list", "list_file", default=None, type=click.Path(), metavar="FILE",
-                         help="Also take the probes listed in FILE (one path per line)."),
+                         help="Also take the probes listed in FILE (one path per line, "
+                         "relative to the current folder, not to FILE's)."),
             click.option("--strict", is_flag=True, help="Refuse probes of another size than "
                          "the gallery's instead of resizing them."),
             click.option("--json", "as_json", is_flag=True, help="Print the results as JSON."),

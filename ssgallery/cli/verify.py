@@ -26,7 +26,8 @@ FIELDS = ("probe", "claim", "status", "score", "threshold", "quality", "reason")
 @click.option("--claim", default=None, metavar="ID", help="The claimed client id.")
 @click.option("--claims", "claims_file", default=None, metavar="FILE",
               help="Check the claims in FILE instead: one 'PROBE CLAIM' (or CSV "
-              "'PROBE,CLAIM') per line; '-' reads standard input.")
+              "'PROBE,CLAIM') per line, paths relative to the current folder, not to "
+              "FILE's; '-' reads standard input.")
 @click.option("--gallery", default="gallery.h5", show_default=True, metavar="FILE",
               help="Gallery written by `ssgallery compress`.")
 @probe_options
