@@ -293,6 +293,24 @@ def test_a_fresh_run_says_it_discards_the_parts_of_an_interrupted_one(store, tmp
                      "discarded: this run trains every client (`resume` reuses them)")]
 
 
+def test_a_fresh_run_names_resume_only_for_the_parts_it_would_reuse(store, tmp_path):
+    """After Ctrl-C of a run at m 1, a fresh run at m 2 said the discarded parts are what
+    "`resume` reuses" ('compress --m 1 -o g5.h5', Ctrl-C, then 'compress --m 2 -o g5.h5
+    --clients c01,c02'): --resume would train them again (other options). It says how
+    many of them --resume would reuse: all, some, or none."""
+    out = tmp_path / "g.h5"
+    none = "of other clients, another store or other options: `resume` would not reuse " \
+        "them either"
+    some = "`resume` reuses 1 of them, of this run's clients, store and options"
+    for options, clients, said in ((CompressOptions(m=2, cv_folds=0), "c00,c01,c02", none),
+                                   (CompressOptions(m=1, cv_folds=0), "c00,c02", some)):
+        _interrupt_after_two(store, out, CompressOptions(m=1, cv_folds=0))  # c00, c01
+        warned = []
+        compress(store, out, options, CompressRun(clients=clients, warn=warned.append))
+        assert warned[0] == (f"{out}.parts: 2 committed part(s) of an interrupted run are "
+                             f"discarded: this run trains every client ({said})")
+
+
 def _interrupt_after_two(store, out, options):
     """A run over c00-c02 stopped by Ctrl-C after two clients are committed."""
     with pytest.raises(KeyboardInterrupt):

@@ -204,7 +204,7 @@ def _locked_run(plan, options, paths, run, secrets):
     parts = PartsFolder(gallery_path, privacy_key, key)
     parts.check()  # a link or a folder that is not ours: refused before any training
     keys = {c: run_key(c, plan.store.fingerprint, plan.options) for c in plan.todo}
-    note = parts.nothing_to_resume() if run.resume else parts.discarded()
+    note = parts.nothing_to_resume() if run.resume else parts.discarded(keys)
     if note is not None:
         from ssgallery.images.ingest import default_warn
 

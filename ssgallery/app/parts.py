@@ -280,15 +280,24 @@ class PartsFolder:
                      f"{option('gallery')} {folder[:-len('.parts')]}")
         return text
 
-    def discarded(self):
+    def discarded(self, keys):
         """The warning of a run without ``resume`` that finds committed parts, which it
         removes and trains again (None when there are none): said before any training,
-        so that the run can be stopped and resumed instead."""
+        so that the run can be stopped and resumed instead; how many of them ``resume``
+        would reuse (``keys``: this run's `run_key` per client)."""
         n = self.count()
         if not n:
             return None
+        reused = 0
+        for client, key in keys.items():
+            with contextlib.suppress(BadPart):
+                reused += self.read(client, key) is not None
+        how = (f"{option('resume')} reuses them" if reused == n else f"{option('resume')} "
+               f"reuses {reused} of them, of this run's clients, store and options" if reused
+               else f"of other clients, another store or other options: {option('resume')} "
+               "would not reuse them either")
         return (f"{self.path}: {n} committed part(s) of an interrupted run are discarded: "
-                f"this run trains every client ({option('resume')} reuses them)")
+                f"this run trains every client ({how})")
 
     def remove(self):
         """Remove the folder (after the gallery was written, or before a fresh run); a
