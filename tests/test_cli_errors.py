@@ -221,6 +221,16 @@ def test_bad_probes(tmp_path, built):
     _fails(["verify", "--claim", "c01", "--gallery", gallery], "no probe images given")
     _fails(["verify", "--list", str(tmp_path / "none.txt"), "--claim", "c01", "--gallery",
             gallery], "none.txt: no such probe list")
+    # a list written beside the probes, with their names: its line, and where they are
+    # (was: 'c01.png: no such file', after the gallery was read)
+    (tmp_path / "probes_list").mkdir()
+    (tmp_path / "probes_list" / "c01.png").write_bytes(b"")
+    listing = tmp_path / "probes_list" / "list.txt"
+    listing.write_text("# today\nc01.png\n")
+    for command in (["verify", "--claim", "c01"], ["identify"]):
+        _fails(command + ["--list", str(listing), "--gallery", str(tmp_path / "none.h5")],
+               f"{listing}: line 2: no such file c01.png; paths are read from the current "
+               f"folder, not the list's: {tmp_path / 'probes_list' / 'c01.png'} exists")
     # a folder of probes (verify probes/, identify probes/): how to give its images, said
     # before the gallery is read (was: 'probes: image is a folder, expected a regular file')
     folder = tmp_path / "probes"

@@ -83,13 +83,22 @@ def failures_to_acquire(matcher, images, sizes=None):
 def read_probe_list(list_path):
     """Paths listed in a text file, one per line (blank lines and ``#`` comments skipped).
 
-    Relative paths are taken relative to the current directory, like ``xargs``.
+    Relative paths are taken relative to the current directory, like ``xargs``. A path
+    that does not exist is refused naming its line, and, when it is relative and exists
+    beside the list, saying so (the usual mistake: a list written in the probes' folder).
     """
     lines = read_lines(list_path, "probe list")
-    paths = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
-    if not paths:
+    numbered = [(n, line.strip()) for n, line in enumerate(lines, 1)
+                if line.strip() and not line.lstrip().startswith("#")]
+    if not numbered:
         raise InputError("probe list is empty", path=list_path)
-    return paths
+    for n, path in numbered:
+        if not os.path.lexists(path):
+            beside = os.path.join(os.path.dirname(os.fspath(list_path)), path)
+            hint = (f"; paths are read from the current folder, not the list's: {beside} "
+                    "exists" if not os.path.isabs(path) and os.path.exists(beside) else "")
+            raise InputError(f"line {n}: no such file {path}{hint}", path=list_path)
+    return [path for _, path in numbered]
 
 
 def load_client(gallery_path, claim, *, key_file=None, matcher_cmd=None,
