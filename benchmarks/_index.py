@@ -178,6 +178,12 @@ HEADLINES = {
         + grab(t, r"^Tail:(?:.*\n)+?\s+svm\s+(\S+)") + ", start "
         + grab(t, r"^Tail:(?:.*\n)+?\s+start\s+(\S+)") + ", 30 sweeps p=5 eta 2 "
         + grab(t, r"^Tail:(?:.*\n)+?\s+30 sweeps p=5 eta 2\s+(\S+)") + _start_choice(t)),
+    "ebgm_detect": lambda t: (
+        "AT&T, EBGM, ROC AUC for telling the client models more than 5 points worse than "
+        "their SVM, held-out gap / mirror misfit: " + ", ".join(
+            f"seed {s} " + grab(t, rf"^seed {s}:(?:.*\n)+?\s+held-out gap\s+(\S+)") + " / "
+            + grab(t, rf"^seed {s}:(?:.*\n)+?\s+mirror misfit\s+(\S+)")
+            for s in re.findall(r"^seed (\d+):", t, re.MULTILINE))),
     "ebgm_swaps": lambda t: (
         "AT&T, EBGM, unmoved mean client EER, start -> 3 swaps; compress's black-box "
         "default (SVM): " + ", ".join(

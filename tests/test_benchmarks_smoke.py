@@ -41,6 +41,8 @@ CASES = {
         "--max-iter", "1", "--tail-iter", "2", "--tail-gap", "-100"], "att"),
     "blackbox_small": ("blackbox_small", lambda tmp, data: [
         "--subjects", "6", "--repetitions", "1", "--sizes", "2", "--people", "6"], "att"),
+    "ebgm_detect": ("ebgm_detect", lambda tmp, data: [
+        "--subjects", "6", "--repetitions", "1", "--clients", "2"], "att"),
     "ebgm_office": ("ebgm_office", lambda tmp, data: [
         "--subjects", "6", "--repetitions", "1", "--sizes", "2"], "att"),
     "ebgm_swaps": ("ebgm_swaps", lambda tmp, data: [
