@@ -67,15 +67,20 @@ MOST_CLOSE = 3  # more known ids equally close than this: no guess
 
 
 def _folded(text):
-    """``text`` as ids are compared for a hint: Unicode NFC (``José`` typed as one letter
-    é is the folder name ``José`` spelt e + a combining accent), case folded."""
-    return _nfc(str(text)).casefold()
+    """``text`` as ids are compared for a hint: case folded, in Unicode compatibility
+    form (NFKD) without its combining marks (accents), then NFC: ``José`` typed as one
+    letter é, ``José`` spelt e + a combining accent (a folder named on macOS) and
+    ``JOSE`` (typed without its accent) all fold to ``jose``."""
+    import unicodedata
+
+    loose = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", str(text)).casefold())
+    return _nfc("".join(c for c in loose if not unicodedata.combining(c)))
 
 
 def _closest(name, by_folded):
-    """The known ids (``by_folded``: `_folded` -> ids) equally closest to ``name`` (case
-    and Unicode form ignored, difflib ratio at least `CLOSE`), sorted; none when more
-    than `MOST_CLOSE` are (``c1`` among ``c01``..``c20``: ``c01``, ``c10``..``c19``,
+    """The known ids (``by_folded``: `_folded` -> ids) equally closest to ``name`` (case,
+    accents and Unicode form ignored, difflib ratio at least `CLOSE`), sorted; none when
+    more than `MOST_CLOSE` are (``c1`` among ``c01``..``c20``: ``c01``, ``c10``..``c19``,
     ``c21``)."""
     from difflib import SequenceMatcher
 
@@ -93,15 +98,15 @@ def _closest(name, by_folded):
 
 def did_you_mean(names, known):
     """``did you mean 'Abdullah_Gul'?``: for each of ``names`` (unknown ids, strings) the
-    ones of ``known`` closest to it (`difflib`, case and Unicode form ignored, ratio at
-    least `CLOSE`), quoted, all of them when several are equally close (``did you mean
-    'c03' or 'c13'?`` for ``c3``; none when more than `MOST_CLOSE` are: no guess where
-    the ratio cannot tell), so that difflib's tie-break (the last in sort order:
-    ``c13``) never names one id as the one meant; an error message makes them
-    printable. An id that is a typed name in another Unicode form (it looks the same)
-    is said to be (``('José' is the same letters in Unicode form NFD)``). ``""`` when
-    none is close. A typed client id that is not there is most often a typo or another
-    case of one that is."""
+    ones of ``known`` closest to it (`difflib`, case, accents and Unicode form ignored:
+    `_folded`; ratio at least `CLOSE`), quoted, all of them when several are equally
+    close (``did you mean 'c03' or 'c13'?`` for ``c3``; none when more than `MOST_CLOSE`
+    are: no guess where the ratio cannot tell), so that difflib's tie-break (the last in
+    sort order: ``c13``) never names one id as the one meant; an error message makes
+    them printable. An id that is a typed name in another Unicode form (it looks the
+    same) is said to be (``('José' is the same letters in Unicode form NFD)``). ``""``
+    when none is close. A typed client id that is not there is most often a typo,
+    another case of one that is, or one typed without its accents (``Jose``)."""
     by_folded = {}
     for k in known:
         by_folded.setdefault(_folded(k), []).append(str(k))

@@ -183,6 +183,32 @@ def test_an_id_in_another_unicode_form_is_named_as_such(tmp_path):
     assert line.endswith("is the same letters in Unicode form NFD)"), line
 
 
+def test_an_id_typed_without_its_accents_names_the_one_meant(tmp_path):
+    """'verify --claim Jose' on a gallery holding 'José' said 'unknown client 'Jose'
+    (known: Ann, José, ann, c 01, Ünal, 名前)' with no hint (difflib ratio 0.75): ids are
+    compared with their accents (combining marks) left out too, and today's rules hold
+    (equally close ids all named, more than 3: no guess)."""
+    import unicodedata
+
+    faces = tmp_path / "faces"
+    make_faces(str(faces), n_clients=4, n_images=2)
+    for old, new in (("c00", "José"), ("c01", "Ünal"), ("c02", "名前"), ("c03", "Ann")):
+        os.rename(faces / old, faces / unicodedata.normalize("NFD", new))
+    store = str(tmp_path / "e.h5")
+    for typed, meant in (("Jose", "José"), ("unal", "Ünal"), ("UNAL", "Ünal")):
+        line = _fails(["enroll", str(faces), "--store", store, "--clients", typed],
+                      f"no client folder named {typed}; did you mean ")
+        assert unicodedata.normalize("NFC", line).split("did you mean ")[1].startswith(
+            f"'{meant}'?"), line
+    assert not os.path.exists(store)
+    known = ["Ann", "José", "ann", "c 01", "Ünal", "名前"]
+    assert did_you_mean(["Jose"], known) == "did you mean 'José'?"
+    assert did_you_mean(["Jose"], ["Josè", "José", "Bob"]) == "did you mean 'Josè' or 'José'?"
+    assert did_you_mean(["Jose"], ["Jóse", "Josè", "José", "Jösé", "Bob"]) == ""
+    assert did_you_mean(["Ann"], ["Änn", "Bob"]) == "did you mean 'Änn'?"
+    assert did_you_mean(["Bob"], known) == ""
+
+
 def test_a_matcher_option_given_to_o_is_not_a_store(faces, tmp_path, monkeypatch):
     """enroll's -o names the store since 7356a91 and -O sets a matcher option: 'enroll
     faces -o variance=0.9' wrote a store named 'variance=0.9' with variance 0.95, exit 0.
