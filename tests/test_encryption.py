@@ -85,6 +85,19 @@ def test_missing_and_wrong_key_are_one_line(stores, tmp_path):
         assert "Traceback" not in result.output
 
 
+def test_an_encrypted_store_given_for_a_gallery_is_named_as_a_plain_one_is(stores):
+    """info --gallery enc.h5 (an encrypted store): named a store with who writes which,
+    as c81b20b names a plain one (was: "not an ssgallery gallery (an encrypted
+    'ssgallery-enrollment' file, expected 'ssgallery-gallery')"), with or without the key."""
+    root, key = stores
+    for extra in ([], ["--privacy-key-file", str(key)]):
+        r = CliRunner().invoke(main, ["info", "--gallery", str(root / "enc.h5"), *extra])
+        assert (r.exit_code, r.stderr) == (2, (
+            f"ssgallery: error: {root / 'enc.h5'}: not an ssgallery gallery but an encrypted "
+            "ssgallery enrollment store (format 'ssgallery-enrollment'; enroll writes a "
+            "store, compress turns it into a gallery)\n")), r.output
+
+
 def _tampered(root, key, tmp_path, edit):
     data = bytearray((root / "enc.h5").read_bytes())
     out = tmp_path / "t.h5"

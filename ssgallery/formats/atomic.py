@@ -28,6 +28,7 @@ import stat
 import threading
 
 from ssgallery.errors import FormatError, SsgalleryError, interrupt_handlers, option
+from ssgallery.formats.kinds import kind_label
 from ssgallery.safeio import env_seconds
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -75,17 +76,6 @@ def _is_encrypted(path):
     from ssgallery.formats.encryption import file_format
 
     return file_format(path) is not None
-
-
-KIND_LABELS = {"ssgallery-enrollment": "an ssgallery enrollment store",
-               "ssgallery-gallery": "an ssgallery gallery"}
-# said when one of the two is given for the other: which command writes which
-ROLES = "enroll writes a store, compress turns it into a gallery"
-
-
-def kind_label(fmt):
-    """``an ssgallery gallery``: how messages name a file of the format tag ``fmt``."""
-    return KIND_LABELS.get(fmt, f"a '{fmt}' file")
 
 
 def check_writable(path, kind=None, force=False, encrypted=None):

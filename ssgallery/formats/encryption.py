@@ -150,8 +150,10 @@ class _Container:
                               f"{HEADER} bytes)", path=path)
         found, salt, prefix, chunk, length, check = match.groups()
         if fmt is not None and found.decode() != fmt:
-            raise FormatError(f"not an {kind} (an encrypted '{found.decode()}' file, "
-                              f"expected '{fmt}')", path=path)
+            from ssgallery.formats.kinds import other_kind
+
+            raise FormatError(other_kind(kind, fmt, found.decode(), encrypted=True),
+                              path=path)
         if key is None:
             raise FormatError(f"{kind} is encrypted; reading it needs the privacy key "
                               f"({option('privacy_key_file')} or ${PRIVACY_KEY_ENV})",

@@ -89,18 +89,6 @@ def _source(path, kind, fmt, lazy, privacy_key):
     return path
 
 
-def _other_kind(kind, fmt, found):
-    """Why a file tagged ``found`` is not the ``kind`` (tag ``fmt``) asked for: a store
-    given for a gallery (or the reverse) is named as such, with the commands that write
-    each (`ssgallery.formats.atomic.ROLES`); shared with encrypted files."""
-    from ssgallery.formats.atomic import KIND_LABELS, ROLES, kind_label
-
-    if found in KIND_LABELS:
-        return f"not an {kind} but {kind_label(found)} (format '{found}'; {ROLES})"
-    what = f"format '{found}'" if found else "no ssgallery format tag"
-    return f"not an {kind} ({what}, expected '{fmt}')"
-
-
 def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False,
                  privacy_key=None, oldest=None):
     """Open ``path`` read-only after checking it is an ssgallery file of format ``fmt``
@@ -147,7 +135,9 @@ def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False,
         raise FormatError(f"corrupt {kind}: unreadable format tag", path=path) from None
     if found != fmt:
         handle.close()
-        raise FormatError(_other_kind(kind, fmt, found), path=path)
+        from ssgallery.formats.kinds import other_kind
+
+        raise FormatError(other_kind(kind, fmt, found), path=path)
     try:
         found_version = _version(handle.attrs.get("format_version"))
     except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # HDF5 errors
