@@ -107,6 +107,33 @@ def test_host_matcher_must_match_the_contract(external_built, tmp_path):
         del os.environ["SSGALLERY_CONFIG"]
 
 
+@pytest.mark.parametrize("name, value, said", [
+    ("symmetric", 1, "the file says symmetric: true, the program describes itself as "
+     + "symmetric: false"),
+    ("range", [0.0, 2.0], "the file says range: [0.0, 2.0], the program describes itself "
+     + "as range: [0.0, 1.0]"),
+], ids=["symmetric", "range"])
+def test_an_edited_stored_description_is_named(external_built, tmp_path, name, value, said):
+    """The file's stored description of its external matcher edited (and the file
+    re-hashed, unsigned): the program's contract digest is still the file's, so verify
+    names the field that differs, not the same digest twice; one line, exit 2."""
+    root, faces = external_built
+    g = _copy(root / "g.h5", tmp_path / "g.h5")
+    with edit_h5(g) as f:
+        if name == "range":
+            f["matcher/range"][...] = value
+        else:
+            f["matcher"].attrs[name] = value
+    rehash_gallery(g)
+    r = CliRunner().invoke(main, ["verify", os.path.join(faces, "c00", "0.png"), "--claim",
+                                  "c00", "--gallery", str(g), "--matcher-cmd",
+                                  shlex.join(FOREIGN)])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.count("\n") == 1 and said in r.stderr, r.stderr
+    assert "contract digest is" not in r.stderr and "stored description was edited" \
+        in r.stderr
+
+
 def test_matcher_cmd_that_does_not_parse(external_built):
     root, faces = external_built
     probe = os.path.join(faces, "c00", "0.png")

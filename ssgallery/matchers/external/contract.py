@@ -93,6 +93,20 @@ def shown(value):
     return text[:40]
 
 
+def described_differently(program, stored, described):
+    """The one-line refusal of a file whose stored description of the external matcher
+    (``stored``: kind, symmetric, range, quality) is not what ``program`` describes
+    (``described``, `parse_describe`'s ``desc``) although the contract digests agree:
+    the digest covers the program's ``--describe`` answer, not the file's copy of it, so
+    the file's copy was edited. Names each field that differs, as JSON says it."""
+    fields = [k for k in sorted(described) if stored.get(k) != described[k]]
+    said = ", ".join(f"{k}: {shown(stored.get(k))}" for k in fields)
+    says = ", ".join(f"{k}: {shown(described[k])}" for k in fields)
+    return (f"matcher {program}: the file says {said}, the program describes itself as "
+            f"{says}, with the contract digest the file records (the file's stored "
+            "description was edited: restore the file or make it again)")
+
+
 def contract_digest(describe_json, config):
     """SHA-256 (hex) of a program's whole ``--describe`` JSON and the stored config."""
     text = json.dumps({"describe": describe_json, "config": config}, sort_keys=True,

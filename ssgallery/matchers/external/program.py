@@ -15,6 +15,7 @@ from ssgallery.errors import InputError, MatcherError, option, printable
 from ssgallery.matchers.external.contract import (
     answer_limit,
     contract_digest,
+    described_differently,
     parse_describe,
     parse_matrix,
 )
@@ -109,15 +110,18 @@ class ProgramClient:
 
     def _check_contract(self):
         """Before the first scoring run of a matcher rebuilt from a file: the host's
-        program must have the contract the file was made with."""
+        program must have the contract the file was made with (its digest), and the
+        file's stored description must be the program's (`described_differently`)."""
         if getattr(self, "_contract_checked", False):
             return
         desc, digest = self._ask_describe()
-        if digest != self.contract_sha256_ or desc != self.description_:
+        if digest != self.contract_sha256_:
             raise MatcherError(f"matcher {self.program} is not the file's matcher: its "
                                f"contract digest is {digest[:12]}..., the file was made with "
                                f"{self.contract_sha256_[:12]}... (name the same program, "
                                "version and model on this host)")
+        if desc != self.description_:
+            raise MatcherError(described_differently(self.program, self.description_, desc))
         self._contract_checked = True
 
     def score_paths(self, probe_paths, gallery_paths, workdir=None):
