@@ -270,18 +270,44 @@ def test_bad_probes(tmp_path, built):
 def test_a_folder_of_probes_is_given_as_its_own_images(tmp_path):
     """'verify att_faces/s1 --claim s1' advised 'give its images (att_faces/s1/*.png)':
     AT&T's faces are .pgm, so the advised command failed ('s1/*.png: no such file'). The
-    pattern names the extension of the folder's images (the commonest, its own case)."""
+    patterns name the extensions of the folder's images (the commonest first, each in
+    its own case)."""
     jpg = tmp_path / "photos"
     jpg.mkdir()
     for name in ("a.JPG", "b.JPG", "c.png", "notes.txt", ".d.png"):
         (jpg / name).write_bytes(b"")
     _fails(["identify", str(jpg), "--gallery", str(tmp_path / "none.h5")],
-           f"{jpg}: a folder, not a probe image: give its images ({jpg}/*.JPG) or list "
-           "them in --list FILE")
+           f"{jpg}: a folder, not a probe image: give its images ({jpg}/*.JPG {jpg}/*.png) "
+           "or list them in --list FILE")
     empty = tmp_path / "empty"
     empty.mkdir()
     _fails(["identify", str(empty), "--gallery", str(tmp_path / "none.h5")],
            f"give its images ({empty}/*.png)")
+
+
+def test_a_folder_of_png_and_jpg_probes_is_given_as_all_its_images(tmp_path, built):
+    """'verify DIR --claim c01' on a folder of 2 .png and 1 .jpg probes advised 'give its
+    images (DIR/*.png)': the advised command left the .jpg probe out. The advice names a
+    pattern per extension there, and those patterns, expanded as a shell does, give
+    every probe of the folder, which verify then scores."""
+    import glob
+    import re
+
+    from PIL import Image
+
+    _, faces, _, gallery = built
+    probes = tmp_path / "probes"
+    probes.mkdir()
+    for i, name in enumerate(("0.png", "1.png", "2.jpg")):
+        Image.open(os.path.join(faces, "c01", f"{i}.png")).convert("L").save(probes / name)
+    line = _fails(["verify", str(probes), "--claim", "c01", "--gallery", gallery],
+                  f"{probes}: a folder, not a probe image: give its images ({probes}/*.png "
+                  f"{probes}/*.jpg) or list them in --list FILE")
+    patterns = re.search(r"give its images \((.*)\) or list", line).group(1).split()
+    given = [path for pattern in patterns for path in sorted(glob.glob(pattern))]
+    assert sorted(given) == sorted(str(p) for p in probes.iterdir())
+    r = CliRunner().invoke(main, ["verify", *given, "--claim", "c01", "--gallery", gallery])
+    assert r.exit_code in (0, 1) and all(p in r.stdout for p in given), r.output
 
 
 def test_a_folder_of_att_probes_is_given_as_pgm(att_faces, tmp_path):

@@ -76,9 +76,11 @@ def probe_paths(probes, list_file):
 
 
 def _images_glob(folder, looked_at=1000):
-    """``FOLDER/*.pgm``: a shell pattern of the images in ``folder``, by the extension of
-    most of its first ``looked_at`` image files (``*.png`` when it holds none): a folder
-    of AT&T's .pgm faces is given as ``s1/*.pgm``, which a shell expands."""
+    """``FOLDER/*.png FOLDER/*.jpg``: shell patterns of the images in ``folder``, one per
+    extension among its first ``looked_at`` image files as spelt there, the commonest
+    first (``*.png`` when it holds none): a folder of AT&T's .pgm faces is given as
+    ``s1/*.pgm``, one of .png and .jpg probes as both patterns, which a shell expands to
+    every probe there (one pattern left the others out)."""
     from collections import Counter
     from itertools import islice
 
@@ -93,8 +95,8 @@ def _images_glob(folder, looked_at=1000):
                     found[ext] += 1
     except OSError:  # unreadable: the pattern of the usual probes
         pass
-    ext = max(sorted(found), key=found.get) if found else ".png"
-    return os.path.join(folder, f"*{ext}")
+    exts = sorted(sorted(found), key=found.get, reverse=True) or [".png"]
+    return " ".join(os.path.join(folder, f"*{ext}") for ext in exts)
 
 
 _OPTION = re.compile(r"`([a-z][a-z0-9_]*)`")
