@@ -385,3 +385,37 @@ def test_roc_refuses_a_report_file_before_it_trains(tmp_path, monkeypatch, mine)
     phases = {line.split(": ")[2].split(" ")[0] for line in lines if line not in errors}
     assert phases == {"reading"}, out["stderr"]  # "reading images i/n": nothing trained
     assert (report / mine).read_text() == "my notes\n"
+
+
+def test_o_command_over_a_different_hosts_program_is_named(tmp_path, monkeypatch):
+    """'enroll --matcher external -O command=PROG' with $SSGALLERY_MATCHER_CMD naming
+    another program ran PROG without a word (-O command is --matcher-cmd's other spelling
+    at enroll, and wins over the variable): one warning names the program used and the
+    one left out; none when both name the same program."""
+    import json
+    import os
+    import shlex
+    import sys
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=2, n_images=2, shape=(16, 12))
+    program = [sys.executable, os.path.join(os.path.dirname(__file__), "matchers",
+                                            "clipped_corr.py")]
+    args = ["enroll", faces, "--matcher", "external", "-O", f"command={json.dumps(program)}"]
+    monkeypatch.setenv("SSGALLERY_MATCHER_CMD", "no-such-matcher --model x")
+    out = invoked(args + ["--store", tmp_path / "e.h5"])
+    assert out["exit_code"] == 0, out["output"]
+    warning = (f"ssgallery: warning: the external matcher program is -O command's "
+               f"({shlex.join(program)}), not the one $SSGALLERY_MATCHER_CMD names "
+               "(no-such-matcher --model x)")
+    assert out["stderr"].splitlines() == [warning], out["stderr"]
+    monkeypatch.setenv("SSGALLERY_MATCHER_CMD", shlex.join(program))
+    out = invoked(args + ["--store", tmp_path / "e2.h5"])
+    assert out["exit_code"] == 0 and out["stderr"] == "", out["output"]
+    monkeypatch.delenv("SSGALLERY_MATCHER_CMD")
+    config = tmp_path / "config.toml"
+    config.write_text('[external]\ncommand = "other-matcher"\n')
+    monkeypatch.setenv("SSGALLERY_CONFIG", str(config))
+    out = invoked(args + ["--store", tmp_path / "e3.h5"])
+    assert out["exit_code"] == 0, out["output"]
+    assert out["stderr"].endswith(f", not the one {config} names (other-matcher)\n"), \
+        out["stderr"]

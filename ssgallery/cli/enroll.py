@@ -71,7 +71,10 @@ def _gamma(value):
 
 
 def _external_command(matcher, matcher_cmd, options, add):
-    """Resolve --matcher / --matcher-cmd / -O command=...; return the matcher name."""
+    """Resolve --matcher / --matcher-cmd / -O command=...; return the matcher name. -O
+    command=... is --matcher-cmd's other spelling (both: refused); it wins over
+    $SSGALLERY_MATCHER_CMD and the configuration file, with a warning when they name
+    another program (`ssgallery.matchers.host.name_overridden`)."""
     from ssgallery.errors import InputError
 
     if matcher_cmd is not None:
@@ -87,6 +90,10 @@ def _external_command(matcher, matcher_cmd, options, add):
 
         options["command"] = split_command(matcher_cmd, "--matcher-cmd")
         return "external"
+    if matcher == "external" and "command" in options and not add:
+        from ssgallery.matchers.host import name_overridden, split_command
+
+        name_overridden(split_command(options["command"], "-O command"), "-O command", warn)
     if matcher == "external" and "command" not in options and not add:
         from ssgallery.matchers.host import host_matcher
 

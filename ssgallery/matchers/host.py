@@ -4,7 +4,9 @@ A store or gallery names its matcher (e.g. ``external``) and holds a SHA-256 dig
 the program's contract, never a command. The host that runs ssgallery names the
 program, first found of:
 
-1. the ``--matcher-cmd 'PROGRAM ARGS'`` option (``matcher_cmd`` in the library);
+1. the ``--matcher-cmd 'PROGRAM ARGS'`` option (``matcher_cmd`` in the library), or at
+   enroll its other spelling ``-O command=...`` (the ``command`` matcher option), which
+   a warning names when the next two name another program (`name_overridden`);
 2. the environment variable ``SSGALLERY_MATCHER_CMD``;
 3. the configuration file ``$SSGALLERY_CONFIG`` (default
    ``$XDG_CONFIG_HOME/ssgallery/config.toml``, i.e. ``~/.config/ssgallery/config.toml``)::
@@ -146,3 +148,21 @@ def name_unused(host, matcher_name, path):
     flag = option("matcher_cmd")
     host.warn(f"{flag} is ignored: {printable(os.fspath(path))} uses the {matcher_name} "
               f"matcher, which runs no program ({flag} names an external matcher's)")
+
+
+def name_overridden(argv, given_as, warn):
+    """Warn (``warn``) when the program ``argv`` given as ``given_as`` (``-O command``,
+    which wins over the host's settings) is not the one the host names otherwise
+    (``$SSGALLERY_MATCHER_CMD`` or the configuration file): one line naming the program
+    run and the one left out. Host settings that cannot be read say nothing here (they
+    are not used)."""
+    try:
+        host = host_matcher()
+    except InputError:
+        return
+    if host.argv is None or host.argv == list(argv):
+        return
+    from ssgallery.errors import printable
+
+    warn(f"the external matcher program is {given_as}'s ({printable(shlex.join(argv))}), "
+         f"not the one {printable(host.source)} names ({printable(shlex.join(host.argv))})")
