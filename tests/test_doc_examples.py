@@ -43,6 +43,8 @@ EXCLUDED = {
         "needs a matcher program and its store (tests/test_black_box_workflow.py runs one)",
     ("help compress", ("ssgallery compress --privacy-key-file /etc/ssgallery/privacy.key "
      "--protect-templates")): "needs a key file at a fixed path (tests/test_encryption.py)",
+    ("help info", "ssgallery info --gallery site.h5 --key-file /etc/ssgallery/sign.key"):
+        "needs a key file at a fixed path (tests/test_info_signature.py)",
     ("help synth", "ssgallery synth huge --identities 10000 --images 6 --jobs 2"):
         "renders 60,000 images (minutes)",
     ("docs/external-matcher.md", ('ssgallery enroll faces/ --matcher external --matcher-cmd '

@@ -6,7 +6,7 @@ import click
 
 from ssgallery import jsontext
 from ssgallery.checks import is_finite_real, is_int
-from ssgallery.cli.options import matcher_line, privacy_key_option, warn
+from ssgallery.cli.options import key_file_option, matcher_line, privacy_key_option, warn
 from ssgallery.cli.progress import quiet_option
 from ssgallery.errors import printable
 from ssgallery.tables import DASH, counted, format_table, signed
@@ -234,11 +234,25 @@ def open_set_warning(summary):
             "every client")
 
 
+def signature_line(summary):
+    """``signature: ...`` of a gallery's (or a client's) summary: checked with the key,
+    or signed and not checked (no key given); None for an unsigned gallery read without
+    a key (nothing was checked, nothing to check)."""
+    if summary["signature_checked"]:
+        return "signature: checked: signed with the configured key, not edited since"
+    if summary["signed"]:
+        return ("signature: signed, not checked (--key-file or $SSGALLERY_KEY_FILE checks "
+                "it as verify does)")
+    return None
+
+
 def _print_gallery(g):
     click.echo(f"gallery {g['path']}: {counted(g['n_clients'], 'client')}, "
                f"{_size(g['file_bytes'])}, "
                f"created {g['created']} by ssgallery {g['tool_version']} "
                f"(format {g['format_version']})")
+    if signature_line(g):
+        click.echo(signature_line(g))
     target = "not recorded" if g["target_far"] is None else f"{g['target_far']:g}"
     dim = DASH if g["dimension"] is None else g["dimension"]
     click.echo(f"{matcher_line(g['matcher'], g['matcher_settings'], dim)}, shared state "
@@ -280,6 +294,8 @@ def _print_client(r):
     click.echo(printable(f"client {r['client']} of {r['gallery']}: m = {r['m']}, "
                          f"{r['bytes']} bytes, b = {signed(r['intercept'])}, threshold "
                          f"{signed(r['threshold'])}; {svm}"))
+    if signature_line(r):
+        click.echo(signature_line(r))
     norm = r.get("normalization") or {}
     if norm:
         shown = ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
@@ -315,8 +331,9 @@ def _print_store(s):
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @quiet_option(help="No progress on stderr, as for every command (info draws none); the "
               "summary and the warnings still print.")
+@key_file_option
 @privacy_key_option
-def command(gallery, store, svm, client_id, as_json, quiet, privacy_key_file):
+def command(gallery, store, svm, client_id, as_json, quiet, key_file, privacy_key_file):
     """Summarise a gallery (clients, m, bytes per client, thresholds, matcher) and an
     enrollment store. With --svm, also the bytes and matches per claim of each client's
     full SVM (its support vectors) and the compression ratio.
@@ -326,16 +343,24 @@ def command(gallery, store, svm, client_id, as_json, quiet, privacy_key_file):
     checking the whole file's seal and digests; --svm also reads and checks every
     client's group.
 
+    With a signing key (--key-file or $SSGALLERY_KEY_FILE), the gallery's signature is
+    checked as verify checks it: a gallery unsigned, signed with another key or edited
+    since is refused with verify's line and status (2), and the summary says
+    "signature: checked". Without a key a signed gallery's signature is not checked,
+    and the summary says so.
+
     \b
     Examples:
       ssgallery info
       ssgallery info --gallery site.h5 --svm
       ssgallery info --gallery site.h5 --client c03
       ssgallery info --gallery site.h5 --json
+      ssgallery info --gallery site.h5 --key-file /etc/ssgallery/sign.key
     """
     from ssgallery.errors import FormatError
     from ssgallery.formats.encryption import load_privacy_key
     from ssgallery.formats.gallery import client_summary, gallery_summary
+    from ssgallery.formats.integrity import load_key
     from ssgallery.formats.store import store_summary
 
     if gallery is None and store is None:
@@ -345,12 +370,15 @@ def command(gallery, store, svm, client_id, as_json, quiet, privacy_key_file):
             raise FormatError("no gallery.h5 or enrollment.h5 here (use --gallery/--store)")
     if client_id is not None and gallery is None:
         raise click.UsageError("--client needs a gallery (--gallery FILE)")
+    if key_file is not None and gallery is None:
+        raise click.UsageError("--key-file checks a gallery's signature: give --gallery FILE")
     out = {}
     privacy_key = load_privacy_key(privacy_key_file)
+    key = load_key(key_file) if gallery is not None else None
     if client_id is not None:
-        out["client"] = client_summary(gallery, client_id, privacy_key=privacy_key)
+        out["client"] = client_summary(gallery, client_id, privacy_key=privacy_key, key=key)
     elif gallery is not None:
-        out["gallery"] = gallery_summary(gallery, svm=svm, privacy_key=privacy_key)
+        out["gallery"] = gallery_summary(gallery, svm=svm, privacy_key=privacy_key, key=key)
     if store is not None:
         out["store"] = store_summary(store, privacy_key=privacy_key)
     if as_json:

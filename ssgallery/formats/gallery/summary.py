@@ -272,7 +272,7 @@ def _describes_gallery(attr, rec, named, clients, path):
                           "gallery does not hold", path=path)
 
 
-def gallery_summary(path, *, svm=False, privacy_key=None):
+def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
     """What ``ssgallery info`` shows about a gallery, as a JSON-able dict.
 
     Per client: m, the bytes of the model verification reads (prototypes as the file
@@ -297,12 +297,15 @@ def gallery_summary(path, *, svm=False, privacy_key=None):
         The host's privacy key, needed for an encrypted gallery. Protected templates are
         summarised as stored, with or without it (their prototypes are not checked
         against the matcher: they are plausible only through the key).
+    key : bytes, optional
+        The host's signing key: an unsigned gallery, or one signed with another key or
+        edited since, is refused as ``verify`` refuses it (`read_client`'s ``key``).
 
     Returns
     -------
     dict
-        Header fields, ``clients`` (one dict per client, in id order), totals, and
-        ``svm_compared`` (``svm``).
+        Header fields, ``clients`` (one dict per client, in id order), totals,
+        ``svm_compared`` (``svm``), and `signature_fields`.
     """
     path = os.fspath(path)
     with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN,
@@ -310,7 +313,7 @@ def gallery_summary(path, *, svm=False, privacy_key=None):
         try:
             # the templates as stored (protected ones unchecked): nothing is scored
             header, config, rows, index, built, state = _read_stacked(
-                f, path, None, None, None, required=False)
+                f, path, key, None, None, required=False)
             provenance = {}
             if svm:  # reads every client group (and checks them against the client index)
                 provenance = {cid: model.provenance for cid, model in
@@ -339,21 +342,29 @@ def gallery_summary(path, *, svm=False, privacy_key=None):
             "file_bytes": os.path.getsize(path), "matcher_state_bytes": _nbytes(state),
             "n_clients": len(rows), "clients": rows, "bytes_total": total,
             "svm_compared": bool(svm), "svm_bytes_total": total_svm,
-            "ratio": total_svm / total if total and total_svm else None}
+            "ratio": total_svm / total if total and total_svm else None,
+            **signature_fields(header, key)}
 
 
-def client_summary(path, client_id, privacy_key=None):
+def signature_fields(header, key):
+    """``signed`` (the gallery carries a signature) and ``signature_checked`` (it was
+    checked with the host's ``key`` and matches it: a reader given a key refuses any
+    other gallery) of a gallery read with ``key``."""
+    return {"signed": "hmac" in header, "signature_checked": key is not None}
+
+
+def client_summary(path, client_id, privacy_key=None, key=None):
     """One client's row of `gallery_summary` with the full-SVM comparison, and the
     client's similarity, intercept, normalisation and provenance (how it was trained).
     Reads and checks what `read_client` does: the header, the client index and that
     client's group only, whatever the number of clients (``privacy_key``: an encrypted
-    gallery's).
+    gallery's; ``key``: the host's signing key, checked as `gallery_summary` does).
 
     Returns
     -------
     dict
         The row, plus ``gallery`` (the path), ``similarity``, ``intercept``,
-        ``normalization`` and ``provenance``.
+        ``normalization``, ``provenance`` and `signature_fields`.
 
     Raises
     ------
@@ -361,7 +372,8 @@ def client_summary(path, client_id, privacy_key=None):
         Unknown client (see `read_client`).
     """
     path = os.fspath(path)
-    model = read_client(path, client_id, images=True, matcher=False, privacy_key=privacy_key)
+    model = read_client(path, client_id, images=True, matcher=False, privacy_key=privacy_key,
+                        key=key)
     m, d = model.prototypes.shape
     images = 0 if model.prototype_images is None else int(model.prototype_images.size)
     row = _summary_row(model.client_id, int(m), int(d), model.threshold,
@@ -369,7 +381,8 @@ def client_summary(path, client_id, privacy_key=None):
                        np.dtype(model.prototype_dtype).itemsize)
     row["prototype_dtype"] = model.prototype_dtype
     row.update(gallery=path, similarity=model.similarity, intercept=model.intercept,
-               normalization=model.normalization, provenance=model.provenance)
+               normalization=model.normalization, provenance=model.provenance,
+               **signature_fields(model.header, key))
     return row
 
 

@@ -1,0 +1,106 @@
+"""``info --key-file``: a gallery's signature checked before it is deployed, by the check
+``verify`` makes (`ssgallery.formats.integrity.check_signature`), with verify's line and
+status; without a key, a signed gallery's summary says its signature was not checked."""
+
+import json
+import os
+import shutil
+
+import pytest
+from click.testing import CliRunner
+from helpers import edit_h5, make_faces, rehash_gallery
+
+from ssgallery.app.compress import CompressOptions, CompressRun, compress
+from ssgallery.app.enroll import enroll
+from ssgallery.cli import main
+
+CHECKED = "signature: checked: signed with the configured key, not edited since"
+NOT_CHECKED = "signature: signed, not checked"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """A gallery signed with ``key`` (3 clients, m = 1), an edited copy re-hashed as
+    anybody without the key can (``edited.h5``), an unsigned one, the keys and a probe."""
+    root = tmp_path_factory.mktemp("info_key")
+    faces = make_faces(str(root / "faces"), n_clients=3, n_images=4, seed=3)
+    enroll(faces, root / "e.h5")
+    (root / "key").write_bytes(bytes(range(32)))
+    (root / "other").write_bytes(bytes(range(1, 33)))
+    options = CompressOptions(m=1, cv_folds=0)
+    compress(root / "e.h5", root / "signed.h5", options, CompressRun(key_file=str(root / "key")))
+    compress(root / "e.h5", root / "unsigned.h5", options)
+    shutil.copy(root / "signed.h5", root / "edited.h5")
+    with edit_h5(root / "edited.h5") as f:  # a lower threshold: easier to pass
+        f["index/threshold"][0] = f["index/threshold"][0] - 0.05
+        f["clients/c00"].attrs["threshold"] = f["clients/c00"].attrs["threshold"] - 0.05
+    rehash_gallery(root / "edited.h5")
+    return root, os.path.join(faces, "c00", "0.png")
+
+
+def _run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], env={"SSGALLERY_KEY_FILE": None})
+
+
+def _info(root, gallery, *options):
+    return _run("info", "--gallery", root / gallery, *options)
+
+
+def test_a_signed_gallery_is_checked_with_the_key(site):
+    root, _ = site
+    for options in ((), ("--client", "c01")):
+        r = _info(root, "signed.h5", "--key-file", root / "key", *options)
+        assert r.exit_code == 0, r.output
+        assert r.stdout.splitlines()[1] == CHECKED, r.stdout
+    r = _info(root, "signed.h5", "--key-file", root / "key", "--json")
+    assert r.exit_code == 0, r.output
+    g = json.loads(r.stdout)["gallery"]
+    assert (g["signed"], g["signature_checked"]) == (True, True)
+    r = _run("info", "--gallery", root / "signed.h5", "--client", "c01", "--json",
+             "--key-file", root / "key")
+    assert json.loads(r.stdout)["client"]["signature_checked"] is True
+    # the environment names the key as it does for verify
+    r = CliRunner().invoke(main, ["info", "--gallery", str(root / "signed.h5")],
+                           env={"SSGALLERY_KEY_FILE": str(root / "key")})
+    assert r.exit_code == 0 and CHECKED in r.stdout, r.output
+
+
+@pytest.mark.parametrize("gallery, key, message", [
+    ("signed.h5", "other", "gallery signature does not match the configured key"),
+    ("edited.h5", "key", "gallery signature does not match the configured key"),
+    ("unsigned.h5", "key", "gallery is not signed, and a signing key is configured"),
+], ids=["another-key", "edited", "unsigned"])
+def test_info_refuses_what_verify_refuses(site, gallery, key, message):
+    """Signed with another key, edited after signing (and re-hashed), unsigned: info
+    --key-file (the summary, --json, --client, --svm) refuses the gallery with verify's
+    one line and status 2."""
+    root, probe = site
+    verify = _run("verify", probe, "--claim", "c00", "--gallery", root / gallery,
+                  "--key-file", root / key)
+    assert verify.exit_code == 2 and message in verify.stderr, verify.output
+    for options in ((), ("--json",), ("--client", "c00"), ("--svm",)):
+        r = _info(root, gallery, "--key-file", root / key, *options)
+        assert (r.exit_code, r.stdout, r.stderr) == (2, "", verify.stderr), (options, r.output)
+
+
+def test_without_a_key_info_says_the_signature_was_not_checked(site):
+    """Without a key: a signed gallery's summary says its signature was not checked (and
+    how to check it), the edited one's too; an unsigned one's says nothing of it, as
+    before."""
+    root, _ = site
+    for gallery in ("signed.h5", "edited.h5"):
+        r = _info(root, gallery)
+        assert r.exit_code == 0, r.output
+        assert r.stdout.splitlines()[1].startswith(NOT_CHECKED + " (--key-file"), r.stdout
+        g = json.loads(_info(root, gallery, "--json").stdout)["gallery"]
+        assert (g["signed"], g["signature_checked"]) == (True, False)
+    r = _info(root, "unsigned.h5")
+    assert r.exit_code == 0 and "signature" not in r.output, r.output
+    g = json.loads(_info(root, "unsigned.h5", "--json").stdout)["gallery"]
+    assert (g["signed"], g["signature_checked"]) == (False, False)
+
+
+def test_key_file_needs_a_gallery(site):
+    root, _ = site
+    r = _run("info", "--store", root / "e.h5", "--key-file", root / "key")
+    assert r.exit_code == 2 and "--key-file checks a gallery's signature" in r.stderr
