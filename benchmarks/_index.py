@@ -150,6 +150,9 @@ def _start_choice(t):
 
 _PERSON = {"run": "0", "pool": "`person`"}
 _HALVES = {"run": "0", "pool": "`halves`"}
+_XDOMAIN = {"run": "0", "matcher": "eigenface", "background": "none",
+            "model": "ssvm, compress's thresholds", "strangers": "AT&T"}
+_XDOMAIN_LFW = dict(_XDOMAIN, strangers="LFW")
 
 HEADLINES = {
     "calibration": lambda t: (
@@ -164,6 +167,11 @@ HEADLINES = {
         "(printed "
         f"{cell(t, 'synth', 'expected FAR % [95 %] (info)', where=_PERSON)}; halves, before: "
         f"{cell(t, 'synth', 'measured FAR % [95 % over people]', where=_HALVES)} %)"),
+    "strangers_xdomain": lambda t: (
+        "AT&T strangers on 20 LFW clients, eigenface, run 0, target 1 %: "
+        f"{cell(t, 'lfw-att', 'measured FAR % [95 % over people]', where=_XDOMAIN)} % "
+        "accepted (LFW strangers "
+        f"{cell(t, 'lfw-att', 'measured FAR % [95 % over people]', where=_XDOMAIN_LFW)} %)"),
     "defaults": lambda t: (
         "SSVM - SVM mean client EER with the default stop rule: worst "
         f"{cell(t, 'rel-2e-3 (default)', 'worst')} pp, mean "

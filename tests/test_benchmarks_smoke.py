@@ -87,6 +87,9 @@ CASES = {
     "strangers": ("strangers", lambda tmp, data: [
         "--datasets", "synth", "--repetitions", "1", "--identities", "4", "--strangers", "3",
         "--page"], None),
+    "strangers_xdomain": ("strangers_xdomain", lambda tmp, data: [
+        "--repetitions", "1", "--clients", "3", "--images", "4", "--lfw-strangers", "2",
+        "--background", "2", "--page"], "lfw"),  # reads AT&T too
     "solvers": ("solvers", lambda tmp, data: [
         "--data", _faces(tmp), "--repetitions", "1", "--clients", "1", "--m", "1",
         "--max-iter", "3", "--long-clients", "1"], None),
