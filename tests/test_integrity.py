@@ -132,6 +132,25 @@ def test_an_edited_stored_description_is_named(external_built, tmp_path, name, v
     assert r.stderr.count("\n") == 1 and said in r.stderr, r.stderr
     assert "contract digest is" not in r.stderr and "stored description was edited" \
         in r.stderr
+    assert r.stderr.startswith(f"ssgallery: error: {g}: matcher "), r.stderr  # the file
+
+
+def test_another_program_is_refused_naming_the_file(external_built, tmp_path):
+    """A program whose contract digest is not the file's: the refusal starts with the
+    file's path, the gallery's for verify, the store's for compress; one line, exit 2."""
+    root, faces = external_built
+    other = shlex.join([sys.executable, str(MATCHERS / "hostile.py"), "nan"])
+    runs = {str(root / "g.h5"): ["verify", os.path.join(faces, "c00", "0.png"), "--claim",
+                                 "c00", "--gallery", str(root / "g.h5")],
+            str(root / "e.h5"): ["compress", "--store", str(root / "e.h5"), "-o",
+                                 str(tmp_path / "n.h5"), "--m", "1", "--clients", "c00"]}
+    for path, cmd in runs.items():
+        r = CliRunner().invoke(main, cmd + ["--matcher-cmd", other])
+        assert r.exit_code == 2, r.output
+        assert r.stderr.count("\n") == 1, r.stderr
+        assert r.stderr.startswith(f"ssgallery: error: {path}: matcher "), r.stderr
+        assert "is not the file's matcher: its contract digest is" in r.stderr, r.stderr
+    assert not (tmp_path / "n.h5").exists()
 
 
 def test_matcher_cmd_that_does_not_parse(external_built):

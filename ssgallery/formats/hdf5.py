@@ -240,6 +240,7 @@ def build_matcher(name, config, state, path=None, host=None):
 
     if runs_program(type(matcher)):
         matcher.attach_host(host if host is not None else host_matcher())
+        matcher.source_ = path  # its contract refusals name the file (lazy: first run)
     else:
         name_unused(host, name, path)
     return matcher

@@ -79,6 +79,10 @@ class ExternalMatcher(ProgramClient, Matcher):
     quality_threshold_ : float or None
         Probes whose `quality` is below it fail to acquire; None when the program
         offers no quality score.
+    source_ : str or None
+        The store or gallery it was rebuilt from (set by
+        `ssgallery.formats.hdf5.build_matcher`), named first by its contract refusals;
+        None for a matcher fitted here.
     """
 
     name = "external"
@@ -98,6 +102,7 @@ class ExternalMatcher(ProgramClient, Matcher):
         self._cache = {}
         self._quality = {}  # pixel digest -> the program's quality score
         self._contract_checked = True  # False once rebuilt from a file (from_state)
+        self.source_ = None  # the file it was rebuilt from (build_matcher)
         self._server = None
 
     def quality(self, images):

@@ -29,8 +29,8 @@ class ProgramClient:
     `ssgallery.matchers.external.ExternalMatcher`, which sets its parameters).
 
     Uses the parameters ``command``, ``timeout_base``, ``timeout_per_pair`` and
-    ``serve`` and the method ``get_config`` (the stored parameters, part of the
-    contract digest); keeps the counters ``n_calls_``, ``n_pairs_``, ``n_starts_``,
+    ``serve``, the method ``get_config`` (the stored parameters, part of the
+    contract digest) and ``source_`` (the file it was rebuilt from); keeps the counters ``n_calls_``, ``n_pairs_``, ``n_starts_``,
     the description (``description_``, ``contract_sha256_``, ``serve_offered_``) and
     the served session (``_server``, never pickled: a worker starts its own).
     """
@@ -111,17 +111,21 @@ class ProgramClient:
     def _check_contract(self):
         """Before the first scoring run of a matcher rebuilt from a file: the host's
         program must have the contract the file was made with (its digest), and the
-        file's stored description must be the program's (`described_differently`)."""
+        file's stored description must be the program's (`described_differently`). A
+        refusal starts with the file's path, ``source_`` (set by
+        `ssgallery.formats.hdf5.build_matcher`), like every other refusal of a file."""
         if getattr(self, "_contract_checked", False):
             return
         desc, digest = self._ask_describe()
+        source = self.source_  # the file named first, as every refusal of a file does
         if digest != self.contract_sha256_:
             raise MatcherError(f"matcher {self.program} is not the file's matcher: its "
                                f"contract digest is {digest[:12]}..., the file was made with "
                                f"{self.contract_sha256_[:12]}... (name the same program, "
-                               "version and model on this host)")
+                               "version and model on this host)", path=source)
         if desc != self.description_:
-            raise MatcherError(described_differently(self.program, self.description_, desc))
+            raise MatcherError(described_differently(self.program, self.description_, desc),
+                               path=source)
         self._contract_checked = True
 
     def score_paths(self, probe_paths, gallery_paths, workdir=None):
