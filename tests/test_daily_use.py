@@ -114,7 +114,7 @@ def test_a_matcher_option_that_is_not_finite_is_refused_in_one_line(tmp_path, va
                           "verify --help')")),
     (["enroll", "faces", "--size", "12"], ("Invalid value for '--size': expected WxH, e.g. "
                                           "92x112, got '12' (see 'ssgallery enroll --help')")),
-    (["show"], "Missing option '--claim' (see 'ssgallery show --help')"),
+    (["show"], "Missing option '--claim' / '--client' (see 'ssgallery show --help')"),
     (["verfy"], "No such command 'verfy'. Did you mean 'verify'? (see 'ssgallery --help')"),
     (["--bogus"], "No such option '--bogus' (see 'ssgallery --help')"),
     # click's parser raises these without a context: the command's help, not the group's
@@ -261,3 +261,22 @@ def test_info_and_show_quiet_print_what_they_print_without_it(sample_gallery_3, 
         text = " ".join(invoked([name, "--help"])["stdout"].split())
         assert f"-q, --quiet No progress on stderr, as for every command ({name} draws none)" \
             in text, text
+
+
+def test_claim_and_client_are_one_option_of_show_and_info(sample_gallery_3, tmp_path):
+    """'show --client c01' failed ("No such option '--client'. Did you mean '--claim'?")
+    while 'info --claim c02' said "Did you mean '--client'?": each command takes both
+    spellings, with the same result, and its --help says so."""
+    gallery = sample_gallery_3["gallery"]
+    runs = {"show": [["show", name, "c01", "-o", tmp_path / "c01.png", "--gallery", gallery,
+                      "--json"] for name in ("--claim", "--client")],
+            "info": [["info", "--gallery", gallery, name, "c02", "--json"]
+                     for name in ("--client", "--claim")]}
+    for command, (usual, other) in runs.items():
+        first, second = invoked(usual), invoked(other)
+        assert first["exit_code"] == 0, first["output"]
+        assert second == first, (command, second["output"])
+        text = " ".join(invoked([command, "--help"])["stdout"].split())
+        both = "--claim, --client ID" if command == "show" else "--client, --claim ID"
+        assert both in text, text
+

@@ -325,9 +325,10 @@ def _print_store(s):
 @click.option("--svm", is_flag=True,
               help="Also compare each client with its full SVM (#SVs, bytes, ratio): reads "
                    "and checks every client's group, seconds on 10,000 clients.")
-@click.option("--client", "client_id", default=None, metavar="ID",
+@click.option("--client", "--claim", "client_id", default=None, metavar="ID",
               help="Only this client of the gallery, with its full SVM and its provenance "
-                   "(reads that client's group only).")
+                   "(reads that client's group only; --claim, as verify and show name it, "
+                   "is the same).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @quiet_option(help="No progress on stderr, as for every command (info draws none); the "
               "summary and the warnings still print.")

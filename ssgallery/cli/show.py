@@ -10,7 +10,8 @@ from ssgallery.tables import counted, signed
 
 
 @click.command("show")
-@click.option("--claim", required=True, metavar="ID", help="The client to show.")
+@click.option("--claim", "--client", "claim", required=True, metavar="ID",
+              help="The client to show (--client, as info names it, is the same).")
 @click.option("-o", "--output", default=None, metavar="FILE.png",
               show_default="prototypes_ID.png",
               help="Image to write (.png, .jpg, ...).")
@@ -42,6 +43,7 @@ def command(claim, output, gallery, scale, force, as_json, quiet, privacy_key_fi
     Examples:
       ssgallery show --claim c03                      # writes prototypes_c03.png
       ssgallery show --claim c03 -o c03.png --gallery site.h5 --scale 3
+      ssgallery show --client c03                     # the same as --claim c03
     """
     from ssgallery.app.show import show_prototypes
 
