@@ -280,3 +280,32 @@ def test_claim_and_client_are_one_option_of_show_and_info(sample_gallery_3, tmp_
         both = "--claim, --client ID" if command == "show" else "--client, --claim ID"
         assert both in text, text
 
+
+
+def test_enroll_add_keeps_the_store_matcher_and_names_what_it_ignores(tmp_path):
+    """'enroll DIR --add --variance 0.9 -O gamma=1' kept the store's options without a
+    word, and '--add --matcher dlib' added to an eigenface store as if asked for nothing:
+    another matcher is refused in one line naming the store (before any image is read,
+    the store unchanged), options are named in one warning as ignored; the store's
+    matcher named again is no change."""
+    first = make_faces(str(tmp_path / "a"), n_clients=3, n_images=4, shape=(16, 12))
+    more = make_faces(str(tmp_path / "b"), n_clients=2, n_images=4, shape=(16, 12),
+                      prefix="d", seed=1)
+    store = tmp_path / "s.h5"
+    assert invoked(["enroll", first, "--store", store, "-q"])["exit_code"] == 0
+    before = store.read_bytes()
+    other = invoked(["enroll", more, "--store", store, "--add", "--matcher", "dlib"])
+    assert other["exit_code"] == 2 and other["stderr"] == (
+        f"ssgallery: error: {store}: --add adds clients with the store's eigenface matcher, "
+        "not --matcher dlib: enrol every client again without --add to change the "
+        "matcher\n"), other["output"]
+    assert store.read_bytes() == before
+    added = invoked(["enroll", more, "--store", store, "--add", "--variance", "0.9", "-O",
+                     "gamma=1", "-q"])
+    assert added["exit_code"] == 0, added["output"]
+    assert f"ssgallery: warning: {store}: --add keeps the store's eigenface matcher and its " \
+        "options; ignored: gamma=1, variance=0.9 (enrol every client again without --add " \
+        "to change them)\n" in added["stderr"], added["stderr"]
+    assert "(gamma paper, variance 0.95)" in added["stdout"], added["stdout"]
+    again = invoked(["enroll", more, "--store", store, "--add", "--matcher", "eigenface"])
+    assert again["exit_code"] == 0 and "ignored" not in again["stderr"], again["output"]

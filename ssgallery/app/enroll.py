@@ -1,5 +1,6 @@
 """``ssgallery enroll``: scan face folders, fit the matcher, write the enrollment store."""
 
+import json
 import os
 from dataclasses import dataclass
 
@@ -119,7 +120,7 @@ class _Sources:
     old: EnrollmentStore = None
 
 
-def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matcher_options=None,
+def enroll(faces_dir, store_path="enrollment.h5", *, matcher=None, matcher_options=None,
            clients=None, background=None, add=False, strict=False, skip_bad=False, size=None,
            min_images=2, warn=None, progress=None, force=False, privacy_key_file=None):
     """Scan ``faces_dir/<client>/*``, fit the matcher and write the enrollment store.
@@ -133,10 +134,13 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
     faces_dir : str or Path
         ``ROOT/<client_id>/*.{pgm,png,jpg,...}``.
     store_path : str or Path
-    matcher : str
-        Registered matcher name (``eigenface``, ``external``, plug-ins).
+    matcher : str, optional
+        Registered matcher name (``eigenface``, ``external``, plug-ins); default
+        ``eigenface``, with ``add`` the store's (another one is refused, `InputError`).
     matcher_options : dict, optional
         Keyword arguments of the matcher's constructor (e.g. ``variance``, ``gamma``).
+        With ``add`` the store's matcher keeps its options: these are ignored, with a
+        warning that names them (`_kept_matcher`).
     clients : list of str or comma-separated str, optional
         Subfolders to enrol as clients (default: every subfolder not in ``background``).
     background : str, optional
@@ -172,11 +176,12 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher="eigenface", matche
     with output_lock(store_path, wait=warn or default_warn):
         src = _read_sources(faces_dir, store_path, names, add=add, strict=strict,
                             skip_bad=skip_bad, size=size, min_images=min_images, warn=warn,
-                            progress=progress, force=force, key=key)
+                            progress=progress, force=force, key=key,
+                            asked=(matcher, matcher_options))
         if add:
             return _add(src, store_path, progress, key)
-        summary = _enroll_fresh(src, store_path, matcher, matcher_options, progress, force,
-                                key, faces_dir)
+        summary = _enroll_fresh(src, store_path, matcher or "eigenface", matcher_options,
+                                progress, force, key, faces_dir)
     if summary.dropped_clients:
         (warn or default_warn)(
             f"{os.fspath(store_path)}: replaced; {counted(len(summary.dropped_clients), 'client')}"
@@ -236,13 +241,15 @@ def _resolve_names(faces_dir, clients, background):
 
 
 def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, min_images,
-                  warn, progress, force, key):
-    """The shared front of both modes: old store, images (clients + background)."""
+                  warn, progress, force, key, asked=(None, None)):
+    """The shared front of both modes: old store, images (clients + background);
+    ``asked``: the matcher and options given (with ``add``: `_kept_matcher`)."""
     faces_dir = os.fspath(faces_dir)
     clients, bg_dir, bg_names = names
     old = _old_store(store_path, add, force, key)
     known = {}
     if add:  # new images take the store's size (resized with a warning unless --strict)
+        _kept_matcher(old, *asked, warn)
         size = old.image_shape[::-1]
         known = _known_subjects(faces_dir, bg_dir, clients + bg_names, old, skip_bad, warn,
                                 progress)
@@ -268,6 +275,26 @@ def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, 
         roots=[r for _, rs in parts for r in rs],
         clients=[c for c in clients if c in present],  # --skip-bad may have dropped a client
         bg_names=[b for b in bg_names if b in present], old=old)
+
+
+def _kept_matcher(old, matcher, options, warn):
+    """``add`` keeps the store's matcher and its options (the enrolled features and
+    basis stay valid): another ``matcher`` is refused before any image is read, and
+    matcher ``options`` given anyway are named in one warning line, as ignored."""
+    from ssgallery.images.ingest import default_warn
+
+    if matcher is not None and matcher != old.matcher_name:
+        raise InputError(f"{option('add')} adds clients with the store's {old.matcher_name} "
+                         f"matcher, not {option('matcher')} {matcher}: enrol every client "
+                         f"again without {option('add')} to change the matcher",
+                         path=old.path)
+    if options:
+        ignored = ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}"
+                            for k, v in sorted(options.items()))
+        (warn or default_warn)(
+            f"{os.fspath(old.path)}: {option('add')} keeps the store's {old.matcher_name} "
+            f"matcher and its options; ignored: {ignored} (enrol every client again "
+            f"without {option('add')} to change them)")
 
 
 def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, key,

@@ -100,7 +100,7 @@ def _external_command(matcher, matcher_cmd, options, add):
         if host_matcher().argv is None:
             raise InputError("--matcher external needs the program: --matcher-cmd "
                              "\"PROGRAM ARGS\" (or $SSGALLERY_MATCHER_CMD)")
-    return matcher or "eigenface"
+    return matcher  # None: eigenface, or with --add the store's
 
 
 @click.command("enroll")
@@ -131,7 +131,9 @@ def _external_command(matcher, matcher_cmd, options, add):
 @click.option("--background", default=None, metavar="DIR|A,B,...",
               help="Impostor-only subjects: a folder DIR/<subject>/* or folder names.")
 @click.option("--add", is_flag=True,
-              help="Add new clients to an existing store without refitting the matcher.")
+              help="Add new clients to an existing store without refitting the matcher: "
+              "the store's matcher and its options are kept (options given with --add are "
+              "ignored, with a warning naming them; another --matcher is refused).")
 @click.option("--strict", is_flag=True, help="Refuse images of another size instead of "
               "resizing them.")
 @click.option("--skip-bad", is_flag=True, help="Warn about and skip unreadable files.")
