@@ -15,8 +15,12 @@ from ssgallery.errors import InputError, option
 
 PACKAGE = Path(ssgallery.__file__).resolve().parent
 # the command that regenerates a synthetic data set, quoted in its README: not a message
+# whole command lines of another command, for the user to run (synth's README of its
+# folder; show's pointer to ``ssgallery info --client ID --gallery PATH``): not the
+# raising command's own flags, which `option` names
 ALLOWED = {("images/synth.py", f) for f in ("--identities", "--images", "--seed", "--probes",
-                                            "--age")}
+                                            "--age")} \
+    | {("app/show.py", f) for f in ("--client", "--gallery")}
 
 
 def _cli_flags():
