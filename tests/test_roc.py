@@ -214,6 +214,8 @@ def test_enroll_compress_roc_in_the_working_directory(faces, tmp_path, plotting)
     assert res.exit_code == 0, res.output
     res = run(["roc", "--repetitions", "2", "--methods", "svm,ssvm"], cwd=tmp_path)
     assert res.exit_code == 0, res.output
+    assert "sweep, averaged over clients and repetitions (the headline)" in " ".join(
+        res.output.split()), res.output
     summary = check_report(tmp_path / "report", ["svm", "ssvm m=2"])
     assert summary["source"].endswith("enrollment.h5") and summary["config"]["enrolled"] == 4
     for path in (tmp_path / "report" / "scores").glob("*.txt"):
@@ -234,6 +236,10 @@ def test_enroll_compress_roc_in_the_working_directory(faces, tmp_path, plotting)
     # enrolled images are the probes here, so the stored thresholds must do well on them
     assert s["far_at_stored_thresholds"] <= 0.1 and s["frr_at_stored_thresholds"] <= 0.5
     assert "FAR@thresholds %" in res.output and "FRR@thresholds %" in res.output
+    # one set of claims, no repetitions: the legend does not speak of averaging over them
+    said = " ".join(res.output.split())
+    assert "sweep, averaged over clients (the headline)" in said and "repetitions" not in \
+        said, res.output
 
 
 def test_roc_on_the_sample_data(tmp_path, plotting):

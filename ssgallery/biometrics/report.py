@@ -168,13 +168,16 @@ def _wrapped(lines, break_on_hyphens=True):
 
 def format_table(summaries, wide=False):
     """The printed table: one row per method; under it a note for each figure shown as
-    `DASH` and what the columns mean. At most `WIDTH` characters a line unless
+    `DASH` and what the columns mean (the EER averaged over repetitions only when a
+    method has more than one). At most `WIDTH` characters a line unless
     ``wide`` (every convention: see `_columns`; all of them are in summary.json)."""
     cols = _columns(summaries, wide)
     text = format_rows([h for h, _, _ in cols], [[f(s) for _, f, _ in cols] for s in summaries],
                        right=range(1, len(cols)))
     notes = _notes(summaries, {k for _, _, keys in cols for k in keys})
-    legend = [("EER: each client's own threshold sweep, averaged over clients and repetitions "
+    over = ("clients and repetitions" if any(s.get("repetitions", 1) > 1 for s in summaries)
+            else "clients")  # roc --gallery --probes: one set of claims, no repetition
+    legend = [(f"EER: each client's own threshold sweep, averaged over {over} "
               "(the headline); [95% CI]: bootstrap over clients. FRR@FAR=1%: on the "
               "client-averaged curve (the paper's Fig. 4).")]
     if any(h.startswith("FAR@thresholds") for h, _, _ in cols):
