@@ -309,3 +309,22 @@ def test_enroll_add_keeps_the_store_matcher_and_names_what_it_ignores(tmp_path):
     assert "(gamma paper, variance 0.95)" in added["stdout"], added["stdout"]
     again = invoked(["enroll", more, "--store", store, "--add", "--matcher", "eigenface"])
     assert again["exit_code"] == 0 and "ignored" not in again["stderr"], again["output"]
+
+
+def test_enroll_add_to_an_external_store_says_nothing_of_the_host_program(external_built,
+                                                                          tmp_path):
+    """--matcher-cmd names the host's program, not an option of the store (a file never
+    holds it): 'enroll DIR --add --matcher-cmd PROG' on an external store warned that it
+    was ignored as one of the store's options."""
+    import shutil
+
+    root, _ = external_built
+    store = tmp_path / "e.h5"
+    shutil.copy(root / "e.h5", store)
+    more = make_faces(str(tmp_path / "b"), n_clients=2, n_images=3, shape=(16, 12),
+                      prefix="d", seed=1)
+    added = invoked(["enroll", more, "--store", store, "--add", "--matcher-cmd",
+                     f"{sys.executable} {MATCHERS / 'clipped_corr.py'}", "-q"])
+    assert added["exit_code"] == 0, added["output"]
+    assert "ignored" not in added["stderr"] and "added 2 client(s)" in added["stdout"], \
+        added["output"]

@@ -280,7 +280,8 @@ def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, 
 def _kept_matcher(old, matcher, options, warn):
     """``add`` keeps the store's matcher and its options (the enrolled features and
     basis stay valid): another ``matcher`` is refused before any image is read, and
-    matcher ``options`` given anyway are named in one warning line, as ignored."""
+    matcher ``options`` given anyway are named in one warning line, as ignored (the
+    host's ``command`` and ``cache_dir`` are not the store's: not named)."""
     from ssgallery.images.ingest import default_warn
 
     if matcher is not None and matcher != old.matcher_name:
@@ -288,6 +289,9 @@ def _kept_matcher(old, matcher, options, warn):
                          f"matcher, not {option('matcher')} {matcher}: enrol every client "
                          f"again without {option('add')} to change the matcher",
                          path=old.path)
+    # the host's program and cache folder (--matcher-cmd) are no option of a store's
+    # matcher (a file never holds them), and --add runs no program: nothing to say
+    options = {k: v for k, v in (options or {}).items() if k not in ("command", "cache_dir")}
     if options:
         ignored = ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}"
                             for k, v in sorted(options.items()))
