@@ -419,3 +419,34 @@ def test_o_command_over_a_different_hosts_program_is_named(tmp_path, monkeypatch
     assert out["exit_code"] == 0, out["output"]
     assert out["stderr"].endswith(f", not the one {config} names (other-matcher)\n"), \
         out["stderr"]
+
+
+def test_o_command_naming_the_hosts_program_by_another_path_is_not_warned(
+        tmp_path, monkeypatch):
+    """91cef5a warned whenever -O command's words differed from $SSGALLERY_MATCHER_CMD's:
+    the same program and script named by a relative path, or by its name on $PATH, was
+    'not the one $SSGALLERY_MATCHER_CMD names'. Words naming the same file agree; another
+    argument is still named."""
+    import json
+    import os
+    import shlex
+    import shutil
+    import sys
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=2, n_images=2, shape=(16, 12))
+    shutil.copy(os.path.join(os.path.dirname(__file__), "matchers", "clipped_corr.py"),
+                tmp_path / "m.py")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep
+                       + os.environ.get("PATH", ""))
+    given = [sys.executable, "m.py"]  # relative script, the interpreter's full path
+    args = ["enroll", faces, "--matcher", "external", "-O", f"command={json.dumps(given)}"]
+    monkeypatch.setenv("SSGALLERY_MATCHER_CMD", shlex.join(
+        [os.path.basename(sys.executable), str(tmp_path / "m.py")]))
+    out = invoked(args + ["--store", tmp_path / "e.h5"])
+    assert out["exit_code"] == 0 and out["stderr"] == "", out["output"]
+    monkeypatch.setenv("SSGALLERY_MATCHER_CMD", shlex.join(
+        [sys.executable, str(tmp_path / "m.py"), "--model", "x"]))
+    out = invoked(args + ["--store", tmp_path / "e2.h5"])
+    assert out["exit_code"] == 0, out["output"]
+    assert "not the one $SSGALLERY_MATCHER_CMD names" in out["stderr"], out["stderr"]

@@ -23,6 +23,7 @@ a word.
 
 import os
 import shlex
+import shutil
 from dataclasses import dataclass
 
 from ssgallery.errors import InputError, option
@@ -160,9 +161,30 @@ def name_overridden(argv, given_as, warn):
         host = host_matcher()
     except InputError:
         return
-    if host.argv is None or host.argv == list(argv):
+    if host.argv is None or same_command(argv, host.argv):
         return
     from ssgallery.errors import printable
 
     warn(f"the external matcher program is {given_as}'s ({printable(shlex.join(argv))}), "
          f"not the one {printable(host.source)} names ({printable(shlex.join(host.argv))})")
+
+
+def same_command(argv, other):
+    """True when two matcher commands run the same program with the same arguments:
+    equal words, or words naming the same existing file (the program as found on
+    ``$PATH`` or as a path; an argument as a path from the current folder), so
+    ``./m.py`` and ``/abs/m.py``, or ``m.py`` on ``$PATH`` and its full path, agree."""
+    if len(argv) != len(other):
+        return False
+    for i, (a, b) in enumerate(zip(argv, other)):
+        if a != b and (_named_file(a, i == 0) is None
+                       or _named_file(a, i == 0) != _named_file(b, i == 0)):
+            return False
+    return True
+
+
+def _named_file(word, program):
+    """The real path of the existing file a command's ``word`` names (``program``: the
+    command's first word, looked up on ``$PATH`` when it holds no separator), or None."""
+    path = shutil.which(word) if program and os.sep not in word else word
+    return os.path.realpath(path) if path and os.path.isfile(path) else None
