@@ -310,6 +310,31 @@ def test_a_folder_of_png_and_jpg_probes_is_given_as_all_its_images(tmp_path, bui
     assert r.exit_code in (0, 1) and all(p in r.stdout for p in given), r.output
 
 
+def test_a_folder_with_a_space_is_advised_as_a_shell_takes_it(tmp_path, built):
+    """'verify "my probes" --claim c01' advised 'give its images (my probes/*.png)':
+    pasted into a shell, that is the words 'my' and 'probes/*.png', neither the probes.
+    The folder is quoted as a shell reads it, and the advice, split and expanded as a
+    shell does, gives every probe there, which verify scores."""
+    import glob
+    import shlex
+
+    from PIL import Image
+
+    _, faces, _, gallery = built
+    probes = tmp_path / "my probes"
+    probes.mkdir()
+    for i, name in enumerate(("0.png", "1.jpg")):
+        Image.open(os.path.join(faces, "c01", f"{i}.png")).convert("L").save(probes / name)
+    line = _fails(["verify", str(probes), "--claim", "c01", "--gallery", gallery],
+                  f"{probes}: a folder, not a probe image: give its images "
+                  f"({shlex.quote(str(probes))}/*.jpg {shlex.quote(str(probes))}/*.png)")
+    advice = line.split("give its images (", 1)[1].rsplit(") or list", 1)[0]
+    given = [path for word in shlex.split(advice) for path in sorted(glob.glob(word))]
+    assert sorted(given) == sorted(str(p) for p in probes.iterdir())
+    r = CliRunner().invoke(main, ["verify", *given, "--claim", "c01", "--gallery", gallery])
+    assert r.exit_code in (0, 1) and all(p in r.stdout for p in given), r.output
+
+
 def test_a_folder_of_att_probes_is_given_as_pgm(att_faces, tmp_path):
     s1 = os.path.join(att_faces, "s1")
     _fails(["verify", s1, "--claim", "s1", "--gallery", str(tmp_path / "none.h5")],

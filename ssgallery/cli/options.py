@@ -3,6 +3,7 @@ library messages are shown (`as_flags`, `warn`)."""
 
 import os
 import re
+import shlex
 
 import click
 
@@ -80,7 +81,8 @@ def _images_glob(folder, looked_at=1000):
     extension among its first ``looked_at`` image files as spelt there, the commonest
     first (``*.png`` when it holds none): a folder of AT&T's .pgm faces is given as
     ``s1/*.pgm``, one of .png and .jpg probes as both patterns, which a shell expands to
-    every probe there (one pattern left the others out)."""
+    every probe there (one pattern left the others out); a folder whose name a shell
+    would split or expand is quoted (``'my probes'/*.png``)."""
     from collections import Counter
     from itertools import islice
 
@@ -96,7 +98,7 @@ def _images_glob(folder, looked_at=1000):
     except OSError:  # unreadable: the pattern of the usual probes
         pass
     exts = sorted(sorted(found), key=found.get, reverse=True) or [".png"]
-    return " ".join(os.path.join(folder, f"*{ext}") for ext in exts)
+    return " ".join(os.path.join(shlex.quote(folder), f"*{ext}") for ext in exts)
 
 
 _OPTION = re.compile(r"`([a-z][a-z0-9_]*)`")
