@@ -261,6 +261,7 @@ def test_bad_probes(tmp_path, built):
     # before the gallery is read (was: 'probes: image is a folder, expected a regular file')
     folder = tmp_path / "probes"
     folder.mkdir()
+    (folder / "0.png").write_bytes(b"")
     for args in (["verify", str(folder), "--claim", "c01"], ["identify", str(folder)]):
         _fails(args + ["--gallery", str(tmp_path / "none.h5")],
                f"{folder}: a folder, not a probe image: give its images ({folder}/*.png) or "
@@ -271,7 +272,7 @@ def test_a_folder_of_probes_is_given_as_its_own_images(tmp_path):
     """'verify att_faces/s1 --claim s1' advised 'give its images (att_faces/s1/*.png)':
     AT&T's faces are .pgm, so the advised command failed ('s1/*.png: no such file'). The
     patterns name the extensions of the folder's images (the commonest first, each in
-    its own case)."""
+    its own case); a folder with no image says so."""
     jpg = tmp_path / "photos"
     jpg.mkdir()
     for name in ("a.JPG", "b.JPG", "c.png", "notes.txt", ".d.png"):
@@ -279,10 +280,17 @@ def test_a_folder_of_probes_is_given_as_its_own_images(tmp_path):
     _fails(["identify", str(jpg), "--gallery", str(tmp_path / "none.h5")],
            f"{jpg}: a folder, not a probe image: give its images ({jpg}/*.JPG {jpg}/*.png) "
            "or list them in --list FILE")
+    # a folder with no image file: no pattern that would match nothing ('empty/*.png'
+    # advised it, and the shell gave 'empty/*.png: no such file'), but what is there
     empty = tmp_path / "empty"
     empty.mkdir()
-    _fails(["identify", str(empty), "--gallery", str(tmp_path / "none.h5")],
-           f"give its images ({empty}/*.png)")
+    (empty / "notes.txt").write_bytes(b"")
+    for folder in (empty, tmp_path / "none"):
+        folder.mkdir(exist_ok=True)
+        _fails(["identify", str(folder), "--gallery", str(tmp_path / "none.h5")],
+               f"{folder}: a folder, not a probe image, and it holds no image file (.pgm "
+               ".png .jpg .jpeg .bmp .tif .tiff): give probe images or list them in --list "
+               "FILE")
 
 
 def test_a_folder_of_png_and_jpg_probes_is_given_as_all_its_images(tmp_path, built):

@@ -70,16 +70,23 @@ def probe_paths(probes, list_file):
         raise InputError("no probe images given (PROBE arguments or --list FILE)")
     folder = next((p for p in paths if os.path.isdir(p)), None)
     if folder is not None:  # a probe is one image: say how to give a folder's images
-        raise InputError(f"a folder, not a probe image: give its images "
-                         f"({_images_glob(folder)}) or list them in --list FILE",
-                         path=folder)
+        patterns = _images_glob(folder)
+        if patterns is None:
+            from ssgallery.images.ingest import IMAGE_EXTENSIONS
+
+            raise InputError("a folder, not a probe image, and it holds no image file "
+                             f"({' '.join(IMAGE_EXTENSIONS)}): give probe images or list "
+                             "them in --list FILE", path=folder)
+        raise InputError(f"a folder, not a probe image: give its images ({patterns}) or "
+                         "list them in --list FILE", path=folder)
     return paths
 
 
 def _images_glob(folder, looked_at=1000):
     """``FOLDER/*.png FOLDER/*.jpg``: shell patterns of the images in ``folder``, one per
     extension among its first ``looked_at`` image files as spelt there, the commonest
-    first (``*.png`` when it holds none): a folder of AT&T's .pgm faces is given as
+    first (None when the whole folder was read and holds none; ``*.png`` when it could
+    not be read or its first ``looked_at`` files are no images): a folder of AT&T's .pgm faces is given as
     ``s1/*.pgm``, one of .png and .jpg probes as both patterns, which a shell expands to
     every probe there (one pattern left the others out); a folder whose name a shell
     would split or expand is quoted (``'my probes'/*.png``)."""
@@ -88,15 +95,18 @@ def _images_glob(folder, looked_at=1000):
 
     from ssgallery.images.ingest import IMAGE_EXTENSIONS
 
-    found = Counter()
+    found, seen = Counter(), looked_at
     try:
         with os.scandir(folder) as entries:
-            for entry in islice(entries, looked_at):
+            seen = 0
+            for seen, entry in enumerate(islice(entries, looked_at), 1):
                 ext = os.path.splitext(entry.name)[1]
                 if ext.lower() in IMAGE_EXTENSIONS and not entry.name.startswith("."):
                     found[ext] += 1
     except OSError:  # unreadable: the pattern of the usual probes
-        pass
+        seen = looked_at
+    if not found and seen < looked_at:  # read to its end: no image there
+        return None
     exts = sorted(sorted(found), key=found.get, reverse=True) or [".png"]
     return " ".join(os.path.join(shlex.quote(folder), f"*{ext}") for ext in exts)
 
