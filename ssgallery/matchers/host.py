@@ -177,9 +177,10 @@ def same_command(argv, other):
     if len(argv) != len(other):
         return False
     for i, (a, b) in enumerate(zip(argv, other)):
-        if a != b and (_named_file(a, i == 0) is None
-                       or _named_file(a, i == 0) != _named_file(b, i == 0)):
-            return False
+        if a != b:
+            file = _named_file(a, i == 0)
+            if file is None or file != _named_file(b, i == 0):
+                return False
     return True
 
 
