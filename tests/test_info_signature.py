@@ -1,6 +1,7 @@
 """``info --key-file``: a gallery's signature checked before it is deployed, by the check
 ``verify`` makes (`ssgallery.formats.integrity.check_signature`), with verify's line and
-status; without a key, a signed gallery's summary says its signature was not checked."""
+status; without a key, a signed gallery's summary says its signature was not checked.
+``show`` with a key checks it the same way before drawing anything."""
 
 import json
 import os
@@ -104,3 +105,37 @@ def test_key_file_needs_a_gallery(site):
     root, _ = site
     r = _run("info", "--store", root / "e.h5", "--key-file", root / "key")
     assert r.exit_code == 2 and "--key-file checks a gallery's signature" in r.stderr
+
+
+@pytest.mark.parametrize("gallery, key", [("signed.h5", "other"), ("edited.h5", "key"),
+                                          ("unsigned.h5", "key")],
+                         ids=["another-key", "edited", "unsigned"])
+def test_show_with_a_key_refuses_what_verify_refuses(site, tmp_path, gallery, key):
+    """show --key-file KEY, or show with $SSGALLERY_KEY_FILE set, refuses a gallery signed
+    with another key, edited after signing or unsigned with verify's one line and status
+    2, and writes no montage (it drew the edited gallery's prototypes, status 0)."""
+    root, probe = site
+    verify = _run("verify", probe, "--claim", "c00", "--gallery", root / gallery,
+                  "--key-file", root / key)
+    assert verify.exit_code == 2, verify.output
+    out = tmp_path / "c00.png"
+    r = CliRunner().invoke(main, ["show", "--claim", "c00", "--gallery", str(root / gallery),
+                                  "-o", str(out)], env={"SSGALLERY_KEY_FILE": str(root / key)})
+    assert (r.exit_code, r.stdout, r.stderr) == (2, "", verify.stderr), r.output
+    r = _run("show", "--claim", "c00", "--gallery", root / gallery, "-o", out,
+             "--key-file", root / key)
+    assert (r.exit_code, r.stdout, r.stderr) == (2, "", verify.stderr), r.output
+    assert not out.exists()
+
+
+def test_show_draws_a_gallery_signed_with_the_key_and_any_without_one(site, tmp_path):
+    """With the key a gallery it signed is drawn; without a key (as before) any gallery is,
+    the edited and the unsigned one included."""
+    root, _ = site
+    r = _run("show", "--claim", "c00", "--gallery", root / "signed.h5",
+             "-o", tmp_path / "signed.png", "--key-file", root / "key")
+    assert r.exit_code == 0 and (tmp_path / "signed.png").is_file(), r.output
+    for gallery in ("signed.h5", "edited.h5", "unsigned.h5"):
+        out = tmp_path / f"nokey-{gallery}.png"
+        r = _run("show", "--claim", "c00", "--gallery", root / gallery, "-o", out)
+        assert r.exit_code == 0 and out.is_file(), (gallery, r.output)

@@ -26,7 +26,7 @@ def _info_command(gallery_path, claim):
 
 
 def show_prototypes(gallery_path, claim, out_path=None, *, scale=2, privacy_key_file=None,
-                    force=False):
+                    force=False, key_file=None):
     """Montage of one client's rendered prototypes with their beta (paper's Fig. 5),
     written atomically to ``out_path`` (default `default_output`; an existing file that
     is not an image of its format only with ``force``, see
@@ -35,18 +35,25 @@ def show_prototypes(gallery_path, claim, out_path=None, *, scale=2, privacy_key_
     A gallery with protected templates (`ssgallery.formats.protect`) stores no rendered
     image: its prototypes are drawn only with the privacy key (``privacy_key_file``,
     default ``$SSGALLERY_PRIVACY_KEY_FILE``), through the keyed isometry. The key also
-    reads an encrypted gallery."""
+    reads an encrypted gallery.
+
+    With the host's signing key (``key_file``, default ``$SSGALLERY_KEY_FILE``: see
+    `ssgallery.formats.integrity.load_key`) the gallery's signature is checked as
+    ``verify`` and ``info`` check it: an unsigned gallery, or one signed with another key
+    or edited since, is refused before anything is drawn. Without a key it is not
+    checked."""
     from ssgallery.formats.encryption import load_privacy_key
     from ssgallery.formats.gallery import read_client
+    from ssgallery.formats.integrity import load_key
     from ssgallery.formats.protect import protection_record
     from ssgallery.images.montage import save_montage
 
-    privacy_key = load_privacy_key(privacy_key_file)
+    privacy_key, key = load_privacy_key(privacy_key_file), load_key(key_file)
     model = read_client(gallery_path, claim, images=True, matcher=False,
-                        privacy_key=privacy_key)
+                        privacy_key=privacy_key, key=key)
     images = model.prototype_images
     if protection_record(model.header, os.fspath(gallery_path)) is not None:
-        model = read_client(gallery_path, claim, privacy_key=privacy_key)
+        model = read_client(gallery_path, claim, privacy_key=privacy_key, key=key)
         images = np.clip(np.rint(model.matcher.render(model.prototypes)), 0, 255)
     if images is None:
         matcher = model.header.get("matcher", "?")

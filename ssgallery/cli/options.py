@@ -17,8 +17,8 @@ MATCHER_CMD_HELP = (
 
 KEY_FILE_HELP = (
     "Signing key (a file of 16-4096 bytes). Default: $SSGALLERY_KEY_FILE. With a key, "
-    "compress signs the gallery (HMAC-SHA256 of its digest) and verify, identify, roc "
-    "and info refuse a gallery that is unsigned or signed with another key.")
+    "compress signs the gallery (HMAC-SHA256 of its digest) and verify, identify, roc, "
+    "info and show refuse a gallery that is unsigned or signed with another key.")
 
 
 PRIVACY_KEY_FILE_HELP = (

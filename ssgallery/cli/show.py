@@ -3,7 +3,7 @@
 import click
 
 from ssgallery import jsontext
-from ssgallery.cli.options import privacy_key_option
+from ssgallery.cli.options import key_file_option, privacy_key_option
 from ssgallery.cli.progress import quiet_option
 from ssgallery.errors import printable
 from ssgallery.tables import counted, signed
@@ -24,8 +24,9 @@ from ssgallery.tables import counted, signed
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @quiet_option(help="No progress on stderr, as for every command (show draws none); the "
               "line saying what was written (or the JSON) still prints.")
+@key_file_option
 @privacy_key_option
-def command(claim, output, gallery, scale, force, as_json, quiet, privacy_key_file):
+def command(claim, output, gallery, scale, force, as_json, quiet, key_file, privacy_key_file):
     """Draw the claimed client's prototypes, each labelled with its weight beta.
 
     Prototypes with beta > 0 (green) look like the client and raise the score;
@@ -34,6 +35,11 @@ def command(claim, output, gallery, scale, force, as_json, quiet, privacy_key_fi
     images in which the client can be recognised: treat every gallery as personal data
     (docs/privacy.md). A gallery with protected templates stores no image, and its
     prototypes are drawn only with the privacy key.
+
+    With a signing key (--key-file or $SSGALLERY_KEY_FILE), the gallery's signature is
+    checked as verify and info check it: a gallery unsigned, signed with another key or
+    edited since is refused with verify's line and status (2), and nothing is drawn.
+    Without a key the signature is not checked.
 
     Writes prototypes_ID.png here unless told (-o). An existing output is replaced when
     it is an image of its format (PNG, JPEG, GIF, BMP, TIFF or WebP); any other file,
@@ -48,7 +54,7 @@ def command(claim, output, gallery, scale, force, as_json, quiet, privacy_key_fi
     from ssgallery.app.show import show_prototypes
 
     out = show_prototypes(gallery, claim, output, scale=scale,
-                          privacy_key_file=privacy_key_file, force=force)
+                          privacy_key_file=privacy_key_file, force=force, key_file=key_file)
     if as_json:
         click.echo(jsontext.dumps(out, indent=2))
         return
