@@ -101,3 +101,32 @@ def test_a_served_reply_of_ok_true_is_used(faces, tmp_path):
     assert r.exit_code == 0, r.output
     with h5py.File(store, "r") as f:
         assert int(f["matcher"].attrs["serve_offered"]) == 1
+
+
+@pytest.mark.parametrize("reply, needle", [
+    ('{"ok": false}', ('--serve answered {"ok": false}: neither {"ok": true} nor '
+                      '{"error": "..."} (the request failed, no reason given)')),
+    ("{}", "--serve answered {}: neither"),
+    ('{"ok": false, "error": ""}', '--serve answered {"ok": false, "error": ""}: neither'),
+    ("[1]", ("--serve answered '[1]', not a JSON object (its stdout holds only reply lines: "
+            "log to stderr)")),
+    ("Loading model...", "--serve answered 'Loading model...', not a JSON object"),
+    ('{"error": "GPU out of memory"}', "failed: GPU out of memory"),
+], ids=["ok-false", "empty-object", "empty-error", "list", "banner", "error"])
+def test_a_served_reply_without_ok_or_error_says_what_it_was(faces, tmp_path, reply, needle):
+    """A served reply that is not ``{"ok": true}`` says what the program answered: main
+    said 'matcher PROG failed: None' for ``{"ok": false}``, ``{}`` and ``[1]``, and
+    'failed: ' for an empty error. One line naming the program, exit 2, no store."""
+    from ssgallery.matchers.external.serve import close_shared
+
+    close_shared(CMD.split())  # a reply that is a request's failure keeps it running
+    store = tmp_path / "e.h5"
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
+                                  "--matcher-cmd", CMD],
+                           env={"DESCRIBED_JSON": '{"serve": true}', "DESCRIBED_REPLY": reply})
+    assert r.exit_code == 2, (r.exit_code, r.output)
+    err = r.stderr
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"faces: matcher {CMD} " in err, err
+    assert needle in err and "None" not in err, err
+    assert not store.exists()

@@ -110,16 +110,28 @@ class MatcherServer:
         try:
             reply = json.loads(answer)
         except ValueError:
+            reply = None
+        if not isinstance(reply, dict):  # a banner, a log line, [1]: not the contract
             self.close()
             raise MatcherError(f"matcher {self.program} --serve answered {answer[:80]!r}, "
-                               "not a JSON object") from None
-        if isinstance(reply, dict) and not is_bool(reply.get("ok", False)):
+                               "not a JSON object (its stdout holds only reply lines: "
+                               "log to stderr)")
+        if not is_bool(reply.get("ok", False)):
             self.close()  # {"ok": "yes"} is no true: the program does not speak the contract
             raise MatcherError(f"matcher {self.program} --serve: ok must be true or false, "
                                f"got {shown(reply['ok'])}")
-        if not isinstance(reply, dict) or reply.get("ok") is not True:
-            message = reply.get("error") if isinstance(reply, dict) else None
-            raise MatcherError(f"matcher {self.program} failed: {str(message)[:300]}")
+        if reply.get("ok") is not True:
+            self._failed(reply)
+
+    def _failed(self, reply):
+        """Raise the one line of a reply that is not ``{"ok": true}``: the program's
+        ``error`` text, else what it answered (``{"ok": false}``, ``{}``: no reason)."""
+        message = reply.get("error")
+        if isinstance(message, str) and message.strip():
+            raise MatcherError(f"matcher {self.program} failed: {message[:300]}")
+        raise MatcherError(f"matcher {self.program} --serve answered {shown(reply)}: neither "
+                           '{"ok": true} nor {"error": "..."} (the request failed, no reason '
+                           "given)")
 
     def _read_line(self, timeout):
         """One reply line (at most `MAX_REPLY_BYTES`); stderr is drained meanwhile and
