@@ -328,3 +328,47 @@ def test_enroll_add_to_an_external_store_says_nothing_of_the_host_program(extern
     assert added["exit_code"] == 0, added["output"]
     assert "ignored" not in added["stderr"] and "added 2 client(s)" in added["stdout"], \
         added["output"]
+
+
+@pytest.mark.parametrize("spelling", ["--matcher-cmd", "-O"])
+def test_enroll_add_refuses_a_program_that_is_not_the_external_stores(external_built,
+                                                                      tmp_path, spelling,
+                                                                      monkeypatch):
+    """'enroll DIR --add --matcher-cmd OTHER' (or -O command=OTHER) on a store made with
+    another program added the clients without a word (exit 0), and every compress with
+    OTHER then refused the store: now refused at once, with the line compress gives,
+    before any image is read, the store untouched."""
+    import shutil
+
+    root, _ = external_built
+    store = tmp_path / "e.h5"
+    shutil.copy(root / "e.h5", store)
+    before = store.read_bytes()
+    more = make_faces(str(tmp_path / "b"), n_clients=2, n_images=3, shape=(16, 12),
+                      prefix="d", seed=1)
+    other = f"{sys.executable} {MATCHERS / 'described.py'}"
+    given = ["--matcher-cmd", other] if spelling == "--matcher-cmd" else ["-O", f"command={other}"]
+    monkeypatch.delenv("DESCRIBED_JSON", raising=False)  # its default: a distance
+    added = invoked(["enroll", more, "--store", store, "--add", *given, "-q"])
+    assert added["exit_code"] == 2 and added["stdout"] == "", added["output"]
+    assert re.fullmatch(rf"ssgallery: error: {re.escape(str(store))}: matcher .*described\.py "
+                        r"is not the file's matcher: its contract digest is \w+\.\.\., the "
+                        r"file was made with \w+\.\.\. \(.*\)\n", added["stderr"]), added["stderr"]
+    assert store.read_bytes() == before
+
+
+def test_enroll_add_names_a_program_the_stores_matcher_never_runs(tmp_path):
+    """-O command=PROG on a store whose matcher runs no program (eigenface) was dropped
+    without a word, as the host's program of an external store is; it is named among the
+    ignored options, as -O foo=1 is (a fresh eigenface enrol refuses it: no such option)."""
+    first = make_faces(str(tmp_path / "a"), n_clients=3, n_images=4, shape=(16, 12))
+    more = make_faces(str(tmp_path / "b"), n_clients=2, n_images=4, shape=(16, 12),
+                      prefix="d", seed=1)
+    store = tmp_path / "s.h5"
+    assert invoked(["enroll", first, "--store", store, "-q"])["exit_code"] == 0
+    added = invoked(["enroll", more, "--store", store, "--add", "-O", "command=my-matcher",
+                     "-q"])
+    assert added["exit_code"] == 0, added["output"]
+    assert f"ssgallery: warning: {store}: --add keeps the store's eigenface matcher and its " \
+        "options; ignored: command=my-matcher (enrol every client again without --add to " \
+        "change them)\n" in added["stderr"], added["stderr"]

@@ -140,7 +140,8 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher=None, matcher_optio
     matcher_options : dict, optional
         Keyword arguments of the matcher's constructor (e.g. ``variance``, ``gamma``).
         With ``add`` the store's matcher keeps its options: these are ignored, with a
-        warning that names them (`_kept_matcher`).
+        warning that names them, and a program named (``command``) for a matcher that
+        runs one must have the store's contract (`_kept_matcher`).
     clients : list of str or comma-separated str, optional
         Subfolders to enrol as clients (default: every subfolder not in ``background``).
     background : str, optional
@@ -280,18 +281,25 @@ def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, 
 def _kept_matcher(old, matcher, options, warn):
     """``add`` keeps the store's matcher and its options (the enrolled features and
     basis stay valid): another ``matcher`` is refused before any image is read, and
-    matcher ``options`` given anyway are named in one warning line, as ignored (the
-    host's ``command`` and ``cache_dir`` are not the store's: not named)."""
+    matcher ``options`` given anyway are named in one warning line, as ignored. The
+    host's ``command`` and ``cache_dir`` are not the options of a matcher that runs a
+    program (a file never holds them): not named, but a program named must be the
+    store's (`_same_program`); a matcher that runs none names them as ignored."""
     from ssgallery.images.ingest import default_warn
+    from ssgallery.matchers import get_matcher_class
+    from ssgallery.matchers.host import runs_program
 
     if matcher is not None and matcher != old.matcher_name:
         raise InputError(f"{option('add')} adds clients with the store's {old.matcher_name} "
                          f"matcher, not {option('matcher')} {matcher}: enrol every client "
                          f"again without {option('add')} to change the matcher",
                          path=old.path)
-    # the host's program and cache folder (--matcher-cmd) are no option of a store's
-    # matcher (a file never holds them), and --add runs no program: nothing to say
-    options = {k: v for k, v in (options or {}).items() if k not in ("command", "cache_dir")}
+    options = dict(options or {})
+    if runs_program(get_matcher_class(old.matcher_name)):
+        options.pop("cache_dir", None)
+        command = options.pop("command", None)
+        if command is not None:
+            _same_program(old, command)
     if options:
         ignored = ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}"
                             for k, v in sorted(options.items()))
@@ -299,6 +307,19 @@ def _kept_matcher(old, matcher, options, warn):
             f"{os.fspath(old.path)}: {option('add')} keeps the store's {old.matcher_name} "
             f"matcher and its options; ignored: {ignored} (enrol every client again "
             f"without {option('add')} to change them)")
+
+
+def _same_program(old, command):
+    """Refuse a program ``command`` named with ``add`` whose contract is not the one the
+    store ``old`` was made with (every later command running it would refuse the store):
+    the first scoring run's check (``check_contract``, one ``PROGRAM --describe``)."""
+    from ssgallery.matchers.host import HostMatcher, split_command
+
+    flag = option("matcher_cmd")
+    built = old.matcher(host=HostMatcher(split_command(command, flag), source=flag))
+    check = getattr(built, "check_contract", None)  # duck-typed plug-ins: nothing to ask
+    if check is not None:
+        check()
 
 
 def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, key,

@@ -133,7 +133,8 @@ def _external_command(matcher, matcher_cmd, options, add):
 @click.option("--add", is_flag=True,
               help="Add new clients to an existing store without refitting the matcher: "
               "the store's matcher and its options are kept (options given with --add are "
-              "ignored, with a warning naming them; another --matcher is refused).")
+              "ignored, with a warning naming them; another --matcher is refused, and so is "
+              "a --matcher-cmd program whose --describe contract is not the store's).")
 @click.option("--strict", is_flag=True, help="Refuse images of another size instead of "
               "resizing them.")
 @click.option("--skip-bad", is_flag=True, help="Warn about and skip unreadable files.")

@@ -108,8 +108,9 @@ class ProgramClient:
         self.describe()
         return self.contract_sha256_
 
-    def _check_contract(self):
-        """Before the first scoring run of a matcher rebuilt from a file: the host's
+    def check_contract(self):
+        """Before the first scoring run of a matcher rebuilt from a file (and before
+        ``enroll --add`` with a program named, `ssgallery.app.enroll`): the host's
         program must have the contract the file was made with (its digest), and the
         file's stored description must be the program's (`described_differently`). A
         refusal starts with the file's path, ``source_`` (set by
@@ -152,7 +153,7 @@ class ProgramClient:
         with tempfile.TemporaryDirectory(prefix="ssgallery-match-", dir=workdir) as tmp:
             request = write_lists(tmp, lists)
             request["out"] = os.path.join(tmp, "answer.txt")
-            self._check_contract()
+            self.check_contract()
             stdout = b""
             if self._serves():
                 from ssgallery.matchers.external.serve import shared_server
