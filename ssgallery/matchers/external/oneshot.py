@@ -9,6 +9,7 @@ the program left behind in its group is killed after it exits. Every failure is 
 one-line `ssgallery.errors.MatcherError` naming the program.
 """
 
+import errno
 import os
 import selectors
 import shutil
@@ -63,9 +64,15 @@ def write_lists(folder, lists):
 
 
 def resolve(argv):
-    """``argv`` after checking that its program exists and is executable."""
+    """``argv`` after checking that its program exists and is executable. A bare name
+    is looked up on ``$PATH`` only, as a shell does: one that is not there but is a
+    file of the current folder is named as such (``./NAME``)."""
     prog = argv[0]
     path = prog if os.sep in prog else shutil.which(prog)
+    if path is None and os.path.isfile(prog):
+        raise MatcherError(f"matcher program {prog!r} not found on $PATH (a bare name is "
+                           f"looked up there only, as a shell does): name the current "
+                           f"folder's {prog} as ./{prog} or by its full path")
     if path is None or not os.path.exists(path):
         raise MatcherError(f"matcher program {prog!r} not found")
     if os.path.isdir(path) or not os.access(path, os.X_OK):
@@ -95,7 +102,7 @@ def run_once(argv, program, timeout, n_pairs=0):
     except OSError as exc:
         if proc is not None:
             raise
-        raise MatcherError(f"cannot start matcher {program}: {exc.strerror or exc}") from None
+        raise start_failure(program, exc) from None
     finally:  # also on Ctrl-C: never leave the program or its children behind
         if proc is not None:
             _reap(proc)
@@ -108,6 +115,18 @@ def run_once(argv, program, timeout, n_pairs=0):
             raise MatcherError(f"matcher {program} was killed by {name}{last}")
         raise MatcherError(f"matcher {program} failed with exit status {proc.returncode}{last}")
     return out
+
+
+def start_failure(program, exc):
+    """The one-line `MatcherError` of a program the system could not start (``exc``, the
+    OSError of starting it); a file that is no program (a script without its ``#!``
+    line: ENOEXEC) says how to name its interpreter."""
+    text = f"cannot start matcher {program}: {exc.strerror or exc}"
+    if exc.errno == errno.ENOEXEC:
+        text += (" (not a program this system runs: a script needs a first line "
+                 "'#!/usr/bin/env INTERPRETER', or the command names its interpreter "
+                 "first, e.g. 'python3 SCRIPT')")
+    return MatcherError(text)
 
 
 MAX_WAIT = 3600.0  # seconds one select waits at most (it refuses about 25 days and more)

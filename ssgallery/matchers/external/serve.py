@@ -27,7 +27,12 @@ import weakref
 from ssgallery.checks import is_bool
 from ssgallery.errors import MatcherError, interrupts_deferred
 from ssgallery.matchers.external.contract import shown
-from ssgallery.matchers.external.oneshot import MAX_STDERR_KEPT, kill_group, wait_slice
+from ssgallery.matchers.external.oneshot import (
+    MAX_STDERR_KEPT,
+    kill_group,
+    start_failure,
+    wait_slice,
+)
 
 MAX_REPLY_BYTES = 1 << 16  # one reply line; a longer one kills the program
 
@@ -68,8 +73,7 @@ class MatcherServer:
                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                              start_new_session=True)
             except OSError as exc:
-                raise MatcherError(f"cannot start matcher {program}: {exc.strerror or exc}") \
-                    from None
+                raise start_failure(program, exc) from None
             # killed with its group when this object goes away or the interpreter exits
             self._finalizer = weakref.finalize(self, _stop, self.proc)
 
