@@ -3,6 +3,7 @@ the command line with real programs (tiny scripts in tmp_path): each mistake is 
 line naming the program and the problem, exit 2, no traceback and no store or gallery
 written (docs/external-matcher.md, "What ssgallery guarantees around the program")."""
 
+import os
 import stat
 import sys
 from pathlib import Path
@@ -76,3 +77,70 @@ def test_a_program_that_is_not_executable_or_missing(faces, tmp_path):
                   f"matcher program '{prog}' is not executable")
     _enroll_fails(faces, tmp_path / "e.h5", str(tmp_path / "nope.py"),
                   f"matcher program '{tmp_path / 'nope.py'}' not found")
+
+
+VENDOR = '''
+import json, os, sys
+import numpy as np
+from PIL import Image
+
+a = sys.argv[1:]
+if "--describe" in a:
+    print(json.dumps({"kind": "distance", "symmetric": True, "range": [0, 255],
+                      "quality": True}))
+    sys.exit()
+opts = dict(zip(a[::2], a[1::2]))
+read = lambda f: [np.asarray(Image.open(p), float) if not p.endswith(".npy") else np.load(p)
+                  for p in open(f, encoding="utf-8").read().split()]
+mode = os.environ.get("VENDOR_MODE", "")
+if "--quality-list" in opts:
+    n = len(read(opts["--quality-list"])) - (mode == "short-quality")
+    with open(opts["--out"], "w") as out:
+        out.write("1.0\\n" * n)
+    sys.exit()
+P, G = read(opts["--probe-list"]), read(opts["--gallery-list"])
+if mode == "empty":
+    sys.exit()
+with open(opts["--out"], "w") as out:
+    if mode == "banner":
+        out.write("VendorMatch 3.1 (c) 2019\\n")
+    out.write("".join(" ".join(str(np.abs(p - g).mean()) for g in G) + "\\n" for p in P))
+'''
+
+
+@pytest.fixture(scope="module")
+def vendor(faces, tmp_path_factory):
+    """A gallery of a vendor's program (mean absolute difference with a quality score)
+    whose answers $VENDOR_MODE spoils: (program, gallery)."""
+    root = tmp_path_factory.mktemp("vendor")
+    prog = _script(root / "vendor-match", f"#!{sys.executable}\n" + VENDOR)
+    store, gallery = root / "e.h5", root / "g.h5"
+    for args in (["enroll", faces, "--store", str(store)],
+                 ["compress", "--store", str(store), "-o", str(gallery), "--m", "2"]):
+        r = CliRunner().invoke(main, args + ["-q", "--matcher-cmd", str(prog)])
+        assert r.exit_code == 0, r.output
+    return prog, gallery
+
+
+@pytest.mark.parametrize("mode, needle", [
+    ("banner", ("returned a non-number 'VendorMatch' (line 1 of its answer), expected a 2 x 2 "
+               "matrix")),
+    ("empty", ("returned nothing (an empty answer file and nothing on stdout), expected a "
+              "2 x 2 matrix")),
+    ("short-quality", "--quality-list returned 1 row, expected 2 qualities, one per line"),
+], ids=["banner", "empty", "short-quality"])
+def test_a_spoilt_answer_says_what_was_wrong_with_it(faces, vendor, mode, needle):
+    """verify with a program whose answer is spoilt: a banner line before the matrix
+    said 'returned 3 rows, expected a 2 x 2 matrix', an empty answer 'returned 0 rows',
+    a quality answer short of a line 'returned 1 rows, expected a 2 x 1 matrix' (which
+    request?). One line naming the program, exit 2."""
+    prog, gallery = vendor
+    folder = os.path.join(faces, "c00")
+    probes = [os.path.join(folder, f) for f in sorted(os.listdir(folder))[:2]]
+    r = CliRunner().invoke(main, ["verify", *probes, "--claim", "c00", "--gallery", str(gallery),
+                                  "--matcher-cmd", str(prog)], env={"VENDOR_MODE": mode})
+    assert r.exit_code == 2, (r.exit_code, r.output)
+    err = r.stderr
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"ssgallery: error: matcher {prog} "), err
+    assert needle in err, err

@@ -15,6 +15,7 @@ import numpy as np
 
 from ssgallery.checks import is_bool, is_finite_real
 from ssgallery.errors import MatcherError
+from ssgallery.tables import counted
 
 MAX_ANSWER_BASE = 1 << 20  # bytes of a program's output, plus ...
 MAX_ANSWER_PER_PAIR = 64  # ... this many per scored pair
@@ -117,26 +118,42 @@ def contract_digest(describe_json, config):
 RANGE_TOLERANCE = 1e-6  # relative to the range's width: printing rounds the last digit
 
 
-def parse_matrix(text, shape, program, bounds=None):
+def parse_matrix(text, shape, program, bounds=None, quality=False):
     """Parse the program's answer into a finite float matrix of ``shape``; with
     ``bounds`` = (lo, hi), every value must lie in it (values beyond it by less than
-    `RANGE_TOLERANCE` of its width, printing's rounding, are clipped to it)."""
-    rows = [line.split() for line in text.splitlines() if line.strip()]
+    `RANGE_TOLERANCE` of its width, printing's rounding, are clipped to it). ``quality``:
+    the answer of a ``--quality-list`` request (shape (n, 1)), named as such.
+
+    Raises
+    ------
+    MatcherError
+        One line naming ``program`` (and ``--quality-list``): an empty answer, the first
+        token that is no number with its line, the row count or lengths, the first
+        score that is not finite.
+    """
+    who = f"matcher {program}" + (" --quality-list" if quality else "")
+    expected = (counted(shape[0], "quality", "qualities") + ", one per line" if quality
+                else f"a {shape[0]} x {shape[1]} matrix")
+    rows = [(n, line.split()) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not rows:
+        raise MatcherError(f"{who} returned nothing (an empty answer file and nothing on "
+                           f"stdout), expected {expected}")
+    for n, row in rows:
+        bad = next((v for v in row if not _is_float(v)), None)
+        if bad is not None:  # before the shape: a banner line is no extra row
+            raise MatcherError(f"{who} returned a non-number {bad[:40]!r} (line {n} of its "
+                               f"answer), expected {expected}")
+    rows = [row for _, row in rows]
     if len(rows) != shape[0] or any(len(r) != shape[1] for r in rows):
-        got = f"{len(rows)} rows" if len(rows) != shape[0] else "rows of " + "/".join(
+        got = counted(len(rows), "row") if len(rows) != shape[0] else "rows of " + "/".join(
             sorted({str(len(r)) for r in rows}))
-        raise MatcherError(f"matcher {program} returned {got}, expected a "
-                           f"{shape[0]} x {shape[1]} matrix")
-    try:
-        S = np.array([[float(v) for v in r] for r in rows], dtype=float).reshape(shape)
-    except ValueError:
-        bad = next(v for r in rows for v in r if not _is_float(v))
-        raise MatcherError(f"matcher {program} returned a non-number {bad[:40]!r} in its "
-                           "matrix") from None
+        raise MatcherError(f"{who} returned {got}, expected {expected}")
+    S = np.array([[float(v) for v in r] for r in rows], dtype=float).reshape(shape)
     if not np.all(np.isfinite(S)):
         i, j = np.argwhere(~np.isfinite(S))[0]
-        raise MatcherError(f"matcher {program} returned {int((~np.isfinite(S)).sum())} "
-                           f"non-finite score(s) (first: probe {i}, gallery {j}: {S[i, j]})")
+        first = f"image {i}" if quality else f"probe {i}, gallery {j}"
+        raise MatcherError(f"{who} returned {int((~np.isfinite(S)).sum())} "
+                           f"non-finite score(s) (first: {first}: {S[i, j]})")
     return S if bounds is None else _within(S, bounds, program)
 
 

@@ -144,7 +144,7 @@ class ProgramClient:
         if not paths:
             return np.zeros(0)
         text = self._call({"quality_list": paths}, len(paths), workdir)
-        return parse_matrix(text, (len(paths), 1), self.program)[:, 0]
+        return parse_matrix(text, (len(paths), 1), self.program, quality=True)[:, 0]
 
     def _call(self, lists, n_pairs, workdir):
         """One request of the contract (one run, or one request to the served program):
