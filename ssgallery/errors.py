@@ -191,11 +191,13 @@ class SsgalleryError(Exception):
 @contextlib.contextmanager
 def naming(path):
     """An `SsgalleryError` raised in the block that names no file is made to name
-    ``path``, the input it is about (e.g. the face folder a matcher was fitted on)."""
+    ``path``, the input it is about (e.g. the face folder a matcher was fitted on). A
+    `MatcherError` is about the matcher (its program, its models), not that input, and
+    is left as it is: ``faces: matcher PROG timed out`` read as a fault of the faces."""
     try:
         yield
     except SsgalleryError as exc:
-        if exc.path is None and path is not None:
+        if exc.path is None and path is not None and not isinstance(exc, MatcherError):
             exc.args = (f"{printable(path)}: {exc.args[0]}",)
             exc.path = path
         raise

@@ -127,6 +127,6 @@ def test_a_served_reply_without_ok_or_error_says_what_it_was(faces, tmp_path, re
     assert r.exit_code == 2, (r.exit_code, r.output)
     err = r.stderr
     assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert f"faces: matcher {CMD} " in err, err
+    assert err.startswith(f"ssgallery: error: matcher {CMD} "), err
     assert needle in err and "None" not in err, err
     assert not store.exists()

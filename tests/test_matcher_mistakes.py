@@ -32,10 +32,10 @@ def _script(path, text, executable=True):
     return path
 
 
-def _enroll_fails(faces, store, command, *needles):
+def _enroll_fails(faces, store, command, *needles, env=None):
     """``enroll --matcher-cmd command`` ends in one line with ``needles``, exit 2, no store."""
     r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
-                                  "--matcher-cmd", command])
+                                  "--matcher-cmd", command], env=env)
     assert r.exit_code == 2, (r.exit_code, r.output)
     err = r.stderr
     assert err.count("\n") == 1 and "Traceback" not in err, err
@@ -144,3 +144,13 @@ def test_a_spoilt_answer_says_what_was_wrong_with_it(faces, vendor, mode, needle
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith(f"ssgallery: error: matcher {prog} "), err
     assert needle in err, err
+
+
+def test_a_failing_program_at_enroll_is_not_blamed_on_the_faces(faces, tmp_path):
+    """A program that fails while enroll fits it (here: the distance scale's scoring run)
+    is named alone: main said 'ssgallery: error: FACES: matcher PROG failed ...', which
+    reads as a fault of the face folder."""
+    prog = _script(tmp_path / "m.py", f"#!{sys.executable}\n" + VENDOR)
+    err = _enroll_fails(faces, tmp_path / "e.h5", str(prog), f"matcher {prog} returned nothing",
+                        env={"VENDOR_MODE": "empty"})
+    assert err.startswith(f"ssgallery: error: matcher {prog} "), err
