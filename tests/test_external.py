@@ -159,7 +159,8 @@ def test_hanging_matcher_is_killed_with_its_children(tmp_path, monkeypatch):
     pidfile = tmp_path / "pids"
     monkeypatch.setenv("HOSTILE_PIDFILE", str(pidfile))
     m = fitted(HOSTILE + ["hang"], timeout_base=1.0, timeout_per_pair=0.0)
-    with pytest.raises(MatcherError, match=r"hostile\.py hang timed out after 1 s on 12 pairs"):
+    with pytest.raises(MatcherError, match=r"hostile\.py hang timed out after 1 s and was killed "
+                       r"\(timeout_base 1 s \+ timeout_per_pair 0 s x 12 pairs: "):
         m.similarity()(m.transform(faces(4)), m.transform(faces(3)) + 0.5)
     pgid, pid, _child = map(int, pidfile.read_text().split())
     assert pgid == pid  # its own process group, not ours

@@ -32,10 +32,10 @@ def _script(path, text, executable=True):
     return path
 
 
-def _enroll_fails(faces, store, command, *needles, env=None):
+def _enroll_fails(faces, store, command, *needles, env=None, args=()):
     """``enroll --matcher-cmd command`` ends in one line with ``needles``, exit 2, no store."""
     r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
-                                  "--matcher-cmd", command], env=env)
+                                  "--matcher-cmd", command, *args], env=env)
     assert r.exit_code == 2, (r.exit_code, r.output)
     err = r.stderr
     assert err.count("\n") == 1 and "Traceback" not in err, err
@@ -66,7 +66,7 @@ def test_a_script_without_its_interpreter_line_says_how_to_name_it(faces, tmp_pa
     'cannot start matcher ./m.py: Exec format error'."""
     prog = _script(tmp_path / "m.py", MAD_TEXT.split("\n", 1)[1])
     _enroll_fails(faces, tmp_path / "e.h5", str(prog),
-                  f"cannot start matcher {prog}: Exec format error (not a program this "
+                  f"cannot start matcher {prog} --describe: Exec format error (not a program this "
                   "system runs: a script needs a first line '#!/usr/bin/env INTERPRETER', "
                   "or the command names its interpreter first, e.g. 'python3 SCRIPT')")
 
@@ -154,3 +154,37 @@ def test_a_failing_program_at_enroll_is_not_blamed_on_the_faces(faces, tmp_path)
     err = _enroll_fails(faces, tmp_path / "e.h5", str(prog), f"matcher {prog} returned nothing",
                         env={"VENDOR_MODE": "empty"})
     assert err.startswith(f"ssgallery: error: matcher {prog} "), err
+
+
+HANG = '''
+import json, sys, time
+if sys.argv[1:] == ["--describe"]:  # "hang.py describe --describe" hangs
+    print(json.dumps({"kind": "similarity", "symmetric": True, "range": [0, 1]}))
+    sys.exit()
+time.sleep(600)
+'''
+
+
+def test_a_program_that_hangs_says_how_its_timeout_is_raised(faces, tmp_path):
+    """A program that hangs is killed at its timeout, one line saying how the timeout
+    was made and what raises it: main said 'timed out after 1 s on 0 pairs' of
+    --describe, and '(raise timeout_base / timeout_per_pair)' at compress, where no
+    option sets them (they are the store's, from its enrollment)."""
+    prog = _script(tmp_path / "hang.py", f"#!{sys.executable}\n" + HANG)
+    store = tmp_path / "e.h5"
+    _enroll_fails(faces, store, f"{prog} describe", f"matcher {prog} describe --describe timed "
+                  "out after 1 s and was killed (timeout_base 1 s: a slower program needs "
+                  "larger external matcher options timeout_base and timeout_per_pair)",
+                  args=["-O", "timeout_base=1"])
+    # main: 'timed out after 1 s on 0 pairs and was killed (raise timeout_base / ...)'
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q", "--matcher-cmd",
+                                  str(prog), "-O", "timeout_base=1", "-O", "timeout_per_pair=0"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["compress", "--store", str(store), "-o",
+                                  str(tmp_path / "g.h5"), "-q", "--matcher-cmd", str(prog)])
+    assert r.exit_code == 2, r.output
+    assert r.stderr == (f"ssgallery: error: matcher {prog} timed out after 1 s and was killed "
+                        f"(timeout_base 1 s + timeout_per_pair 0 s x 36 pairs, the options "
+                        f"{store} records from its enrollment: a slower program needs a store "
+                        "enrolled again with larger ones)\n"), r.stderr
+    assert not (tmp_path / "g.h5").exists()

@@ -80,11 +80,12 @@ def resolve(argv):
     return argv
 
 
-def run_once(argv, program, timeout, n_pairs=0):
+def run_once(argv, program, timeout, n_pairs=0, timeout_note=None):
     """Run ``argv`` once (``program``: its name for messages); return its stdout (bytes).
 
-    Raises `MatcherError` on failure, on a timeout of ``timeout`` seconds, on more than
-    ``answer_limit(n_pairs)`` bytes of stdout or on a non-zero exit status.
+    Raises `MatcherError` on failure, on a timeout of ``timeout`` seconds (its line ends
+    with ``timeout_note`` in parentheses: how the timeout was made and how to raise it),
+    on more than ``answer_limit(n_pairs)`` bytes of stdout or on a non-zero exit status.
     """
     limit = answer_limit(n_pairs)
     proc = None
@@ -94,8 +95,9 @@ def run_once(argv, program, timeout, n_pairs=0):
                                     stderr=subprocess.PIPE, start_new_session=True)
         out, err = _communicate(proc, timeout, limit)
     except subprocess.TimeoutExpired:
-        raise MatcherError(f"matcher {program} timed out after {timeout:.3g} s on {n_pairs} "
-                           "pairs and was killed (raise timeout_base / timeout_per_pair)") from None
+        note = timeout_note or f"{n_pairs} pairs"
+        raise MatcherError(f"matcher {program} timed out after {timeout:.3g} s and was killed "
+                           f"({note})") from None
     except _TooMuchOutput:
         raise MatcherError(f"matcher {program} wrote more than {limit} bytes on stdout and "
                            "was killed") from None

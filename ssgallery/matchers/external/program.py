@@ -80,14 +80,30 @@ class ProgramClient:
     def _resolve(self):
         return resolve(self.argv)
 
-    def run(self, args, n_pairs=0):
-        """Run the program with extra ``args``; return its stdout (bytes).
+    def run(self, args, n_pairs=0, unit="pairs"):
+        """Run the program with extra ``args``; return its stdout (bytes). A request
+        other than scoring (``--describe``, ``--quality-list``) is named in messages;
+        ``n_pairs`` ``unit`` (pairs, images) set the timeout.
 
         Raises `MatcherError` on failure, timeout or a non-zero exit status.
         """
         argv = self._resolve() + list(args)
         timeout = float(self.timeout_base) + float(self.timeout_per_pair) * n_pairs
-        return run_once(argv, self.program, timeout, n_pairs)
+        named = args[0] in ("--describe", "--quality-list")
+        program = f"{self.program} {args[0]}" if named else self.program
+        return run_once(argv, program, timeout, n_pairs, self._timeout_note(n_pairs, unit))
+
+    def _timeout_note(self, n_pairs, unit="pairs"):
+        """What a timed-out request's line says in parentheses: how its timeout was made
+        and what raises it (the options are the store's, recorded at enrollment)."""
+        made = f"timeout_base {float(self.timeout_base):g} s"
+        if n_pairs:
+            made += f" + timeout_per_pair {float(self.timeout_per_pair):g} s x {n_pairs} {unit}"
+        if self.source_ is None:
+            return (f"{made}: a slower program needs larger external matcher options "
+                    "timeout_base and timeout_per_pair")
+        return (f"{made}, the options {printable(self.source_)} records from its enrollment: "
+                "a slower program needs a store enrolled again with larger ones")
 
     def _ask_describe(self):
         """Run ``PROGRAM --describe``; return (normalised description, contract digest)."""
@@ -155,17 +171,19 @@ class ProgramClient:
             request["out"] = os.path.join(tmp, "answer.txt")
             self.check_contract()
             stdout = b""
+            unit = "images" if "quality_list" in lists else "pairs"
             if self._serves():
                 from ssgallery.matchers.external.serve import shared_server
 
                 self._server, started = shared_server(self._resolve(), self.program)
                 self.n_starts_ += int(started)
                 self._server.request(request, timeout=float(self.timeout_base)
-                                     + float(self.timeout_per_pair) * n_pairs)
+                                     + float(self.timeout_per_pair) * n_pairs,
+                                     timeout_note=self._timeout_note(n_pairs, unit))
             else:
                 stdout = self.run([a for key, value in request.items()
                                    for a in ("--" + key.replace("_", "-"), value)],
-                                  n_pairs=n_pairs)
+                                  n_pairs=n_pairs, unit=unit)
                 self.n_starts_ += 1
             self.n_calls_ += 1
             if os.path.lexists(request["out"]):

@@ -99,9 +99,10 @@ class MatcherServer:
         lines = self._err.decode("utf-8", "replace").strip().splitlines()
         return f": {lines[-1].strip()[:300]}" if lines else ""
 
-    def request(self, fields, timeout):
+    def request(self, fields, timeout, timeout_note=None):
         """Send one request (``fields``: the list files and ``out``); returns when the
-        program says ``out`` is written. Raises MatcherError."""
+        program says ``out`` is written. Raises MatcherError (on a timeout, its line ends
+        with ``timeout_note`` in parentheses, as `run_once`'s)."""
         line = json.dumps(fields) + "\n"
         try:
             self.proc.stdin.write(line.encode())
@@ -110,7 +111,7 @@ class MatcherServer:
             self.close()
             raise MatcherError(f"matcher {self.program} --serve exited{self._last_error()}") \
                 from None
-        answer = self._read_line(timeout)
+        answer = self._read_line(timeout, timeout_note)
         try:
             reply = json.loads(answer)
         except ValueError:
@@ -137,7 +138,7 @@ class MatcherServer:
                            '{"ok": true} nor {"error": "..."} (the request failed, no reason '
                            "given)")
 
-    def _read_line(self, timeout):
+    def _read_line(self, timeout, timeout_note=None):
         """One reply line (at most `MAX_REPLY_BYTES`); stderr is drained meanwhile and
         only its tail kept."""
         fd, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
@@ -151,8 +152,9 @@ class MatcherServer:
                 continue
             if not ready:
                 self.close()
+                note = f" ({timeout_note})" if timeout_note else ""
                 raise MatcherError(f"matcher {self.program} --serve timed out after "
-                                   f"{timeout:.3g} s and was killed")
+                                   f"{timeout:.3g} s and was killed{note}")
             if err in ready:
                 chunk = os.read(err, 1 << 16)
                 self._keep_stderr(chunk)
