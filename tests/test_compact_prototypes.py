@@ -228,15 +228,16 @@ def test_signed_and_encrypted_uint8_gallery(black_box, tmp_path):
     sign, privacy = tmp_path / "sign.key", tmp_path / "privacy.key"
     sign.write_bytes(SIGN)
     privacy.write_bytes(PRIVACY)
-    enc = tmp_path / "enc.h5"
-    rewrite_gallery(root / "g.h5", enc, key=SIGN, privacy_key=PRIVACY)
+    signed, enc = tmp_path / "signed.h5", tmp_path / "enc.h5"
+    res = _run("compress", "--store", root / "e.h5", "-o", signed, "--cv-folds", "2", "-q",
+               "--key-file", sign)
+    assert res.exit_code == 0, res.output
+    rewrite_gallery(signed, enc, key=SIGN, privacy_key=PRIVACY)  # signs a signed source only
     with open_checked(enc, FORMAT, FORMAT_VERSION, KIND, privacy_key=PRIVACY,
                       oldest=OLDEST_VERSION) as f:
         assert f["clients/c02/prototypes"].dtype == np.uint8 and f.attrs["hmac"]
     keys = ("--key-file", sign, "--privacy-key-file", privacy)
     assert _scores(enc, probes, *keys) == _scores(root / "g.h5", probes)
-    signed = tmp_path / "signed.h5"
-    rewrite_gallery(root / "g.h5", signed, key=SIGN)
     with edit_h5(signed) as f:
         values = f["clients/c01/prototypes"][()].astype(np.float32)
         del f["clients/c01/prototypes"]

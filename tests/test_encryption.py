@@ -260,14 +260,16 @@ def test_encrypted_and_signed_gallery_verifies_as_the_plain_one(tmp_path):
     the encrypted gallery chunk by chunk with the privacy key and gives the plain
     gallery's scores; without it, or with another, one line."""
     from ssgallery.app.compress import compress
-    from ssgallery.app.options import CompressOptions
+    from ssgallery.app.options import CompressOptions, CompressRun
     from ssgallery.app.verify import verify
     from ssgallery.formats.gallery.protected import rewrite_gallery
 
     faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=5)
     enroll(faces, tmp_path / "e.h5")
-    compress(tmp_path / "e.h5", tmp_path / "plain.h5", CompressOptions(m=2, cv_folds=2))
     sign, privacy = _key(tmp_path, "sign.key"), _key(tmp_path, "privacy.key")
+    # signed: rewrite_gallery signs only a source signed with its key
+    compress(tmp_path / "e.h5", tmp_path / "plain.h5", CompressOptions(m=2, cv_folds=2),
+             CompressRun(key_file=str(sign)))
     rewrite_gallery(tmp_path / "plain.h5", tmp_path / "enc.h5", key=sign.read_bytes(),
                     privacy_key=privacy.read_bytes())
     assert (tmp_path / "enc.h5").read_bytes().startswith(encryption.MAGIC)

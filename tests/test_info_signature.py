@@ -1,7 +1,8 @@
 """``info --key-file``: a gallery's signature checked before it is deployed, by the check
 ``verify`` makes (`ssgallery.formats.integrity.check_signature`), with verify's line and
 status; without a key, a signed gallery's summary says its signature was not checked.
-``show`` with a key checks it the same way before drawing anything."""
+``show`` with a key checks it the same way before drawing anything, and so does the
+library's ``rewrite_gallery`` before it signs a copy with the key."""
 
 import json
 import os
@@ -14,6 +15,9 @@ from helpers import edit_h5, make_faces, rehash_gallery
 from ssgallery.app.compress import CompressOptions, CompressRun, compress
 from ssgallery.app.enroll import enroll
 from ssgallery.cli import main
+from ssgallery.cli.options import as_flags
+from ssgallery.errors import FormatError
+from ssgallery.formats.gallery.protected import rewrite_gallery
 
 CHECKED = "signature: checked: signed with the configured key, not edited since"
 NOT_CHECKED = "signature: signed, not checked"
@@ -139,3 +143,74 @@ def test_show_draws_a_gallery_signed_with_the_key_and_any_without_one(site, tmp_
         out = tmp_path / f"nokey-{gallery}.png"
         r = _run("show", "--claim", "c00", "--gallery", root / gallery, "-o", out)
         assert r.exit_code == 0 and out.is_file(), (gallery, r.output)
+
+
+@pytest.mark.parametrize("protect", [None, b"p" * 32], ids=["kept", "protected"])
+@pytest.mark.parametrize("gallery, key", [("signed.h5", "other"), ("edited.h5", "key"),
+                                          ("unsigned.h5", "key")],
+                         ids=["another-key", "edited", "unsigned"])
+def test_rewrite_gallery_with_a_key_refuses_what_verify_refuses(site, tmp_path, gallery, key,
+                                                                 protect):
+    """rewrite_gallery signs its copy with ``key``: a source signed with another key,
+    edited after signing (re-hashed with h5py, as anybody without the key can) or unsigned
+    is refused with verify's line naming the source (its parameter shown as the command
+    line shows it), and nothing is written. It used to
+    write the copy signed with the key, which verify --key-file then accepted."""
+    root, probe = site
+    verify = _run("verify", probe, "--claim", "c00", "--gallery", root / gallery,
+                  "--key-file", root / key)
+    assert verify.exit_code == 2, verify.output
+    out = tmp_path / "copy.h5"
+    try:
+        rewrite_gallery(root / gallery, out, key=(root / key).read_bytes(), protect=protect,
+                        privacy_key=protect)
+    except FormatError as exc:
+        assert f"ssgallery: error: {as_flags(exc)}\n" == verify.stderr  # as the CLI shows it
+    else:
+        (tmp_path / "p.key").write_bytes(b"p" * 32)
+        again = _run("verify", probe, "--claim", "c00", "--gallery", out, "--key-file",
+                     root / key, *(("--privacy-key-file", tmp_path / "p.key") if protect else ()))
+        pytest.fail(f"{gallery} was copied and signed with the key: verify of the copy "
+                    f"exits {again.exit_code} ({again.stderr.strip()})")
+    assert not out.exists()
+
+
+def test_rewrite_gallery_copies_a_gallery_signed_with_the_key_and_any_without_one(site,
+                                                                                  tmp_path):
+    """With the key, a gallery it signed is copied (templates kept or protected) and the
+    copy verifies with the key; without a key any gallery is copied, as before, and the
+    copy is unsigned (verify with the key refuses it)."""
+    root, probe = site
+    privacy = tmp_path / "p.key"
+    privacy.write_bytes(b"p" * 32)
+    key = ("--key-file", root / "key")
+    for protect, extra in ((None, ()), (privacy.read_bytes(), ("--privacy-key-file", privacy))):
+        out = tmp_path / f"signed-{protect is None}.h5"
+        rewrite_gallery(root / "signed.h5", out, key=(root / "key").read_bytes(),
+                        protect=protect, privacy_key=protect)
+        r = _run("verify", probe, "--claim", "c00", "--gallery", out, *key, *extra)
+        assert r.exit_code in (0, 1), r.output
+    for gallery in ("signed.h5", "edited.h5", "unsigned.h5"):
+        out = tmp_path / f"nokey-{gallery}"
+        rewrite_gallery(root / gallery, out)
+        assert _run("verify", probe, "--claim", "c00", "--gallery", out).exit_code in (0, 1)
+        r = _run("verify", probe, "--claim", "c00", "--gallery", out, *key)
+        assert r.exit_code == 2 and "gallery is not signed" in r.stderr, r.output
+
+
+@pytest.mark.parametrize("gallery, key", [("signed.h5", "other"), ("edited.h5", "key"),
+                                          ("unsigned.h5", "key")],
+                         ids=["another-key", "edited", "unsigned"])
+def test_compress_update_with_a_key_refuses_what_verify_refuses(site, tmp_path, gallery, key):
+    """compress --update --key-file signs a gallery holding the existing one's clients: it
+    reads that gallery as verify does (with verify's line, status 2) and leaves it as it
+    was. (A guard: it did so before rewrite_gallery was made to.)"""
+    root, probe = site
+    out = tmp_path / gallery
+    shutil.copy(root / gallery, out)
+    before = out.read_bytes()
+    verify = _run("verify", probe, "--claim", "c00", "--gallery", out, "--key-file", root / key)
+    r = _run("compress", "--store", root / "e.h5", "-o", out, "--update", "--m", "1",
+             "--cv-folds", "0", "-q", "--key-file", root / key)
+    assert (r.exit_code, r.stderr) == (2, verify.stderr), r.output
+    assert out.read_bytes() == before

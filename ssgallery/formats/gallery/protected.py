@@ -6,7 +6,6 @@ import numpy as np
 
 from ssgallery import jsontext
 from ssgallery.errors import SsgalleryError
-from ssgallery.formats.hdf5 import read_state
 from ssgallery.formats.protect import ATTR, new_protection, protect_models, protection_record
 
 # header attributes write_gallery sets itself (never copied from another gallery)
@@ -21,21 +20,22 @@ def rewrite_gallery(src, dst, *, protect=None, key=None, privacy_key=None, force
     they are (with their rendered images), signed with ``key`` and encrypted with
     ``privacy_key``. Returns the protection record (None without ``protect``).
 
+    With ``key``, ``src`` is read as ``verify --key-file`` reads it: a source that is
+    unsigned, signed with another key or edited since it was signed is refused with
+    verify's line naming ``src`` (`ssgallery.formats.integrity.check_signature`), never
+    copied under the key's signature.
+
     The verdicts are ``src``'s (no retraining; `ssgallery.matchers.rotation`). To renew
     a leaked gallery, compress again with a new key rather than re-protecting the same
     templates: whoever kept the old plain templates could align them with the new ones
     (docs/privacy.md)."""
-    from ssgallery.formats.gallery.model import FORMAT, FORMAT_VERSION, KIND, OLDEST_VERSION
     from ssgallery.formats.gallery.read import read_client, read_gallery
     from ssgallery.formats.gallery.write import write_gallery
-    from ssgallery.formats.hdf5 import open_checked
 
-    gallery = read_gallery(src, arrays=True, matcher=True, privacy_key=privacy_key)
+    # the header, clients and matcher state all from one open, checked with the key
+    gallery = read_gallery(src, arrays=True, key=key, matcher=True, privacy_key=privacy_key)
     if protection_record(gallery.header, src) is not None:
         raise SsgalleryError("the gallery's templates are protected already", path=src)
-    with open_checked(src, FORMAT, FORMAT_VERSION, KIND, privacy_key=privacy_key,
-                      oldest=OLDEST_VERSION) as f:
-        state = read_state(f["matcher"])[0]
     attrs = {k: v for k, v in gallery.header.items() if k not in WRITER_ATTRS}
     models, record = list(gallery.clients.values()), None
     if protect is not None:
@@ -46,8 +46,9 @@ def rewrite_gallery(src, dst, *, protect=None, key=None, privacy_key=None, force
     else:
         for m in models:
             m.prototype_images = read_client(src, m.client_id, images=True, matcher=False,
+                                              key=key,
                                               privacy_key=privacy_key).prototype_images
     write_gallery(dst, matcher_name=gallery.matcher_name, matcher_config=gallery.matcher_config,
-                  matcher_state=state, image_shape=gallery.header["image_shape"],
+                  matcher_state=gallery.matcher_state, image_shape=gallery.header["image_shape"],
                   clients=models, attrs=attrs, force=force, key=key, privacy_key=privacy_key)
     return record

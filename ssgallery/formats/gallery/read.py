@@ -360,7 +360,9 @@ def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False,
     -------
     Gallery
         ``clients[id].provenance`` gains ``bytes_model`` (prototypes + beta + b + threshold,
-        what verification needs per client) and ``bytes_images`` (rendered images).
+        what verification needs per client) and ``bytes_images`` (rendered images); extra
+        attribute ``matcher_state``: the stored matcher state (checked against its digest,
+        from the same open file as the rest).
     """
     path = os.fspath(path)
     with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN,
@@ -375,6 +377,7 @@ def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False,
     gallery = Gallery(path=path, header=header, matcher_name=header["matcher"],
                       matcher_config=config, clients=out, matcher_state_bytes=_nbytes(state))
     gallery.matcher = built if matcher else None
+    gallery.matcher_state = state
     return gallery
 
 
