@@ -188,3 +188,26 @@ def test_a_program_that_hangs_says_how_its_timeout_is_raised(faces, tmp_path):
                         f"{store} records from its enrollment: a slower program needs a store "
                         "enrolled again with larger ones)\n"), r.stderr
     assert not (tmp_path / "g.h5").exists()
+
+
+@pytest.mark.parametrize("printed, needle", [
+    ("", "it printed nothing on stdout"),
+    ('VendorMatch 3.1\n{"kind": "similarity"}', "it printed 'VendorMatch 3.1' and 1 more line"),
+    ('{"type": "similarity"}', "it printed '{\"type\": \"similarity\"}'"),
+], ids=["nothing", "banner", "no-kind"])
+def test_a_describe_answer_without_a_kind_shows_what_was_printed(faces, tmp_path, printed,
+                                                                   needle):
+    """main said only '--describe did not print a JSON object with a 'kind'', whether the
+    program printed nothing, a banner line before its JSON, or JSON without a kind."""
+    prog = _script(tmp_path / "m.py", f"#!{sys.executable}\nprint({printed!r}, end='')\n")
+    _enroll_fails(faces, tmp_path / "e.h5", str(prog), f"matcher {prog} --describe did not "
+                  f"print a JSON object with a 'kind': {needle}")
+
+
+@pytest.mark.parametrize("word", ["~/bin/vendor-match", "$HOME/bin/vendor-match"])
+def test_a_program_named_with_a_shells_expansion_says_none_is_made(faces, tmp_path, word):
+    """'--matcher-cmd "~/bin/vendor-match"' (quoted: the shell left ~ alone) said only
+    "matcher program '~/bin/vendor-match' not found"."""
+    _enroll_fails(faces, tmp_path / "e.h5", word, f"matcher program '{word}' not found (no "
+                  "shell runs the command, so ~ and $VARIABLES in it are not expanded: give "
+                  "the full path)")

@@ -50,8 +50,8 @@ def parse_describe(out, program):
         raw = json.loads(out.decode("utf-8"))
         kind = raw["kind"]
     except (ValueError, KeyError, TypeError):
-        raise MatcherError(f"matcher {program} --describe did not "
-                           "print a JSON object with a 'kind'") from None
+        raise MatcherError(f"matcher {program} --describe did not print a JSON object with "
+                           f"a 'kind': {_printed(out)}") from None
     if kind not in ("similarity", "distance"):
         raise MatcherError(f"matcher {program} --describe: kind must "
                            f"be 'similarity' or 'distance', not {shown(kind)}")
@@ -63,6 +63,16 @@ def parse_describe(out, program):
             "range": _range(raw.get("range", [-np.inf, np.inf]), program),
             "quality": raw.get("quality", False)}
     return raw, desc
+
+
+def _printed(out):
+    """What a program printed (bytes), for a message: its first line (60 characters at
+    most), or that it printed nothing (a banner before the JSON is seen as such)."""
+    lines = out.decode("utf-8", "replace").strip().splitlines()
+    if not lines:
+        return "it printed nothing on stdout"
+    more = f" and {counted(len(lines) - 1, 'more line')}" if len(lines) > 1 else ""
+    return f"it printed {lines[0].strip()[:60]!r}{more}"
 
 
 DESCRIBE_FLAGS = ("symmetric", "quality", "serve")  # JSON booleans, false when absent

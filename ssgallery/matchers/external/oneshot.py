@@ -74,7 +74,10 @@ def resolve(argv):
                            f"looked up there only, as a shell does): name the current "
                            f"folder's {prog} as ./{prog} or by its full path")
     if path is None or not os.path.exists(path):
-        raise MatcherError(f"matcher program {prog!r} not found")
+        unexpanded = prog.startswith("~") or "$" in prog  # a shell's work: none runs it
+        raise MatcherError(f"matcher program {prog!r} not found" + (
+            " (no shell runs the command, so ~ and $VARIABLES in it are not expanded: give "
+            "the full path)" if unexpanded else ""))
     if os.path.isdir(path) or not os.access(path, os.X_OK):
         raise MatcherError(f"matcher program {prog!r} is not executable")
     return argv
