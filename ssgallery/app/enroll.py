@@ -1,11 +1,11 @@
 """``ssgallery enroll``: scan face folders, fit the matcher, write the enrollment store."""
 
-import json
 import os
 from dataclasses import dataclass
 
 import numpy as np
 
+from ssgallery.app.enroll_add import add_clients, kept_matcher
 from ssgallery.errors import FormatError, InputError, naming, option
 from ssgallery.formats.store import EnrollmentStore, load_store
 from ssgallery.learn.threads import single_threaded_blas
@@ -141,7 +141,8 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher=None, matcher_optio
         Keyword arguments of the matcher's constructor (e.g. ``variance``, ``gamma``).
         With ``add`` the store's matcher keeps its options: these are ignored, with a
         warning that names them, and a program named (``command``) for a matcher that
-        runs one must have the store's contract (`_kept_matcher`).
+        runs one must have the store's contract
+        (`ssgallery.app.enroll_add.kept_matcher`).
     clients : list of str or comma-separated str, optional
         Subfolders to enrol as clients (default: every subfolder not in ``background``).
     background : str, optional
@@ -180,7 +181,9 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher=None, matcher_optio
                             progress=progress, force=force, key=key,
                             asked=(matcher, matcher_options))
         if add:
-            return _add(src, store_path, progress, key)
+            store, new = add_clients(src, store_path, progress, key)
+            return _summary(store or src.old, store_path, changed=store is not None,
+                            new_clients=new)
         summary = _enroll_fresh(src, store_path, matcher or "eigenface", matcher_options,
                                 progress, force, key, faces_dir)
     if summary.dropped_clients:
@@ -244,13 +247,14 @@ def _resolve_names(faces_dir, clients, background):
 def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, min_images,
                   warn, progress, force, key, asked=(None, None)):
     """The shared front of both modes: old store, images (clients + background);
-    ``asked``: the matcher and options given (with ``add``: `_kept_matcher`)."""
+    ``asked``: the matcher and options given (with ``add``:
+    `ssgallery.app.enroll_add.kept_matcher`)."""
     faces_dir = os.fspath(faces_dir)
     clients, bg_dir, bg_names = names
     old = _old_store(store_path, add, force, key)
     known = {}
     if add:  # new images take the store's size (resized with a warning unless --strict)
-        _kept_matcher(old, *asked, warn)
+        kept_matcher(old, *asked, warn)
         size = old.image_shape[::-1]
         known = _known_subjects(faces_dir, bg_dir, clients + bg_names, old, skip_bad, warn,
                                 progress)
@@ -276,50 +280,6 @@ def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, 
         roots=[r for _, rs in parts for r in rs],
         clients=[c for c in clients if c in present],  # --skip-bad may have dropped a client
         bg_names=[b for b in bg_names if b in present], old=old)
-
-
-def _kept_matcher(old, matcher, options, warn):
-    """``add`` keeps the store's matcher and its options (the enrolled features and
-    basis stay valid): another ``matcher`` is refused before any image is read, and
-    matcher ``options`` given anyway are named in one warning line, as ignored. The
-    host's ``command`` and ``cache_dir`` are not the options of a matcher that runs a
-    program (a file never holds them): not named, but a program named must be the
-    store's (`_same_program`); a matcher that runs none names them as ignored."""
-    from ssgallery.images.ingest import default_warn
-    from ssgallery.matchers import get_matcher_class
-    from ssgallery.matchers.host import runs_program
-
-    if matcher is not None and matcher != old.matcher_name:
-        raise InputError(f"{option('add')} adds clients with the store's {old.matcher_name} "
-                         f"matcher, not {option('matcher')} {matcher}: enrol every client "
-                         f"again without {option('add')} to change the matcher",
-                         path=old.path)
-    options = dict(options or {})
-    if runs_program(get_matcher_class(old.matcher_name)):
-        options.pop("cache_dir", None)
-        command = options.pop("command", None)
-        if command is not None:
-            _same_program(old, command)
-    if options:
-        ignored = ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}"
-                            for k, v in sorted(options.items()))
-        (warn or default_warn)(
-            f"{os.fspath(old.path)}: {option('add')} keeps the store's {old.matcher_name} "
-            f"matcher and its options; ignored: {ignored} (enrol every client again "
-            f"without {option('add')} to change them)")
-
-
-def _same_program(old, command):
-    """Refuse a program ``command`` named with ``add`` whose contract is not the one the
-    store ``old`` was made with (every later command running it would refuse the store):
-    the first scoring run's check (``check_contract``, one ``PROGRAM --describe``)."""
-    from ssgallery.matchers.host import HostMatcher, split_command
-
-    flag = option("matcher_cmd")
-    built = old.matcher(host=HostMatcher(split_command(command, flag), source=flag))
-    check = getattr(built, "check_contract", None)  # duck-typed plug-ins: nothing to ask
-    if check is not None:
-        check()
 
 
 def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, key,
@@ -396,40 +356,6 @@ def _contract_state(matcher):
     covers: an external program's contract digest (asks ``--describe``), else nothing."""
     digest = getattr(matcher, "contract_digest", lambda: None)()  # duck-typed plug-ins
     return {} if digest is None else {"contract_sha256": digest}
-
-
-def _add(src, store_path, progress, key):
-    """``--add``: append new subjects, keep the fitted matcher, record that it is stale
-    when it learns from images (a PCA basis; not a pretrained descriptor or an external
-    program, `ssgallery.matchers.base.Matcher.learns_from_images`). ``src`` holds the new
-    subjects' images only; the old ones stay on disk until the new store is written
-    (`ssgallery.formats.store.StackedImages`)."""
-    from ssgallery.app.fold_spaces import learns_from_images
-    from ssgallery.formats.store import StackedImages
-    from ssgallery.matchers import get_matcher_class
-
-    old, new_images = src.old, src.images
-    known = set(old.clients) | set(old.background)
-    new_clients = [c for c in src.clients if c not in known]
-    new_bg = [b for b in src.bg_names if b not in known]
-    if not len(new_images):
-        return _summary(old, store_path, changed=False, new_clients=[])
-    stale = learns_from_images(get_matcher_class(old.matcher_name))
-    store = EnrollmentStore(
-        images=StackedImages([old.images, new_images]),
-        labels=np.concatenate([old.labels, src.labels]),
-        paths=old.paths + src.paths, sha256=old.sha256 + src.shas,
-        roots=old.roots + src.roots,
-        clients=old.clients + new_clients, background=old.background + new_bg,
-        matcher_name=old.matcher_name, matcher_config=old.matcher_config,
-        matcher_state=old.matcher_state, basis_stale=old.basis_stale or stale,
-        stale_clients=sorted(set(old.stale_clients) | (set(new_clients) | set(new_bg)
-                                                        if stale else set())))
-    if old.features is not None:  # the matcher is kept, so old features stay valid
-        store.features = np.concatenate([old.features, transform_in_chunks(
-            old.matcher(), new_images, progress=progress)])
-    store.save(store_path, privacy_key=key)
-    return _summary(store, store_path, changed=True, new_clients=new_clients)
 
 
 def _summary(store, store_path, *, changed, new_clients, matcher=None):

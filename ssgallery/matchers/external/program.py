@@ -126,7 +126,7 @@ class ProgramClient:
 
     def check_contract(self):
         """Before the first scoring run of a matcher rebuilt from a file (and before
-        ``enroll --add`` with a program named, `ssgallery.app.enroll`): the host's
+        ``enroll --add`` with a program named, `ssgallery.app.enroll_add`): the host's
         program must have the contract the file was made with (its digest), and the
         file's stored description must be the program's (`described_differently`). A
         refusal starts with the file's path, ``source_`` (set by

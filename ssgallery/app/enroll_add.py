@@ -1,0 +1,98 @@
+"""``enroll --add``: new subjects appended to an existing store, whose matcher (and its
+options, basis and enrolled features) is kept (`ssgallery.app.enroll.enroll`)."""
+
+import json
+import os
+
+import numpy as np
+
+from ssgallery.errors import InputError, option
+from ssgallery.formats.store import EnrollmentStore
+from ssgallery.matchers.base import transform_in_chunks
+
+__all__ = ["add_clients", "kept_matcher"]
+
+
+def kept_matcher(old, matcher, options, warn):
+    """``add`` keeps the store's matcher and its options (the enrolled features and
+    basis stay valid): another ``matcher`` is refused before any image is read, and
+    matcher ``options`` given anyway are named in one warning line, as ignored. The
+    host's ``command`` and ``cache_dir`` are not the options of a matcher that runs a
+    program (a file never holds them): not named, but a program named must be the
+    store's (`_same_program`); a matcher that runs none names them as ignored."""
+    from ssgallery.images.ingest import default_warn
+    from ssgallery.matchers import get_matcher_class
+    from ssgallery.matchers.host import runs_program
+
+    if matcher is not None and matcher != old.matcher_name:
+        raise InputError(f"{option('add')} adds clients with the store's {old.matcher_name} "
+                         f"matcher, not {option('matcher')} {matcher}: enrol every client "
+                         f"again without {option('add')} to change the matcher",
+                         path=old.path)
+    options = dict(options or {})
+    if runs_program(get_matcher_class(old.matcher_name)):
+        options.pop("cache_dir", None)
+        command = options.pop("command", None)
+        if command is not None:
+            _same_program(old, command)
+    if options:
+        ignored = ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}"
+                            for k, v in sorted(options.items()))
+        (warn or default_warn)(
+            f"{os.fspath(old.path)}: {option('add')} keeps the store's {old.matcher_name} "
+            f"matcher and its options; ignored: {ignored} (enrol every client again "
+            f"without {option('add')} to change them)")
+
+
+def _same_program(old, command):
+    """Refuse a program ``command`` named with ``add`` whose contract is not the one the
+    store ``old`` was made with (every later command running it would refuse the store):
+    the first scoring run's check (``check_contract``, one ``PROGRAM --describe``)."""
+    from ssgallery.matchers.host import HostMatcher, split_command
+
+    flag = option("matcher_cmd")
+    built = old.matcher(host=HostMatcher(split_command(command, flag), source=flag))
+    check = getattr(built, "check_contract", None)  # duck-typed plug-ins: nothing to ask
+    if check is not None:
+        check()
+
+
+def add_clients(src, store_path, progress, key):
+    """``--add``: append new subjects, keep the fitted matcher, record that it is stale
+    when it learns from images (a PCA basis; not a pretrained descriptor or an external
+    program, `ssgallery.matchers.base.Matcher.learns_from_images`). ``src`` holds the new
+    subjects' images only; the old ones stay on disk until the new store is written
+    (`ssgallery.formats.store.StackedImages`).
+
+    Returns
+    -------
+    store : EnrollmentStore or None
+        The store written (None: no new image, nothing written).
+    new_clients : list of str
+    """
+    from ssgallery.app.fold_spaces import learns_from_images
+    from ssgallery.formats.store import StackedImages
+    from ssgallery.matchers import get_matcher_class
+
+    old, new_images = src.old, src.images
+    known = set(old.clients) | set(old.background)
+    new_clients = [c for c in src.clients if c not in known]
+    new_bg = [b for b in src.bg_names if b not in known]
+    if not len(new_images):
+        return None, []
+    stale = learns_from_images(get_matcher_class(old.matcher_name))
+    store = EnrollmentStore(
+        images=StackedImages([old.images, new_images]),
+        labels=np.concatenate([old.labels, src.labels]),
+        paths=old.paths + src.paths, sha256=old.sha256 + src.shas,
+        roots=old.roots + src.roots,
+        clients=old.clients + new_clients, background=old.background + new_bg,
+        matcher_name=old.matcher_name, matcher_config=old.matcher_config,
+        matcher_state=old.matcher_state, basis_stale=old.basis_stale or stale,
+        stale_clients=sorted(set(old.stale_clients) | (set(new_clients) | set(new_bg)
+                                                        if stale else set())))
+    if old.features is not None:  # the matcher is kept, so old features stay valid
+        store.features = np.concatenate([old.features, transform_in_chunks(
+            old.matcher(), new_images, progress=progress)])
+    store.save(store_path, privacy_key=key)
+    return store, new_clients
