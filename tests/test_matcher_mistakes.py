@@ -211,3 +211,18 @@ def test_a_program_named_with_a_shells_expansion_says_none_is_made(faces, tmp_pa
     _enroll_fails(faces, tmp_path / "e.h5", word, f"matcher program '{word}' not found (no "
                   "shell runs the command, so ~ and $VARIABLES in it are not expanded: give "
                   "the full path)")
+
+
+def test_a_file_whose_program_the_host_does_not_name_is_named(faces, vendor, tmp_path):
+    """verify on an external gallery with no program named (no --matcher-cmd, no
+    $SSGALLERY_MATCHER_CMD, no configuration file) said 'the external matcher's program
+    is not named on this host ...' without the gallery that needs it."""
+    _, gallery = vendor
+    probe = os.path.join(faces, "c00", min(os.listdir(os.path.join(faces, "c00"))))
+    r = CliRunner().invoke(main, ["verify", probe, "--claim", "c00", "--gallery", str(gallery)],
+                           env={"SSGALLERY_MATCHER_CMD": None, "SSGALLERY_CONFIG": None,
+                                "XDG_CONFIG_HOME": str(tmp_path)})
+    assert r.exit_code == 2, r.output
+    assert r.stderr == (f"ssgallery: error: {gallery}: the external matcher's program is not "
+                        "named on this host (a file never names it): set "
+                        "$SSGALLERY_MATCHER_CMD or give --matcher-cmd\n"), r.stderr

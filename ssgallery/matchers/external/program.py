@@ -61,11 +61,12 @@ class ProgramClient:
 
     @property
     def argv(self):
-        """The command as an argument list."""
+        """The command as an argument list. None named: one line that starts with the
+        file the matcher was rebuilt from (``source_``), which needs the program."""
         if self.command is None:
             raise MatcherError("the external matcher's program is not named on this host "
                                f"(a file never names it): set ${CMD_ENV} or give "
-                               f"{option('matcher_cmd')}")
+                               f"{option('matcher_cmd')}", path=self.source_)
         try:
             return split_command(self.command, "this host")
         except InputError as exc:
