@@ -226,3 +226,18 @@ def test_a_file_whose_program_the_host_does_not_name_is_named(faces, vendor, tmp
     assert r.stderr == (f"ssgallery: error: {gallery}: the external matcher's program is not "
                         "named on this host (a file never names it): set "
                         "$SSGALLERY_MATCHER_CMD or give --matcher-cmd\n"), r.stderr
+
+
+def test_a_path_with_spaces_left_unquoted_says_to_quote_it(faces, tmp_path):
+    """'--matcher-cmd "/opt/my dir/m.py"' is split like a shell splits it: main said
+    "matcher program '/opt/my' not found", and with an interpreter first only the
+    interpreter's "can't open file '/opt/my'"."""
+    folder = tmp_path / "my dir"
+    folder.mkdir()
+    prog = _script(folder / "m.py", f"#!{sys.executable}\n" + MAD_TEXT)
+    hint = f"(the command is split at spaces as a shell splits it: quote the path '{prog}')"
+    _enroll_fails(faces, tmp_path / "e.h5", str(prog),
+                  f"matcher program '{tmp_path / 'my'}' not found {hint}")
+    err = _enroll_fails(faces, tmp_path / "e.h5", f"{sys.executable} {prog}",
+                        "--describe failed with exit status 2: ")
+    assert err.endswith(f"{hint}\n"), err

@@ -12,6 +12,7 @@ one-line `ssgallery.errors.MatcherError` naming the program.
 import errno
 import os
 import selectors
+import shlex
 import shutil
 import signal
 import subprocess
@@ -77,10 +78,25 @@ def resolve(argv):
         unexpanded = prog.startswith("~") or "$" in prog  # a shell's work: none runs it
         raise MatcherError(f"matcher program {prog!r} not found" + (
             " (no shell runs the command, so ~ and $VARIABLES in it are not expanded: give "
-            "the full path)" if unexpanded else ""))
+            "the full path)" if unexpanded else split_path(argv)))
     if os.path.isdir(path) or not os.access(path, os.X_OK):
         raise MatcherError(f"matcher program {prog!r} is not executable")
     return argv
+
+
+def split_path(argv):
+    """A hint for a command that split a path with spaces into words, as an unquoted
+    one is (``/opt/my dir/m.py`` -> ``/opt/my``, ``dir/m.py``): the first run of words,
+    the first of which names no file, that joined with spaces name one; else ""."""
+    for i, word in enumerate(argv):
+        if os.path.lexists(word):
+            continue
+        for j in range(i + 2, len(argv) + 1):
+            joined = " ".join(argv[i:j])
+            if os.path.lexists(joined):
+                return (f" (the command is split at spaces as a shell splits it: quote the "
+                        f"path {shlex.quote(joined)})")
+    return ""
 
 
 def run_once(argv, program, timeout, n_pairs=0, timeout_note=None):
@@ -118,7 +134,8 @@ def run_once(argv, program, timeout, n_pairs=0, timeout_note=None):
         if proc.returncode < 0:
             name = signal.Signals(-proc.returncode).name
             raise MatcherError(f"matcher {program} was killed by {name}{last}")
-        raise MatcherError(f"matcher {program} failed with exit status {proc.returncode}{last}")
+        raise MatcherError(f"matcher {program} failed with exit status {proc.returncode}{last}"
+                           f"{split_path(argv)}")
     return out
 
 
