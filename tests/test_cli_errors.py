@@ -372,7 +372,7 @@ def test_matcher_cmd_usage_errors(faces, tmp_path, monkeypatch):
     _fails(["enroll", faces, "--matcher", "external"],
            "--matcher external needs the program: --matcher-cmd")
     _fails(["enroll", faces, "--matcher-cmd", "a", "-O", "command=b"],
-           "--matcher-cmd or -O command=..., not both")
+           "--matcher-cmd or --matcher-option command=..., not both")  # -O's long name
     _fails(["enroll", faces, "--matcher-cmd", "  "], "--matcher-cmd is empty")
     _fails(["enroll", faces, "--matcher-cmd", "no-such-matcher-program --x"],
            "matcher program 'no-such-matcher-program' not found")

@@ -357,6 +357,32 @@ def test_enroll_add_refuses_a_program_that_is_not_the_external_stores(external_b
     assert store.read_bytes() == before
 
 
+def test_enroll_add_ignores_matcher_cmd_as_compress_does_on_a_store_that_runs_no_program(
+        tmp_path):
+    """'enroll DIR --add --matcher-cmd PROG' on an eigenface store was refused with a line
+    naming '--matcher external', a flag nobody typed, where compress (and verify) only
+    warn that --matcher-cmd is ignored: now the clients are added, with compress's
+    warning line. --matcher external typed with --add is still refused."""
+    first = make_faces(str(tmp_path / "a"), n_clients=3, n_images=4, shape=(16, 12))
+    more = make_faces(str(tmp_path / "b"), n_clients=2, n_images=4, shape=(16, 12),
+                      prefix="d", seed=1)
+    store = tmp_path / "s.h5"
+    assert invoked(["enroll", first, "--store", store, "-q"])["exit_code"] == 0
+    warning = (f"ssgallery: warning: --matcher-cmd is ignored: {store} uses the eigenface "
+               "matcher, which runs no program (--matcher-cmd names an external matcher's)\n")
+    compressed = invoked(["compress", "--store", store, "-o", tmp_path / "g.h5", "--m", "1",
+                          "--cv-folds", "0", "-q", "--matcher-cmd", "my-matcher"])
+    assert compressed["exit_code"] == 0 and warning in compressed["stderr"], compressed["output"]
+    typed = invoked(["enroll", more, "--store", store, "--add", "--matcher", "external",
+                     "--matcher-cmd", "my-matcher", "-q"])
+    assert typed["exit_code"] == 2 and "not --matcher external" in typed["stderr"]
+    added = invoked(["enroll", more, "--store", store, "--add", "--matcher-cmd", "my-matcher"])
+    assert added["exit_code"] == 0, added["output"]
+    assert "added 2 client(s) (d00, d01)" in added["stdout"], added["stdout"]
+    assert added["stderr"].startswith(warning) and "--matcher external" not in added["output"], \
+        added["stderr"]
+
+
 def test_enroll_add_names_a_program_the_stores_matcher_never_runs(tmp_path):
     """-O command=PROG on a store whose matcher runs no program (eigenface) was dropped
     without a word, as the host's program of an external store is; it is named among the

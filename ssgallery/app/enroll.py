@@ -122,7 +122,8 @@ class _Sources:
 
 def enroll(faces_dir, store_path="enrollment.h5", *, matcher=None, matcher_options=None,
            clients=None, background=None, add=False, strict=False, skip_bad=False, size=None,
-           min_images=2, warn=None, progress=None, force=False, privacy_key_file=None):
+           min_images=2, warn=None, progress=None, force=False, privacy_key_file=None,
+           matcher_cmd=None):
     """Scan ``faces_dir/<client>/*``, fit the matcher and write the enrollment store.
 
     The store's lock (``<store>.lock``) is held from reading the old store to writing
@@ -143,6 +144,12 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher=None, matcher_optio
         warning that names them, and a program named (``command``) for a matcher that
         runs one must have the store's contract
         (`ssgallery.app.enroll_add.kept_matcher`).
+    matcher_cmd : str or list of str, optional
+        The host's external matcher program, as `compress`'s: for a new store, the
+        ``command`` option of the ``external`` matcher (the default matcher then); with
+        ``add``, the store's matcher is rebuilt with it as `compress` rebuilds it: a
+        program whose contract is not the store's is refused, and a matcher that runs no
+        program ignores it with `compress`'s warning. Also given as ``command``: refused.
     clients : list of str or comma-separated str, optional
         Subfolders to enrol as clients (default: every subfolder not in ``background``).
     background : str, optional
@@ -174,12 +181,13 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher=None, matcher_optio
 
     progress = as_progress(progress)
     key = load_privacy_key(privacy_key_file)
+    matcher, matcher_options = _named_program(matcher, matcher_options, matcher_cmd, add)
     names = _resolve_names(faces_dir, clients, background)  # bad names: no lock file made
     with output_lock(store_path, wait=warn or default_warn):
         src = _read_sources(faces_dir, store_path, names, add=add, strict=strict,
                             skip_bad=skip_bad, size=size, min_images=min_images, warn=warn,
                             progress=progress, force=force, key=key,
-                            asked=(matcher, matcher_options))
+                            asked=(matcher, matcher_options, matcher_cmd))
         if add:
             store, new = add_clients(src, store_path, progress, key)
             return _summary(store or src.old, store_path, changed=store is not None,
@@ -194,6 +202,25 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher=None, matcher_optio
             f"{listed(summary.dropped_clients, 5)} ({option('add')} adds clients to a store "
             "instead)")
     return summary
+
+
+def _named_program(matcher, options, matcher_cmd, add):
+    """(matcher, options) of `enroll` with the host's program ``matcher_cmd`` folded in:
+    for a new store, the ``command`` option of an ``external`` matcher (the default
+    then); with ``add`` it stays apart (`ssgallery.app.enroll_add.kept_matcher` checks
+    it against the store's matcher). A program also named as ``command`` is refused."""
+    options = dict(options or {})
+    if matcher_cmd is None:
+        return matcher, options
+    if "command" in options:
+        raise InputError(f"give the external matcher's command once: {option('matcher_cmd')} "
+                         f"or {option('matcher_options')} command=..., not both")
+    if add:
+        return matcher, options
+    from ssgallery.matchers.host import split_command
+
+    options["command"] = split_command(matcher_cmd, option("matcher_cmd"))
+    return matcher or "external", options
 
 
 def _old_store(store_path, add, force, key):
@@ -245,16 +272,16 @@ def _resolve_names(faces_dir, clients, background):
 
 
 def _read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, min_images,
-                  warn, progress, force, key, asked=(None, None)):
+                  warn, progress, force, key, asked=(None, None, None)):
     """The shared front of both modes: old store, images (clients + background);
-    ``asked``: the matcher and options given (with ``add``:
+    ``asked``: the matcher, options and program given (with ``add``:
     `ssgallery.app.enroll_add.kept_matcher`)."""
     faces_dir = os.fspath(faces_dir)
     clients, bg_dir, bg_names = names
     old = _old_store(store_path, add, force, key)
     known = {}
     if add:  # new images take the store's size (resized with a warning unless --strict)
-        kept_matcher(old, *asked, warn)
+        kept_matcher(old, *asked, warn=warn)
         size = old.image_shape[::-1]
         known = _known_subjects(faces_dir, bg_dir, clients + bg_names, old, skip_bad, warn,
                                 progress)

@@ -13,28 +13,33 @@ from ssgallery.matchers.base import transform_in_chunks
 __all__ = ["add_clients", "kept_matcher"]
 
 
-def kept_matcher(old, matcher, options, warn):
+def kept_matcher(old, matcher, options, matcher_cmd=None, warn=None):
     """``add`` keeps the store's matcher and its options (the enrolled features and
     basis stay valid): another ``matcher`` is refused before any image is read, and
     matcher ``options`` given anyway are named in one warning line, as ignored. The
     host's ``command`` and ``cache_dir`` are not the options of a matcher that runs a
     program (a file never holds them): not named, but a program named must be the
-    store's (`_same_program`); a matcher that runs none names them as ignored."""
+    store's (`_same_program`); a matcher that runs none names them as ignored. The
+    host's program ``matcher_cmd`` is taken as `compress` takes it: checked the same way,
+    or named in `compress`'s warning (`ssgallery.matchers.host.name_unused`)."""
     from ssgallery.images.ingest import default_warn
     from ssgallery.matchers import get_matcher_class
-    from ssgallery.matchers.host import runs_program
+    from ssgallery.matchers.host import HostMatcher, host_matcher, runs_program, split_command
 
     if matcher is not None and matcher != old.matcher_name:
         raise InputError(f"{option('add')} adds clients with the store's {old.matcher_name} "
                          f"matcher, not {option('matcher')} {matcher}: enrol every client "
                          f"again without {option('add')} to change the matcher",
                          path=old.path)
+    if matcher_cmd is not None:
+        _same_program(old, host_matcher(matcher_cmd, warn or default_warn))
     options = dict(options or {})
     if runs_program(get_matcher_class(old.matcher_name)):
         options.pop("cache_dir", None)
         command = options.pop("command", None)
         if command is not None:
-            _same_program(old, command)
+            flag = option("matcher_cmd")
+            _same_program(old, HostMatcher(split_command(command, flag), source=flag))
     if options:
         ignored = ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}"
                             for k, v in sorted(options.items()))
@@ -44,14 +49,13 @@ def kept_matcher(old, matcher, options, warn):
             f"without {option('add')} to change them)")
 
 
-def _same_program(old, command):
-    """Refuse a program ``command`` named with ``add`` whose contract is not the one the
-    store ``old`` was made with (every later command running it would refuse the store):
-    the first scoring run's check (``check_contract``, one ``PROGRAM --describe``)."""
-    from ssgallery.matchers.host import HostMatcher, split_command
-
-    flag = option("matcher_cmd")
-    built = old.matcher(host=HostMatcher(split_command(command, flag), source=flag))
+def _same_program(old, host):
+    """Refuse a program named with ``add`` (``host``, `ssgallery.matchers.host.HostMatcher`)
+    whose contract is not the one the store ``old`` was made with (every later command
+    running it would refuse the store): the first scoring run's check
+    (``check_contract``, one ``PROGRAM --describe``). A matcher that runs no program
+    warns through ``host.warn`` that it is ignored (`ssgallery.formats.hdf5.build_matcher`)."""
+    built = old.matcher(host=host)
     check = getattr(built, "check_contract", None)  # duck-typed plug-ins: nothing to ask
     if check is not None:
         check()

@@ -71,25 +71,21 @@ def _gamma(value):
 
 
 def _external_command(matcher, matcher_cmd, options, add):
-    """Resolve --matcher / --matcher-cmd / -O command=...; return the matcher name. -O
-    command=... is --matcher-cmd's other spelling (both: refused); it wins over
-    $SSGALLERY_MATCHER_CMD and the configuration file, with a warning when they name
-    another program (`ssgallery.matchers.host.name_overridden`)."""
+    """Resolve --matcher / --matcher-cmd / -O command=...; return the matcher name
+    (--matcher-cmd goes to `ssgallery.app.enroll.enroll` as its ``matcher_cmd``: the
+    external matcher's program, or with --add the store's matcher's). -O command=... is
+    --matcher-cmd's other spelling (both: refused); it wins over $SSGALLERY_MATCHER_CMD
+    and the configuration file, with a warning when they name another program
+    (`ssgallery.matchers.host.name_overridden`)."""
     from ssgallery.errors import InputError
 
     if matcher_cmd is not None:
         if matcher not in (None, "external"):
             raise InputError(f"--matcher-cmd is for --matcher external, not --matcher {matcher}")
-        if "command" in options:
-            raise InputError("give the external matcher's command once: --matcher-cmd or "
-                             "-O command=..., not both")
         if not matcher_cmd.strip():
             raise InputError("--matcher-cmd is empty: give the matcher program and its "
                              "arguments, e.g. --matcher-cmd \"my-matcher --model net.bin\"")
-        from ssgallery.matchers.host import split_command
-
-        options["command"] = split_command(matcher_cmd, "--matcher-cmd")
-        return "external"
+        return matcher  # None: external, or with --add the store's matcher
     if matcher == "external" and "command" in options and not add:
         from ssgallery.matchers.host import name_overridden, split_command
 
@@ -114,7 +110,9 @@ def _external_command(matcher, matcher_cmd, options, add):
               "external with --matcher-cmd].")
 @click.option("--matcher-cmd", default=None, metavar="'PROGRAM ARGS'",
               help="external: the matcher program and its arguments on this host, split "
-              "like a shell would (no shell runs it); implies --matcher external. The store "
+              "like a shell would (no shell runs it); implies --matcher external (with "
+              "--add: the store's matcher; one that runs no program ignores it, with a "
+              "warning, as compress does). The store "
               "records only a digest of the program's --describe answer, never the command: "
               "compress, verify, identify and roc name the program again (--matcher-cmd, "
               "$SSGALLERY_MATCHER_CMD or the configuration file).")
@@ -134,7 +132,8 @@ def _external_command(matcher, matcher_cmd, options, add):
               help="Add new clients to an existing store without refitting the matcher: "
               "the store's matcher and its options are kept (options given with --add are "
               "ignored, with a warning naming them; another --matcher is refused, and so is "
-              "a --matcher-cmd program whose --describe contract is not the store's).")
+              "a --matcher-cmd program whose --describe contract is not the store's; a "
+              "store whose matcher runs no program ignores --matcher-cmd, with a warning).")
 @click.option("--strict", is_flag=True, help="Refuse images of another size instead of "
               "resizing them.")
 @click.option("--skip-bad", is_flag=True, help="Warn about and skip unreadable files.")
@@ -179,7 +178,8 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
         summary = enroll(faces_dir, store, matcher=matcher, matcher_options=options,
                          clients=clients, background=background, add=add, strict=strict,
                          skip_bad=skip_bad, size=size, min_images=min_images, warn=warn,
-                         force=force, privacy_key_file=privacy_key_file, progress=progress)
+                         force=force, privacy_key_file=privacy_key_file, progress=progress,
+                         matcher_cmd=matcher_cmd)
     if as_json:
         click.echo(jsontext.dumps(summary.to_dict(), indent=2))
         return
