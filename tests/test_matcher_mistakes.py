@@ -104,6 +104,11 @@ if mode == "empty":
 with open(opts["--out"], "w") as out:
     if mode == "banner":
         out.write("VendorMatch 3.1 (c) 2019\\n")
+    if mode in ("transposed", "csv"):
+        P, G = (G, P) if mode == "transposed" else (P, G)
+        sep = "," if mode == "csv" else " "
+        out.write("".join(sep.join(["1.5"] + ["2.5"] * (len(G) - 1)) + "\\n" for p in P))
+        sys.exit()
     out.write("".join(" ".join(str(np.abs(p - g).mean()) for g in G) + "\\n" for p in P))
 '''
 
@@ -241,3 +246,25 @@ def test_a_path_with_spaces_left_unquoted_says_to_quote_it(faces, tmp_path):
     err = _enroll_fails(faces, tmp_path / "e.h5", f"{sys.executable} {prog}",
                         "--describe failed with exit status 2: ")
     assert err.endswith(f"{hint}\n"), err
+
+
+@pytest.mark.parametrize("mode, needle", [
+    ("transposed", ("returned 2 rows, expected a 3 x 2 matrix (it returned the 2 x 3 transpose: "
+                   "the contract's rows are the --probe-list images, its columns the "
+                   "--gallery-list images)")),
+    ("csv", ("returned a non-number '1.5,2.5' (line 1 of its answer), expected a 3 x 2 matrix "
+            "(numbers separated by white space, not commas)")),
+], ids=["transposed", "csv"])
+def test_a_matrix_in_another_layout_says_which(faces, vendor, mode, needle):
+    """Two layouts a vendor's program may print: the gallery x probe matrix (main: only
+    'returned 2 rows, expected a 3 x 2 matrix') and comma-separated values (main: only
+    "returned a non-number '1.5,2.5'")."""
+    prog, gallery = vendor
+    folder = os.path.join(faces, "c00")
+    probes = [os.path.join(folder, f) for f in sorted(os.listdir(folder))[:3]]
+    r = CliRunner().invoke(main, ["verify", *probes, "--claim", "c00", "--gallery",
+                                  str(gallery), "--matcher-cmd", str(prog)],
+                           env={"VENDOR_MODE": mode})
+    assert r.exit_code == 2, (r.exit_code, r.output)
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert f"matcher {prog} {needle}" in r.stderr, r.stderr

@@ -151,13 +151,13 @@ def parse_matrix(text, shape, program, bounds=None, quality=False):
     for n, row in rows:
         bad = next((v for v in row if not _is_float(v)), None)
         if bad is not None:  # before the shape: a banner line is no extra row
+            commas = " (numbers separated by white space, not commas)" if any(
+                _is_float(v) for v in bad.replace(";", ",").split(",") if v) else ""
             raise MatcherError(f"{who} returned a non-number {bad[:40]!r} (line {n} of its "
-                               f"answer), expected {expected}")
+                               f"answer), expected {expected}{commas}")
     rows = [row for _, row in rows]
     if len(rows) != shape[0] or any(len(r) != shape[1] for r in rows):
-        got = counted(len(rows), "row") if len(rows) != shape[0] else "rows of " + "/".join(
-            sorted({str(len(r)) for r in rows}))
-        raise MatcherError(f"{who} returned {got}, expected {expected}")
+        raise MatcherError(_shape_refused(rows, shape, who, expected, quality))
     S = np.array([[float(v) for v in r] for r in rows], dtype=float).reshape(shape)
     if not np.all(np.isfinite(S)):
         i, j = np.argwhere(~np.isfinite(S))[0]
@@ -165,6 +165,19 @@ def parse_matrix(text, shape, program, bounds=None, quality=False):
         raise MatcherError(f"{who} returned {int((~np.isfinite(S)).sum())} "
                            f"non-finite score(s) (first: {first}: {S[i, j]})")
     return S if bounds is None else _within(S, bounds, program)
+
+
+def _shape_refused(rows, shape, who, expected, quality):
+    """The line refusing an answer of ``rows`` (lists of tokens) that is not ``shape``:
+    its row count or row lengths; a score matrix (not ``quality``) of gallery x probe
+    says it is transposed."""
+    got = counted(len(rows), "row") if len(rows) != shape[0] else "rows of " + "/".join(
+        sorted({str(len(r)) for r in rows}))
+    transposed = not quality and shape[0] != shape[1] and len(rows) == shape[1] and all(
+        len(r) == shape[0] for r in rows)
+    return (f"{who} returned {got}, expected {expected}" + (
+        f" (it returned the {shape[1]} x {shape[0]} transpose: the contract's rows are the "
+        "--probe-list images, its columns the --gallery-list images)" if transposed else ""))
 
 
 def _within(S, bounds, program):
