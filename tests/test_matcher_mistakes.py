@@ -268,3 +268,19 @@ def test_a_matrix_in_another_layout_says_which(faces, vendor, mode, needle):
     assert r.exit_code == 2, (r.exit_code, r.output)
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
     assert f"matcher {prog} {needle}" in r.stderr, r.stderr
+
+
+def test_a_cache_folder_given_to_enroll_says_where_it_belongs(faces, tmp_path):
+    """'enroll -O cache_dir=DIR' is not stored and enroll scores nothing through it (main
+    said nothing: the folder was never made and no later command used it); one warning
+    says where the commands that score read it."""
+    prog = _script(tmp_path / "m.py", f"#!{sys.executable}\n" + MAD_TEXT)
+    cache = tmp_path / "cache"
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(tmp_path / "e.h5"), "-q",
+                                  "--matcher-cmd", str(prog), "-O", f"cache_dir={cache}"])
+    assert r.exit_code == 0, r.output
+    assert r.stderr == ("ssgallery: warning: the external matcher option cache_dir is not "
+                        "stored and enroll keeps no answers in it: the commands that score "
+                        "read cache_dir from the [external] table of $SSGALLERY_CONFIG "
+                        "(default ~/.config/ssgallery/config.toml)\n"), r.stderr
+    assert not cache.exists()

@@ -182,6 +182,11 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher=None, matcher_optio
     progress = as_progress(progress)
     key = load_privacy_key(privacy_key_file)
     matcher, matcher_options = _named_program(matcher, matcher_options, matcher_cmd, add)
+    if "cache_dir" in matcher_options and not add and (matcher or "eigenface") == "external":
+        from ssgallery.matchers.host import CACHE_WHERE
+
+        (warn or default_warn)(f"the external matcher option cache_dir is not stored and "
+                               f"enroll keeps no answers in it: {CACHE_WHERE}")
     names = _resolve_names(faces_dir, clients, background)  # bad names: no lock file made
     with output_lock(store_path, wait=warn or default_warn):
         src = _read_sources(faces_dir, store_path, names, add=add, strict=strict,

@@ -31,6 +31,9 @@ from ssgallery.safeio import env_text
 
 CMD_ENV = "SSGALLERY_MATCHER_CMD"
 CONFIG_ENV = "SSGALLERY_CONFIG"
+# where the answer cache of the commands that score (compress, verify, identify, roc) is set
+CACHE_WHERE = (f"the commands that score read cache_dir from the [external] table of "
+               f"${CONFIG_ENV} (default ~/.config/ssgallery/config.toml)")
 
 
 @dataclass
