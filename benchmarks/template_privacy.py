@@ -367,6 +367,7 @@ def run_set(name, kind, args, work):
     row["link"] = linkability_rows(A, B, Ap, Bp, Bp1, kind, args.key_pairs)
     row["accuracy"] = accuracy(A, Ap, photos, labels)
     row["galleries"] = (ga, work / "A-prot.h5", k1, ids[0], faces_b.paths)
+    row["seed"] = args.seed
     print(f"{name}/{kind}: done in {time.perf_counter() - t0:.0f} s")
     return row
 
@@ -377,13 +378,19 @@ def startup(row, work, runs):
     alternated; {(command, gallery): (wall, cpu)}."""
     import resource
 
+    from ssgallery.app.compress import compress
+    from ssgallery.app.options import CompressOptions, CompressRun
     from ssgallery.formats.gallery.protected import rewrite_gallery
 
     plain, _, key, claim, paths = row["galleries"]
     sign = _key(work, "sign.key")
-    enc, both = work / "A-enc.h5", work / "A-enc-prot.h5"
+    enc, both, signed = work / "A-enc.h5", work / "A-enc-prot.h5", work / "A-signed.h5"
     rewrite_gallery(plain, enc, privacy_key=key.read_bytes())
-    rewrite_gallery(plain, both, protect=key.read_bytes(), key=sign.read_bytes(),
+    # only compress signs (rewrite_gallery copies a signature it has checked): gallery A
+    # trained again, as _gallery trains it, with the signing key
+    compress(Path(plain).with_suffix(".store.h5"), signed,
+             CompressOptions(m=2, seed=row["seed"]), CompressRun(key_file=str(sign)))
+    rewrite_gallery(signed, both, protect=key.read_bytes(), key=sign.read_bytes(),
                     privacy_key=key.read_bytes())
     probe = str((work / "half1" / paths[0]).resolve())
     galleries = {"plain": [str(plain)],
