@@ -284,3 +284,22 @@ def test_a_cache_folder_given_to_enroll_says_where_it_belongs(faces, tmp_path):
                         "read cache_dir from the [external] table of $SSGALLERY_CONFIG "
                         "(default ~/.config/ssgallery/config.toml)\n"), r.stderr
     assert not cache.exists()
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('[external]\ncmd = "m.py"\n', "unknown key 'cmd' in [external]"),
+    ('[externals]\ncommand = "m.py"\n', "unknown table 'externals'"),
+], ids=["key", "table"])
+def test_a_misspelt_configuration_file_is_refused(faces, vendor, tmp_path, text, needle):
+    """A configuration file whose program is misspelt (cmd = ..., [externals]) was read
+    as naming no program: main said 'the external matcher's program is not named on this
+    host', of a host whose file names it."""
+    _, gallery = vendor
+    config = tmp_path / "config.toml"
+    config.write_text(text, encoding="utf-8")
+    probe = os.path.join(faces, "c00", min(os.listdir(os.path.join(faces, "c00"))))
+    r = CliRunner().invoke(main, ["verify", probe, "--claim", "c00", "--gallery", str(gallery)],
+                           env={"SSGALLERY_MATCHER_CMD": None, "SSGALLERY_CONFIG": str(config)})
+    assert r.exit_code == 2, r.output
+    assert r.stderr == (f"ssgallery: error: {config}: {needle} (the configuration file holds "
+                        "[external] with command and cache_dir)\n"), r.stderr

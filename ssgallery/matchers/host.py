@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from ssgallery.errors import InputError, option
 from ssgallery.safeio import env_text
 
+CONFIG_KEYS = ("command", "cache_dir")  # of the configuration file's [external] table
 CMD_ENV = "SSGALLERY_MATCHER_CMD"
 CONFIG_ENV = "SSGALLERY_CONFIG"
 # where the answer cache of the commands that score (compress, verify, identify, roc) is set
@@ -93,11 +94,18 @@ def _read_config():
         return {}, path
     data = read_regular(path, "ssgallery configuration file", 1 << 20)
     try:
-        table = tomllib.loads(data.decode("utf-8")).get("external", {})
+        config = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError(f"not a valid TOML configuration ({exc})", path=path) from None
+    table = config.get("external", {})
     if not isinstance(table, dict):
         raise InputError("[external] must be a table", path=path)
+    # a misspelt name would leave the program unnamed without a word
+    for names, what in ((sorted(set(config) - {"external"}), "table {!r}"),
+                        (sorted(set(table) - set(CONFIG_KEYS)), "key {!r} in [external]")):
+        if names:
+            raise InputError(f"unknown {what.format(names[0])} (the configuration file "
+                             f"holds [external] with {' and '.join(CONFIG_KEYS)})", path=path)
     return table, path
 
 
