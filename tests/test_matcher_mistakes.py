@@ -303,3 +303,16 @@ def test_a_misspelt_configuration_file_is_refused(faces, vendor, tmp_path, text,
     assert r.exit_code == 2, r.output
     assert r.stderr == (f"ssgallery: error: {config}: {needle} (the configuration file holds "
                         "[external] with command and cache_dir)\n"), r.stderr
+
+
+def test_a_relative_path_not_found_names_the_folder_it_was_taken_from(faces, tmp_path,
+                                                                      monkeypatch):
+    """A store enrolled with './m.py' in one folder and used from another (a relative
+    path in $SSGALLERY_MATCHER_CMD): main said "matcher program './m.py' not found" of a
+    program that exists, without the folder it looked in."""
+    _script(tmp_path / "m.py", f"#!{sys.executable}\n" + MAD_TEXT)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    _enroll_fails(faces, tmp_path / "e.h5", "./m.py",
+                  f"matcher program './m.py' not found in {os.getcwd()} (a relative path is "
+                  "taken from the folder the command runs in: give the full path)")

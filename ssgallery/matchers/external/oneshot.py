@@ -76,9 +76,12 @@ def resolve(argv):
                            f"folder's {prog} as ./{prog} or by its full path")
     if path is None or not os.path.exists(path):
         unexpanded = prog.startswith("~") or "$" in prog  # a shell's work: none runs it
+        relative = path is not None and not os.path.isabs(path)
         raise MatcherError(f"matcher program {prog!r} not found" + (
             " (no shell runs the command, so ~ and $VARIABLES in it are not expanded: give "
-            "the full path)" if unexpanded else split_path(argv)))
+            "the full path)" if unexpanded else split_path(argv) or (
+                f" in {printable(os.getcwd())} (a relative path is taken from the folder the "
+                "command runs in: give the full path)" if relative else "")))
     if os.path.isdir(path) or not os.access(path, os.X_OK):
         raise MatcherError(f"matcher program {prog!r} is not executable")
     return argv
