@@ -316,3 +316,12 @@ def test_a_relative_path_not_found_names_the_folder_it_was_taken_from(faces, tmp
     _enroll_fails(faces, tmp_path / "e.h5", "./m.py",
                   f"matcher program './m.py' not found in {os.getcwd()} (a relative path is "
                   "taken from the folder the command runs in: give the full path)")
+
+
+def test_a_program_that_fails_saying_why_on_stdout_is_quoted(faces, tmp_path):
+    """A program that reports its failure on stdout, not stderr: main said only 'failed
+    with exit status 1 (no message on stderr)'."""
+    prog = _script(tmp_path / "m.py", f"#!{sys.executable}\n"
+                   "print('VendorMatch 3.1')\nprint('ERROR: license expired')\nraise SystemExit(1)\n")
+    _enroll_fails(faces, tmp_path / "e.h5", str(prog), f"matcher {prog} --describe failed with "
+                  "exit status 1 (no message on stderr; its stdout ends 'ERROR: license expired')")

@@ -132,8 +132,10 @@ def run_once(argv, program, timeout, n_pairs=0, timeout_note=None):
             _reap(proc)
     if proc.returncode != 0:
         lines = err.decode("utf-8", "replace").strip().splitlines()
+        said = out.decode("utf-8", "replace").strip().splitlines()  # some report on stdout
         last = f": {printable(lines[-1].strip()[:300])}" if lines else \
-            " (no message on stderr)"
+            f" (no message on stderr; its stdout ends {printable(said[-1].strip()[:120])!r})" \
+            if said else " (no message on stderr)"
         if proc.returncode < 0:
             name = signal.Signals(-proc.returncode).name
             raise MatcherError(f"matcher {program} was killed by {name}{last}")
