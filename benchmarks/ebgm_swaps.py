@@ -15,6 +15,13 @@ Eq. 4 (eq:beta)):
   training images are in the matcher's cache from the SVM's Gram matrix: no program
   run).
 
+- ``mirrored swaps 3``: the same start and 3 swaps, with the training images' left-right
+  mirror images as distillation points too (``mirror=MirrorImages(shape)``,
+  `ssgallery.learn.targets.with_mirrors`): the SVM scores them, the swaps' Omega and beta
+  of Eq. 4 (eq:beta) see them, and no prototype is made of one. A start made of
+  training images fits them through their similarity to themselves; the mirror images are
+  faces it is not made of. It costs one mirror image x training image block of program
+  runs per repetition (shared by the clients: the answer cache keeps it).
 - ``compress``: the client as ``ssgallery compress --m 5`` trains it with every other
   option at its default, by the same function (`ssgallery.app.client_fit.train_client`,
   ``CompressOptions(m=5)``, on the training images' Gram matrix, 5-fold threshold CV):
@@ -44,8 +51,12 @@ from paper_att_ebgm import add_cache_flags, ebgm_repetitions, jets_folder, load_
 
 from ssgallery.biometrics.metrics import frr_at_far
 from ssgallery.datasets import att_faces_path
+from ssgallery.learn.mirror import MirrorImages
 from ssgallery.learn.supersparse import SuperSparseDistiller
 from ssgallery.learn.teacher import SimilaritySVM
+
+MIRRORED_ROUNDS = 3
+MIRRORED = f"mirrored swaps {MIRRORED_ROUNDS}"
 
 
 def _rate(row, name, model, gen, imp):
@@ -81,6 +92,14 @@ def one_client(split, tr, labels, X, sim, matcher, client, args, gram):
         name = f"swaps {rounds}" if rounds else "start"
         row[name + " runs"] = matcher.n_calls_ - calls  # the fit's program runs
         _rate(row, name, d, gen, imp)
+    calls = matcher.n_calls_
+    d = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=args.m, similarity=sim,
+                             bounds=matcher.bounds(), solver="paper", lam=1e-5,
+                             init="genuine", max_iter=0, swap_rounds=MIRRORED_ROUNDS,
+                             mirror=MirrorImages(matcher.image_shape),
+                             random_state=split.repetition).fit(X[tr], y)
+    row[MIRRORED + " runs"] = matcher.n_calls_ - calls
+    _rate(row, MIRRORED, d, gen, imp)
     calls = matcher.n_calls_
     fit = train_client(X[tr], y, sim, CompressOptions(m=args.m), groups=labels[tr],
                        bounds=matcher.bounds(), gram=gram)
@@ -121,10 +140,13 @@ def main():
     with jets_folder(args) as jets:
         for seed in args.seed:
             rows = run(args, images, labels, seed, jets)
-            summary(rows, ["start", *names, "compress"], f"Unmoved starts, seed {seed}")
-            frr_line(rows, ["start", *names, "compress"])
+            arms = ["start", *names, MIRRORED, "compress"]
+            summary(rows, arms, f"Unmoved starts, seed {seed}")
+            frr_line(rows, arms)
             for name in names:
                 paired(rows, name, "start")
+            paired(rows, MIRRORED, f"swaps {MIRRORED_ROUNDS}" if MIRRORED_ROUNDS in args.rounds
+                   else "start")
             paired(rows, "compress", "start")
 
 

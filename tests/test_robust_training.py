@@ -13,7 +13,11 @@ from sklearn.base import clone
 from ssgallery.learn.guard import guarded_fit, heldout_gap, misranking
 from ssgallery.learn.similarity import RBFSimilarity
 from ssgallery.learn.solvers import first_order_column, secant_scale
-from ssgallery.learn.supersparse import SuperSparseDistiller, SuperSparseRegressor
+from ssgallery.learn.supersparse import (
+    SuperSparseDistiller,
+    SuperSparseRegressor,
+    balanced_weights,
+)
 from ssgallery.learn.teacher import SimilaritySVM
 from ssgallery.matchers.external import ExternalMatcher
 
@@ -507,6 +511,51 @@ def test_a_black_box_trains_on_swapped_real_images_by_default(l1):
                          groups=groups, bounds=matcher.bounds(), gram=gram).distiller
     assert matcher.n_calls_ > calls  # Eq. 7 moves ask the program
     assert not all((np.abs(X - z).max(axis=1) == 0).any() for z in moved.prototypes_)
+
+
+def test_mirror_images_flip_each_row_of_a_flattened_image():
+    from ssgallery.learn.mirror import MirrorImages
+
+    flip = MirrorImages((2, 3))
+    X = np.arange(12.0).reshape(2, 6)
+    assert np.array_equal(flip(X), [[2, 1, 0, 5, 4, 3], [8, 7, 6, 11, 10, 9]])
+    assert np.array_equal(flip(flip(X)), X)
+    with pytest.raises(ValueError, match="not flattened 2x3 images"):
+        flip(np.zeros((2, 5)))
+    assert clone(SuperSparseDistiller(mirror=flip)).mirror == flip
+
+
+def test_mirror_images_are_fitted_but_no_prototype_is_made_of_one(l1):
+    """With ``mirror`` the distiller fits the teacher at the training images and their
+    mirror images (beta by Eq. 4 on both, equal class weights), while the start and the
+    swaps choose among the training images only; the swaps' Omega sees the mirrors,
+    so they pick other images than without them."""
+    from ssgallery.learn.mirror import MirrorImages
+    from ssgallery.learn.solvers import beta_step
+
+    matcher, sim, X = l1
+    flip = MirrorImages(matcher.image_shape)
+    y = np.where(np.arange(len(X)) < 6, 1, -1)
+    svm = SimilaritySVM(similarity=sim).fit(X, y)
+    params = {"teacher": svm, "prefit": True, "n_prototypes": 3, "similarity": sim,
+              "init": "genuine", "max_iter": 0, "swap_rounds": 3, "random_state": 0}
+    plain = SuperSparseDistiller(**params).fit(X, y)
+    mirrored = SuperSparseDistiller(mirror=flip, **params).fit(X, y)
+    rows = [np.flatnonzero((X == z).all(axis=1)) for z in mirrored.prototypes_]
+    assert all(len(r) == 1 for r in rows)  # each a training image, none a mirror image
+    rows = np.concatenate(rows)
+    both = np.vstack([X, flip(X)])
+    u = np.r_[balanced_weights(y), balanced_weights(y)]
+    beta, b = beta_step(sim(both, X[rows]), svm.decision_function(both), u / u.sum(),
+                        mirrored.regressor_.lam_)
+    assert np.allclose(mirrored.beta_, beta) and np.isclose(mirrored.intercept_, b)
+    assert not np.array_equal(np.sort(rows), np.sort(
+        [np.flatnonzero((X == z).all(axis=1))[0] for z in plain.prototypes_]))
+    with pytest.raises(ValueError, match="boolean mask of shape"):
+        SuperSparseRegressor(similarity=sim).fit(X, y * 1.0, candidates=np.ones(3, bool))
+    with pytest.raises(ValueError, match="no row of positive weight"):
+        SuperSparseRegressor(similarity=sim).fit(X, y * 1.0,
+                                                 candidates=np.zeros(len(X), bool))
 
 
 def test_compress_resolves_auto_training_per_matcher_in_the_provenance(tmp_path):

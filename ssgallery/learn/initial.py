@@ -255,7 +255,7 @@ def unmoved_omega(S, y, u, lam):
     return objective(S, y, u, beta, b, lam)
 
 
-def swap_start(X, y, u, Z0, similarity, lam, rounds):
+def swap_start(X, y, u, Z0, similarity, lam, rounds, rows=None):
     """A start improved by swaps of one prototype for one training row (the SWAP phase
     of k-medoids' PAM, on the training Omega of Eq. 2 (eq:objective) instead of a
     distance): each round makes the single swap that lowers the unmoved Omega most
@@ -282,6 +282,10 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds):
         The absolute ridge penalty of Eq. 2.
     rounds : int
         At most this many swaps; 0 returns ``Z0``.
+    rows : ndarray of int, optional
+        The rows a prototype may be swapped for (default: every row of positive
+        weight); Omega is on every row of ``X`` (e.g. mirror images that no prototype
+        may be made of: `ssgallery.learn.targets.with_mirrors`).
 
     Returns
     -------
@@ -291,7 +295,7 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds):
     Z = np.array(Z0, dtype=float)
     if rounds <= 0:
         return Z
-    rows = np.flatnonzero(u > 0)
+    rows = np.flatnonzero(u > 0) if rows is None else np.asarray(rows, dtype=int)
     X_rows = X[rows]
     S_rows = np.asarray(similarity(X, X_rows), dtype=float)
     S = np.asarray(similarity(X, Z), dtype=float)

@@ -45,7 +45,7 @@ class MSelection:
         return f"MSelection(best_m_={self.best_m_}, L={{{rows}}})"
 
 
-def incremental_fits(regressor, X, y, u, m_grid):
+def incremental_fits(regressor, X, y, u, m_grid, candidates=None):
     """Fit the grid m_1 > ... > m_K with warm starts (Eq. 8 (eq:xval-m) procedure).
 
     Parameters
@@ -56,6 +56,8 @@ def incremental_fits(regressor, X, y, u, m_grid):
     y, u : ndarray of shape (n,)
         Targets and sample weights.
     m_grid : sequence of int
+    candidates : ndarray of bool, shape (n,), optional
+        The rows starts may be made of (`SuperSparseRegressor.fit`).
 
     Returns
     -------
@@ -68,7 +70,8 @@ def incremental_fits(regressor, X, y, u, m_grid):
         if prev is not None:
             keep = np.sort(np.argsort(-np.abs(prev.beta_), kind="stable")[:m])
             params.update(prototypes_init=prev.prototypes_[keep], n_init=1)
-        prev = clone(regressor).set_params(**params).fit(X, y, sample_weight=u)
+        prev = clone(regressor).set_params(**params).fit(X, y, sample_weight=u,
+                                                         candidates=candidates)
         models[m] = prev
     return models
 
@@ -101,7 +104,7 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
         fitted once on all of X (unless prefit); its outputs are the targets and its
         weights the u_i, and each fit (every fold's, the refit) adds the distiller's
         points between the classes of its training rows, as its own ``fit`` does
-        (`SuperSparseDistiller.between_targets`). Any other estimator is refitted on
+        (`SuperSparseDistiller.distillation_set`), and mirror images. Any other estimator is refitted on
         (X, y) at every m.
     X : array-like of shape (n, d)
     y : array-like of shape (n,)
@@ -151,7 +154,7 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
         u = np.ones(len(X)) if sample_weight is None else np.asarray(sample_weight, float)
         regressor = estimator
         if not isinstance(estimator, SuperSparseRegressor):
-            fits = lambda est, X_, y_, _u, ms: _fresh_fits(est, X_, y_, ms)
+            fits = lambda est, X_, y_, _u, ms, _c=None: _fresh_fits(est, X_, y_, ms)
     else:
         raise TypeError("estimator must be a SuperSparseRegressor, a distiller or an "
                         "estimator with an n_prototypes parameter")
@@ -163,13 +166,15 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
         splitter = KFold(cv, shuffle=True, random_state=random_state)
 
     losses = {m: [] for m in grid}
-    def training_set(rows):  # a distiller's: with its points between the classes
+    def fitted(rows, ms):  # a distiller's: with its points between the classes, mirrors
         if not classify:
-            return X[rows], targets[rows], u[rows]
-        return dist.between_targets(X[rows], targets[rows], u[rows], labels[rows], teacher)
+            return fits(regressor, X[rows], targets[rows], u[rows], ms)
+        X_, t_, u_, candidates = dist.distillation_set(X[rows], targets[rows], u[rows],
+                                                       labels[rows], teacher)
+        return fits(regressor, X_, t_, u_, ms, candidates)
 
     for train, val in splitter.split(X, np.sign(labels), groups):
-        models = fits(regressor, *training_set(train), grid)
+        models = fitted(train, grid)
         for m, model in models.items():
             losses[m].append(_loss(loss, model.predict(X[val]), targets[val], labels[val],
                                    u[val]))
@@ -181,7 +186,7 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
     best = None
     if refit:
         path_ms = [m for m in grid if m >= best_m] if fits is incremental_fits else [best_m]
-        model = fits(regressor, *training_set(np.arange(len(X))), path_ms)[best_m]
+        model = fitted(np.arange(len(X)), path_ms)[best_m]
         if isinstance(estimator, DistillerMixin):
             dist.set_params(n_prototypes=best_m)
             dist.teacher_, dist.regressor_ = teacher, model

@@ -36,6 +36,7 @@ from ssgallery.learn.targets import (  # noqa: F401  (public here too)
     balanced_weights,
     between_points,
     with_between,
+    with_mirrors,
 )
 
 LAM_SCALES = ("gram", "none")
@@ -119,13 +120,13 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         Above 1, the first run starts from the least-Omega unmoved start among this many
         (`ssgallery.learn.initial.candidate_starts`, `least_omega_start`: one similarity
         call for all of them) instead of the ``init`` rule's start. The starts are made
-        of any rows of ``X`` of positive weight: mirrored training images added to
-        ``X`` are start material as the images are (to score starts of some rows on
-        others, call `least_omega_start` and pass the start as ``prototypes_init``).
+        of the rows of ``X`` of positive weight among ``fit``'s ``candidates``; Omega is
+        on every row.
     swap_rounds : int, default=0
         Above 0, the first run's start is then improved by up to this many swaps of a
-        prototype for a row of ``X`` of positive weight (the distiller's ``X`` holds its
-        `between_points` too), each the one that lowers the unmoved Omega most
+        prototype for a row of ``X`` of positive weight among ``fit``'s ``candidates``
+        (the distiller's ``X`` holds its `between_points` too), each the one that lowers
+        the unmoved Omega, on every row, most
         (`ssgallery.learn.initial.swap_start`: one similarity call of every row to
         every row, memory n x n; with a black-box matcher, the Gram matrix its cache
         already holds). A start holding a row of positive target keeps one. For a
@@ -193,7 +194,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         self.swap_rounds = swap_rounds
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, candidates=None):
         """Fit prototypes, beta and b.
 
         Parameters
@@ -202,6 +203,9 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         y : array-like of shape (n,)
         sample_weight : array-like of shape (n,), optional
             u_i of Eq. 2 (eq:objective), normalised to sum 1.
+        candidates : array-like of bool, shape (n,), optional
+            The rows starts and swaps may be made of (default: every row); Omega is on
+            every row (`ssgallery.learn.targets.with_mirrors`).
 
         Returns
         -------
@@ -212,6 +216,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         if u.sum() <= 0:
             raise ValueError("sample_weight must have a positive sum")
         u = u / u.sum()
+        u_start = _start_weights(u, candidates)
         y_mean, y_scale = 0.0, 1.0
         if self.normalize_y:
             y_mean = float(u @ y)
@@ -234,12 +239,14 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
                 if Z0.shape != (m, d):
                     raise ValueError(f"prototypes_init has shape {Z0.shape}, expected {(m, d)}")
             elif restart == 0 and self.start_candidates > 1:
-                starts = candidate_starts(X, y, u, m, self.init, rng, self.start_candidates)
+                starts = candidate_starts(X, y, u_start, m, self.init, rng,
+                                          self.start_candidates)
                 Z0, _ = least_omega_start(X, y, u, starts, counter, self.lam_)
             else:
-                Z0 = initial_prototypes(X, y, u, m, self.init, rng, restart)
+                Z0 = initial_prototypes(X, y, u_start, m, self.init, rng, restart)
             if restart == 0 and self.prototypes_init is None:
-                Z0 = swap_start(X, y, u, Z0, counter, self.lam_, self.swap_rounds)
+                Z0 = swap_start(X, y, u, Z0, counter, self.lam_, self.swap_rounds,
+                                rows=np.flatnonzero(u_start > 0))
             start = counter.n_evals
             if self.solver == "paper":
                 out = solve_paper(X, y, u, Z0, counter, self.lam_, eta=self.eta,
@@ -273,6 +280,20 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "prototypes_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self.similarity_(X, self.prototypes_) @ self.beta_ + self.intercept_
+
+
+def _start_weights(u, candidates):
+    """``u`` (n,) with 0 on the rows that are not ``candidates`` (what the start rules
+    and swaps choose among: rows of positive weight)."""
+    if candidates is None:
+        return u
+    candidates = np.asarray(candidates)
+    if candidates.dtype != bool or candidates.shape != u.shape:
+        raise ValueError(f"candidates must be a boolean mask of shape {u.shape}")
+    u_start = np.where(candidates, u, 0.0)
+    if not np.any(u_start > 0):
+        raise ValueError("candidates holds no row of positive weight")
+    return u_start
 
 
 class DistillerMixin:
@@ -319,6 +340,14 @@ swap_rounds
         with a random genuine sample), with this total weight relative to the training
         points'; 0 fits the training points only (the paper). Ignored for a similarity
         without a gradient (a black box).
+    mirror : callable or None, default=None
+        Also fit the teacher's outputs at the training points' mirror images, with the
+        training points' weights (`ssgallery.learn.targets.with_mirrors`): a callable
+        mapping features (k, d) to their mirror images' (e.g.
+        `ssgallery.learn.mirror.MirrorImages` for a matcher whose features are an
+        image's pixels). Starts and swaps are made of the training points only; the
+        swaps' Omega and the beta of Eq. 4 (eq:beta) see the mirror images too. None:
+        the training points only (the paper).
 
     Attributes
     ----------
@@ -337,6 +366,7 @@ swap_rounds
         "teacher": [HasMethods(["fit", "decision_function"]), None],
         "prefit": ["boolean"],
         "between": [Interval(Real, 0, None, closed="left")],
+        "mirror": [callable, None],
     }
 
     def __init__(self, teacher=None, n_prototypes=2, *, prefit=False, similarity="rbf",
@@ -344,7 +374,7 @@ swap_rounds
                  init="class", n_init=DEFAULT_N_INIT,
                  bounds=None, eta=0.5, normalize_step=False, repulsion=True, max_iter=200,
                  tol=1e-6, random_state=None, refresh_every=1, between=0.0,
-                 start_candidates=1, swap_rounds=0):
+                 start_candidates=1, swap_rounds=0, mirror=None):
         self.teacher = teacher
         self.n_prototypes = n_prototypes
         self.prefit = prefit
@@ -366,6 +396,7 @@ swap_rounds
         self.between = between
         self.start_candidates = start_candidates
         self.swap_rounds = swap_rounds
+        self.mirror = mirror
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -410,18 +441,25 @@ swap_rounds
         """
         self.teacher_, targets, u, X = self.teacher_targets(X, y)
         labels = np.where(np.asarray(y) == self.classes_[1], 1, -1)
-        X, targets, u = self.between_targets(X, targets, u, labels, self.teacher_)
-        self.regressor_ = self.make_regressor().fit(X, targets, sample_weight=u)
+        X, targets, u, candidates = self.distillation_set(X, targets, u, labels,
+                                                          self.teacher_)
+        self.regressor_ = self.make_regressor().fit(X, targets, sample_weight=u,
+                                                    candidates=candidates)
         return self
 
-    def between_targets(self, X, targets, u, labels, teacher):
+    def distillation_set(self, X, targets, u, labels, teacher):
         """What the regressor fits: the training points ``X`` (n, d), the ``teacher``'s
         ``targets`` and weights ``u`` (n,), plus its outputs at the `between_points`
-        of the ``labels`` (n,) (`with_between`, weight ``between``; `fit` and
-        `ssgallery.learn.mselect.select_n_prototypes` alike)."""
+        of the ``labels`` (n,) (`with_between`, weight ``between``) and at the training
+        points' mirror images (`with_mirrors`, ``mirror``); `fit` and
+        `ssgallery.learn.mselect.select_n_prototypes` alike. Returns ``X``, ``targets``,
+        ``u`` and the ``candidates`` mask of the regressor's ``fit`` (None: every row)."""
         # a black box's inputs are not vectors to average: no points between the classes
         weight = self.between if getattr(self.similarity, "has_gradient", True) else 0.0
-        return with_between(X, targets, u, labels, teacher, weight, self.random_state)
+        n = len(X)
+        X, targets, u = with_between(X, targets, u, labels, teacher, weight,
+                                     self.random_state)
+        return with_mirrors(X, targets, u, teacher, self.mirror, rows=n)
 
     def decision_function(self, X):
         """g(x), shape (n,): > 0 for the positive class."""

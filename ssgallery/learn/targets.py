@@ -1,6 +1,6 @@
 """What a distiller fits besides the paper's training points and targets: the class
-weights u_i of Eq. 2 (eq:objective) and the teacher's outputs at points between the
-classes (``between``).
+weights u_i of Eq. 2 (eq:objective), the teacher's outputs at points between the
+classes (``between``) and at the training images' mirror images (``mirror``).
 """
 
 import numpy as np
@@ -8,7 +8,7 @@ from sklearn.utils import check_random_state
 
 from ssgallery.learn.defaults import MAX_BETWEEN_POINTS
 
-__all__ = ["balanced_weights", "between_points", "with_between"]
+__all__ = ["balanced_weights", "between_points", "with_between", "with_mirrors"]
 
 
 def balanced_weights(labels):
@@ -75,3 +75,40 @@ def with_between(X, targets, u, labels, teacher, weight, random_state=None):
     t = np.asarray(teacher.decision_function(extra), dtype=float).ravel()
     weights = np.full(extra.shape[0], float(weight) * u.sum() / extra.shape[0])
     return np.vstack([X, extra]), np.r_[targets, t], np.r_[u, weights]
+
+
+def with_mirrors(X, targets, u, teacher, mirror, rows=None):
+    """The points, targets and weights, plus the ``teacher``'s outputs at the mirror
+    images of the first ``rows`` points (default all) with their weights, and which rows
+    prototypes may be made of: every row but the mirror images.
+
+    A start made of training images fits them through their self-similarity; the mirror
+    images are faces no start is made of, so the unmoved Omega of Eq. 2 (eq:objective)
+    that ranks swaps (`ssgallery.learn.initial.swap_start`) and the beta of Eq. 4
+    (eq:beta) see how the start does off its own images.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+    targets, u : ndarray, shape (n,)
+    teacher : estimator with ``decision_function``
+    mirror : callable or None
+        Features (k, d) -> their mirror images' features (k, d)
+        (`ssgallery.learn.mirror.MirrorImages`); None adds nothing.
+    rows : int, optional
+        Mirror the first ``rows`` points only (the training images, not the points
+        between the classes after them).
+
+    Returns
+    -------
+    X, targets, u : ndarray, shapes (n + k, d), (n + k,), (n + k,)
+    candidates : ndarray of bool, shape (n + k,), or None
+        False on the k mirror images; None when nothing was added.
+    """
+    if mirror is None:
+        return X, targets, u, None
+    k = len(X) if rows is None else int(rows)
+    extra = mirror(X[:k])
+    t = np.asarray(teacher.decision_function(extra), dtype=float).ravel()
+    candidates = np.r_[np.ones(len(X), bool), np.zeros(k, bool)]
+    return np.vstack([X, extra]), np.r_[targets, t], np.r_[u, u[:k]], candidates
