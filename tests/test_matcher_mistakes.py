@@ -289,11 +289,13 @@ def test_a_cache_folder_given_to_enroll_says_where_it_belongs(faces, tmp_path):
 @pytest.mark.parametrize("text, needle", [
     ('[external]\ncmd = "m.py"\n', "unknown key 'cmd' in [external]"),
     ('[externals]\ncommand = "m.py"\n', "unknown table 'externals'"),
-], ids=["key", "table"])
+    ('command = "m.py"\n', "key 'command' outside the [external] table"),
+], ids=["key", "table", "no-table"])
 def test_a_misspelt_configuration_file_is_refused(faces, vendor, tmp_path, text, needle):
     """A configuration file whose program is misspelt (cmd = ..., [externals]) was read
     as naming no program: main said 'the external matcher's program is not named on this
-    host', of a host whose file names it."""
+    host', of a host whose file names it. A key above any [external] line (the line
+    forgotten) was called a table ('unknown table 'command'')."""
     _, gallery = vendor
     config = tmp_path / "config.toml"
     config.write_text(text, encoding="utf-8")

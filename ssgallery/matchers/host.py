@@ -100,12 +100,15 @@ def _read_config():
     table = config.get("external", {})
     if not isinstance(table, dict):
         raise InputError("[external] must be a table", path=path)
-    # a misspelt name would leave the program unnamed without a word
-    for names, what in ((sorted(set(config) - {"external"}), "table {!r}"),
-                        (sorted(set(table) - set(CONFIG_KEYS)), "key {!r} in [external]")):
+    # a misspelt name, or keys above the [external] line, would leave the program
+    # unnamed without a word
+    outside = sorted(k for k, v in config.items() if k != "external" and not isinstance(v, dict))
+    for names, what in ((outside, "key {!r} outside the [external] table"),
+                        (sorted(set(config) - {"external"}), "unknown table {!r}"),
+                        (sorted(set(table) - set(CONFIG_KEYS)), "unknown key {!r} in [external]")):
         if names:
-            raise InputError(f"unknown {what.format(names[0])} (the configuration file "
-                             f"holds [external] with {' and '.join(CONFIG_KEYS)})", path=path)
+            raise InputError(f"{what.format(names[0])} (the configuration file holds "
+                             f"[external] with {' and '.join(CONFIG_KEYS)})", path=path)
     return table, path
 
 
