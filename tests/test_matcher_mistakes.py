@@ -286,6 +286,28 @@ def test_a_cache_folder_given_to_enroll_says_where_it_belongs(faces, tmp_path):
     assert not cache.exists()
 
 
+def test_a_cache_folder_given_to_enroll_add_says_where_it_belongs(faces, tmp_path):
+    """'enroll DIR --add -O cache_dir=DIR' on an external store did nothing without a word
+    (kept_matcher dropped it; a fresh enroll warns): the same one warning now, and the
+    clients are added."""
+    prog = _script(tmp_path / "m.py", f"#!{sys.executable}\n" + MAD_TEXT)
+    store, cache = tmp_path / "e.h5", tmp_path / "cache"
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
+                                  "--matcher-cmd", str(prog)])
+    assert r.exit_code == 0, r.output
+    more = make_faces(str(tmp_path / "more"), n_clients=1, n_images=3, shape=(16, 12),
+                      prefix="d", seed=1)
+    r = CliRunner().invoke(main, ["enroll", more, "--store", str(store), "-q", "--add",
+                                  "-O", f"cache_dir={cache}"])
+    assert r.exit_code == 0, r.output
+    assert "added 1 client(s) (d00)" in r.stdout, r.stdout
+    assert r.stderr == ("ssgallery: warning: the external matcher option cache_dir is not "
+                        "stored and enroll keeps no answers in it: the commands that score "
+                        "read cache_dir from the [external] table of $SSGALLERY_CONFIG "
+                        "(default ~/.config/ssgallery/config.toml)\n"), r.stderr
+    assert not cache.exists()
+
+
 @pytest.mark.parametrize("text, needle", [
     ('[external]\ncmd = "m.py"\n', "unknown key 'cmd' in [external]"),
     ('[externals]\ncommand = "m.py"\n', "unknown table 'externals'"),

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ssgallery.app.enroll_add import add_clients, kept_matcher
+from ssgallery.app.enroll_add import add_clients, kept_matcher, unused_cache_dir
 from ssgallery.errors import FormatError, InputError, naming, option
 from ssgallery.formats.store import EnrollmentStore, load_store
 from ssgallery.learn.threads import single_threaded_blas
@@ -183,10 +183,7 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher=None, matcher_optio
     key = load_privacy_key(privacy_key_file)
     matcher, matcher_options = _named_program(matcher, matcher_options, matcher_cmd, add)
     if "cache_dir" in matcher_options and not add and (matcher or "eigenface") == "external":
-        from ssgallery.matchers.host import CACHE_WHERE
-
-        (warn or default_warn)(f"the external matcher option cache_dir is not stored and "
-                               f"enroll keeps no answers in it: {CACHE_WHERE}")
+        unused_cache_dir(warn)  # with add: the store's matcher decides (kept_matcher)
     names = _resolve_names(faces_dir, clients, background)  # bad names: no lock file made
     with output_lock(store_path, wait=warn or default_warn):
         src = _read_sources(faces_dir, store_path, names, add=add, strict=strict,

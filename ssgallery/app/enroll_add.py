@@ -10,7 +10,7 @@ from ssgallery.errors import InputError, option
 from ssgallery.formats.store import EnrollmentStore
 from ssgallery.matchers.base import transform_in_chunks
 
-__all__ = ["add_clients", "kept_matcher"]
+__all__ = ["add_clients", "kept_matcher", "unused_cache_dir"]
 
 
 def kept_matcher(old, matcher, options, matcher_cmd=None, warn=None):
@@ -19,9 +19,10 @@ def kept_matcher(old, matcher, options, matcher_cmd=None, warn=None):
     matcher ``options`` given anyway are named in one warning line, as ignored. The
     host's ``command`` and ``cache_dir`` are not the options of a matcher that runs a
     program (a file never holds them): not named, but a program named must be the
-    store's (`_same_program`); a matcher that runs none names them as ignored. The
-    host's program ``matcher_cmd`` is taken as `compress` takes it: checked the same way,
-    or named in `compress`'s warning (`ssgallery.matchers.host.name_unused`)."""
+    store's (`_same_program`) and ``cache_dir`` gets `unused_cache_dir`'s warning; a
+    matcher that runs none names them as ignored. The host's program ``matcher_cmd`` is
+    taken as `compress` takes it: checked the same way, or named in `compress`'s warning
+    (`ssgallery.matchers.host.name_unused`)."""
     from ssgallery.images.ingest import default_warn
     from ssgallery.matchers import get_matcher_class
     from ssgallery.matchers.host import HostMatcher, host_matcher, runs_program, split_command
@@ -35,11 +36,13 @@ def kept_matcher(old, matcher, options, matcher_cmd=None, warn=None):
         _same_program(old, host_matcher(matcher_cmd, warn or default_warn))
     options = dict(options or {})
     if runs_program(get_matcher_class(old.matcher_name)):
-        options.pop("cache_dir", None)
+        cache_dir = options.pop("cache_dir", None)
         command = options.pop("command", None)
         if command is not None:
             flag = option("matcher_cmd")
             _same_program(old, HostMatcher(split_command(command, flag), source=flag))
+        if cache_dir is not None:
+            unused_cache_dir(warn)
     if options:
         ignored = ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}"
                             for k, v in sorted(options.items()))
@@ -47,6 +50,18 @@ def kept_matcher(old, matcher, options, matcher_cmd=None, warn=None):
             f"{os.fspath(old.path)}: {option('add')} keeps the store's {old.matcher_name} "
             f"matcher and its options; ignored: {ignored} (enrol every client again "
             f"without {option('add')} to change them)")
+
+
+def unused_cache_dir(warn=None):
+    """Warn through ``warn`` that the external matcher option ``cache_dir`` given to
+    `ssgallery.app.enroll.enroll` does nothing there: it is not stored, and enroll (new
+    store or ``add``) scores nothing through the program; where the commands that score
+    read it (`ssgallery.matchers.host.CACHE_WHERE`)."""
+    from ssgallery.images.ingest import default_warn
+    from ssgallery.matchers.host import CACHE_WHERE
+
+    (warn or default_warn)("the external matcher option cache_dir is not stored and enroll "
+                           f"keeps no answers in it: {CACHE_WHERE}")
 
 
 def _same_program(old, host):
