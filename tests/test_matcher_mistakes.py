@@ -104,10 +104,11 @@ if mode == "empty":
 with open(opts["--out"], "w") as out:
     if mode == "banner":
         out.write("VendorMatch 3.1 (c) 2019\\n")
-    if mode in ("transposed", "csv"):
+    if mode in ("transposed", "csv", "decimal-comma"):
         P, G = (G, P) if mode == "transposed" else (P, G)
         sep = "," if mode == "csv" else " "
-        out.write("".join(sep.join(["1.5"] + ["2.5"] * (len(G) - 1)) + "\\n" for p in P))
+        one, two = ("1,5", "2,5") if mode == "decimal-comma" else ("1.5", "2.5")
+        out.write("".join(sep.join([one] + [two] * (len(G) - 1)) + "\\n" for p in P))
         sys.exit()
     out.write("".join(" ".join(str(np.abs(p - g).mean()) for g in G) + "\\n" for p in P))
 '''
@@ -254,11 +255,16 @@ def test_a_path_with_spaces_left_unquoted_says_to_quote_it(faces, tmp_path):
                    "--gallery-list images)")),
     ("csv", ("returned a non-number '1.5,2.5' (line 1 of its answer), expected a 3 x 2 matrix "
             "(numbers separated by white space, not commas)")),
-], ids=["transposed", "csv"])
+    ("decimal-comma", ("returned a non-number '1,5' (line 1 of its answer), expected a 3 x 2 "
+                      "matrix (a decimal comma: the numbers are written with a decimal point, "
+                      "0.5, whatever the program's locale)")),
+], ids=["transposed", "csv", "decimal-comma"])
 def test_a_matrix_in_another_layout_says_which(faces, vendor, mode, needle):
-    """Two layouts a vendor's program may print: the gallery x probe matrix (main: only
-    'returned 2 rows, expected a 3 x 2 matrix') and comma-separated values (main: only
-    "returned a non-number '1.5,2.5'")."""
+    """Layouts a vendor's program may print: the gallery x probe matrix (main: only
+    'returned 2 rows, expected a 3 x 2 matrix'), comma-separated values (main: only
+    "returned a non-number '1.5,2.5'") and numbers with a decimal comma, as a program
+    run in a German or French locale prints them (main said to separate them by white
+    space, not commas, which they were)."""
     prog, gallery = vendor
     folder = os.path.join(faces, "c00")
     probes = [os.path.join(folder, f) for f in sorted(os.listdir(folder))[:3]]

@@ -151,10 +151,8 @@ def parse_matrix(text, shape, program, bounds=None, quality=False):
     for n, row in rows:
         bad = next((v for v in row if not _is_float(v)), None)
         if bad is not None:  # before the shape: a banner line is no extra row
-            commas = " (numbers separated by white space, not commas)" if any(
-                _is_float(v) for v in bad.replace(";", ",").split(",") if v) else ""
             raise MatcherError(f"{who} returned a non-number {bad[:40]!r} (line {n} of its "
-                               f"answer), expected {expected}{commas}")
+                               f"answer), expected {expected}{_commas(bad, row, shape)}")
     rows = [row for _, row in rows]
     if len(rows) != shape[0] or any(len(r) != shape[1] for r in rows):
         raise MatcherError(_shape_refused(rows, shape, who, expected, quality))
@@ -165,6 +163,19 @@ def parse_matrix(text, shape, program, bounds=None, quality=False):
         raise MatcherError(f"{who} returned {int((~np.isfinite(S)).sum())} "
                            f"non-finite score(s) (first: {first}: {S[i, j]})")
     return S if bounds is None else _within(S, bounds, program)
+
+
+def _commas(bad, row, shape):
+    """What a non-number ``bad`` of the answer's line ``row`` (its tokens) with commas in
+    it says of the layout: a row of as many tokens as ``shape`` has columns, each a number
+    with a decimal comma ('0,93', a locale's), or numbers separated by commas
+    ('1.5,2.5'); "" otherwise."""
+    if not any(_is_float(v) for v in bad.replace(";", ",").split(",") if v):
+        return ""
+    if len(row) == shape[1] and all(_is_float(v.replace(",", ".", 1)) for v in row):
+        return " (a decimal comma: the numbers are written with a decimal point, 0.5, " \
+            "whatever the program's locale)"
+    return " (numbers separated by white space, not commas)"
 
 
 def _shape_refused(rows, shape, who, expected, quality):
