@@ -287,12 +287,24 @@ def roc(inputs=None, protocol=None, report=None, *, progress=None):
                            matcher_cmd=i.matcher_cmd, progress=progress)
     if run is roc_protocol:
         if i.matcher_cmd is not None:  # a faces folder is run with eigenface
-            from ssgallery.matchers.host import host_matcher, name_unused
-
-            name_unused(host_matcher(i.matcher_cmd, report.warn), "eigenface", i.faces_dir)
+            _folder_runs_no_program(i, report.warn)
         return roc_protocol(i.faces_dir, protocol, report, progress=progress)
     return roc_store(i.store_path, protocol, report, matcher_cmd=i.matcher_cmd,
                      progress=progress)
+
+
+def _folder_runs_no_program(inputs, warn):
+    """Warn that roc on a faces folder, which runs the eigenface matcher, ignores the
+    program given (the command checked first, `host_matcher`), and how the external
+    matcher is measured: enrolled with it, then roc on the store."""
+    from ssgallery.errors import printable
+    from ssgallery.matchers.host import host_matcher
+
+    host_matcher(inputs.matcher_cmd, warn)
+    flag, folder = option("matcher_cmd"), printable(os.fspath(inputs.faces_dir))
+    warn(f"{flag} is ignored: roc on a faces folder ({folder}) runs the eigenface matcher, "
+         f"which runs no program; to measure the external matcher, enroll {folder} with "
+         f"{flag} and run roc on the store")
 
 
 def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cmd=None,
