@@ -173,7 +173,7 @@ def test_hanging_matcher_is_killed_with_its_children(tmp_path, monkeypatch):
     ("garbage", r"returned 6 rows, expected a 6 x 2 matrix|non-number"),
     ("wrong_shape", r"expected a 6 x 2 matrix"),
     ("nan", r"returned 1 non-finite score\(s\) \(first: probe 0, gallery 0: nan\)"),
-    ("no_output", (r"returned nothing \(an empty answer file and nothing on stdout\), "
+    ("no_output", (r"returned nothing \(no answer file written and nothing on stdout\), "
                   r"expected a 6 x 2 matrix")),
 ])
 def test_misbehaving_matchers_give_one_clear_line(mode, message):

@@ -101,6 +101,9 @@ if "--quality-list" in opts:
 P, G = read(opts["--probe-list"]), read(opts["--gallery-list"])
 if mode == "empty":
     sys.exit()
+if mode == "empty-file":
+    open(opts["--out"], "w").close()
+    sys.exit()
 with open(opts["--out"], "w") as out:
     if mode == "banner":
         out.write("VendorMatch 3.1 (c) 2019\\n")
@@ -131,13 +134,16 @@ def vendor(faces, tmp_path_factory):
 @pytest.mark.parametrize("mode, needle", [
     ("banner", ("returned a non-number 'VendorMatch' (line 1 of its answer), expected a 2 x 2 "
                "matrix")),
-    ("empty", ("returned nothing (an empty answer file and nothing on stdout), expected a "
+    ("empty", ("returned nothing (no answer file written and nothing on stdout), expected a "
               "2 x 2 matrix")),
+    ("empty-file", "returned nothing (an empty answer file), expected a 2 x 2 matrix"),
     ("short-quality", "--quality-list returned 1 row, expected 2 qualities, one per line"),
-], ids=["banner", "empty", "short-quality"])
+], ids=["banner", "empty", "empty-file", "short-quality"])
 def test_a_spoilt_answer_says_what_was_wrong_with_it(faces, vendor, mode, needle):
     """verify with a program whose answer is spoilt: a banner line before the matrix
-    said 'returned 3 rows, expected a 2 x 2 matrix', an empty answer 'returned 0 rows',
+    said 'returned 3 rows, expected a 2 x 2 matrix', an empty answer 'returned 0 rows'
+    (then 'an empty answer file and nothing on stdout' of a program that wrote no answer
+    file: which one did it?),
     a quality answer short of a line 'returned 1 rows, expected a 2 x 1 matrix' (which
     request?). One line naming the program, exit 2."""
     prog, gallery = vendor

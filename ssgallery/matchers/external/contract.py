@@ -128,11 +128,13 @@ def contract_digest(describe_json, config):
 RANGE_TOLERANCE = 1e-6  # relative to the range's width: printing rounds the last digit
 
 
-def parse_matrix(text, shape, program, bounds=None, quality=False):
+def parse_matrix(text, shape, program, bounds=None, quality=False, empty="an empty answer"):
     """Parse the program's answer into a finite float matrix of ``shape``; with
     ``bounds`` = (lo, hi), every value must lie in it (values beyond it by less than
     `RANGE_TOLERANCE` of its width, printing's rounding, are clipped to it). ``quality``:
-    the answer of a ``--quality-list`` request (shape (n, 1)), named as such.
+    the answer of a ``--quality-list`` request (shape (n, 1)), named as such. ``empty``:
+    what an answer of no number was (``ProgramClient._call``: an empty answer file, or
+    none written and nothing on stdout).
 
     Raises
     ------
@@ -146,8 +148,7 @@ def parse_matrix(text, shape, program, bounds=None, quality=False):
                 else f"a {shape[0]} x {shape[1]} matrix")
     rows = [(n, line.split()) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not rows:
-        raise MatcherError(f"{who} returned nothing (an empty answer file and nothing on "
-                           f"stdout), expected {expected}")
+        raise MatcherError(f"{who} returned nothing ({empty}), expected {expected}")
     for n, row in rows:
         bad = next((v for v in row if not _is_float(v)), None)
         if bad is not None:  # before the shape: a banner line is no extra row

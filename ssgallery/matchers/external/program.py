@@ -151,29 +151,33 @@ class ProgramClient:
         shape = (len(probe_paths), len(gallery_paths))
         if 0 in shape:
             return np.zeros(shape)
-        text = self._call({"probe_list": probe_paths, "gallery_list": gallery_paths},
-                          shape[0] * shape[1], workdir)
+        text, empty = self._call({"probe_list": probe_paths, "gallery_list": gallery_paths},
+                                 shape[0] * shape[1], workdir)
         self.n_pairs_ += shape[0] * shape[1]
-        return parse_matrix(text, shape, self.program, self._answer_bounds())
+        return parse_matrix(text, shape, self.program, self._answer_bounds(), empty=empty)
 
     def quality_paths(self, paths, workdir=None):
         """The program's quality score of image files, shape (n,), one run."""
         if not paths:
             return np.zeros(0)
-        text = self._call({"quality_list": paths}, len(paths), workdir)
-        return parse_matrix(text, (len(paths), 1), self.program, quality=True)[:, 0]
+        text, empty = self._call({"quality_list": paths}, len(paths), workdir)
+        return parse_matrix(text, (len(paths), 1), self.program, quality=True,
+                            empty=empty)[:, 0]
 
     def _call(self, lists, n_pairs, workdir):
         """One request of the contract (one run, or one request to the served program):
         ``lists`` maps each list option (probe_list, ...) to its image paths; returns the
-        answer's text (the answer file, else stdout). ``n_pairs`` sets the timeout."""
+        answer's text (the answer file, else stdout) and what an empty one was, for
+        `parse_matrix` (an empty answer file, or none written and nothing on stdout).
+        ``n_pairs`` sets the timeout."""
         with tempfile.TemporaryDirectory(prefix="ssgallery-match-", dir=workdir) as tmp:
             request = write_lists(tmp, lists)
             request["out"] = os.path.join(tmp, "answer.txt")
             self.check_contract()
             stdout = b""
             unit = "images" if "quality_list" in lists else "pairs"
-            if self._serves():
+            served = self._serves()
+            if served:
                 from ssgallery.matchers.external.serve import shared_server
 
                 self._server, started = shared_server(self._resolve(), self.program)
@@ -187,10 +191,12 @@ class ProgramClient:
                                   n_pairs=n_pairs, unit=unit)
                 self.n_starts_ += 1
             self.n_calls_ += 1
+            empty = "no answer file written" + ("" if served else " and nothing on stdout")
             if os.path.lexists(request["out"]):
                 stdout = read_regular(request["out"], f"answer file of matcher {self.program}",
                                       answer_limit(n_pairs), error=MatcherError)
-            return stdout.decode("utf-8", "replace")
+                empty = "an empty answer file"
+            return stdout.decode("utf-8", "replace"), empty
 
     def score_images(self, X, Y):
         """Raw program answers (n, m) for images X (n, H, W) and Y (m, H, W), one run
