@@ -341,6 +341,23 @@ def test_a_misspelt_configuration_file_is_refused(faces, vendor, tmp_path, text,
                         "[external] with command and cache_dir)\n"), r.stderr
 
 
+def test_a_configuration_file_is_read_only_for_a_matcher_that_runs_a_program(faces, tmp_path):
+    """The external matcher's configuration file is not the eigenface matcher's: compress
+    of an eigenface store with a misspelt one ('[external] cmd = ...') was refused with
+    'config.toml: unknown key 'cmd' in [external] ...' (compress read it for any store;
+    verify and roc read it only for a matcher that runs a program)."""
+    config = tmp_path / "config.toml"
+    config.write_text('[external]\ncmd = "m.py"\n', encoding="utf-8")
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+    env = {"SSGALLERY_MATCHER_CMD": None, "SSGALLERY_CONFIG": str(config)}
+    for args in (["enroll", faces, "--store", str(store)],
+                 ["compress", "--store", str(store), "-o", str(gallery), "--m", "2",
+                  "--cv-folds", "0"]):
+        r = CliRunner().invoke(main, args + ["-q"], env=env)
+        assert r.exit_code == 0 and "config.toml" not in r.stderr, r.output
+    assert gallery.exists()
+
+
 def test_a_relative_path_not_found_names_the_folder_it_was_taken_from(faces, tmp_path,
                                                                       monkeypatch):
     """A store enrolled with './m.py' in one folder and used from another (a relative
