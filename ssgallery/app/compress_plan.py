@@ -60,9 +60,10 @@ def prepare(store_path, gallery_path, options, run, privacy_key=None):
     if not todo:
         raise InputError("the store has no enrolled client to compress", path=store_path)
     _check_m(options.m, len(store.labels), store_path)
+    from ssgallery.images.ingest import default_warn
+
     host = None  # the host's settings: read for a matcher that runs a program only
     if run.matcher_cmd is not None:  # (build_matcher), as verify and roc read them
-        from ssgallery.images.ingest import default_warn
         from ssgallery.matchers.host import host_matcher
 
         host = host_matcher(run.matcher_cmd, run.warn or default_warn)
