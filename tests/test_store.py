@@ -166,6 +166,20 @@ def test_add_skips_again_a_bad_file_it_skipped_at_enrolment(faces, tmp_path):
         enroll(faces, path, add=True)
 
 
+def test_library_enroll_names_the_program_given_with_another_matcher(faces, tmp_path):
+    """enroll(matcher="eigenface", matcher_cmd=PROG) said "matcher 'eigenface' has no
+    option 'command'", an option the caller never gave; with add, the program was
+    checked against the store as if no other matcher were named. Both are refused as the
+    command line refuses '--matcher eigenface --matcher-cmd PROG', nothing written."""
+    path = tmp_path / "e.h5"
+    for add in (False, True):
+        with pytest.raises(InputError) as info:
+            enroll(faces, path, matcher="eigenface", matcher_cmd="my-matcher", add=add)
+        assert str(info.value) == ("`matcher_cmd` is for `matcher` external, not `matcher` "
+                                   "eigenface"), info.value
+        assert not path.exists()
+
+
 def test_add_needs_an_existing_store(faces, tmp_path):
     with pytest.raises(FormatError, match="no such ssgallery enrollment store to add to"):
         enroll(faces, tmp_path / "none.h5", add=True)

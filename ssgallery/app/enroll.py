@@ -210,10 +210,14 @@ def _named_program(matcher, options, matcher_cmd, add):
     """(matcher, options) of `enroll` with the host's program ``matcher_cmd`` folded in:
     for a new store, the ``command`` option of an ``external`` matcher (the default
     then); with ``add`` it stays apart (`ssgallery.app.enroll_add.kept_matcher` checks
-    it against the store's matcher). A program also named as ``command`` is refused."""
+    it against the store's matcher). A program also named as ``command``, or with another
+    ``matcher`` than ``external``, is refused."""
     options = dict(options or {})
     if matcher_cmd is None:
         return matcher, options
+    if matcher not in (None, "external"):
+        raise InputError(f"{option('matcher_cmd')} is for {option('matcher')} external, not "
+                         f"{option('matcher')} {matcher}")
     if "command" in options:
         raise InputError(f"give the external matcher's command once: {option('matcher_cmd')} "
                          f"or {option('matcher_options')} command=..., not both")

@@ -79,9 +79,7 @@ def _external_command(matcher, matcher_cmd, options, add):
     (`ssgallery.matchers.host.name_overridden`)."""
     from ssgallery.errors import InputError
 
-    if matcher_cmd is not None:
-        if matcher not in (None, "external"):
-            raise InputError(f"--matcher-cmd is for --matcher external, not --matcher {matcher}")
+    if matcher_cmd is not None:  # with another --matcher: refused by enroll
         if not matcher_cmd.strip():
             raise InputError("--matcher-cmd is empty: give the matcher program and its "
                              "arguments, e.g. --matcher-cmd \"my-matcher --model net.bin\"")
