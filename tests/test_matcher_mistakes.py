@@ -93,6 +93,9 @@ opts = dict(zip(a[::2], a[1::2]))
 read = lambda f: [np.asarray(Image.open(p), float) if not p.endswith(".npy") else np.load(p)
                   for p in open(f, encoding="utf-8").read().split()]
 mode = os.environ.get("VENDOR_MODE", "")
+if mode == "hang":
+    import time
+    time.sleep(600)
 if "--quality-list" in opts:
     n = len(read(opts["--quality-list"])) - (mode == "short-quality")
     with open(opts["--out"], "w") as out:
@@ -198,8 +201,33 @@ def test_a_program_that_hangs_says_how_its_timeout_is_raised(faces, tmp_path):
     assert r.stderr == (f"ssgallery: error: matcher {prog} timed out after 1 s and was killed "
                         f"(timeout_base 1 s + timeout_per_pair 0 s x 36 pairs, the options "
                         f"{store} records from its enrollment: a slower program needs a store "
-                        "enrolled again with larger ones)\n"), r.stderr
+                        "enrolled again with larger ones, and its galleries compressed "
+                        "again)\n"), r.stderr
     assert not (tmp_path / "g.h5").exists()
+
+
+def test_a_program_that_hangs_at_verify_says_the_gallery_is_compressed_again(faces, tmp_path):
+    """verify runs with the timeouts its gallery records (copied from the store when it
+    was compressed): main's advice, 'a store enrolled again with larger ones', left the
+    gallery as slow as before; the line now says to compress its galleries again too."""
+    prog = _script(tmp_path / "vendor-match", f"#!{sys.executable}\n" + VENDOR)
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+    for args in (["enroll", faces, "--store", str(store), "-O", "timeout_base=5", "-O",
+                  "timeout_per_pair=0"],
+                 ["compress", "--store", str(store), "-o", str(gallery), "--m", "2",
+                  "--cv-folds", "0"]):
+        r = CliRunner().invoke(main, args + ["-q", "--matcher-cmd", str(prog)])
+        assert r.exit_code == 0, r.output
+    probe = os.path.join(faces, "c00", min(os.listdir(os.path.join(faces, "c00"))))
+    r = CliRunner().invoke(main, ["verify", probe, "--claim", "c00", "--gallery", str(gallery),
+                                  "--matcher-cmd", str(prog)], env={"VENDOR_MODE": "hang"})
+    assert r.exit_code == 2, (r.exit_code, r.output)
+    assert r.stderr.startswith(f"ssgallery: error: matcher {prog} "), r.stderr
+    assert r.stderr.endswith(f"timed out after 5 s and was killed (timeout_base 5 s + "
+                             f"timeout_per_pair 0 s x 1 images, the options {gallery} records "
+                             "from its enrollment: a slower program needs a store enrolled "
+                             "again with larger ones, and its galleries compressed again)\n"), \
+        r.stderr
 
 
 @pytest.mark.parametrize("printed, needle", [

@@ -104,7 +104,8 @@ class ProgramClient:
             return (f"{made}: a slower program needs larger external matcher options "
                     "timeout_base and timeout_per_pair")
         return (f"{made}, the options {printable(self.source_)} records from its enrollment: "
-                "a slower program needs a store enrolled again with larger ones")
+                "a slower program needs a store enrolled again with larger ones, and its "
+                "galleries compressed again")
 
     def _ask_describe(self):
         """Run ``PROGRAM --describe``; return (normalised description, contract digest)."""
