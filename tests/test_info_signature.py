@@ -111,6 +111,24 @@ def test_key_file_needs_a_gallery(site):
     assert r.exit_code == 2 and "--key-file checks a gallery's signature" in r.stderr
 
 
+@pytest.mark.parametrize("command", ["info", "show", "verify"])
+@pytest.mark.parametrize("flag", ["--key-file", "--privacy-key-file"])
+def test_a_key_file_that_is_a_folder_is_named(site, tmp_path, command, flag):
+    """'--key-file DIR' (a folder given for the key file) said 'ssgallery: error: 3: Is
+    a directory', naming a file descriptor (load_key opened the folder, and fdopen refused
+    it before the regular-file check): now the folder and the problem, exit 2."""
+    root, probe = site
+    args = {"info": ["info", "--gallery", root / "signed.h5"],
+            "show": ["show", "--claim", "c00", "--gallery", root / "signed.h5", "-o",
+                     tmp_path / "p.png"],
+            "verify": ["verify", probe, "--claim", "c00", "--gallery", root / "signed.h5"]}
+    r = _run(*args[command], flag, tmp_path)
+    assert r.exit_code == 2, r.output
+    what = "privacy key file" if flag == "--privacy-key-file" else "key file"
+    assert r.stderr == f"ssgallery: error: {tmp_path}: {what} is not a regular file\n", r.stderr
+    assert not (tmp_path / "p.png").exists()
+
+
 @pytest.mark.parametrize("gallery, key", [("signed.h5", "other"), ("edited.h5", "key"),
                                           ("unsigned.h5", "key")],
                          ids=["another-key", "edited", "unsigned"])

@@ -259,9 +259,10 @@ def load_key(key_file=None, env=KEY_ENV, what="key file"):
     except OSError as exc:
         raise SsgalleryError(f"cannot read the {what} ({exc.strerror})", path=key_file) \
             from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a folder
+        os.close(fd)
+        raise SsgalleryError(f"{what} is not a regular file", path=key_file)
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise SsgalleryError(f"{what} is not a regular file", path=key_file)
         key = handle.read(MAX_KEY_BYTES + 1)
     if not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
         raise SsgalleryError(f"{what} must hold {MIN_KEY_BYTES} to {MAX_KEY_BYTES} bytes, "
