@@ -83,15 +83,21 @@ def test_a_served_reply_whose_ok_is_no_boolean_is_refused(faces, tmp_path, reply
     """The persistent mode's reply is an answer too: ``{"ok": true}`` (the matrix is
     written) or ``{"error": ...}``; an ``ok`` of another type is one line naming the
     program, exit 2 (main took any truthy ``ok`` for true: enroll exit 0)."""
-    store = tmp_path / "e.h5"
+    err = _served_enroll_fails(faces, tmp_path / "e.h5", reply)
+    assert f"matcher {CMD} --serve: {needle}" in err, err
+
+
+def _served_enroll_fails(faces, store, reply):
+    """``enroll`` with the program served and each request answered with the line
+    ``reply``: one line on stderr (returned), exit 2, no store."""
     r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
                                   "--matcher-cmd", CMD],
                            env={"DESCRIBED_JSON": '{"serve": true}', "DESCRIBED_REPLY": reply})
     assert r.exit_code == 2, (r.exit_code, r.output)
     err = r.stderr
     assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert f"matcher {CMD} --serve: {needle}" in err, err
     assert not store.exists()
+    return err
 
 
 def test_a_served_reply_of_ok_true_is_used(faces, tmp_path):
@@ -120,13 +126,6 @@ def test_a_served_reply_without_ok_or_error_says_what_it_was(faces, tmp_path, re
     from ssgallery.matchers.external.serve import close_shared
 
     close_shared(CMD.split())  # a reply that is a request's failure keeps it running
-    store = tmp_path / "e.h5"
-    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
-                                  "--matcher-cmd", CMD],
-                           env={"DESCRIBED_JSON": '{"serve": true}', "DESCRIBED_REPLY": reply})
-    assert r.exit_code == 2, (r.exit_code, r.output)
-    err = r.stderr
-    assert err.count("\n") == 1 and "Traceback" not in err, err
+    err = _served_enroll_fails(faces, tmp_path / "e.h5", reply)
     assert err.startswith(f"ssgallery: error: matcher {CMD} "), err
     assert needle in err and "None" not in err, err
-    assert not store.exists()
