@@ -348,6 +348,29 @@ def test_a_cache_folder_given_to_enroll_add_says_where_it_belongs(faces, tmp_pat
     assert not cache.exists()
 
 
+@pytest.mark.parametrize("command, needle", [
+    ("", "the matcher command from --matcher-option command is empty"),
+    ('"/opt/m.py', ("cannot parse the matcher command from --matcher-option command (No "
+                    "closing quotation): '\"/opt/m.py'")),
+], ids=["empty", "unquoted"])
+def test_enroll_add_names_the_program_option_as_given(faces, tmp_path, command, needle):
+    """'enroll DIR --add -O command=' on an external store said 'the matcher command from
+    --matcher-cmd is empty', a flag nobody typed (a fresh enroll names -O command)."""
+    prog = _script(tmp_path / "m.py", f"#!{sys.executable}\n" + MAD_TEXT)
+    store = tmp_path / "e.h5"
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
+                                  "--matcher-cmd", str(prog)])
+    assert r.exit_code == 0, r.output
+    before = store.read_bytes()
+    more = make_faces(str(tmp_path / "more"), n_clients=1, n_images=3, shape=(16, 12),
+                      prefix="d", seed=1)
+    r = CliRunner().invoke(main, ["enroll", more, "--store", str(store), "-q", "--add",
+                                  "-O", f"command={command}"])
+    assert r.exit_code == 2, r.output
+    assert r.stderr == f"ssgallery: error: {needle}\n", r.stderr
+    assert store.read_bytes() == before
+
+
 @pytest.mark.parametrize("text, needle", [
     ('[external]\ncmd = "m.py"\n', "unknown key 'cmd' in [external]"),
     ('[externals]\ncommand = "m.py"\n', "unknown table 'externals'"),

@@ -38,9 +38,9 @@ def kept_matcher(old, matcher, options, matcher_cmd=None, warn=None):
     if runs_program(get_matcher_class(old.matcher_name)):
         cache_dir = options.pop("cache_dir", None)
         command = options.pop("command", None)
-        if command is not None:
-            flag = option("matcher_cmd")
-            _same_program(old, HostMatcher(split_command(command, flag), source=flag))
+        if command is not None:  # -O command=...: named as given, not as matcher_cmd
+            given = f"{option('matcher_options')} command"
+            _same_program(old, HostMatcher(split_command(command, given), source=given))
         if cache_dir is not None:
             unused_cache_dir(warn)
     if options:
