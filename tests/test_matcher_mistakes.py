@@ -268,6 +268,25 @@ def test_a_file_whose_program_the_host_does_not_name_is_named(faces, vendor, tmp
                         "$SSGALLERY_MATCHER_CMD or give --matcher-cmd\n"), r.stderr
 
 
+def test_roc_on_a_store_whose_program_the_host_does_not_name_names_it(tmp_path):
+    """roc on an external store with no program named said 'the external matcher's
+    program is not named on this host ...' without the store (30477f7 named the file for
+    verify, compress and identify; roc's matcher of each split was not built from it)."""
+    prog = _script(tmp_path / "m.py", f"#!{sys.executable}\n" + MAD_TEXT)
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, shape=(16, 12))
+    store = tmp_path / "e.h5"
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
+                                  "--matcher-cmd", str(prog)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["roc", "--store", str(store), "-o", str(tmp_path / "roc")],
+                           env={"SSGALLERY_MATCHER_CMD": None, "SSGALLERY_CONFIG": None,
+                                "XDG_CONFIG_HOME": str(tmp_path)})
+    assert r.exit_code == 2, r.output
+    assert r.stderr.endswith(f"ssgallery: error: {store}: the external matcher's program is "
+                             "not named on this host (a file never names it): set "
+                             "$SSGALLERY_MATCHER_CMD or give --matcher-cmd\n"), r.stderr
+
+
 def test_a_path_with_spaces_left_unquoted_says_to_quote_it(faces, tmp_path):
     """'--matcher-cmd "/opt/my dir/m.py"' is split like a shell splits it: main said
     "matcher program '/opt/my' not found", and with an interpreter first only the

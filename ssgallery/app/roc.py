@@ -140,7 +140,7 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
     from ssgallery.formats.store import load_store
     from ssgallery.images.ingest import default_warn
     from ssgallery.matchers import get_matcher_class
-    from ssgallery.matchers.host import host_matcher, name_unused, runs_program
+    from ssgallery.matchers.host import attached, host_matcher, name_unused, runs_program
 
     privacy_key = load_privacy_key()  # $SSGALLERY_PRIVACY_KEY_FILE
     store = load_store(store_path, privacy_key=privacy_key)
@@ -161,7 +161,7 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
         protocol = trained_as_compress(protocol)
     return _protocol((store.images, store.labels, np.asarray(store.paths)),
                      os.fspath(store_path), protocol, report,
-                     factory=lambda: cls(**config).attach_host(host),
+                     factory=lambda: attached(cls(**config), host, store_path),
                      enrollable=list(store.clients), progress=progress,
                      private=privacy_key is not None,
                      default_m=BLACK_BOX_M if black_box else DEFAULT_M)  # real images: 5

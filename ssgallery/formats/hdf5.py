@@ -236,13 +236,11 @@ def build_matcher(name, config, state, path=None, host=None):
         raise FormatError(f"bad matcher state for '{name}': {exc}", path=path) from None
     except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
         raise FormatError(f"corrupt matcher state for '{name}': {exc}", path=path) from None
-    from ssgallery.matchers.host import host_matcher, name_unused, runs_program
+    from ssgallery.matchers.host import attached, host_matcher, name_unused, runs_program
 
-    if runs_program(type(matcher)):
-        matcher.attach_host(host if host is not None else host_matcher())
-        matcher.source_ = path  # its contract refusals name the file (lazy: first run)
-    else:
-        name_unused(host, name, path)
+    if runs_program(type(matcher)):  # its refusals name the file (lazy: first run)
+        return attached(matcher, host if host is not None else host_matcher(), path)
+    name_unused(host, name, path)
     return matcher
 
 

@@ -143,6 +143,18 @@ def host_matcher(matcher_cmd=None, warn=None):
     return HostMatcher(None, cache_dir)
 
 
+def attached(matcher, host, source):
+    """``matcher`` bound to the host's settings ``host`` (`runs_program`: else left as it
+    is) and naming ``source``, the store or gallery its configuration came from, in its
+    refusals (a program the host does not name, another contract, a timeout made of the
+    file's options): `ssgallery.formats.hdf5.build_matcher`, and ``roc``'s matcher of
+    each split of a store. Returns ``matcher``."""
+    if runs_program(type(matcher)):
+        matcher.attach_host(host)
+        matcher.source_ = os.fspath(source)
+    return matcher
+
+
 def runs_program(matcher_class):
     """True for a matcher class that runs the host's program: one that binds the host's
     settings (`ssgallery.matchers.base.Matcher.attach_host`)."""
