@@ -134,3 +134,61 @@ def test_update_names_the_options_its_clients_were_trained_with(store, tmp_path)
         f"ssgallery: warning: {tmp_path / 'g.h5'}: c00, c01, c02, c03: trained with other "
         "options than this run's (they record --swap-rounds 1, this run 3): trained again "
         "(to keep them, give the options they were compressed with)"), res.stderr
+
+
+def test_info_shows_the_program_contract_the_files_record(store, tmp_path):
+    """``info`` on a black-box store and its gallery shows what each file records of the
+    program's contract (kind, symmetric, range, the distance's conversion, the quality
+    threshold, the contract digest), in text and --json, reading the file only: the
+    program the host names is never run. The digest's first digits are those another
+    program's refusal names (info showed only the timeouts: which program a file needs
+    was seen only when a later command refused one)."""
+    import json
+
+    matchers = Path(__file__).resolve().parent / "matchers"
+    gallery = tmp_path / "g.h5"
+    res = CliRunner().invoke(main, ["compress", "--store", str(store), "-o", str(gallery),
+                                    "--cv-folds", "0", "--quiet"],
+                             env={"SSGALLERY_MATCHER_CMD": PROGRAM})
+    assert res.exit_code == 0, res.output
+    log = tmp_path / "runs.log"
+    logged = {"SSGALLERY_MATCHER_CMD": f"{sys.executable} {matchers / 'log_calls.py'} "
+                                       + PROGRAM, "MATCHER_LOG": str(log)}
+    res = CliRunner().invoke(main, ["info", "--gallery", str(gallery), "--store", str(store),
+                                    "--json"], env=logged)
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.stdout)
+    contract = info["store"]["matcher_contract"]
+    assert info["gallery"]["matcher_contract"] == contract
+    digest, scale = contract["contract_sha256"], contract["distance_scale"]
+    threshold = contract["quality_threshold"]
+    assert len(digest) == 64 and scale > 0 and isinstance(threshold, float)
+    assert contract == {"kind": "distance", "symmetric": True, "range": [0.0, 255.0],
+                        "quality": True, "quality_threshold": threshold,
+                        "conversion": "exp(-d/scale)", "distance_scale": scale,
+                        "serve_offered": False, "contract_sha256": digest}
+    res = CliRunner().invoke(main, ["info", "--gallery", str(gallery), "--store", str(store)],
+                             env=logged)
+    assert res.exit_code == 0, res.output
+    line = (f"program contract: distance, symmetric, range [0, 255], similarity "
+            f"exp(-d/{scale:.4g}), quality threshold {threshold:.4g}; digest {digest[:12]}... "
+            "(the program named on this host must describe itself with it)")
+    lines = res.stdout.splitlines()
+    assert lines.count(line) == 2, res.stdout  # under each file's matcher line
+    assert [lines[i - 1].split(" (")[0] for i, s in enumerate(lines) if s == line] == [
+        "matcher: external"] * 2
+    assert not log.exists()  # info ran no program
+    other = f"{sys.executable} {matchers / 'clipped_corr.py'}"
+    res = CliRunner().invoke(main, ["verify", str(store.parent / "faces" / "c00" / "0.png"),
+                                    "--claim", "c00", "--gallery", str(gallery),
+                                    "--matcher-cmd", other])
+    assert res.exit_code == 2 and f"the file was made with {digest[:12]}..." in res.stderr, \
+        res.output
+    eigen = tmp_path / "eigen.h5"
+    res = CliRunner().invoke(main, ["enroll", str(store.parent / "faces"), "--store",
+                                    str(eigen), "--quiet"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(main, ["info", "--store", str(eigen), "--json"])
+    assert json.loads(res.stdout)["store"]["matcher_contract"] is None  # runs no program
+    res = CliRunner().invoke(main, ["info", "--store", str(eigen)])
+    assert res.exit_code == 0 and "contract" not in res.stdout, res.output

@@ -343,3 +343,20 @@ def test_the_matcher_line_escapes_what_a_store_or_gallery_holds():
     line = matcher_line("ext\x1b[2J", {"serve\x1b]0;pwned\x07": True, "unset": None}, 3)
     assert "\x1b" not in line and "\x07" not in line
     assert line == "matcher: ext\\x1b[2J (serve\\x1b]0;pwned\\x07 True), d = 3"
+
+
+def test_the_contract_line_says_what_a_file_records_of_a_program():
+    """info's contract line under the matcher line: an open range, a similarity (no
+    conversion), no quality score, a file's digest escaped; none for a matcher that runs
+    no program."""
+    from ssgallery.cli.options import contract_line
+
+    contract = {"kind": "similarity", "symmetric": False, "range": [-float("inf"), 1.0],
+                "quality": False, "quality_threshold": None, "conversion": "identity",
+                "distance_scale": None, "serve_offered": None,
+                "contract_sha256": "\x1b[2J" + "0" * 60}
+    assert contract_line(contract) == (
+        "program contract: similarity, not symmetric, range [-inf, 1], no quality score; "
+        "digest \\x1b[2J00000000... (the program named on this host must describe itself "
+        "with it)")
+    assert contract_line(None) is None

@@ -6,7 +6,13 @@ import click
 
 from ssgallery import jsontext
 from ssgallery.checks import is_finite_real, is_int
-from ssgallery.cli.options import key_file_option, matcher_line, privacy_key_option, warn
+from ssgallery.cli.options import (
+    contract_line,
+    key_file_option,
+    matcher_line,
+    privacy_key_option,
+    warn,
+)
 from ssgallery.cli.progress import quiet_option
 from ssgallery.errors import printable
 from ssgallery.tables import DASH, counted, format_table, signed
@@ -257,6 +263,7 @@ def _print_gallery(g):
     dim = DASH if g["dimension"] is None else g["dimension"]
     click.echo(f"{matcher_line(g['matcher'], g['matcher_settings'], dim)}, shared state "
                f"{_size(g['matcher_state_bytes'])}; target FAR {target}")
+    _echo_contract(g)
     click.echo(calibration_line(g.get("calibration")))
     click.echo(open_set_line(g.get("open_set")))
     rows = [[printable(r["client"]), r["m"], r["bytes"], r["svm_n_support"],
@@ -316,6 +323,13 @@ def _print_store(s):
     click.echo(matcher_line(s["matcher"], s["matcher_settings"], s["dimension"])
                + (f"; basis STALE (added since the fit: {', '.join(s['stale_clients'][:10])})"
                   if s["basis_stale"] else ""))
+    _echo_contract(s)
+
+
+def _echo_contract(summary):
+    """The line of what the file records of its matcher program's contract, if any."""
+    if contract_line(summary.get("matcher_contract")):
+        click.echo(contract_line(summary["matcher_contract"]))
 
 
 @click.command("info")
@@ -337,7 +351,9 @@ def _print_store(s):
 def command(gallery, store, svm, client_id, as_json, quiet, key_file, privacy_key_file):
     """Summarise a gallery (clients, m, bytes per client, thresholds, matcher) and an
     enrollment store. With --svm, also the bytes and matches per claim of each client's
-    full SVM (its support vectors) and the compression ratio.
+    full SVM (its support vectors) and the compression ratio. For an external matcher,
+    the program contract the file records (kind, range, quality threshold, digest),
+    read from the file: no program is run.
 
     Without options, shows gallery.h5 and enrollment.h5 of the current folder, those
     that exist. The gallery's summary comes from its header and stacked index, after

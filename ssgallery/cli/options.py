@@ -153,6 +153,29 @@ def matcher_line(name, settings, dimension):
     return printable(f"matcher: {name} ({shown}), d = {dimension}")  # a file's text
 
 
+def contract_line(contract):
+    """``program contract: KIND, symmetric, range [lo, hi], ...; digest 0123456789ab...``:
+    what a store or gallery records of its matcher program's ``--describe`` contract
+    (`ssgallery.matchers.Matcher.recorded_contract`), as ``info`` prints it under the
+    matcher line; None for a matcher that runs no program. The digest's first 12 digits
+    are those a refused program's line names."""
+    from ssgallery.errors import printable
+
+    if not contract:
+        return None
+    c = contract
+    lo, hi = c["range"]
+    parts = [c["kind"], "symmetric" if c["symmetric"] else "not symmetric",
+             f"range [{lo:g}, {hi:g}]"]
+    if c["kind"] == "distance":
+        parts.append(f"similarity exp(-d/{c['distance_scale']:.4g})")
+    parts.append("no quality score" if c["quality_threshold"] is None else
+                 f"quality threshold {c['quality_threshold']:.4g}")
+    return printable(f"program contract: {', '.join(parts)}; digest "
+                     f"{c['contract_sha256'][:12]}... (the program named on this host must "
+                     "describe itself with it)")
+
+
 def csv_text(head, rows):
     """CSV text (header line, then ``rows``); every field printable (`printable`), None
     empty, floats in full precision."""

@@ -387,6 +387,7 @@ def store_summary(path, privacy_key=None):
             "n_background": len(store.background), "background": store.background,
             "matcher": store.matcher_name, "matcher_config": store.matcher_config,
             "matcher_settings": matcher.settings(), "dimension": dim,
+            "matcher_contract": matcher.recorded_contract(),
             "basis_stale": store.basis_stale, "stale_clients": store.stale_clients,
             "file_bytes": os.path.getsize(path),
             "fingerprint": store.fingerprint}

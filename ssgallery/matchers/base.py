@@ -142,6 +142,11 @@ class Matcher:
         key."""
         return self.get_config()
 
+    def recorded_contract(self):
+        """What the matcher holds of a program's contract, for people to read (``info``
+        prints it: `ssgallery.cli.options.contract_line`), as a JSON-able dict, or None
+        (the matcher runs no program). Never runs a program."""
+
     def contract_digest(self):
         """SHA-256 (hex) of what the matcher's answers depend on besides `get_config`,
         known before `fit` (an external program's contract), or None (nothing)."""

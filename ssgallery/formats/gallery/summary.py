@@ -333,6 +333,7 @@ def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
             "tool_version": h.get("tool_version"), "created": h.get("created"),
             "matcher": h["matcher"], "matcher_config": config,
             "matcher_settings": built.settings(), "dimension": d,
+            "matcher_contract": built.recorded_contract(),
             "prototype_dtype": index.prototype_dtype,
             "image_shape": h.get("image_shape"), "target_far": h.get("target_far"),
             "threshold_mode": h.get("threshold_mode", "client"),

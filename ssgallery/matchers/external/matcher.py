@@ -238,6 +238,27 @@ class ExternalMatcher(ProgramClient, Matcher):
             del config["serve"]
         return config
 
+    def recorded_contract(self):
+        """The contract as this matcher holds it (a rebuilt one: as its file records it):
+        ``kind``, ``symmetric``, ``range``, ``quality``, ``quality_threshold``,
+        ``conversion``, ``distance_scale`` (a distance's; else None), ``serve_offered``
+        (None: not known) and ``contract_sha256``. Never asks the program: None when
+        it was never described (not fitted)."""
+        desc = getattr(self, "description_", None)
+        if desc is None:
+            return None
+        distance = desc["kind"] == "distance"
+        offered = getattr(self, "serve_offered_", None)
+        threshold = getattr(self, "quality_threshold_", None)
+        return {"kind": desc["kind"], "symmetric": bool(desc["symmetric"]),
+                "range": [float(v) for v in desc["range"]],
+                "quality": bool(desc["quality"]),
+                "quality_threshold": None if threshold is None else float(threshold),
+                "conversion": "exp(-d/scale)" if distance else "identity",
+                "distance_scale": self._scale() if distance else None,
+                "serve_offered": None if offered is None else bool(offered),
+                "contract_sha256": self.contract_sha256_}
+
     def get_state(self):
         self._check_fitted()
         desc = self.describe()
