@@ -345,9 +345,12 @@ swap_rounds
         training points' weights (`ssgallery.learn.targets.with_mirrors`): a callable
         mapping features (k, d) to their mirror images' (e.g.
         `ssgallery.learn.mirror.MirrorImages` for a matcher whose features are an
-        image's pixels). Starts and swaps are made of the training points only; the
-        swaps' Omega and the beta of Eq. 4 (eq:beta) see the mirror images too. None:
-        the training points only (the paper).
+        image's pixels). Starts and swaps are never made of a mirror image (of the
+        training points, and of the ``between`` points when there are any); the swaps'
+        Omega and the beta of Eq. 4 (eq:beta) see the mirror images too. With a
+        black-box matcher the teacher's scores and the swaps' similarities at the mirror
+        images are new program runs (not in the training Gram matrix). None: the
+        training points only (the paper).
 
     Attributes
     ----------
