@@ -216,6 +216,11 @@ class UnkeyedMatcher:
         the clear; the key protects the templates, not the matcher's settings)."""
         return self.inner.settings()
 
+    def recorded_contract(self):
+        """What the matcher holds of a program's contract (``info``), in the clear as
+        its settings are."""
+        return self.inner.recorded_contract()
+
     def __getattr__(self, name):
         raise _needs_key(self.path)
 
