@@ -17,12 +17,15 @@ Methods, per client, all from one SVM teacher per matcher:
   virtual prototypes in pixel space inside [0, 255], moved with the heuristic gradient
   of Eq. 7 (eq:similarity-grad), starting as ``compress`` starts a black box
   (``init`` "auto": m - 1 genuine medoids + 1 impostor medoid, real training images),
-  in five variants:
+  in six variants:
   ``start`` (never moved, beta by Eq. 4 (eq:beta): its similarities are all in the
   Gram matrix, no program run), ``swap`` (the start improved by 3 swaps of a
   prototype for a training image, each lowering the unmoved training Omega of Eq. 2
   (eq:objective) most, `ssgallery.learn.initial.swap_start`, and never moved: no
-  program run either), ``alg1`` (Algorithm 1 as the paper ran EBGM: 4
+  program run either), ``swap mirror`` (the same swaps, with the training images'
+  left-right mirror images as distillation points too: the SVM scores them, the swaps'
+  Omega and beta see them, no prototype is made of one, ``mirror=MirrorImages``; the
+  mirror images' pairs are program runs), ``alg1`` (Algorithm 1 as the paper ran EBGM: 4
   sweeps, eta 0.5, with its prototype repulsion; as benchmarks/paper_att_ebgm.py),
   ``alg1 no-rep`` (the same without the repulsion term) and ``varpro`` (the default
   solver of ``compress``, ``--max-iter 4`` as docs/external-matcher.md's example);
@@ -64,6 +67,7 @@ from paper_lfw import load_lfw
 from ssgallery.biometrics.metrics import eer, frr_at_far
 from ssgallery.biometrics.protocol import make_splits
 from ssgallery.learn.defaults import DEFAULT_LAM
+from ssgallery.learn.mirror import MirrorImages
 from ssgallery.matchers import deep
 from ssgallery.matchers.deep import DlibMatcher
 from ssgallery.matchers.external import ExternalMatcher
@@ -104,6 +108,8 @@ VARIANTS = {
     # name: SuperSparseDistiller options (with bounds, eta and lambda of the run)
     "start": {"solver": "paper", "max_iter": 0},
     "swap": {"solver": "paper", "max_iter": 0, "swap_rounds": 3},
+    # mirror True: MirrorImages of the matcher's image shape (black_box_client)
+    "swap mirror": {"solver": "paper", "max_iter": 0, "swap_rounds": 3, "mirror": True},
     "alg1": {"solver": "paper"},
     "alg1 no-rep": {"solver": "paper", "repulsion": False},
     "varpro": {"solver": "varpro"},
@@ -136,6 +142,8 @@ def black_box_client(arm, em, variants, X, tr, y, gen, imp, args):
             opts = {"similarity": vm.similarity(), "bounds": vm.bounds(),
                     "max_iter": args.max_iter, "eta": args.eta, "lam": args.lam,
                     **VARIANTS[name]}
+            if opts.get("mirror") is True:
+                opts["mirror"] = MirrorImages(vm.image_shape)
             method = make_method("ssvm", m, **opts)
             model, cost = fit_timed(vm, lambda s=method: s.fit(X[tr], y, teacher=svm))
             row = arm.record(f"ssvm {name} m={m}", model, gen, imp, m, **cost,
