@@ -103,9 +103,9 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
         `ssgallery.learn.regression.SuperSparseRegressionDistiller`) the teacher is
         fitted once on all of X (unless prefit); its outputs are the targets and its
         weights the u_i, and each fit (every fold's, the refit) adds the distiller's
-        points between the classes of its training rows, as its own ``fit`` does
-        (`SuperSparseDistiller.distillation_set`), and mirror images. Any other estimator is refitted on
-        (X, y) at every m.
+        points between the classes and mirror images of its training rows, as its own
+        ``fit`` does (`SuperSparseDistiller.distillation_set`). Any other estimator is
+        refitted on (X, y) at every m.
     X : array-like of shape (n, d)
     y : array-like of shape (n,)
         Regression targets, or the two class labels for a distiller.
@@ -166,7 +166,7 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
         splitter = KFold(cv, shuffle=True, random_state=random_state)
 
     losses = {m: [] for m in grid}
-    def fitted(rows, ms):  # a distiller's: with its points between the classes, mirrors
+    def fitted(rows, ms):  # a distiller's: with its between points and mirror images
         if not classify:
             return fits(regressor, X[rows], targets[rows], u[rows], ms)
         X_, t_, u_, candidates = dist.distillation_set(X[rows], targets[rows], u[rows],
