@@ -192,3 +192,22 @@ def test_info_shows_the_program_contract_the_files_record(store, tmp_path):
     assert json.loads(res.stdout)["store"]["matcher_contract"] is None  # runs no program
     res = CliRunner().invoke(main, ["info", "--store", str(eigen)])
     assert res.exit_code == 0 and "contract" not in res.stdout, res.output
+
+
+def test_roc_refuses_a_program_that_is_not_the_stores_as_compress_does(store, tmp_path,
+                                                                       monkeypatch):
+    """'roc --store e.h5 --matcher-cmd OTHER', OTHER describing another contract than the
+    one the store records, ran the protocol with OTHER and reported its figures as the
+    store's (exit 0), where compress refuses OTHER as 'not the file's matcher': now roc
+    refuses it with compress's line, exit 2, before any report is written."""
+    other = f"{sys.executable} {Path(__file__).resolve().parent / 'matchers' / 'described.py'}"
+    monkeypatch.delenv("DESCRIBED_JSON", raising=False)  # its default: a distance
+    compressed = CliRunner().invoke(main, ["compress", "--store", str(store), "-o",
+                                           str(tmp_path / "g.h5"), "--m", "1", "-q",
+                                           "--matcher-cmd", other])
+    assert compressed.exit_code == 2 and "is not the file's matcher" in compressed.stderr, \
+        compressed.output
+    res = _roc(store, "--methods", "ssvm", "--m", "1", "--matcher-cmd", other)
+    assert (res.exit_code, res.stdout, res.stderr) == (2, "", compressed.stderr), res.output
+    assert not (tmp_path / "report").exists() and not (tmp_path / "g.h5").exists()
+    assert _roc(store, "--methods", "ssvm", "--m", "1").exit_code == 0  # the store's program

@@ -19,13 +19,19 @@ def kept_matcher(old, matcher, options, matcher_cmd=None, warn=None):
     matcher ``options`` given anyway are named in one warning line, as ignored. The
     host's ``command`` and ``cache_dir`` are not the options of a matcher that runs a
     program (a file never holds them): not named, but a program named must be the
-    store's (`_same_program`) and ``cache_dir`` gets `unused_cache_dir`'s warning; a
-    matcher that runs none names them as ignored. The host's program ``matcher_cmd`` is
-    taken as `compress` takes it: checked the same way, or named in `compress`'s warning
-    (`ssgallery.matchers.host.name_unused`)."""
+    store's (`ssgallery.matchers.host.same_program`) and ``cache_dir`` gets
+    `unused_cache_dir`'s warning; a matcher that runs none names them as ignored. The
+    host's program ``matcher_cmd`` is taken as `compress` takes it: checked the same
+    way, or named in `compress`'s warning (`ssgallery.matchers.host.name_unused`)."""
     from ssgallery.images.ingest import default_warn
     from ssgallery.matchers import get_matcher_class
-    from ssgallery.matchers.host import HostMatcher, host_matcher, runs_program, split_command
+    from ssgallery.matchers.host import (
+        HostMatcher,
+        host_matcher,
+        runs_program,
+        same_program,
+        split_command,
+    )
 
     if matcher is not None and matcher != old.matcher_name:
         raise InputError(f"{option('add')} adds clients with the store's {old.matcher_name} "
@@ -33,14 +39,14 @@ def kept_matcher(old, matcher, options, matcher_cmd=None, warn=None):
                          f"again without {option('add')} to change the matcher",
                          path=old.path)
     if matcher_cmd is not None:
-        _same_program(old, host_matcher(matcher_cmd, warn or default_warn))
+        same_program(old, host_matcher(matcher_cmd, warn or default_warn))
     options = dict(options or {})
     if runs_program(get_matcher_class(old.matcher_name)):
         cache_dir = options.pop("cache_dir", None)
         command = options.pop("command", None)
         if command is not None:  # -O command=...: named as given, not as matcher_cmd
             given = f"{option('matcher_options')} command"
-            _same_program(old, HostMatcher(split_command(command, given), source=given))
+            same_program(old, HostMatcher(split_command(command, given), source=given))
         if cache_dir is not None:
             unused_cache_dir(warn)
     if options:
@@ -62,18 +68,6 @@ def unused_cache_dir(warn=None):
 
     (warn or default_warn)("the external matcher option cache_dir is not stored and enroll "
                            f"keeps no answers in it: {CACHE_WHERE}")
-
-
-def _same_program(old, host):
-    """Refuse a program named with ``add`` (``host``, `ssgallery.matchers.host.HostMatcher`)
-    whose contract is not the one the store ``old`` was made with (every later command
-    running it would refuse the store): the first scoring run's check
-    (``check_contract``, one ``PROGRAM --describe``). A matcher that runs no program
-    warns through ``host.warn`` that it is ignored (`ssgallery.formats.hdf5.build_matcher`)."""
-    built = old.matcher(host=host)
-    check = getattr(built, "check_contract", None)  # duck-typed plug-ins: nothing to ask
-    if check is not None:
-        check()
 
 
 def add_clients(src, store_path, progress, key):

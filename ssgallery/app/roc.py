@@ -129,7 +129,8 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
               progress=None):
     """The protocol on an enrollment store: its matcher configuration is reused (refitted
     on each split's training images; an external matcher runs the host's program
-    ``matcher_cmd``, see `ssgallery.matchers.host`) and its background subjects
+    ``matcher_cmd``, see `ssgallery.matchers.host`, which must have the store's contract,
+    `ssgallery.matchers.host.same_program`) and its background subjects
     are never enrolled; an encrypted store is read with ``$SSGALLERY_PRIVACY_KEY_FILE``
     (as ``roc --gallery`` reads an encrypted gallery). The other arguments:
     `roc_protocol`."""
@@ -140,7 +141,7 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
     from ssgallery.formats.store import load_store
     from ssgallery.images.ingest import default_warn
     from ssgallery.matchers import get_matcher_class
-    from ssgallery.matchers.host import attached, host_matcher, name_unused, runs_program
+    from ssgallery.matchers.host import attached, host_matcher, runs_program, same_program
 
     privacy_key = load_privacy_key()  # $SSGALLERY_PRIVACY_KEY_FILE
     store = load_store(store_path, privacy_key=privacy_key)
@@ -149,8 +150,7 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
     host = None
     if runs_program(cls) or matcher_cmd is not None:
         host = host_matcher(matcher_cmd, report.warn or default_warn)
-    if not runs_program(cls):  # as build_matcher, once (the factory runs per split)
-        name_unused(host, store.matcher_name, store_path)
+    same_program(store, host)  # once, as compress checks it (the factory runs per split)
     protocol = protocol or ROC_PROTOCOL
     black_box = cls.black_box  # as compress decides (`Matcher.black_box`)
     protocol = replace(protocol, between=resolve_between(

@@ -155,6 +155,25 @@ def attached(matcher, host, source):
     return matcher
 
 
+def same_program(file, host):
+    """Refuse the program the host names (``host``, a `HostMatcher`) when its contract
+    is not the one the store ``file`` was made with
+    (`ssgallery.formats.store.EnrollmentStore`): the check of the first scoring run of a
+    matcher rebuilt from a file (``check_contract``, one ``PROGRAM --describe``), made
+    first by the commands that would not make it otherwise: ``enroll --add`` (it scores
+    nothing) and ``roc --store`` (it fits a new matcher on each split, which would
+    measure another program as the store's). A store whose matcher runs no program asks
+    nothing: a ``--matcher-cmd`` is named as ignored (`name_unused`)."""
+    from ssgallery.matchers import get_matcher_class
+
+    if not runs_program(get_matcher_class(file.matcher_name)):
+        name_unused(host, file.matcher_name, file.path)
+        return
+    check = getattr(file.matcher(host=host), "check_contract", None)  # duck-typed plug-ins
+    if check is not None:
+        check()
+
+
 def runs_program(matcher_class):
     """True for a matcher class that runs the host's program: one that binds the host's
     settings (`ssgallery.matchers.base.Matcher.attach_host`)."""
