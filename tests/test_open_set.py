@@ -2,6 +2,8 @@
 searches, stored in the gallery under its digest, re-derived by --update for the grown
 gallery, and used by identify --open-set (or overridden, always named)."""
 
+import csv
+import io
 import json
 import shutil
 from dataclasses import replace
@@ -98,8 +100,8 @@ def test_identify_open_set_uses_the_gallery_operating_point(split):
         if r["failed_to_acquire"]:
             continue
         best = r["candidates"][0]
-        assert set(best) == {"client", "rank", "score", "normalized", "threshold", "passes",
-                             "verified"}
+        assert set(best) == {"client", "rank", "score", "ranking_score", "normalized",
+                             "threshold", "passes", "verified"}
         assert best["threshold"] == point["threshold"]
         # passing takes the operating point and the client's own verify decision
         assert best["passes"] == (best["normalized"] >= point["threshold"]
@@ -113,6 +115,29 @@ def test_identify_open_set_uses_the_gallery_operating_point(split):
     text = _identify(strangers[0], "--gallery", root / "g.h5", "--open-set").output
     assert "operating point: FPIR 1% over 12 clients (threshold" in text
     assert "1:N threshold" in text and "extrapolated beyond the held-out searches" in text
+
+
+def test_identify_names_the_centred_score_ranking_score(split):
+    """identify --json's 'normalized' held the centred score (g - mean) / scale of the
+    open set, not a normalised one: each candidate has 'ranking_score' (the score
+    'ranking' names, centred here, Z-normalised or raw elsewhere), and 'normalized'
+    keeps the same value for one release (deprecated); --csv adds the column."""
+    root, clients, s = split
+    strangers = _probes(root, {p.name for p in (root / "probes").iterdir()} - set(clients))
+    out = json.loads(_identify(*strangers[:2], "--gallery", root / "g.h5", "--open-set",
+                               "--json").stdout)
+    assert out["ranking"] == "centred"
+    norm = {r["client"]: r["normalization"] for r in s.clients}
+    scale = out["operating_point"]["scale"]
+    for c in (c for r in out["results"] for c in r["candidates"]):
+        assert c["ranking_score"] == c["normalized"]
+        assert c["ranking_score"] == pytest.approx(
+            (c["score"] - norm[c["client"]]["mean"]) / scale)
+    rows = list(csv.DictReader(io.StringIO(_identify(
+        *strangers[:2], "--gallery", root / "g.h5", "--open-set", "--csv").stdout)))
+    best = [r["candidates"][0] for r in out["results"]]
+    assert [float(r["ranking_score"]) for r in rows] == [b["ranking_score"] for b in best]
+    assert [r["normalized"] for r in rows] == [r["ranking_score"] for r in rows]
 
 
 def test_identify_overrides_and_exit_statuses(split):

@@ -27,18 +27,22 @@ from ssgallery.errors import InputError
 
 @dataclass
 class Candidate:
-    """One client in a probe's ranked list."""
+    """One client in a probe's ranked list: ``score`` is the raw g_k(x),
+    ``ranking_score`` the score the ranking orders (the search's ``ranking``: centred,
+    Z-normalised or raw)."""
 
     client: str
     rank: int
     score: float
-    normalized: float
+    ranking_score: float
     threshold: float
     passes: bool  # the operating point passes it and so does its record (``verified``)
     verified: bool = None  # ``verify`` would accept the probe for this client
 
     def to_dict(self):
-        return dict(self.__dict__)
+        """The JSON fields; ``normalized`` repeats ``ranking_score`` (its old name,
+        deprecated: it is the centred score in the open set, not a normalised one)."""
+        return dict(self.__dict__, normalized=self.ranking_score)
 
 
 @dataclass
@@ -86,18 +90,18 @@ def rank_clients(index, scores, top, point=None):
     list (n) of list of Candidate
     """
     centred = point is not None and point.get("score") == "centred"
-    normalized = ((np.asarray(scores, dtype=float) - index.norm_mean) / point["scale"]
-                  if centred else index.normalize(scores))
+    ranked = ((np.asarray(scores, dtype=float) - index.norm_mean) / point["scale"]
+              if centred else index.normalize(scores))
     top = min(int(top), index.n_clients)
     # ties broken by client order (stable sort on the negated scores)
-    order = np.argsort(-normalized, axis=1, kind="stable")[:, :top]
+    order = np.argsort(-ranked, axis=1, kind="stable")[:, :top]
     one = point is not None and point["kind"] != "verification"
-    value, limit = (normalized, np.full(index.n_clients, point["threshold"])) if one \
+    value, limit = (ranked, np.full(index.n_clients, point["threshold"])) if one \
         else (scores, index.threshold)
     out = []
     for i, row in enumerate(order):
         out.append([Candidate(client=str(index.client_ids[k]), rank=r + 1,
-                              score=float(scores[i, k]), normalized=float(normalized[i, k]),
+                              score=float(scores[i, k]), ranking_score=float(ranked[i, k]),
                               threshold=float(limit[k]), passes=bool(value[i, k] >= limit[k]))
                     for r, k in enumerate(row)])
     return out

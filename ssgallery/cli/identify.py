@@ -61,8 +61,9 @@ def command(ctx, probes, gallery, top, open_set, fpir, threshold, verification_t
     A probe that is not a usable face is a FAILURE-TO-ACQUIRE and is never searched.
     --csv prints one line per probe: its status (identified, unknown,
     failure-to-acquire), the best candidate's scores and the top K client ids, and the
-    operating point's kind (fpir, threshold: on the ranking's score; verification: on
-    the raw score).
+    operating point's kind (fpir, threshold: on the ranking's score, ranking_score;
+    verification: on the raw score). The column and JSON key 'normalized' are the
+    deprecated name of ranking_score.
     Exit status: 0 every probe identified, 1 some unknown, 3 none unknown but some
     failed to acquire, 2 error.
 
@@ -111,7 +112,7 @@ def _format(results, ranking, point, open_set=True):
     from ssgallery.app.open_set import describe
 
     one = point["kind"] != "verification"
-    name = "centred" if ranking == "centred" else "normalised"
+    name = "normalised" if ranking == "znorm" else ranking  # centred or raw: as ranked
     lines = [f"ranking: {ranking}", describe(point) if open_set else CLOSED_SET]
     for r in results:
         if r.failed_to_acquire:
@@ -120,8 +121,8 @@ def _format(results, ranking, point, open_set=True):
         verdict = f"IDENTIFIED {printable(r.identified)}" if r.identified is not None else "UNKNOWN"
         lines.append(f"{printable(r.probe)}  {verdict}")
         for c in r.candidates:
-            mark = ">=" if (c.normalized if one else c.score) >= c.threshold else "< "
-            head = f"  {c.rank:>3}. {printable(c.client):<20} {name} {c.normalized:+8.3f}"
+            mark = ">=" if (c.ranking_score if one else c.score) >= c.threshold else "< "
+            head = f"  {c.rank:>3}. {printable(c.client):<20} {name} {c.ranking_score:+8.3f}"
             score = signed(c.score)
             lines.append(head + (f" {mark} 1:N threshold {c.threshold:+.3f}  score {score}"
                                  if one else
@@ -131,20 +132,21 @@ def _format(results, ranking, point, open_set=True):
 
 
 CSV_FIELDS = ("probe", "status", "identified", "client", "score", "normalized", "threshold",
-              "ranking", "candidates", "reason", "operating_point")
+              "ranking", "candidates", "reason", "operating_point", "ranking_score")
 
 
 def _csv(results, ranking, point):
-    """One CSV line per probe: status, the best candidate (client, raw and normalised
-    score, the operating point's threshold), the ranking, the candidates' ids (best first,
-    ';'-separated), the operating point's kind."""
+    """One CSV line per probe: status, the best candidate (client, raw score, the
+    ranking's score as ``normalized``, its deprecated name, and the operating point's
+    threshold), the ranking, the candidates' ids (best first, ';'-separated), the
+    operating point's kind and, last, the ranking's score as ``ranking_score``."""
     rows = []
     for r in results:
         best = r.candidates[0] if r.candidates else None
         status = ("failure-to-acquire" if r.failed_to_acquire else
                   "identified" if r.identified is not None else "unknown")
         rows.append([r.probe, status, r.identified, best and best.client,
-                     best and best.score, best and best.normalized, best and best.threshold,
+                     best and best.score, best and best.ranking_score, best and best.threshold,
                      ranking, ";".join(c.client for c in r.candidates) or None, r.reason,
-                     point["kind"]])
+                     point["kind"], best and best.ranking_score])
     return csv_text(CSV_FIELDS, rows)
