@@ -13,7 +13,7 @@ from ssgallery.app.compress import CompressOptions, CompressRun, compress
 from ssgallery.app.enroll import enroll
 from ssgallery.app.thresholds import frr_record
 from ssgallery.cli import main
-from ssgallery.cli.info import calibration_line, frr_warning
+from ssgallery.cli.operating import calibration_line, frr_warning
 from ssgallery.datasets import sample_faces_path
 
 

@@ -17,7 +17,7 @@ from ssgallery.app.options import (
 )
 from ssgallery.app.training_sets import IMPOSTOR_MODES
 from ssgallery.biometrics.calibration import THRESHOLD_MODES
-from ssgallery.cli.info import (
+from ssgallery.cli.operating import (
     calibration_line,
     frr_warning,
     open_set_line,

@@ -1,0 +1,222 @@
+"""The lines and warnings ``compress`` and ``info`` give of a gallery's operating
+points: its thresholds and their expected FAR and FRR (`calibration_line`,
+`unresolved_warning`, `frr_warning`) and its 1:N search threshold (`open_set_line`,
+`open_set_warning`), read from the records the gallery keeps."""
+
+from ssgallery.checks import is_finite_real, is_int
+from ssgallery.errors import printable
+from ssgallery.tables import counted
+
+HIGH_FRR = 0.2  # an expected FRR from which compress and info warn
+
+
+def _num(value):
+    """A finite float from a calibration record (data from a file: `is_finite_real`),
+    else None."""
+    return float(value) if is_finite_real(value) else None
+
+
+def _counted(cal, count, total, what):
+    """``k of n held-out <what> scores``; ``training`` instead of ``held-out`` when every
+    client's scores are training scores (``training_clients``), and how many are when
+    some are."""
+    n, t = cal.get("clients"), cal.get("training_clients")
+    kind = "held-out"
+    if is_int(t) and t > 0:
+        kind = "training" if isinstance(n, int) and t >= n else \
+            f"held-out (training for {counted(t, 'client')})"
+    return f"{cal.get(count)} of {counted(cal.get(total), f'{kind} {what} score')}"
+
+
+def _rate(cal, key, count, total, what):
+    """``x% (95% Clopper-Pearson a-b%, k of n held-out <what> scores)``, or None."""
+    value, ci = _num(cal.get(key)), cal.get(f"{key}_ci")
+    if value is None or not isinstance(ci, list) or len(ci) != 2 or None in map(_num, ci):
+        return None
+    return (f"{100 * value:.2f}% (95% Clopper-Pearson {100 * ci[0]:.2f}-{100 * ci[1]:.2f}%, "
+            f"{_counted(cal, count, total, what)})")
+
+
+def _people(u):
+    low, high = u["people"]
+    return f"{low}" + (f"-{high}" if high > low else "") + \
+        (" impostor person" if high == 1 else " impostor people")
+
+
+def _unresolved_far(u):
+    """What to expect of the thresholds of an ``unresolved`` record: for held-out
+    scores, the FAR of a threshold set on so few people; for training scores, only that
+    it is higher (their models were fitted to push those very scores down)."""
+    bound = f"about {100 * u['far']:.1f}% ((accepted people + 1) / (people + 1))" \
+        if u["far"] is not None else None
+    if not u["training"]:
+        return f"; a new person passes such a threshold {bound} of the time"
+    fitted = "whose models were fitted to reject those very people"
+    if bound is None:
+        return (f", {fitted}: new people pass such thresholds more often than these "
+                "scores can tell")
+    return (f"; a new person passes those set on held-out scores {bound} of the time, "
+            f"those of the {u['training']} clients on training scores more often ({fitted})")
+
+
+def _expected_far(cal):
+    """The expected FAR's text: the Clopper-Pearson estimate, and for the clients whose
+    count is not an estimate (``unresolved``), the FAR to expect of a threshold set on
+    the scores of so few people; only that when it is every client."""
+    from ssgallery.app.thresholds import unresolved_record
+
+    far = _rate(cal, "expected_far", "accepted", "impostors", "impostor")
+    u = unresolved_record(cal.get("unresolved"))
+    if u is None or far is None:
+        return far
+    if u["clients"] >= (cal.get("clients") or 0):
+        return (f"not estimated: {_counted(cal, 'accepted', 'impostors', 'impostor')} "
+                f"accepted, but each client's threshold sits on those very scores, of "
+                f"{_people(u)}{_unresolved_far(u)}")
+    return (f"{far}; not estimated for {u['clients']} of "
+            f"{counted(cal.get('clients'), 'client')}, whose thresholds sit on the very "
+            f"scores counted, of {_people(u)}{_unresolved_far(u)}")
+
+
+def calibration_line(cal):
+    """``thresholds: MODE; expected FAR x% (95% Clopper-Pearson a-b%, k of n held-out
+    impostor scores)`` from a gallery's calibration record (None: not recorded), and on
+    a second line the expected FRR at those thresholds, when recorded; ``not known``
+    when the record's counts are (``counts_unknown``,
+    `ssgallery.app.thresholds.counts_inseparable`)."""
+    if not cal:
+        return "thresholds: client (per-client; no expected FAR recorded)"
+    text = f"thresholds: {printable(cal['mode'])}"
+    if _num(cal.get("global_threshold")) is not None:
+        text += f" (normalised T = {cal['global_threshold']:.4g})"
+    if cal.get("counts_unknown") is True:
+        return text + ("; expected FAR and FRR not known: an update trained again (or left "
+                       "out) some of the clients the gallery's counts pooled, which cannot "
+                       "be taken apart; compress every client again without --update to "
+                       "estimate them")
+    far = _expected_far(cal)
+    text += f"; expected FAR {far}" if far else "; no expected FAR recorded"
+    frr = _rate(cal, "expected_frr", "rejected", "genuine", "genuine")
+    return text + (f"\nexpected FRR at these thresholds {frr}" if frr else "")
+
+
+def unresolved_warning(cal, command="compress"):
+    """The warning ``compress`` and ``info`` give when some clients' expected FAR is not
+    an estimate (``unresolved``), naming what fixes it; None otherwise."""
+    from ssgallery.app.thresholds import unresolved_record
+
+    u = unresolved_record((cal or {}).get("unresolved"))
+    if u is None:
+        return None
+    option = "--max-impostors" if command == "compress" else "compress --max-impostors"
+    return (f"the target FAR ({100 * (_num(cal.get('target_far')) or 0):g}%) cannot be "
+            f"estimated for {u['clients']} of {counted(cal.get('clients'), 'client')}: "
+            "each one's "
+            f"threshold sits on the very impostor scores it is counted on, of "
+            f"{_people(u)}{_unresolved_far(u)}; raise {option} (at least 4 impostor "
+            "images per client, of as many people as there are) or enrol more people "
+            "(enroll --background)")
+
+
+def _share_rejected(frr):
+    """``about k in d genuine claims would be rejected`` for a rejected share ``frr`` in
+    (0, 1] (the nearest fraction of denominator at most 5), ``nearly every genuine claim
+    would be rejected`` when that fraction is 1, ``every ...`` when ``frr`` is 1 (every
+    held-out genuine score was rejected)."""
+    from fractions import Fraction
+
+    share = Fraction(frr).limit_denominator(5)
+    if share.numerator >= share.denominator:
+        return f"{'' if frr >= 1 else 'nearly '}every genuine claim would be rejected"
+    return f"about {share.numerator} in {share.denominator} genuine claims would be rejected"
+
+
+def frr_warning(cal, matcher, command="compress"):
+    """The warning ``compress`` and ``info`` give when the recorded expected FRR is at
+    least `HIGH_FRR` (None otherwise): how many genuine claims that rejects, the clients
+    that reject the most of theirs, and what would lower it."""
+    frr = _num((cal or {}).get("expected_frr"))
+    if frr is None or frr < HIGH_FRR:
+        return None
+    from ssgallery.app.thresholds import HIGH_CLIENT_FRR
+
+    worst = [w for w in cal.get("frr_worst") or () if isinstance(w, list) and len(w) == 2
+             and _num(w[1]) is not None]
+    high = cal.get("frr_high_clients")
+    if isinstance(high, int) and high:  # name those only, not the next worst below half
+        worst = [w for w in worst if _num(w[1]) >= HIGH_CLIENT_FRR]
+    named = ", ".join(f"{printable(c)} ({100 * f:.0f}%)" for c, f in worst)
+    who = (f"{high} client(s) reject at least half of their own held-out images"
+           if isinstance(high, int) and high else "clients rejecting the most")
+    fix = ["a higher target FAR (" + ("--target-far" if command == "compress" else
+                                      "compress --target-far")
+           + f", now {cal.get('target_far')})"]
+    if matcher != "dlib":
+        fix.insert(0, "a matcher that tells these faces apart better (enroll --matcher dlib "
+                      "for photos in the wild)")
+    if named and isinstance(high, int) and high > len(worst):  # frr_worst keeps a few
+        named = f"the worst {len(worst)}, {named}"
+    return (f"expected FRR {100 * frr:.1f}%: {_share_rejected(frr)} at these thresholds; {who}"
+            + (f": {named}" if named else "") + f"; {' or '.join(fix)} would lower it")
+
+
+def open_set_line(rec):
+    """``1:N search: threshold T on the best centred score at target FPIR f for N
+    clients; expected FPIR x% (95% Clopper-Pearson a-b%, n held-out searches of k
+    clients)`` from a gallery's open-set record (None: not recorded)."""
+    from ssgallery.app.open_set import beyond_end, measured_note, no_point_why
+
+    if not rec:
+        why = no_point_why(lambda name: "--" + name.replace("_", "-"))
+        return (f"1:N search: no operating point recorded ({why}): identify --open-set needs "
+                "--threshold or --verification-thresholds until every client is compressed "
+                "again without --update")
+    low, high = rec["expected_fpir_ci"]
+    text = (f"1:N search: threshold {rec['threshold']:.4g} on the best centred score at "
+            f"target FPIR {100 * rec['target_fpir']:g}% for "
+            f"{counted(rec['clients'], 'client')}; "
+            f"expected FPIR {100 * rec['expected_fpir']:.2f}% (95% "
+            + ("interval of the tail's scale " if rec.get("extrapolated") else "Clopper-Pearson ")
+            + f"{100 * low:.2f}-{100 * high:.2f}%, "
+            f"{counted(rec['searches'], 'held-out search', 'held-out searches')} of "
+            f"{counted(rec['search_size'], 'client')}"
+            + (f" in {rec['blocks']} runs merged by --update" if rec.get("blocks", 1) > 1
+               else "") + ")")
+    if rec.get("extrapolated"):
+        tail = rec["curve"].get("tail") or {}
+        text += ("; too few searches to resolve the target: threshold extrapolated beyond "
+                 "every one (exponential tail"
+                 + (f" of the top {tail['exceedances']} held-out scores" if tail else "")
+                 + "), not measured")
+    elif not rec["resolved"]:
+        text += "; too few searches to resolve the target: threshold above every one"
+    return text + beyond_end(rec) + measured_note(rec)
+
+
+def open_set_warning(summary):
+    """The warning ``compress --update`` gives when the gallery it updated recorded no
+    1:N operating point it could keep (written before --target-fpir, or one that pooled
+    the searches of clients trained again or left out,
+    `ssgallery.app.open_set.operating_point`): none written (``open_set_dropped``: the
+    gallery's point was dropped), or one measured on the clients updates trained only
+    (None otherwise)."""
+    rec, redo = summary.open_set, "compress every client again without --update"
+    if not summary.kept:
+        return None
+    if rec is None:
+        had = ("the gallery's 1:N operating point pooled the held-out searches of clients "
+               "this update left out (no longer enrolled), which cannot be taken apart"
+               if summary.open_set_dropped else "the gallery records no 1:N operating point")
+        return (f"{had}, and this update trained no client to measure one: none recorded "
+                "(identify --open-set needs --threshold or --verification-thresholds); "
+                f"{redo} to record one")
+    measured = rec.get("measured_clients")
+    if measured is None or measured >= rec["clients"]:
+        return None
+    why = ("the gallery's 1:N operating point pooled the held-out searches of clients an "
+           "update trained again (or left out), which cannot be taken apart"
+           if rec.get("searches_inseparable") else
+           "the gallery recorded no 1:N operating point")
+    return (f"{why}: set from the held-out searches of the {measured} client(s) trained by "
+            f"updates, taken as typical of all {rec['clients']}; {redo} to measure it on "
+            "every client")
