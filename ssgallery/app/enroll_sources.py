@@ -1,0 +1,181 @@
+"""What `ssgallery.app.enroll.enroll` reads, in both of its modes: the subject names
+checked against the folders (`resolve_names`), the store it replaces or adds to, and the
+images of the clients and the background subjects (`read_sources`; with ``add``, the new
+subjects' only, the enrolled ones' files checked against the store)."""
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ssgallery.app.enroll_add import kept_matcher
+from ssgallery.errors import FormatError, InputError, option
+from ssgallery.formats.store import EnrollmentStore, load_store
+from ssgallery.tables import did_you_mean
+
+
+def _split_names(value):
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = value.split(",")
+    return [v.strip() for v in value if v and v.strip()]
+
+
+def _load(root, names, *, size, strict, skip_bad, min_images, warn, progress,
+          min_images_option=True):
+    from ssgallery.images.ingest import load_faces
+
+    return load_faces(root, size=size, strict=strict, skip_bad=skip_bad,
+                      min_images=min_images, clients=names, warn=warn, progress=progress,
+                      min_images_option=min_images_option)
+
+
+def _new_faces(root, names, known, *, size, **load):
+    """The faces of the subjects ``names`` not in ``known`` (all of them when nothing is
+    known; an empty set when every one is)."""
+    from ssgallery.images.ingest import FaceSet
+
+    new = None if names is None else [n for n in names if n not in known]
+    if known and new is not None and not new:  # --add, no new subject here
+        return FaceSet(images=np.zeros((0, size[1], size[0]), dtype=np.float32),
+                       labels=np.array([], dtype=str), root=os.fspath(root))
+    return _load(root, new, size=size, **load)
+
+
+def _known_subjects(faces_dir, bg_dir, names, old, skip_bad, warn, progress):
+    """``--add``: the subjects of ``faces_dir`` (``names``) and of ``bg_dir`` that the
+    store already holds, after checking that their files are the enrolled ones (hashed,
+    never decoded nor kept: only new subjects' pixels are read)."""
+    from ssgallery.images.ingest import file_rows
+
+    enrolled = {}
+    for lab, p, h in zip(old.labels, old.paths, old.sha256):
+        enrolled.setdefault(str(lab), set()).add((p, h))
+    known = {}
+    sources = [(faces_dir, [n for n in names if n in enrolled])]
+    if bg_dir is not None:
+        sources.append((bg_dir, [n for n in _scan_subjects(bg_dir) if n in enrolled]))
+    for root, subjects in sources:
+        if subjects:
+            known.update(file_rows(root, subjects, enrolled, skip_bad=skip_bad, warn=warn,
+                                   progress=progress))
+    for name, rows in known.items():
+        if rows != enrolled[name]:
+            raise InputError(f"client '{name}' is already enrolled with other images; "
+                             f"re-run enroll without {option('add')} to re-enrol everyone",
+                             path=old.path)
+    return known
+
+
+def _scan_subjects(root):
+    """The subject folders of ``root`` in natural order (``s2`` before ``s10``), the
+    order of the store's clients and of every table that lists them."""
+    from ssgallery.images.ingest import natural_key
+
+    root = os.fspath(root)
+    if not os.path.isdir(root):
+        raise InputError("no such folder" if not os.path.exists(root) else "not a folder",
+                         path=root)
+    names = [e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith(".")]
+    return sorted(names, key=lambda name: (natural_key(name), name))
+
+
+@dataclass
+class Sources:
+    """What both modes of `enroll` start from: the images read and the old store."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    paths: list
+    shas: list
+    roots: list
+    clients: list
+    bg_names: list
+    old: EnrollmentStore = None
+
+
+def _old_store(store_path, add, force, key):
+    """The store at ``store_path`` (None if there is none, or a foreign file to be
+    replaced with ``force``); refuses a gallery or a special file there at once. ``key``:
+    the privacy key (an encrypted store)."""
+    from ssgallery.formats.atomic import check_writable, hdf5_format
+    from ssgallery.formats.store import FORMAT
+
+    exists = os.path.exists(store_path)
+    if add and not exists:
+        raise FormatError(f"no such ssgallery enrollment store to add to (drop "
+                          f"{option('add')} to create it)", path=store_path)
+    if exists and not add:
+        check_writable(store_path, FORMAT, force, encrypted=key is not None)
+        if force and hdf5_format(store_path) != FORMAT:
+            return None  # a foreign file the caller asked to replace
+    # foreign / newer / corrupt -> FormatError, never clobber
+    return load_store(store_path, images=False, privacy_key=key) if exists else None
+
+
+def resolve_names(faces_dir, clients, background):
+    """(clients, background folder or None, background names) checked against the
+    subfolders of ``faces_dir``."""
+    faces_dir = os.fspath(faces_dir)
+    clients = _split_names(clients)
+    bg_dir, bg_names = None, []
+    if background is not None:
+        if isinstance(background, (str, os.PathLike)) and os.path.isdir(background):
+            bg_dir = os.fspath(background)
+        else:
+            bg_names = _split_names(background)
+    subjects = _scan_subjects(faces_dir)
+    missing = [n for n in (clients or []) + bg_names if n not in subjects]
+    if missing:
+        hint = did_you_mean(missing[:5], subjects)
+        raise InputError(f"no client folder named {', '.join(missing[:5])}"
+                         + (f"; {hint}" if hint else ""), path=faces_dir)
+    if clients is None:
+        clients = [s for s in subjects if s not in bg_names]
+    overlap = sorted(set(clients) & set(bg_names))
+    if overlap:
+        raise InputError(f"{', '.join(overlap)} named both as client and as background")
+    clash = sorted(set(_scan_subjects(bg_dir)) & set(clients)) if bg_dir is not None else []
+    if clash:  # every subject, enrolled or not (enroll --add reads only the new ones)
+        raise InputError(f"background subject(s) {', '.join(clash[:5])} have the same name "
+                         f"as clients", path=bg_dir)
+    return clients, bg_dir, bg_names
+
+
+def read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, min_images,
+                  warn, progress, force, key, asked=(None, None, None)):
+    """The shared front of both modes: old store, images (clients + background);
+    ``asked``: the matcher, options and program given (with ``add``:
+    `ssgallery.app.enroll_add.kept_matcher`)."""
+    faces_dir = os.fspath(faces_dir)
+    clients, bg_dir, bg_names = names
+    old = _old_store(store_path, add, force, key)
+    known = {}
+    if add:  # new images take the store's size (resized with a warning unless --strict)
+        kept_matcher(old, *asked, warn=warn)
+        size = old.image_shape[::-1]
+        known = _known_subjects(faces_dir, bg_dir, clients + bg_names, old, skip_bad, warn,
+                                progress)
+
+    faces = _new_faces(faces_dir, clients + bg_names, known, size=size, strict=strict,
+                       skip_bad=skip_bad, min_images=min_images, warn=warn, progress=progress)
+    shape = faces.images.shape[1:]
+    parts = [(faces, [os.path.abspath(faces_dir)] * len(faces.labels))]
+    if bg_dir is not None:
+        bg = _new_faces(bg_dir, _scan_subjects(bg_dir) if known else None, known,
+                        size=shape[::-1], strict=strict, skip_bad=skip_bad, min_images=1,
+                        min_images_option=False, warn=warn, progress=progress)
+        bg_names = sorted(set(map(str, bg.labels)))
+        parts.append((bg, [os.path.abspath(bg_dir)] * len(bg.labels)))
+    labels = np.concatenate([np.asarray(p.labels, dtype=str) for p, _ in parts])
+    present = set(map(str, labels))
+    return Sources(
+        images=(parts[0][0].images if len(parts) == 1 else  # no 2nd copy of every pixel
+                np.concatenate([p.images for p, _ in parts])).astype(np.float32, copy=False),
+        labels=labels,
+        paths=[str(x) for p, _ in parts for x in p.paths],
+        shas=[str(x) for p, _ in parts for x in p.sha256],
+        roots=[r for _, rs in parts for r in rs],
+        clients=[c for c in clients if c in present],  # --skip-bad may have dropped a client
+        bg_names=[b for b in bg_names if b in present], old=old)
