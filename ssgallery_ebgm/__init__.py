@@ -111,9 +111,23 @@ def _response(path, shape, key, cache_dir=None):
             tmp = f"{cached}.{os.getpid()}.tmp.npy"
             np.save(tmp, R)
             os.replace(tmp, cached)
-        except OSError:
-            pass  # a cache that cannot be written is only slower
+        except OSError as exc:  # a cache that cannot be written is only slower: said once
+            _cache_unwritable(cache_dir, exc)
     return R
+
+
+_unwritable = set()  # cache folders already said to be unwritable (by this process)
+
+
+def _cache_unwritable(cache_dir, exc):
+    """Say once per folder, on stderr, that ``cache_dir`` cannot keep responses."""
+    if cache_dir in _unwritable:
+        return
+    _unwritable.add(cache_dir)
+    why = "not a folder" if os.path.lexists(cache_dir) and not os.path.isdir(cache_dir) \
+        else exc.strerror or exc
+    print(f"{PROG}: warning: --cache-dir {cache_dir}: cannot write there ({why}); running "
+          "without a cache (every image is transformed again on each call)", file=sys.stderr)
 
 
 def score_files(probe_paths, gallery_paths, chunk=32, cache_dir=None):
@@ -197,7 +211,8 @@ def _parser():
                    'the answer to "out" and answer {"ok": true} or {"error": ...} on stdout; '
                    "exit at end of input")
     p.add_argument("--cache-dir", help="keep the Gabor responses of image files (not .npy) here "
-                   "across calls, keyed by content (3.3 MB per 92x112 image)")
+                   "across calls, keyed by content (3.3 MB per 92x112 image); a folder that "
+                   "cannot be written is one warning on stderr, and no cache")
     return p
 
 

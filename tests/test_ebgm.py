@@ -250,3 +250,30 @@ def test_quality_is_the_graph_match_with_the_mirror_image(tmp_path, att_faces):
     assert serve(io.StringIO(json.dumps(request) + "\n"), stdout) == 0
     assert json.loads(stdout.getvalue()) == {"ok": True}
     np.testing.assert_allclose(np.loadtxt(tmp_path / "Q.txt"), q, rtol=1e-8)
+
+
+def test_an_unwritable_cache_dir_is_one_warning_line(images, tmp_path):
+    """--cache-dir naming a folder that cannot be written (here a regular file: root
+    writes any folder) ran without a cache and said nothing; now one warning line on
+    stderr, the same scores, exit 0; in the served mode once for every request."""
+    blocked = tmp_path / "cache"
+    blocked.write_text("not a folder\n", encoding="utf-8")
+    probes = write_list(tmp_path / "p.txt", images[:2])
+    gallery = write_list(tmp_path / "g.txt", images[2:])
+    run = subprocess.run([EBGM, "--probe-list", probes, "--gallery-list", gallery,
+                          "--cache-dir", str(blocked)], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines() == [(
+        f"ssgallery-ebgm: warning: --cache-dir {blocked}: cannot write there (not a "
+        "folder); running without a cache (every image is transformed again on each "
+        "call)")]
+    np.testing.assert_allclose(np.loadtxt(run.stdout.splitlines()),
+                               score_files(images[:2], images[2:]), rtol=0, atol=1e-6)
+    requests = "".join(json.dumps({"probe_list": probes, "gallery_list": gallery,
+                                   "out": str(tmp_path / f"s{i}.txt")}) + "\n"
+                       for i in range(2))
+    served = subprocess.run([EBGM, "--serve", "--cache-dir", str(blocked)], input=requests,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert served.returncode == 0 and served.stdout.count('{"ok": true}') == 2, served
+    assert served.stderr.splitlines() == run.stderr.splitlines()
