@@ -232,3 +232,66 @@ def test_compress_update_with_a_key_refuses_what_verify_refuses(site, tmp_path, 
              "--cv-folds", "0", "-q", "--key-file", root / key)
     assert (r.exit_code, r.stderr) == (2, verify.stderr), r.output
     assert out.read_bytes() == before
+
+
+_SWAP = {}  # the audit hook's orders (sys.addaudithook cannot be removed: empty = inert)
+
+
+def _swap_on_open(event, args):
+    """Audit hook: count the opens of ``_SWAP['path']`` by Python's ``open`` (ssgallery
+    reads a file's first bytes and its seal before HDF5 opens it); past ``_SWAP['after']``
+    of them, put ``_SWAP['other']`` at the path, once, before the open runs."""
+    if event != "open" or not _SWAP or not isinstance(args[0], (str, bytes, os.PathLike)):
+        return
+    if os.fspath(args[0]) != _SWAP["path"]:
+        return
+    _SWAP["opens"] += 1
+    if _SWAP.get("after") is not None and _SWAP["opens"] > _SWAP["after"] \
+            and not _SWAP.get("swapped"):
+        os.replace(_SWAP["other"], _SWAP["path"])
+        _SWAP["swapped"] = True
+
+
+def test_rewrite_gallery_copies_only_the_source_it_checked(site, tmp_path):
+    """rewrite_gallery checked ``src`` with the key in one read, then opened ``src`` again
+    once per client for its rendered images: another gallery signed with the same key put
+    at the path meanwhile gave the copy its images beside the checked gallery's
+    prototypes, signed with the key. Shown with a real file replaced at the path, by an
+    audit hook (``sys.addaudithook``, no code of ssgallery replaced), right after the
+    opens one checked read makes: the copy is now exactly the checked source, and the
+    path is never opened again."""
+    import sys
+
+    import numpy as np
+
+    from ssgallery.formats.gallery import read_client, read_gallery
+
+    root, _ = site
+    key = (root / "key").read_bytes()
+    other = tmp_path / "other.h5"  # the same clients, other prototypes, the same key
+    compress(root / "e.h5", other, CompressOptions(m=1, cv_folds=0, seed=1),
+             CompressRun(key_file=str(root / "key")))
+
+    def images(path):
+        return [read_client(path, c, images=True, key=key).prototype_images
+                for c in ("c00", "c01", "c02")]
+
+    assert not any(np.array_equal(a, b) for a, b in zip(images(root / "signed.h5"),
+                                                         images(other)))
+    src = tmp_path / "src.h5"
+    shutil.copy(root / "signed.h5", src)
+    sys.addaudithook(_swap_on_open)
+    try:
+        _SWAP.update(path=os.fspath(src), other=os.fspath(other), opens=0)
+        read_gallery(src, arrays=True, key=key, matcher=True)  # one checked read
+        _SWAP.update(after=_SWAP["opens"], opens=0)
+        rewrite_gallery(src, tmp_path / "copy.h5", key=key)
+        opened_after = _SWAP["opens"] - _SWAP["after"]
+    finally:
+        _SWAP.clear()
+    for c in ("c00", "c01", "c02"):
+        mine = read_client(tmp_path / "copy.h5", c, key=key, images=True)
+        theirs = read_client(root / "signed.h5", c, key=key, images=True)
+        assert np.array_equal(mine.prototypes, theirs.prototypes), c
+        assert np.array_equal(mine.prototype_images, theirs.prototype_images), c
+    assert opened_after == 0, f"src opened {opened_after} more time(s) after its checked read"

@@ -23,17 +23,21 @@ def rewrite_gallery(src, dst, *, protect=None, key=None, privacy_key=None, force
     With ``key``, ``src`` is read as ``verify --key-file`` reads it: a source that is
     unsigned, signed with another key or edited since it was signed is refused with
     verify's line naming ``src`` (`ssgallery.formats.integrity.check_signature`), never
-    copied under the key's signature.
+    copied under the key's signature. Everything copied comes from that one checked
+    read: a file put at ``src`` meanwhile (another gallery signed with the same key)
+    cannot mix into the copy.
 
     The verdicts are ``src``'s (no retraining; `ssgallery.matchers.rotation`). To renew
     a leaked gallery, compress again with a new key rather than re-protecting the same
     templates: whoever kept the old plain templates could align them with the new ones
     (docs/privacy.md)."""
-    from ssgallery.formats.gallery.read import read_client, read_gallery
+    from ssgallery.formats.gallery.read import read_gallery
     from ssgallery.formats.gallery.write import write_gallery
 
-    # the header, clients and matcher state all from one open, checked with the key
-    gallery = read_gallery(src, arrays=True, key=key, matcher=True, privacy_key=privacy_key)
+    # everything copied (header, clients, rendered images, matcher state) from one open,
+    # checked with the key: never from whatever the path names later
+    gallery = read_gallery(src, arrays=True, key=key, matcher=True, privacy_key=privacy_key,
+                           images=protect is None)
     if protection_record(gallery.header, src) is not None:
         raise SsgalleryError("the gallery's templates are protected already", path=src)
     attrs = {k: v for k, v in gallery.header.items() if k not in WRITER_ATTRS}
@@ -43,11 +47,6 @@ def rewrite_gallery(src, dst, *, protect=None, key=None, privacy_key=None, force
                                       np.concatenate([m.prototypes for m in models]))
         attrs[ATTR] = jsontext.dumps(record, sort_keys=True)
         models = protect_models(models, tmap)
-    else:
-        for m in models:
-            m.prototype_images = read_client(src, m.client_id, images=True, matcher=False,
-                                              key=key,
-                                              privacy_key=privacy_key).prototype_images
     write_gallery(dst, matcher_name=gallery.matcher_name, matcher_config=gallery.matcher_config,
                   matcher_state=gallery.matcher_state, image_shape=gallery.header["image_shape"],
                   clients=models, attrs=attrs, force=force, key=key, privacy_key=privacy_key)

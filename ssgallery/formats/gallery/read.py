@@ -343,7 +343,7 @@ def _records(f, path, rows, client_ids, matcher, keyed):
 
 
 def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False,
-                 privacy_key=None):
+                 privacy_key=None, images=False):
     """Read the header and every client (for ``roc --gallery``, ``info --svm``), all
     checked: O(N) group opens.
 
@@ -355,6 +355,10 @@ def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False,
     matcher : bool
         Also rebuild the matcher (attribute ``matcher`` of the result; for protected
         templates, the keyed one: refused without ``privacy_key``).
+    images : bool
+        Also keep every client's rendered prototype images (``prototype_images``, None
+        when the gallery has none), read from the same checked open as the rest: what
+        `ssgallery.formats.gallery.protected.rewrite_gallery` copies.
 
     Returns
     -------
@@ -371,7 +375,7 @@ def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False,
             header, config, sections, rows = _open_verified(f, path, key)
             built, tmap, state = _read_matcher(f, header, config, sections, path, host,
                                                privacy_key, required=matcher)
-            out = _read_clients(f, path, rows, built, arrays, tmap)
+            out = _read_clients(f, path, rows, built, arrays, tmap, images)
         except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
     gallery = Gallery(path=path, header=header, matcher_name=header["matcher"],
@@ -381,10 +385,10 @@ def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False,
     return gallery
 
 
-def _read_clients(f, path, rows, built, arrays, tmap=None):
+def _read_clients(f, path, rows, built, arrays, tmap=None, images=False):
     """Every client group of an open gallery, each checked against its row of the client
     index (``rows``) and by `check_model` (protected prototypes put back by ``tmap``
-    first): {id: ClientModel} (see `read_gallery`)."""
+    first): {id: ClientModel} (see `read_gallery` for ``arrays`` and ``images``)."""
     clients, ids = _client_groups(f, path, rows)
     out = {cid: _read_one(clients, cid, expected.decode("ascii", "replace"), path)
            for cid, expected in zip(ids, rows["digest"])}
@@ -392,7 +396,7 @@ def _read_clients(f, path, rows, built, arrays, tmap=None):
         unprotect_models(list(out.values()), tmap)
     for model in out.values():
         check_model(model, built, path)
-        _account(model, arrays)
+        _account(model, arrays, images)
     return out
 
 
@@ -412,7 +416,7 @@ def _nbytes(state):
     return sum(int(v.nbytes) for v in state.values() if isinstance(v, np.ndarray))
 
 
-def _account(model, arrays):
+def _account(model, arrays, images=False):
     protos, beta = model.prototypes, model.beta
     model.provenance["bytes_model"] = model_bytes(*protos.shape,
                                                   np.dtype(model.prototype_dtype).itemsize)
@@ -420,6 +424,7 @@ def _account(model, arrays):
                                         if model.prototype_images is not None else 0)
     model.provenance.setdefault("m", int(beta.shape[0]))
     model.provenance.setdefault("d", int(protos.shape[1]))
-    model.prototype_images = None
+    if not images:
+        model.prototype_images = None
     if not arrays:
         model.prototypes = model.beta = None
