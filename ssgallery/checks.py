@@ -11,9 +11,10 @@ expected (`flag_bool`: 0 and 1 are no flags, "no" is no false).
 
 A value read from a file is checked with the same predicates (`is_int`, `is_bool`,
 `is_finite_real`); `stored_flag` reads a yes/no value as a file stores it, and
-`described` says what a file held instead.
+`shown` (``typed=True``) says what a file held instead.
 """
 
+import json
 from dataclasses import field, fields
 
 import numpy as np
@@ -131,15 +132,28 @@ def flag_bool(name, value):
 
 # ------------------------------------------------------------------- values of files
 
-def described(value):
-    """What a file held where a value of some kind belongs, for a message: ``nothing``,
-    ``an array of shape (2,)``, or its type and up to 40 characters of it (``str
-    'false'``, ``int 2``); a numpy scalar as its Python value. Printable."""
+def shown(value, *, typed=False):
+    """A refused value, for a message: at most 40 characters of its spelling, a numpy
+    scalar as its Python value.
+
+    ``typed=False`` (an option's value, a program's JSON answer): a string or a number as
+    Python writes it (``'no'``, ``0``, ``nan``), anything else as its JSON says it
+    (``true``, ``null``, ``["0", "1"]``). ``typed=True`` (what a file held where a value
+    of some kind belongs, where ``str 'false'`` and ``bool False`` differ): ``nothing``,
+    ``an array of shape (2,)``, or its type and its Python spelling (``str 'false'``,
+    ``int 2``, ``bool True``), printable.
+    """
     if isinstance(value, np.generic):
         value = value.item()
-    shown = ("nothing" if value is None else f"an array of shape {value.shape}"
-             if isinstance(value, np.ndarray) else f"{type(value).__name__} {value!r:.40}")
-    return printable(shown)
+    if typed and (value is None or isinstance(value, np.ndarray)):
+        return "nothing" if value is None else f"an array of shape {value.shape}"
+    text = repr(value)
+    if not typed and (not isinstance(value, (str, int, float)) or isinstance(value, bool)):
+        try:
+            text = json.dumps(value)
+        except (TypeError, ValueError):  # not a JSON value (an array of the state)
+            pass
+    return printable(f"{type(value).__name__} {text[:40]}") if typed else text[:40]
 
 
 def stored_flag(name, value):
@@ -147,13 +161,13 @@ def stored_flag(name, value):
     ``bool``: what our writers write, a bool (h5py reads one back as ``numpy.bool_``) or
     an integer 0 or 1 (the external matcher's state), Python or numpy, or a 0-d array of
     one. Anything else, a string ("false" or "0"), another integer (2), a float (0.0),
-    an array, raises ValueError naming ``name`` and what was found (`described`; the
+    an array, raises ValueError naming ``name`` and what was found (`shown`; the
     caller names the file): ``symmetric must be 0 or 1 (or a bool), found str 'false'``."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if is_bool(value) or (is_int(value) and value in (0, 1)):
         return bool(value)
-    raise ValueError(f"{name} must be 0 or 1 (or a bool), found {described(value)}")
+    raise ValueError(f"{name} must be 0 or 1 (or a bool), found {shown(value, typed=True)}")
 
 
 # ------------------------------------------------------------------- the objects' base

@@ -11,7 +11,7 @@ import os
 import numpy as np
 
 from ssgallery import jsontext
-from ssgallery.checks import described, is_int
+from ssgallery.checks import is_int, shown
 from ssgallery.errors import FormatError, SsgalleryError
 
 _JSON_KEYS = "_json_keys"
@@ -163,7 +163,7 @@ def _version(value):
     array, which a writer of ours never gives (ValueError naming what was found)."""
     if is_int(value):
         return int(value)
-    raise ValueError(f"format_version must be an integer, found {described(value)}")
+    raise ValueError(f"format_version must be an integer, found {shown(value, typed=True)}")
 
 
 def _attr_str(value):

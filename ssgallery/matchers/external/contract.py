@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ssgallery.checks import is_bool, is_finite_real
+from ssgallery.checks import is_bool, is_finite_real, shown
 from ssgallery.errors import MatcherError
 from ssgallery.tables import counted
 
@@ -88,20 +88,6 @@ def _range(value, program):
         raise MatcherError(f"matcher {program} --describe: range must be [lo, hi], two "
                            f"numbers with lo < hi, got {shown(value)}")
     return [float(v) for v in value]
-
-
-def shown(value):
-    """A refused value of an option or of a program's answer, at most 40 characters: a
-    string or a number as Python writes it (``'no'``, ``0``, ``nan``), anything else as
-    its JSON says it (``true``, ``null``, ``["0", "1"]``)."""
-    value = value.item() if isinstance(value, np.generic) else value
-    text = repr(value)
-    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-        try:
-            text = json.dumps(value)
-        except (TypeError, ValueError):  # not a JSON value (an array of the state)
-            pass
-    return text[:40]
 
 
 def described_differently(program, stored, described):

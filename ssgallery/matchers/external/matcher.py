@@ -17,12 +17,12 @@ import tempfile
 
 import numpy as np
 
-from ssgallery.checks import is_bool, is_finite_real, stored_flag
+from ssgallery.checks import is_bool, is_finite_real, shown, stored_flag
 from ssgallery.errors import InputError, MatcherError
 from ssgallery.learn.similarity import CallableSimilarity, HeuristicGradient
 from ssgallery.matchers.base import Matcher
 from ssgallery.matchers.external import cache
-from ssgallery.matchers.external.contract import quality_threshold, shown
+from ssgallery.matchers.external.contract import quality_threshold
 from ssgallery.matchers.external.oneshot import write_images
 from ssgallery.matchers.external.program import ProgramClient
 

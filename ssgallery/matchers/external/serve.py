@@ -24,9 +24,8 @@ import subprocess
 import time
 import weakref
 
-from ssgallery.checks import is_bool
+from ssgallery.checks import is_bool, shown
 from ssgallery.errors import MatcherError, interrupts_deferred
-from ssgallery.matchers.external.contract import shown
 from ssgallery.matchers.external.oneshot import (
     MAX_STDERR_KEPT,
     kill_group,
