@@ -65,7 +65,7 @@ def _report(tables, report, mode, source, config, progress=None, n_boot=200):
 
 
 def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
-              progress=None, private=False, default_m=DEFAULT_M):
+              progress=None, private=False, default_m=DEFAULT_M, left_out=None):
     from ssgallery.biometrics.protocol import between_applied, make_splits, run_protocol
 
     images, labels, paths = data
@@ -84,6 +84,8 @@ def _protocol(data, source, protocol, report, *, factory=None, enrollable=None,
     between = between_applied(p)
     if between:  # recorded when applied: a report at 0 reads as before
         config["between"] = float(between)
+    if left_out:  # default methods that cannot run here: {method: why}
+        config["left_out"] = dict(left_out)
     if p.method_options:  # e.g. a black box's ssvm, trained as compress trains it
         config["method_options"] = json.loads(json.dumps(
             p.method_options, default=lambda v: v.item() if isinstance(v, np.generic)
@@ -155,15 +157,15 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
     black_box = cls.black_box  # as compress decides (`Matcher.black_box`)
     protocol = replace(protocol, between=resolve_between(
         protocol.between, black_box, store.matcher_name, report.warn or default_warn))
+    left_out = {}
     if black_box:
-        protocol = without_rbf_methods(protocol, store.matcher_name,
-                                        report.warn or default_warn)
+        protocol, left_out = without_rbf_methods(protocol, store.matcher_name)
         protocol = trained_as_compress(protocol)
     return _protocol((store.images, store.labels, np.asarray(store.paths)),
                      os.fspath(store_path), protocol, report,
                      factory=lambda: attached(cls(**config), host, store_path),
                      enrollable=list(store.clients), progress=progress,
-                     private=privacy_key is not None,
+                     private=privacy_key is not None, left_out=left_out,
                      default_m=BLACK_BOX_M if black_box else DEFAULT_M)  # real images: 5
 
 

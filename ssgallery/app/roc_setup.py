@@ -46,24 +46,26 @@ def warn_between_unused(protocol, report):
 RBF_ONLY = ("svm-red",)  # pre-images by fixed-point iteration: an RBF similarity only
 
 
-def without_rbf_methods(protocol, matcher_name, warn):
+def without_rbf_methods(protocol, matcher_name):
     """``protocol`` for a black-box matcher's store: the default methods without
-    ``svm-red``, which needs an RBF similarity (a warning says so); an ``svm-red`` the
-    user listed is refused before any training, naming the methods that run."""
+    ``svm-red``, which needs an RBF similarity, and what was left out (``{method:
+    reason}``, empty when nothing was: the report records it, `_protocol`'s
+    ``left_out``); an ``svm-red`` the user listed is refused before any training,
+    naming the methods that run."""
     from ssgallery.biometrics.protocol_options import DEFAULT_METHODS
 
     names = [name for name, _ in method_specs(protocol.methods, (1,))]
     rbf = [n for n in names if n in RBF_ONLY]
     if not rbf:
-        return protocol
+        return protocol, {}
     if tuple(protocol.methods) != DEFAULT_METHODS:
         others = ",".join(n for n in names if n not in RBF_ONLY) or "svm,ssvm"
         raise InputError(f"{', '.join(rbf)} needs an RBF similarity (eigenface, dlib); the "
                          f"{matcher_name} matcher is a black box: leave it out "
                          f"({option('methods')} {others})")
-    warn(f"{', '.join(rbf)} left out of the default methods: it needs an RBF similarity "
-         f"(eigenface, dlib) and the {matcher_name} matcher is a black box")
-    return replace(protocol, methods=tuple(m for m in protocol.methods if m not in RBF_ONLY))
+    why = f"needs an RBF similarity (eigenface, dlib); the {matcher_name} matcher is a black box"
+    return (replace(protocol, methods=tuple(m for m in protocol.methods if m not in RBF_ONLY)),
+            dict.fromkeys(rbf, why))
 
 
 def trained_as_compress(protocol):

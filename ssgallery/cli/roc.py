@@ -175,6 +175,8 @@ def _echo(result, out_dir, wide=False):
         return
     command = click.get_current_context().command
     click.echo(as_flags(format_table(result["summaries"], wide=wide), command))
+    for method, why in (result.get("config") or {}).get("left_out", {}).items():
+        click.echo(f"{method} not run: it {why} (the default methods leave it out)")
     if result["identification"]:
         click.echo("\nidentification (every probe against every client):")
         click.echo(as_flags(format_identification_table(result["identification"]), command))
