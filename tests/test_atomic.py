@@ -18,6 +18,7 @@ from ssgallery.formats.atomic import (
     atomic_path,
     check_writable,
     forget_written,
+    lock_path,
     write_text_atomic,
     written_paths,
 )
@@ -202,7 +203,7 @@ def test_concurrent_enroll_add_both_land(tmp_path):
     make_faces(tmp_path / "b", n_clients=1, n_images=4, seed=2, prefix="b")
     store = tmp_path / "e.h5"
     assert _cli("enroll", tmp_path / "faces", "--store", store).returncode == 0
-    held = filelock.FileLock(f"{store}.lock")
+    held = filelock.FileLock(lock_path(store))
     held.acquire()  # both runs must wait for it: they truly overlap
     procs = []
     try:
@@ -223,12 +224,40 @@ def test_concurrent_enroll_add_both_land(tmp_path):
 def test_lock_timeout_fails_clearly(tmp_path):
     make_faces(tmp_path / "faces", n_clients=3, n_images=4)
     store = tmp_path / "e.h5"
-    with filelock.FileLock(f"{store}.lock"):
+    with filelock.FileLock(lock_path(store)):
         r = _cli("enroll", tmp_path / "faces", "--store", store,
                  env={"SSGALLERY_LOCK_TIMEOUT": "0.5"})
     assert r.returncode == 2 and not store.exists()
     assert r.stderr.strip().splitlines()[-1].startswith(f"ssgallery: error: {store}: another "
                                                         "ssgallery run has been writing it")
+
+
+def test_lock_files_are_hidden_beside_their_outputs(tmp_path):
+    """A store's and a gallery's lock file stay after the run (removing one is unsafe,
+    filelock's rule), and 'e.h5.lock', 'g.h5.lock' sat beside the outputs, also after a
+    failed run that wrote nothing: now '.e.h5.lock', '.g.h5.lock', which ls and globs do
+    not show; a held one still makes another run wait and give up (its line names it)."""
+    make_faces(tmp_path / "faces", n_clients=3, n_images=4)
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+
+    def shown():
+        return [n for n in _listing(tmp_path) if not n.startswith(".")]
+
+    bad = tmp_path / "bad"
+    make_faces(bad, n_clients=3, n_images=4)
+    (bad / "c01" / "notes.txt").write_text("not a face\n", encoding="utf-8")
+    assert _run("enroll", bad, "--store", tmp_path / "x.h5")[0] == 2
+    assert shown() == ["bad", "faces"]
+    assert _run("enroll", tmp_path / "faces", "--store", store)[0] == 0
+    assert _run("compress", "--store", store, "-o", gallery, "--m", 1, "--cv-folds", 0)[0] == 0
+    assert shown() == ["bad", "e.h5", "faces", "g.h5"]
+    assert _listing(tmp_path)[:3] == [".e.h5.lock", ".g.h5.lock", ".x.h5.lock"]
+    assert lock_path(store) == str(tmp_path / ".e.h5.lock")
+    with filelock.FileLock(lock_path(gallery)):
+        r = _cli("compress", "--store", store, "-o", gallery, "--m", 1, "--cv-folds", 0,
+                 env={"SSGALLERY_LOCK_TIMEOUT": "0.5"})
+    assert r.returncode == 2, r.stderr
+    assert f"(lock {tmp_path / '.g.h5.lock'})" in r.stderr.splitlines()[-1]
 
 
 SIGNAL_AT_RENAME = """

@@ -64,8 +64,8 @@ def test_disguised_and_truncated_images(faces, tmp_path):
     with open(good, "wb") as fh:
         fh.write(data[: len(data) // 2])
     _fails(["enroll", faces, "--store", str(tmp_path / "e.h5")], f"{good}: truncated image")
-    # nothing written (the store's lock file stays, as lock files do)
-    assert sorted(os.listdir(tmp_path)) == ["e.h5.lock", "faces"]
+    # nothing written (the store's lock file stays, hidden, as lock files do)
+    assert sorted(os.listdir(tmp_path)) == [".e.h5.lock", "faces"]
 
 
 def test_empty_root_missing_root_and_too_few_images(tmp_path, faces):

@@ -236,14 +236,14 @@ def test_failed_compress_leaves_no_gallery_only_committed_parts(built, tmp_path)
         compress(root / "e.h5", out, run=CompressRun(progress=interrupt))
     # no gallery, two committed clients (and the run's lock file, which stays:
     # docs/security.md, "Locks")
-    assert sorted(os.listdir(tmp_path)) == ["g.h5.lock", "g.h5.parts"]
+    assert sorted(os.listdir(tmp_path)) == [".g.h5.lock", "g.h5.parts"]
     assert len(os.listdir(tmp_path / "g.h5.parts")) == 2
     # an existing gallery survives a failing run untouched
     out.write_bytes((root / "g.h5").read_bytes())
     with pytest.raises(KeyboardInterrupt):
         compress(root / "e.h5", out, run=CompressRun(progress=interrupt))
     assert out.read_bytes() == (root / "g.h5").read_bytes()
-    assert sorted(os.listdir(tmp_path)) == ["g.h5", "g.h5.lock", "g.h5.parts"]
+    assert sorted(os.listdir(tmp_path)) == [".g.h5.lock", "g.h5", "g.h5.parts"]
     with pytest.raises(SsgalleryError, match="not an enrolled client: zz"):
         compress(root / "e.h5", out, run=CompressRun(clients="c00,zz"))
     # a bad output folder fails before any training (progress is never called)

@@ -222,9 +222,9 @@ def test_bad_store_files(faces, tmp_path):
     with pytest.raises(FormatError, match="text.h5: not an ssgallery enrollment store"):
         enroll(faces, text)
     assert text.read_text() == "hello\n"
-    assert sorted(os.listdir(tmp_path)) == ["corrupt.h5", "faces", "foreign.h5", "good.h5",
-                                            "good.h5.lock", "newer.h5", "text.h5",
-                                            "text.h5.lock", "truncated.h5"]
+    assert sorted(os.listdir(tmp_path)) == [".good.h5.lock", ".text.h5.lock", "corrupt.h5",
+                                            "faces", "foreign.h5", "good.h5", "newer.h5",
+                                            "text.h5", "truncated.h5"]
 
 
 def test_features_are_cached_at_enroll_and_used_by_compress(faces, tmp_path, monkeypatch):

@@ -44,7 +44,7 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher=None, matcher_optio
            matcher_cmd=None):
     """Scan ``faces_dir/<client>/*``, fit the matcher and write the enrollment store.
 
-    The store's lock (``<store>.lock``) is held from reading the old store to writing
+    The store's lock (``.<store>.lock``) is held from reading the old store to writing
     the new one, so concurrent runs on one store serialise: a second ``add`` waits,
     then re-reads the store and appends to it.
 

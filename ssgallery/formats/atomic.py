@@ -10,9 +10,10 @@ Every output (store, gallery, report files, montages) is written by `atomic_path
   target, flushed, fsynced and renamed onto it; a symlinked output updates its target;
 - **permissions**: an existing output keeps its permission bits; a new one follows the
   umask (like any file the user creates);
-- **locks**: writers of the same store or gallery take ``<target>.lock`` (the
-  ``filelock`` package); `output_lock` lets a read-modify-write (``enroll --add``;
-  ``compress`` and its parts folder) hold it from the read to the rename;
+- **locks**: writers of the same store or gallery take ``.<target>.lock`` (`lock_path`,
+  the ``filelock`` package); `output_lock` lets a read-modify-write (``enroll --add``;
+  ``compress`` and its parts folder) hold it from the read to the rename. It stays
+  (removing a Unix lock file is unsafe: filelock), hence hidden;
 - **stale temporary files** (``<name>.ssgallery-tmp-<pid>-<token>``) of a run that died
   (SIGKILL, power loss) are removed by the next writer of the same output;
 - **signals**: SIGINT/SIGTERM are held back while the temporary file is created (so it
@@ -177,9 +178,17 @@ def _lock_timeout():
     return env_seconds(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT)  # "abc": an error
 
 
+def lock_path(path):
+    """``.<name>.lock`` beside the target of ``path`` (symlinks resolved): hidden, as it
+    stays after the run (filelock keeps a Unix lock file: removing its name would let
+    a waiter and a newcomer hold two different files at once)."""
+    folder, name = os.path.split(os.path.realpath(os.fspath(path)))
+    return os.path.join(folder, f".{name}.lock")
+
+
 @contextlib.contextmanager
 def output_lock(path, wait=None):
-    """Hold ``<target>.lock`` (``target`` = ``path`` with symlinks resolved).
+    """Hold the lock file `lock_path` of ``path``.
 
     Reentrant in one thread (the store writer inside ``enroll --add`` takes it again).
     Waits up to ``$SSGALLERY_LOCK_TIMEOUT`` seconds (default 600) for another run;
@@ -189,7 +198,7 @@ def output_lock(path, wait=None):
     import filelock
 
     timeout = _lock_timeout()  # checked whether or not this run has to wait
-    name = os.path.realpath(os.fspath(path)) + ".lock"
+    name = lock_path(path)
     with _locks_guard:
         lock = _locks.setdefault(name, filelock.FileLock(name))
     try:
@@ -326,7 +335,7 @@ def atomic_path(path, kind=None, force=False, lock=False, encrypted=None):
         sealed (and encrypted, with a privacy key) in memory by
         `ssgallery.formats.hdf5.hdf5_image` before it is written here.
     lock : bool
-        Hold ``<target>.lock`` while writing (stores and galleries).
+        Hold the output's lock (`lock_path`) while writing (stores and galleries).
     """
     shown = os.fspath(path)
     target = os.path.realpath(shown)
