@@ -202,6 +202,50 @@ def test_info_shows_the_program_contract_the_files_record(store, tmp_path):
     assert res.exit_code == 0 and "contract" not in res.stdout, res.output
 
 
+def test_enroll_and_info_client_show_the_program_contract_line(store, tmp_path):
+    """The program contract line info shows under a file's matcher line (a4f383d) was
+    missing where a user meets the file first and where they look at one client: enroll's
+    summary (text and --json) and info --client (text and --json) now show the same
+    line as info --store, read from the file (info --client runs no program); an
+    eigenface store's enroll shows none."""
+    import json
+
+    faces = str(store.parent / "faces")
+    gallery = tmp_path / "g.h5"
+    res = CliRunner().invoke(main, ["compress", "--store", str(store), "-o", str(gallery),
+                                    "--cv-folds", "0", "--quiet"],
+                             env={"SSGALLERY_MATCHER_CMD": PROGRAM})
+    assert res.exit_code == 0, res.output
+    shown = CliRunner().invoke(main, ["info", "--store", str(store)])
+    line = next(s for s in shown.stdout.splitlines() if s.startswith("program contract: "))
+    contract = json.loads(CliRunner().invoke(main, ["info", "--store", str(store), "--json"])
+                          .stdout)["store"]["matcher_contract"]
+    fresh = tmp_path / "fresh.h5"
+    for args in ([], ["--json"]):
+        res = CliRunner().invoke(main, ["enroll", faces, "--store", str(fresh),
+                                        "--matcher-cmd", PROGRAM, *args])
+        assert res.exit_code == 0, res.output
+        if args:
+            assert json.loads(res.stdout)["matcher_contract"] == contract
+        else:
+            lines = res.stdout.splitlines()
+            assert lines[1].startswith("matcher: external") and lines[2] == line, res.stdout
+    log = tmp_path / "runs.log"
+    matchers = Path(__file__).resolve().parent / "matchers"
+    logged = {"SSGALLERY_MATCHER_CMD": f"{sys.executable} {matchers / 'log_calls.py'} "
+                                       + PROGRAM, "MATCHER_LOG": str(log)}
+    res = CliRunner().invoke(main, ["info", "--gallery", str(gallery), "--client", "c00"],
+                             env=logged)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[1] == line, res.stdout
+    res = CliRunner().invoke(main, ["info", "--gallery", str(gallery), "--client", "c00",
+                                    "--json"], env=logged)
+    assert json.loads(res.stdout)["client"]["matcher_contract"] == contract
+    assert not log.exists()  # info --client ran no program
+    eigen = CliRunner().invoke(main, ["enroll", faces, "--store", str(tmp_path / "e.h5")])
+    assert eigen.exit_code == 0 and "contract" not in eigen.stdout, eigen.output
+
+
 def test_roc_refuses_a_program_that_is_not_the_stores_as_compress_does(store, tmp_path,
                                                                        monkeypatch):
     """'roc --store e.h5 --matcher-cmd OTHER', OTHER describing another contract than the

@@ -32,6 +32,7 @@ class EnrollSummary:
     dimension: int
     fingerprint: str
     dropped_clients: list = ()  # clients of the store it replaced that it no longer holds
+    matcher_contract: dict = None  # what the store records of its program's contract
 
     def to_dict(self):
         return dict(self.__dict__, image_shape=list(self.image_shape),
@@ -232,4 +233,5 @@ def _summary(store, store_path, *, changed, new_clients, matcher=None):
         new_clients=list(new_clients), image_shape=store.image_shape,
         matcher=store.matcher_name, matcher_config=store.matcher_config,
         matcher_settings=matcher.settings(), basis_stale=store.basis_stale,
-        stale_clients=list(store.stale_clients), dimension=dim, fingerprint=store.fingerprint)
+        stale_clients=list(store.stale_clients), dimension=dim, fingerprint=store.fingerprint,
+        matcher_contract=matcher.recorded_contract())

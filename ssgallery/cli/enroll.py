@@ -7,7 +7,7 @@ import re
 import click
 
 from ssgallery import jsontext
-from ssgallery.cli.options import matcher_line, privacy_key_option, warn
+from ssgallery.cli.options import contract_line, matcher_line, privacy_key_option, warn
 from ssgallery.cli.progress import quiet_option, reporting
 from ssgallery.tables import counted
 
@@ -195,6 +195,8 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
                    f"{counted(len(summary.background), 'background subject')}, "
                    f"{counted(summary.n_images, 'image')} of {w}x{h}")
     click.echo(matcher_line(summary.matcher, summary.matcher_settings, summary.dimension))
+    if contract_line(summary.matcher_contract):
+        click.echo(contract_line(summary.matcher_contract))
     if summary.basis_stale:
         warn(f"the {summary.matcher} basis was fitted before "
              f"{', '.join(summary.stale_clients[:10])} were added (stale); run "

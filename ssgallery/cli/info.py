@@ -88,6 +88,7 @@ def _print_client(r):
                          f"{signed(r['threshold'])}; {svm}"))
     if signature_line(r):
         click.echo(signature_line(r))
+    _echo_contract(r)
     norm = r.get("normalization") or {}
     if norm:
         shown = ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"

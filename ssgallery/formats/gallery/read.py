@@ -155,7 +155,7 @@ def _unknown_client(path, client_id, known):
     return error
 
 
-def _client_from(f, path, client_id, key, host, matcher, privacy_key):
+def _client_from(f, path, client_id, key, host, matcher, privacy_key, required=True):
     """(model, matcher or None, header) of `read_client`, from the open file."""
     try:
         header, config, sections, index = _open_verified(f, path, key)
@@ -170,7 +170,7 @@ def _client_from(f, path, client_id, key, host, matcher, privacy_key):
         built = None
         if matcher:
             built, tmap, _ = _read_matcher(f, header, config, sections, path, host,
-                                           privacy_key)
+                                           privacy_key, required)
             if tmap is not None:
                 unprotect_models([model], tmap)
     except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
@@ -179,7 +179,7 @@ def _client_from(f, path, client_id, key, host, matcher, privacy_key):
 
 
 def read_client(path, client_id, *, images=False, matcher=True, key=None, host=None,
-                privacy_key=None):
+                privacy_key=None, required=True):
     """Read one client's model and the gallery's matcher, and nothing else.
 
     Parameters
@@ -200,6 +200,10 @@ def read_client(path, client_id, *, images=False, matcher=True, key=None, host=N
         The host's privacy key: reads an encrypted gallery
         (`ssgallery.formats.encryption`), and gives the keyed matcher of protected
         templates (`ssgallery.formats.protect`; refused without it when ``matcher``).
+    required : bool
+        False: a protected gallery's matcher read without ``privacy_key`` is an
+        `ssgallery.formats.protect.UnkeyedMatcher`, its templates left as stored
+        (``info``), not a refusal.
 
     Returns
     -------
@@ -219,7 +223,7 @@ def read_client(path, client_id, *, images=False, matcher=True, key=None, host=N
         with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_LAZY,
                           privacy_key=privacy_key) as f:
             model, built, header = _client_from(f, path, client_id, key, host, matcher,
-                                                privacy_key)
+                                                privacy_key, required)
     except SealMismatch as exc:  # bit rot in a part of the file this read needs
         raise exc.naming(f"while reading client '{printable(client_id)}'") from None
     check_model(model, built, path)

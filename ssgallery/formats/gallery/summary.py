@@ -357,15 +357,16 @@ def signature_fields(header, key):
 def client_summary(path, client_id, privacy_key=None, key=None):
     """One client's row of `gallery_summary` with the full-SVM comparison, and the
     client's similarity, intercept, normalisation and provenance (how it was trained).
-    Reads and checks what `read_client` does: the header, the client index and that
-    client's group only, whatever the number of clients (``privacy_key``: an encrypted
+    Reads and checks what `read_client` does: the header, the client index, the
+    matcher's state and that client's group only, whatever the number of clients (``privacy_key``: an encrypted
     gallery's; ``key``: the host's signing key, checked as `gallery_summary` does).
 
     Returns
     -------
     dict
         The row, plus ``gallery`` (the path), ``similarity``, ``intercept``,
-        ``normalization``, ``provenance`` and `signature_fields`.
+        ``normalization``, ``provenance``, ``matcher_contract`` (as `gallery_summary`'s)
+        and `signature_fields`.
 
     Raises
     ------
@@ -373,8 +374,8 @@ def client_summary(path, client_id, privacy_key=None, key=None):
         Unknown client (see `read_client`).
     """
     path = os.fspath(path)
-    model = read_client(path, client_id, images=True, matcher=False, privacy_key=privacy_key,
-                        key=key)
+    model = read_client(path, client_id, images=True, privacy_key=privacy_key, key=key,
+                        required=False)  # the matcher: its recorded program contract
     m, d = model.prototypes.shape
     images = 0 if model.prototype_images is None else int(model.prototype_images.size)
     row = _summary_row(model.client_id, int(m), int(d), model.threshold,
@@ -383,6 +384,7 @@ def client_summary(path, client_id, privacy_key=None, key=None):
     row["prototype_dtype"] = model.prototype_dtype
     row.update(gallery=path, similarity=model.similarity, intercept=model.intercept,
                normalization=model.normalization, provenance=model.provenance,
+               matcher_contract=model.matcher.recorded_contract(),
                **signature_fields(model.header, key))
     return row
 
