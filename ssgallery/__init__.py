@@ -5,7 +5,7 @@ __version__ = "0.1.0"
 # The estimators pull in scikit-learn: export them lazily so that `import ssgallery`
 # (and the verify path) stays light.
 _LAZY = {
-    "SuperSparseRegressor": "ssgallery.learn.supersparse",
+    "SuperSparseRegressor": "ssgallery.learn.learner",
     "SuperSparseDistiller": "ssgallery.learn.supersparse",
     "select_n_prototypes": "ssgallery.learn.mselect",
 }

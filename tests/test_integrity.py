@@ -20,6 +20,7 @@ from ssgallery.app.verify import verify
 from ssgallery.cli import main
 from ssgallery.errors import FormatError, MatcherError, SsgalleryError
 from ssgallery.formats.gallery import read_client, read_gallery
+from ssgallery.formats.gallery.protected import rewrite_gallery
 from ssgallery.formats.store import load_store
 
 MATCHERS = Path(__file__).resolve().parent / "matchers"
@@ -354,6 +355,30 @@ def test_signing(built, tmp_path, monkeypatch):
         verify(signed, [probe], "c01", key_file=str(short))
     with pytest.raises(SsgalleryError, match="key file is not a regular file|FIFO"):
         verify(signed, [probe], "c01", key_file="/dev/zero")
+
+
+def test_an_unsigned_gallery_refused_names_the_key_as_the_caller_gave_it(built, tmp_path):
+    """The formats' readers take the key's bytes (``key``): refusing an unsigned gallery
+    names ``key``, not the ``key_file`` they never took; the commands' functions, which
+    take ``key_file``, and the command line (--key-file) still name the key file."""
+    root, faces = built
+    unsigned, key = root / "g.h5", os.urandom(32)
+    key_file = tmp_path / "key"
+    key_file.write_bytes(key)
+    said = f"{unsigned}: gallery is not signed, and a signing key is configured"
+    for read in (lambda: read_gallery(unsigned, key=key),
+                 lambda: read_client(unsigned, "c01", key=key),
+                 lambda: rewrite_gallery(unsigned, tmp_path / "copy.h5", key=key)):
+        with pytest.raises(FormatError) as info:
+            read()
+        assert str(info.value) == f"{said} (`key`)"
+    assert not (tmp_path / "copy.h5").exists()
+    with pytest.raises(FormatError) as info:
+        verify(unsigned, [os.path.join(faces, "c01", "0.png")], "c01", key_file=str(key_file))
+    assert str(info.value) == f"{said} ($SSGALLERY_KEY_FILE or `key_file`)"
+    result = _info(unsigned, "--key-file", str(key_file))
+    assert result.exit_code == 2
+    assert result.stderr == f"ssgallery: error: {said} ($SSGALLERY_KEY_FILE or --key-file)\n"
 
 
 def test_version_1_and_store_digest(built, tmp_path):

@@ -448,3 +448,31 @@ def test_a_program_that_fails_saying_why_on_stdout_is_quoted(faces, tmp_path):
                    "print('VendorMatch 3.1')\nprint('ERROR: license expired')\nraise SystemExit(1)\n")
     _enroll_fails(faces, tmp_path / "e.h5", str(prog), f"matcher {prog} --describe failed with "
                   "exit status 1 (no message on stderr; its stdout ends 'ERROR: license expired')")
+
+
+@pytest.mark.parametrize("value, got", [("[1, 2]", "[1, 2]"),
+                                        ('["mad.py", 1]', '["mad.py", 1]'),
+                                        ("1", "1"), ("true", "true"), ("null", "null")],
+                         ids=["numbers", "a-number-in-a-list", "number", "bool", "null"])
+def test_a_command_option_that_is_no_string_is_refused_as_such(faces, tmp_path, value, got):
+    """'-O command=[1,2]' (VALUE is read as JSON) was made the words '1' and '2': 'matcher
+    program '1' not found'; a number or true said 'must be a string or a list', a list of
+    what was not said. Now one line: the command must be a string or a list of strings,
+    what it got, exit 2, no store. The configuration file's command is split alike."""
+    store = tmp_path / "e.h5"
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q", "--matcher",
+                                  "external", "-O", f"command={value}"],
+                           env={"SSGALLERY_MATCHER_CMD": None, "SSGALLERY_CONFIG": None})
+    want = ("ssgallery: error: the matcher command from -O command must be a string or a "
+            f"list of strings, got {got}\n")
+    assert (r.exit_code, r.stdout, r.stderr) == (2, "", want), r.output
+    config = tmp_path / "config.toml"
+    config.write_text(f"[external]\ncommand = {value if value != 'null' else '[[]]'}\n",
+                      encoding="utf-8")
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q", "--matcher",
+                                  "external"],
+                           env={"SSGALLERY_MATCHER_CMD": None, "SSGALLERY_CONFIG": str(config)})
+    assert r.exit_code == 2 and r.stderr.startswith(
+        f"ssgallery: error: the matcher command from {config} must be a string or a list of "
+        "strings, got "), r.output
+    assert not store.exists()

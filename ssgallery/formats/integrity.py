@@ -267,7 +267,15 @@ def load_key(key_file=None, env=KEY_ENV, what="key file"):
     if not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
         raise SsgalleryError(f"{what} must hold {MIN_KEY_BYTES} to {MAX_KEY_BYTES} bytes, "
                              f"it holds {len(key)}", path=key_file)
-    return key
+    return FileKey(key)
+
+
+class FileKey(bytes):
+    """A key's bytes as `load_key` read them from a key file: `check_signature`'s
+    refusal then names where such a key comes from (``$SSGALLERY_KEY_FILE`` or
+    ``key_file``, the parameter of the commands' functions), and a key given as bytes
+    (the ``key`` of `ssgallery.formats.gallery.read_gallery`, ``read_client`` or
+    `ssgallery.formats.gallery.protected.rewrite_gallery`) as ``key``."""
 
 
 def sign(digest, key):
@@ -276,13 +284,18 @@ def sign(digest, key):
 
 
 def check_signature(root_attrs, digest, key, kind, path=None):
-    """With a key: refuse an unsigned or wrongly signed file. Without: nothing."""
+    """With a key: refuse an unsigned or wrongly signed file. Without: nothing.
+
+    The refusal of an unsigned file names the key's source: ``$SSGALLERY_KEY_FILE`` or
+    ``key_file`` for a `FileKey` (`load_key`), else the parameter ``key``."""
     if key is None:
         return
     found = root_attrs.get("hmac")
     if found is None:
+        given = f"${KEY_ENV} or {option('key_file')}" if isinstance(key, FileKey) \
+            else option("key")
         raise FormatError(f"{kind} is not signed, and a signing key is configured "
-                          f"(${KEY_ENV} or {option('key_file')})", path=path)
+                          f"({given})", path=path)
     if isinstance(found, bytes):
         found = found.decode("ascii", "replace")
     if not _hmac.compare_digest(str(found), sign(digest, key)):

@@ -4,7 +4,7 @@
 `initial_prototypes`, the least-Omega of several unmoved starts: `least_omega_start`,
 improved by swaps of training rows: `swap_start`;
 ``init="auto"``: `resolve_init`). Used by
-`ssgallery.learn.supersparse.SuperSparseRegressor` and the estimators built on it;
+`ssgallery.learn.learner.SuperSparseRegressor` and the estimators built on it;
 `ssgallery.learn.supersparse` re-exports every name.
 """
 
@@ -300,31 +300,42 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds, rows=None):
     S_rows = np.asarray(similarity(X, X_rows), dtype=float)
     S = np.asarray(similarity(X, Z), dtype=float)
     in_start = [(X_rows == z).all(axis=1) for z in Z]  # every copy of a repeated row
-    free = ~np.any(in_start, axis=0)  # rows not already a prototype
     y_rows = y[rows]
     positive = np.array([bool((y_rows[hit] > 0).any()) for hit in in_start])
     keep_one = positive.any()  # a client's image in the start stays represented
     best = unmoved_omega(S, y, u, lam)
     for _ in range(rounds):
-        swap = None
-        for i in range(len(Z)):
-            trial = S.copy()
-            others_positive = np.delete(positive, i).any()
-            for j in np.flatnonzero(free):
-                if keep_one and not others_positive and y_rows[j] <= 0:
-                    continue
-                trial[:, i] = S_rows[:, j]
-                omega = unmoved_omega(trial, y, u, lam)
-                if omega < best and (swap is None or omega < swap[0]):
-                    swap = (omega, i, j)
+        free = ~np.any(in_start, axis=0)  # rows not already a prototype
+        swap = _best_swap(S, S_rows, y, u, lam, best, free,
+                          positive if keep_one else None, y_rows)
         if swap is None:
             break
         best, i, j = swap
         in_start[i] = (X_rows == X_rows[j]).all(axis=1)
-        free = ~np.any(in_start, axis=0)
         positive[i] = y_rows[j] > 0
         S[:, i], Z[i] = S_rows[:, j], X_rows[j]
     return Z
+
+
+def _best_swap(S, S_rows, y, u, lam, best, free, positive, y_rows):
+    """`swap_start`'s round: the swap of one prototype (a column of ``S``, shape (n, m))
+    for one row of ``free`` (bool, shape (r,); its similarities a column of ``S_rows``,
+    shape (n, r), its target in ``y_rows``, shape (r,)) of least unmoved Omega below
+    ``best``, as ``(omega, i, j)``, or None. ``positive`` (bool, shape (m,)): the
+    prototypes on a row of positive target, of which a swap keeps one (None: no such
+    rule)."""
+    swap = None
+    for i in range(S.shape[1]):
+        trial = S.copy()
+        others_positive = positive is None or np.delete(positive, i).any()
+        for j in np.flatnonzero(free):
+            if not others_positive and y_rows[j] <= 0:
+                continue
+            trial[:, i] = S_rows[:, j]
+            omega = unmoved_omega(trial, y, u, lam)
+            if omega < best and (swap is None or omega < swap[0]):
+                swap = (omega, i, j)
+    return swap
 
 
 def resolve_init(init, similarity):

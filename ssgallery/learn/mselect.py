@@ -131,6 +131,31 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
     -------
     MSelection
     """
+    grid = _checked_grid(m_grid, rho, loss)
+    fits = _Fits(estimator, X, y, sample_weight)
+    if not isinstance(cv, int):
+        splitter = check_cv(cv)
+    elif fits.classify:
+        splitter = StratifiedKFold(cv, shuffle=True, random_state=random_state)
+    else:
+        splitter = KFold(cv, shuffle=True, random_state=random_state)
+    losses = {m: [] for m in grid}
+    for train, val in splitter.split(fits.X, np.sign(fits.labels), groups):
+        for m, model in fits(train, grid).items():
+            losses[m].append(_loss(loss, model.predict(fits.X[val]), fits.targets[val],
+                                   fits.labels[val], fits.u[val]))
+    path = {}
+    for m in grid:
+        mean = float(np.mean(losses[m]))
+        path[m] = {"loss": mean, "loss_std": float(np.std(losses[m])), "L": mean + rho * m}
+    best_m = min(grid, key=lambda m: (path[m]["L"], m))
+    best = fits.refit(best_m, grid) if refit else None
+    return MSelection(best_m, path, rho, loss, best)
+
+
+def _checked_grid(m_grid, rho, loss):
+    """`select_n_prototypes`' ``m_grid`` as distinct integers in decreasing order, after
+    checking it, ``rho`` and ``loss``."""
     if rho < 0:
         raise ValueError(f"rho must be >= 0, got {rho!r}")
     grid = sorted({int(v) for v in m_grid}, reverse=True)
@@ -138,59 +163,60 @@ def select_n_prototypes(estimator, X, y, m_grid=(10, 5, 3, 2, 1), rho=1e-3, cv=5
         raise ValueError(f"m_grid must hold positive integers, got {m_grid!r}")
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    classify = isinstance(estimator, SuperSparseDistiller)
-    fits, dist, teacher = incremental_fits, None, None
-    if isinstance(estimator, DistillerMixin):
-        dist = clone(estimator)
-        if estimator.prefit:  # clone() would drop the fitted teacher: keep the object
-            dist.set_params(teacher=estimator.teacher)
-        teacher, targets, u, X = dist.teacher_targets(X, y)
-        labels = np.where(np.asarray(y) == dist.classes_[1], 1.0, -1.0) if classify \
-            else np.asarray(y, dtype=float)
-        regressor = dist.make_regressor()
-    elif hasattr(estimator, "n_prototypes") and hasattr(estimator, "fit"):
-        X = np.asarray(X, dtype=float)
-        targets = labels = np.asarray(y, dtype=float)
-        u = np.ones(len(X)) if sample_weight is None else np.asarray(sample_weight, float)
-        regressor = estimator
-        if not isinstance(estimator, SuperSparseRegressor):
-            fits = lambda est, X_, y_, _u, ms, _c=None: _fresh_fits(est, X_, y_, ms)
-    else:
-        raise TypeError("estimator must be a SuperSparseRegressor, a distiller or an "
-                        "estimator with an n_prototypes parameter")
-    if not isinstance(cv, int):
-        splitter = check_cv(cv)
-    elif classify:
-        splitter = StratifiedKFold(cv, shuffle=True, random_state=random_state)
-    else:
-        splitter = KFold(cv, shuffle=True, random_state=random_state)
+    return grid
 
-    losses = {m: [] for m in grid}
-    def fitted(rows, ms):  # a distiller's: with its between points and mirror images
-        if not classify:
-            return fits(regressor, X[rows], targets[rows], u[rows], ms)
-        X_, t_, u_, candidates = dist.distillation_set(X[rows], targets[rows], u[rows],
-                                                       labels[rows], teacher)
-        return fits(regressor, X_, t_, u_, ms, candidates)
 
-    for train, val in splitter.split(X, np.sign(labels), groups):
-        models = fitted(train, grid)
-        for m, model in models.items():
-            losses[m].append(_loss(loss, model.predict(X[val]), targets[val], labels[val],
-                                   u[val]))
-    path = {}
-    for m in grid:
-        mean = float(np.mean(losses[m]))
-        path[m] = {"loss": mean, "loss_std": float(np.std(losses[m])), "L": mean + rho * m}
-    best_m = min(grid, key=lambda m: (path[m]["L"], m))
-    best = None
-    if refit:
-        path_ms = [m for m in grid if m >= best_m] if fits is incremental_fits else [best_m]
-        model = fitted(np.arange(len(X)), path_ms)[best_m]
+class _Fits:
+    """What `select_n_prototypes` fits at every m of its grid, and on which data.
+
+    For a distiller: its teacher, fitted once on all of ``X`` (n, d) (unless prefit),
+    gives the ``targets`` and the weights ``u`` (n,), and a `SuperSparseDistiller`'s fits
+    add its points between the classes and mirror images (`distillation_set`). Any other
+    estimator: ``y`` (n,) itself, ``sample_weight`` (default 1), fitted afresh at every
+    m unless it is a `SuperSparseRegressor` (`incremental_fits`). Calling it with rows
+    of ``X`` and a grid returns m -> the model fitted on those rows.
+    """
+
+    def __init__(self, estimator, X, y, sample_weight):
+        self.classify = isinstance(estimator, SuperSparseDistiller)
+        self.fits, self.dist, self.teacher = incremental_fits, None, None
         if isinstance(estimator, DistillerMixin):
-            dist.set_params(n_prototypes=best_m)
-            dist.teacher_, dist.regressor_ = teacher, model
-            best = dist
+            dist = self.dist = clone(estimator)
+            if estimator.prefit:  # clone() would drop the fitted teacher: keep the object
+                dist.set_params(teacher=estimator.teacher)
+            self.teacher, self.targets, self.u, self.X = dist.teacher_targets(X, y)
+            self.labels = (np.where(np.asarray(y) == dist.classes_[1], 1.0, -1.0)
+                           if self.classify else np.asarray(y, dtype=float))
+            self.regressor = dist.make_regressor()
+        elif hasattr(estimator, "n_prototypes") and hasattr(estimator, "fit"):
+            self.X = np.asarray(X, dtype=float)
+            self.targets = self.labels = np.asarray(y, dtype=float)
+            self.u = (np.ones(len(self.X)) if sample_weight is None
+                      else np.asarray(sample_weight, float))
+            self.regressor = estimator
+            if not isinstance(estimator, SuperSparseRegressor):
+                self.fits = lambda est, X_, y_, _u, ms, _c=None: _fresh_fits(est, X_, y_, ms)
         else:
-            best = model
-    return MSelection(best_m, path, rho, loss, best)
+            raise TypeError("estimator must be a SuperSparseRegressor, a distiller or an "
+                            "estimator with an n_prototypes parameter")
+
+    def __call__(self, rows, ms):
+        """m -> the model fitted on the rows ``rows`` of X, for every m of ``ms``."""
+        X, targets, u = self.X[rows], self.targets[rows], self.u[rows]
+        if not self.classify:
+            return self.fits(self.regressor, X, targets, u, ms)
+        X_, t_, u_, candidates = self.dist.distillation_set(X, targets, u,
+                                                            self.labels[rows], self.teacher)
+        return self.fits(self.regressor, X_, t_, u_, ms, candidates)
+
+    def refit(self, best_m, grid):
+        """The estimator fitted on all of X with ``best_m`` prototypes (through the grid's
+        larger m for incremental fits): a distiller with its teacher, or the model."""
+        path_ms = [m for m in grid if m >= best_m] if self.fits is incremental_fits \
+            else [best_m]
+        model = self(np.arange(len(self.X)), path_ms)[best_m]
+        if self.dist is None:
+            return model
+        self.dist.set_params(n_prototypes=best_m)
+        self.dist.teacher_, self.dist.regressor_ = self.teacher, model
+        return self.dist

@@ -196,14 +196,14 @@ class SuperSparseRegressionDistiller(DistillerMixin, RegressorMixin, BaseEstimat
     lam : float, default=1e-6
         Ridge penalty of Eq. 2 on the standardised targets (the paper's 1e-6 for eigenfaces).
     lam_scale : {"none", "gram"}, default="none"
-        See `ssgallery.learn.supersparse.SuperSparseRegressor`; "none": ``lam``
+        See `ssgallery.learn.learner.SuperSparseRegressor`; "none": ``lam``
         as is (already relative to the targets' variance).
     init : str, default="quantile"
         See `ssgallery.learn.initial.initial_prototypes`.
     n_init : int, default=1
     solver, bounds, eta, normalize_step, repulsion, max_iter, tol, random_state, refresh_every, \
 start_candidates, swap_rounds
-        Passed to `ssgallery.learn.supersparse.SuperSparseRegressor`.
+        Passed to `ssgallery.learn.learner.SuperSparseRegressor`.
 
     Attributes
     ----------

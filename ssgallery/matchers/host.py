@@ -60,9 +60,15 @@ class HostMatcher:
 
 
 def split_command(command, source):
-    """A command (string or list) as an argument list; one-line error when it cannot be."""
-    if isinstance(command, (list, tuple)):
-        argv = [str(c) for c in command]
+    """A command, a string (split as a shell would, `shlex.split`) or a list of strings
+    (or paths), as an argument list; one line naming ``source`` when it cannot be: a
+    number, a bool, null or a list holding one (``-O 'command=[1, 2]'``, whose items
+    were made words, ``1``) is no command."""
+    words = isinstance(command, (list, tuple)) and all(
+        isinstance(c, str) or isinstance(c, os.PathLike) and isinstance(os.fspath(c), str)
+        for c in command)
+    if words:
+        argv = [os.fspath(c) for c in command]
     elif isinstance(command, str):
         try:
             argv = shlex.split(command)
@@ -70,7 +76,10 @@ def split_command(command, source):
             raise InputError(f"cannot parse the matcher command from {source} "
                              f"({exc}): {command[:80]!r}") from None
     else:
-        raise InputError(f"the matcher command from {source} must be a string or a list")
+        from ssgallery.checks import shown
+
+        raise InputError(f"the matcher command from {source} must be a string or a list of "
+                         f"strings, got {shown(command)}")
     if not argv or not argv[0].strip():
         raise InputError(f"the matcher command from {source} is empty")
     return argv
