@@ -187,6 +187,8 @@ MAD = f"{sys.executable} {os.path.join(os.path.dirname(__file__), 'matchers', 'e
     ("distance_scale=true", "distance_scale must be a finite number > 0, got true"),
     ("serve=no", "serve must be true or false, got 'no'"),
     ("serve=1", "serve must be true or false, got 1"),
+    ("cache_dir=1", "cache_dir must be a folder name (a string), got 1"),
+    ("cache_dir=[\"/tmp\"]", 'cache_dir must be a folder name (a string), got ["/tmp"]'),
 ])
 def test_external_matcher_options_are_checked_where_they_come_in(tmp_path, item, needle):
     """An external matcher's timeouts are numbers of seconds and ``serve`` a boolean,

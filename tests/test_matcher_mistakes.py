@@ -476,3 +476,41 @@ def test_a_command_option_that_is_no_string_is_refused_as_such(faces, tmp_path, 
         f"ssgallery: error: the matcher command from {config} must be a string or a list of "
         "strings, got "), r.output
     assert not store.exists()
+
+
+def test_a_cache_folder_that_is_no_folder_name_is_refused_everywhere(faces, tmp_path):
+    """'-O cache_dir=1' (VALUE read as JSON) is no folder: a fresh enroll and 'enroll
+    --add' warned that it was unused (exit 0), and the library's ExternalMatcher took it
+    and failed at its first scoring with Python's TypeError (os.makedirs(1)). Now one
+    line, exit 2, as the configuration file's cache_dir is refused (its message names
+    what it got too)."""
+    from ssgallery.errors import InputError
+    from ssgallery.matchers.external import ExternalMatcher
+
+    line = "external matcher option cache_dir must be a folder name (a string), got 1"
+    with pytest.raises(InputError, match=r"^external matcher option cache_dir must be a "
+                       r"folder name \(a string\), got 1$"):
+        ExternalMatcher(command=[sys.executable, str(MAD)], cache_dir=1)
+    prog = _script(tmp_path / "m.py", f"#!{sys.executable}\n" + MAD_TEXT)
+    store = tmp_path / "e.h5"
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
+                                  "--matcher-cmd", str(prog)])
+    assert r.exit_code == 0, r.output
+    before = store.read_bytes()
+    more = make_faces(str(tmp_path / "more"), n_clients=1, n_images=3, shape=(16, 12),
+                      prefix="d", seed=1)
+    r = CliRunner().invoke(main, ["enroll", more, "--store", str(store), "-q", "--add",
+                                  "-O", "cache_dir=1"])
+    assert (r.exit_code, r.stdout, r.stderr) == (2, "", f"ssgallery: error: {line}\n"), \
+        r.output
+    assert store.read_bytes() == before
+    config = tmp_path / "config.toml"
+    config.write_text("[external]\ncache_dir = 1\n", encoding="utf-8")
+    r = CliRunner().invoke(main, ["compress", "--store", str(store), "-o",
+                                  str(tmp_path / "g.h5"), "-q"],
+                           env={"SSGALLERY_CONFIG": str(config),
+                                "SSGALLERY_MATCHER_CMD": str(prog)})
+    want = (f"ssgallery: error: {config}: [external] cache_dir must be a folder name (a "
+            "string), got 1\n")
+    assert (r.exit_code, r.stderr) == (2, want), r.output
+    assert not (tmp_path / "g.h5").exists()

@@ -102,7 +102,8 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher=None, matcher_optio
     key = load_privacy_key(privacy_key_file)
     matcher, matcher_options = _named_program(matcher, matcher_options, matcher_cmd, add)
     if "cache_dir" in matcher_options and not add and (matcher or "eigenface") == "external":
-        unused_cache_dir(warn)  # with add: the store's matcher decides (kept_matcher)
+        # with add: the store's matcher decides (kept_matcher)
+        unused_cache_dir(warn, matcher_options["cache_dir"])
     names = resolve_names(faces_dir, clients, background)  # bad names: no lock file made
     with output_lock(store_path, wait=warn or default_warn):
         src = read_sources(faces_dir, store_path, names, add=add, strict=strict,

@@ -48,7 +48,7 @@ def kept_matcher(old, matcher, options, matcher_cmd=None, warn=None):
             given = f"{option('matcher_options')} command"
             same_program(old, HostMatcher(split_command(command, given), source=given))
         if cache_dir is not None:
-            unused_cache_dir(warn)
+            unused_cache_dir(warn, cache_dir)
     if options:
         ignored = ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}"
                             for k, v in sorted(options.items()))
@@ -58,13 +58,17 @@ def kept_matcher(old, matcher, options, matcher_cmd=None, warn=None):
             f"without {option('add')} to change them)")
 
 
-def unused_cache_dir(warn=None):
-    """Warn through ``warn`` that the external matcher option ``cache_dir`` given to
-    `ssgallery.app.enroll.enroll` does nothing there: it is not stored, and enroll (new
-    store or ``add``) scores nothing through the program; where the commands that score
-    read it (`ssgallery.matchers.host.CACHE_WHERE`)."""
+def unused_cache_dir(warn=None, value=None):
+    """Warn through ``warn`` that the external matcher option ``cache_dir`` (``value``)
+    given to `ssgallery.app.enroll.enroll` does nothing there: it is not stored, and
+    enroll (new store or ``add``) scores nothing through the program; where the commands
+    that score read it (`ssgallery.matchers.host.CACHE_WHERE`). A ``value`` that is no
+    folder name is refused first (`ssgallery.matchers.host.cache_folder`), as the
+    matcher refuses it."""
     from ssgallery.images.ingest import default_warn
-    from ssgallery.matchers.host import CACHE_WHERE
+    from ssgallery.matchers.host import CACHE_WHERE, cache_folder
+
+    cache_folder(value, "external matcher option")
 
     (warn or default_warn)("the external matcher option cache_dir is not stored and enroll "
                            f"keeps no answers in it: {CACHE_WHERE}")

@@ -64,9 +64,7 @@ def split_command(command, source):
     (or paths), as an argument list; one line naming ``source`` when it cannot be: a
     number, a bool, null or a list holding one (``-O 'command=[1, 2]'``, whose items
     were made words, ``1``) is no command."""
-    words = isinstance(command, (list, tuple)) and all(
-        isinstance(c, str) or isinstance(c, os.PathLike) and isinstance(os.fspath(c), str)
-        for c in command)
+    words = isinstance(command, (list, tuple)) and all(_is_text(c) for c in command)
     if words:
         argv = [os.fspath(c) for c in command]
     elif isinstance(command, str):
@@ -83,6 +81,25 @@ def split_command(command, source):
     if not argv or not argv[0].strip():
         raise InputError(f"the matcher command from {source} is empty")
     return argv
+
+
+def cache_folder(value, source, path=None):
+    """The answer cache folder ``cache_dir`` as ``source`` gives it (``[external]`` of the
+    configuration file ``path``, an external matcher option): None (no persistent cache),
+    a string or a path. Anything else, a number, a bool or a list (``-O cache_dir=1`` is
+    read as JSON, TOML has them too), is refused in one line: it is no folder."""
+    if value is None or _is_text(value):
+        return value
+    from ssgallery.checks import shown
+
+    raise InputError(f"{source} cache_dir must be a folder name (a string), got "
+                     f"{shown(value)}", path=path)
+
+
+def _is_text(value):
+    """True for a string or a path (`os.PathLike` giving a string)."""
+    return isinstance(value, str) or isinstance(value, os.PathLike) and isinstance(
+        os.fspath(value), str)
 
 
 def _config_path():
@@ -136,9 +153,7 @@ def host_matcher(matcher_cmd=None, warn=None):
     HostMatcher
     """
     table, config_path = _read_config()
-    cache_dir = table.get("cache_dir")
-    if cache_dir is not None and not isinstance(cache_dir, str):
-        raise InputError("[external] cache_dir must be a string", path=config_path)
+    cache_dir = cache_folder(table.get("cache_dir"), "[external]", config_path)
     if matcher_cmd is not None:
         return HostMatcher(split_command(matcher_cmd, option("matcher_cmd")), cache_dir,
                            option("matcher_cmd"), warn)

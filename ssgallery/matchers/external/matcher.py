@@ -25,6 +25,7 @@ from ssgallery.matchers.external import cache
 from ssgallery.matchers.external.contract import quality_threshold
 from ssgallery.matchers.external.oneshot import write_images
 from ssgallery.matchers.external.program import ProgramClient
+from ssgallery.matchers.host import cache_folder
 
 PIXEL_RANGE = (0.0, 255.0)
 QUALITY_MAX_IMAGES = 600  # training images whose quality sets the threshold
@@ -166,8 +167,10 @@ class ExternalMatcher(ProgramClient, Matcher):
 
     def _check_settings(self):
         """Refuse timeouts and a distance scale that are not numbers of their range
-        (`_positive`: a bool or a string is not a number) and a ``serve`` that is not a
-        bool: one line naming the option."""
+        (`_positive`: a bool or a string is not a number), a ``serve`` that is not a
+        bool and a ``cache_dir`` that is no folder name
+        (`ssgallery.matchers.host.cache_folder`): one line naming the option."""
+        cache_folder(self.cache_dir, "external matcher option")
         _positive("option timeout_base", self.timeout_base, unit=" (seconds)")
         _positive("option timeout_per_pair", self.timeout_per_pair, allow_zero=True,
                   unit=" (seconds)")
