@@ -94,7 +94,8 @@ def test_enroll_add_on_a_black_box_leaves_no_stale_basis(store, tmp_path):
     gallery = str(tmp_path / "g.h5")
     common = ["--store", str(store), "-o", gallery, "--cv-folds", "0", "--quiet"]
     assert runner.invoke(main, ["compress", *common], env=env).exit_code == 0
-    res = runner.invoke(main, ["enroll", new, "--add", "--store", str(store), "--quiet"])
+    res = runner.invoke(main, ["enroll", new, "--add", "--store", str(store)],
+                        env={"SSGALLERY_PROGRESS_INTERVAL": "3600"})  # its summary: no -q
     assert res.exit_code == 0, res.output
     assert "added 2 client(s) (n00, n01)" in res.stdout and "stale" not in res.stderr
     res = runner.invoke(main, ["compress", *common, "--update", "--json"], env=env)
@@ -124,7 +125,7 @@ def test_clients_are_listed_in_natural_order(tmp_path):
     res = runner.invoke(main, ["enroll", faces, "--store", store, "--json", "--quiet"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["clients"] == ["s1", "s2", "s10", "s11"]
-    res = runner.invoke(main, ["enroll", new, "--add", "--store", store, "--quiet"])
+    res = runner.invoke(main, ["enroll", new, "--add", "--store", store])  # its summary
     assert res.exit_code == 0, res.output
     assert "added 2 client(s) (s9, s20); now 6 clients" in res.stdout
 

@@ -2,6 +2,7 @@
 what holds, with the same precision for the same kind of figure, and bad input is one
 clear line."""
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -47,7 +48,7 @@ def test_the_matcher_line_says_serve_only_for_a_program_that_serves(tmp_path, pr
     cmd = f"{sys.executable} {MATCHERS / program}"
     faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4, shape=(16, 12))
     store = tmp_path / "s.h5"
-    enrolled = invoked(["enroll", faces, "--store", store, "--matcher-cmd", cmd, "--quiet"])
+    enrolled = invoked(["enroll", faces, "--store", store, "--matcher-cmd", cmd])
     assert enrolled["exit_code"] == 0, enrolled["output"]
     want = f"matcher: external ({shown}timeout_base 60.0, timeout_per_pair 0.01), d = 192"
     assert want in enrolled["stdout"].splitlines()
@@ -67,8 +68,8 @@ def test_roc_says_why_a_rank_is_not_shown(tmp_path):
     note under the table saying why (there was none)."""
     faces = make_faces(str(tmp_path / "faces"), n_clients=8, n_images=5, shape=(16, 12))
     out = invoked(["roc", faces, "--enrolled", "4", "--train-images", "3", "--repetitions",
-                   "1", "--methods", "ssvm", "--m", "1", "--no-plot", "-q", "-o",
-                   tmp_path / "report"])
+                   "1", "--methods", "ssvm", "--m", "1", "--no-plot", "-o",
+                   tmp_path / "report"])  # no -q: it checks the 'wrote to' line too
     assert out["exit_code"] == 0, out["output"]
     lines = out["stdout"].splitlines()
     row = lines[lines.index("identification (every probe against every client):") + 3]
@@ -154,9 +155,16 @@ def test_synth_reports_progress_and_prints_json(tmp_path):
 def test_synth_says_what_it_wrote_before_check_fails(tmp_path):
     """synth wrote the files, then --check failed (3 identities are too few for the
     protocol): since its progress (784fde6) it printed the check's error only, not
-    'wrote 33 files to OUT' (and printed it before)."""
-    out = invoked(["synth", tmp_path / "s", "--identities", "3", "--images", "7", "--check",
-                   "-q"])
+    'wrote 33 files to OUT' (and printed it before; not with -q, which prints no summary)."""
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    r = CliRunner().invoke(main, ["synth", str(tmp_path / "s"), "--identities", "3",
+                                  "--images", "7", "--check"],
+                           env={"SSGALLERY_PROGRESS_INTERVAL": "3600"})  # no progress line
+    out = {"exit_code": r.exit_code, "output": r.output, "stdout": r.stdout,
+           "stderr": r.stderr}
     assert out["exit_code"] == 2, out["output"]
     assert out["stdout"] == f"wrote 33 files to {tmp_path / 's'}\n"
     assert len(out["stderr"].splitlines()) == 1 and out["stderr"].startswith("ssgallery: error:")
@@ -243,24 +251,47 @@ def test_every_command_takes_quiet():
     assert lacking == [], lacking
 
 
-def test_info_and_show_quiet_print_what_they_print_without_it(sample_gallery_3, tmp_path):
-    """-q means what it means for every command, no progress on stderr (results, warnings
-    and errors still print): info and show draw no progress, so with -q they print what
-    they print without it, info's summary and warnings included (their --help)."""
-    gallery = sample_gallery_3["gallery"]
+def test_quiet_means_the_same_for_every_command(sample_gallery_3, tmp_path):
+    """-q meant different things: compress printed only warnings, enroll, synth and show
+    still printed their summary of what they wrote (enroll -q: 's.h5: enrolled 4
+    clients ...' and the matcher line), and the help texts differed. Now one meaning, one
+    help text: no progress and no summary of what was written (enroll, synth, show print
+    nothing on stdout, roc its table without 'wrote to'); answers (info, roc's table) and
+    --json still print, warnings and errors too."""
+    from ssgallery.cli import main
+    from ssgallery.cli.progress import QUIET_HELP
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=4, shape=(16, 12))
+    store, gallery = tmp_path / "s.h5", sample_gallery_3["gallery"]
+    quiet = invoked(["enroll", faces, "--store", store, "-q"])
+    assert quiet["exit_code"] == 0 and store.exists(), quiet["output"]
+    assert (quiet["stdout"], quiet["stderr"]) == ("", "")
+    assert json.loads(invoked(["enroll", faces, "--store", store, "-q", "--json"])["stdout"])[
+        "changed"] is False
+    assert invoked(["synth", tmp_path / "syn", "--identities", "3", "--images", "2",
+                    "-q"])["stdout"] == ""
+    shown = invoked(["show", "--claim", "c01", "-o", tmp_path / "c01.png", "--gallery",
+                     gallery, "-q"])
+    assert shown["exit_code"] == 0 and shown["stdout"] == "", shown["output"]
+    assert (tmp_path / "c01.png").read_bytes().startswith(b"\x89PNG")
+    roc = ["roc", faces, "--enrolled", "2", "--train-images", "2", "--repetitions", "1",
+           "--methods", "svm", "--no-plot", "--no-identification", "-o", tmp_path / "rep"]
+    loud, hushed = invoked(roc), invoked([*roc, "--force", "-q"])
+    assert [loud["exit_code"], hushed["exit_code"]] == [0, 0], hushed["output"]
+    assert "wrote to " in loud["stdout"] and "wrote to " not in hushed["stdout"]
+    assert hushed["stdout"] == loud["stdout"][:loud["stdout"].index("wrote to ")]
     for args in (["info", "--gallery", gallery],
                  ["info", "--gallery", gallery, "--client", "c02", "--json"],
-                 ["show", "--claim", "c01", "-o", tmp_path / "c01.png", "--gallery", gallery]):
-        loud, quiet = invoked(args), invoked([*args, "-q"])
-        assert loud["exit_code"] == 0, loud["output"]
-        assert quiet == loud, (args, quiet["output"])
-        assert loud["stdout"].strip()
+                 ["show", "--claim", "c01", "-o", tmp_path / "j.png", "--gallery", gallery,
+                  "--json", "--force"]):
+        loud, hushed = invoked(args), invoked([*args, "-q"])
+        assert loud["exit_code"] == 0 and loud["stdout"].strip(), loud["output"]
+        assert hushed == loud, (args, hushed["output"])
     assert invoked(["info", "--gallery", gallery, "-q"])["stderr"].startswith(
         "ssgallery: warning: expected FRR ")  # this gallery's warning, printed under -q
-    for name in ("info", "show"):
-        text = " ".join(invoked([name, "--help"])["stdout"].split())
-        assert f"-q, --quiet No progress on stderr, as for every command ({name} draws none)" \
-            in text, text
+    helps = {name: next(p.help for p in cmd.params if "--quiet" in p.opts)
+             for name, cmd in main.commands.items()}
+    assert set(helps.values()) == {QUIET_HELP}, helps
 
 
 def test_claim_and_client_are_one_option_of_show_and_info(sample_gallery_3, tmp_path):
@@ -301,7 +332,7 @@ def test_enroll_add_keeps_the_store_matcher_and_names_what_it_ignores(tmp_path):
         "matcher\n"), other["output"]
     assert store.read_bytes() == before
     added = invoked(["enroll", more, "--store", store, "--add", "--variance", "0.9", "-O",
-                     "gamma=1", "-q"])
+                     "gamma=1"])  # no -q: its summary names the matcher kept
     assert added["exit_code"] == 0, added["output"]
     assert f"ssgallery: warning: {store}: --add keeps the store's eigenface matcher and its " \
         "options; ignored: gamma=1, variance=0.9 (enrol every client again without --add " \
@@ -324,7 +355,7 @@ def test_enroll_add_to_an_external_store_says_nothing_of_the_host_program(extern
     more = make_faces(str(tmp_path / "b"), n_clients=2, n_images=3, shape=(16, 12),
                       prefix="d", seed=1)
     added = invoked(["enroll", more, "--store", store, "--add", "--matcher-cmd",
-                     f"{sys.executable} {MATCHERS / 'clipped_corr.py'}", "-q"])
+                     f"{sys.executable} {MATCHERS / 'clipped_corr.py'}"])  # no -q: its summary
     assert added["exit_code"] == 0, added["output"]
     assert "ignored" not in added["stderr"] and "added 2 client(s)" in added["stdout"], \
         added["output"]

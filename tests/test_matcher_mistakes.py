@@ -356,8 +356,9 @@ def test_a_cache_folder_given_to_enroll_add_says_where_it_belongs(faces, tmp_pat
     assert r.exit_code == 0, r.output
     more = make_faces(str(tmp_path / "more"), n_clients=1, n_images=3, shape=(16, 12),
                       prefix="d", seed=1)
-    r = CliRunner().invoke(main, ["enroll", more, "--store", str(store), "-q", "--add",
-                                  "-O", f"cache_dir={cache}"])
+    r = CliRunner().invoke(main, ["enroll", more, "--store", str(store), "--add",
+                                  "-O", f"cache_dir={cache}"],
+                           env={"SSGALLERY_PROGRESS_INTERVAL": "3600"})  # its summary: no -q
     assert r.exit_code == 0, r.output
     assert "added 1 client(s) (d00)" in r.stdout, r.stdout
     assert r.stderr == ("ssgallery: warning: the external matcher option cache_dir is not "

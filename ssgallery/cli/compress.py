@@ -169,8 +169,7 @@ def _int_or_auto(lowest):
               "same verdicts; verify, identify and show then need the key; compressing "
               "again with a new key renews the templates (eigenface, dlib).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@quiet_option(help="Print only warnings and errors (on stderr): no progress, no client "
-              "table or summary on stdout (with --json the JSON still prints).")
+@quiet_option
 @key_file_option
 @matcher_cmd_option
 @privacy_key_option

@@ -181,6 +181,16 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
     if as_json:
         click.echo(jsontext.dumps(summary.to_dict(), indent=2))
         return
+    if not quiet:
+        _echo(summary, add)
+    if summary.basis_stale:  # a warning: printed with or without --quiet
+        warn(f"the {summary.matcher} basis was fitted before "
+             f"{', '.join(summary.stale_clients[:10])} were added (stale); run "
+             "'ssgallery enroll FACES_DIR' without --add to refit it")
+
+
+def _echo(summary, add):
+    """What enroll wrote, for the terminal (stdout; nothing with --quiet)."""
     h, w = summary.image_shape
     if not summary.changed:
         click.echo(f"{summary.store}: nothing changed ({counted(len(summary.clients), 'client')}, "
@@ -197,7 +207,3 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
     click.echo(matcher_line(summary.matcher, summary.matcher_settings, summary.dimension))
     if contract_line(summary.matcher_contract):
         click.echo(contract_line(summary.matcher_contract))
-    if summary.basis_stale:
-        warn(f"the {summary.matcher} basis was fitted before "
-             f"{', '.join(summary.stale_clients[:10])} were added (stale); run "
-             "'ssgallery enroll FACES_DIR' without --add to refit it")

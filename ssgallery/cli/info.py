@@ -130,8 +130,7 @@ def _echo_contract(summary):
                    "(reads that client's group only; --claim, as verify and show name it, "
                    "is the same).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@quiet_option(help="No progress on stderr, as for every command (info draws none); the "
-              "summary and the warnings still print.")
+@quiet_option
 @key_file_option
 @privacy_key_option
 def command(gallery, store, svm, client_id, as_json, quiet, key_file, privacy_key_file):

@@ -36,17 +36,18 @@ REDRAW = 0.1  # seconds between redraws of a terminal bar
 ENV_INTERVAL = "SSGALLERY_PROGRESS_INTERVAL"
 
 
-QUIET_HELP = "No progress bar or progress lines on stderr."
+QUIET_HELP = ("Quiet, the same for every command: no progress on stderr and no summary of "
+              "what was written on stdout (enroll, compress, synth and show print nothing "
+              "there, roc no 'wrote to' line); the answers asked for (verify's and "
+              "identify's decisions, info, roc's table, synth --check's figures) and --json "
+              "still print, and warnings and errors always do (stderr).")
 
 
-def quiet_option(func=None, *, help=QUIET_HELP):
-    """``-q/--quiet``: no progress output (results, warnings and errors still print).
-
-    ``@quiet_option`` or ``@quiet_option(help=...)`` for a command whose output is a
-    report of what it wrote (compress: its summary is not printed either)."""
-    def decorate(f):
-        return click.option("-q", "--quiet", is_flag=True, help=help)(f)
-    return decorate if func is None else decorate(func)
+def quiet_option(func):
+    """``-q/--quiet``, one meaning for every command (`QUIET_HELP`; docs/guide.md,
+    "Quiet runs"): no progress (`reporting`), and a command that writes files prints
+    no summary of them; answers, --json, warnings and errors still print."""
+    return click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)(func)
 
 
 def _clock(seconds):

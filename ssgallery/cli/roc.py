@@ -158,11 +158,12 @@ def command(paths, scores, no_plot, as_json, wide, quiet, **options):
         with open(result["files"]["summary"], encoding="utf-8") as handle:
             click.echo(handle.read().rstrip())
     else:
-        _echo(result, report.out_dir, wide)
+        _echo(result, report.out_dir, wide, quiet)
 
 
-def _echo(result, out_dir, wide=False):
-    """The report's tables and the files written, for the terminal."""
+def _echo(result, out_dir, wide=False, quiet=False):
+    """The report's tables and the files written (not with ``quiet``), for the
+    terminal."""
     from ssgallery.biometrics.report import (
         format_dev_eval,
         format_identification_table,
@@ -171,7 +172,8 @@ def _echo(result, out_dir, wide=False):
 
     if result["mode"] == "dev-eval":
         click.echo(format_dev_eval(result["results"]))
-        click.echo(f"wrote {result['files']['summary']}")
+        if not quiet:
+            click.echo(f"wrote {result['files']['summary']}")
         return
     command = click.get_current_context().command
     click.echo(as_flags(format_table(result["summaries"], wide=wide), command))
@@ -180,6 +182,8 @@ def _echo(result, out_dir, wide=False):
     if result["identification"]:
         click.echo("\nidentification (every probe against every client):")
         click.echo(as_flags(format_identification_table(result["identification"]), command))
+    if quiet:
+        return
     import os
     import textwrap
 

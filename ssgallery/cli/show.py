@@ -22,8 +22,7 @@ from ssgallery.tables import counted, signed
 @click.option("--force", is_flag=True, help="Replace an existing -o file that is not an "
               "image of its format (never a folder, a device, a store or a gallery).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@quiet_option(help="No progress on stderr, as for every command (show draws none); the "
-              "line saying what was written (or the JSON) still prints.")
+@quiet_option
 @key_file_option
 @privacy_key_option
 def command(claim, output, gallery, scale, force, as_json, quiet, key_file, privacy_key_file):
@@ -57,6 +56,8 @@ def command(claim, output, gallery, scale, force, as_json, quiet, key_file, priv
                           privacy_key_file=privacy_key_file, force=force, key_file=key_file)
     if as_json:
         click.echo(jsontext.dumps(out, indent=2))
+        return
+    if quiet:  # the image is written; no summary of it
         return
     betas = ", ".join(signed(b) for b in out["beta"])
     click.echo(f"{printable(out['output'])}: {counted(out['m'], 'prototype')} of client "

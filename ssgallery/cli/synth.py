@@ -49,7 +49,7 @@ def command(out, identities, images, seed, probes, jobs, age, force, check, as_j
         files = write_sample_data(out, identities=identities, images=images, seed=seed,
                                   probes=probes, force=force, jobs=jobs, age=age,
                                   progress=progress)
-    if not as_json:  # said before --check, which may fail: the files are there
+    if not as_json and not quiet:  # said before --check, which may fail: the files are there
         click.echo(f"wrote {len(files)} files to {out}")
     with reporting(quiet) as progress:
         r = difficulty(Path(out) / "faces", progress=progress) if check else None
