@@ -106,6 +106,7 @@ class Describer:
     def __init__(self, cache_dir=None, dlib_8bit=False):
         self.cache_dir, self.dlib_8bit = cache_dir, dlib_8bit
         self.memory = collections.OrderedDict()  # key -> (descriptor, quality)
+        self.cache_said = False  # that cache_dir cannot be written: said once
 
     def _folder(self):
         from .face import model_digests
@@ -136,8 +137,19 @@ class Describer:
                 tmp = f"{path}.{os.getpid()}.tmp.npy"
                 np.save(tmp, np.append(value[0], value[1]))
                 os.replace(tmp, path)
-            except OSError:
-                pass  # a cache that cannot be written is only slower
+            except OSError as exc:  # a cache that cannot be written is only slower
+                self._unwritable(exc)
+
+    def _unwritable(self, exc):
+        """Say once, on stderr, that ``cache_dir`` cannot keep descriptors."""
+        if self.cache_said:
+            return
+        self.cache_said = True
+        d = self.cache_dir
+        why = "not a folder" if os.path.lexists(d) and not os.path.isdir(d) \
+            else exc.strerror or exc
+        print(f"{PROG}: warning: --cache-dir {d}: cannot write there ({why}); running "
+              "without a cache (every image is described again on each call)", file=sys.stderr)
 
     def describe(self, paths):
         """(descriptors (n, 128), qualities (n,), keys) of image files."""
@@ -252,7 +264,8 @@ def _parser():
                    'the answer to "out" and answer {"ok": true} or {"error": ...} on stdout; '
                    "exit at end of input")
     p.add_argument("--cache-dir", help="keep the descriptors of image files (not .npy) here "
-                   "across calls, keyed by pixel content (1 KB per image)")
+                   "across calls, keyed by pixel content (1 KB per image); a folder that "
+                   "cannot be written is one warning on stderr, and no cache")
     p.add_argument("--dlib-8bit", action="store_true",
                    help="round the upsampled image and truncate the face chip to 8 bits as "
                    "dlib's Python API does (scores of real images then equal ssgallery's "

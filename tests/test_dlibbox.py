@@ -152,6 +152,29 @@ def test_cache_dir_keeps_real_images_only_and_changes_no_score(images, tmp_path)
     assert len(list(cache.rglob("*.npy"))) == 3
 
 
+def test_an_unwritable_cache_dir_is_one_warning_line(images, tmp_path):
+    """--cache-dir naming a folder that cannot be written (a regular file: root writes
+    any folder) ran without a cache and said nothing, as ssgallery-ebgm did (0435c3c):
+    now one warning line on stderr, the same scores, exit 0; served, once for all its
+    requests."""
+    blocked = tmp_path / "cache"
+    blocked.write_text("not a folder\n", encoding="utf-8")
+    probes, gallery = write_list(tmp_path / "p.txt", images), write_list(tmp_path / "g.txt",
+                                                                         images[:2])
+    said = run("--cache-dir", str(blocked), "--probe-list", probes, "--gallery-list", gallery)
+    plain = run("--probe-list", probes, "--gallery-list", gallery)
+    assert said.returncode == 0 and said.stdout == plain.stdout, said.stderr
+    assert said.stderr.splitlines() == [(
+        f"ssgallery-dlibbox: warning: --cache-dir {blocked}: cannot write there (not a "
+        "folder); running without a cache (every image is described again on each call)")]
+    requests = "".join(json.dumps({"probe_list": probes, "gallery_list": gallery,
+                                   "out": str(tmp_path / f"s{i}.txt")}) + "\n"
+                       for i in range(2))
+    served = run("--serve", "--cache-dir", str(blocked), stdin=requests)
+    assert served.returncode == 0 and served.stdout.count('"ok": true') == 2, served
+    assert served.stderr.splitlines() == said.stderr.splitlines()
+
+
 def test_network_equals_dlib_on_8bit_chips():
     import dlib
 
