@@ -515,3 +515,42 @@ def test_a_cache_folder_that_is_no_folder_name_is_refused_everywhere(faces, tmp_
             "string), got 1\n")
     assert (r.exit_code, r.stderr) == (2, want), r.output
     assert not (tmp_path / "g.h5").exists()
+
+
+def test_a_worker_s_copy_of_a_matcher_checks_the_program_it_finds(faces, tmp_path):
+    """A local or Dask worker gets the matcher pickled, with the command's path: it runs
+    the program found there, on its own host. The copy of a matcher whose contract was
+    checked in this process was marked checked, so a worker whose program at that path
+    had another contract scored with it (compress --jobs 2 --solver paper: 12 runs in the
+    workers, 1 --describe, in this process). Now the copy asks --describe before its
+    first run and refuses another contract with the line every command gives; the
+    same program still scores as here."""
+    import pickle
+    import re
+
+    import numpy as np
+
+    from ssgallery.errors import MatcherError
+    from ssgallery.formats.store import load_store
+    from ssgallery.matchers.host import HostMatcher
+
+    prog = _script(tmp_path / "m.py", f"#!{sys.executable}\n" + MAD_TEXT)
+    store_path = tmp_path / "e.h5"
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store_path), "-q",
+                                  "--matcher-cmd", str(prog)])
+    assert r.exit_code == 0, r.output
+    store = load_store(store_path)
+    matcher = store.matcher(host=HostMatcher([str(prog)]))
+    X = store.matcher_features(matcher)
+    matcher.similarity()(X[:2], X[2:4])  # its contract checked in this process
+    sent = pickle.dumps(matcher)  # what joblib's loky and Dask send a worker
+    other = (MAD.parent / "described.py").read_text(encoding="utf-8")
+    _script(prog, f"#!{sys.executable}\n" + other)  # another program at the path
+    with pytest.raises(MatcherError, match=rf"^{re.escape(str(store_path))}: matcher "
+                       rf"{re.escape(str(prog))} is not the "
+                       r"file's matcher: its contract digest is \w+\.\.\., the file was "
+                       r"made with \w+\.\.\."):
+        pickle.loads(sent).similarity()(X[:2], X[4:6])
+    _script(prog, f"#!{sys.executable}\n" + MAD_TEXT)
+    assert np.array_equal(pickle.loads(sent).similarity()(X[:2], X[4:6]),
+                          matcher.similarity()(X[:2], X[4:6]))

@@ -35,9 +35,15 @@ class ProgramClient:
     the served session (``_server``, never pickled: a worker starts its own).
     """
 
-    def __getstate__(self):  # a worker process starts its own program
+    def __getstate__(self):
+        """What a copy (a worker process: loky, Dask) gets: no served session (it starts
+        its own) and, once the contract is known, a contract to check again: the copy
+        runs the program found at the command's path where it runs (another host), so
+        its first run asks ``--describe`` there (`check_contract`)."""
         state = dict(self.__dict__)
         state["_server"] = None
+        if state.get("contract_sha256_") is not None:
+            state["_contract_checked"] = False
         return state
 
     def close(self):
