@@ -554,3 +554,41 @@ def test_a_worker_s_copy_of_a_matcher_checks_the_program_it_finds(faces, tmp_pat
     _script(prog, f"#!{sys.executable}\n" + MAD_TEXT)
     assert np.array_equal(pickle.loads(sent).similarity()(X[:2], X[4:6]),
                           matcher.similarity()(X[:2], X[4:6]))
+
+
+def test_a_nul_character_in_the_command_or_the_cache_folder_is_refused(faces, tmp_path):
+    """A NUL character can come in through -O (VALUE read as JSON: "\\u0000") or the
+    configuration file (TOML has the escape too), and no program, argument or folder name
+    can hold one: '-O command=["mad.py", "x\\u0000"]' and a configuration file's cache_dir
+    "a\\u0000b" ended in Python's 'ValueError: embedded null byte' (internal error, exit
+    4), '-O command="a\\u0000b"' in 'matcher program 'a\\x00b' not found'. Now one line
+    saying so, exit 2, nothing written; the library's ExternalMatcher alike."""
+    from ssgallery.errors import InputError
+    from ssgallery.matchers.external import ExternalMatcher
+
+    prog = _script(tmp_path / "m.py", f"#!{sys.executable}\n" + MAD_TEXT)
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+    env = {"SSGALLERY_MATCHER_CMD": None, "SSGALLERY_CONFIG": None}
+    for value, shown in ((f'["{prog}", "x\\u0000"]', "'x\\x00'"),
+                         ('"a\\u0000b"', "'a\\x00b'")):
+        r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
+                                      "--matcher", "external", "-O", f"command={value}"],
+                               env=env)
+        want = ("ssgallery: error: the matcher command from -O command holds a NUL "
+                f"character, which no program name or argument can: {shown}\n")
+        assert (r.exit_code, r.stdout, r.stderr) == (2, "", want), r.output
+        assert not store.exists()
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
+                                  "--matcher-cmd", str(prog)], env=env)
+    assert r.exit_code == 0, r.output
+    config = tmp_path / "config.toml"
+    config.write_text(f'[external]\ncommand = "{prog}"\ncache_dir = "a\\u0000b"\n',
+                      encoding="utf-8")
+    r = CliRunner().invoke(main, ["compress", "--store", str(store), "-o", str(gallery), "-q"],
+                           env={**env, "SSGALLERY_CONFIG": str(config)})
+    want = (f"ssgallery: error: {config}: [external] cache_dir holds a NUL character, which "
+            "no folder name can: 'a\\x00b'\n")
+    assert (r.exit_code, r.stdout, r.stderr) == (2, "", want), r.output
+    assert not gallery.exists() and not (tmp_path / "g.h5.parts").exists()
+    with pytest.raises(InputError, match=r"^external matcher option cache_dir holds a NUL "):
+        ExternalMatcher(command=[str(prog)], cache_dir="a\0b")

@@ -80,6 +80,12 @@ def split_command(command, source):
                          f"strings, got {shown(command)}")
     if not argv or not argv[0].strip():
         raise InputError(f"the matcher command from {source} is empty")
+    for word in argv:  # '-O command="a\u0000b"' (JSON), TOML's "\u0000": no program takes one
+        if "\0" in word:
+            from ssgallery.checks import shown
+
+            raise InputError(f"the matcher command from {source} holds a NUL character, "
+                             f"which no program name or argument can: {shown(word)}")
     return argv
 
 
@@ -88,12 +94,15 @@ def cache_folder(value, source, path=None):
     configuration file ``path``, an external matcher option): None (no persistent cache),
     a string or a path. Anything else, a number, a bool or a list (``-O cache_dir=1`` is
     read as JSON, TOML has them too), is refused in one line: it is no folder."""
-    if value is None or _is_text(value):
-        return value
     from ssgallery.checks import shown
 
-    raise InputError(f"{source} cache_dir must be a folder name (a string), got "
-                     f"{shown(value)}", path=path)
+    if value is not None and not _is_text(value):
+        raise InputError(f"{source} cache_dir must be a folder name (a string), got "
+                         f"{shown(value)}", path=path)
+    if value is not None and "\0" in os.fspath(value):  # TOML's "\u0000", -O's JSON
+        raise InputError(f"{source} cache_dir holds a NUL character, which no folder name "
+                         f"can: {shown(os.fspath(value))}", path=path)
+    return value
 
 
 def _is_text(value):
