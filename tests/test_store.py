@@ -299,3 +299,32 @@ def test_add_refuses_a_background_subject_named_like_a_client(tmp_path):
     with pytest.raises(InputError, match=r"background subject\(s\) c01 have the same name"):
         enroll(faces, path, background=bg, add=True)
     assert path.read_bytes() == before
+
+
+def test_rows_are_read_only_from_the_store_that_was_checked(tmp_path):
+    """load_store(images=False) (compress's read) checks the store's digest once, then
+    opens the path again for each slice of rows: a store written at the path meanwhile
+    (an enroll finishing while compress runs, atomically renamed over it) had its rows
+    read as the checked store's. Now each open compares the file's digest with the
+    checked one: one line naming the store. A store written by this process (enroll
+    --add, whose rows are read lazily from the old file) reads from the file it wrote;
+    one without a feature cache is read again after --add, and is not refused."""
+    a = make_faces(str(tmp_path / "a"), n_clients=2, n_images=3, seed=1)
+    b = make_faces(str(tmp_path / "b"), n_clients=2, n_images=3, seed=2)
+    path, other = tmp_path / "s.h5", tmp_path / "other.h5"
+    enroll(a, path)
+    enroll(b, other)
+    store = load_store(path, images=False)
+    first = store.images[0:2]
+    os.replace(other, path)
+    with pytest.raises(FormatError, match=rf"^{path}: changed while this command read it "
+                       r"\(digest \w{12}\.\.\. when checked, now \w{12}\.\.\.: another store "
+                       r"was written here meanwhile\): run the command again$"):
+        store.images[0:2]
+    assert first.shape == (2, 32, 24)
+    with edit_h5(tmp_path / "s.h5") as f:  # a store without a feature cache
+        del f["features"]
+    rehash_store(tmp_path / "s.h5")
+    more = make_faces(str(tmp_path / "more"), n_clients=2, n_images=3, prefix="d", seed=3)
+    summary = enroll(more, path, add=True)
+    assert summary.dimension > 0 and len(load_store(path).images) == 12

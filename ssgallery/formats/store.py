@@ -167,8 +167,11 @@ class EnrollmentStore:
             write_state(f.create_group("matcher"), self.matcher_state)
             if self.features is not None:
                 f.create_dataset("features", data=np.asarray(self.features, dtype=np.float64))
-            f.attrs["digest"] = integrity.node_digest(f, exclude=integrity.ROOT_EXCLUDED)
+            digest = f.attrs["digest"] = integrity.node_digest(f, exclude=integrity.ROOT_EXCLUDED)
         self.path = os.fspath(path)
+        if not isinstance(images, np.ndarray):  # read lazily: from now on, the file written
+            self.images = StoreImages(path, images.shape, dtype is np.uint8, privacy_key,
+                                      digest)
 
 
 class StoreImages:
@@ -178,11 +181,15 @@ class StoreImages:
     ``images[a:b]`` and ``images[index_array]`` open the file, read only those rows
     (h5py slicing) and return float32 (k, H, W) in the order asked for. An encrypted
     store is read with ``privacy_key``, decrypting only the chunks those rows need.
+    Rows come only from the store `load_store` checked (its ``digest``, compared at
+    each open), never from another one written at the path since (an ``enroll``
+    finishing while ``compress`` runs): that is one line naming the store.
     """
 
-    def __init__(self, path, shape, integer=False, privacy_key=None):
+    def __init__(self, path, shape, integer=False, privacy_key=None, digest=None):
         self.path = os.fspath(path)
         self.privacy_key = privacy_key
+        self.digest = digest
         self.shape = tuple(int(s) for s in shape)
         self.integer = bool(integer)  # stored as integers (always finite)
         self.dtype = np.dtype(np.float32)
@@ -201,6 +208,7 @@ class StoreImages:
 
     def __getitem__(self, rows):
         with self._open() as f:
+            self._same_store(f)
             data = f["images"]
             if isinstance(rows, slice):
                 return data[rows].astype(np.float32)
@@ -209,6 +217,13 @@ class StoreImages:
                 return np.zeros((0,) + self.shape[1:], dtype=np.float32)
             order, inverse = np.unique(rows, return_inverse=True)  # h5py wants increasing
             return data[order][inverse].astype(np.float32)
+
+    def _same_store(self, f):
+        found = str(integrity.attr_text(f.attrs.get("digest")))
+        if self.digest is not None and found != self.digest:
+            raise FormatError(f"changed while this command read it (digest {self.digest[:12]}"
+                              f"... when checked, now {found[:12]}...: another store was "
+                              "written here meanwhile): run the command again", path=self.path)
 
     def chunks(self, size=2048):
         """Yield ``(start, images[start:start + size])`` over the whole store."""
@@ -306,7 +321,8 @@ def load_store(path, images=True, privacy_key=None):
             store = EnrollmentStore(
                 images=(f["images"][()].astype(np.float32) if images
                         else StoreImages(path, f["images"].shape,
-                                        f["images"].dtype.kind in "iu", privacy_key)),
+                                        f["images"].dtype.kind in "iu", privacy_key,
+                                        digest)),
                 labels=np.array(strs["labels"], dtype=str),
                 paths=strs["paths"], sha256=strs["sha256"], roots=strs["roots"],
                 clients=strs["clients"], background=strs["background"],
