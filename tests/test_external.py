@@ -105,6 +105,52 @@ def test_state_round_trip_rebuilds_the_program(tmp_path):
     assert again.bounds() == (0.0, 255.0)
 
 
+def test_an_answer_cache_it_cannot_trust_or_use_is_refused_in_one_line(tmp_path):
+    """The persistent answer cache is a file like any other: an answer edited in it that
+    the program cannot give (its range is [0, 1]) made a score of it (-inf: NaN scores,
+    a claim rejected without a word; 'abc': Python's ValueError), a cache file that is
+    no database Python's sqlite3.DatabaseError, a cache_dir that is a file 'File exists'.
+    Now one line naming the file, as an InputError (exit 2 at the command line)."""
+    import sqlite3
+
+    from ssgallery.errors import InputError
+
+    imgs = faces()
+    folder = tmp_path / "cache"
+    m = fitted(FOREIGN, imgs, cache_dir=str(folder))
+    X = m.transform(imgs)
+    m.similarity()(X[:2], X)  # the cache file now holds the 12 answers
+    db_file = folder / "external_matcher_cache.sqlite"
+    for stored, shown in (("-1e999", "-inf"), ("'abc'", "'abc'"), ("2.5", "2.5"),
+                          ("NULL", "null")):
+        with sqlite3.connect(db_file) as db:
+            db.execute(f"UPDATE s SET v = {stored}")
+        db.close()
+        again = fitted(FOREIGN, imgs, cache_dir=str(folder))  # its memory cache is empty
+        with pytest.raises(InputError) as refused:
+            again.similarity()(X[:2], X)
+        assert str(refused.value) == (
+            f"{db_file}: external matcher answer cache holds {shown} for a pair, which the "
+            "program cannot answer (a finite number in [0, 1]): edited or damaged; remove "
+            "it (the program is asked again) or set another cache_dir")
+    db_file.write_bytes(b"not a database, " * 64)
+    with pytest.raises(InputError, match=r"^.*external_matcher_cache\.sqlite: cannot use "
+                       r"this external matcher answer cache \(file is not a database\); "
+                       r"remove it \(the program is asked again\) or set another "
+                       r"cache_dir$"):
+        fitted(FOREIGN, imgs, cache_dir=str(folder)).similarity()(X[:2], X)
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine\n", encoding="utf-8")
+    with pytest.raises(InputError) as refused:
+        fitted(FOREIGN, imgs, cache_dir=str(a_file)).similarity()(X[:2], X)
+    assert str(refused.value) == (f"{a_file}: cannot use it as the external matcher's "
+                                  "cache_dir (not a folder); set another cache_dir")
+    assert a_file.read_text(encoding="utf-8") == "mine\n"
+    folder.joinpath(db_file.name).unlink()  # removed, as the line says: asked again
+    np.testing.assert_array_equal(fitted(FOREIGN, imgs, cache_dir=str(folder)).similarity()(
+        X[:2], X), m.similarity()(X[:2], X))
+
+
 def test_verify_sends_probe_and_prototypes_in_one_call():
     imgs = faces()
     m = fitted(FOREIGN, imgs)

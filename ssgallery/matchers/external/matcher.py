@@ -142,8 +142,9 @@ class ExternalMatcher(ProgramClient, Matcher):
         n, m = len(X), len(Z)
         keys = cache.pair_keys(self.argv, X, Z, self.describe()["symmetric"])
         db = cache.open_db(self.cache_dir) if self.cache_dir else None
+        path = cache.db_path(self.cache_dir) if db is not None else None
         try:
-            D = cache.lookup(keys, (n, m), self._cache, db)
+            D = cache.lookup(keys, (n, m), self._cache, db, self._answer_bounds(), path)
             missing = np.isnan(D)
             self.n_cached_ += int(n * m - missing.sum())
             rows, cols = np.flatnonzero(missing.any(1)), np.flatnonzero(missing.any(0))
@@ -151,8 +152,9 @@ class ExternalMatcher(ProgramClient, Matcher):
                 H, W = self.image_shape
                 new = self.score_images(X[rows].reshape(-1, H, W), Z[cols].reshape(-1, H, W))
                 D[np.ix_(rows, cols)] = new
-                cache.remember({keys[i][j]: float(new[a, b]) for a, i in enumerate(rows)
-                                for b, j in enumerate(cols)}, self._cache, db)
+                with cache.used(path):
+                    cache.remember({keys[i][j]: float(new[a, b]) for a, i in enumerate(rows)
+                                    for b, j in enumerate(cols)}, self._cache, db)
         finally:
             if db is not None:
                 db.close()
