@@ -233,3 +233,40 @@ def refused(args, what):
     assert res["exit_code"] == 2, (args, res["output"])
     assert len(errors) == 1 and what in errors[0], (args, res["output"])
     return res
+
+
+_OPENS = []  # what the audit hook watches: one dict while an `opens_of` block runs
+
+
+def _count_and_swap(event, args):
+    if event != "open" or not _OPENS or not isinstance(args[0], (str, bytes, os.PathLike)):
+        return
+    seen = _OPENS[0]
+    if os.fspath(args[0]) != seen["path"]:
+        return
+    seen["opens"] += 1
+    if seen["other"] is not None and seen["opens"] > seen["after"] and not seen["swapped"]:
+        os.replace(seen["other"], seen["path"])
+        seen["swapped"] = True
+
+
+@contextlib.contextmanager
+def opens_of(path, swap_in=None, after=0):
+    """Count the opens of ``path`` by Python's ``open`` inside the block (ssgallery reads
+    a file's first bytes and its seal before HDF5 opens it); with ``swap_in``, put that
+    file at ``path`` (``os.replace``) right before the open that follows the first
+    ``after`` ones: a real file replaced between one command's reads, by an audit hook
+    (``sys.addaudithook``, installed once per process; no code of ssgallery replaced).
+    Yields a dict: ``opens``, ``swapped``."""
+    import sys
+
+    if not getattr(_count_and_swap, "installed", False):
+        sys.addaudithook(_count_and_swap)
+        _count_and_swap.installed = True
+    seen = {"path": os.fspath(path), "other": None if swap_in is None else os.fspath(swap_in),
+            "after": after, "opens": 0, "swapped": False}
+    _OPENS.append(seen)
+    try:
+        yield seen
+    finally:
+        _OPENS.clear()

@@ -223,3 +223,37 @@ def test_identify_csv_one_line_per_probe(gallery):
         assert row["ranking"] == found["ranking"]
         assert row["operating_point"] == found["operating_point"]["kind"] == "verification"
     assert rows[0]["identified"] == "c03"
+
+
+def test_claims_read_every_client_from_the_gallery_they_began_with(gallery, sample_store,
+                                                                  tmp_path):
+    """verify --claims reads each claimed client's model as it first meets it, opening the
+    gallery again each time, and scores every model with the matcher of the first read:
+    another gallery of the same clients written at the path meanwhile had its models
+    scored (and their thresholds applied) beside the first one's matcher, exit 0 or 1.
+    Now each read is compared with the first one's digest: one line naming the gallery,
+    exit 2. The file is replaced for real, between the first client's read and the
+    second's (`helpers.opens_of`)."""
+    from helpers import opens_of
+
+    other = tmp_path / "other.h5"  # the same clients at other prototypes
+    made = CliRunner().invoke(main, ["compress", "--store", sample_store["store"], "-o",
+                                     str(other), "--m", "2", "--clients", CLIENTS,
+                                     "--seed", "1", "-q"])
+    assert made.exit_code == 0, made.output
+    src = tmp_path / "g.h5"
+    shutil.copy(gallery, src)
+    one = tmp_path / "one.txt"
+    one.write_text(f"{_probe('c01_genuine_1.png')} c01\n")
+    with opens_of(src) as first:  # the opens of a run that reads one client
+        assert _verify(src, "--claims", str(one)).exit_code in (0, 1)
+    both = tmp_path / "both.txt"
+    both.write_text(f"{_probe('c01_genuine_1.png')} c01\n{_probe('c02_genuine_1.png')} c02\n")
+    with opens_of(src, swap_in=other, after=first["opens"]) as seen:
+        res = _verify(src, "--claims", str(both))
+    assert seen["swapped"]
+    assert res.exit_code == 2 and res.stdout == "", res.output
+    assert res.stderr.startswith(f"ssgallery: error: {src}: changed while this command read "
+                                 "it (digest "), res.stderr
+    assert res.stderr.endswith("another gallery was written here meanwhile): run the "
+                               "command again\n"), res.stderr

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 from click.testing import CliRunner
-from helpers import edit_h5, make_faces, rehash_gallery
+from helpers import edit_h5, make_faces, opens_of, rehash_gallery
 
 from ssgallery.app.compress import CompressOptions, CompressRun, compress
 from ssgallery.app.enroll import enroll
@@ -234,34 +234,14 @@ def test_compress_update_with_a_key_refuses_what_verify_refuses(site, tmp_path, 
     assert out.read_bytes() == before
 
 
-_SWAP = {}  # the audit hook's orders (sys.addaudithook cannot be removed: empty = inert)
-
-
-def _swap_on_open(event, args):
-    """Audit hook: count the opens of ``_SWAP['path']`` by Python's ``open`` (ssgallery
-    reads a file's first bytes and its seal before HDF5 opens it); past ``_SWAP['after']``
-    of them, put ``_SWAP['other']`` at the path, once, before the open runs."""
-    if event != "open" or not _SWAP or not isinstance(args[0], (str, bytes, os.PathLike)):
-        return
-    if os.fspath(args[0]) != _SWAP["path"]:
-        return
-    _SWAP["opens"] += 1
-    if _SWAP.get("after") is not None and _SWAP["opens"] > _SWAP["after"] \
-            and not _SWAP.get("swapped"):
-        os.replace(_SWAP["other"], _SWAP["path"])
-        _SWAP["swapped"] = True
-
-
 def test_rewrite_gallery_copies_only_the_source_it_checked(site, tmp_path):
     """rewrite_gallery checked ``src`` with the key in one read, then opened ``src`` again
     once per client for its rendered images: another gallery signed with the same key put
     at the path meanwhile gave the copy its images beside the checked gallery's
     prototypes, signed with the key. Shown with a real file replaced at the path, by an
-    audit hook (``sys.addaudithook``, no code of ssgallery replaced), right after the
+    audit hook (`helpers.opens_of`, no code of ssgallery replaced), right after the
     opens one checked read makes: the copy is now exactly the checked source, and the
     path is never opened again."""
-    import sys
-
     import numpy as np
 
     from ssgallery.formats.gallery import read_client, read_gallery
@@ -280,15 +260,11 @@ def test_rewrite_gallery_copies_only_the_source_it_checked(site, tmp_path):
                                                          images(other)))
     src = tmp_path / "src.h5"
     shutil.copy(root / "signed.h5", src)
-    sys.addaudithook(_swap_on_open)
-    try:
-        _SWAP.update(path=os.fspath(src), other=os.fspath(other), opens=0)
+    with opens_of(src) as one_read:
         read_gallery(src, arrays=True, key=key, matcher=True)  # one checked read
-        _SWAP.update(after=_SWAP["opens"], opens=0)
+    with opens_of(src, swap_in=other, after=one_read["opens"]) as seen:
         rewrite_gallery(src, tmp_path / "copy.h5", key=key)
-        opened_after = _SWAP["opens"] - _SWAP["after"]
-    finally:
-        _SWAP.clear()
+    opened_after = seen["opens"] - one_read["opens"]
     for c in ("c00", "c01", "c02"):
         mine = read_client(tmp_path / "copy.h5", c, key=key, images=True)
         theirs = read_client(root / "signed.h5", c, key=key, images=True)

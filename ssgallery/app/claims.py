@@ -173,7 +173,9 @@ def _score_batch(model, batch, strict, warn):
 
 
 class _Clients:
-    """Each claimed client's model, read once; the matcher built once for all."""
+    """Each claimed client's model, read once; the matcher built once for all, and every
+    model from the gallery it was built from (the digest of the first read: a gallery
+    written at the path meanwhile is refused, `ssgallery.formats.integrity.unchanged`)."""
 
     def __init__(self, gallery_path, key_file, matcher_cmd, privacy_key_file=None,
                  warn=None):
@@ -181,13 +183,14 @@ class _Clients:
 
         self.path = os.fspath(gallery_path)
         self.settings = host_settings(key_file, matcher_cmd, privacy_key_file, warn)
-        self.matcher = None
+        self.matcher = self.digest = None
         self.hints = {}  # an unknown client id: the id it is close to (did you mean)
 
     def load(self, client_id):
         """The client's model, or None when the gallery has no such client (the id it
         is close to, if any, in `hints`)."""
         from ssgallery.formats.gallery import check_model, read_client
+        from ssgallery.formats.integrity import unchanged
 
         try:
             model = read_client(self.path, client_id, matcher=self.matcher is None,
@@ -197,6 +200,8 @@ class _Clients:
             # or a failing matcher (MatcherError) stops the run
             self.hints[client_id] = exc.hint
             return None
+        unchanged(self.digest, model.header.get("digest"), "gallery", self.path)
+        self.digest = model.header.get("digest")
         if self.matcher is None:
             self.matcher = model.matcher
         else:

@@ -231,6 +231,19 @@ def attr_text(value):
     return value.decode("ascii", "replace") if isinstance(value, bytes) else value
 
 
+def unchanged(checked, found, kind, path):
+    """Refuse a file opened again by one command (a store's rows read in slices, a
+    gallery's clients read one by one) whose recorded digest ``found`` is not the one
+    ``checked`` at its first open: another ``kind`` (store, gallery) was written at
+    ``path`` meanwhile, and what the command read would mix two files. One line naming
+    the file (`FormatError`)."""
+    found = str(attr_text(found))
+    if checked is not None and found != checked:
+        raise FormatError(f"changed while this command read it (digest {checked[:12]}... "
+                          f"when checked, now {found[:12]}...: another {kind} was written "
+                          "here meanwhile): run the command again", path=path)
+
+
 def check_digest(found, expected, what, path=None):
     """Raise one line naming ``what`` unless the two digests agree."""
     if not isinstance(expected, str) or not _hmac.compare_digest(found, expected):

@@ -208,7 +208,7 @@ class StoreImages:
 
     def __getitem__(self, rows):
         with self._open() as f:
-            self._same_store(f)
+            integrity.unchanged(self.digest, f.attrs.get("digest"), "store", self.path)
             data = f["images"]
             if isinstance(rows, slice):
                 return data[rows].astype(np.float32)
@@ -217,13 +217,6 @@ class StoreImages:
                 return np.zeros((0,) + self.shape[1:], dtype=np.float32)
             order, inverse = np.unique(rows, return_inverse=True)  # h5py wants increasing
             return data[order][inverse].astype(np.float32)
-
-    def _same_store(self, f):
-        found = str(integrity.attr_text(f.attrs.get("digest")))
-        if self.digest is not None and found != self.digest:
-            raise FormatError(f"changed while this command read it (digest {self.digest[:12]}"
-                              f"... when checked, now {found[:12]}...: another store was "
-                              "written here meanwhile): run the command again", path=self.path)
 
     def chunks(self, size=2048):
         """Yield ``(start, images[start:start + size])`` over the whole store."""
