@@ -382,3 +382,54 @@ def test_a_seek_before_the_start_is_refused(stores, kind):
         assert handle.seek(-64, os.SEEK_CUR) == 0 and handle.read(64) == first
     with pytest.raises(ValueError):
         handle.seek(0)
+
+
+def test_roc_takes_the_privacy_key_file_its_refusal_names(stores, tmp_path):
+    """roc on an encrypted store or gallery without the key said '... needs the privacy
+    key (--privacy-key-file or $SSGALLERY_PRIVACY_KEY_FILE)', and 'roc
+    --privacy-key-file KEY' was then 'No such option': roc read the key from the variable
+    only. Now roc takes --privacy-key-file, as verify, identify, info, show and compress
+    do: the store's protocol gives the figures of the variable's run, and roc --gallery
+    reads an encrypted gallery with it; a mode that reads no file names it ignored."""
+    import json
+
+    from ssgallery.app.compress import compress
+    from ssgallery.app.options import CompressOptions, CompressRun
+
+    root, key = stores
+    args = ["--repetitions", "1", "--methods", "svm", "--enrolled", "3", "--no-plot", "--json",
+            "-q"]
+    runner = CliRunner()
+    env = {encryption.PRIVACY_KEY_ENV: None}
+    refused = runner.invoke(main, ["roc", "--store", str(root / "enc.h5"), *args, "-o",
+                                   str(tmp_path / "r0")], env=env)
+    assert refused.exit_code == 2 and refused.stderr.endswith(
+        "needs the privacy key (--privacy-key-file or $SSGALLERY_PRIVACY_KEY_FILE)\n")
+    figures = []
+    for extra, given in ((["--privacy-key-file", str(key)], env),
+                         ([], {encryption.PRIVACY_KEY_ENV: str(key)})):
+        result = runner.invoke(main, ["roc", "--store", str(root / "enc.h5"), *args, *extra,
+                                      "-o", str(tmp_path / f"r{len(figures) + 1}")], env=given)
+        assert (result.exit_code, result.stderr) == (0, ""), result.output
+        figures.append([{k: v for k, v in method.items() if k.startswith(("eer", "frr"))}
+                        for method in json.loads(result.stdout)["methods"]])
+    assert figures[0] == figures[1] and figures[0][0]
+    gallery = tmp_path / "g.h5"
+    compress(root / "enc.h5", gallery, CompressOptions(m=2, cv_folds=2),
+             CompressRun(privacy_key_file=str(key)))
+    assert gallery.read_bytes().startswith(encryption.MAGIC)
+    base = ["roc", "--gallery", str(gallery), "--probes", str(root / "faces"), "--no-plot",
+            "-q", "-o"]
+    refused = runner.invoke(main, [*base, str(tmp_path / "g0")], env=env)
+    assert refused.exit_code == 2 and "needs the privacy key (--privacy-key-file" in \
+        refused.stderr
+    result = runner.invoke(main, [*base, str(tmp_path / "g1"), "--privacy-key-file",
+                                  str(key)], env=env)
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    assert result.stdout.startswith("method ")
+    scores = sorted(str(p) for p in (tmp_path / "g1" / "scores").glob("*.txt"))
+    result = runner.invoke(main, ["roc", "--scores", *scores, "--no-plot", "-q", "-o",
+                                  str(tmp_path / "s1"), "--privacy-key-file", str(key)], env=env)
+    assert result.exit_code == 0 and result.stderr == (
+        "ssgallery: warning: --privacy-key-file is ignored: roc --scores recomputes the "
+        "figures of the score files (no protocol, no matcher, no dev threshold)\n")

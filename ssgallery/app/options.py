@@ -342,6 +342,9 @@ class RocInputs(_Options):
         One threshold per method chosen on dev score files, rates on eval ones.
     key_file, matcher_cmd : str, optional
         The host's signing key and external matcher program.
+    privacy_key_file : str, optional
+        The host's privacy key (default ``$SSGALLERY_PRIVACY_KEY_FILE``): reads an
+        encrypted store or gallery.
     """
 
     faces_dir: str = option_field(None)
@@ -353,6 +356,7 @@ class RocInputs(_Options):
     eval_scores: tuple = option_field(None, _files)
     key_file: str = option_field(None)
     matcher_cmd: object = option_field(None)
+    privacy_key_file: str = option_field(None)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -128,14 +128,14 @@ def roc_protocol(faces_dir, protocol=None, report=None, *, progress=None):
 
 
 def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher_cmd=None,
-              progress=None):
+              progress=None, privacy_key_file=None):
     """The protocol on an enrollment store: its matcher configuration is reused (refitted
     on each split's training images; an external matcher runs the host's program
     ``matcher_cmd``, see `ssgallery.matchers.host`, which must have the store's contract,
     `ssgallery.matchers.host.same_program`) and its background subjects
-    are never enrolled; an encrypted store is read with ``$SSGALLERY_PRIVACY_KEY_FILE``
-    (as ``roc --gallery`` reads an encrypted gallery). The other arguments:
-    `roc_protocol`."""
+    are never enrolled; an encrypted store is read with the privacy key
+    ``privacy_key_file`` (default ``$SSGALLERY_PRIVACY_KEY_FILE``, as ``roc --gallery``
+    reads an encrypted gallery). The other arguments: `roc_protocol`."""
     if not Path(store_path).exists():
         raise InputError(f"{store_path}: no enrollment store here; give a faces folder "
                          f"(ssgallery roc FACES_DIR) or run 'ssgallery enroll FACES_DIR' first")
@@ -145,7 +145,7 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
     from ssgallery.matchers import get_matcher_class
     from ssgallery.matchers.host import attached, host_matcher, runs_program, same_program
 
-    privacy_key = load_privacy_key()  # $SSGALLERY_PRIVACY_KEY_FILE
+    privacy_key = load_privacy_key(privacy_key_file)  # else $SSGALLERY_PRIVACY_KEY_FILE
     store = load_store(store_path, privacy_key=privacy_key)
     cls, config = get_matcher_class(store.matcher_name), dict(store.matcher_config)
     report = report if report is not None else ReportOptions()
@@ -170,14 +170,15 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
 
 
 def roc_gallery(gallery, probes, report=None, *, key_file=None, matcher_cmd=None,
-                progress=None):
+                progress=None, privacy_key_file=None):
     """An existing gallery on a labelled probe folder (figures at the stored thresholds
-    too); ``key_file``, ``matcher_cmd``: the host's signing key and external matcher
-    program (see `ssgallery.app.verify.load_client`); ``progress``: see
-    `score_gallery`, then the evaluation and the report."""
+    too); ``key_file``, ``matcher_cmd``, ``privacy_key_file``: the host's signing key,
+    external matcher program and privacy key (see `ssgallery.app.verify.load_client`);
+    ``progress``: see `score_gallery`, then the evaluation and the report."""
     report = report if report is not None else ReportOptions()
     tables = [score_gallery(gallery, probes, warn=report.warn, key_file=key_file,
-                            matcher_cmd=matcher_cmd, progress=progress)]
+                            matcher_cmd=matcher_cmd, progress=progress,
+                            privacy_key_file=privacy_key_file)]
     return _report(tables, report, "gallery", f"{gallery} on {probes}", {}, progress)
 
 
@@ -286,13 +287,14 @@ def roc(inputs=None, protocol=None, report=None, *, progress=None):
         return roc_scores(i.scores, report, progress=progress)
     if run is roc_gallery:
         return roc_gallery(i.gallery, i.probes, report, key_file=i.key_file,
-                           matcher_cmd=i.matcher_cmd, progress=progress)
+                           matcher_cmd=i.matcher_cmd, progress=progress,
+                           privacy_key_file=i.privacy_key_file)
     if run is roc_protocol:
         if i.matcher_cmd is not None:  # a faces folder is run with eigenface
             _folder_runs_no_program(i, report.warn)
         return roc_protocol(i.faces_dir, protocol, report, progress=progress)
     return roc_store(i.store_path, protocol, report, matcher_cmd=i.matcher_cmd,
-                     progress=progress)
+                     progress=progress, privacy_key_file=i.privacy_key_file)
 
 
 def _folder_runs_no_program(inputs, warn):
@@ -310,9 +312,10 @@ def _folder_runs_no_program(inputs, warn):
 
 
 def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cmd=None,
-                  progress=None):
+                  progress=None, privacy_key_file=None):
     """Score every probe of a labelled folder against every client of a gallery
-    (``progress``: reading the probes, their features, one step per client scored).
+    (``progress``: reading the probes, their features, one step per client scored;
+    ``key_file``, ``matcher_cmd``, ``privacy_key_file``: as `roc_gallery`).
 
     ``probes_dir/<subject>/*.png``: a probe is a genuine claim for the client with its
     subject's name and an impostor claim against every other client (so probes of
@@ -335,7 +338,7 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
 
     host = host_matcher(matcher_cmd, warn) if matcher_cmd is not None else None
     info = read_gallery(gallery_path, arrays=True, key=load_key(key_file), host=host,
-                        matcher=True, privacy_key=load_privacy_key())  # $SSGALLERY_PRIVACY_KEY_FILE
+                        matcher=True, privacy_key=load_privacy_key(privacy_key_file))
     ids = sorted(info.clients, key=natural_key)
     if not ids:
         raise InputError("gallery has no clients", path=gallery_path)

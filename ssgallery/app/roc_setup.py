@@ -98,9 +98,10 @@ _GALLERY = (f"roc {option('gallery')} evaluates the gallery's models as they are
 _MODES = {
     "dev-eval": (("criterion", "criterion_far"), _DEV_EVAL),
     "scores": ((), _SCORES),
-    "gallery": (("key_file", "matcher_cmd"), _GALLERY),
+    "gallery": (("key_file", "matcher_cmd", "privacy_key_file"), _GALLERY),
     "protocol": (_PROTOCOL + ("matcher_cmd",), f"roc FACES_DIR {_TRAINS}"),
-    "store": (_PROTOCOL + ("store_path", "matcher_cmd"), f"roc on the store {_TRAINS}")}
+    "store": (_PROTOCOL + ("store_path", "matcher_cmd", "privacy_key_file"),
+              f"roc on the store {_TRAINS}")}
 
 
 def warn_unused_options(mode, inputs, protocol, report, default_protocol):
@@ -109,7 +110,7 @@ def warn_unused_options(mode, inputs, protocol, report, default_protocol):
     "store") does not read, e.g. ``roc --scores FILES --m 5``: never dropped without a
     word. ``protocol`` is compared with ``default_protocol`` (roc's)."""
     default_inputs, default_report = RocInputs(), ReportOptions()
-    given = [k for k in ("store_path", "key_file", "matcher_cmd")
+    given = [k for k in ("store_path", "key_file", "matcher_cmd", "privacy_key_file")
              if getattr(inputs, k) != getattr(default_inputs, k)]
     given += [k for k in _PROTOCOL if getattr(protocol, k) != getattr(default_protocol, k)]
     given += [k for k in ("criterion", "criterion_far")

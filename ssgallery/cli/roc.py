@@ -4,7 +4,13 @@ import click
 
 from ssgallery.biometrics.protocol import DEFAULT_METHODS as PROTOCOL_METHODS
 from ssgallery.biometrics.protocol import ProtocolOptions
-from ssgallery.cli.options import as_flags, key_file_option, matcher_cmd_option, warn
+from ssgallery.cli.options import (
+    as_flags,
+    key_file_option,
+    matcher_cmd_option,
+    privacy_key_option,
+    warn,
+)
 from ssgallery.cli.progress import quiet_option, reporting
 from ssgallery.learn.defaults import BLACK_BOX_M, DEFAULT_M
 from ssgallery.tables import counted
@@ -105,6 +111,7 @@ def _parse_methods(ctx, param, value):
 @quiet_option
 @key_file_option
 @matcher_cmd_option
+@privacy_key_option
 def command(paths, scores, no_plot, as_json, wide, quiet, **options):
     """Measure what compression costs: FRR/FAR curves, EER and matches per claim.
 
