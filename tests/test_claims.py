@@ -257,3 +257,43 @@ def test_claims_read_every_client_from_the_gallery_they_began_with(gallery, samp
                                  "it (digest "), res.stderr
     assert res.stderr.endswith("another gallery was written here meanwhile): run the "
                                "command again\n"), res.stderr
+
+
+@pytest.mark.parametrize("order", ["unknown first", "unknown second"])
+def test_an_unknown_client_is_unknown_in_the_gallery_the_claims_read(gallery, sample_store,
+                                                                     tmp_path, order):
+    """An unknown client id was not compared with the gallery the other claims were read
+    from: read first, it did not even record the digest, so the next client came from
+    whatever was at the path then; read second, from a gallery written meanwhile, it was
+    reported unknown ('the gallery has no client') of a gallery that has it beside the
+    scores of the one that does not. Now an unknown client's read is compared like any
+    other: one line naming the gallery, exit 2. Galleries: c01-c03 (A) and c01-c04 (B);
+    c04 claimed first from A then c01 from B, or c01 from B then c04 from A."""
+    from helpers import opens_of
+
+    four = tmp_path / "four.h5"
+    made = CliRunner().invoke(main, ["compress", "--store", sample_store["store"], "-o",
+                                     str(four), "--m", "2", "--clients", CLIENTS + ",c04",
+                                     "--seed", "1", "-q"])
+    assert made.exit_code == 0, made.output
+    src, claims = tmp_path / "g.h5", [f"{_probe('unknown1_1.png')} c04",
+                                      f"{_probe('c01_genuine_1.png')} c01"]
+    shutil.copy(gallery, src)
+    other = four
+    if order == "unknown second":
+        claims.reverse()
+        shutil.copy(four, src)
+        other = tmp_path / "three.h5"
+        shutil.copy(gallery, other)
+    one, both = tmp_path / "one.txt", tmp_path / "both.txt"
+    one.write_text(claims[0] + "\n")
+    both.write_text("\n".join(claims) + "\n")
+    with opens_of(src) as first:  # the opens of a run that reads the first client
+        assert _verify(src, "--claims", str(one)).exit_code in (0, 1, 2)
+    with opens_of(src, swap_in=other, after=first["opens"]) as seen:
+        res = _verify(src, "--claims", str(both))
+    assert seen["swapped"]
+    assert res.exit_code == 2 and res.stdout == "", res.output
+    assert res.stderr.startswith(f"ssgallery: error: {src}: changed while this command read "
+                                 "it (digest "), res.stderr
+    assert len(res.stderr.splitlines()) == 1, res.stderr

@@ -123,6 +123,36 @@ def test_show_draws_protected_prototypes_only_with_the_key(galleries, tmp_path):
     assert a.shape == b.shape and np.abs(a - b).max() <= 1.0
 
 
+def test_show_draws_the_protected_gallery_it_checked(galleries, tmp_path):
+    """show of a protected gallery read the client once (to learn that its templates are
+    protected) and again with the keyed matcher, and drew what the second read held:
+    another protected gallery of the same clients (same privacy key) written at the path
+    between the two reads was drawn, exit 0. Now the second read is compared with the
+    first one's digest: one line naming the gallery, exit 2, nothing drawn. The file is
+    replaced for real right after the first read's opens (`helpers.opens_of`)."""
+    import shutil
+
+    from helpers import opens_of
+
+    root, key, _ = galleries
+    compress(root / "e.h5", tmp_path / "plain2.h5",
+             CompressOptions(m=3, cv_folds=2, target_far=0.1, seed=1))
+    other = tmp_path / "other.h5"
+    rewrite_gallery(tmp_path / "plain2.h5", other, protect=key.read_bytes())
+    src, out = tmp_path / "g.h5", tmp_path / "p.png"
+    shutil.copy(root / "protected.h5", src)
+    with opens_of(src) as first:  # the opens of show's first read
+        read_client(src, "c01", images=True, matcher=False, privacy_key=key.read_bytes())
+    with opens_of(src, swap_in=other, after=first["opens"]) as seen:
+        res = CliRunner().invoke(main, ["show", "--claim", "c01", "-o", str(out), "--gallery",
+                                        str(src), "--privacy-key-file", str(key)])
+    assert seen["swapped"]
+    assert res.exit_code == 2 and res.stdout == "", res.output
+    assert res.stderr.startswith(f"ssgallery: error: {src}: changed while this command read "
+                                 "it (digest "), res.stderr
+    assert len(res.stderr.splitlines()) == 1 and not out.exists()
+
+
 def test_external_matcher_cannot_be_rotated():
     class Box:
         name = "external"

@@ -190,7 +190,6 @@ class _Clients:
         """The client's model, or None when the gallery has no such client (the id it
         is close to, if any, in `hints`)."""
         from ssgallery.formats.gallery import check_model, read_client
-        from ssgallery.formats.integrity import unchanged
 
         try:
             model = read_client(self.path, client_id, matcher=self.matcher is None,
@@ -198,16 +197,24 @@ class _Clients:
         except UnknownClientError as exc:
             # only an unknown id: a damaged, foreign or unsigned gallery (FormatError)
             # or a failing matcher (MatcherError) stops the run
+            self._same(exc.digest)  # unknown in the gallery the other claims read
             self.hints[client_id] = exc.hint
             return None
-        unchanged(self.digest, model.header.get("digest"), "gallery", self.path)
-        self.digest = model.header.get("digest")
+        self._same(model.header.get("digest"))
         if self.matcher is None:
             self.matcher = model.matcher
         else:
             model.matcher = self.matcher
             check_model(model, self.matcher, self.path)
         return model
+
+
+    def _same(self, digest):
+        """Record the first read's digest; refuse a later read of another gallery."""
+        from ssgallery.formats.integrity import unchanged
+
+        unchanged(self.digest, digest, "gallery", self.path)
+        self.digest = digest
 
 
 def verify_claims(gallery_path, claims, *, strict=False, warn=None, key_file=None,

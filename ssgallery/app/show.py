@@ -41,10 +41,14 @@ def show_prototypes(gallery_path, claim, out_path=None, *, scale=2, privacy_key_
     `ssgallery.formats.integrity.load_key`) the gallery's signature is checked as
     ``verify`` and ``info`` check it: an unsigned gallery, or one signed with another key
     or edited since, is refused before anything is drawn. Without a key it is not
-    checked."""
+    checked.
+
+    A protected gallery is read twice (the client, then its keyed matcher); a gallery
+    written at the path between the two reads is refused
+    (`ssgallery.formats.integrity.unchanged`), never drawn."""
     from ssgallery.formats.encryption import load_privacy_key
     from ssgallery.formats.gallery import read_client
-    from ssgallery.formats.integrity import load_key
+    from ssgallery.formats.integrity import load_key, unchanged
     from ssgallery.formats.protect import protection_record
     from ssgallery.images.montage import save_montage
 
@@ -53,7 +57,9 @@ def show_prototypes(gallery_path, claim, out_path=None, *, scale=2, privacy_key_
                         privacy_key=privacy_key, key=key)
     images = model.prototype_images
     if protection_record(model.header, os.fspath(gallery_path)) is not None:
+        checked = model.header.get("digest")  # the second read: the same gallery
         model = read_client(gallery_path, claim, privacy_key=privacy_key, key=key)
+        unchanged(checked, model.header.get("digest"), "gallery", os.fspath(gallery_path))
         images = np.clip(np.rint(model.matcher.render(model.prototypes)), 0, 255)
     if images is None:
         matcher = model.header.get("matcher", "?")

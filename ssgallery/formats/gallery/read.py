@@ -142,7 +142,10 @@ def _read_one(clients, client_id, expected, path):
     return _model_from(client_id, arrays, attrs, path, int(clients.file.attrs["format_version"]))
 
 
-def _unknown_client(path, client_id, known):
+def _unknown_client(path, client_id, known, digest=None):
+    """`UnknownClientError` naming a few ``known`` ids; attributes ``hint`` (did you mean)
+    and ``digest`` (the gallery's recorded digest, for a caller that compares its reads:
+    `ssgallery.formats.integrity.unchanged`)."""
     from ssgallery.tables import did_you_mean
 
     shown = ", ".join(printable(k) for k in known[:8]) + (
@@ -151,7 +154,7 @@ def _unknown_client(path, client_id, known):
     error = UnknownClientError(f"unknown client '{printable(client_id)}'"
                                + (f": {hint}" if hint else "")
                                + f" (known: {shown or 'none'})", path=path)
-    error.hint = hint
+    error.hint, error.digest = hint, digest
     return error
 
 
@@ -163,7 +166,8 @@ def _client_from(f, path, client_id, key, host, matcher, privacy_key, required=T
             if isinstance(client_id, str) else b""
         row = int(np.searchsorted(index["id"], want))
         if client_id_problem(client_id) or row >= len(index) or index["id"][row] != want:
-            raise _unknown_client(path, client_id, _index_ids(index, path))
+            raise _unknown_client(path, client_id, _index_ids(index, path),
+                                  header.get("digest"))
         expected = index["digest"][row].decode("ascii", "replace")
         clients = integrity.check_node(f, "clients", path)
         model = _read_one(clients, client_id, expected, path)
