@@ -1,165 +1,25 @@
-"""Numerical core of the super-sparse learner (paper Sect. III; docs/method.md).
+"""The solvers of the super-sparse learner (paper Sect. III; docs/method.md).
 
-Objective (Eq. 2 (eq:objective); Eq. 3 (eq:objective-matrix) in matrix form), with
-sample weights u (the estimators normalise them to sum 1):
-
-    Omega(beta, b, Z) = sum_i u_i (g(x_i) - y_i)^2 + lam * beta'beta,
-    g(x) = sum_j beta_j s(x, z_j) + b.
-
-Functions here work on plain arrays: ``X`` (n, d), ``y`` (n,), ``u`` (n,), prototypes
-``Z`` (m, d). Every similarity call goes through `CountingSimilarity`, so that
-the solvers can be compared on the number of s(x, z) entries they compute.
+They minimise the objective of `ssgallery.learn.objective` over the prototypes ``Z``,
+with beta and b by Eq. 4 (eq:beta) at every point: `solve_paper` (Algorithm 1, and
+`solve_paper_refresh` with exact similarities every p moves) and `solve_varpro`
+(L-BFGS-B on all prototypes jointly). Inputs are plain arrays: ``X`` (n, d), ``y`` (n,),
+``u`` (n,), the start ``Z0`` (m, d); ``similarity`` is a `CountingSimilarity`.
+The objective's functions are importable from here too.
 """
 
-import warnings
-
 import numpy as np
-import scipy.linalg
 import scipy.optimize
 
-
-class CountingSimilarity:
-    """Wrap a `ssgallery.learn.similarity.Similarity` and count evaluated entries.
-
-    Gradients are always requested with the similarity matrix ``S`` passed in, so
-    they cost no extra evaluation.
-    """
-
-    def __init__(self, similarity):
-        self.similarity = similarity
-        self.n_evals = 0
-        self.has_gradient = getattr(similarity, "has_gradient", False)
-
-    def __call__(self, X, Z):
-        S = np.asarray(self.similarity(X, Z), dtype=float)
-        self.n_evals += S.size
-        return S
-
-    def gradient(self, X, Z, S):
-        return self.similarity.gradient(X, Z, S)
-
-    def contract_gradient(self, X, Z, W, S):
-        return self.similarity.contract_gradient(X, Z, W, S)
-
-
-def solve_psd(M, rhs):
-    """Solve M x = rhs for a symmetric positive semi-definite M, never inverting.
-
-    Cholesky (only the upper triangle of M is read); least squares when M is singular
-    or ill-conditioned (e.g. duplicate prototypes with lam = 0). Used for the
-    (m+1)x(m+1) system of Eq. 4 (eq:beta) and for the baselines' beta = K_zz^-1 K_zx alpha.
-    """
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
-            return scipy.linalg.solve(M, rhs, assume_a="pos")
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgWarning, ValueError):
-        # singular or ill-conditioned (duplicate prototypes with lam = 0): least squares
-        return scipy.linalg.lstsq(M, rhs)[0]
-
-
-def beta_system(S, y, u, lam):
-    """The (m+1)x(m+1) system of Eq. 4 (eq:beta): returns ``M``, right-hand side, ``A = [S, 1]``."""
-    n, m = S.shape
-    A = np.hstack([S, np.ones((n, 1))])
-    UA = u[:, None] * A
-    M = A.T @ UA
-    M[np.arange(m), np.arange(m)] += lam  # ridge on beta only, bias unpenalised
-    return M, UA.T @ y, A
-
-
-def beta_step(S, y, u, lam):
-    """Eq. 4 (eq:beta): optimal (beta, b) for fixed prototypes.
-
-    Parameters
-    ----------
-    S : ndarray of shape (n, m)
-        Similarities s(x_i, z_j).
-    y, u : ndarray of shape (n,)
-        Targets and sample weights.
-    lam : float
-        Ridge penalty on beta.
-
-    Returns
-    -------
-    beta : ndarray of shape (m,)
-    b : float
-    """
-    M, rhs, _ = beta_system(S, y, u, lam)
-    theta = solve_psd(M, rhs)
-    return theta[:-1], float(theta[-1])
-
-
-def objective(S, y, u, beta, b, lam):
-    """Eq. 2 (eq:objective): sum_i u_i (g(x_i) - y_i)^2 + lam beta'beta."""
-    r = S @ beta + b - y
-    return float(u @ (r * r) + lam * beta @ beta)
-
-
-def objective_and_gradient(X, y, u, Z, similarity, lam, form="reduced", S=None):
-    """Omega*(Z) = min_{beta,b} Omega and its gradient with respect to every prototype.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n, d)
-    y, u : ndarray of shape (n,)
-    Z : ndarray of shape (m, d)
-    similarity : Similarity or CountingSimilarity
-    lam : float
-    form : {"reduced", "full"}
-        "full": Eq. 5 (eq:gradient-z) with dbeta/dz_j, db/dz_j from Eq. 6
-        (eq:final-gradient) (solves with M).
-        "reduced": the envelope form 2 beta_j sum_i u_i (g_i - y_i) ds(x_i, z_j)/dz_j
-        (the Eq. 6 (eq:final-gradient) terms vanish because the beta-step is exact).
-    S : ndarray of shape (n, m), optional
-        Precomputed similarity matrix.
-
-    Returns
-    -------
-    omega : float
-    grad : ndarray of shape (m, d)
-    beta : ndarray of shape (m,)
-    b : float
-    """
-    if S is None:
-        S = similarity(X, Z)
-    M, rhs, A = beta_system(S, y, u, lam)
-    theta = solve_psd(M, rhs)
-    beta, b = theta[:-1], float(theta[-1])
-    r = S @ beta + b - y  # g - y
-    omega = float(u @ (r * r) + lam * beta @ beta)
-    m, d = Z.shape
-    if form == "reduced":
-        W = (2.0 * u * r)[:, None] * beta[None, :]
-        grad = similarity.contract_gradient(X, Z, W, S)
-    elif form == "full":
-        G = similarity.gradient(X, Z, S)  # (n, m, d): ds(x_i, z_j)/dz_j
-        UG = u[:, None, None] * G
-        rUG = np.einsum("i,ijd->jd", r, UG)  # (m, d): (g - y)' U dS_j/dz_j
-        # Eq. 6 (eq:final-gradient) right-hand sides for all j at once:
-        # beta_j [S'; 1'] U dS_j + [V'; 0'] U dS_j
-        R = np.einsum("ik,ijd->kjd", A, UG) * beta[None, :, None]  # (m+1, m, d)
-        R[np.arange(m), np.arange(m), :] += rUG
-        dtheta = -solve_psd(M, R.reshape(m + 1, m * d)).reshape(m + 1, m, d)
-        dbeta, db = dtheta[:-1], dtheta[-1]
-        # Eq. 5 (eq:gradient-z): 2 (g-y)' U (beta_j dS_j + S dbeta + 1 db) + 2 lam beta' dbeta
-        Ur = u * r
-        grad = 2.0 * (beta[:, None] * rUG
-                      + np.einsum("k,kjd->jd", S.T @ Ur, dbeta)
-                      + Ur.sum() * db
-                      + lam * np.einsum("k,kjd->jd", beta, dbeta))
-    else:
-        raise ValueError(f"form must be 'reduced' or 'full', got {form!r}")
-    return omega, grad, beta, b
-
-
-def repulsion_gradient(Z, similarity, S_zz=None):
-    """d(sum_{k != j} s(z_k, z_j))/dz_j for every j, shape (m, d) (Algorithm 1 penalty)."""
-    m = len(Z)
-    if S_zz is None:
-        S_zz = similarity(Z, Z)
-    W = np.ones((m, m)) - np.eye(m)
-    return similarity.contract_gradient(Z, Z, W, S_zz)
+from ssgallery.learn.objective import (  # noqa: F401  (public here too)
+    CountingSimilarity,
+    beta_step,
+    beta_system,
+    objective,
+    objective_and_gradient,
+    repulsion_gradient,
+    solve_psd,
+)
 
 
 def _project(Z, bounds):
@@ -270,12 +130,9 @@ def solve_paper_refresh(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=Fa
         ``path``: (cumulative similarity evaluations, exact Omega) at each refresh.
     """
     Z = _project(np.array(Z0, dtype=float), bounds)
-    m, n = len(Z), len(X)
-    S_all = similarity(np.vstack([X, Z]), Z)  # the columns and s(z_k, z_j) in one call
-    S, S_zz = S_all[:n].copy(), S_all[n:].copy()
-    anchor, anchor_col = Z.copy(), S.copy()  # last exact point of each prototype
-    kappa = np.full(m, 1.0 if getattr(similarity, "has_gradient", False) else np.nan)
-    moves = np.zeros(m, dtype=int)  # moves since each prototype's last refresh
+    m = len(Z)
+    cols = _Columns(X, Z, similarity)
+    S = cols.S
     beta, b = beta_step(S, y, u, lam)
     omega = objective(S, y, u, beta, b, lam)
     best = (omega, Z.copy(), beta, b)
@@ -286,20 +143,12 @@ def solve_paper_refresh(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=Fa
         t += 1
         step = _move(X, y, u, S, beta, b, j, Z[j:j + 1], similarity, eta, normalize_step)
         if repulsion and m > 1:
-            others = np.delete(np.arange(m), j)
-            w = S_zz[others, j][:, None]  # s(z_k, z_j) at j's last refresh
-            rep = similarity.contract_gradient(Z[others], Z[j:j + 1], np.ones_like(w), w)[0]
-            step = step + rep / t ** 2
+            step = step + _repulsion(Z, cols.S_zz, j, similarity) / t ** 2
         Z[j] = _project(Z[j] - step, bounds)
-        moves[j] += 1
-        if np.isnan(kappa[j]) or moves[j] >= refresh_every:
-            _refresh(X, Z, [j], similarity, S, S_zz, anchor, anchor_col, kappa, moves)
-        else:
-            S[:, j] = first_order_column(X, anchor[j], anchor_col[:, j], Z[j] - anchor[j],
-                                         similarity, kappa[j])
+        cols.moved(Z, j, refresh_every)
         beta, b = beta_step(S, y, u, lam)  # Eq. 4 (eq:beta) after every move
         new = objective(S, y, u, beta, b, lam)
-        if not moves.any():  # every column exact: a true Omega
+        if cols.exact():  # every column exact: a true Omega
             path.append((similarity.n_evals, new))
             if new < best[0]:
                 best = (new, Z.copy(), beta, b)
@@ -307,33 +156,83 @@ def solve_paper_refresh(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=Fa
         omega = new
         if done:
             break
-    stale = list(np.flatnonzero(moves))
-    if stale:
-        _refresh(X, Z, stale, similarity, S, S_zz, anchor, anchor_col, kappa, moves)
-        beta, b = beta_step(S, y, u, lam)
-        omega = objective(S, y, u, beta, b, lam)
-        path.append((similarity.n_evals, omega))
-        if omega < best[0]:
-            best = (omega, Z.copy(), beta, b)
-    omega, Z, beta, b = best
+    omega, Z, beta, b = _last_refresh(y, u, lam, Z, cols, path, best)
     return Z, beta, b, omega, t, path
 
 
-def _refresh(X, Z, cols, similarity, S, S_zz, anchor, anchor_col, kappa, moves):
-    """Exact columns for prototypes ``cols`` (one call, with s(z_k, z_j)); refits each
-    one's Eq. 7 (eq:similarity-grad) scale on the change since its last exact point."""
-    n = len(X)
-    A = similarity(np.vstack([X, Z]), Z[cols])
-    for k, j in enumerate(cols):
-        exact = A[:n, k]
-        delta = Z[j] - anchor[j]
-        if np.any(delta):
-            pred = first_order_column(X, anchor[j], anchor_col[:, j], delta, similarity)
-            kappa[j] = secant_scale(pred - anchor_col[:, j], exact - anchor_col[:, j])
-        S[:, j] = anchor_col[:, j] = exact
-        S_zz[:, j] = A[n:, k]
-        anchor[j] = Z[j]
-        moves[j] = 0
+def _repulsion(Z, S_zz, j, similarity):
+    """Algorithm 1's repulsion on prototype j, shape (d,), with the weights s(z_k, z_j)
+    of j's last refresh (``S_zz``), so that it costs no similarity call."""
+    others = np.delete(np.arange(len(Z)), j)
+    w = S_zz[others, j][:, None]  # s(z_k, z_j) at j's last refresh
+    return similarity.contract_gradient(Z[others], Z[j:j + 1], np.ones_like(w), w)[0]
+
+
+def _last_refresh(y, u, lam, Z, cols, path, best):
+    """After the last sweep: every approximate column refreshed in one call; returns the
+    exact state ``(omega, Z, beta, b)`` of lowest Omega seen at a refresh."""
+    stale = list(np.flatnonzero(cols.moves))
+    if stale:
+        cols.refresh(Z, stale)
+        beta, b = beta_step(cols.S, y, u, lam)
+        omega = objective(cols.S, y, u, beta, b, lam)
+        path.append((cols.similarity.n_evals, omega))
+        if omega < best[0]:
+            best = (omega, Z.copy(), beta, b)
+    return best
+
+
+class _Columns:
+    """The similarity columns of `solve_paper_refresh`: each prototype's column exact at
+    its last refresh (its anchor), the first-order model `first_order_column` in between.
+
+    ``S`` (n, m) holds the columns the beta-step uses, ``S_zz`` (m, m) the s(z_k, z_j)
+    of each prototype's last refresh, ``kappa`` each one's Eq. 7 (eq:similarity-grad)
+    scale (NaN until measured for a black-box similarity), ``moves`` the moves since
+    each one's last refresh.
+    """
+
+    def __init__(self, X, Z, similarity):
+        n, m = len(X), len(Z)
+        self.X, self.similarity = X, similarity
+        S_all = similarity(np.vstack([X, Z]), Z)  # the columns and s(z_k, z_j) in one call
+        self.S, self.S_zz = S_all[:n].copy(), S_all[n:].copy()
+        self.anchor, self.anchor_col = Z.copy(), self.S.copy()  # last exact points
+        self.kappa = np.full(m, 1.0 if getattr(similarity, "has_gradient", False) else np.nan)
+        self.moves = np.zeros(m, dtype=int)
+
+    def exact(self):
+        """Whether every column is exact (no move since its last refresh)."""
+        return not self.moves.any()
+
+    def moved(self, Z, j, refresh_every):
+        """Prototype j moved to ``Z[j]``: its column exact again on every p-th move (and
+        while its scale is unknown), its first-order model otherwise."""
+        self.moves[j] += 1
+        if np.isnan(self.kappa[j]) or self.moves[j] >= refresh_every:
+            self.refresh(Z, [j])
+        else:
+            self.S[:, j] = first_order_column(self.X, self.anchor[j], self.anchor_col[:, j],
+                                              Z[j] - self.anchor[j], self.similarity,
+                                              self.kappa[j])
+
+    def refresh(self, Z, cols):
+        """Exact columns for prototypes ``cols`` (one call, with s(z_k, z_j)); refits each
+        one's Eq. 7 (eq:similarity-grad) scale on the change since its last exact point."""
+        X, n = self.X, len(self.X)
+        A = self.similarity(np.vstack([X, Z]), Z[cols])
+        for k, j in enumerate(cols):
+            exact = A[:n, k]
+            delta = Z[j] - self.anchor[j]
+            if np.any(delta):
+                pred = first_order_column(X, self.anchor[j], self.anchor_col[:, j], delta,
+                                          self.similarity)
+                self.kappa[j] = secant_scale(pred - self.anchor_col[:, j],
+                                             exact - self.anchor_col[:, j])
+            self.S[:, j] = self.anchor_col[:, j] = exact
+            self.S_zz[:, j] = A[n:, k]
+            self.anchor[j] = Z[j]
+            self.moves[j] = 0
 
 
 def solve_varpro(X, y, u, Z0, similarity, lam, repulsion=True, bounds=None,
@@ -355,47 +254,14 @@ def solve_varpro(X, y, u, Z0, similarity, lam, repulsion=True, bounds=None,
     """
     Z0 = _project(np.array(Z0, dtype=float), bounds)
     m, d = Z0.shape
-    n = len(X)
-    best = {"omega": np.inf}
-    path = []
-
-    cache = {}
-
-    def fun(zflat, mu, with_zz=False):
-        Z = zflat.reshape(m, d)
-        key = zflat.tobytes()
-        if key in cache:  # the same point again (phase switch): no new evaluation
-            omega, grad, S_zz = cache[key]
-        else:
-            S = S_zz = None
-            if mu > 0 or with_zz:  # one similarity call for s(x_i, z_j) and s(z_k, z_j)
-                S_all = similarity(np.vstack([X, Z]), Z)  # (one external program run)
-                S, S_zz = S_all[:n], S_all[n:]
-            omega, grad, beta, b = objective_and_gradient(X, y, u, Z, similarity, lam, S=S)
-            cache.clear()
-            cache[key] = omega, grad, S_zz
-            if omega < best["omega"]:
-                best.update(omega=omega, Z=Z.copy(), beta=beta, b=b)
-            path.append((similarity.n_evals, best["omega"]))
-        f, g = omega, grad
-        if mu > 0:
-            if S_zz is None:
-                S_zz = similarity(Z, Z)
-            f = f + mu * 0.5 * (S_zz.sum() - np.trace(S_zz))
-            g = g + mu * repulsion_gradient(Z, similarity, S_zz)
-        return f, np.array(g, dtype=float).ravel()
-
-    lb = None
-    if bounds is not None:
-        lo = np.broadcast_to(np.asarray(bounds[0], dtype=float), (m, d)).ravel()
-        hi = np.broadcast_to(np.asarray(bounds[1], dtype=float), (m, d)).ravel()
-        lb = scipy.optimize.Bounds(lo, hi)
+    fun = _Profiled(X, y, u, similarity, lam, (m, d))
+    lb = _box(bounds, m, d)
     opts = {"ftol": tol, "gtol": 1e-12}
     x = Z0.ravel()
     n_iter = 0
     if max_iter == 0:  # no move: beta and b by Eq. 4 (eq:beta) at the start
         fun(x, 0.0)
-        return best["Z"], best["beta"], best["b"], best["omega"], n_iter, path
+        return fun.best["Z"], fun.best["beta"], fun.best["b"], fun.best["omega"], n_iter, fun.path
     if repulsion and m > 1 and repulsion_iter > 0:
         omega0 = fun(x, 0.0, True)[0]  # also s(z_k, z_j) at Z0, for phase 1's start
         res = scipy.optimize.minimize(fun, x, args=(omega0,), jac=True, method="L-BFGS-B",
@@ -404,4 +270,58 @@ def solve_varpro(X, y, u, Z0, similarity, lam, repulsion=True, bounds=None,
     res = scipy.optimize.minimize(fun, x, args=(0.0,), jac=True, method="L-BFGS-B",
                                   bounds=lb, options=dict(opts, maxiter=max(1, max_iter)))
     n_iter += res.nit
-    return best["Z"], best["beta"], best["b"], best["omega"], n_iter, path
+    return fun.best["Z"], fun.best["beta"], fun.best["b"], fun.best["omega"], n_iter, fun.path
+
+
+def _box(bounds, m, d):
+    """``bounds`` (low, high), scalars or arrays, as L-BFGS-B's bounds on the flattened
+    prototypes (None: unbounded)."""
+    if bounds is None:
+        return None
+    lo = np.broadcast_to(np.asarray(bounds[0], dtype=float), (m, d)).ravel()
+    hi = np.broadcast_to(np.asarray(bounds[1], dtype=float), (m, d)).ravel()
+    return scipy.optimize.Bounds(lo, hi)
+
+
+class _Profiled:
+    """`solve_varpro`'s objective: Omega*(Z) and its gradient for L-BFGS-B, called with
+    the flattened prototypes and the repulsion weight ``mu``.
+
+    Keeps the best point evaluated (``best``: omega, Z, beta, b), the ``path``
+    (cumulative similarity evaluations, best Omega so far) and the last point's values,
+    so that the same point asked again (the phase switch) costs no evaluation.
+    """
+
+    def __init__(self, X, y, u, similarity, lam, shape):
+        self.X, self.y, self.u, self.similarity, self.lam = X, y, u, similarity, lam
+        self.shape = shape
+        self.best = {"omega": np.inf}
+        self.path = []
+        self.cache = {}
+
+    def __call__(self, zflat, mu, with_zz=False):
+        X, similarity = self.X, self.similarity
+        n = len(X)
+        Z = zflat.reshape(self.shape)
+        key = zflat.tobytes()
+        if key in self.cache:  # the same point again (phase switch): no new evaluation
+            omega, grad, S_zz = self.cache[key]
+        else:
+            S = S_zz = None
+            if mu > 0 or with_zz:  # one similarity call for s(x_i, z_j) and s(z_k, z_j)
+                S_all = similarity(np.vstack([X, Z]), Z)  # (one external program run)
+                S, S_zz = S_all[:n], S_all[n:]
+            omega, grad, beta, b = objective_and_gradient(X, self.y, self.u, Z, similarity,
+                                                          self.lam, S=S)
+            self.cache.clear()
+            self.cache[key] = omega, grad, S_zz
+            if omega < self.best["omega"]:
+                self.best.update(omega=omega, Z=Z.copy(), beta=beta, b=b)
+            self.path.append((similarity.n_evals, self.best["omega"]))
+        f, g = omega, grad
+        if mu > 0:
+            if S_zz is None:
+                S_zz = similarity(Z, Z)
+            f = f + mu * 0.5 * (S_zz.sum() - np.trace(S_zz))
+            g = g + mu * repulsion_gradient(Z, similarity, S_zz)
+        return f, np.array(g, dtype=float).ravel()
