@@ -1,5 +1,5 @@
 """The two kinds of ssgallery file, the enrollment store and the gallery, and how messages
-name them: one list for the writers' refusals (`ssgallery.formats.atomic`) and the
+name them: one list for the writers' refusals (`ssgallery.formats.writable`) and the
 readers' (`ssgallery.formats.hdf5`, `ssgallery.formats.encryption`). Standard library
 only; imports nothing of the package."""
 
