@@ -5,7 +5,7 @@ length, fringe), brows (height, slope, thickness), eyes (spacing, size, iris ton
 nose (length, width) and mouth (height, width, lip tone, resting smile). Each image of
 it then varies the pose (shift, rotation, scale), the expression (smile, eyes
 open/closed, raised brows), the background, a lighting gradient, the exposure and the
-sensor noise. Pure numpy + PIL.
+sensor noise. Pure numpy + PIL; `ssgallery.images.face_drawing` draws the faces.
 
 ``ssgallery synth OUT --identities 20 --images 10 --seed 0 --probes 2`` (the command
 line) writes ``OUT/faces/c01..c20/01.png..10.png`` (the layout ``ssgallery enroll`` reads),
@@ -22,9 +22,9 @@ import numpy as np
 from ssgallery.checks import jobs_int
 from ssgallery.errors import InputError, SsgalleryError, option
 from ssgallery.formats.atomic import write_text_atomic
+from ssgallery.images.face_drawing import HEIGHT, WIDTH, render_face  # noqa: F401  (public here too)
 from ssgallery.progress import as_progress
 
-WIDTH, HEIGHT = 92, 112
 DEFAULT_SEED = 0
 N_PROBE_CLIENTS = 3   # probes/c01..c03_genuine_<k>.png
 N_UNKNOWN = 2         # probes/unknown1_<k>.png, unknown2_<k>.png
@@ -69,124 +69,6 @@ def _image_params(seed, identity, image, p):
         "gain": float(np.exp(r.normal(0, 0.042))),
         "noise": u(1.5, 3.6), "noise_seed": int(r.integers(2**32)),
     }
-
-
-# ----------------------------------------------------------------- drawing
-def _soft(d, width=0.7):
-    """Coverage of a shape with signed distance ``d`` (negative inside), anti-aliased."""
-    return 0.5 * (1.0 - np.tanh(d / (2.0 * width)))
-
-
-def _ellipse(u, v, cx, cy, a, b):
-    return (np.sqrt(((u - cx) / a) ** 2 + ((v - cy) / b) ** 2) - 1.0) * np.minimum(a, b)
-
-
-_REACH = 15.0  # canonical pixels: beyond this a stroke's coverage is < 1e-5 (no grey level)
-
-
-def _curve(u, v, xs, ys, half_width):
-    """Signed distance to a thick polyline through points (xs, ys) (dense sampling).
-
-    Computed only near the polyline (within `_REACH` of its bounding box, where
-    the anti-aliased coverage is not ~0); +inf elsewhere (coverage 0)."""
-    xs, ys = np.asarray(xs, dtype=float), np.broadcast_to(np.asarray(ys, dtype=float),
-                                                          np.shape(xs))
-    reach = _REACH + half_width
-    near = ((u > xs.min() - reach) & (u < xs.max() + reach)
-            & (v > ys.min() - reach) & (v < ys.max() + reach))
-    out = np.full(u.shape, np.inf)
-    un, vn = u[near], v[near]
-    d2 = (un[:, None] - xs) ** 2 + (vn[:, None] - ys) ** 2
-    out[near] = np.sqrt(d2.min(-1)) - half_width
-    return out
-
-
-def _paint(img, alpha, tone):
-    img *= 1.0 - alpha
-    img += alpha * tone
-
-
-def render_face(p, q):
-    """Render one face image, float (112, 92) on [0, 255] before quantisation.
-
-    Parameters
-    ----------
-    p : dict, `identity_params`
-    q : dict, per-image conditions from ``_image_params``
-    """
-    y, x = np.mgrid[0:HEIGHT, 0:WIDTH].astype(float)
-    # pose: canonical coordinates (u, v), face centred at the origin
-    x = x - (WIDTH / 2 - 0.5 + q["dx"])
-    y = y - (HEIGHT / 2 + 4 + q["dy"])
-    c, s = np.cos(q["rot"]), np.sin(q["rot"])
-    u = (c * x + s * y) / q["scale"]
-    v = (-s * x + c * y) / q["scale"]
-    a, b = p["a"], p["b"]
-
-    img = q["bg"] + q["bg_grad"] * (y / HEIGHT)
-    img = np.array(img, dtype=float)
-    fg = np.zeros_like(img)                    # foreground layers, lit together
-    cover = np.zeros_like(img)
-
-    def paint(alpha, tone):
-        _paint(fg, alpha, tone)
-        np.maximum(cover, alpha, out=cover)
-
-    hair, skin = p["hair"], p["skin"]
-    # hair behind the face, down to hair_len * b
-    hb = _soft(_ellipse(u, v, 0, -p["hair_puff"], a + p["hair_puff"], b + p["hair_puff"]))
-    paint(hb * _soft(v - p["hair_len"] * b, 1.5), hair)
-    # neck, then the face (narrower jaw at the bottom)
-    paint(_soft(np.abs(u) - a * 0.45) * _soft(-(v - b * 0.5)), skin * 0.8)
-    width = a * (1.0 - p["jaw"] * np.clip(v / b, 0, 1) ** 2)
-    face = _soft(_ellipse(u, v, 0, 0, width, b))
-    shade = 1.0 - 0.18 * np.clip((u / a) ** 2 + (v / b) ** 2, 0, 1)
-    paint(face, skin * shade)
-    # hair on the forehead above a curved hairline, with an optional fringe
-    line = -b + p["hairline"] * b + p["hair_curve"] * b * (u / a) ** 2
-    line = line + p["fringe"] * 6.0 * np.cos(np.clip(u / a, -1, 1) * np.pi / 2) ** 4
-    paint(hb * _soft(v - line, 1.0), hair)
-    # brows, raised by the expression
-    ey = p["eye_y"] * b
-    for side in (-1, 1):
-        cx = side * p["eye_dx"]
-        t = np.linspace(-0.5, 0.5, 12) * p["brow_len"]
-        xs = cx + t
-        ys = ey - p["brow_dy"] - q["brow_up"] - side * p["brow_slope"] * t - 0.08 * t ** 2 / 4
-        paint(_soft(_curve(u, v, xs, ys, p["brow_w"] / 2)), hair * p["brow_tone"] + 10)
-    # eyes: sclera, iris, then the lid when (half) closed
-    ry = p["eye_ry"] * q["eyes"]
-    for side in (-1, 1):
-        cx = side * p["eye_dx"]
-        sclera = _soft(_ellipse(u, v, cx, ey, p["eye_rx"], max(ry, 1.0)))
-        sclera *= np.clip((q["eyes"] - 0.1) / 0.5, 0, 1)  # closed eyes: lid only
-        paint(sclera, min(skin + 45, 235))
-        iris = _soft(_ellipse(u, v, cx, ey, p["iris_r"], p["iris_r"])) * sclera
-        paint(iris, p["iris"])
-        lid = _soft(_curve(u, v, cx + np.linspace(-1, 1, 12) * p["eye_rx"],
-                           np.full(12, ey - ry), 0.6))
-        paint(lid * 0.8, skin * 0.45)
-    # nose: shaded side, nostrils, bright ridge
-    nl = p["nose_len"] * b
-    t = np.linspace(0, 1, 12)
-    paint(0.5 * _soft(_curve(u, v, p["nose_w"] * 0.5 * t, ey + 3 + nl * t, 1.0), 1.2),
-          skin * (1 - p["nose_dark"]))
-    for side in (-1, 1):
-        paint(_soft(_ellipse(u, v, side * p["nose_w"] * 0.45, ey + 3 + nl, 1.6, 1.0)),
-              skin * (1 - 2.2 * p["nose_dark"]))
-    paint(0.35 * _soft(_ellipse(u, v, -1.0, ey + 3 + nl * 0.5, 1.2, nl * 0.45)),
-          min(skin + 25, 240))
-    # mouth: a thick curve whose curvature is the smile
-    my, mw = p["mouth_y"] * b, p["mouth_w"]
-    t = np.linspace(-1, 1, 25)
-    paint(_soft(_curve(u, v, t * mw, my - q["smile"] * 3.0 * (t ** 2 - 0.3), p["lip_w"] / 2)),
-          skin * p["lip_tone"])
-    # lighting gradient across the subject, exposure, noise
-    light = 1.0 + q["light"] * (np.cos(q["light_dir"]) * u + np.sin(q["light_dir"]) * v) / a
-    img = img * (1 - cover) + fg * light
-    img = img * q["gain"]
-    img += np.random.default_rng(q["noise_seed"]).normal(0, q["noise"], img.shape)
-    return np.clip(img, 0, 255)
 
 
 # ----------------------------------------------------------------- ground truth
