@@ -67,7 +67,8 @@ def test_enroll_and_compress(data):
     # held-out agreement with the SVM (threshold CV): m = 2 ranks like its teacher
     assert all(abs(c["teacher_gap"]) < 0.05 for c in out["clients"])
     assert out["worse_than_svm"] == []
-    assert r.stderr == ""  # a short run on a pipe: no progress line (tests/test_progress.py)
+    # a short run on a pipe: no progress line (tests/test_progress.py), its warnings only
+    assert all(line.startswith("ssgallery: warning: ") for line in r.stderr.splitlines())
 
 
 def test_compress_names_clients_much_worse_than_their_svm(data, tmp_path):

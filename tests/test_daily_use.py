@@ -294,6 +294,39 @@ def test_quiet_means_the_same_for_every_command(sample_gallery_3, tmp_path):
     assert set(helps.values()) == {QUIET_HELP}, helps
 
 
+def test_json_keeps_the_warnings_on_stderr(sample_store, sample_gallery_3, tmp_path):
+    """'Warnings and errors always print' (-q, --json): compress --json, info --json and
+    enroll --add --json printed none of their own (compress: 'expected FRR ...', info
+    alike, enroll: the stale basis) and stderr was empty, while the same runs with -q
+    printed them. Now --json prints on stderr what -q prints, stdout is the JSON alone."""
+    gallery = sample_gallery_3["gallery"]
+    args = ["compress", "--store", sample_store["store"], "--m", "2", "--clients",
+            "c01,c02,c03", "-o"]
+    hushed = invoked([*args, tmp_path / "q.h5", "-q"])
+    as_json = invoked([*args, tmp_path / "j.h5", "--json"])
+    assert [hushed["exit_code"], as_json["exit_code"]] == [0, 0], as_json["output"]
+    assert hushed["stderr"].startswith("ssgallery: warning: expected FRR "), hushed["output"]
+    assert as_json["stderr"] == hushed["stderr"]
+    assert json.loads(as_json["stdout"])["gallery"] == str(tmp_path / "j.h5")
+    hushed = invoked(["info", "--gallery", gallery, "-q"])
+    as_json = invoked(["info", "--gallery", gallery, "--json"])
+    assert hushed["stderr"].startswith("ssgallery: warning: expected FRR "), hushed["output"]
+    assert as_json["stderr"] == hushed["stderr"]
+    assert json.loads(as_json["stdout"])["gallery"]["n_clients"] == 3
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=3, shape=(16, 12))
+    more = make_faces(str(tmp_path / "more"), n_clients=1, n_images=3, shape=(16, 12),
+                      prefix="d", seed=1)
+    for flag in ("-q", "--json"):
+        store = tmp_path / f"s{flag}.h5"
+        assert invoked(["enroll", faces, "--store", store, "-q"])["exit_code"] == 0
+        added = invoked(["enroll", more, "--store", store, "--add", flag])
+        assert added["exit_code"] == 0, added["output"]
+        assert added["stderr"].startswith("ssgallery: warning: the eigenface basis was "
+                                          "fitted before d00 were added (stale)"), flag
+        assert (added["stdout"] == "") if flag == "-q" else json.loads(added["stdout"])[
+            "basis_stale"]
+
+
 def test_claim_and_client_are_one_option_of_show_and_info(sample_gallery_3, tmp_path):
     """'show --client c01' failed ("No such option '--client'. Did you mean '--claim'?")
     while 'info --claim c02' said "Did you mean '--client'?": each command takes both

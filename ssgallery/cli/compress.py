@@ -217,10 +217,9 @@ def command(store, gallery, as_json, quiet, **options):
                                     "same other options continues") from None
     if as_json:
         click.echo(jsontext.dumps(summary.to_dict(), indent=2))
-        return
-    if not quiet:
+    elif not quiet:
         _echo(summary)
-    _warnings(summary, GUARD_GAP)
+    _warnings(summary, GUARD_GAP)  # on stderr: with --json and --quiet too
 
 
 def _echo(summary):
@@ -253,7 +252,7 @@ def _resume_command(store, gallery):
 
 
 def _warnings(summary, guard_gap):
-    """The run's warnings (stderr), printed with or without --quiet."""
+    """The run's warnings (stderr), printed with or without --quiet or --json."""
     if open_set_warning(summary):
         warn(open_set_warning(summary))
     for advice in (unresolved_warning(summary.calibration),

@@ -180,10 +180,9 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
                          matcher_cmd=matcher_cmd)
     if as_json:
         click.echo(jsontext.dumps(summary.to_dict(), indent=2))
-        return
-    if not quiet:
+    elif not quiet:
         _echo(summary, add)
-    if summary.basis_stale:  # a warning: printed with or without --quiet
+    if summary.basis_stale:  # a warning (stderr): printed with or without --quiet or --json
         warn(f"the {summary.matcher} basis was fitted before "
              f"{', '.join(summary.stale_clients[:10])} were added (stale); run "
              "'ssgallery enroll FACES_DIR' without --add to refit it")

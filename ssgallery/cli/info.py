@@ -71,6 +71,10 @@ def _print_gallery(g):
             why = ("no full SVM recorded" if g["svm_compared"] else
                    "--svm compares with the full SVMs, reading every client")
             click.echo(f"total: {models}; matches per claim: {m:g} ({why})")
+
+
+def _warn_gallery(g):
+    """The gallery summary's warnings (stderr), with or without --json or --quiet."""
     for advice in (unresolved_warning(g.get("calibration"), command="info"),
                    frr_warning(g.get("calibration"), g["matcher"], command="info")):
         if advice:
@@ -185,9 +189,12 @@ def command(gallery, store, svm, client_id, as_json, quiet, key_file, privacy_ke
         out["store"] = store_summary(store, privacy_key=privacy_key)
     if as_json:
         click.echo(jsontext.dumps(out, indent=2))
+        if "gallery" in out:  # its warnings (stderr), as without --json
+            _warn_gallery(out["gallery"])
         return
     if "gallery" in out:
         _print_gallery(out["gallery"])
+        _warn_gallery(out["gallery"])
     if "client" in out:
         _print_client(out["client"])
     if "store" in out:
