@@ -57,39 +57,71 @@ def interrupt_handlers(handler):
     watched = (signal.SIGINT, signal.SIGTERM)
     previous = {s: signal.getsignal(s) for s in watched}  # no side effect before the try
     hook = sys.unraisablehook
-    received = []
-    active = [True]
-    in_hook = [False]
-    pending = [None]  # the state of the re-delivery on its way, if any
+    delivery = _Delivery(handler, hook)
+    try:
+        sys.unraisablehook = delivery.unraisable
+        for s in watched:
+            signal.signal(s, delivery.handle)
+        for old in previous.values():
+            taken = _recorded(old)
+            if taken:  # came before the block (`ssgallery.__main__.run`): delivered now
+                signum = taken[-1]
+                taken.clear()
+                delivery.handle(signum, None)
+        yield True
+    finally:
+        delivery.active = False
+        for s, old in previous.items():
+            if old is not None:  # None: a handler not installed from Python
+                signal.signal(s, old)
+        sys.unraisablehook = hook
 
-    def schedule(signum):
+
+class _Delivery:
+    """One `interrupt_handlers` block's Python handler (`handle`) and unraisable hook
+    (`unraisable`): the signals it took (``received``), and the re-delivery of a signal
+    whose handler raised where nothing may raise (a finalizer, a weakref callback)."""
+
+    def __init__(self, handler, hook):
+        self.handler = handler
+        self.hook = hook  # the unraisable hook before the block
+        self.received = []
+        self.active = True
+        self.in_hook = False
+        self.pending = None  # the state of the re-delivery on its way, if any
+
+    def schedule(self, signum):
         """Deliver ``signum`` again a moment later, unless a re-delivery is on its way
         (marked before its timer starts: a signal while it starts finds it)."""
-        if pending[0] is not None and not pending[0]["fired"]:
+        import threading
+
+        if self.pending is not None and not self.pending["fired"]:
             return
-        state = pending[0] = {"fired": False}
-        timer = threading.Timer(REDELIVERY_DELAY, again, args=(signum, state))
+        state = self.pending = {"fired": False}
+        timer = threading.Timer(REDELIVERY_DELAY, self.again, args=(signum, state))
         timer.daemon = True
         try:
             timer.start()
         except RuntimeError:  # no new thread at interpreter shutdown: the exit goes on
-            pending[0] = None
+            self.pending = None
 
-    def handle(signum, frame):
-        received.append(signum)
-        if in_hook[0]:  # nothing may raise out of the hook: delivered again after it
-            schedule(signum)
+    def handle(self, signum, frame):
+        """The Python handler of SIGINT and SIGTERM during the block."""
+        self.received.append(signum)
+        if self.in_hook:  # nothing may raise out of the hook: delivered again after it
+            self.schedule(signum)
             return
-        handler(signum, frame)
+        self.handler(signum, frame)
 
-    def again(signum, state):
+    def again(self, signum, state):
+        """The re-delivery (on a timer thread): the signal again, while the block lasts."""
         state["fired"] = True  # before the signal: it may land while a hook still runs
-        if active[0]:
+        if self.active:
             import _thread
 
             _thread.interrupt_main(signum)  # the handler runs again in the main thread
 
-    def unraisable(info):
+    def unraisable(self, info):
         """The handler raised inside a finalizer or weakref callback, which Python
         cannot let through (it would print "Exception ignored in ..."): deliver the
         signal again a moment later, once the callback has returned. A signal that
@@ -97,32 +129,14 @@ def interrupt_handlers(handler):
         delivered again after it the same way (`handle`). Clearing ``in_hook`` is the
         hook's last statement: a handler that ran after it, still inside the hook, would
         raise out of it."""
-        in_hook[0] = True
+        self.in_hook = True
         try:
-            if received and issubclass(info.exc_type, (KeyboardInterrupt, SystemExit)):
-                schedule(received[-1])
+            if self.received and issubclass(info.exc_type, (KeyboardInterrupt, SystemExit)):
+                self.schedule(self.received[-1])
             else:
-                hook(info)
+                self.hook(info)
         finally:
-            in_hook[0] = False
-
-    try:
-        sys.unraisablehook = unraisable
-        for s in watched:
-            signal.signal(s, handle)
-        for old in previous.values():
-            taken = _recorded(old)
-            if taken:  # came before the block (`ssgallery.__main__.run`): delivered now
-                signum = taken[-1]
-                taken.clear()
-                handle(signum, None)
-        yield True
-    finally:
-        active[0] = False
-        for s, old in previous.items():
-            if old is not None:  # None: a handler not installed from Python
-                signal.signal(s, old)
-        sys.unraisablehook = hook
+            self.in_hook = False
 
 
 def _recorded(handler):
