@@ -260,6 +260,22 @@ def test_lock_files_are_hidden_beside_their_outputs(tmp_path):
     assert f"(lock {tmp_path / '.g.h5.lock'})" in r.stderr.splitlines()[-1]
 
 
+def test_a_lock_file_that_is_a_symbolic_link_is_named_as_one(tmp_path):
+    """The hidden lock '.e.h5.lock' is easy to miss in a shared folder: one planted as a
+    symbolic link (to a file of the user's) was refused as 'cannot take the lock ...
+    (Too many levels of symbolic links)', filelock's O_NOFOLLOW error. Now the line says
+    what it is and what to do; the link's target is untouched and no store is written."""
+    make_faces(tmp_path / "faces", n_clients=3, n_images=4)
+    store, mine = tmp_path / "e.h5", tmp_path / "notes.txt"
+    mine.write_text("mine\n", encoding="utf-8")
+    os.symlink(mine, lock_path(store))
+    code, output = _run("enroll", tmp_path / "faces", "--store", store, "-q")
+    want = (f"ssgallery: error: {store}: cannot take the lock {lock_path(store)} (it is a "
+            "symbolic link, which a writer never follows: remove it)\n")
+    assert (code, output) == (2, want)
+    assert mine.read_text(encoding="utf-8") == "mine\n" and not store.exists()
+
+
 SIGNAL_AT_RENAME = """
 import os, signal, sys
 real = os.replace

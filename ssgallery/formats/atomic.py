@@ -86,9 +86,10 @@ def output_lock(path, wait=None):
         raise SsgalleryError(f"another ssgallery run has been writing it for more than "
                              f"{timeout:g} s (lock {name}); try again later",
                              path=path) from None
-    except OSError as exc:
-        raise SsgalleryError(f"cannot take the lock {name} ({exc.strerror})",
-                             path=path) from None
+    except OSError as exc:  # filelock opens it with O_NOFOLLOW: a link is ELOOP
+        why = ("it is a symbolic link, which a writer never follows: remove it"
+               if os.path.islink(name) else exc.strerror)
+        raise SsgalleryError(f"cannot take the lock {name} ({why})", path=path) from None
     try:
         yield
     finally:
