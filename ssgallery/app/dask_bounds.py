@@ -41,42 +41,89 @@ def bounded_reads(client, limit, address):
     if not limit:
         yield refused
         return
-    from distributed import protocol
-    from distributed.comm import tcp
-    from distributed.protocol import compression
+    bounds = _Bounds(client.loop.asyncio_loop, limit, address, refused)
+    bounds.install()
+    try:
+        yield refused
+    finally:
+        bounds.restore()
 
-    loop, budget = client.loop.asyncio_loop, threading.local()
 
-    def refuse(n):
-        refused["sizes"].append(n)
-        raise OSError(f"a message of {n} bytes from the Dask cluster at {address}")
+class _Bounds:
+    """`bounded_reads`' replacements of Dask's readers (``read_bytes``, ``unpack_frames``,
+    ``loads``, each codec's ``decompress``), the originals they call (``saved``) and the
+    budget of the message being inflated (per thread)."""
 
-    def check(n):
+    def __init__(self, loop, limit, address, refused):
+        self.loop, self.limit, self.address, self.refused = loop, limit, address, refused
+        self.budget = threading.local()
+        self.saved = None
+
+    def install(self):
+        """Put the replacements in place (the originals in ``saved``)."""
+        from distributed import protocol
+        from distributed.comm import tcp
+        from distributed.protocol import compression
+
+        self.saved = {"read": tcp.read_bytes_rw, "unpack": tcp.unpack_frames,
+                      "loads": protocol.loads, "codecs": dict(compression.compressions)}
+        tcp.read_bytes_rw, tcp.unpack_frames = self.read_bytes, self.unpack_frames
+        protocol.loads = self.loads
+        for key, codec in self.saved["codecs"].items():
+            if codec.name is not None:  # not the identity of uncompressed frames
+                compression.compressions[key] = codec._replace(
+                    decompress=self.inflate(codec.name, codec.decompress))
+
+    def restore(self):
+        """Put Dask's originals back."""
+        from distributed import protocol
+        from distributed.comm import tcp
+        from distributed.protocol import compression
+
+        saved = self.saved
+        tcp.read_bytes_rw, tcp.unpack_frames = saved["read"], saved["unpack"]
+        protocol.loads = saved["loads"]
+        compression.compressions.update(saved["codecs"])
+
+    def refuse(self, n):
+        """Record the size ``n`` refused and raise (Dask closes the comm)."""
+        self.refused["sizes"].append(n)
+        raise OSError(f"a message of {n} bytes from the Dask cluster at {self.address}")
+
+    def check(self, n):
+        """Refuse ``n`` bytes over the limit, when read on the client's event loop."""
         try:
-            ours = asyncio.get_running_loop() is loop
+            ours = asyncio.get_running_loop() is self.loop
         except RuntimeError:
             ours = False
-        if ours and n > limit:
-            refuse(n)
+        if ours and n > self.limit:
+            self.refuse(n)
 
-    async def read_bytes(stream, n):
-        check(n)
-        return await saved["read"](stream, n)
+    async def read_bytes(self, stream, n):
+        """``tcp.read_bytes_rw``: the length checked before the buffer is allocated."""
+        self.check(n)
+        return await self.saved["read"](stream, n)
 
-    def unpack_frames(frames, *args, **kwargs):
-        out = saved["unpack"](frames, *args, **kwargs)
+    def unpack_frames(self, frames, *args, **kwargs):
+        """``tcp.unpack_frames``: the frames' announced sizes checked."""
+        out = self.saved["unpack"](frames, *args, **kwargs)
         if kwargs.get("partial"):  # (frames, sizes of the buffers still to be read)
-            check(len(frames) + sum(out[1]))
+            self.check(len(frames) + sum(out[1]))
         return out
 
-    def loads(*args, **kwargs):  # one message: one budget for what it inflates to
-        budget.left = limit
+    def loads(self, *args, **kwargs):
+        """``protocol.loads``: one message, one budget for what it inflates to."""
+        self.budget.left = self.limit
         try:
-            return saved["loads"](*args, **kwargs)
+            return self.saved["loads"](*args, **kwargs)
         finally:
-            budget.left = None
+            self.budget.left = None
 
-    def inflate(name, decompress):
+    def inflate(self, name, decompress):
+        """The codec ``name``'s ``decompress`` within the message's budget (zlib inflated
+        at most to it, another codec checked once inflated)."""
+        budget, limit = self.budget, self.limit
+
         def bounded(frame):
             left = getattr(budget, "left", None)
             if left is None:
@@ -87,21 +134,7 @@ def bounded_reads(client, limit, address):
             else:
                 out = decompress(frame)
             if len(out) > left:
-                refuse(limit - left + len(out))
+                self.refuse(limit - left + len(out))
             budget.left = left - len(out)
             return out
         return bounded
-
-    saved = {"read": tcp.read_bytes_rw, "unpack": tcp.unpack_frames,
-             "loads": protocol.loads, "codecs": dict(compression.compressions)}
-    tcp.read_bytes_rw, tcp.unpack_frames, protocol.loads = read_bytes, unpack_frames, loads
-    for key, codec in saved["codecs"].items():
-        if codec.name is not None:  # not the identity of uncompressed frames
-            compression.compressions[key] = codec._replace(
-                decompress=inflate(codec.name, codec.decompress))
-    try:
-        yield refused
-    finally:
-        tcp.read_bytes_rw, tcp.unpack_frames = saved["read"], saved["unpack"]
-        protocol.loads = saved["loads"]
-        compression.compressions.update(saved["codecs"])
