@@ -3,7 +3,7 @@
 Issue 21 asks ``compress`` to name, in a warning, the clients whose distilled model is
 still much worse than their SVM teacher, and allows a fallback the summary reports. A
 warning or a fallback is only as good as the signal behind it, known at training time:
-this page measures two signals against the truth on the test claims.
+this page measures signals against the truth on the test claims.
 
 Protocol, matcher and model: those of ``benchmarks/paper_att_ebgm.py`` (AT&T,
 ``ssgallery-ebgm`` through the external contract, 20 clients x 5 training images per
@@ -27,6 +27,14 @@ The signals, per client, higher meaning "more likely bad":
   matches per mirror image per client.
 - ``mirror gap``: the misranking of the mirrored genuine against the mirrored impostor
   training images, distilled model minus SVM (the held-out gap's twin on mirror images).
+- ``held-out misranking``: the distilled model's own share of misranked held-out pairs in
+  the threshold CV (``misranking`` beside ``teacher_gap``): a hard client, not only a
+  distilled model worse than its teacher.
+- ``isolation``: from the Gram matrix alone (no extra match): over the client's
+  training images, the most impostor training images that are more similar to one of
+  them than its most similar other genuine image.
+- ``genuine spread``: minus the median similarity between the client's own training
+  images.
 
 Reported per protocol seed: each signal's ROC AUC for telling bad from fine client
 models (0.5: no better than chance), how many bad models are among the k most
@@ -35,6 +43,14 @@ coefficients: the teacher exactly, #SVs matches for that client) would give when
 mirror misfit is above ``--misfit`` (a rule read off the first seed, where it looked
 best, and checked on the others): mean client EER, client models still more than 5
 points worse, and mean matches per claim.
+
+Then a **detector across seeds**: a logistic regression on all six signals
+(standardised, classes balanced), fitted on the client models of the other protocol
+seeds and scored on this one (leave one seed out: no seed's truth is used to flag its
+own models). The ``--flag-share`` most suspicious models of each seed fall back to their
+SVM. Beside it, a **perfect detector** (the fallback on exactly the bad models, which no
+signal known at training time gives): the most any detector with an SVM fallback can
+reach.
 
 ``--pair-cache DIR`` keeps the program's answers in an SQLite cache (ExternalMatcher
 ``cache_dir``): a rerun gives the same figures and sends only new pairs.
@@ -46,6 +62,9 @@ import numpy as np
 from _ebgm_mirror import mirror_images
 from _results import docstring, printed, write_page
 from paper_att_ebgm import add_cache_flags, ebgm_command, jets_folder, load_att
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from ssgallery.app.client_fit import train_client
 from ssgallery.app.options import CompressOptions
@@ -55,12 +74,13 @@ from ssgallery.datasets import att_faces_path
 from ssgallery.learn.guard import misranking
 from ssgallery.matchers.external import ExternalMatcher
 
-SIGNALS = ("held-out gap", "mirror misfit", "mirror gap")
+SIGNALS = ("held-out gap", "mirror misfit", "mirror gap", "held-out misranking",
+           "isolation", "genuine spread")
 TAIL = 5.0  # issue 21: more than 5 points worse than the client's SVM
 
 
 def one_client(X, y, sim, matcher, gram, groups, Km, Xm, gen, imp, m):
-    """One client's test EERs (SVM, distilled) and its three signals."""
+    """One client's test EERs (SVM, distilled) and its signals."""
     fit = train_client(X, y, sim, CompressOptions(m=m), groups=groups,
                        bounds=matcher.bounds(), gram=gram)
     svm, dist = fit.svm, fit.distiller
@@ -73,7 +93,20 @@ def one_client(X, y, sim, matcher, gram, groups, Km, Xm, gen, imp, m):
     row["held-out gap"] = fit.cv.get("teacher_gap")
     row["mirror misfit"] = 1.0 - float(np.corrcoef(t_svm, t_dist)[0, 1])
     row["mirror gap"] = misranking(t_dist[g], t_dist[i]) - misranking(t_svm[g], t_svm[i])
+    row["held-out misranking"] = fit.cv.get("misranking")
+    row.update(gram_signals(gram, g, i))
     return row
+
+
+def gram_signals(gram, g, i):
+    """``isolation`` and ``genuine spread`` of one client, from the training Gram matrix
+    (rows: probes) and its genuine/impostor masks ``g``, ``i``."""
+    own = gram[np.ix_(g, g)].astype(float)
+    np.fill_diagonal(own, -np.inf)
+    nearest_own = own.max(axis=1)
+    closer = gram[np.ix_(g, i)] > nearest_own[:, None]
+    return {"isolation": float(closer.sum(axis=1).max()),
+            "genuine spread": -float(np.median(own[np.isfinite(own)]))}
 
 
 def run_seed(args, images, labels, seed, jets):
@@ -107,6 +140,51 @@ def auc(score, bad):
     return 1.0 - misranking(score[bad], score[~bad])
 
 
+def signal_matrix(rows):
+    """(n_models, n_signals); nothing held out counts as the signal's least suspicious."""
+    S = np.array([[np.nan if r[n] is None else r[n] for n in SIGNALS] for r in rows], float)
+    return np.where(np.isnan(S), np.nanmin(S, axis=0), S)
+
+
+def is_bad(rows):
+    return np.array([r["ssvm"] - r["svm"] > TAIL for r in rows])
+
+
+def fallback_line(label, rows, flagged, m):
+    """Mean client EER, models still bad and matches per claim when ``flagged`` models
+    fall back to their SVM."""
+    svm = np.array([r["svm"] for r in rows])
+    kept = np.where(flagged, svm, [r["ssvm"] for r in rows])
+    matches = np.where(flagged, [r["n_sv"] for r in rows], m)
+    print(f"  {label}: {int(flagged.sum())} flagged ({int((flagged & is_bad(rows)).sum())} "
+          f"bad); mean EER {kept.mean():.2f} % ({kept.mean() - svm.mean():+.2f} against the "
+          f"SVM), still worse > {TAIL:g}: {int((kept - svm > TAIL).sum())}, mean matches "
+          f"per claim {matches.mean():.1f}")
+
+
+def across_seeds(by_seed, args):
+    """The leave-one-seed-out detector and the perfect detector, per seed."""
+    if len(by_seed) < 2:
+        return
+    print(f"\nDetector across seeds (logistic regression on the {len(SIGNALS)} signals, "
+          f"fitted on the other seeds), fallback to the SVM for the {args.flag_share:.0%} "
+          "most suspicious models of each seed")
+    for seed, rows in by_seed.items():
+        others = [r for s, rs in by_seed.items() if s != seed for r in rs]
+        if len(set(is_bad(others))) < 2:
+            print(f"seed {seed}: no detector (the other seeds hold models of one kind only)")
+            continue
+        detector = make_pipeline(StandardScaler(), LogisticRegression(
+            C=0.3, class_weight="balanced", max_iter=1000))
+        detector.fit(signal_matrix(others), is_bad(others))
+        p = detector.predict_proba(signal_matrix(rows))[:, 1]
+        flagged = np.zeros(len(rows), bool)
+        flagged[np.argsort(-p, kind="stable")[: round(args.flag_share * len(rows))]] = True
+        print(f"seed {seed}: detector AUC {auc(p, is_bad(rows)):.2f}")
+        fallback_line("detector", rows, flagged, args.m)
+        fallback_line("perfect detector", rows, is_bad(rows), args.m)
+
+
 def report(rows, args, seed):
     svm = np.array([r["svm"] for r in rows])
     ssvm = np.array([r["ssvm"] for r in rows])
@@ -115,22 +193,15 @@ def report(rows, args, seed):
           f"{ssvm.mean():.2f} %, bad (more than {TAIL:g} points worse) {int(bad.sum())}: "
           + ", ".join(r["who"] for r, b in zip(rows, bad) if b))
     ks = [k for k in (5, 10, 20) if k <= len(rows)]
-    print(f"  {'signal':15s} {'AUC':>5s} " + " ".join(f"{'bad in top ' + str(k):>12s}"
+    print(f"  {'signal':20s} {'AUC':>5s} " + " ".join(f"{'bad in top ' + str(k):>12s}"
                                                        for k in ks))
-    for name in SIGNALS:
-        s = np.array([np.nan if r[name] is None else r[name] for r in rows], dtype=float)
-        s = np.where(np.isnan(s), -np.inf, s)  # nothing held out: never suspicious
+    for name, s in zip(SIGNALS, signal_matrix(rows).T):
         top = np.argsort(-s, kind="stable")
-        print(f"  {name:15s} {auc(s, bad):5.2f} "
+        print(f"  {name:20s} {auc(s, bad):5.2f} "
               + " ".join(f"{int(bad[top[:k]].sum()):12d}" for k in ks))
     misfit = np.array([r["mirror misfit"] for r in rows])
-    flagged = misfit > args.misfit
-    kept = np.where(flagged, svm, ssvm)
-    matches = np.where(flagged, [r["n_sv"] for r in rows], args.m)
-    print(f"  fallback to the SVM when mirror misfit > {args.misfit:g}: {int(flagged.sum())} "
-          f"flagged ({int((flagged & bad).sum())} bad); mean EER {kept.mean():.2f} % "
-          f"({kept.mean() - svm.mean():+.2f} against the SVM), still worse > {TAIL:g}: "
-          f"{int((kept - svm > TAIL).sum())}, mean matches per claim {matches.mean():.1f}")
+    fallback_line(f"fallback to the SVM when mirror misfit > {args.misfit:g}", rows,
+                  misfit > args.misfit, args.m)
 
 
 def main():
@@ -143,14 +214,19 @@ def main():
     ap.add_argument("--m", type=int, default=5)
     ap.add_argument("--misfit", type=float, default=0.15,
                     help="the fallback rule: mirror misfit above this")
+    ap.add_argument("--flag-share", type=float, default=0.15,
+                    help="the detector across seeds flags this share of each seed's models")
     add_cache_flags(ap)
     args = ap.parse_args()
     images, labels = load_att(att_faces_path(), args.subjects)
     print(f"AT&T + ssgallery-ebgm, {args.repetitions} repetition(s) per seed, m = {args.m}, "
           f"compress's training (train_client, CompressOptions(m={args.m}))", flush=True)
+    by_seed = {}
     with jets_folder(args) as jets:
         for seed in args.seed:
-            report(run_seed(args, images, labels, seed, jets), args, seed)
+            by_seed[seed] = run_seed(args, images, labels, seed, jets)
+            report(by_seed[seed], args, seed)
+    across_seeds(by_seed, args)
 
 
 if __name__ == "__main__":
