@@ -218,7 +218,7 @@ def test_identify_csv_one_line_per_probe(gallery):
         assert row["status"] == ("identified" if want["identified"] else "unknown")
         assert (row["identified"] or None) == want["identified"]
         assert row["client"] == best["client"] and float(row["score"]) == best["score"]
-        assert float(row["normalized"]) == best["normalized"]
+        assert float(row["ranking_score"]) == best["ranking_score"]
         assert row["candidates"] == ";".join(c["client"] for c in want["candidates"])
         assert row["ranking"] == found["ranking"]
         assert row["operating_point"] == found["operating_point"]["kind"] == "verification"

@@ -56,8 +56,8 @@ def test_identify_finds_the_enrolled_and_refuses_strangers(gallery):
         expected = r["probe"].rsplit("/", 1)[1].split("_")[0]
         assert r["identified"] == expected
         assert [c["rank"] for c in r["candidates"]] == [1, 2, 3, 4, 5]
-        normalized = [c["normalized"] for c in r["candidates"]]
-        assert normalized == sorted(normalized, reverse=True)
+        ranking_score = [c["ranking_score"] for c in r["candidates"]]
+        assert ranking_score == sorted(ranking_score, reverse=True)
     res = runner.invoke(main, ["identify", *map(str, strangers), "--gallery", gallery,
                                "--open-set", "--top", "2", "--json"])
     assert res.exit_code == 1, res.output

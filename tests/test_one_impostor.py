@@ -171,7 +171,7 @@ def test_one_impostor_clients_borrow_a_spread_and_identify_scores_stay_in_scale(
         for mode in ([], ["--open-set"]):
             r = strict(run("identify", *probes, "--gallery", gallery, *mode,
                            "--json")["stdout"])
-            found[name, bool(mode)] = np.array([c["normalized"] for p in r["results"]
+            found[name, bool(mode)] = np.array([c["ranking_score"] for p in r["results"]
                                                 for c in p["candidates"]])
             assert r["ranking"] == ("centred" if mode else "znorm")
     for mode in (False, True):
