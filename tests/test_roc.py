@@ -275,3 +275,60 @@ def test_roc_on_att_one_repetition(tmp_path, att_faces, plotting):
     assert svm["n_genuine"] == 20 * 5 and svm["n_impostor"] == 20 * 20 * 10
     assert svm["eer_averaged_curve"] < 0.06 and ssvm["eer_averaged_curve"] < 0.06
     assert svm["matches_mean"] > 20 * ssvm["matches_mean"]
+
+
+@pytest.mark.parametrize("sidecar, message", [
+    ({"m": "abc"}, "bad score metadata: m must be an integer >= 1, got str 'abc'"),
+    ({"m": float("nan")}, "bad score metadata: m must be an integer >= 1, got float nan"),
+    ({"repetition": [1]}, "bad score metadata: repetition must be an integer >= 0"),
+    ({"method": 3}, "bad score metadata: method must be a name, got int 3"),
+    ({"clients": [1, 2]}, "bad score metadata: clients must be an object"),
+    ({"clients": {"a": {"threshold": "abc"}}},
+     "bad score metadata: client 'a': threshold must be a finite number or null"),
+    ({"clients": {"a": {"threshold": float("-inf")}}},
+     "bad score metadata: client 'a': threshold must be a finite number or null"),
+    ({"clients": {"a": {"matches": -5}}},
+     "bad score metadata: client 'a': matches must be a non-negative finite number"),
+    ("fifo", "score metadata is a FIFO (named pipe), expected a regular file"),
+    ("/dev/zero", "score metadata is a character device, expected a regular file"),
+])
+def test_a_score_files_side_car_is_checked_input(tmp_path, sidecar, message):
+    """A score file's side-car was read unbounded and used unchecked: a FIFO hung roc, a
+    link to /dev/zero read until memory ran out, and a value of another type was an
+    internal error (m 'abc': ValueError, exit 4), or was used (matches -5). Now it is
+    one line naming the side-car, exit 2, nothing written."""
+    path = tmp_path / "s.txt"
+    path.write_text("a a p1 0.9\na b p2 0.1\nb b p3 0.8\nb a p4 0.2\n")
+    side = tmp_path / "s.txt.json"
+    if sidecar == "fifo":
+        os.mkfifo(side)
+    elif sidecar == "/dev/zero":
+        side.symlink_to("/dev/zero")
+    else:
+        side.write_text(json.dumps({"format": "ssgallery-scores", **sidecar}))
+    out = tmp_path / "o"
+    res = CliRunner().invoke(main, ["roc", "--scores", str(path), "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"ssgallery: error: {side}: {message}"), \
+        res.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("content, message", [
+    ("# ssgallery-scores m=abc\na a p 0.5\n",
+     "bad score metadata: m must be an integer >= 1, got str 'abc'"),
+    ("# client=a threshold=abc\na a p 0.5\n", "line 1: bad score metadata: client 'a'"),
+    ("a a p " + "x" * 100_000 + "\n", "line 1: score 'xxxxxxxx"),
+])
+def test_older_headers_and_huge_fields_are_one_short_line(tmp_path, content, message):
+    """The '#' lines of older score files were used unchecked (m=abc: internal error,
+    exit 4), and a score that is no number was shown whole in the error line (a 30 MB
+    field: a 30 MB line). Now one line, exit 2, a refused field shown in 40 characters."""
+    path = tmp_path / "s.txt"
+    path.write_text(content)
+    res = CliRunner().invoke(main, ["roc", "--scores", str(path), "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"ssgallery: error: {path}: {message}")
+    assert len(lines[0]) < 200 + len(str(path))

@@ -42,6 +42,7 @@ from urllib.parse import unquote
 import numpy as np
 
 from ssgallery import jsontext
+from ssgallery.checks import shown
 from ssgallery.errors import InputError
 from ssgallery.formats.atomic import check_writable, has_prefix, write_text_atomic
 from ssgallery.formats.textfile import read_lines
@@ -208,7 +209,8 @@ def _score(text, lineno, path):
     try:
         score = float(text)
     except ValueError:
-        raise InputError(f"line {lineno}: score '{text}' is not a number", path=path) from None
+        raise InputError(f"line {lineno}: score {shown(text)} is not a number",
+                         path=path) from None
     if np.isinf(score):  # nan: a failure to acquire (never scored); inf: an error
         raise InputError(f"line {lineno}: score is infinite", path=path)
     return score
@@ -227,7 +229,11 @@ def _legacy_header(body, meta, clients, lineno, path):
     elif body.startswith("client="):
         got = _meta(body)
         c = got.pop("client")
-        clients[c] = {k: _float_or_none(v) for k, v in got.items()}
+        try:
+            clients[c] = {k: _float_or_none(v) for k, v in got.items()}
+        except ValueError:
+            raise InputError(f"line {lineno}: bad score metadata: client {shown(c)}: not a "
+                             "number", path=path) from None
     elif not body.startswith("columns:"):
         raise InputError(f"line {lineno} starts with '#': score files have no comments (a "
                          "field starting with '#' is written %23)", path=path)
@@ -278,17 +284,10 @@ def _read_csv(path):
 
 
 def _read_sidecar(path):
+    from ssgallery.biometrics.score_meta import read_sidecar
+
     side = sidecar_path(path)
-    if not os.path.exists(side):
-        return None
-    try:
-        with open(side, encoding="utf-8") as handle:
-            meta = json.load(handle)
-        if not isinstance(meta, dict) or meta.get("format") != MAGIC:
-            raise ValueError(f"format is not {MAGIC!r}")
-        return meta
-    except (OSError, ValueError) as exc:
-        raise InputError(f"bad score metadata ({exc})", path=side) from None
+    return read_sidecar(side, MAGIC) if os.path.lexists(side) else None
 
 
 def read_scores(path):
@@ -316,13 +315,12 @@ def read_scores(path):
         name = name.removesuffix(suffix)
     match = re.fullmatch(r"(.*)\.r(\d+)", name)
     method, m, rep = (match.group(1), None, int(match.group(2))) if match else (name, None, 0)
-    side = _read_sidecar(path)
+    side, where = _read_sidecar(path), path
     if side is not None:
-        meta, clients = side, side.get("clients") or {}
-    method = meta.get("method", method)
-    m = meta.get("m", m)
-    m = None if m in (None, "none") else int(m)
-    rep = int(meta.get("repetition", rep))
+        meta, clients, where = side, side.get("clients"), sidecar_path(path)
+    from ssgallery.biometrics.score_meta import checked_meta
+
+    method, m, rep, clients = checked_meta(meta, clients, method, m, rep, where)
     if not rows:
         raise InputError("score file has no scores", path=path)
     claimed, real, probe, score = zip(*rows)
@@ -370,8 +368,8 @@ def read_score_files(paths):
         key = os.path.realpath(p)
         if any(key == okey for okey, _, _ in files.values()):
             raise InputError("score file given twice: each file is one repetition", path=p)
+        t = read_scores(p)  # bounded and checked before its bytes are hashed
         digest = _digest(p) if os.path.isfile(p) else key
-        t = read_scores(p)
         named = _named_repetition(p, t)
         for other, (_, odigest, onamed) in files.items():
             if digest == odigest and (named is None or onamed is None or named == onamed):

@@ -1,0 +1,78 @@
+"""What a score file says about itself: its side-car ``<file>.json`` (or the ``#`` lines
+of an older ssgallery file), read as input like any other: a regular file of at most
+`ssgallery.safeio.MAX_TEXT_BYTES` (never a FIFO waited on, never a device read
+without end), and every value checked before the evaluation uses it (`checked_meta`).
+A value of another type or out of range is one line naming the file, never an
+internal error or a figure computed from it."""
+
+import json
+import math
+
+from ssgallery.checks import EXACT_INT, is_finite_real, is_int, shown
+from ssgallery.errors import InputError
+from ssgallery.safeio import MAX_TEXT_BYTES, read_regular
+
+NON_NEGATIVE = ("matches", "fit_seconds")  # per-client values that count something
+
+
+def read_sidecar(side, magic):
+    """The side-car ``side`` as a dict (its ``format`` is ``magic``); `InputError`
+    ``bad score metadata (...)`` naming it otherwise."""
+    data = read_regular(side, "score metadata", MAX_TEXT_BYTES)
+    try:
+        meta = json.loads(data.decode("utf-8"))
+        if not isinstance(meta, dict) or meta.get("format") != magic:
+            raise ValueError(f"format is not {magic!r}")
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise InputError(f"bad score metadata ({str(exc)[:200]})", path=side) from None
+    return meta
+
+
+def _whole(name, value, low, where):
+    """``value`` as an int >= ``low``: an integer, or the digits of an older file's
+    ``#`` line (a string)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if not is_int(value) or not low <= value < EXACT_INT:
+        raise InputError(f"bad score metadata: {name} must be an integer >= {low}, got "
+                         f"{shown(value, typed=True)}", path=where)
+    return int(value)
+
+
+def _client_values(client, info, where):
+    if not isinstance(info, dict):
+        raise InputError(f"bad score metadata: client {shown(client)}: expected an object, "
+                         f"got {shown(info, typed=True)}", path=where)
+    out = {}
+    for key, value in info.items():
+        if value is None or (isinstance(value, float) and math.isnan(value)):  # not known
+            out[key] = None
+            continue
+        if not is_finite_real(value) or (key in NON_NEGATIVE and value < 0):
+            sign = "a non-negative " if key in NON_NEGATIVE else "a "
+            raise InputError(f"bad score metadata: client {shown(client)}: {key} must be "
+                             f"{sign}finite number or null, got {shown(value, typed=True)}",
+                             path=where)
+        out[key] = float(value)
+    return out
+
+
+def checked_meta(meta, clients, method, m, repetition, where):
+    """``(method, m, repetition, clients)`` of a score file: ``meta``'s values where it
+    has them (``m`` None or ``"none"`` for no m), else the ones given (from the file's
+    name); ``clients`` {id: {name: float or None}}. ``where`` names the file that
+    holds the metadata in the `InputError` of a value that is not what a writer writes."""
+    method = meta.get("method", method)
+    if not isinstance(method, str) or not method:
+        raise InputError(f"bad score metadata: method must be a name, got "
+                         f"{shown(method, typed=True)}", path=where)
+    m = meta.get("m", m)
+    m = None if m in (None, "none") else _whole("m", m, 1, where)
+    repetition = _whole("repetition", meta.get("repetition", repetition), 0, where)
+    if clients is None:
+        clients = {}
+    if not isinstance(clients, dict):
+        raise InputError(f"bad score metadata: clients must be an object, got "
+                         f"{shown(clients, typed=True)}", path=where)
+    return method, m, repetition, {str(c): _client_values(c, info, where)
+                                   for c, info in clients.items()}
