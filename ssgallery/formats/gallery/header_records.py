@@ -1,0 +1,263 @@
+"""The records ``compress`` writes in a gallery's header beside the models, checked as
+they are read: the threshold calibration (`header_calibration`) and the 1:N operating
+point (`header_open_set`). A record that is malformed, or that does not describe the
+gallery it sits in (copied from another gallery into a re-hashed file), is refused as a
+corrupt header."""
+
+import json
+
+import numpy as np
+
+from ssgallery.checks import is_finite_real, is_int
+from ssgallery.errors import FormatError
+from ssgallery.formats.hdf5 import _attr_str
+from ssgallery.tables import counted
+
+CALIBRATION_ATTR = "calibration"
+
+
+def header_calibration(header, clients, path=None):
+    """The ``calibration`` header attribute, checked (JSON; absent in galleries written
+    before threshold modes: None): `_calibration_ok`. ``clients``: the ids of the
+    gallery's clients, which the record must describe (`_describes_gallery`: their
+    number). A ``frr_worst`` entry naming a client the gallery does not hold is left
+    out, not refused: an ``--update`` that left clients out kept theirs before
+    21a5f6a (the names only say which clients to look at).
+
+    Raises
+    ------
+    FormatError
+        Not a JSON object with a string ``mode``, or a value `_calibration_ok` refuses;
+        or a record of another gallery (`_describes_gallery`).
+    """
+    raw = header.get(CALIBRATION_ATTR)
+    if raw is None:
+        return None
+    try:
+        cal = json.loads(_attr_str(raw))
+        if not isinstance(cal, dict) or not isinstance(cal.get("mode"), str):
+            raise TypeError("not a calibration record")
+        if not _calibration_ok(cal):
+            raise ValueError("inconsistent counts or values")
+    except (ValueError, TypeError) as exc:
+        raise FormatError(f"corrupt gallery header: {CALIBRATION_ATTR}: {exc}",
+                          path=path) from None
+    held = [str(c) for c in clients]
+    _describes_gallery(CALIBRATION_ATTR, cal, (), held, path)
+    kept = frozenset(held)
+    if cal.get("frr_worst"):
+        cal["frr_worst"] = [w for w in cal["frr_worst"] if w[0] in kept]
+    return cal
+
+
+def _calibration_ok(cal):
+    """A calibration record's values (`ssgallery.app.thresholds.calibrate`; keys absent
+    in records written before them read as None): ``target_far`` in [0, 1), a finite
+    ``global_threshold`` or None, counts ``accepted`` of ``impostors`` and ``rejected``
+    of ``genuine`` whole numbers >= 0 (a count of no more than its total) or both None
+    (and None when ``counts_unknown``, a boolean), rates and their intervals in [0, 1]
+    or None, ``clients`` >= 0, ``training_clients``, ``frr_high_clients`` and the
+    whole ``clients`` of ``unresolved`` no more than it (the rest of ``unresolved`` is
+    read as unknown when malformed, `ssgallery.app.thresholds.unresolved_record`),
+    ``frr_worst`` a list of ``[client, FRR]`` with FRR in (0, 1]."""
+    n = cal.get("clients")
+    most = n if _count(n, 0) else np.inf
+    pairs = [(cal.get(a), cal.get(b)) for a, b in (("accepted", "impostors"),
+                                                    ("rejected", "genuine"))]
+    unknown = cal.get("counts_unknown", False)
+    worst = cal.get("frr_worst") or []
+    unresolved = cal.get("unresolved")
+    unresolved = unresolved.get("clients") if isinstance(unresolved, dict) else None
+    return (_real(cal.get("target_far"), 0.0, 1.0) and cal["target_far"] < 1
+            and (cal.get("global_threshold") is None or _real(cal["global_threshold"]))
+            and all(a is None and b is None or _count(a, 0) and _count(b, 0) and a <= b
+                    for a, b in pairs)
+            and isinstance(unknown, bool) and not (unknown and any(a is not None
+                                                                   for a, _ in pairs))
+            and all(cal.get(k) is None or _real(cal[k], 0.0, 1.0)
+                    for k in ("expected_far", "expected_frr"))
+            and all(cal.get(k) is None or (isinstance(cal[k], list) and len(cal[k]) == 2
+                                           and all(_real(v, 0.0, 1.0) for v in cal[k])
+                                           and cal[k][0] <= cal[k][1])
+                    for k in ("expected_far_ci", "expected_frr_ci"))
+            and (n is None or _count(n, 0))
+            and all(cal.get(k) is None or _count(cal[k], 0) and cal[k] <= most
+                    for k in ("training_clients", "frr_high_clients"))
+            and not (is_int(unresolved) and unresolved > most)
+            and isinstance(worst, list)
+            and all(isinstance(w, list) and len(w) == 2 and isinstance(w[0], str)
+                    and _real(w[1], 0.0, 1.0) and w[1] > 0 for w in worst))
+
+
+OPEN_SET_ATTR = "open_set"
+OPEN_SET_KIND = "top-candidate-centred"
+_CURVE_KEYS = ("thresholds", "hazard", "hazard_low", "hazard_high")
+
+
+def _real(value, low=-np.inf, high=np.inf):
+    """A JSON number (not a string nor a boolean), finite (`is_finite_real`), in
+    [low, high]."""
+    return is_finite_real(value) and low <= value <= high
+
+
+def _count(value, low=1):
+    """A whole JSON number >= ``low`` (not a boolean)."""
+    return is_int(value) and value >= low
+
+
+def _tail_ok(tail):
+    """A curve's tail fit (`ssgallery.biometrics.openset_tail.tail_fit`): absent, or an
+    exponential fit with k >= 1 exceedances of k' <= k (person, client) pairs among
+    M >= k scores, a finite threshold u, a rate in (0, 1] and a scale beta > 0 inside
+    its interval."""
+    if tail is None:
+        return True
+    if not isinstance(tail, dict) or tail.get("kind") != "exponential":
+        return False
+    k, ci = tail.get("exceedances"), tail.get("beta_ci")
+    return (_count(k) and _count(tail.get("pairs")) and tail["pairs"] <= k
+            and _count(tail.get("scores"), k) and _real(tail.get("u"))
+            and _real(tail.get("rate"), 0.0, 1.0) and tail["rate"] > 0
+            and isinstance(ci, list) and len(ci) == 2 and all(_real(v, 0.0) for v in ci)
+            and _real(tail.get("beta"), ci[0], ci[1]) and tail["beta"] > 0)
+
+
+def _record_ok(rec, curve):
+    """The record's values beside its curve: numbers that are numbers, counts that are
+    whole, FPIRs in [0, 1], a curve that measures something at its lowest threshold
+    (hazard > 0: a curve of hazard 0 would read 0 % FPIR everywhere) and whose hazard
+    bounds are >= 0, the extrapolated tail starting on the curve and T on it only when
+    the record says so (`_on_tail_ok`), a boolean resolved."""
+    t, h = curve["thresholds"], curve["hazard"]
+    ci = rec.get("expected_fpir_ci")
+    above = rec["curve"].get("extrapolated_above", t[-1])
+    return (all(_real(rec.get(k)) for k in ("threshold", "scale"))
+            and _real(rec.get("target_fpir"), 0.0, 1.0) and _real(rec.get("expected_fpir"), 0.0, 1.0)
+            and isinstance(ci, list) and len(ci) == 2 and all(_real(v, 0.0, 1.0) for v in ci)
+            and all(_count(rec.get(k)) for k in ("clients", "search_size"))
+            and _count(rec.get("searches"), 0) and _count(rec.get("blocks", 1))
+            and _count(rec.get("measured_clients", 1))
+            and isinstance(rec.get("resolved"), bool)
+            and isinstance(rec.get("extrapolated", False), bool)
+            and isinstance(rec.get("searches_inseparable", False), bool)
+            and _measured_ok(rec)
+            and (not rec.get("searches_inseparable")  # only on a point measured on a few
+                 or rec.get("measured_clients", rec["clients"]) < rec["clients"])
+            and h[0] > 0
+            and all(not np.any(np.isnan(curve[k])) and not np.any(curve[k] < 0)
+                    for k in ("hazard_low", "hazard_high"))
+            and _real(above, high=float(t[-1]))
+            and _tail_ok(rec["curve"].get("tail"))
+            and _on_tail_ok(rec))
+
+
+def _on_tail_ok(rec):
+    """``extrapolated`` says whether T lies on the curve's tail (at or above
+    ``extrapolated_above``; never for a curve without one), and a T on the tail is not
+    ``resolved`` (`ssgallery.biometrics.openset.threshold_at_fpir`)."""
+    above = rec["curve"].get("extrapolated_above")
+    on_tail = above is not None and rec["threshold"] >= above
+    return rec.get("extrapolated", False) == on_tail and not (on_tail and rec["resolved"])
+
+
+_HAZARD_KEYS = _CURVE_KEYS[1:]
+
+
+def _infinite_hazards(curve):
+    """The stored curve with its null hazards read as +inf: a hazard is >= 0, +inf where
+    every held-out search passes (FPIR_n = 1), and standard JSON has no Infinity
+    (`ssgallery.jsontext.dumps` writes null; galleries written before it hold
+    ``Infinity``, which json.loads reads as +inf). Anything that is not a list is left
+    as it is, for the checks to refuse."""
+    if not isinstance(curve, dict):
+        return curve
+    return {k: [np.inf if h is None else h for h in v]
+            if k in _HAZARD_KEYS and isinstance(v, list) else v for k, v in curve.items()}
+
+
+def header_open_set(header, clients, path=None):
+    """The ``open_set`` header attribute, checked: the 1:N operating point written by
+    compress (`ssgallery.app.open_set`; JSON; absent in galleries written before it:
+    None). A hazard written as null is +inf (`_infinite_hazards`). ``clients``: the ids
+    of the gallery's clients, which the record must describe (`_describes_gallery`).
+
+    Raises
+    ------
+    FormatError
+        A record that is not a well-formed operating point: a threshold curve whose
+        thresholds are not finite and increasing, or whose hazards are negative or
+        increasing, or a non-finite threshold, or a scale <= 0, or fewer than 1 client,
+        or a value that `_record_ok` refuses: a number or count of the wrong type
+        (strings, booleans, fractions of clients), an FPIR or interval outside [0, 1],
+        hazard bounds < 0 or NaN, a curve of hazard 0 at its lowest threshold, a start
+        of the extrapolated tail (``extrapolated_above``, absent in records written
+        before it) that is not a finite number on the curve, a non-boolean
+        ``resolved``, ``extrapolated`` or ``searches_inseparable``, a
+        ``searches_inseparable`` point measured on every client (no ``measured_clients``
+        below ``clients``), a ``measured`` that is not a list of ``measured_clients``
+        distinct ids, or a tail fit (``tail``) that `_tail_ok` refuses; or a record of
+        another gallery (`_describes_gallery`).
+    """
+    raw = header.get(OPEN_SET_ATTR)
+    if raw is None:
+        return None
+    try:
+        rec = json.loads(_attr_str(raw))
+        if not isinstance(rec, dict) or rec.get("kind") != OPEN_SET_KIND:
+            raise ValueError("not a 1:N operating point")
+        rec["curve"] = _infinite_hazards(rec["curve"])
+        curve = {k: np.asarray(rec["curve"][k], dtype=float) for k in _CURVE_KEYS}
+        t, h = curve["thresholds"], curve["hazard"]
+        numbers = [float(rec[k]) for k in ("threshold", "target_fpir", "expected_fpir",
+                                           "scale")]
+        if (t.ndim != 1 or t.size < 1 or any(curve[k].shape != t.shape for k in _CURVE_KEYS)
+                or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0)
+                or np.any(np.isnan(h)) or np.any(h < 0) or np.any(np.diff(h) > 0)
+                or not np.all(np.isfinite(numbers)) or not 0 < numbers[1] < 1
+                or numbers[3] <= 0
+                or int(rec["clients"]) < 1
+                or not 1 <= int(rec.get("measured_clients", 1)) <= int(rec["clients"])
+                or not _record_ok(rec, curve)):
+            raise ValueError("inconsistent curve or values")
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
+        raise FormatError(f"corrupt gallery header: {OPEN_SET_ATTR}: {exc}", path=path) from None
+    _describes_gallery(OPEN_SET_ATTR, rec, rec.get("measured") or (),
+                       [str(c) for c in clients], path)
+    rec["curve"] = dict(rec["curve"], clients=int(rec["clients"]))
+    return rec
+
+
+def _measured_ok(rec):
+    """``measured`` (the clients whose held-out searches the curve pools, only beside a
+    ``measured_clients``; absent in records written before it): a list of that many
+    distinct strings."""
+    ids = rec.get("measured")
+    return ids is None or ("measured_clients" in rec and isinstance(ids, list)
+                           and len(ids) == rec["measured_clients"]
+                           and all(isinstance(c, str) for c in ids)
+                           and len(set(ids)) == len(ids))
+
+
+_RECORDS = {OPEN_SET_ATTR: ("a 1:N operating point", "measured on"),
+            CALIBRATION_ATTR: ("a threshold calibration", None)}  # names no client
+
+
+def _describes_gallery(attr, rec, named, clients, path):
+    """Refuse a header record (``attr``: the 1:N operating point or the threshold
+    calibration, checked) that does not describe the gallery it sits in (a record
+    copied from another gallery into a re-hashed file): its ``clients`` is not the
+    gallery's number of clients (``clients``: their ids; a record without one, written
+    before it, is not compared), or it names a client the gallery does not hold
+    (``named``: the ids it names, the 1:N point's ``measured``)."""
+    from ssgallery.errors import printable
+
+    what, verb = _RECORDS[attr]
+    what = f"corrupt gallery header: {attr}: {what}"
+    n = rec.get("clients")
+    if n is not None and n != len(clients):
+        raise FormatError(f"{what} for {counted(n, 'client')} in a gallery of "
+                          f"{len(clients)}", path=path)
+    foreign = sorted(set(named) - set(clients))
+    if foreign:
+        raise FormatError(f"{what} {verb} client '{printable(foreign[0])}', which the "
+                          "gallery does not hold", path=path)
