@@ -11,6 +11,7 @@ from ssgallery.formats.seal import (
     SealedFile,
     SealMismatch,
     check_seal,
+    head_of,
     seal_file,
 )
 
@@ -93,6 +94,9 @@ def test_seal_1_files_are_still_read(tmp_path):
     check_seal(path)
     with h5py.File(SealedFile(path), "r") as f:
         assert f["a"][4] == 4.0
+    with h5py.File(path, "r") as f:  # what load_store records of a store's seal is what
+        sealed = head.encode().ljust(512, b"\0")  # a reopen's SealedFile compares
+        assert head_of(f.id.get_vfd_handle()) == SealedFile(path).head == sealed
     path.write_bytes(head.encode().ljust(512, b"\0") + body[:-1] + b"x")
     with pytest.raises(FormatError, match="do not match its seal"):
         check_seal(path)

@@ -328,3 +328,42 @@ def test_rows_are_read_only_from_the_store_that_was_checked(tmp_path):
     more = make_faces(str(tmp_path / "more"), n_clients=2, n_images=3, prefix="d", seed=3)
     summary = enroll(more, path, add=True)
     assert summary.dimension > 0 and len(load_store(path).images) == 12
+
+
+def test_rows_are_read_only_from_the_bytes_that_were_checked(tmp_path):
+    """compress's row reads (`StoreImages`) reopened an unencrypted store with h5py
+    directly, checking nothing but the digest the file records: another file put at the
+    path whose rows were edited, with the first store's digest left in it, had its
+    pixels read as the checked store's (load_store refuses that file: its seal or its
+    digest does not match), and its bytes reached HDF5 unchecked. Now each reopen is
+    read through the seal (`ssgallery.formats.seal.SealedFile`, every chunk checked
+    before HDF5 parses it), and the seal must be the one of the file load_store read:
+    the same bytes or one line naming the store."""
+    import shutil
+
+    import h5py
+    from helpers import reseal
+
+    faces = make_faces(str(tmp_path / "a"), n_clients=2, n_images=3, seed=1)
+    path, keep = tmp_path / "s.h5", tmp_path / "keep.h5"
+    enroll(faces, path)
+    shutil.copy(path, keep)
+    edited = tmp_path / "edited.h5"  # rows edited, the recorded digest left as it was
+    shutil.copy(path, edited)
+    with h5py.File(edited, "a") as f:
+        f["images"][0] = 255 - f["images"][0]
+    resealed = tmp_path / "resealed.h5"
+    shutil.copy(edited, resealed)
+    reseal(resealed)
+    for other, refusal in ((edited, "do not match its seal"),
+                           (resealed, "changed while this command read it")):
+        with pytest.raises(FormatError):
+            load_store(other, images=False)  # what it says of the file read alone
+        store = load_store(path, images=False)
+        first = store.images[0:1]
+        shutil.copy(other, tmp_path / "swap.h5")
+        os.replace(tmp_path / "swap.h5", path)
+        with pytest.raises(FormatError, match=refusal):
+            store.images[0:1]
+        shutil.copy(keep, path)
+        np.testing.assert_array_equal(load_store(path, images=False).images[0:1], first)

@@ -171,6 +171,13 @@ def check_seal(path, kind="ssgallery file"):
         handle.close()
 
 
+def head_of(fd):
+    """The seal's bytes of the open file descriptor ``fd``, as `SealedFile.head` gives
+    them (seal 2: the user block; seal 1: its first 512 bytes)."""
+    block = os.pread(fd, USERBLOCK, 0)
+    return block if block.startswith(MAGIC) else block[:_BLOCK_1]
+
+
 class SealedFile(ReadOnlyFile):
     """A sealed file, read-only, for ``h5py.File(SealedFile(path), "r")``: every chunk is
     checked against the seal the first time any of its bytes is read.
@@ -187,6 +194,12 @@ class SealedFile(ReadOnlyFile):
         handle, self._seal = _open(path, kind)
         super().__init__(path, kind, handle, self._seal.block + self._seal.length)
         self._checked = set()
+
+    @property
+    def head(self):
+        """The seal's bytes (the user block, or seal 1's first 512 bytes): what every
+        chunk read is checked against."""
+        return self._seal.head
 
     def readinto(self, buffer):
         seal, n = self._seal, self._remaining(len(buffer))

@@ -183,13 +183,19 @@ class StoreImages:
     store is read with ``privacy_key``, decrypting only the chunks those rows need.
     Rows come only from the store `load_store` checked (its ``digest``, compared at
     each open), never from another one written at the path since (an ``enroll``
-    finishing while ``compress`` runs): that is one line naming the store.
+    finishing while ``compress`` runs): that is one line naming the store. An
+    unencrypted store is reopened through its seal (every chunk checked before HDF5
+    parses it, `ssgallery.formats.seal.SealedFile`), and ``seal``, the SHA-256 of the
+    seal `load_store` read, must be the reopened file's: the same bytes, not a file that
+    merely records the same digest.
     """
 
-    def __init__(self, path, shape, integer=False, privacy_key=None, digest=None):
+    def __init__(self, path, shape, integer=False, privacy_key=None, digest=None,
+                 seal=None):
         self.path = os.fspath(path)
         self.privacy_key = privacy_key
         self.digest = digest
+        self.seal = seal
         self.shape = tuple(int(s) for s in shape)
         self.integer = bool(integer)  # stored as integers (always finite)
         self.dtype = np.dtype(np.float32)
@@ -201,10 +207,19 @@ class StoreImages:
     def _open(self):
         import h5py
 
-        if self.privacy_key is None:  # checked whole by load_store
-            return h5py.File(self.path, "r")
-        return open_checked(self.path, FORMAT, FORMAT_VERSION, KIND, lazy=True,
-                            privacy_key=self.privacy_key)
+        from ssgallery.formats.seal import SealedFile
+
+        if self.privacy_key is not None:  # each chunk authenticated with the key
+            return open_checked(self.path, FORMAT, FORMAT_VERSION, KIND, lazy=True,
+                                privacy_key=self.privacy_key)
+        source = SealedFile(self.path, KIND)
+        try:
+            integrity.unchanged(self.seal, hashlib.sha256(source.head).hexdigest(), "store",
+                                self.path)
+            return h5py.File(source, "r")
+        except BaseException:
+            source.close()
+            raise
 
     def __getitem__(self, rows):
         with self._open() as f:
@@ -315,7 +330,7 @@ def load_store(path, images=True, privacy_key=None):
                 images=(f["images"][()].astype(np.float32) if images
                         else StoreImages(path, f["images"].shape,
                                         f["images"].dtype.kind in "iu", privacy_key,
-                                        digest)),
+                                        digest, _seal_of(f, privacy_key))),
                 labels=np.array(strs["labels"], dtype=str),
                 paths=strs["paths"], sha256=strs["sha256"], roots=strs["roots"],
                 clients=strs["clients"], background=strs["background"],
@@ -347,6 +362,16 @@ def load_store(path, images=True, privacy_key=None):
     if problem:
         raise FormatError(f"corrupt {KIND}: {problem}", path=path)
     return store
+
+
+def _seal_of(f, privacy_key):
+    """SHA-256 hex of the seal of the file the open store ``f`` was read from (from the
+    descriptor HDF5 reads, not from the path again); None for an encrypted store."""
+    if privacy_key is not None:
+        return None
+    from ssgallery.formats.seal import head_of
+
+    return hashlib.sha256(head_of(f.id.get_vfd_handle())).hexdigest()
 
 
 def _strings(f, name):
