@@ -22,6 +22,9 @@ client, resp. of the pool); otherwise the value is None and ``notes`` says why.
 Bootstrap 95 % intervals resample clients (seeded). Failures to acquire (NaN scores)
 count as rejected attempts, as in bob.measure: FAR = accepted / all impostor attempts,
 FRR = (rejected + FTA) / all genuine attempts; the FTA rates are reported separately.
+
+Development and evaluation score files (`dev_eval`, importable from here too) are
+`ssgallery.biometrics.dev_eval`.
 """
 
 import hashlib
@@ -30,6 +33,15 @@ import numpy as np
 
 from ssgallery.biometrics import metrics
 from ssgallery.biometrics.client_gaps import REFERENCE, compare_with_reference
+from ssgallery.biometrics.dev_eval import (  # noqa: F401  (public here too)
+    CRITERIA,
+    PAIRING_RULE,
+    _group,
+    choose_threshold,
+    dev_eval,
+    pair_dev_eval,
+    rates_at,
+)
 from ssgallery.errors import InputError
 from ssgallery.progress import as_progress
 
@@ -93,13 +105,6 @@ def client_eers(tables, sweeps=None):
             digest = hashlib.sha256(repr(claims).encode()).hexdigest()[:16]
             out[(int(t.repetition), c, digest)] = eer
     return out
-
-
-def _group(tables):
-    groups = {}
-    for t in tables:
-        groups.setdefault((t.method, t.m), []).append(t)
-    return groups
 
 
 def _mean_std(values):
@@ -297,110 +302,5 @@ def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0, progress=None):
     return out
 
 
-# ------------------------------------------------------------------------ dev / eval
-
-CRITERIA = ("eer", "min-hter", "far")
-
-
-def _pooled(tables):
-    """Impostor and genuine scores of tables pooled (NaN = failure to acquire)."""
-    neg = np.concatenate([t.score[t.claimed != t.real] for t in tables])
-    pos = np.concatenate([t.score[t.claimed == t.real] for t in tables])
-    return neg, pos
-
-
-def choose_threshold(neg, pos, criterion="eer", far=None):
-    """One global threshold on development scores.
-
-    Parameters
-    ----------
-    neg, pos : ndarray
-        Impostor and genuine scores (NaN ignored: failures to acquire have no score).
-    criterion : {"eer", "min-hter", "far"}
-        ``eer``: where |FAR - FRR| is smallest; ``min-hter``: the smallest (FAR + FRR) / 2;
-        ``far``: the smallest threshold with FAR <= ``far``.
-    """
-    neg, pos = neg[np.isfinite(neg)], pos[np.isfinite(pos)]
-    if criterion == "eer":
-        return metrics.eer_threshold(neg, pos)
-    if criterion == "min-hter":
-        f, r, t = metrics.roc_curve(neg, pos)
-        return float(t[int(np.argmin(f + r))])
-    if criterion == "far":
-        if far is None:
-            raise InputError("the 'far' criterion needs a target FAR")
-        return metrics.threshold_at_far(neg, far)
-    raise InputError(f"unknown criterion {criterion!r}; choose from {', '.join(CRITERIA)}")
-
-
-def rates_at(neg, pos, threshold):
-    """FAR, FRR, HTER at a threshold with failures to acquire (NaN) counted as rejected
-    attempts, and the FTA rates (bob.measure's convention), as a dict."""
-    acc = np.sum(neg[np.isfinite(neg)] >= threshold)
-    rej = np.sum(pos[np.isfinite(pos)] < threshold) + np.sum(~np.isfinite(pos))
-    far, frr = float(acc / neg.size), float(rej / pos.size)
-    return {"far": far, "frr": frr, "hter": 0.5 * (far + frr),
-            "fta_impostor": float(np.mean(~np.isfinite(neg))),
-            "fta_genuine": float(np.mean(~np.isfinite(pos))),
-            "n_impostor": int(neg.size), "n_genuine": int(pos.size),
-            "far_resolution": 1.0 / neg.size}
-
-
-PAIRING_RULE = ("one development and one evaluation score file are paired with each other "
-                "whatever their names; several are paired by method label (the side-car's "
-                "method and m, else the file name without .rN and the extension)")
-
-
-def pair_dev_eval(dev_tables, eval_tables):
-    """Development and evaluation tables of each method, paired by `PAIRING_RULE`.
-
-    Returns
-    -------
-    list of (label, dev tables, eval tables)
-        In the order of the development tables; the label of a pair of single files with
-        different labels names both (``"scores-dev / scores-eval"``).
-
-    Raises
-    ------
-    InputError
-        With several files, a method label on one side only (the message states the rule).
-    """
-    if len(dev_tables) == 1 and len(eval_tables) == 1:
-        d, e = dev_tables[0].label, eval_tables[0].label
-        return [(d if d == e else f"{d} / {e}", dev_tables, eval_tables)]
-    dev, ev = _group(dev_tables), _group(eval_tables)
-    lonely = [f"'{dev[k][0].label}' has no evaluation scores" for k in dev if k not in ev]
-    lonely += [f"'{ev[k][0].label}' has no development scores" for k in ev if k not in dev]
-    if lonely:
-        raise InputError(f"{'; '.join(lonely)}: {PAIRING_RULE}")
-    return [(dev[k][0].label, dev[k], ev[k]) for k in dev]
-
-
-def dev_eval(dev_tables, eval_tables, criterion="eer", far=None):
-    """Threshold chosen on development scores, error rates on evaluation scores (like
-    ``bob bio metrics -e``): one global threshold per method, the files of each side
-    paired by `pair_dev_eval`.
-
-    Returns
-    -------
-    list of dict
-        Per pair: ``label``, ``method``, ``m`` (of the development side), ``criterion``,
-        ``target_far``, ``threshold``, ``dev`` and ``eval`` (each `rates_at`).
-    """
-    out = []
-    for label, dev, ev in pair_dev_eval(dev_tables, eval_tables):
-        d_neg, d_pos = _pooled(dev)
-        e_neg, e_pos = _pooled(ev)
-        if not (np.isfinite(d_neg).any() and np.isfinite(d_pos).any()):
-            raise InputError(f"method '{label}': the development scores need genuine and "
-                             f"impostor claims")
-        t = choose_threshold(d_neg, d_pos, criterion, far)
-        out.append({"label": label, "method": dev[0].method, "m": dev[0].m,
-                    "criterion": criterion, "target_far": far, "threshold": t,
-                    "dev": rates_at(d_neg, d_pos, t), "eval": rates_at(e_neg, e_pos, t)})
-    return out
-
-
-__all__ = ["CRITERIA", "PAIRING_RULE", "choose_threshold", "client_curves", "client_eers",
-           "client_sweeps", "default_grid",
-           "dev_eval", "evaluate", "evaluate_method", "fta_curve", "pair_dev_eval", "rates_at"]
+__all__ = ["client_curves", "client_eers", "client_sweeps", "default_grid", "evaluate",
+           "evaluate_method", "fta_curve"]
