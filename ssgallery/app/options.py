@@ -6,11 +6,12 @@ provenance, hashed into the digest that ``--resume`` and ``--update`` compare
 every worker with the client's job. `CompressRun` is how and where a run happens
 (workers, resuming, the host's key and matcher program, progress): it never changes a
 model, and it is recorded nowhere. ``roc`` takes `RocInputs` (what it evaluates), the
-protocol's `ssgallery.biometrics.protocol.ProtocolOptions` and `ReportOptions`.
+protocol's `ssgallery.biometrics.protocol.ProtocolOptions` and `ReportOptions` (defined
+in `ssgallery.app.roc_options`, importable from here).
 
-Each field declares its default, its check and how it enters the digest (`option_field`);
-the objects are frozen, and every value is checked and normalised (``float``, ``int``)
-when the object is built, with the messages the command line shows as flags
+Each field declares its default, its check and how it enters the digest (`option_field`,
+`ssgallery.app.option_digest`); the objects are frozen, and every value is checked and
+normalised (``float``, ``int``) when the object is built, with the messages the command line shows as flags
 (`ssgallery.errors.option`); a yes/no field takes a bool only (`flag_bool`:
 ``guard="no"`` or ``force=1`` is refused, never read as true). docs/contributing.md
 ("Adding a compress option") is the recipe for a new field.
@@ -18,6 +19,14 @@ when the object is built, with the messages the command line shows as flags
 
 from dataclasses import dataclass, fields, replace
 
+from ssgallery.app.option_digest import (
+    ALWAYS,
+    IF_CHANGED,
+    NEVER,
+    _changed,
+    option_field,
+)
+from ssgallery.app.roc_options import ReportOptions, RocInputs  # noqa: F401  (public here too)
 from ssgallery.app.training_sets import DEFAULT_MAX_IMPOSTORS, IMPOSTOR_MODES
 from ssgallery.biometrics.calibration import DEFAULT_THRESHOLD_MODE, THRESHOLD_MODES
 from ssgallery.checks import (  # noqa: F401  (the checks are public here too)
@@ -52,30 +61,6 @@ SOLVERS = ("varpro", "paper")
 # a capped client (0.25-0.55 CPU s; docs/benchmarks/scale.md), which the number of
 # clients does not change: a slow machine is not a hung job.
 JOB_TIMEOUT = 3600.0
-
-# How a field enters the options digest (what --resume/--update compare):
-ALWAYS = "always"  # the fields of the first digest: always in it (never add one here)
-IF_CHANGED = "if-changed"  # only when not at its default: a new field keeps old digests
-NEVER = "never"  # never (set after training, checked on its own: threshold_mode)
-
-
-def option_field(default, check=None, digest=IF_CHANGED, baseline=None):
-    """A field of an options object: its default, ``check(name, value) -> value`` (raises
-    `ssgallery.errors.InputError`, returns the value normalised; `ssgallery.checks`)
-    and how it enters the digest (`ALWAYS`, `IF_CHANGED`, `NEVER`). ``baseline``: for
-    an `IF_CHANGED` field whose default changed, the value every gallery made before the
-    field existed was trained with (default: the default); the field enters the digest
-    and the provenance when it is not at its baseline."""
-    return checked_field(default, check, digest=digest,
-                         baseline=default if baseline is None else baseline)
-
-
-def _changed(options):
-    """The `IF_CHANGED` fields of ``options`` that are not at their baseline, in order."""
-    return {f.name: getattr(options, f.name) for f in fields(options)
-            if f.metadata["digest"] == IF_CHANGED
-            and getattr(options, f.name) != f.metadata["baseline"]}
-
 
 # ------------------------------------------------------------------------------ checks
 # (the shared ones: ssgallery.checks)
@@ -317,73 +302,6 @@ class CompressRun(_Options):
         from ssgallery.app.parallel import check_backend
 
         check_backend(self.jobs, self.scheduler)
-
-
-def _files(name, value):
-    """A sequence of paths as a tuple; none (empty) as None."""
-    return tuple(value) if value else None
-
-
-@dataclass(frozen=True, kw_only=True)
-class RocInputs(_Options):
-    """What ``roc`` evaluates, one mode (`ssgallery.app.roc.roc` picks it).
-
-    Attributes
-    ----------
-    faces_dir : str, optional
-        The protocol on a labelled faces folder.
-    store_path : str
-        Else the protocol on this enrollment store (its matcher, refitted per split).
-    scores : tuple of str, optional
-        Recompute every figure from score files (an empty sequence is None).
-    gallery, probes : str, optional
-        An existing gallery on a labelled probe folder.
-    dev_scores, eval_scores : tuple of str, optional
-        One threshold per method chosen on dev score files, rates on eval ones.
-    key_file, matcher_cmd : str, optional
-        The host's signing key and external matcher program.
-    privacy_key_file : str, optional
-        The host's privacy key (default ``$SSGALLERY_PRIVACY_KEY_FILE``): reads an
-        encrypted store or gallery.
-    """
-
-    faces_dir: str = option_field(None)
-    store_path: str = option_field("enrollment.h5")
-    scores: tuple = option_field(None, _files)
-    gallery: str = option_field(None)
-    probes: str = option_field(None)
-    dev_scores: tuple = option_field(None, _files)
-    eval_scores: tuple = option_field(None, _files)
-    key_file: str = option_field(None)
-    matcher_cmd: object = option_field(None)
-    privacy_key_file: str = option_field(None)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReportOptions(_Options):
-    """Where ``roc`` writes its report and what it holds.
-
-    Attributes
-    ----------
-    out_dir : str
-        Report folder.
-    plot : bool
-        Draw the plots.
-    force : bool
-        Replace report files that were not written by ``ssgallery roc``.
-    warn : callable(str), optional
-        Where warnings go (`ssgallery.app.roc.roc`: the library's default).
-    criterion : {"eer", "min-hter", "far"}
-        How the dev threshold is chosen (dev/eval mode; "far": at ``criterion_far``).
-    criterion_far : float, optional
-    """
-
-    out_dir: str = option_field("report")
-    plot: bool = option_field(True, flag_bool)
-    force: bool = option_field(False, flag_bool)
-    warn: object = option_field(None)
-    criterion: str = option_field("eer")
-    criterion_far: float = option_field(None)
 
 
 def resolve_between(between, black_box, matcher_name, warn):
