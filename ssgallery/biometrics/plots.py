@@ -89,30 +89,11 @@ def plot_curves(path, summaries, title=None, labels=None, axes="log", targets=(0
             e = max(s["eer_averaged_curve"], lowest)
             ax.plot(tf(e), tf(e), "o", color=color, ms=5)
         _operating_marks(ax, s, color, lowest, tf)
-    for t in targets:
-        if t >= lowest:
-            ax.axvline(tf(t), color="0.4", ls=":", lw=1)
-            ax.text(tf(t), 0.98, f" target FAR {100 * t:g}%", fontsize=7, color="0.3",
-                    transform=ax.get_xaxis_transform(), rotation=90, va="top", ha="left")
+    _target_lines(ax, targets, lowest, tf)
     if det:
-        ticks = np.array([v for v in (1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05,
-                                      0.1, 0.2, 0.4) if v >= lowest * 0.999])
-        lim = (_probit(lowest), _probit(0.5))
-        ax.plot(lim, lim, color="0.8", lw=0.8, zorder=0)  # FAR = FRR: the EER line
-        for set_ticks in (ax.set_xticks, ax.set_yticks):
-            set_ticks(_probit(ticks), _pct_ticks(ticks))
-        ax.set_xlim(*lim)
-        ax.set_ylim(*lim)
-        ax.set_aspect("equal")
+        _det_axes(ax, lowest)
     else:
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlim(lowest, 1)
-        ax.set_ylim(lowest / 2, 1.05)
-        from matplotlib.ticker import FuncFormatter
-
-        for a in (ax.xaxis, ax.yaxis):
-            a.set_major_formatter(FuncFormatter(lambda v, _: f"{100 * v:g}%"))
+        _log_axes(ax, lowest)
     ax.set_xlabel("FAR (false acceptance rate)")
     ax.set_ylabel("FRR (false rejection rate)")
     ax.grid(True, which="both", alpha=0.3)
@@ -124,6 +105,41 @@ def plot_curves(path, summaries, title=None, labels=None, axes="log", targets=(0
         ax.set_title(title, fontsize=8)
     save_figure(fig, path, force)
     return True
+
+
+def _target_lines(ax, targets, lowest, tf):
+    """A dashed line, labelled, at each of the ``targets`` FARs the data resolve."""
+    for t in targets:
+        if t >= lowest:
+            ax.axvline(tf(t), color="0.4", ls=":", lw=1)
+            ax.text(tf(t), 0.98, f" target FAR {100 * t:g}%", fontsize=7, color="0.3",
+                    transform=ax.get_xaxis_transform(), rotation=90, va="top", ha="left")
+
+
+def _det_axes(ax, lowest):
+    """Square DET axes (normal deviates) from the data's resolution ``lowest`` to 50 %,
+    ticks in %, and the FAR = FRR line."""
+    ticks = np.array([v for v in (1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05,
+                                  0.1, 0.2, 0.4) if v >= lowest * 0.999])
+    lim = (_probit(lowest), _probit(0.5))
+    ax.plot(lim, lim, color="0.8", lw=0.8, zorder=0)  # FAR = FRR: the EER line
+    for set_ticks in (ax.set_xticks, ax.set_yticks):
+        set_ticks(_probit(ticks), _pct_ticks(ticks))
+    ax.set_xlim(*lim)
+    ax.set_ylim(*lim)
+    ax.set_aspect("equal")
+
+
+def _log_axes(ax, lowest):
+    """Log-log axes from the data's resolution ``lowest``, ticks in %."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lowest, 1)
+    ax.set_ylim(lowest / 2, 1.05)
+    from matplotlib.ticker import FuncFormatter
+
+    for a in (ax.xaxis, ax.yaxis):
+        a.set_major_formatter(FuncFormatter(lambda v, _: f"{100 * v:g}%"))
 
 
 def _operating_marks(ax, s, color, lowest, tf):
