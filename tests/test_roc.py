@@ -332,3 +332,36 @@ def test_older_headers_and_huge_fields_are_one_short_line(tmp_path, content, mes
     lines = res.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"ssgallery: error: {path}: {message}")
     assert len(lines[0]) < 200 + len(str(path))
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("dup.txt", "a a p1 0.9\na b p2 0.1\nb b p3 0.8\nb a p4 0.2\na a p1 0.1\n",
+     "line 5: the claim of 'a' by probe 'p1' is already on line 1: each claim is scored once"),
+    ("dup5.txt", "a m1 a p1 0.9\na m1 b p2 0.1\na m1 a p1 0.9\n",
+     "line 3: the claim of 'a' by probe 'p1' is already on line 1"),
+    ("dup.csv", ("bio_ref_subject_id,probe_subject_id,probe_key,score\na,a,p1,0.9\n"
+                 "a,b,p2,0.1\na,a,p1,0.2\n"),
+     "line 4: the claim of 'a' by probe 'p1' is already on line 2"),
+    ("short.csv", "bio_ref_subject_id,probe_subject_id,score\na,a,0.9\na\n",
+     "line 3: expected 3 fields (as the header line), got 1"),
+    ("long.csv", "bio_ref_subject_id,probe_subject_id,score\na,a,0.9,x,y\n",
+     "line 2: expected 3 fields (as the header line), got 5"),
+])
+def test_a_claim_is_read_once_and_a_csv_row_whole(tmp_path, name, content, message):
+    """A claim (claimed id, bob's model label, probe) on two lines was counted twice in
+    every rate (or its second score replaced the first in a search's matrix), and a CSV
+    row shorter or longer than the header line was read as a claim (a missing field:
+    None); both ran to exit 0. Now one line naming the file and the line, exit 2, nothing
+    written. The same claim of two bob models (5 columns) is two claims."""
+    path = tmp_path / name
+    path.write_text(content)
+    out = tmp_path / "o"
+    res = CliRunner().invoke(main, ["roc", "--scores", str(path), "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"ssgallery: error: {path}: {message}"), \
+        res.output
+    assert not out.exists()
+    two_models = tmp_path / "models.txt"
+    two_models.write_text("a m1 a p1 0.9\na m2 a p1 0.8\na m1 b p2 0.1\na m2 b p2 0.2\n")
+    assert len(read_scores(two_models).score) == 4

@@ -239,9 +239,19 @@ def _legacy_header(body, meta, clients, lineno, path):
                          "field starting with '#' is written %23)", path=path)
 
 
+def _once(seen, key, lineno, path):
+    """Refuse a claim (``key``: claimed id, model, probe) already on an earlier line: it
+    would count twice in every rate, or replace the first in a search's matrix."""
+    first = seen.setdefault(key, lineno)
+    if first != lineno:
+        raise InputError(f"line {lineno}: the claim of {shown(key[0])} by probe "
+                         f"{shown(key[2])} is already on line {first}: each claim is "
+                         "scored once", path=path)
+
+
 def _read_text(path):
     """Rows (claimed, real, probe, score) of a 4- or 5-column file, legacy metadata."""
-    rows, meta, clients, ncol = [], {}, {}, None
+    rows, meta, clients, ncol, seen = [], {}, {}, None, {}
     for lineno, line in enumerate(read_lines(path, "score file"), 1):
         text = line.strip(" \t\r")
         if not text:
@@ -257,6 +267,8 @@ def _read_text(path):
                              f"{'model_label ' if ncol == 5 else ''}real_id probe_label "
                              f"score), got {len(fields)}", path=path)
         real, probe = (fields[1], fields[2]) if ncol == 4 else (fields[2], fields[3])
+        _once(seen, (_dec(fields[0]), fields[1] if ncol == 5 else "", _dec(probe)), lineno,
+              path)
         rows.append((_dec(fields[0]), _dec(real), _dec(probe),
                      _score(fields[-1], lineno, path)))
     return rows, meta, clients
@@ -275,9 +287,15 @@ def _read_csv(path):
     if missing:
         raise InputError(f"not a bob CSV score file: no column {', '.join(missing)} in the "
                          f"header line", path=path)
-    rows = []
+    rows, seen, width = [], {}, len(reader.fieldnames)
     for lineno, row in enumerate(reader, 2):
+        got = sum(v is not None for k, v in row.items() if k is not None)
+        if got != width or None in row:  # DictReader: None fills a short row, keys extras
+            raise InputError(f"line {lineno}: expected {width} fields (as the header line), "
+                             f"got {got + len(row.get(None) or ())}", path=path)
         probe = row.get("probe_key") or row.get("probe_reference_id") or str(lineno - 1)
+        _once(seen, (row["bio_ref_subject_id"], row.get("bio_ref_reference_id") or "", probe),
+              lineno, path)
         rows.append((row["bio_ref_subject_id"], row["probe_subject_id"], probe,
                      _score(row["score"] or "", lineno, path)))
     return rows, {}, {}

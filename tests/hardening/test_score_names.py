@@ -96,10 +96,12 @@ _NAME = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(_NAME, _NAME, _NAME), min_size=1, max_size=5))
+@given(st.lists(st.tuples(_NAME, _NAME, _NAME), min_size=1, max_size=5,
+                unique_by=lambda row: (row[0], row[2])))
 def test_any_name_round_trips(tmp_path_factory, rows):
     """Any text (every Unicode category but lone surrogates; no NUL) as claimed id, real
-    id and probe label reads back exactly as written."""
+    id and probe label reads back exactly as written (one claim per claimed id and
+    probe: a claim on two lines is refused)."""
     claimed, real, probe = (np.array(col, dtype=object) for col in zip(*rows))
     table = Scores("svm", None, 0, claimed, real, probe, np.linspace(0, 1, len(rows)))
     path = tmp_path_factory.mktemp("rt") / "svm.r0.txt"
