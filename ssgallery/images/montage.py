@@ -58,17 +58,7 @@ def prototype_montage(images, beta, title=None, scale=2, columns=6, names=None):
     """
     from PIL import Image, ImageDraw
 
-    images = np.asarray(images, dtype=float)
-    beta = np.asarray(beta, dtype=float).ravel()
-    if images.ndim == 2:
-        images = images[None]
-    if images.ndim != 3 or len(images) == 0:
-        raise InputError(f"montage: images must have shape (m, H, W) with m >= 1, "
-                         f"got {images.shape}")
-    if len(beta) != len(images):
-        raise InputError(f"montage: {len(images)} images but {len(beta)} weights")
-    if not (np.all(np.isfinite(beta)) and np.all(np.isfinite(images))):
-        raise InputError("montage: images or weights contain NaN or infinite values")
+    images, beta = _checked(images, beta)
     m, h, w = images.shape
     scale, columns = max(1, int(scale)), max(1, int(columns))
     names = list(names) if names is not None else [f"z{j + 1}" for j in range(m)]
@@ -95,17 +85,45 @@ def prototype_montage(images, beta, title=None, scale=2, columns=6, names=None):
         r, c = divmod(j, cols)
         x0 = pad + c * (tile_w + pad)
         y0 = top + r * (tile_h + pad)
-        colour = GENUINE if beta[j] > 0 else IMPOSTOR if beta[j] < 0 else NEUTRAL
-        draw.rectangle([x0, y0, x0 + frame_w - 1, y0 + h * scale + 2 * border - 1], fill=colour)
-        face = Image.fromarray(np.clip(np.rint(images[j]), 0, 255).astype(np.uint8), mode="L")
-        face = face.resize((w * scale, h * scale), Image.NEAREST).convert("RGB")
-        canvas.paste(face, (x0 + border, y0 + border))
-        kind = beta_label(beta[j])[1]
-        ty = y0 + h * scale + 2 * border + 3
-        draw.text((x0 + 1, ty), labels[j], fill="black", font=font)
-        draw.text((x0 + 1, ty + 19), kind, fill=colour, font=small)
+        _draw_tile(canvas, draw, (x0, y0), images[j], beta[j], labels[j], scale, border,
+                   (font, small))
     draw.text((pad, canvas.height - 15), legend, fill=(90, 90, 90), font=_font(10))
     return canvas
+
+
+def _checked(images, beta):
+    """``images`` as float (m, H, W) (one (H, W) image: m = 1) and ``beta`` as float
+    (m,); raises `InputError` on other shapes, a count mismatch or a non-finite value."""
+    images = np.asarray(images, dtype=float)
+    beta = np.asarray(beta, dtype=float).ravel()
+    if images.ndim == 2:
+        images = images[None]
+    if images.ndim != 3 or len(images) == 0:
+        raise InputError(f"montage: images must have shape (m, H, W) with m >= 1, "
+                         f"got {images.shape}")
+    if len(beta) != len(images):
+        raise InputError(f"montage: {len(images)} images but {len(beta)} weights")
+    if not (np.all(np.isfinite(beta)) and np.all(np.isfinite(images))):
+        raise InputError("montage: images or weights contain NaN or infinite values")
+    return images, beta
+
+
+def _draw_tile(canvas, draw, corner, image, b, label, scale, border, fonts):
+    """One prototype's tile at ``corner`` (x0, y0): the image up-scaled in a frame of
+    its β's colour, its caption ``label`` and its kind below."""
+    from PIL import Image
+
+    (x0, y0), (h, w), (font, small) = corner, image.shape, fonts
+    frame_w = w * scale + 2 * border
+    colour = GENUINE if b > 0 else IMPOSTOR if b < 0 else NEUTRAL
+    draw.rectangle([x0, y0, x0 + frame_w - 1, y0 + h * scale + 2 * border - 1], fill=colour)
+    face = Image.fromarray(np.clip(np.rint(image), 0, 255).astype(np.uint8), mode="L")
+    face = face.resize((w * scale, h * scale), Image.NEAREST).convert("RGB")
+    canvas.paste(face, (x0 + border, y0 + border))
+    kind = beta_label(b)[1]
+    ty = y0 + h * scale + 2 * border + 3
+    draw.text((x0 + 1, ty), label, fill="black", font=font)
+    draw.text((x0 + 1, ty + 19), kind, fill=colour, font=small)
 
 
 # How a file of each format begins: an existing file that does not is not a montage of
