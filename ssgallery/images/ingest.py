@@ -90,6 +90,21 @@ def scan_faces(root, extensions=IMAGE_EXTENSIONS, min_images=1, skip_bad=False,
     """
     root = Path(root)
     warn = default_warn if warn is None else warn
+    folders, exts = _client_folders(root, extensions, clients)
+    out = []
+    for folder in folders:
+        paths = _image_files(folder, exts, skip_bad, warn, input_options)
+        if len(paths) < min_images:
+            raise too_few_images(folder, len(paths), min_images, "", min_images_option)
+        out.append((folder.name, paths))
+    return out
+
+
+def _client_folders(root, extensions, clients):
+    """`scan_faces`' client folders under ``root``, sorted naturally (only ``clients``
+    when given), and the ``extensions`` lower-cased; raises `InputError` on a missing
+    root, a folder name that is no client id, a missing wanted client or no client
+    folder at all."""
     if not root.exists():
         raise InputError("face folder does not exist", path=root)
     if not root.is_dir():
@@ -113,32 +128,34 @@ def scan_faces(root, extensions=IMAGE_EXTENSIONS, min_images=1, skip_bad=False,
         hint = f"; found {len(loose)} image(s) directly in it" if loose else ""
         raise InputError(f"no client folders (expected ROOT/<client>/<images>){hint}",
                          path=root)
-    out = []
-    for folder in folders:
-        paths = []
-        for entry in sorted(folder.iterdir(), key=lambda p: natural_key(p.name)):
-            if _is_hidden(entry.name):
-                continue
-            try:
-                entry.name.encode("utf-8")
-            except UnicodeEncodeError:
-                raise InputError("file name is not valid UTF-8; rename it", path=entry) \
-                    from None
-            if entry.is_dir():
-                warn(f"{entry}: ignoring sub-folder inside a client folder")
-                continue
-            if entry.suffix.lower() in exts:
-                paths.append(entry)
-                continue
-            msg = f"not an image file (extension '{entry.suffix or '(none)'}')"
-            if not skip_bad:
-                raise InputError(msg + _use("skip_bad", "to skip it", input_options),
-                                 path=entry)
-            warn(f"{entry}: {msg}; skipped")
-        if len(paths) < min_images:
-            raise too_few_images(folder, len(paths), min_images, "", min_images_option)
-        out.append((folder.name, paths))
-    return out
+    return folders, exts
+
+
+def _image_files(folder, exts, skip_bad, warn, input_options):
+    """The image files of one client ``folder``, sorted naturally (hidden ones left out,
+    a sub-folder ignored with a warning, a non-image refused or, with ``skip_bad``,
+    skipped with a warning)."""
+    paths = []
+    for entry in sorted(folder.iterdir(), key=lambda p: natural_key(p.name)):
+        if _is_hidden(entry.name):
+            continue
+        try:
+            entry.name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError("file name is not valid UTF-8; rename it", path=entry) \
+                from None
+        if entry.is_dir():
+            warn(f"{entry}: ignoring sub-folder inside a client folder")
+            continue
+        if entry.suffix.lower() in exts:
+            paths.append(entry)
+            continue
+        msg = f"not an image file (extension '{entry.suffix or '(none)'}')"
+        if not skip_bad:
+            raise InputError(msg + _use("skip_bad", "to skip it", input_options),
+                             path=entry)
+        warn(f"{entry}: {msg}; skipped")
+    return paths
 
 
 def too_few_images(folder, found, min_images, kind, min_images_option):
