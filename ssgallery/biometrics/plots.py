@@ -71,7 +71,9 @@ def plot_curves(path, summaries, title=None, labels=None, axes="log", targets=(0
     if labels is not None:
         summaries = [s for s in summaries if s["label"] in set(labels)]
     n_imp = min((s.get("impostors_per_client_min") or 10000) for s in summaries)
-    lowest = 1.0 / n_imp
+    # the resolution of the curves, and the axes' low end: at most 10 % (a client with one
+    # or two impostor claims would give axes from 100 % or 50 % to 50 %: none)
+    lowest = min(1.0 / n_imp, 0.1)
     styles = ["-", "--", "-.", ":"]
     families = list(dict.fromkeys(s["method"] for s in summaries))
     det = axes == "det"
