@@ -11,6 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from ssgallery import jsontext
+from ssgallery.app.gallery_scores import (  # noqa: F401  (public here too)
+    _probe_features,
+    score_gallery,
+)
 from ssgallery.app.options import ReportOptions, RocInputs, resolve_between
 from ssgallery.app.roc_setup import (
     checked_m,
@@ -21,11 +25,10 @@ from ssgallery.app.roc_setup import (
 )
 from ssgallery.biometrics.evaluation import evaluate
 from ssgallery.biometrics.protocol import ProtocolOptions
-from ssgallery.biometrics.scores import Scores, read_score_files
+from ssgallery.biometrics.scores import read_score_files
 from ssgallery.errors import InputError, naming, option
 from ssgallery.learn.defaults import BLACK_BOX_M, DEFAULT_M
 from ssgallery.learn.threads import single_threaded_blas
-from ssgallery.matchers.base import transform_in_chunks
 from ssgallery.progress import as_progress
 
 # --------------------------------------------------------------------------- entry point
@@ -309,95 +312,6 @@ def _folder_runs_no_program(inputs, warn):
     warn(f"{flag} is ignored: roc on a faces folder ({folder}) runs the eigenface matcher, "
          f"which runs no program; to measure the external matcher, enroll {folder} with "
          f"{flag} and run roc on the store")
-
-
-def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cmd=None,
-                  progress=None, privacy_key_file=None):
-    """Score every probe of a labelled folder against every client of a gallery
-    (``progress``: reading the probes, their features, one step per client scored;
-    ``key_file``, ``matcher_cmd``, ``privacy_key_file``: as `roc_gallery`).
-
-    ``probes_dir/<subject>/*.png``: a probe is a genuine claim for the client with its
-    subject's name and an impostor claim against every other client (so probes of
-    subjects not in the gallery are impostors against every client). A probe that is
-    not a face for the gallery's matcher is a failure to acquire (score NaN).
-
-    Returns
-    -------
-    Scores
-        Method ``"gallery"``, repetition 0; ``clients[c]`` holds ``matches`` (m), the
-        gallery's ``threshold`` and its Z-norm ``norm_mean``, ``norm_std``; ``search``:
-        the full search of the probes that are faces, with the gallery's 1:N operating
-        point (`ssgallery.app.open_set`; None for a gallery written before it).
-    """
-    from ssgallery.formats.encryption import load_privacy_key
-    from ssgallery.formats.gallery import read_gallery
-    from ssgallery.formats.integrity import load_key
-    from ssgallery.images.ingest import natural_key
-    from ssgallery.matchers.host import host_matcher
-
-    host = host_matcher(matcher_cmd, warn) if matcher_cmd is not None else None
-    info = read_gallery(gallery_path, arrays=True, key=load_key(key_file), host=host,
-                        matcher=True, privacy_key=load_privacy_key(privacy_key_file))
-    ids = sorted(info.clients, key=natural_key)
-    if not ids:
-        raise InputError("gallery has no clients", path=gallery_path)
-    from ssgallery.app.open_set import read_record
-
-    point = read_record(info.header, ids, gallery_path)  # checked before any probe is read
-    progress = as_progress(progress)
-    faces, feats, fta = _probe_features(info, probes_dir, ids, warn, progress)
-    table = _score_every_client(info, ids, faces, feats, fta, progress)
-    searched = np.tile(~fta, len(ids))  # identify never searches a failure to acquire
-    if searched.any():
-        table.search = Scores("gallery", table.m, 0, table.claimed[searched],
-                              table.real[searched], table.probe[searched],
-                              table.score[searched], table.clients,
-                              operating_point=point)
-    return table
-
-
-def _probe_features(info, probes_dir, ids, warn, progress):
-    """The labelled probes of ``probes_dir`` (`ssgallery.images.ingest.FaceSet`), their
-    features in the gallery's matcher space and which are failures to acquire."""
-    from ssgallery.app.verify import failures_to_acquire
-    from ssgallery.images.ingest import load_faces
-
-    h, w = (int(v) for v in info.header["image_shape"])
-    kwargs = {} if warn is None else {"warn": warn}
-    faces = load_faces(probes_dir, size=(w, h), progress=progress, input_options=False,
-                       **kwargs)
-    feats = transform_in_chunks(info.matcher, faces.images, progress=progress)
-    fta = failures_to_acquire(info.matcher, faces.images)[0]  # scored NaN: rejected
-    if not set(faces.labels.astype(str)) & set(ids):
-        raise InputError(f"no probe subject folder matches a gallery client (gallery: "
-                         f"{', '.join(ids[:5])}...)", path=probes_dir)
-    return faces, feats, fta
-
-
-def _score_every_client(info, ids, faces, feats, fta, progress):
-    """Every probe against every client ``ids`` of the gallery ``info``: the `Scores`
-    table (failures to acquire score NaN), one progress step per client."""
-    subjects = faces.labels.astype(str)
-    claimed, real, probe, score, clients = [], [], [], [], {}
-    progress.start("scoring clients", len(ids), "clients")
-    for c in ids:
-        progress.advance()
-        model = info.clients[c]
-        g = model.decision_function(feats, model.similarity_function(info.matcher))
-        claimed.append(np.full(len(g), c))
-        real.append(subjects)
-        probe.append(np.asarray(faces.paths).astype(str))
-        score.append(np.where(fta, np.nan, g))
-        clients[c] = {"matches": float(model.n_prototypes), "threshold": model.threshold}
-        norm = model.normalization or {}
-        if norm.get("kind") == "znorm":
-            clients[c].update(norm_mean=float(norm["mean"]), norm_std=float(norm["std"]))
-    progress.end()
-    m_values = {int(info.clients[c].n_prototypes) for c in ids}
-    return Scores("gallery", m_values.pop() if len(m_values) == 1 else None, 0,
-                  np.concatenate(claimed), np.concatenate(real), np.concatenate(probe),
-                  np.concatenate(score).astype(float), clients)
 
 
 __all__ = ["roc", "roc_dev_eval", "roc_gallery", "roc_protocol", "roc_scores", "roc_store",
