@@ -225,6 +225,23 @@ def test_identify_csv_one_line_per_probe(gallery):
     assert rows[0]["identified"] == "c03"
 
 
+def _claims_with_a_swap(src, other, one, both, first_status):
+    """verify --claims ``both`` on ``src``, with ``other`` swapped in at the path right
+    after the opens a run of ``one`` (its first claim) makes; returns the run, checked
+    refused as a gallery changed while read."""
+    from helpers import opens_of
+
+    with opens_of(src) as first:  # the opens of a run that reads the first client
+        assert _verify(src, "--claims", str(one)).exit_code in first_status
+    with opens_of(src, swap_in=other, after=first["opens"]) as seen:
+        res = _verify(src, "--claims", str(both))
+    assert seen["swapped"]
+    assert res.exit_code == 2 and res.stdout == "", res.output
+    assert res.stderr.startswith(f"ssgallery: error: {src}: changed while this command read "
+                                 "it (digest "), res.stderr
+    return res
+
+
 def test_claims_read_every_client_from_the_gallery_they_began_with(gallery, sample_store,
                                                                   tmp_path):
     """verify --claims reads each claimed client's model as it first meets it, opening the
@@ -234,7 +251,6 @@ def test_claims_read_every_client_from_the_gallery_they_began_with(gallery, samp
     Now each read is compared with the first one's digest: one line naming the gallery,
     exit 2. The file is replaced for real, between the first client's read and the
     second's (`helpers.opens_of`)."""
-    from helpers import opens_of
 
     other = tmp_path / "other.h5"  # the same clients at other prototypes
     made = CliRunner().invoke(main, ["compress", "--store", sample_store["store"], "-o",
@@ -245,16 +261,9 @@ def test_claims_read_every_client_from_the_gallery_they_began_with(gallery, samp
     shutil.copy(gallery, src)
     one = tmp_path / "one.txt"
     one.write_text(f"{_probe('c01_genuine_1.png')} c01\n")
-    with opens_of(src) as first:  # the opens of a run that reads one client
-        assert _verify(src, "--claims", str(one)).exit_code in (0, 1)
     both = tmp_path / "both.txt"
     both.write_text(f"{_probe('c01_genuine_1.png')} c01\n{_probe('c02_genuine_1.png')} c02\n")
-    with opens_of(src, swap_in=other, after=first["opens"]) as seen:
-        res = _verify(src, "--claims", str(both))
-    assert seen["swapped"]
-    assert res.exit_code == 2 and res.stdout == "", res.output
-    assert res.stderr.startswith(f"ssgallery: error: {src}: changed while this command read "
-                                 "it (digest "), res.stderr
+    res = _claims_with_a_swap(src, other, one, both, (0, 1))
     assert res.stderr.endswith("another gallery was written here meanwhile): run the "
                                "command again\n"), res.stderr
 
@@ -269,7 +278,6 @@ def test_an_unknown_client_is_unknown_in_the_gallery_the_claims_read(gallery, sa
     scores of the one that does not. Now an unknown client's read is compared like any
     other: one line naming the gallery, exit 2. Galleries: c01-c03 (A) and c01-c04 (B);
     c04 claimed first from A then c01 from B, or c01 from B then c04 from A."""
-    from helpers import opens_of
 
     four = tmp_path / "four.h5"
     made = CliRunner().invoke(main, ["compress", "--store", sample_store["store"], "-o",
@@ -288,12 +296,5 @@ def test_an_unknown_client_is_unknown_in_the_gallery_the_claims_read(gallery, sa
     one, both = tmp_path / "one.txt", tmp_path / "both.txt"
     one.write_text(claims[0] + "\n")
     both.write_text("\n".join(claims) + "\n")
-    with opens_of(src) as first:  # the opens of a run that reads the first client
-        assert _verify(src, "--claims", str(one)).exit_code in (0, 1, 2)
-    with opens_of(src, swap_in=other, after=first["opens"]) as seen:
-        res = _verify(src, "--claims", str(both))
-    assert seen["swapped"]
-    assert res.exit_code == 2 and res.stdout == "", res.output
-    assert res.stderr.startswith(f"ssgallery: error: {src}: changed while this command read "
-                                 "it (digest "), res.stderr
+    res = _claims_with_a_swap(src, other, one, both, (0, 1, 2))
     assert len(res.stderr.splitlines()) == 1, res.stderr

@@ -368,6 +368,19 @@ def test_a_cache_folder_given_to_enroll_add_says_where_it_belongs(faces, tmp_pat
     assert not cache.exists()
 
 
+def _external_store_and_more_faces(faces, tmp_path):
+    """An external store of ``faces`` enrolled through the MAD program, its bytes, and a
+    folder of one more client to ``--add``."""
+    prog = _script(tmp_path / "m.py", f"#!{sys.executable}\n" + MAD_TEXT)
+    store = tmp_path / "e.h5"
+    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
+                                  "--matcher-cmd", str(prog)])
+    assert r.exit_code == 0, r.output
+    more = make_faces(str(tmp_path / "more"), n_clients=1, n_images=3, shape=(16, 12),
+                      prefix="d", seed=1)
+    return store, store.read_bytes(), more
+
+
 @pytest.mark.parametrize("command, needle", [
     ("", "the matcher command from --matcher-option command is empty"),
     ('"/opt/m.py', ("cannot parse the matcher command from --matcher-option command (No "
@@ -376,14 +389,7 @@ def test_a_cache_folder_given_to_enroll_add_says_where_it_belongs(faces, tmp_pat
 def test_enroll_add_names_the_program_option_as_given(faces, tmp_path, command, needle):
     """'enroll DIR --add -O command=' on an external store said 'the matcher command from
     --matcher-cmd is empty', a flag nobody typed (a fresh enroll names -O command)."""
-    prog = _script(tmp_path / "m.py", f"#!{sys.executable}\n" + MAD_TEXT)
-    store = tmp_path / "e.h5"
-    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
-                                  "--matcher-cmd", str(prog)])
-    assert r.exit_code == 0, r.output
-    before = store.read_bytes()
-    more = make_faces(str(tmp_path / "more"), n_clients=1, n_images=3, shape=(16, 12),
-                      prefix="d", seed=1)
+    store, before, more = _external_store_and_more_faces(faces, tmp_path)
     r = CliRunner().invoke(main, ["enroll", more, "--store", str(store), "-q", "--add",
                                   "-O", f"command={command}"])
     assert r.exit_code == 2, r.output
@@ -492,14 +498,7 @@ def test_a_cache_folder_that_is_no_folder_name_is_refused_everywhere(faces, tmp_
     with pytest.raises(InputError, match=r"^external matcher option cache_dir must be a "
                        r"folder name \(a string\), got 1$"):
         ExternalMatcher(command=[sys.executable, str(MAD)], cache_dir=1)
-    prog = _script(tmp_path / "m.py", f"#!{sys.executable}\n" + MAD_TEXT)
-    store = tmp_path / "e.h5"
-    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
-                                  "--matcher-cmd", str(prog)])
-    assert r.exit_code == 0, r.output
-    before = store.read_bytes()
-    more = make_faces(str(tmp_path / "more"), n_clients=1, n_images=3, shape=(16, 12),
-                      prefix="d", seed=1)
+    store, before, more = _external_store_and_more_faces(faces, tmp_path)
     r = CliRunner().invoke(main, ["enroll", more, "--store", str(store), "-q", "--add",
                                   "-O", "cache_dir=1"])
     assert (r.exit_code, r.stdout, r.stderr) == (2, "", f"ssgallery: error: {line}\n"), \
@@ -510,7 +509,7 @@ def test_a_cache_folder_that_is_no_folder_name_is_refused_everywhere(faces, tmp_
     r = CliRunner().invoke(main, ["compress", "--store", str(store), "-o",
                                   str(tmp_path / "g.h5"), "-q"],
                            env={"SSGALLERY_CONFIG": str(config),
-                                "SSGALLERY_MATCHER_CMD": str(prog)})
+                                "SSGALLERY_MATCHER_CMD": str(tmp_path / "m.py")})
     want = (f"ssgallery: error: {config}: [external] cache_dir must be a folder name (a "
             "string), got 1\n")
     assert (r.exit_code, r.stderr) == (2, want), r.output

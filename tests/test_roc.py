@@ -277,6 +277,18 @@ def test_roc_on_att_one_repetition(tmp_path, att_faces, plotting):
     assert svm["matches_mean"] > 20 * ssvm["matches_mean"]
 
 
+def _roc_refuses_in_one_line(path, named, message, out):
+    """``roc --scores path -o out``: exit 2, one line naming ``named`` and starting with
+    ``message``, nothing written; returns the line."""
+    res = CliRunner().invoke(main, ["roc", "--scores", str(path), "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"ssgallery: error: {named}: {message}"), \
+        res.output
+    assert not out.exists()
+    return lines[0]
+
+
 @pytest.mark.parametrize("sidecar, message", [
     ({"m": "abc"}, "bad score metadata: m must be an integer >= 1, got str 'abc'"),
     ({"m": float("nan")}, "bad score metadata: m must be an integer >= 1, got float nan"),
@@ -306,13 +318,7 @@ def test_a_score_files_side_car_is_checked_input(tmp_path, sidecar, message):
         side.symlink_to("/dev/zero")
     else:
         side.write_text(json.dumps({"format": "ssgallery-scores", **sidecar}))
-    out = tmp_path / "o"
-    res = CliRunner().invoke(main, ["roc", "--scores", str(path), "-o", str(out)])
-    assert res.exit_code == 2, res.output
-    lines = res.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"ssgallery: error: {side}: {message}"), \
-        res.output
-    assert not out.exists()
+    _roc_refuses_in_one_line(path, side, message, tmp_path / "o")
 
 
 @pytest.mark.parametrize("content, message", [
@@ -327,11 +333,8 @@ def test_older_headers_and_huge_fields_are_one_short_line(tmp_path, content, mes
     field: a 30 MB line). Now one line, exit 2, a refused field shown in 40 characters."""
     path = tmp_path / "s.txt"
     path.write_text(content)
-    res = CliRunner().invoke(main, ["roc", "--scores", str(path), "-o", str(tmp_path / "o")])
-    assert res.exit_code == 2, res.output
-    lines = res.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"ssgallery: error: {path}: {message}")
-    assert len(lines[0]) < 200 + len(str(path))
+    line = _roc_refuses_in_one_line(path, path, message, tmp_path / "o")
+    assert len(line) < 200 + len(str(path))
 
 
 @pytest.mark.parametrize("name, content, message", [
@@ -355,13 +358,7 @@ def test_a_claim_is_read_once_and_a_csv_row_whole(tmp_path, name, content, messa
     written. The same claim of two bob models (5 columns) is two claims."""
     path = tmp_path / name
     path.write_text(content)
-    out = tmp_path / "o"
-    res = CliRunner().invoke(main, ["roc", "--scores", str(path), "-o", str(out)])
-    assert res.exit_code == 2, res.output
-    lines = res.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"ssgallery: error: {path}: {message}"), \
-        res.output
-    assert not out.exists()
+    _roc_refuses_in_one_line(path, path, message, tmp_path / "o")
     two_models = tmp_path / "models.txt"
     two_models.write_text("a m1 a p1 0.9\na m2 a p1 0.8\na m1 b p2 0.1\na m2 b p2 0.2\n")
     assert len(read_scores(two_models).score) == 4
