@@ -364,6 +364,30 @@ def test_a_claim_is_read_once_and_a_csv_row_whole(tmp_path, name, content, messa
     assert len(read_scores(two_models).score) == 4
 
 
+@pytest.mark.parametrize("name, content", [
+    ("names.txt", ("c1 c1 1.pgm 0.9\nc1 c2 1.pgm 0.3\nc2 c2 1.pgm 0.8\nc2 c1 1.pgm 0.2\n"
+                   "c1 c1 2.pgm 0.85\nc2 c2 2.pgm 0.7\n")),
+    ("names.csv", ("bio_ref_subject_id,probe_subject_id,probe_key,score\nc1,c1,1.pgm,0.9\n"
+                   "c1,c2,1.pgm,0.3\nc2,c2,1.pgm,0.8\nc2,c1,1.pgm,0.2\n")),
+], ids=["text", "csv"])
+def test_two_clients_probes_may_share_a_label(tmp_path, name, content):
+    """Probes are their label and real id (as in a search's matrix): s1/1.pgm and
+    s2/1.pgm labelled '1.pgm' are two probes, and c1's claim by each is two claims. The
+    check of claims read once (0871644) keyed a claim without the real id and refused
+    this valid file ('line 2: the claim of 'c1' by probe '1.pgm' is already on line 1',
+    exit 2)."""
+    path = tmp_path / name
+    path.write_text(content)
+    out = tmp_path / "o"
+    res = CliRunner().invoke(main, ["roc", "--scores", str(path), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    table = read_scores(path)
+    assert sorted(zip(table.claimed, table.real)) == sorted(
+        tuple(line.split(",")[:2] if "," in line else line.split()[:2])
+        for line in content.splitlines()[name.endswith(".csv"):])
+    assert (out / "summary.json").exists()
+
+
 @pytest.mark.parametrize("per_client", [1, 2])
 def test_a_score_file_of_few_impostors_plots_without_a_warning(tmp_path, plotting, per_client):
     """A valid score file whose clients have one or two impostor claims each set the

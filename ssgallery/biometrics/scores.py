@@ -240,8 +240,11 @@ def _legacy_header(body, meta, clients, lineno, path):
 
 
 def _once(seen, key, lineno, path):
-    """Refuse a claim (``key``: claimed id, model, probe) already on an earlier line: it
-    would count twice in every rate, or replace the first in a search's matrix."""
+    """Refuse a claim (``key``: claimed id, model, probe label, real id) already on an
+    earlier line: it would count twice in every rate, or replace the first in a search's
+    matrix. A probe is its label and real id, as in a search's matrix
+    (`ssgallery.biometrics.identification.score_matrix`): two
+    clients' probes may share a label (a file name such as '1.pgm')."""
     first = seen.setdefault(key, lineno)
     if first != lineno:
         raise InputError(f"line {lineno}: the claim of {shown(key[0])} by probe "
@@ -267,8 +270,8 @@ def _read_text(path):
                              f"{'model_label ' if ncol == 5 else ''}real_id probe_label "
                              f"score), got {len(fields)}", path=path)
         real, probe = (fields[1], fields[2]) if ncol == 4 else (fields[2], fields[3])
-        _once(seen, (_dec(fields[0]), fields[1] if ncol == 5 else "", _dec(probe)), lineno,
-              path)
+        _once(seen, (_dec(fields[0]), fields[1] if ncol == 5 else "", _dec(probe), _dec(real)),
+              lineno, path)
         rows.append((_dec(fields[0]), _dec(real), _dec(probe),
                      _score(fields[-1], lineno, path)))
     return rows, meta, clients
@@ -294,8 +297,8 @@ def _read_csv(path):
             raise InputError(f"line {lineno}: expected {width} fields (as the header line), "
                              f"got {got + len(row.get(None) or ())}", path=path)
         probe = row.get("probe_key") or row.get("probe_reference_id") or str(lineno - 1)
-        _once(seen, (row["bio_ref_subject_id"], row.get("bio_ref_reference_id") or "", probe),
-              lineno, path)
+        _once(seen, (row["bio_ref_subject_id"], row.get("bio_ref_reference_id") or "", probe,
+                     row["probe_subject_id"]), lineno, path)
         rows.append((row["bio_ref_subject_id"], row["probe_subject_id"], probe,
                      _score(row["score"] or "", lineno, path)))
     return rows, {}, {}
