@@ -188,12 +188,28 @@ class SealedFile(ReadOnlyFile):
         At construction: unsealed, damaged seal, truncated or appended to.
     SealMismatch
         From `readinto`: a chunk that does not match its digest.
+
+    Notes
+    -----
+    ``checked``: a dict a reader that opens one file again and again keeps (a store's
+    rows read in slices): the chunks found good in the file it opened before are not
+    hashed again when this open is that very file, unchanged since (the same device,
+    inode, size, modification and status-change times: a writer's ``os.replace`` makes
+    a new inode, an edit in place a new status-change time). Without it every open
+    hashes the chunks it reads, and a seal-1 file (one chunk) whole.
     """
 
-    def __init__(self, path, kind="ssgallery file"):
+    def __init__(self, path, kind="ssgallery file", checked=None):
         handle, self._seal = _open(path, kind)
         super().__init__(path, kind, handle, self._seal.block + self._seal.length)
         self._checked = set()
+        if checked is not None:
+            st = os.fstat(handle.fileno())
+            same = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                    self._seal.head)
+            self._checked = checked.get(same, self._checked)
+            checked.clear()  # only the file of this open
+            checked[same] = self._checked
 
     @property
     def head(self):

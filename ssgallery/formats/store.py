@@ -187,7 +187,9 @@ class StoreImages:
     unencrypted store is reopened through its seal (every chunk checked before HDF5
     parses it, `ssgallery.formats.seal.SealedFile`), and ``seal``, the SHA-256 of the
     seal `load_store` read, must be the reopened file's: the same bytes, not a file that
-    merely records the same digest.
+    merely records the same digest. A chunk is hashed once while the file at the path
+    stays the one opened before (``SealedFile``'s ``checked``): a seal-1 store (one
+    chunk) is not hashed whole again at each slice.
     """
 
     def __init__(self, path, shape, integer=False, privacy_key=None, digest=None,
@@ -196,6 +198,7 @@ class StoreImages:
         self.privacy_key = privacy_key
         self.digest = digest
         self.seal = seal
+        self._checked = {}  # SealedFile's chunks found good in the file opened before
         self.shape = tuple(int(s) for s in shape)
         self.integer = bool(integer)  # stored as integers (always finite)
         self.dtype = np.dtype(np.float32)
@@ -212,7 +215,7 @@ class StoreImages:
         if self.privacy_key is not None:  # each chunk authenticated with the key
             return open_checked(self.path, FORMAT, FORMAT_VERSION, KIND, lazy=True,
                                 privacy_key=self.privacy_key)
-        source = SealedFile(self.path, KIND)
+        source = SealedFile(self.path, KIND, self._checked)
         try:
             integrity.unchanged(self.seal, hashlib.sha256(source.head).hexdigest(), "store",
                                 self.path)
