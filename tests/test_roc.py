@@ -405,3 +405,25 @@ def test_a_score_file_of_few_impostors_plots_without_a_warning(tmp_path, plottin
                        check=False)
     assert r.returncode == 0 and r.stderr == "", r.stderr
     assert (tmp_path / "o" / "roc.png").exists() and (tmp_path / "o" / "det.png").exists()
+
+
+def test_a_gallery_s_search_of_one_unknown_probe_is_plotted(faces, tmp_path, plotting):
+    """roc --gallery on a probe folder with one person the gallery does not know, of one
+    image, drew det_identification.png from FPIR 100 % (probit: inf): 'internal error:
+    ValueError: Axis limits cannot be NaN or Inf', exit 4, on a valid input. The
+    identification DET starts at 10 % at most, as roc.png and det.png do (9761dc5)."""
+    run(["enroll", str(faces), "--clients", "id0,id1,id2"], cwd=tmp_path)
+    run(["compress", "--m", "2"], cwd=tmp_path)
+    probes = tmp_path / "probes"
+    for person, count in (("id0", 3), ("id1", 3), ("id2", 3), ("id5", 1)):
+        (probes / person).mkdir(parents=True)
+        for i in range(1, count + 1):
+            (probes / person / f"{i}.png").write_bytes((faces / person / f"{i}.png").read_bytes())
+    out = tmp_path / "report"
+    res = subprocess.run([sys.executable, "-m", "ssgallery", "roc", "--gallery", "gallery.h5",
+                          "--probes", str(probes), "-o", str(out)], check=False,
+                         cwd=tmp_path,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert "Warning" not in res.stderr and "error" not in res.stderr, res.stderr
+    assert (out / "det_identification.png").exists()

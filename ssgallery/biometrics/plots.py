@@ -51,6 +51,14 @@ def save_figure(fig, path, force=False):
     write_bytes_atomic(path, buf.getvalue(), PNG, force)
 
 
+def _low_end(resolution):
+    """The low end of a curve plot's error-rate axes: the curves' ``resolution`` (1/n),
+    at most 10 %. One or two impostor claims per client (or non-mated searches) would
+    give axes from 100 % or 50 % to 50 %: none (matplotlib warns of identical limits;
+    a DET axis from probit(100 %) = inf is an error)."""
+    return min(resolution, 0.1)
+
+
 def plot_curves(path, summaries, title=None, labels=None, axes="log", targets=(0.01, 0.001),
                 force=False):
     """FRR against FAR of the client-averaged curves, one line per method, the matches
@@ -71,9 +79,7 @@ def plot_curves(path, summaries, title=None, labels=None, axes="log", targets=(0
     if labels is not None:
         summaries = [s for s in summaries if s["label"] in set(labels)]
     n_imp = min((s.get("impostors_per_client_min") or 10000) for s in summaries)
-    # the resolution of the curves, and the axes' low end: at most 10 % (a client with one
-    # or two impostor claims would give axes from 100 % or 50 % to 50 %: none)
-    lowest = min(1.0 / n_imp, 0.1)
+    lowest = _low_end(1.0 / n_imp)
     styles = ["-", "--", "-.", ":"]
     families = list(dict.fromkeys(s["method"] for s in summaries))
     det = axes == "det"
@@ -302,7 +308,7 @@ def plot_identification_det(path, summaries, title=None, force=False):
         return False
     from ssgallery.biometrics.metrics import probit
 
-    lowest = min(s["det"]["fpir"][0] for s in summaries)
+    lowest = _low_end(min(s["det"]["fpir"][0] for s in summaries))
     fig, ax = plt.subplots(figsize=(6.4, 6.4), dpi=110)
     for i, s in enumerate(summaries):
         fnir = s.get("fnir_at_fpir_1pct")
