@@ -411,3 +411,29 @@ def test_row_slices_hash_each_chunk_of_the_store_once(tmp_path, monkeypatch):
         del hashed[:]
         np.testing.assert_array_equal(store.images[0:1], whole[0:1])
         assert hashed, sealed
+
+
+def _row_sum(rows, images):
+    return float(images[rows].sum())
+
+
+def test_an_edited_store_read_by_a_worker_is_one_line(tmp_path):
+    """compress's jobs read a big store's rows in worker processes (loky), through the
+    seal since 2efdb73; a chunk edited in place raised SealMismatch there, which could
+    not be unpickled: the run ended 'BrokenProcessPool: A result has failed to
+    un-serialize', not the line naming the store. Now the worker's error is that line."""
+    from ssgallery.app.parallel import run_jobs
+
+    faces = make_faces(str(tmp_path / "a"), n_clients=2, n_images=4, seed=3)
+    path = tmp_path / "s.h5"
+    enroll(faces, path)
+    store = load_store(path, images=False)
+    with h5py.File(path, "r") as f:
+        at = f["images"].id.get_chunk_info(3).byte_offset + 10
+    with open(path, "r+b") as handle:  # bit rot in place, after load_store checked it
+        handle.seek(at)
+        byte = handle.read(1)[0]
+        handle.seek(at)
+        handle.write(bytes([byte ^ 1]))
+    with pytest.raises(FormatError, match=r"s\.h5: corrupt .*do not match its seal"):
+        list(run_jobs(_row_sum, [slice(0, 4), slice(4, 8)], n_jobs=2, shared=store.images))

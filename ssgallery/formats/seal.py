@@ -55,7 +55,7 @@ class SealMismatch(FormatError):
     an edit); ``what`` names the part of the file being read (e.g. a client)."""
 
     def __init__(self, kind, start, end, path, what=None):
-        self.where = (kind, start, end)
+        self.where, self.what = (kind, start, end), what
         part = f"{what}: " if what else ""
         super().__init__(f"corrupt {kind}: {part}its bytes {start}-{end} do not match its "
                          "seal (SHA-256); bit rot or an edit", path=path)
@@ -63,6 +63,11 @@ class SealMismatch(FormatError):
     def naming(self, what):
         """The same error, naming ``what``."""
         return SealMismatch(*self.where, self.path, what)
+
+    def __reduce__(self):
+        """Pickled with its own arguments: a worker process's error (joblib's loky sends
+        it back pickled) is this one line again, not a pool that failed to read it."""
+        return SealMismatch, (*self.where, self.path, self.what)
 
 
 def chunk_size(length):
