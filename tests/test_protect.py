@@ -361,3 +361,20 @@ def test_a_protection_record_with_a_boolean_number_is_refused(galleries, tmp_pat
         assert result.exit_code == 2, (args, result.output)
         assert result.stderr == (f"ssgallery: error: {g}: corrupt gallery header: bad "
                                  "template_protection record\n"), (args, result.stderr)
+
+
+def test_claims_on_a_protected_gallery_score_every_client_as_verify_does(galleries, tmp_path):
+    """verify --claims reads the first claimed client with the gallery's matcher and the
+    others without it: a protected gallery's later clients kept their rotated
+    prototypes, so every client after the first was scored wrongly (AT&T: s2 +1.0025
+    ACCEPT alone, -1.1303 REJECT after s1). Now each is put back with the key, and the
+    scores and verdicts are the plain gallery's."""
+    root, key, probes = galleries
+    claims = tmp_path / "claims.txt"
+    claims.write_text("".join(f"{p} {c}\n" for p in probes[::5] for c in ("c00", "c03", "c01")))
+    plain = CliRunner().invoke(main, ["verify", "--gallery", str(root / "plain.h5"),
+                                      "--claims", str(claims)])
+    prot = CliRunner().invoke(main, ["verify", "--gallery", str(root / "protected.h5"),
+                                     "--claims", str(claims), "--privacy-key-file", str(key)])
+    assert plain.exit_code in (0, 1) and "ACCEPT" in plain.output, plain.output
+    assert prot.exit_code == plain.exit_code and prot.output == plain.output, prot.output

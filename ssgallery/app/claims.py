@@ -183,7 +183,7 @@ class _Clients:
 
         self.path = os.fspath(gallery_path)
         self.settings = host_settings(key_file, matcher_cmd, privacy_key_file, warn)
-        self.matcher = self.digest = None
+        self.matcher = self.digest = self.tmap = None
         self.hints = {}  # an unknown client id: the id it is close to (did you mean)
 
     def load(self, client_id):
@@ -205,9 +205,21 @@ class _Clients:
             self.matcher = model.matcher
         else:
             model.matcher = self.matcher
+            self._unprotect(model)
             check_model(model, self.matcher, self.path)
         return model
 
+    def _unprotect(self, model):
+        """Put back the prototypes of a protected gallery's client read without its
+        matcher (as `read_client` does with it): the template map of the first read's
+        matcher and the privacy key; plain templates are left as read."""
+        from ssgallery.formats.protect import keyed_templates, unprotect_models
+
+        if self.tmap is None:
+            self.tmap = keyed_templates(self.matcher, model.header,
+                                        self.settings.get("privacy_key"), self.path)[1]
+        if self.tmap is not None:
+            unprotect_models([model], self.tmap)
 
     def _same(self, digest):
         """Record the first read's digest; refuse a later read of another gallery."""
