@@ -329,6 +329,12 @@ def test_a_matrix_in_another_layout_says_which(faces, vendor, mode, needle):
     assert f"matcher {prog} {needle}" in r.stderr, r.stderr
 
 
+UNUSED_CACHE_WARNING = (
+    "ssgallery: warning: the external matcher option cache_dir is not stored and enroll "
+    "keeps no answers in it: the commands that score read cache_dir from the [external] "
+    "table of $SSGALLERY_CONFIG (default ~/.config/ssgallery/config.toml)\n")
+
+
 def test_a_cache_folder_given_to_enroll_says_where_it_belongs(faces, tmp_path):
     """'enroll -O cache_dir=DIR' is not stored and enroll scores nothing through it (main
     said nothing: the folder was never made and no later command used it); one warning
@@ -338,33 +344,7 @@ def test_a_cache_folder_given_to_enroll_says_where_it_belongs(faces, tmp_path):
     r = CliRunner().invoke(main, ["enroll", faces, "--store", str(tmp_path / "e.h5"), "-q",
                                   "--matcher-cmd", str(prog), "-O", f"cache_dir={cache}"])
     assert r.exit_code == 0, r.output
-    assert r.stderr == ("ssgallery: warning: the external matcher option cache_dir is not "
-                        "stored and enroll keeps no answers in it: the commands that score "
-                        "read cache_dir from the [external] table of $SSGALLERY_CONFIG "
-                        "(default ~/.config/ssgallery/config.toml)\n"), r.stderr
-    assert not cache.exists()
-
-
-def test_a_cache_folder_given_to_enroll_add_says_where_it_belongs(faces, tmp_path):
-    """'enroll DIR --add -O cache_dir=DIR' on an external store did nothing without a word
-    (kept_matcher dropped it; a fresh enroll warns): the same one warning now, and the
-    clients are added."""
-    prog = _script(tmp_path / "m.py", f"#!{sys.executable}\n" + MAD_TEXT)
-    store, cache = tmp_path / "e.h5", tmp_path / "cache"
-    r = CliRunner().invoke(main, ["enroll", faces, "--store", str(store), "-q",
-                                  "--matcher-cmd", str(prog)])
-    assert r.exit_code == 0, r.output
-    more = make_faces(str(tmp_path / "more"), n_clients=1, n_images=3, shape=(16, 12),
-                      prefix="d", seed=1)
-    r = CliRunner().invoke(main, ["enroll", more, "--store", str(store), "--add",
-                                  "-O", f"cache_dir={cache}"],
-                           env={"SSGALLERY_PROGRESS_INTERVAL": "3600"})  # its summary: no -q
-    assert r.exit_code == 0, r.output
-    assert "added 1 client(s) (d00)" in r.stdout, r.stdout
-    assert r.stderr == ("ssgallery: warning: the external matcher option cache_dir is not "
-                        "stored and enroll keeps no answers in it: the commands that score "
-                        "read cache_dir from the [external] table of $SSGALLERY_CONFIG "
-                        "(default ~/.config/ssgallery/config.toml)\n"), r.stderr
+    assert r.stderr == UNUSED_CACHE_WARNING, r.stderr
     assert not cache.exists()
 
 
@@ -379,6 +359,21 @@ def _external_store_and_more_faces(faces, tmp_path):
     more = make_faces(str(tmp_path / "more"), n_clients=1, n_images=3, shape=(16, 12),
                       prefix="d", seed=1)
     return store, store.read_bytes(), more
+
+
+def test_a_cache_folder_given_to_enroll_add_says_where_it_belongs(faces, tmp_path):
+    """'enroll DIR --add -O cache_dir=DIR' on an external store did nothing without a word
+    (kept_matcher dropped it; a fresh enroll warns): the same one warning now, and the
+    clients are added."""
+    store, _, more = _external_store_and_more_faces(faces, tmp_path)
+    cache = tmp_path / "cache"
+    r = CliRunner().invoke(main, ["enroll", more, "--store", str(store), "--add",
+                                  "-O", f"cache_dir={cache}"],
+                           env={"SSGALLERY_PROGRESS_INTERVAL": "3600"})  # its summary: no -q
+    assert r.exit_code == 0, r.output
+    assert "added 1 client(s) (d00)" in r.stdout, r.stdout
+    assert r.stderr == UNUSED_CACHE_WARNING, r.stderr
+    assert not cache.exists()
 
 
 @pytest.mark.parametrize("command, needle", [
