@@ -147,6 +147,7 @@ def signal_matrix(rows):
 
 
 def is_bad(rows):
+    """(n_models,) bool: more than ``TAIL`` points worse than the client's SVM."""
     return np.array([r["ssvm"] - r["svm"] > TAIL for r in rows])
 
 
@@ -180,15 +181,16 @@ def across_seeds(by_seed, args):
         p = detector.predict_proba(signal_matrix(rows))[:, 1]
         flagged = np.zeros(len(rows), bool)
         flagged[np.argsort(-p, kind="stable")[: round(args.flag_share * len(rows))]] = True
-        print(f"seed {seed}: detector AUC {auc(p, is_bad(rows)):.2f}")
+        bad = is_bad(rows)
+        print(f"seed {seed}: detector AUC {auc(p, bad):.2f}")
         fallback_line("detector", rows, flagged, args.m)
-        fallback_line("perfect detector", rows, is_bad(rows), args.m)
+        fallback_line("perfect detector", rows, bad, args.m)
 
 
 def report(rows, args, seed):
     svm = np.array([r["svm"] for r in rows])
     ssvm = np.array([r["ssvm"] for r in rows])
-    bad = ssvm - svm > TAIL
+    bad = is_bad(rows)
     print(f"\nseed {seed}: {len(rows)} client models, SVM {svm.mean():.2f} %, compress "
           f"{ssvm.mean():.2f} %, bad (more than {TAIL:g} points worse) {int(bad.sum())}: "
           + ", ".join(r["who"] for r, b in zip(rows, bad) if b))
