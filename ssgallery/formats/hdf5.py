@@ -129,7 +129,7 @@ def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False,
         raise FormatError(f"not an {kind} (not a readable HDF5 file; corrupt or foreign)",
                           path=path) from None
     try:
-        found = _attr_str(handle.attrs.get("format"))
+        found = attr_str(handle.attrs.get("format"))
     except (KeyError, ValueError, TypeError, OSError, RuntimeError):  # HDF5 errors
         handle.close()
         raise FormatError(f"corrupt {kind}: unreadable format tag", path=path) from None
@@ -166,7 +166,19 @@ def _version(value):
     raise ValueError(f"format_version must be an integer, found {shown(value, typed=True)}")
 
 
-def _attr_str(value):
+def attr_str(value):
+    """An HDF5 attribute as text.
+
+    Parameters
+    ----------
+    value : bytes, str, number or None
+        As h5py reads it (bytes are decoded as UTF-8, bad bytes replaced).
+
+    Returns
+    -------
+    str or None
+        None for None.
+    """
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return None if value is None else str(value)
@@ -201,15 +213,15 @@ def read_state(group, path=None):
 
 def decode_state(arrays, attrs):
     """The state dict from a group's datasets and attributes (see `write_state`)."""
-    json_keys = set(json.loads(_attr_str(attrs.get(_JSON_KEYS, "[]"))))
+    json_keys = set(json.loads(attr_str(attrs.get(_JSON_KEYS, "[]"))))
     state = dict(arrays)
     for key, value in attrs.items():
         if key == _JSON_KEYS:
             continue
         if key in json_keys:
-            state[key] = json.loads(_attr_str(value))
+            state[key] = json.loads(attr_str(value))
         elif isinstance(value, (bytes, str)):
-            state[key] = _attr_str(value)
+            state[key] = attr_str(value)
         elif isinstance(value, np.generic):
             state[key] = value.item()
         else:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ssgallery.checks import is_finite_real, is_int
 from ssgallery.errors import FormatError
-from ssgallery.formats.hdf5 import _attr_str
+from ssgallery.formats.hdf5 import attr_str
 from ssgallery.tables import counted
 
 CALIBRATION_ATTR = "calibration"
@@ -34,7 +34,7 @@ def header_calibration(header, clients, path=None):
     if raw is None:
         return None
     try:
-        cal = json.loads(_attr_str(raw))
+        cal = json.loads(attr_str(raw))
         if not isinstance(cal, dict) or not isinstance(cal.get("mode"), str):
             raise TypeError("not a calibration record")
         if not _calibration_ok(cal):
@@ -202,7 +202,7 @@ def header_open_set(header, clients, path=None):
     if raw is None:
         return None
     try:
-        rec = json.loads(_attr_str(raw))
+        rec = json.loads(attr_str(raw))
         if not isinstance(rec, dict) or rec.get("kind") != OPEN_SET_KIND:
             raise ValueError("not a 1:N operating point")
         rec["curve"] = _infinite_hazards(rec["curve"])

@@ -8,6 +8,13 @@ import os
 import numpy as np
 
 from ssgallery.errors import FormatError
+from ssgallery.formats.gallery.checked_reads import (
+    OPEN_ARGS,
+    client_groups,
+    read_clients,
+    read_stacked,
+    state_bytes,
+)
 from ssgallery.formats.gallery.header_records import (  # noqa: F401  (public here too)
     CALIBRATION_ATTR,
     OPEN_SET_ATTR,
@@ -16,14 +23,7 @@ from ssgallery.formats.gallery.header_records import (  # noqa: F401  (public he
     header_open_set,
 )
 from ssgallery.formats.gallery.model import FORMAT, FORMAT_VERSION, KIND, model_bytes
-from ssgallery.formats.gallery.read import (
-    _OPEN,
-    _client_groups,
-    _nbytes,
-    _read_clients,
-    _read_stacked,
-    read_client,
-)
+from ssgallery.formats.gallery.read import read_client
 from ssgallery.formats.hdf5 import open_checked
 
 
@@ -35,7 +35,7 @@ def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
     `model_bytes`) and the threshold, from the header, the client
     index and the stacked ``/index`` (a few contiguous reads whatever the number of
     clients), after checking the seal of the whole file, the root digest, the index's and
-    the matcher's digests, the index's values (`_read_stacked`) and that the client
+    the matcher's digests, the index's values (`read_stacked`) and that the client
     groups are the ones the client index lists (no client group is opened).
 
     Parameters
@@ -82,8 +82,8 @@ def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
             "threshold_mode": h.get("threshold_mode", "client"),
             "calibration": header_calibration(h, index.client_ids, path),
             "open_set": header_open_set(h, index.client_ids, path),
-            "basis_stale": h.get("basis_stale", False),  # a bool: checked by _header
-            "file_bytes": os.path.getsize(path), "matcher_state_bytes": _nbytes(state),
+            "basis_stale": h.get("basis_stale", False),  # a bool: checked by open_verified
+            "file_bytes": os.path.getsize(path), "matcher_state_bytes": state_bytes(state),
             "n_clients": len(rows), "clients": rows, "bytes_total": total,
             "svm_compared": bool(svm), "svm_bytes_total": total_svm,
             "ratio": total_svm / total if total and total_svm else None,
@@ -93,18 +93,18 @@ def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
 def _read_summary(path, svm, privacy_key, key):
     """`gallery_summary`'s checked reads: ``(header, config, index, built matcher, matcher
     state, provenance per client id)`` (provenance read only with ``svm``)."""
-    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN,
+    with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **OPEN_ARGS,
                       privacy_key=privacy_key) as f:
         try:
             # the templates as stored (protected ones unchecked): nothing is scored
-            header, config, rows, index, built, state = _read_stacked(
+            header, config, rows, index, built, state = read_stacked(
                 f, path, key, None, None, required=False)
             provenance = {}
             if svm:  # reads every client group (and checks them against the client index)
                 provenance = {cid: model.provenance for cid, model in
-                              _read_clients(f, path, rows, built, False).items()}
+                              read_clients(f, path, rows, built, False).items()}
             else:
-                _client_groups(f, path, rows)
+                client_groups(f, path, rows)
         except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
     return header, config, index, built, state, provenance
