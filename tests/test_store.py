@@ -318,7 +318,7 @@ def test_rows_are_read_only_from_the_store_that_was_checked(tmp_path):
     first = store.images[0:2]
     os.replace(other, path)
     with pytest.raises(FormatError, match=rf"^{path}: changed while this command read it "
-                       r"\(digest \w{12}\.\.\. when checked, now \w{12}\.\.\.: another store "
+                       r"\(seal SHA-256 \w{12}\.\.\. when checked, now \w{12}\.\.\.: another store "
                        r"was written here meanwhile\): run the command again$"):
         store.images[0:2]
     assert first.shape == (2, 32, 24)
@@ -355,8 +355,10 @@ def test_rows_are_read_only_from_the_bytes_that_were_checked(tmp_path):
     resealed = tmp_path / "resealed.h5"
     shutil.copy(edited, resealed)
     reseal(resealed)
-    for other, refusal in ((edited, "do not match its seal"),
-                           (resealed, "changed while this command read it")):
+    for other, refusal in ((edited, "do not match its seal"),  # names what it compared
+                           (resealed, (r"changed while this command read it \(seal SHA-256 "
+                                       r"\w{12}\.\.\. when checked, now \w{12}\.\.\.: another "
+                                       "store was written here meanwhile"))):
         with pytest.raises(FormatError):
             load_store(other, images=False)  # what it says of the file read alone
         store = load_store(path, images=False)

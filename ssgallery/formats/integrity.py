@@ -231,15 +231,17 @@ def attr_text(value):
     return value.decode("ascii", "replace") if isinstance(value, bytes) else value
 
 
-def unchanged(checked, found, kind, path):
+def unchanged(checked, found, kind, path, what="digest"):
     """Refuse a file opened again by one command (a store's rows read in slices, a
-    gallery's clients read one by one) whose recorded digest ``found`` is not the one
+    gallery's clients read one by one) whose ``what`` ``found`` is not the one
     ``checked`` at its first open: another ``kind`` (store, gallery) was written at
     ``path`` meanwhile, and what the command read would mix two files. One line naming
-    the file (`FormatError`)."""
+    the file (`FormatError`) and what was compared: ``"digest"`` (the digest the file
+    records), or ``"seal SHA-256"`` (the SHA-256 of the seal of the bytes read,
+    `ssgallery.formats.seal.SealedFile.head`)."""
     found = str(attr_text(found))
     if checked is not None and found != checked:
-        raise FormatError(f"changed while this command read it (digest {checked[:12]}... "
+        raise FormatError(f"changed while this command read it ({what} {checked[:12]}... "
                           f"when checked, now {found[:12]}...: another {kind} was written "
                           "here meanwhile): run the command again", path=path)
 

@@ -218,7 +218,7 @@ class StoreImages:
         source = SealedFile(self.path, KIND, self._checked)
         try:
             integrity.unchanged(self.seal, hashlib.sha256(source.head).hexdigest(), "store",
-                                self.path)
+                                self.path, what="seal SHA-256")
             return h5py.File(source, "r")
         except BaseException:
             source.close()
