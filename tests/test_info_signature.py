@@ -183,7 +183,7 @@ def test_rewrite_gallery_with_a_key_refuses_what_verify_refuses(site, tmp_path, 
                         privacy_key=protect)
     except FormatError as exc:
         assert f"ssgallery: error: {exc}\n" == verify.stderr.replace(
-            "($SSGALLERY_KEY_FILE or --key-file)", "(`key`)")
+            "(--key-file or $SSGALLERY_KEY_FILE)", "(`key`)")
     else:
         (tmp_path / "p.key").write_bytes(b"p" * 32)
         again = _run("verify", probe, "--claim", "c00", "--gallery", out, "--key-file",

@@ -375,10 +375,10 @@ def test_an_unsigned_gallery_refused_names_the_key_as_the_caller_gave_it(built, 
     assert not (tmp_path / "copy.h5").exists()
     with pytest.raises(FormatError) as info:
         verify(unsigned, [os.path.join(faces, "c01", "0.png")], "c01", key_file=str(key_file))
-    assert str(info.value) == f"{said} ($SSGALLERY_KEY_FILE or `key_file`)"
+    assert str(info.value) == f"{said} (`key_file` or $SSGALLERY_KEY_FILE)"
     result = _info(unsigned, "--key-file", str(key_file))
     assert result.exit_code == 2
-    assert result.stderr == f"ssgallery: error: {said} ($SSGALLERY_KEY_FILE or --key-file)\n"
+    assert result.stderr == f"ssgallery: error: {said} (--key-file or $SSGALLERY_KEY_FILE)\n"
 
 
 def test_version_1_and_store_digest(built, tmp_path):

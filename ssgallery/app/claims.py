@@ -42,6 +42,7 @@ import numpy as np
 
 from ssgallery.app.verify import ACCEPT, FTA, REJECT, VerifyResult, exit_status
 from ssgallery.errors import InputError, UnknownClientError, printable
+from ssgallery.formats.integrity import reads_key_files
 from ssgallery.formats.textfile import read_lines
 from ssgallery.progress import as_progress
 
@@ -229,6 +230,7 @@ class _Clients:
         self.digest = digest
 
 
+@reads_key_files()
 def verify_claims(gallery_path, claims, *, strict=False, warn=None, key_file=None,
                   matcher_cmd=None, progress=None, privacy_key_file=None):
     """Check identity claims against a gallery, grouped by client.

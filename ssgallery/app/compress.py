@@ -45,6 +45,7 @@ from ssgallery.app.parts import PartsFolder, encode_result, options_digest, run_
 from ssgallery.app.thresholds import apply, calibrate
 from ssgallery.app.update import kept_from_gallery, warn_retrained
 from ssgallery.errors import NotRenderableError, SsgalleryError, signals_received
+from ssgallery.formats.integrity import reads_key_files
 from ssgallery.learn.supersparse import resolve_init  # noqa: F401  (public here)
 from ssgallery.learn.threads import single_threaded_blas
 from ssgallery.progress import as_progress
@@ -153,6 +154,7 @@ def _write(plan, gallery_path, store_path, results, recorded, force=False,
 
 
 @single_threaded_blas()
+@reads_key_files()
 def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None, run=None):
     """Compress the enrolled clients of a store into a gallery.
 

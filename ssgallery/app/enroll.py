@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from ssgallery.app.enroll_add import add_clients, unused_cache_dir
 from ssgallery.app.enroll_sources import read_sources, resolve_names
 from ssgallery.errors import InputError, naming, option
+from ssgallery.formats.integrity import reads_key_files
 from ssgallery.formats.store import EnrollmentStore
 from ssgallery.learn.threads import single_threaded_blas
 from ssgallery.matchers.base import transform_in_chunks
@@ -39,6 +40,7 @@ class EnrollSummary:
                     dropped_clients=list(self.dropped_clients))
 
 
+@reads_key_files()
 def enroll(faces_dir, store_path="enrollment.h5", *, matcher=None, matcher_options=None,
            clients=None, background=None, add=False, strict=False, skip_bad=False, size=None,
            min_images=2, warn=None, progress=None, force=False, privacy_key_file=None,

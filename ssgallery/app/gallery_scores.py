@@ -6,10 +6,12 @@ import numpy as np
 
 from ssgallery.biometrics.scores import Scores
 from ssgallery.errors import InputError
+from ssgallery.formats.integrity import reads_key_files
 from ssgallery.matchers.base import transform_in_chunks
 from ssgallery.progress import as_progress
 
 
+@reads_key_files()
 def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cmd=None,
                   progress=None, privacy_key_file=None):
     """Score every probe of a labelled folder against every client of a gallery

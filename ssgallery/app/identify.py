@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ssgallery.errors import InputError
+from ssgallery.formats.integrity import reads_key_files
 
 
 @dataclass
@@ -142,6 +143,7 @@ def _check_open_set_threshold(index, threshold, scale, matcher, path):
                           path=path)
 
 
+@reads_key_files()
 def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshold=None,
              verification_thresholds=False, strict=False, warn=None, key_file=None,
              matcher_cmd=None, progress=None, privacy_key_file=None):

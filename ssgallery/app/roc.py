@@ -27,6 +27,7 @@ from ssgallery.biometrics.evaluation import evaluate
 from ssgallery.biometrics.protocol import ProtocolOptions
 from ssgallery.biometrics.scores import read_score_files
 from ssgallery.errors import InputError, naming, option
+from ssgallery.formats.integrity import reads_key_files
 from ssgallery.learn.defaults import BLACK_BOX_M, DEFAULT_M
 from ssgallery.learn.threads import single_threaded_blas
 from ssgallery.progress import as_progress
@@ -130,6 +131,7 @@ def roc_protocol(faces_dir, protocol=None, report=None, *, progress=None):
                      progress=progress)
 
 
+@reads_key_files()
 def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher_cmd=None,
               progress=None, privacy_key_file=None):
     """The protocol on an enrollment store: its matcher configuration is reused (refitted
@@ -172,6 +174,7 @@ def roc_store(store_path="enrollment.h5", protocol=None, report=None, *, matcher
                      default_m=BLACK_BOX_M if black_box else DEFAULT_M)  # real images: 5
 
 
+@reads_key_files()
 def roc_gallery(gallery, probes, report=None, *, key_file=None, matcher_cmd=None,
                 progress=None, privacy_key_file=None):
     """An existing gallery on a labelled probe folder (figures at the stored thresholds

@@ -5,6 +5,7 @@ import os
 import numpy as np
 
 from ssgallery.errors import NotRenderableError
+from ssgallery.formats.integrity import reads_key_files
 from ssgallery.tables import signed
 
 
@@ -25,6 +26,7 @@ def _info_command(gallery_path, claim):
     return shlex.join([*words, "--client", claim])
 
 
+@reads_key_files()
 def show_prototypes(gallery_path, claim, out_path=None, *, scale=2, privacy_key_file=None,
                     force=False, key_file=None):
     """Montage of one client's rendered prototypes with their beta (paper's Fig. 5),

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ssgallery.errors import InputError
+from ssgallery.formats.integrity import reads_key_files
 from ssgallery.formats.textfile import read_lines
 
 MIN_SCALE = 0.25  # a probe smaller than a quarter of the gallery's width or height: FTA
@@ -101,6 +102,7 @@ def read_probe_list(list_path):
     return [path for _, path in numbered]
 
 
+@reads_key_files()
 def load_client(gallery_path, claim, *, key_file=None, matcher_cmd=None,
                 privacy_key_file=None, warn=None):
     """The claimed client's model with its matcher (``model.matcher``), checked.
@@ -147,6 +149,7 @@ def score_images(model, images, progress=None):
     return model.decision_function(features, model.similarity_function(matcher))
 
 
+@reads_key_files()
 def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=None,
            matcher_cmd=None, progress=None, privacy_key_file=None):
     """Verify probe images against a claimed identity.

@@ -61,7 +61,7 @@ class _Group(click.Group):
             from ssgallery.cli.options import as_flags
 
             command = self.get_command(ctx, ctx.invoked_subcommand or "")
-            _fail(f"error: {as_flags(exc, command)}", exc.exit_code, ctx)
+            _fail(f"error: {as_flags(_from_key_files(exc), command)}", exc.exit_code, ctx)
         except KeyboardInterrupt as exc:
             _exit_interrupted(str(exc))
         except click.exceptions.Exit:
@@ -92,6 +92,15 @@ class _Group(click.Group):
         if signals_received:
             _exit_interrupted()
         return result
+
+
+def _from_key_files(exc):
+    """``exc`` as the command line words it: a key the command needs is named as its key
+    file and variable (``--privacy-key-file or $SSGALLERY_PRIVACY_KEY_FILE``), never as
+    the parameter of a library function (`ssgallery.formats.integrity.KeyNeeded`)."""
+    from ssgallery.formats.integrity import KeyNeeded
+
+    return exc.named_as_files() if isinstance(exc, KeyNeeded) else exc
 
 
 def _usage_failed(exc, ctx):

@@ -42,10 +42,10 @@ import hmac
 import os
 import re
 
-from ssgallery.errors import FormatError, SsgalleryError, option
+from ssgallery.errors import FormatError, SsgalleryError
+from ssgallery.formats.integrity import PRIVACY_KEY_ENV, KeyNeeded
 from ssgallery.formats.readonly import ReadOnlyFile
 
-PRIVACY_KEY_ENV = "SSGALLERY_PRIVACY_KEY_FILE"
 MAGIC = b"SSGALLERY-ENCRYPTED 1\n"
 HEADER = 512
 CHUNK = 1 << 16
@@ -155,9 +155,8 @@ class _Container:
             raise FormatError(other_kind(kind, fmt, found.decode(), encrypted=True),
                               path=path)
         if key is None:
-            raise FormatError(f"{kind} is encrypted; reading it needs the privacy key "
-                              f"({option('privacy_key_file')} or ${PRIVACY_KEY_ENV})",
-                              path=path)
+            raise KeyNeeded(f"{kind} is encrypted; reading it needs the privacy key",
+                            path=path)
         self.chunk, self.length = int(chunk), int(length)
         if not 1 <= self.chunk <= 1 << 26:
             raise FormatError(f"corrupt {kind}: damaged encryption header (chunk size)",

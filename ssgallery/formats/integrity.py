@@ -21,6 +21,7 @@ share one code path: the writer computes them by reading the written file back):
 Standard library, numpy and h5py only (on the ``verify`` path).
 """
 
+import contextlib
 import hashlib
 import hmac as _hmac
 import json
@@ -33,6 +34,7 @@ from ssgallery.errors import FormatError, SsgalleryError, option
 from ssgallery.safeio import env_text
 
 KEY_ENV = "SSGALLERY_KEY_FILE"
+PRIVACY_KEY_ENV = "SSGALLERY_PRIVACY_KEY_FILE"
 MAX_KEY_BYTES = 4096
 MIN_KEY_BYTES = 16
 ROOT_EXCLUDED = ("digest", "hmac")
@@ -286,11 +288,72 @@ def load_key(key_file=None, env=KEY_ENV, what="key file"):
 
 
 class FileKey(bytes):
-    """A key's bytes as `load_key` read them from a key file: `check_signature`'s
-    refusal then names where such a key comes from (``$SSGALLERY_KEY_FILE`` or
-    ``key_file``, the parameter of the commands' functions), and a key given as bytes
-    (the ``key`` of `ssgallery.formats.gallery.read_gallery`, ``read_client`` or
+    """A key's bytes as `load_key` read them from a key file: a refusal about it then
+    names where such a key comes from (`key_source`: ``key_file`` or
+    ``$SSGALLERY_KEY_FILE``, the commands' functions' parameter), and a key given as
+    bytes (the ``key`` of `ssgallery.formats.gallery.read_gallery`, ``read_client`` or
     `ssgallery.formats.gallery.protected.rewrite_gallery`) as ``key``."""
+
+
+# each key of the host: (the parameter of the functions that take its bytes, that of the
+# commands' functions, which read it from a key file, its variable, its public loader)
+_KEYS = {"signing": ("key", "key_file", KEY_ENV, "ssgallery.formats.integrity.load_key"),
+         "privacy": ("privacy_key", "privacy_key_file", PRIVACY_KEY_ENV,
+                     "ssgallery.formats.encryption.load_privacy_key")}
+
+
+def key_source(which, from_files):
+    """How a message names where the host's ``which`` key (``"signing"``,
+    ``"privacy"``) is given: ``from_files`` (a `FileKey`, or a function of the commands
+    run in `reads_key_files`) as its key-file parameter or variable (```key_file``` or
+    $SSGALLERY_KEY_FILE; the command line shows the parameter as its flag,
+    ``--key-file``), else as the parameter taking its bytes (```key```)."""
+    param, file_param, env, _ = _KEYS[which]
+    return f"{option(file_param)} or ${env}" if from_files else option(param)
+
+
+class KeyNeeded(FormatError):
+    """A file that needs a key of the host that was not given (an encrypted file read or
+    replaced without the privacy key, protected templates used without it).
+
+    ``problem`` is the line, with ``{key}`` where it names how the key is given
+    (appended in parentheses when it has no ``{key}``): for a library caller, the
+    parameter taking the key's bytes and the public function that loads one
+    (```privacy_key```: a key file's bytes, as
+    ``ssgallery.formats.encryption.load_privacy_key(FILE)`` reads them); raised
+    through `reads_key_files` (the commands and their functions), the key file and its
+    variable (`key_source`)."""
+
+    def __init__(self, problem, which="privacy", path=None, from_files=False):
+        self.problem, self.which, self.from_files = problem, which, from_files
+        param, _, _, loader = _KEYS[which]
+        given = key_source(which, True) if from_files else \
+            f"{option(param)}: a key file's bytes, as {loader}(FILE) reads them"
+        text = problem.replace("{key}", given) if "{key}" in problem else \
+            f"{problem} ({given})"
+        super().__init__(text, path=path)
+
+    def __reduce__(self):  # pickled back from a worker process as the same line
+        return (type(self), (self.problem, self.which, self.path, self.from_files))
+
+    def named_as_files(self):
+        """This refusal as the commands word it: the key file and its variable."""
+        return self if self.from_files else \
+            KeyNeeded(self.problem, self.which, self.path, True)
+
+
+@contextlib.contextmanager
+def reads_key_files():
+    """Block (or decorator) of a function that reads the host's keys from key files (the
+    commands, and their functions' ``key_file`` and ``privacy_key_file``): a
+    `KeyNeeded` raised inside names the key file and its variable (`key_source`)
+    instead of the parameter taking the key's bytes, which such a function has not."""
+    try:
+        yield
+    except KeyNeeded as exc:
+        if exc.from_files:
+            raise
+        raise exc.named_as_files().with_traceback(exc.__traceback__) from None
 
 
 def sign(digest, key):
@@ -301,16 +364,14 @@ def sign(digest, key):
 def check_signature(root_attrs, digest, key, kind, path=None):
     """With a key: refuse an unsigned or wrongly signed file. Without: nothing.
 
-    The refusal of an unsigned file names the key's source: ``$SSGALLERY_KEY_FILE`` or
-    ``key_file`` for a `FileKey` (`load_key`), else the parameter ``key``."""
+    The refusal of an unsigned file names the key's source (`key_source`): ``key_file``
+    or ``$SSGALLERY_KEY_FILE`` for a `FileKey` (`load_key`), else the parameter ``key``."""
     if key is None:
         return
     found = root_attrs.get("hmac")
     if found is None:
-        given = f"${KEY_ENV} or {option('key_file')}" if isinstance(key, FileKey) \
-            else option("key")
         raise FormatError(f"{kind} is not signed, and a signing key is configured "
-                          f"({given})", path=path)
+                          f"({key_source('signing', isinstance(key, FileKey))})", path=path)
     if isinstance(found, bytes):
         found = found.decode("ascii", "replace")
     if not _hmac.compare_digest(str(found), sign(digest, key)):

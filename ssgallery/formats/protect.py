@@ -34,8 +34,9 @@ import os
 import numpy as np
 
 from ssgallery.checks import is_int
-from ssgallery.errors import FormatError, SsgalleryError, option
-from ssgallery.formats.encryption import PRIVACY_KEY_ENV, hkdf
+from ssgallery.errors import FormatError, SsgalleryError
+from ssgallery.formats.encryption import hkdf
+from ssgallery.formats.integrity import KeyNeeded
 from ssgallery.matchers.rotation import (
     Isometries,
     rotatable,
@@ -130,8 +131,7 @@ def new_protection(matcher, privacy_key, prototypes):
         No key, or a matcher whose space cannot be rotated (`rotatable`).
     """
     if privacy_key is None:
-        raise SsgalleryError(f"protecting the templates needs the privacy key "
-                             f"({option('privacy_key_file')} or ${PRIVACY_KEY_ENV})")
+        raise KeyNeeded("protecting the templates needs the privacy key")
     problem = rotatable(matcher)
     if problem:
         raise SsgalleryError(problem)
@@ -188,9 +188,8 @@ def protection_record(header, path=None):
 
 
 def _needs_key(path):
-    return FormatError(f"the gallery's templates are protected (rotated with a secret key); "
-                       f"using them needs the privacy key ({option('privacy_key_file')} or "
-                       f"${PRIVACY_KEY_ENV})", path=path)
+    return KeyNeeded("the gallery's templates are protected (rotated with a secret key); "
+                     "using them needs the privacy key", path=path)
 
 
 class UnkeyedMatcher:

@@ -12,7 +12,8 @@ import contextlib
 import os
 import stat
 
-from ssgallery.errors import FormatError, SsgalleryError, option
+from ssgallery.errors import FormatError, SsgalleryError
+from ssgallery.formats.integrity import KeyNeeded
 from ssgallery.formats.kinds import kind_label
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -132,12 +133,9 @@ def _check_format(path, target, kind, force, encrypted):
     found = hdf5_format(target)
     if found == kind:
         if encrypted is False and _is_encrypted(target):
-            from ssgallery.formats.encryption import PRIVACY_KEY_ENV
-
-            raise FormatError(f"is encrypted; writing it again without the privacy key "
-                              f"would leave it in plaintext: give "
-                              f"{option('privacy_key_file')} (or ${PRIVACY_KEY_ENV}), or "
-                              f"remove it first", path=path)
+            raise KeyNeeded("is encrypted; writing it again without the privacy key would "
+                            "leave it in plaintext: give the key ({key}), or remove it "
+                            "first", path=path)
         return
     if found and found.startswith("ssgallery"):
         raise FormatError(f"not {kind_label(kind)} but {kind_label(found)}; refusing to "
