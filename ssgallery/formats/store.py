@@ -38,13 +38,13 @@ from ssgallery.errors import FormatError
 from ssgallery.formats import integrity
 from ssgallery.formats.hdf5 import (
     build_matcher,
-    client_id_problem,
     hdf5_image,
     open_checked,
     read_state,
     write_header,
     write_state,
 )
+from ssgallery.formats.store_checks import store_problem
 
 FORMAT = "ssgallery-enrollment"
 FORMAT_VERSION = 2
@@ -348,20 +348,7 @@ def load_store(path, images=True, privacy_key=None):
         except (KeyError, ValueError, TypeError, OSError, RuntimeError,  # h5py: HDF5 errors
                 AttributeError) as exc:  # a group where a dataset belongs
             raise FormatError(f"corrupt {KIND}: {exc}", path=path) from None
-    n = len(store.images)
-    if store.images.ndim != 3 or any(len(v) != n for v in strs.values()
-                                     if v is not strs["clients"] and v is not strs["background"]):
-        raise FormatError(f"corrupt {KIND}: inconsistent array lengths", path=path)
-    if store.features is not None and (store.features.ndim != 2 or len(store.features) != n):
-        raise FormatError(f"corrupt {KIND}: features {store.features.shape} for {n} images",
-                          path=path)
-    bad = next((c for c in store.clients + store.background if client_id_problem(c)), None)
-    if bad is not None or not _finite_images(store.images) or (
-            store.features is not None and not np.isfinite(store.features).all()):
-        what = f"client id {bad!r}: {client_id_problem(bad)}" if bad is not None \
-            else "NaN or infinite pixels or features"
-        raise FormatError(f"corrupt {KIND}: {what}", path=path)
-    problem = _subjects_problem(store)
+    problem = store_problem(store, strs)
     if problem:
         raise FormatError(f"corrupt {KIND}: {problem}", path=path)
     return store
@@ -383,31 +370,6 @@ def _strings(f, name):
     if getattr(obj, "ndim", None) != 1 or obj.dtype.kind not in "OSU":
         raise ValueError(f"/{name} is not a list of strings")
     return [str(s) for s in obj.asstr()[()]]
-
-
-def _subjects_problem(store):
-    """Why the store's client and background lists disagree with its images (None when
-    they agree): each subject listed once, in one list, with at least one image."""
-    listed = store.clients + store.background
-    seen, twice = set(), None
-    for name in listed:
-        if name in seen:
-            twice = name
-            break
-        seen.add(name)
-    if twice is not None:
-        both = twice in store.clients and twice in store.background
-        return f"{twice!r} is listed {'as client and background' if both else 'twice'}"
-    have = set(np.unique(store.labels).tolist())
-    empty = next((name for name in listed if name not in have), None)
-    return None if empty is None else f"{empty!r} is listed but has no image"
-
-
-def _finite_images(images):
-    """No NaN/inf pixel; a lazily read store is checked chunk by chunk unless 8-bit."""
-    if isinstance(images, StoreImages):
-        return images.integer or all(np.isfinite(c).all() for _, c in images.chunks())
-    return bool(np.isfinite(images).all())
 
 
 def store_summary(path, privacy_key=None):

@@ -1,0 +1,65 @@
+"""The values an enrollment store reader refuses (`ssgallery.formats.store.load_store`,
+after the digest and the layout: the gallery's twin is `ssgallery.formats.gallery.checks`):
+array lengths, the cached features' shape, client ids, non-finite pixels or features, and
+subjects listed twice or without an image."""
+
+import numpy as np
+
+from ssgallery.formats.hdf5 import client_id_problem
+
+
+def store_problem(store, strs):
+    """Why a store read from a file cannot be used, or None.
+
+    Parameters
+    ----------
+    store : EnrollmentStore
+        As `ssgallery.formats.store.load_store` built it: images an array or a
+        `ssgallery.formats.store.StoreImages` (checked chunk by chunk unless 8-bit).
+    strs : dict of str to list of str
+        The string datasets as read (labels, paths, sha256, roots, clients, background).
+
+    Returns
+    -------
+    str or None
+        The problem, in the words of ``corrupt ssgallery enrollment store: <problem>``;
+        the first found in this order: array lengths, features' shape, a client id,
+        NaN or infinite pixels or features, the client and background lists.
+    """
+    n = len(store.images)
+    if store.images.ndim != 3 or any(len(v) != n for v in strs.values()
+                                     if v is not strs["clients"] and v is not strs["background"]):
+        return "inconsistent array lengths"
+    if store.features is not None and (store.features.ndim != 2 or len(store.features) != n):
+        return f"features {store.features.shape} for {n} images"
+    bad = next((c for c in store.clients + store.background if client_id_problem(c)), None)
+    if bad is not None or not _finite_images(store.images) or (
+            store.features is not None and not np.isfinite(store.features).all()):
+        return f"client id {bad!r}: {client_id_problem(bad)}" if bad is not None \
+            else "NaN or infinite pixels or features"
+    return _subjects_problem(store)
+
+
+def _subjects_problem(store):
+    """Why the store's client and background lists disagree with its images (None when
+    they agree): each subject listed once, in one list, with at least one image."""
+    listed = store.clients + store.background
+    seen, twice = set(), None
+    for name in listed:
+        if name in seen:
+            twice = name
+            break
+        seen.add(name)
+    if twice is not None:
+        both = twice in store.clients and twice in store.background
+        return f"{twice!r} is listed {'as client and background' if both else 'twice'}"
+    have = set(np.unique(store.labels).tolist())
+    empty = next((name for name in listed if name not in have), None)
+    return None if empty is None else f"{empty!r} is listed but has no image"
+
+
+def _finite_images(images):
+    """No NaN/inf pixel; a lazily read store is checked chunk by chunk unless 8-bit."""
+    if not isinstance(images, np.ndarray):  # a StoreImages
+        return images.integer or all(np.isfinite(c).all() for _, c in images.chunks())
+    return bool(np.isfinite(images).all())
