@@ -67,9 +67,11 @@ def test_warning_names_clients_and_suggests_a_better_matcher_or_target():
     assert frr_warning({"mode": "client"}, "eigenface") is None  # not recorded: silent
     line = calibration_line(cal | {"expected_far": 0.01, "expected_far_ci": [0.005, 0.02],
                                    "accepted": 2, "impostors": 200})
+    # a record without the interval by client (written before it) says its interval
+    # counts the scores as independent
     assert line.splitlines()[1] == ("expected FRR at these thresholds 35.00% (95% "
                                     "Clopper-Pearson 30.00-40.00%, 70 of 200 held-out "
-                                    "genuine scores)")
+                                    "genuine scores, counted as independent)")
     # a record edited into nonsense prints no number it cannot format
     assert "expected FRR" not in calibration_line(cal | {"expected_frr": "x"})
 

@@ -3,6 +3,7 @@ recorded in the gallery (mode, global threshold, expected FAR with its interval)
 identical whatever the backend or resumption, never mixed by an update."""
 
 import json
+import re
 import shutil
 
 import h5py
@@ -144,6 +145,12 @@ def test_info_shows_mode_and_expected_far(synth_split, tmp_path):
     assert line.startswith("thresholds: shrink (normalised T = ")
     assert "expected FAR" in line and "95% Clopper-Pearson" in line
     assert "held-out impostor scores)" in line
+    # the interval takes the impostor person as the trial, the FRR's the client
+    # (ssgallery.biometrics.intervals), and the line says so
+    assert re.search(r"Clopper-Pearson [0-9.]+-[0-9.]+% by impostor person: \d+ impostor "
+                     r"people, design effect [0-9.]+; \d+ of \d+ held-out", line), line
+    frr = next(ln for ln in out.output.splitlines() if ln.startswith("expected FRR"))
+    assert re.search(r"by client: 3 clients, design effect [0-9.]+; \d+ of", frr), frr
 
 
 def test_gallery_without_calibration_attrs_still_works(synth_split, tmp_path):

@@ -78,7 +78,10 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
     calibration : dict
         ``mode``, ``target_far``, ``global_threshold`` (normalised T; None for
         ``client``), ``accepted``, ``impostors``, ``expected_far`` and
-        ``expected_far_ci`` (None when copied clients have no recorded counts),
+        ``expected_far_ci`` (None when copied clients have no recorded counts; the
+        scores counted as independent trials), ``far_by_person`` (the interval with the
+        impostor person as the trial: `merged_record`; None when copied clients have
+        none recorded),
         ``clients``, ``training_clients`` (clients whose scores are training scores:
         nothing could be held out, or they were off scale; the copied ones by their
         provenance) and ``unresolved`` (the clients whose count is not an estimate and
@@ -94,7 +97,7 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
     kept = set(kept)
     new = [c for c in sorted(results) if c not in kept]
     counts = {"accepted": 0, "impostors": 0, "global_threshold": None}
-    unresolved, unknown, old = None, False, None
+    unresolved, unknown, old, by_person = None, False, None, []
     if kept:  # a gallery without counts leaves the estimate unknown
         _check_update(mode, target_far, previous, path)
         old = previous[1] or {}
@@ -102,6 +105,7 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
         counts = {k: None if unknown and k != "global_threshold" else old.get(k)
                   for k in counts}
         unresolved = None if unknown else unresolved_record(old.get("unresolved"))
+        by_person.append(None if unknown else clustered_sums(old.get("far_by_person")))
     thresholds = {c: float(results[c].threshold) for c in kept}
     if new:
         t, info = calibrate_thresholds([results[c].heldout["impostor"] for c in new],
@@ -116,6 +120,7 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
             counts["impostors"] += info["impostors"]
         if not unknown:
             unresolved = merge_unresolved(unresolved, info["unresolved"])
+        by_person.append((info["far_by_person"] or {}).get("sums"))
     training = sum(_training(r) for r in results.values())  # kept ones: their provenance
     known = counts["accepted"] is not None and counts["impostors"]
     far = counts["accepted"] / counts["impostors"] if known else None
@@ -125,7 +130,8 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
               "expected_far": far,
               "expected_far_ci": list(clopper_pearson(counts["accepted"],
                                                       counts["impostors"]))
-              if known else None, "clients": len(results),
+              if known else None, "far_by_person": merged_record(by_person) if known else None,
+              "clients": len(results),
               "training_clients": int(training), "unresolved": unresolved}
     if unknown:
         record["counts_unknown"] = True
@@ -161,6 +167,36 @@ def _people(results, clients, labels):
     labels = np.asarray(labels).astype(str)
     return [labels[np.asarray(results[c].heldout["impostor_row"], dtype=int)]
             if "impostor_row" in (results[c].heldout or {}) else None for c in clients]
+
+
+def clustered_sums(value):
+    """The per-cluster sums of a recorded interval by cluster (``far_by_person``,
+    ``frr_by_client``: data from a file, `ssgallery.biometrics.calibration.clustered_record`)
+    when they are well formed: `ssgallery.biometrics.intervals.SUM_KEYS`, finite numbers
+    >= 0, ``clusters`` whole, ``k`` <= ``n``; else None (unknown, as in galleries
+    written before it)."""
+    from ssgallery.biometrics.intervals import SUM_KEYS
+
+    sums = value.get("sums") if isinstance(value, dict) else None
+    if not isinstance(sums, dict) or not all(is_real(sums.get(k)) and np.isfinite(sums[k])
+                                             and sums[k] >= 0 for k in SUM_KEYS):
+        return None
+    if not is_int(sums["clusters"]) or sums["k"] > sums["n"]:
+        return None
+    return {k: sums[k] for k in SUM_KEYS}
+
+
+def merged_record(blocks):
+    """One interval by cluster from the `clustered_sums` of blocks of disjoint clusters
+    (an update: the copied clients' record and the new clients'; for impostor people,
+    who are claimed against both blocks, taken as disjoint: see docs/operating-points.md);
+    None when a block has none (unknown) or there is no trial."""
+    from ssgallery.biometrics.calibration import clustered_record
+    from ssgallery.biometrics.intervals import merged_sums
+
+    if not blocks or any(b is None for b in blocks):
+        return None
+    return clustered_record(merged_sums(*blocks))
 
 
 def unresolved_record(value):
@@ -211,12 +247,16 @@ def client_frr(results, thresholds, clients):
 def frr_record(per_client, previous=None):
     """The FRR part of a calibration record: ``rejected`` and ``genuine`` held-out genuine
     scores (pooled over clients), ``expected_frr`` and its 95 % Clopper-Pearson
-    ``expected_frr_ci``, ``frr_high_clients`` (clients rejecting at least
+    ``expected_frr_ci`` (the scores counted as independent trials), ``frr_by_client``
+    (the interval with the client as the trial, `merged_record`), ``frr_high_clients`` (clients rejecting at least
     `HIGH_CLIENT_FRR` of theirs) and ``frr_worst`` (the `WORST` clients with the
     highest FRR, ``[id, frr]``, FRR > 0). ``previous``: the record of the clients copied
     from an existing gallery (an update); a record without FRR counts leaves them None."""
     from ssgallery.biometrics.calibration import clopper_pearson
+    from ssgallery.biometrics.intervals import cluster_sums
 
+    blocks = [cluster_sums([r for r, _ in per_client.values()],
+                           [n for _, n in per_client.values()])]
     rejected = sum(r for r, _ in per_client.values())
     genuine = sum(n for _, n in per_client.values())
     high = sum(r / n >= HIGH_CLIENT_FRR for r, n in per_client.values())
@@ -224,7 +264,9 @@ def frr_record(per_client, previous=None):
     if previous is not None:
         if previous.get("genuine") is None:
             return {"rejected": None, "genuine": None, "expected_frr": None,
-                    "expected_frr_ci": None, "frr_high_clients": None, "frr_worst": []}
+                    "expected_frr_ci": None, "frr_by_client": None,
+                    "frr_high_clients": None, "frr_worst": []}
+        blocks.append(clustered_sums(previous.get("frr_by_client")))
         rejected += int(previous["rejected"])
         genuine += int(previous["genuine"])
         high += int(previous.get("frr_high_clients") or 0)
@@ -233,6 +275,7 @@ def frr_record(per_client, previous=None):
     return {"rejected": rejected, "genuine": genuine,
             "expected_frr": rejected / genuine if genuine else None,
             "expected_frr_ci": list(clopper_pearson(rejected, genuine)) if genuine else None,
+            "frr_by_client": merged_record(blocks) if genuine else None,
             "frr_high_clients": high, "frr_worst": worst}
 
 
@@ -253,5 +296,6 @@ def apply(results, thresholds, mode):
     return results
 
 
-__all__ = ["HIGH_CLIENT_FRR", "WORST", "apply", "calibrate", "client_frr", "counts_inseparable",
-           "frr_record", "merge_unresolved", "previous_calibration", "unresolved_record"]
+__all__ = ["HIGH_CLIENT_FRR", "WORST", "apply", "calibrate", "client_frr", "clustered_sums",
+           "counts_inseparable", "frr_record", "merge_unresolved", "merged_record",
+           "previous_calibration", "unresolved_record"]

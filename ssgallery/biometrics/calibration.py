@@ -31,6 +31,7 @@ import numpy as np
 
 from ssgallery.biometrics import metrics
 from ssgallery.biometrics.heldout import floored_std
+from ssgallery.biometrics.intervals import clopper_pearson, cluster_sums, sums_interval
 from ssgallery.errors import InputError
 
 THRESHOLD_MODES = ("client", "znorm-global", "shrink")
@@ -42,25 +43,6 @@ def constant_spread(std, mean):
     """Whether Z-norm spreads ``std`` (any shape, with their ``mean``) are at their floor:
     constant impostor scores, no scale to normalise with (1e-9 of the mean's size)."""
     return np.asarray(std) <= 1e-9 * np.maximum(1.0, np.abs(mean))
-
-
-def clopper_pearson(k, n, level=0.95):
-    """Exact (Clopper-Pearson) two-sided interval of a binomial rate k / n.
-
-    Returns
-    -------
-    low, high : float
-        ``(0, 1)`` when ``n == 0``.
-    """
-    from scipy.stats import beta
-
-    k, n = int(k), int(n)
-    if n <= 0:
-        return 0.0, 1.0
-    a = (1.0 - level) / 2.0
-    low = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
-    high = 1.0 if k == n else float(beta.ppf(1.0 - a, k + 1, n - k))
-    return low, high
 
 
 def accepts_too_many(accepted, impostors, target_far, level=0.95):
@@ -112,6 +94,40 @@ def _unresolved(scores, accepted, people, fitted, held_out):
         return None
     return {"clients": len(sizes), "people": [min(sizes), max(sizes)],
             "far": float(np.mean(bounds)) if bounds else None, "training": training}
+
+
+def clustered_record(sums):
+    """A rate's interval by cluster as a calibration records it: ``{"ci": [low, high],
+    "design_effect", "sums"}`` (`ssgallery.biometrics.intervals.sums_interval` of the
+    `ssgallery.biometrics.intervals.cluster_sums` ``sums``, kept so that an update can
+    add its clients'); None without trials."""
+    if sums["n"] <= 0:
+        return None
+    low, high, d = sums_interval(sums)
+    return {"ci": [low, high], "design_effect": d, "sums": dict(sums)}
+
+
+def person_sums(hits, people):
+    """`ssgallery.biometrics.intervals.cluster_sums` of accepted impostor scores by
+    impostor person: ``hits`` per client (bool, shape (n_c,)), ``people`` per client (the
+    person of each score, or None: each score its own person). One person's scores
+    against every client form one cluster."""
+    hits = [np.asarray(h, dtype=bool).ravel() for h in hits]
+    known = [np.asarray(who).astype(str).ravel() for h, who in zip(hits, people)
+             if who is not None]
+    names = np.unique(np.concatenate(known)) if known else np.array([], dtype=str)
+    codes, extra = [], names.size
+    for h, who in zip(hits, people):
+        if who is None:  # each score a person of its own
+            codes.append(extra + np.arange(h.size))
+            extra += h.size
+        else:
+            codes.append(np.searchsorted(names, np.asarray(who).astype(str).ravel()))
+    if not extra:
+        return cluster_sums([], [])
+    code, flat = np.concatenate(codes), np.concatenate(hits)
+    return cluster_sums(np.bincount(code, flat, minlength=extra),
+                        np.bincount(code, minlength=extra))
 
 
 def _gap_threshold(scores, far):
@@ -246,7 +262,9 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
         held-out estimate of the FAR: ``accepted`` / ``impostors`` (counts over all
         clients; for the normalised modes counted on the cross-fitted scores of
         `cross_normalised`, on which T is set), ``expected_far`` and its 95 %
-        Clopper-Pearson ``expected_far_ci``; ``unresolved`` (`_unresolved`, None when
+        Clopper-Pearson ``expected_far_ci`` (the scores counted as independent trials);
+        ``far_by_person`` (`clustered_record`: the interval with the impostor person as
+        the trial, `ssgallery.biometrics.intervals.clustered_interval`); ``unresolved`` (`_unresolved`, None when
         every client's count is an estimate): the clients whose threshold was fitted on
         the very scores counted, so that the count is 0 or floor(F n) by construction,
         not an estimate: normalised in sample (fewer than 4 scores,
@@ -296,10 +314,12 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
                "global_threshold": None if big_t is None else float(big_t),
                "accepted": accepted, "impostors": total, "expected_far": accepted / total,
                "expected_far_ci": list(clopper_pearson(accepted, total)),
+               "far_by_person": clustered_record(person_sums(hits, people)),
                "unresolved": _unresolved(impostors, hits, people, fitted,
                                          held_out or [True] * len(impostors))}
 
 
 __all__ = ["DEFAULT_THRESHOLD_MODE", "THRESHOLD_MODES", "accepts_too_many",
-           "calibrate_thresholds", "clopper_pearson", "cross_fittable", "cross_normalised",
-           "people_bound", "subject_out_fittable", "subject_out_normalised"]
+           "calibrate_thresholds", "clopper_pearson", "clustered_record", "cross_fittable",
+           "cross_normalised", "people_bound", "person_sums", "subject_out_fittable",
+           "subject_out_normalised"]

@@ -172,15 +172,11 @@ def _hazard(fpir_n, n):
 
 
 def _interval(fpir_n, n, searches, level=0.95):
-    """Clopper-Pearson interval of FPIR_n (fractional counts allowed), as hazards."""
-    from scipy.stats import beta
+    """Clopper-Pearson interval of FPIR_n (fractional counts allowed,
+    `ssgallery.biometrics.intervals.beta_interval`), as hazards."""
+    from ssgallery.biometrics.intervals import beta_interval
 
-    k = np.asarray(fpir_n, dtype=float) * searches
-    a = (1.0 - level) / 2.0
-    with np.errstate(invalid="ignore"):
-        low = np.where(k <= 0, 0.0, beta.ppf(a, np.maximum(k, 1e-12), searches - k + 1))
-        high = np.where(k >= searches, 1.0,
-                        beta.ppf(1.0 - a, k + 1, np.maximum(searches - k, 1e-12)))
+    low, high = beta_interval(np.asarray(fpir_n, dtype=float) * searches, searches, level)
     return _hazard(low, n), _hazard(high, n)
 
 

@@ -29,12 +29,40 @@ def _counted(cal, count, total, what):
 
 
 def _rate(cal, key, count, total, what):
-    """``x% (95% Clopper-Pearson a-b%, k of n held-out <what> scores)``, or None."""
+    """``x% (95% Clopper-Pearson a-b% by <unit>: G <units>, design effect d; k of n
+    held-out <what> scores)`` (the interval by cluster, `_by_cluster`), or for a record
+    without one (written before it) ``x% (95% Clopper-Pearson a-b%, k of n held-out
+    <what> scores, counted as independent)``; None when the rate is not recorded."""
     value, ci = _num(cal.get(key)), cal.get(f"{key}_ci")
     if value is None or not isinstance(ci, list) or len(ci) != 2 or None in map(_num, ci):
         return None
-    return (f"{100 * value:.2f}% (95% Clopper-Pearson {100 * ci[0]:.2f}-{100 * ci[1]:.2f}%, "
-            f"{_counted(cal, count, total, what)})")
+    clustered = _by_cluster(cal, key)
+    if clustered is None:
+        return (f"{100 * value:.2f}% (95% Clopper-Pearson {100 * ci[0]:.2f}-"
+                f"{100 * ci[1]:.2f}%, {_counted(cal, count, total, what)}, counted as "
+                "independent)")
+    return f"{100 * value:.2f}% (95% Clopper-Pearson {clustered}; " \
+        f"{_counted(cal, count, total, what)})"
+
+
+CLUSTERS = {"expected_far": ("far_by_person", "impostor person", "impostor people"),
+            "expected_frr": ("frr_by_client", "client", "clients")}
+
+
+def _by_cluster(cal, key):
+    """``a-b% by <unit>: G <units>, design effect d`` from the record's interval by
+    cluster (its sums, `ssgallery.app.thresholds.clustered_sums`, the interval
+    computed again from them), or None when it has none."""
+    from ssgallery.app.thresholds import clustered_sums
+    from ssgallery.biometrics.intervals import sums_interval
+
+    field, unit, units = CLUSTERS[key]
+    sums = clustered_sums(cal.get(field))
+    if sums is None or sums["n"] <= 0:
+        return None
+    low, high, d = sums_interval(sums)
+    return (f"{100 * low:.2f}-{100 * high:.2f}% by {unit}: {sums['clusters']} "
+            f"{unit if sums['clusters'] == 1 else units}, design effect {d:.2f}")
 
 
 def _people(u):

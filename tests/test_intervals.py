@@ -1,0 +1,159 @@
+"""Intervals of rates whose trials come in clusters (ssgallery.biometrics.intervals) and
+where compress records them: the FAR by impostor person, the FRR by client."""
+
+import numpy as np
+import pytest
+from scipy.stats import beta
+
+from ssgallery.app.thresholds import clustered_sums, frr_record, merged_record
+from ssgallery.biometrics.calibration import (
+    calibrate_thresholds,
+    clopper_pearson,
+    person_sums,
+)
+from ssgallery.biometrics.intervals import (
+    beta_interval,
+    cluster_sums,
+    clustered_interval,
+    design_effect,
+    merged_sums,
+)
+
+
+def _exact(k, n, level=0.95):
+    """The textbook Clopper-Pearson interval, for comparison."""
+    a = (1 - level) / 2
+    return (0.0 if k == 0 else beta.ppf(a, k, n - k + 1),
+            1.0 if k == n else beta.ppf(1 - a, k + 1, n - k))
+
+
+@pytest.mark.parametrize("k, n", [(0, 10), (10, 10), (38, 3800), (1, 1), (5, 7), (93, 200)])
+def test_clopper_pearson_is_the_exact_interval(k, n):
+    assert clopper_pearson(k, n) == pytest.approx(_exact(k, n), abs=1e-15)
+    assert clopper_pearson(0, 0) == (0.0, 1.0)
+    low, high = beta_interval([k, k], [n, n])  # elementwise, fractional counts allowed
+    assert low.tolist() == pytest.approx([_exact(k, n)[0]] * 2)
+    assert high.tolist() == pytest.approx([_exact(k, n)[1]] * 2)
+
+
+def test_one_trial_per_cluster_is_the_plain_interval():
+    rng = np.random.default_rng(0)
+    k = (rng.random(4000) < 0.01).astype(float)
+    low, high, d = clustered_interval(k, np.ones(4000))
+    assert d == 1.0
+    assert (low, high) == pytest.approx(clopper_pearson(k.sum(), 4000), rel=1e-12)
+
+
+def test_all_or_none_clusters_are_the_interval_of_the_clusters():
+    # 200 people, 20 claims each; 4 people have every claim accepted, the rest none:
+    # 80 of 4000 claims, but 4 of 200 people
+    k, n = np.zeros(200), np.full(200, 20.0)
+    k[:4] = 20
+    low, high, d = clustered_interval(k, n)
+    assert d == pytest.approx(20.0)
+    assert (low, high) == pytest.approx(clopper_pearson(4, 200), rel=1e-9)
+    plain = clopper_pearson(80, 4000)
+    assert high > 2 * plain[1]  # the plain one is far too narrow
+
+
+def test_independent_claims_in_clusters_are_about_the_plain_interval():
+    # every claim an independent draw at 1 %, grouped 20 to a person: nothing to correct
+    rng = np.random.default_rng(1)
+    k = rng.binomial(20, 0.01, size=400).astype(float)
+    low, high, d = clustered_interval(k, np.full(400, 20.0))
+    plain = clopper_pearson(k.sum(), 8000)
+    assert 1.0 <= d < 1.2
+    assert low == pytest.approx(plain[0], rel=0.1) and high == pytest.approx(plain[1], rel=0.1)
+
+
+def test_no_accept_takes_the_clusters_as_the_trials():
+    # the spread between people cannot be seen: the widest, people as the trials
+    low, high, d = clustered_interval(np.zeros(19), np.full(19, 200.0))
+    assert d == pytest.approx(200.0) and low == 0.0
+    assert high == pytest.approx(clopper_pearson(0, 19)[1])
+    assert design_effect(cluster_sums([], [])) == 1.0
+
+
+def test_the_clustered_interval_covers_clustered_rates_where_the_plain_one_does_not():
+    # 20 impostor people x 200 claims; each person's own accept rate drawn around 1 %
+    # (beta, mean 1 %): 500 galleries' worth of counts, fixed seed
+    rng = np.random.default_rng(2)
+    truth, covered = 0.01, {"plain": 0, "people": 0}
+    for _ in range(500):
+        p = rng.beta(0.5, 0.5 * (1 - truth) / truth, size=20)
+        k = rng.binomial(200, p).astype(float)
+        lo, hi = clopper_pearson(k.sum(), 4000)
+        covered["plain"] += lo <= truth <= hi
+        lo, hi, _ = clustered_interval(k, np.full(20, 200.0))
+        covered["people"] += lo <= truth <= hi
+    assert covered["plain"] < 0.75 * 500  # nominal 95 %: 328 of 500 (seed 2)
+    assert covered["people"] > 0.9 * 500  # 460 of 500
+
+
+def test_blocks_of_disjoint_clusters_add_up():
+    rng = np.random.default_rng(3)
+    k, n = rng.integers(0, 5, 30).astype(float), rng.integers(5, 10, 30).astype(float)
+    whole = cluster_sums(k, n)
+    assert merged_sums(cluster_sums(k[:10], n[:10]), cluster_sums(k[10:], n[10:])) == \
+        pytest.approx(whole)
+    assert merged_record([cluster_sums(k[:10], n[:10]), cluster_sums(k[10:], n[10:])]) == \
+        merged_record([whole])
+    assert merged_record([whole, None]) is None  # a block without a record: unknown
+
+
+def test_person_sums_cluster_one_persons_scores_across_clients():
+    hits = [np.array([True, True, False]), np.array([True, False, False])]
+    people = [np.array(["p1", "p1", "p2"]), np.array(["p1", "p2", "p3"])]
+    s = person_sums(hits, people)
+    # p1: 3 of 3, p2: 0 of 2, p3: 0 of 1
+    assert s == cluster_sums([3, 0, 0], [3, 2, 1])
+    # unknown people: each score its own
+    assert person_sums(hits, [None, people[1]]) == cluster_sums([1, 1, 0, 1, 0, 0],
+                                                                [1, 1, 1, 1, 1, 1])
+
+
+def test_calibration_records_the_far_interval_by_impostor_person():
+    # 10 clients, 30 impostor people x 4 scores each; one person scores high against
+    # every client: its 40 scores are what the pool accepts
+    rng = np.random.default_rng(4)
+    people = np.repeat([f"p{i:02d}" for i in range(30)], 4)
+    scores = [rng.normal(0, 1, 120) + 6.0 * (people == "p07") for _ in range(10)]
+    norms = [{"kind": "znorm", "mean": float(s.mean()), "std": float(s.std())}
+             for s in scores]
+    _, info = calibrate_thresholds(scores, norms, 0.03, people=[people] * 10)
+    rec = info["far_by_person"]
+    assert rec["sums"]["clusters"] == 30 and rec["sums"]["n"] == 1200
+    assert rec["sums"]["k"] == info["accepted"]
+    assert rec["design_effect"] > 10
+    low, high = rec["ci"]
+    plain = info["expected_far_ci"]
+    assert low < plain[0] and high > 2 * plain[1]
+    assert clustered_sums(rec) == rec["sums"]
+
+
+def test_frr_record_has_the_interval_by_client_and_merges_an_update():
+    per = {"c1": (5, 5), "c2": (0, 5), "c3": (0, 5), "c4": (1, 5)}
+    rec = frr_record(per)
+    assert rec["frr_by_client"]["sums"] == cluster_sums([5, 0, 0, 1], [5, 5, 5, 5])
+    assert rec["frr_by_client"]["ci"] == list(clustered_interval([5, 0, 0, 1], [5] * 4)[:2])
+    # an update adds its clients to the copied ones' record ...
+    both = frr_record({"c5": (2, 5)}, rec)
+    assert both["frr_by_client"]["sums"] == cluster_sums([5, 0, 0, 1, 2], [5] * 5)
+    # ... and a copied record without it (written before it) leaves it unknown
+    old = {k: v for k, v in rec.items() if k != "frr_by_client"}
+    assert frr_record({"c5": (2, 5)}, old)["frr_by_client"] is None
+
+
+@pytest.mark.parametrize("value", [None, "x", {"sums": None}, {"sums": {"clusters": 2}},
+                                   {"sums": {"clusters": 2.5, "k": 1, "n": 2, "kk": 1,
+                                             "kn": 1, "nn": 2}},
+                                   {"sums": {"clusters": 2, "k": 3, "n": 2, "kk": 1,
+                                             "kn": 1, "nn": 2}},
+                                   {"sums": {"clusters": 2, "k": -1, "n": 2, "kk": 1,
+                                             "kn": 1, "nn": 2}},
+                                   {"sums": {"clusters": 2, "k": 1, "n": float("nan"),
+                                             "kk": 1, "kn": 1, "nn": 2}},
+                                   {"sums": {"clusters": True, "k": 1, "n": 2, "kk": 1,
+                                             "kn": 1, "nn": 2}}])
+def test_a_malformed_recorded_interval_reads_as_unknown(value):
+    assert clustered_sums(value) is None
