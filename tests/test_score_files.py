@@ -118,6 +118,30 @@ def test_nan_and_missing_scores_are_failures_to_acquire(tmp_path):
     assert np.isnan(read_scores(path_csv).score).tolist() == [False, True, False]
 
 
+def test_lines_of_spaces_are_skipped_in_every_format(tmp_path):
+    """A line of nothing but spaces and tabs is skipped by the text formats and by bob's
+    CSV format alike (bob reads its CSV files with pandas' read_csv, which skips them);
+    the CSV reader refused it ('line 3: expected 4 fields (as the header line), got 1'),
+    and named the line before the real one after an empty line."""
+    claims = [("c1", "c1", "p1", 0.9), ("c1", "c2", "p2", 0.1), ("c2", "c2", "p3", 0.8)]
+    blank = ["   ", "\t", " \t "]
+    text = [f"{c} {r} {p} {s}" for c, r, p, s in claims]
+    table = [f"{c},{r},{p},{s}" for c, r, p, s in claims]
+    files = {"s.txt": [text[0], blank[0], text[1], blank[1], text[2], blank[2]],
+             "s.csv": ["bio_ref_subject_id,probe_subject_id,probe_key,score", table[0],
+                       blank[0], table[1], blank[1], "", table[2], blank[2]]}
+    for name, lines in files.items():
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+        got = read_scores(tmp_path / name)
+        assert list(zip(got.claimed, got.real, got.probe, got.score.tolist())) == claims
+    bad = tmp_path / "bad.csv"
+    bad.write_text("bio_ref_subject_id,probe_subject_id,probe_key,score\nc1,c1,p1,0.9\n\n"
+                   "  \nc1,c2\n")
+    with pytest.raises(InputError, match=r"bad.csv: line 5: expected 4 fields \(as the "
+                                         r"header line\), got 2$"):
+        read_scores(bad)
+
+
 def test_duplicate_score_files_are_refused(tmp_path):
     write_scores(tmp_path / "s.txt", _table(n_clients=1, n_gen=3, n_imp=5))
     (tmp_path / "copy.txt").write_bytes((tmp_path / "s.txt").read_bytes())

@@ -252,12 +252,18 @@ def _once(seen, key, lineno, path):
                          "scored once", path=path)
 
 
+def _blank(text):
+    """True for a line of nothing but spaces and tabs: both formats skip it (bob's CSV
+    reader, pandas' ``read_csv``, does too)."""
+    return not text.strip(" \t\r")
+
+
 def _read_text(path):
     """Rows (claimed, real, probe, score) of a 4- or 5-column file, legacy metadata."""
     rows, meta, clients, ncol, seen = [], {}, {}, None, {}
     for lineno, line in enumerate(read_lines(path, "score file"), 1):
         text = line.strip(" \t\r")
-        if not text:
+        if _blank(text):
             continue
         if text.startswith("#"):
             _legacy_header(text[1:].strip(), meta, clients, lineno, path)
@@ -291,12 +297,15 @@ def _read_csv(path):
         raise InputError(f"not a bob CSV score file: no column {', '.join(missing)} in the "
                          f"header line", path=path)
     rows, seen, width = [], {}, len(reader.fieldnames)
-    for lineno, row in enumerate(reader, 2):
+    for row in reader:
+        lineno = reader.line_num  # csv skips empty lines: a count would name another
+        if list(row.values())[1:] == [None] * (width - 1) and _blank(row[reader.fieldnames[0]]):
+            continue  # a line of spaces: one field of spaces, as the text format skips it
         got = sum(v is not None for k, v in row.items() if k is not None)
         if got != width or None in row:  # DictReader: None fills a short row, keys extras
             raise InputError(f"line {lineno}: expected {width} fields (as the header line), "
                              f"got {got + len(row.get(None) or ())}", path=path)
-        probe = row.get("probe_key") or row.get("probe_reference_id") or str(lineno - 1)
+        probe = row.get("probe_key") or row.get("probe_reference_id") or str(len(rows) + 1)
         _once(seen, (row["bio_ref_subject_id"], row.get("bio_ref_reference_id") or "", probe,
                      row["probe_subject_id"]), lineno, path)
         rows.append((row["bio_ref_subject_id"], row["probe_subject_id"], probe,
