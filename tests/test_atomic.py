@@ -123,6 +123,41 @@ def test_kinds_store_gallery_foreign(enrolled, tmp_path):
     assert code == 2 and "/dev/null: is a character device" in out
 
 
+def test_an_existing_output_is_looked_at_through_one_open(enrolled, tmp_path):
+    """check_writable decides whether an existing output may be replaced from one open
+    of it: it opened a store or gallery three times to tell its kind (its encryption
+    header, its seal, then HDF5 by the path again: HDF5 parsed whatever the path held
+    after the seal was checked), a forced foreign file twice (its signature, then its
+    format), so each look could be at another file. Now one read-only open (never
+    waiting on a FIFO), and every look reads that descriptor; the answers are
+    unchanged."""
+    from helpers import opens_of
+
+    from ssgallery.formats.atomic import has_prefix
+    from ssgallery.formats.gallery import FORMAT as GALLERY
+    from ssgallery.formats.store import FORMAT as STORE
+
+    store, gallery = enrolled
+    foreign = tmp_path / "plot.png"
+    foreign.write_bytes(b"my notes\n")
+    for path, kind, force, found in ((store, STORE, False, STORE),
+                                     (gallery, GALLERY, False, GALLERY),
+                                     (store, GALLERY, False, None),
+                                     (foreign, has_prefix(b"\x89PNG"), True, None)):
+        with opens_of(path) as seen:
+            try:
+                answer = check_writable(path, kind, force=force, encrypted=False)
+            except SsgalleryError as exc:
+                answer = str(exc)
+        assert seen["opens"] == 1, (path, kind, seen)
+        if found is None and kind == GALLERY:
+            assert answer == (f"{store}: not an ssgallery gallery but an ssgallery "
+                              "enrollment store; refusing to replace it, even forced "
+                              "(choose another name)")
+        else:
+            assert answer == found
+
+
 def test_report_files_of_another_kind_are_kept(tmp_path, enrolled):
     store, _ = enrolled
     out_dir = tmp_path / "report"

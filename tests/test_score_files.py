@@ -226,3 +226,57 @@ def test_dev_eval_threshold_on_dev_rates_on_eval(tmp_path):
     res = CliRunner().invoke(main, ["roc", "--dev-scores", str(tmp_path / "dev.txt"),
                                     "-o", str(tmp_path / "x")])
     assert res.exit_code == 2 and "--dev-scores and --eval-scores go together" in res.output
+
+
+def _roc_into(report, faces, limit_bytes=1 << 31):
+    """``ssgallery roc FACES --methods svm -o REPORT`` as a process with at most
+    ``limit_bytes`` of memory and 60 s (returns the CompletedProcess, or None when it
+    was still running after 60 s and was killed)."""
+    import resource
+    import subprocess
+    import sys
+
+    def bounded():
+        resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+    try:
+        return subprocess.run([sys.executable, "-m", "ssgallery", "roc", str(faces),
+                               "--methods", "svm", "--repetitions", "1", "-o", str(report)],
+                              capture_output=True, text=True, timeout=60, check=False,
+                              preexec_fn=bounded, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    except subprocess.TimeoutExpired:
+        return None
+
+
+@pytest.mark.parametrize("side_car", ["fifo", "dev-zero", "nested"])
+def test_an_output_s_side_car_is_read_within_bounds_to_tell_its_kind(tmp_path, side_car):
+    """roc checks, before it runs, that each score file it will write replaces only a
+    score file of ssgallery's: one whose side-car ``<file>.json`` says so. The side-car
+    was read whole with json.load from the path, unchecked: a FIFO there hung roc, a
+    link to /dev/zero read without end (out of memory), and JSON nested deeper than
+    Python's recursion limit ended in 'internal error: RecursionError', exit 4. Now it
+    is read through one open, a regular file of at most MAX_TEXT_BYTES (anything else is
+    no side-car), and the existing score file is refused as not ssgallery's: one line,
+    exit 2, before any work."""
+    from helpers import make_faces
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=7, seed=1)
+    report = tmp_path / "report"
+    (report / "scores").mkdir(parents=True)
+    score_file = report / "scores" / "svm.r0.txt"
+    score_file.write_text("c1 c1 a 1.0\n")
+    side = report / "scores" / "svm.r0.txt.json"
+    if side_car == "fifo":
+        os.mkfifo(side)
+    elif side_car == "dev-zero":
+        side.symlink_to("/dev/zero")
+    else:
+        side.write_text("[" * 200_000)
+    run = _roc_into(report, faces)
+    assert run is not None, "roc still running after 60 s"
+    assert run.returncode == 2, run.stderr
+    assert run.stderr == (f"ssgallery: error: {score_file}: exists and is not an output of "
+                          "this kind; refusing to replace it unless forced\n")
+    assert score_file.read_text() == "c1 c1 a 1.0\n"
+    assert sorted(p.name for p in report.rglob("*")) == ["scores", "svm.r0.txt",
+                                                         "svm.r0.txt.json"]

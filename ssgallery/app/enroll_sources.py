@@ -99,7 +99,7 @@ def _old_store(store_path, add, force, key):
     """The store at ``store_path`` (None if there is none, or a foreign file to be
     replaced with ``force``); refuses a gallery or a special file there at once. ``key``:
     the privacy key (an encrypted store)."""
-    from ssgallery.formats.atomic import check_writable, hdf5_format
+    from ssgallery.formats.atomic import check_writable
     from ssgallery.formats.store import FORMAT
 
     exists = os.path.exists(store_path)
@@ -107,8 +107,8 @@ def _old_store(store_path, add, force, key):
         raise FormatError(f"no such ssgallery enrollment store to add to (drop "
                           f"{option('add')} to create it)", path=store_path)
     if exists and not add:
-        check_writable(store_path, FORMAT, force, encrypted=key is not None)
-        if force and hdf5_format(store_path) != FORMAT:
+        found = check_writable(store_path, FORMAT, force, encrypted=key is not None)
+        if force and found != FORMAT:
             return None  # a foreign file the caller asked to replace
     # foreign / newer / corrupt -> FormatError, never clobber
     return load_store(store_path, images=False, privacy_key=key) if exists else None

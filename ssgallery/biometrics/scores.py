@@ -46,6 +46,8 @@ from ssgallery.checks import shown
 from ssgallery.errors import InputError
 from ssgallery.formats.atomic import check_writable, has_prefix, write_text_atomic
 from ssgallery.formats.textfile import read_lines
+from ssgallery.formats.writable import Existing
+from ssgallery.safeio import MAX_TEXT_BYTES
 
 MAGIC = "ssgallery-scores"
 
@@ -157,20 +159,27 @@ def format_sidecar(table):
     return jsontext.dumps(meta, indent=1, sort_keys=True) + "\n"
 
 
-def _is_sidecar(path):
-    """Whether ``path`` is a score file side-car written by ssgallery."""
+def _is_sidecar(existing):
+    """Whether the open file ``existing`` (`ssgallery.formats.writable.Existing`) is a
+    score file side-car written by ssgallery: a regular file of at most
+    `ssgallery.safeio.MAX_TEXT_BYTES` (what `read_scores` reads) holding its JSON."""
+    data = existing.read(MAX_TEXT_BYTES)
+    if data is None:
+        return False
     try:
-        with open(path, encoding="utf-8") as handle:
-            meta = json.load(handle)
-    except (OSError, ValueError):
+        meta = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return False
     return isinstance(meta, dict) and meta.get("format") == MAGIC
 
 
-def _is_score_file(path):
-    """Whether ``path`` is a score file written by ssgallery: its side-car says so (or,
-    for files of ssgallery < 0.2, its first line)."""
-    return _is_sidecar(sidecar_path(path)) or has_prefix(f"# {MAGIC} ".encode())(path)
+def _is_score_file(existing):
+    """Whether the open file ``existing`` is a score file written by ssgallery: its
+    side-car says so (or, for files of ssgallery < 0.2, its first line)."""
+    with Existing(sidecar_path(existing.path)) as side:
+        if _is_sidecar(side):
+            return True
+    return has_prefix(f"# {MAGIC} ".encode())(existing)
 
 
 def check_scores_writable(path, force=False):

@@ -133,9 +133,14 @@ def file_format(path):
     kinds of files apart only), or None when ``path`` is not one."""
     try:
         with open(path, "rb") as handle:
-            match = _LAYOUT.match(handle.read(HEADER))
+            return header_format(handle.read(HEADER))
     except OSError:
         return None
+
+
+def header_format(head):
+    """`file_format` of a file whose first `HEADER` bytes are ``head``."""
+    match = _LAYOUT.match(head)
     return match.group(1).decode("ascii") if match else None
 
 

@@ -150,13 +150,19 @@ class _Seal:
             raise SealMismatch(kind, start, start + len(data) - 1, path)
 
 
-def _open(path, kind):
-    try:
-        handle = open(path, "rb", buffering=0)  # noqa: SIM115 (closed by the caller)
-    except OSError as exc:
-        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
+def _open(path, kind, handle=None):
+    """``(handle, its _Seal)``: ``handle`` (an unbuffered binary file already open on
+    the file ``path`` names), else ``path`` opened; closed on any error."""
+    if handle is None:
+        try:
+            handle = open(path, "rb", buffering=0)  # noqa: SIM115 (closed by the caller)
+        except OSError as exc:
+            raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
     try:
         return handle, _Seal(handle, path, kind)
+    except OSError as exc:
+        handle.close()
+        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
     except BaseException:
         handle.close()
         raise
@@ -166,14 +172,8 @@ def check_seal(path, kind="ssgallery file"):
     """Raise `FormatError` (one line naming the file) unless ``path`` carries a
     valid seal: the right magic and layout, the recorded length and the digest of every
     chunk. Reads the file once; never parses HDF5."""
-    handle, seal = _open(path, kind)
-    try:
-        for i in range(len(seal.digests)):
-            seal.check(handle, i, path, kind)
-    except OSError as exc:
-        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
-    finally:
-        handle.close()
+    with SealedFile(path, kind) as sealed:
+        sealed.check_all()
 
 
 def head_of(fd):
@@ -196,6 +196,10 @@ class SealedFile(ReadOnlyFile):
 
     Notes
     -----
+    ``handle``: the file already open (an unbuffered binary file, e.g. opened once
+    and checked to be a regular file), read instead of opening ``path`` again; closed
+    with this object.
+
     ``checked``: a dict a reader that opens one file again and again keeps (a store's
     rows read in slices): the chunks found good in the file it opened before are not
     hashed again when this open is that very file, unchanged since (the same device,
@@ -204,8 +208,8 @@ class SealedFile(ReadOnlyFile):
     hashes the chunks it reads, and a seal-1 file (one chunk) whole.
     """
 
-    def __init__(self, path, kind="ssgallery file", checked=None):
-        handle, self._seal = _open(path, kind)
+    def __init__(self, path, kind="ssgallery file", checked=None, handle=None):
+        handle, self._seal = _open(path, kind, handle)
         super().__init__(path, kind, handle, self._seal.block + self._seal.length)
         self._checked = set()
         if checked is not None:
@@ -215,6 +219,19 @@ class SealedFile(ReadOnlyFile):
             self._checked = checked.get(same, self._checked)
             checked.clear()  # only the file of this open
             checked[same] = self._checked
+
+    def check_all(self):
+        """Check every chunk now (`check_seal`: a reader of the whole file); later reads
+        hash nothing again. Raises `SealMismatch`, or `FormatError` when the file cannot
+        be read."""
+        try:
+            for i in range(len(self._seal.digests)):
+                if i not in self._checked:
+                    self._seal.check(self._handle, i, self.path, self.kind)
+                    self._checked.add(i)
+        except OSError as exc:
+            raise FormatError(f"cannot read the {self.kind} ({exc.strerror})",
+                              path=self.path) from None
 
     @property
     def head(self):

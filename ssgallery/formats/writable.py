@@ -6,6 +6,11 @@ An existing output is replaced only by an output of the same kind: a store is ne
 replaced by a gallery nor the reverse, a file that is not an ssgallery output of that
 kind only with ``force``, a device node, FIFO, socket or folder never; an encrypted
 store or gallery never by a plain one.
+
+The existing file is looked at through one open (`Existing`: read-only, never waiting
+on a FIFO, checked to be a regular file on its descriptor), and its kind is read from
+that descriptor within bounds (a signature's first bytes, a side-car of at most
+`ssgallery.safeio.MAX_TEXT_BYTES`), never from the path again.
 """
 
 import contextlib
@@ -27,32 +32,99 @@ def _special_name(mode):
     return "not a regular file"
 
 
-def hdf5_format(path):
-    """The ``format`` attribute of a sealed ssgallery HDF5 file, "" for one without it,
-    None for any other file (never parsed: see `ssgallery.formats.seal`); for an
-    encrypted store or gallery, the format named in its header (read without the key:
-    `ssgallery.formats.encryption.file_format`)."""
-    from ssgallery.formats.encryption import file_format
-    from ssgallery.formats.seal import check_seal
+class Existing:
+    """An existing output opened once (read-only, never waiting on a FIFO) for the
+    same-kind check: every test of its kind reads this descriptor, never the path again.
 
-    encrypted = file_format(path)
-    if encrypted is not None:
+    Attributes
+    ----------
+    path : str
+        The file (the symlink-resolved target of the output).
+    regular : bool
+        The open file is a regular file (False also when it could not be opened).
+    """
+
+    def __init__(self, path):
+        self.path, self.fd, self.regular, self._format = path, None, False, False
+        with contextlib.suppress(OSError):
+            self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            self.mode = os.fstat(self.fd).st_mode
+            self.regular = stat.S_ISREG(self.mode)
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def head(self, size):
+        """The first ``size`` bytes (fewer in a shorter file; b"" when unreadable)."""
+        if not self.regular:
+            return b""
+        try:
+            return os.pread(self.fd, size, 0)
+        except OSError:
+            return b""
+
+    def read(self, limit):
+        """The whole file, or None when it holds more than ``limit`` bytes or cannot be
+        read: a check of its kind reads no more than it would accept."""
+        if not self.regular:
+            return None
+        chunks, size = [], 0
+        try:
+            while size <= limit:
+                piece = os.pread(self.fd, min(limit + 1 - size, 1 << 20), size)
+                if not piece:
+                    break
+                chunks.append(piece)
+                size += len(piece)
+        except OSError:
+            return None
+        return None if size > limit else b"".join(chunks)
+
+    def format(self):
+        """`hdf5_format` of this open file (looked at once)."""
+        if self._format is False:
+            self._format = _format_of(self)
+        return self._format
+
+
+def _format_of(existing):
+    from ssgallery.formats.encryption import HEADER, header_format
+    from ssgallery.formats.seal import SealedFile
+
+    head = existing.head(HEADER)
+    encrypted = header_format(head)
+    if encrypted is not None or not head:
         return encrypted
     try:
-        check_seal(path)
         import h5py
 
-        with h5py.File(path, "r") as f:
-            value = f.attrs.get("format", "")
-    except (SsgalleryError, OSError, RuntimeError, ValueError):
+        sealed = SealedFile(existing.path, handle=open(os.dup(existing.fd), "rb",  # noqa: SIM115
+                                                       buffering=0))
+        with sealed:
+            sealed.check_all()  # HDF5 never parses an unchecked byte
+            with h5py.File(sealed, "r") as f:
+                value = f.attrs.get("format", "")
+    except (SsgalleryError, OSError, RuntimeError, ValueError, TypeError, KeyError):
         return None
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def _is_encrypted(path):
-    from ssgallery.formats.encryption import file_format
-
-    return file_format(path) is not None
+def hdf5_format(path):
+    """The ``format`` attribute of a sealed ssgallery HDF5 file, "" for one without it,
+    None for any other file (never parsed: see `ssgallery.formats.seal`); for an
+    encrypted store or gallery, the format named in its header (read without the key:
+    `ssgallery.formats.encryption.file_format`). ``path`` is opened once
+    (`Existing`)."""
+    with Existing(os.fspath(path)) as existing:
+        return existing.format()
 
 
 def check_writable(path, kind=None, force=False, encrypted=None):
@@ -67,8 +139,10 @@ def check_writable(path, kind=None, force=False, encrypted=None):
     kind : str, callable or None
         str: the ssgallery HDF5 format tag the output will carry (e.g.
         ``"ssgallery-gallery"``); an existing file is of the same kind when it carries
-        the same tag. callable(path) -> bool: True when the existing file is an output
-        of the same kind (e.g. a PNG signature). None: any regular file is replaced.
+        the same tag. callable(existing) -> bool: True when the existing file, opened
+        once as an `Existing` (read its bytes with ``existing.head(size)`` or the
+        bounded ``existing.read(limit)``, never by its path), is an output of the same
+        kind (e.g. a PNG signature: `has_prefix`). None: any regular file is replaced.
     force : bool
         Replace an existing regular file that is not an output of the same kind. Never
         replaces another kind of ssgallery file, a folder or a special file.
@@ -77,20 +151,29 @@ def check_writable(path, kind=None, force=False, encrypted=None):
         False: an existing encrypted file is never replaced by a plain one, even forced
         (its owner meant it to stay encrypted: a plain copy would be a silent
         downgrade).
+
+    Returns
+    -------
+    str or None
+        The format `hdf5_format` found in the existing file (looked at in the same
+        open), None when there is no file or no format was looked for.
     """
     path = os.fspath(path)
     st, target = _place(path)
     if st is None:
-        return
+        return None
     if not stat.S_ISREG(st.st_mode):
         raise SsgalleryError(f"is {_special_name(st.st_mode)}; refusing to replace it",
                              path=path)
     if kind is None:
-        return
-    if callable(kind):
-        _check_output(path, target, kind, force)
-    else:
-        _check_format(path, target, kind, force, encrypted)
+        return None
+    with Existing(target) as existing:  # one open: every test below reads it
+        if existing.fd is not None and not existing.regular:  # swapped in since the stat
+            raise SsgalleryError(f"is {_special_name(existing.mode)}; refusing to replace "
+                                 "it", path=path)
+        if callable(kind):
+            return _check_output(path, existing, kind, force)
+        return _check_format(path, existing, kind, force, encrypted)
 
 
 def _place(path):
@@ -113,36 +196,39 @@ def _place(path):
     return st, target
 
 
-def _check_output(path, target, kind, force):
+def _check_output(path, existing, kind, force):
     """`check_writable` for a ``kind`` test (callable): the existing file passes it, or
     is forced and is no store or gallery."""
-    if kind(target):
+    if kind(existing):
         return
     if not force:
         raise SsgalleryError("exists and is not an output of this kind; refusing to "
                              "replace it unless forced", path=path)
-    found = hdf5_format(target)  # forced: still never a store or a gallery
+    found = existing.format()  # forced: still never a store or a gallery
     if found and found.startswith("ssgallery"):
         raise FormatError(f"{kind_label(found)}, not an output of this kind; refusing "
                           f"to replace it, even forced (choose another name)", path=path)
 
 
-def _check_format(path, target, kind, force, encrypted):
+def _check_format(path, existing, kind, force, encrypted):
     """`check_writable` for a format tag: the existing file carries it (and stays
     encrypted if it was), or is forced and is no other ssgallery file."""
-    found = hdf5_format(target)
+    from ssgallery.formats.encryption import HEADER, header_format
+
+    found = existing.format()
     if found == kind:
-        if encrypted is False and _is_encrypted(target):
+        if encrypted is False and header_format(existing.head(HEADER)) is not None:
             raise KeyNeeded("is encrypted; writing it again without the privacy key would "
                             "leave it in plaintext: give the key ({key}), or remove it "
                             "first", path=path)
-        return
+        return found
     if found and found.startswith("ssgallery"):
         raise FormatError(f"not {kind_label(kind)} but {kind_label(found)}; refusing to "
                           f"replace it, even forced (choose another name)", path=path)
     if not force:
         raise FormatError(f"not {kind_label(kind)} (not written by ssgallery); refusing to "
                           f"replace it unless forced", path=path)
+    return found
 
 
 HEAD_BYTES = 64  # what `has_prefix` reads of a file for a pattern
@@ -154,12 +240,10 @@ def has_prefix(*prefixes):
     the start of its first `HEAD_BYTES` bytes (a signature with a gap, e.g. WebP's
     ``RIFF....WEBP``)."""
 
-    def same_kind(path):
-        with contextlib.suppress(OSError), open(path, "rb") as handle:
-            head = handle.read(max([HEAD_BYTES] + [len(p) for p in prefixes
-                                                   if isinstance(p, bytes)]))
-            return any(head.startswith(p) if isinstance(p, bytes) else bool(p.match(head))
-                       for p in prefixes)
-        return False
+    def same_kind(existing):
+        head = existing.head(max([HEAD_BYTES] + [len(p) for p in prefixes
+                                                 if isinstance(p, bytes)]))
+        return any(head.startswith(p) if isinstance(p, bytes) else bool(p.match(head))
+                   for p in prefixes)
 
     return same_kind

@@ -138,7 +138,7 @@ SIGNATURES = {"PNG": (PNG_SIGNATURE,), "JPEG": (b"\xff\xd8\xff",),
               "WEBP": (re.compile(rb"RIFF.{4}WEBP", re.DOTALL),)}
 
 
-def _not_replaceable(path):
+def _not_replaceable(existing):
     return False  # a format without a known signature: an existing file only forced
 
 
