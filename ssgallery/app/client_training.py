@@ -1,7 +1,7 @@
 """Training one client of ``compress``: the per-client job every backend runs
 (`train_job`: this process, local workers or a Dask cluster), what it carries
 (`ClientJob`, and the run's `SharedBlocks` sent once) and what it returns (a
-`ssgallery.app.parts.ClientResult`: the model, its provenance, its summary row).
+`ssgallery.app.client_result.ClientResult`: the model, its provenance, its summary row).
 
 The fitting itself (teacher, distillation, held-out thresholds: `train_client`) is in
 `ssgallery.app.client_fit`; its names are importable from here too.
@@ -20,8 +20,8 @@ from ssgallery.app.client_fit import (  # noqa: F401  (public here too)
     threshold_at_far,
     train_client,
 )
+from ssgallery.app.client_result import ClientResult
 from ssgallery.app.options import MAX_ITER, N_FOLDS, CompressOptions  # noqa: F401
-from ssgallery.app.parts import ClientResult
 from ssgallery.biometrics.heldout import (  # noqa: F401  (public here)
     threshold_folds,
     znorm_parameters,

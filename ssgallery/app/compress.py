@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ssgallery.app.client_result import encode_result
 from ssgallery.app.client_training import (  # noqa: F401  (threshold_*, ClientJob: public here)
     GUARD_GAP,
     ClientJob,
@@ -41,7 +42,7 @@ from ssgallery.app.compress_plan import (  # noqa: F401  (FEATURE_BUDGET, CHUNK:
 from ssgallery.app.open_set import fill_spreads, operating_point
 from ssgallery.app.options import CompressOptions, CompressRun
 from ssgallery.app.parallel import run_jobs
-from ssgallery.app.parts import PartsFolder, encode_result, options_digest, run_key
+from ssgallery.app.parts import PartsFolder, options_digest, run_key
 from ssgallery.app.thresholds import apply, calibrate
 from ssgallery.app.update import kept_from_gallery, warn_retrained
 from ssgallery.errors import NotRenderableError, SsgalleryError, signals_received

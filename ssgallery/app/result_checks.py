@@ -36,7 +36,7 @@ def max_result_bytes(context, m):
     three held-out arrays no longer than the store, the metadata (at most
     `MAX_META_BYTES` of JSON held as UTF-32, and the few other values), float64 each,
     plus `RESULT_SLACK`; never more than a committed part
-    (`ssgallery.app.parts.MAX_PART_BYTES`), which is also the bound when the matcher's
+    (`ssgallery.app.client_result.MAX_PART_BYTES`), which is also the bound when the matcher's
     dimension is unknown.
 
     Parameters
@@ -51,7 +51,7 @@ def max_result_bytes(context, m):
     int
     """
     from ssgallery.app.client_fit import AUTO_M_GRID
-    from ssgallery.app.parts import MAX_PART_BYTES
+    from ssgallery.app.client_result import MAX_PART_BYTES
 
     matcher, _, n_images, _ = context
     ceiling = MAX_PART_BYTES + RESULT_SLACK
@@ -64,10 +64,10 @@ def max_result_bytes(context, m):
 
 
 def worker_result(data, waiting, context, where):
-    """A Dask worker's bytes (`ssgallery.app.parts.encode_result`) as a checked
+    """A Dask worker's bytes (`ssgallery.app.client_result.encode_result`) as a checked
     `ClientResult` of one of the clients still ``waiting`` (``context``: see
     `check_result`). Raises `SsgalleryError` (one line)."""
-    from ssgallery.app.parts import decode_result
+    from ssgallery.app.client_result import decode_result
 
     result, _ = decode_result(data, where)
     if result.client not in waiting:
@@ -78,7 +78,7 @@ def worker_result(data, waiting, context, where):
 
 
 def check_result(result, client, context, where):
-    """Refuse a `ssgallery.app.parts.ClientResult` that this host's training could not
+    """Refuse a `ssgallery.app.client_result.ClientResult` that this host's training could not
     have produced for ``client`` (see the module docstring).
 
     Parameters

@@ -19,8 +19,8 @@ def kept_from_gallery(plan, gallery_path, key=None, privacy_key=None, warn=None)
     and 1:N operating point (`ssgallery.app.open_set.read_record`); ``warn`` (default:
     `ssgallery.images.ingest.default_warn`) names the clients trained again because their
     options differ."""
+    from ssgallery.app.client_result import ClientResult
     from ssgallery.app.open_set import read_record
-    from ssgallery.app.parts import ClientResult
     from ssgallery.app.thresholds import previous_calibration
     from ssgallery.formats.gallery import read_gallery
     from ssgallery.formats.hdf5 import state_digest
