@@ -117,6 +117,34 @@ def test_identify_open_set_uses_the_gallery_operating_point(split):
     assert "1:N threshold" in text and "extrapolated beyond the held-out searches" in text
 
 
+def test_a_point_set_on_training_searches_says_so(split, tmp_path):
+    """compress --cv-folds 0 sets the 1:N point on the clients' training scores (the
+    models were fitted to reject those very people), and compress, info and identify
+    called them 'held-out searches', with an expected FPIR as if measured on new people:
+    AT&T, 20 clients, --cv-folds 0: 'expected FPIR 0.75% (... 140 held-out searches of
+    19 clients)' while 45 of the 81 searches of 20 never-enrolled people identified
+    somebody. The record now counts the clients whose searches are training scores
+    (``training_clients``), and every line names them and says it is not an estimate."""
+    root, clients, s = split
+    gallery = tmp_path / "cv0.h5"
+    rec = compress(root / "e.h5", gallery, CompressOptions(cv_folds=0)).open_set
+    assert rec["training_clients"] == 12 and "training_clients" not in s.open_set
+    info = CliRunner().invoke(main, ["info", "--gallery", str(gallery)])
+    line = next(ln for ln in info.output.splitlines() if ln.startswith("1:N search:"))
+    assert "60 training searches of 11 clients" in line and "held-out search" not in line
+    assert "every client's searches are training scores (nothing held out): not an " \
+           "estimate" in line
+    strangers = _probes(root, {p.name for p in (root / "probes").iterdir()} - set(clients))
+    out = json.loads(_identify(*strangers, "--gallery", gallery, "--open-set",
+                               "--json").stdout)
+    assert out["operating_point"]["training_clients"] == 12
+    text = _identify(strangers[0], "--gallery", gallery, "--open-set").output
+    assert "searches are training scores (nothing held out): not an estimate" in text
+    # the held-out point's lines stay as they were
+    info = CliRunner().invoke(main, ["info", "--gallery", str(root / "g.h5")]).output
+    assert "60 held-out searches of 11 clients" in info and "training scores" not in info
+
+
 def test_identify_names_the_centred_score_ranking_score(split):
     """identify --json's 'normalized' held the centred score (g - mean) / scale of the
     open set, not a normalised one: each candidate has 'ranking_score' (the score

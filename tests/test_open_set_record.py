@@ -91,13 +91,21 @@ def test_a_record_of_another_gallery_is_refused_by_every_reader(galleries):
                          "corrupt gallery header: open_set"),
                         ({"measured_clients": 2, "measured": ["c01", "c01"]},
                          "corrupt gallery header: open_set"),
-                        ({"measured": ["c01"]}, "corrupt gallery header: open_set")):
-        _rehashed(gallery, {"clients": 3, "measured_clients": None, **patch})
+                        ({"measured": ["c01"]}, "corrupt gallery header: open_set"),
+                        # clients with training searches: 1 to the clients measured
+                        ({"training_clients": 4}, "corrupt gallery header: open_set"),
+                        ({"training_clients": 0}, "corrupt gallery header: open_set"),
+                        ({"training_clients": "2"}, "corrupt gallery header: open_set")):
+        _rehashed(gallery, {"clients": 3, "measured_clients": None, "training_clients": None,
+                            **patch})
         for args in readers[:2]:
             refused(args, what)
-    _rehashed(gallery, {"measured_clients": 2, "measured": ["c01", "c02"]})
+    _rehashed(gallery, {"measured_clients": 2, "measured": ["c01", "c02"],
+                        "training_clients": None})
     assert _open_set(gallery)["measured"] == ["c01", "c02"]
-    _rehashed(gallery, {"measured_clients": None, "measured": None})
+    _rehashed(gallery, {"measured_clients": None, "measured": None, "training_clients": 3})
+    assert _open_set(gallery)["training_clients"] == 3
+    _rehashed(gallery, {"training_clients": None})
     assert _open_set(gallery) == rec
 
 

@@ -159,10 +159,23 @@ def operating_point(results, labels, target_fpir, kept=(), previous=None, path=N
     if new:
         curves.append(_curve(results, labels, new, scale, len(new)))
     curve = openset.merge_curves(curves) if len(curves) > 1 else curves[0]
-    record = _record(curve, target_fpir, scale)
+    record = _with_training(_record(curve, target_fpir, scale), results, new,
+                            previous.get("training_clients", 0) if kept else 0)
     if kept and "measured_clients" in previous:
         _still_partial(record, previous, pooled, new)
     return record
+
+
+def _with_training(record, results, new, kept_training=0):
+    """``record`` with ``training_clients`` when some of the clients whose searches
+    its curve pools had no held-out scores, their searches training scores
+    (`ssgallery.app.thresholds.on_training_scores`: ``--cv-folds 0``, nothing to hold
+    out, off scale; ``kept_training``: those of the existing record an update merges):
+    the expected FPIR is optimistic for them (`training_note`). Left out when none."""
+    from ssgallery.app.thresholds import on_training_scores
+
+    training = int(kept_training) + sum(on_training_scores(results[c]) for c in new)
+    return dict(record, training_clients=training) if training else record
 
 
 def _pooled(previous, kept):
@@ -240,7 +253,8 @@ def _without_record(results, labels, target_fpir, new):
         return None
     scale = openset.pooled_scale([n["std"] for n in norms])
     record = _record(_curve(results, labels, new, scale, len(results)), target_fpir, scale)
-    return dict(record, measured_clients=len(new), measured=list(new))
+    return dict(_with_training(record, results, new), measured_clients=len(new),
+                measured=list(new))
 
 
 def _record(curve, target_fpir, scale):
@@ -329,8 +343,8 @@ def resolve(record, n_clients, *, fpir=None, threshold=None, verification=False,
             "threshold": t, "target_fpir": target,
             "expected_fpir": expected, "expected_fpir_ci": list(ci), "resolved": resolved,
             "extrapolated": is_extrapolated(record["curve"], t), "clients": int(n_clients),
-            **{k: record[k] for k in ("measured_clients", "searches_inseparable")
-               if k in record}}
+            **{k: record[k] for k in ("measured_clients", "searches_inseparable",
+                                      "training_clients") if k in record}}
 
 
 def describe(point):
@@ -351,7 +365,7 @@ def describe(point):
                  "not measured")
     elif not point["resolved"]:
         text += "; the held-out searches cannot resolve the target: threshold above all"
-    return text + beyond_end(point) + measured_note(point) + ")"
+    return text + beyond_end(point) + measured_note(point) + training_note(point) + ")"
 
 
 def no_point_why(flag=option):
@@ -375,6 +389,27 @@ def measured_note(point):
     return f"; measured on {measured} of the {point['clients']} clients ({why})"
 
 
+def searches_kind(point):
+    """``training`` when every client whose searches a point's curve pools had no
+    held-out scores (``training_clients``, `_with_training`), else ``held-out``."""
+    measured = point.get("measured_clients", point["clients"])
+    return "training" if point.get("training_clients", 0) >= measured else "held-out"
+
+
+def training_note(point):
+    """The words for a point set on training searches (``training_clients``): not an
+    estimate, and which clients; "" otherwise."""
+    training = point.get("training_clients")
+    if not training:
+        return ""
+    measured = point.get("measured_clients", point["clients"])
+    whose = "every client's" if training >= measured else \
+        f"{training} of the {measured} clients'"
+    return (f"; {whose} searches are training scores (nothing held out): not an estimate, "
+            "strangers are identified more often than it says (the models were fitted to "
+            "reject those very people)")
+
+
 def beyond_end(point):
     """The words for a point whose target lies below the curve's end (the extrapolated
     tail stops at `ssgallery.biometrics.openset_tail.TAIL_MIN_FPIR`): T is the curve's
@@ -387,4 +422,4 @@ def beyond_end(point):
 
 __all__ = ["DEFAULT_TARGET_FPIR", "beyond_end", "check_target_fpir", "describe",
            "heldout_searches", "measured_note", "no_point_why", "operating_point", "read_record",
-           "resolve"]
+           "resolve", "searches_kind", "training_note"]

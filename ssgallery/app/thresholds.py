@@ -112,7 +112,8 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
                                        [results[c].normalization for c in new], target_far,
                                        mode, global_threshold=counts["global_threshold"],
                                        people=_people(results, new, labels),
-                                       held_out=[not _training(results[c]) for c in new])
+                                       held_out=[not on_training_scores(results[c])
+                                                 for c in new])
         thresholds.update({c: float(v) for c, v in zip(new, t)})
         counts["global_threshold"] = info["global_threshold"]
         if counts["accepted"] is not None:
@@ -121,7 +122,8 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
         if not unknown:
             unresolved = merge_unresolved(unresolved, info["unresolved"])
         by_person.append((info["far_by_person"] or {}).get("sums"))
-    training = sum(_training(r) for r in results.values())  # kept ones: their provenance
+    # the kept ones by their provenance
+    training = sum(on_training_scores(r) for r in results.values())
     known = counts["accepted"] is not None and counts["impostors"]
     far = counts["accepted"] / counts["impostors"] if known else None
     record = {"mode": mode, "target_far": float(target_far),
@@ -155,8 +157,10 @@ def counts_inseparable(previous, kept):
         (is_int(n) and n != len(kept))
 
 
-def _training(result):
-    """Whether a result's scores are training scores (nothing held out, or off scale)."""
+def on_training_scores(result):
+    """Whether a client result's held-out scores are training scores (``--cv-folds 0``,
+    nothing to hold out, or off scale: its provenance's ``threshold_folds`` is 0), for
+    its share of the expected FAR and of the 1:N point's searches."""
     return (result.provenance or {}).get("threshold_folds") == 0
 
 
@@ -298,4 +302,4 @@ def apply(results, thresholds, mode):
 
 __all__ = ["HIGH_CLIENT_FRR", "WORST", "apply", "calibrate", "client_frr", "clustered_sums",
            "counts_inseparable", "frr_record", "merge_unresolved", "merged_record",
-           "previous_calibration", "unresolved_record"]
+           "on_training_scores", "previous_calibration", "unresolved_record"]

@@ -192,21 +192,27 @@ def open_set_line(rec):
     """``1:N search: threshold T on the best centred score at target FPIR f for N
     clients; expected FPIR x% (95% Clopper-Pearson a-b%, n held-out searches of k
     clients)`` from a gallery's open-set record (None: not recorded)."""
-    from ssgallery.app.open_set import beyond_end, measured_note, no_point_why
+    from ssgallery.app.open_set import (
+        beyond_end,
+        measured_note,
+        no_point_why,
+        searches_kind,
+        training_note,
+    )
 
     if not rec:
         why = no_point_why(lambda name: "--" + name.replace("_", "-"))
         return (f"1:N search: no operating point recorded ({why}): identify --open-set needs "
                 "--threshold or --verification-thresholds until every client is compressed "
                 "again without --update")
-    low, high = rec["expected_fpir_ci"]
+    low, high, kind = *rec["expected_fpir_ci"], searches_kind(rec)
     text = (f"1:N search: threshold {rec['threshold']:.4g} on the best centred score at "
             f"target FPIR {100 * rec['target_fpir']:g}% for "
             f"{counted(rec['clients'], 'client')}; "
             f"expected FPIR {100 * rec['expected_fpir']:.2f}% (95% "
             + ("interval of the tail's scale " if rec.get("extrapolated") else "Clopper-Pearson ")
             + f"{100 * low:.2f}-{100 * high:.2f}%, "
-            f"{counted(rec['searches'], 'held-out search', 'held-out searches')} of "
+            f"{counted(rec['searches'], f'{kind} search', f'{kind} searches')} of "
             f"{counted(rec['search_size'], 'client')}"
             + (f" in {rec['blocks']} runs merged by --update" if rec.get("blocks", 1) > 1
                else "") + ")")
@@ -218,7 +224,7 @@ def open_set_line(rec):
                  + "), not measured")
     elif not rec["resolved"]:
         text += "; too few searches to resolve the target: threshold above every one"
-    return text + beyond_end(rec) + measured_note(rec)
+    return text + beyond_end(rec) + measured_note(rec) + training_note(rec)
 
 
 def open_set_warning(summary):

@@ -127,7 +127,8 @@ def _record_ok(rec, curve):
     whole, FPIRs in [0, 1], a curve that measures something at its lowest threshold
     (hazard > 0: a curve of hazard 0 would read 0 % FPIR everywhere) and whose hazard
     bounds are >= 0, the extrapolated tail starting on the curve and T on it only when
-    the record says so (`_on_tail_ok`), a boolean resolved."""
+    the record says so (`_on_tail_ok`), a boolean resolved, ``training_clients`` (absent
+    when every search is held out) a whole number from 1 to the clients measured."""
     t, h = curve["thresholds"], curve["hazard"]
     ci = rec.get("expected_fpir_ci")
     above = rec["curve"].get("extrapolated_above", t[-1])
@@ -137,6 +138,8 @@ def _record_ok(rec, curve):
             and all(_count(rec.get(k)) for k in ("clients", "search_size"))
             and _count(rec.get("searches"), 0) and _count(rec.get("blocks", 1))
             and _count(rec.get("measured_clients", 1))
+            and _count(rec.get("training_clients", 1))
+            and rec.get("training_clients", 1) <= rec.get("measured_clients", rec["clients"])
             and isinstance(rec.get("resolved"), bool)
             and isinstance(rec.get("extrapolated", False), bool)
             and isinstance(rec.get("searches_inseparable", False), bool)
