@@ -511,6 +511,40 @@ def test_a_cache_folder_that_is_no_folder_name_is_refused_everywhere(faces, tmp_
     assert not (tmp_path / "g.h5").exists()
 
 
+def test_an_empty_cache_folder_is_refused_everywhere(faces, tmp_path):
+    """An empty cache_dir is nearly always an unset shell variable ('-O
+    cache_dir=$CACHE'): the configuration file's 'cache_dir = ""' quietly meant no
+    persistent cache (compress and verify ran, exit 0), 'enroll -O cache_dir=' warned
+    only that the option is not stored, and the library's ExternalMatcher took it. Now
+    one line naming the option, exit 2, as for a cache_dir that is no folder name."""
+    from ssgallery.errors import InputError
+    from ssgallery.matchers.external import ExternalMatcher
+
+    said = ("cache_dir is empty (an unset shell variable?): name a folder, or leave "
+            "cache_dir out to keep answers for this run only")
+    with pytest.raises(InputError) as info:
+        ExternalMatcher(command=[sys.executable, str(MAD)], cache_dir="")
+    assert str(info.value) == f"external matcher option {said}"
+    store, before, more = _external_store_and_more_faces(faces, tmp_path)
+    for add in ([], ["--add"]):
+        out = store if add else tmp_path / "fresh.h5"
+        r = CliRunner().invoke(main, ["enroll", more, "--store", str(out), "-q", *add,
+                                      "--matcher-cmd", f"{sys.executable} {MAD}",
+                                      "-O", "cache_dir="])
+        assert (r.exit_code, r.stdout, r.stderr) == (
+            2, "", f"ssgallery: error: external matcher option {said}\n"), r.output
+    assert store.read_bytes() == before and not (tmp_path / "fresh.h5").exists()
+    config = tmp_path / "config.toml"
+    config.write_text('[external]\ncache_dir = ""\n', encoding="utf-8")
+    r = CliRunner().invoke(main, ["compress", "--store", str(store), "-o",
+                                  str(tmp_path / "g.h5"), "-q"],
+                           env={"SSGALLERY_CONFIG": str(config),
+                                "SSGALLERY_MATCHER_CMD": f"{sys.executable} {MAD}"})
+    want = f"ssgallery: error: {config}: [external] {said}\n"
+    assert (r.exit_code, r.stderr) == (2, want), r.output
+    assert not (tmp_path / "g.h5").exists()
+
+
 def test_a_worker_s_copy_of_a_matcher_checks_the_program_it_finds(faces, tmp_path):
     """A local or Dask worker gets the matcher pickled, with the command's path: it runs
     the program found there, on its own host. The copy of a matcher whose contract was

@@ -93,7 +93,9 @@ def cache_folder(value, source, path=None):
     """The answer cache folder ``cache_dir`` as ``source`` gives it (``[external]`` of the
     configuration file ``path``, an external matcher option): None (no persistent cache),
     a string or a path. Anything else, a number, a bool or a list (``-O cache_dir=1`` is
-    read as JSON, TOML has them too), is refused in one line: it is no folder."""
+    read as JSON, TOML has them too), is refused in one line: it is no folder; so is an
+    empty name, nearly always an unset shell variable (``-O cache_dir=$CACHE``), which
+    must not quietly mean "no cache"."""
     from ssgallery.checks import shown
 
     if value is not None and not _is_text(value):
@@ -102,6 +104,10 @@ def cache_folder(value, source, path=None):
     if value is not None and "\0" in os.fspath(value):  # TOML's "\u0000", -O's JSON
         raise InputError(f"{source} cache_dir holds a NUL character, which no folder name "
                          f"can: {shown(os.fspath(value))}", path=path)
+    if value is not None and not os.fspath(value):  # `-O cache_dir=$UNSET`: never "none"
+        raise InputError(f"{source} cache_dir is empty (an unset shell variable?): name a "
+                         "folder, or leave cache_dir out to keep answers for this run only",
+                         path=path)
     return value
 
 
