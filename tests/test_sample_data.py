@@ -154,3 +154,55 @@ def test_parallel_synth_writes_the_same_files(tmp_path):
         assert a.name == "README.txt" or a.read_bytes() == b.read_bytes()
     with pytest.raises(SsgalleryError, match="`jobs` must be a positive integer or -1"):
         sd.write_sample_data(tmp_path / "c", identities=2, jobs=0)
+
+
+def _within_between(X, labels):
+    X = X.reshape(len(X), -1).astype(float)
+    D = np.sqrt(((X[:, None] - X[None]) ** 2).mean(-1))
+    same = labels[:, None] == labels[None]
+    return D[same & ~np.eye(len(X), dtype=bool)].mean(), D[~same].mean()
+
+
+def test_variation_scales_what_changes_between_images_of_one_person():
+    """--variation V draws the same images with every per-image change V times as far
+    from its middle: 1 is the default set pixel for pixel, smaller values bring the
+    images of one person together while people stay as far apart, 0 leaves only the
+    closed eyes (the same draws, so the same images close them)."""
+    X, labels = sd.generate(identities=6, images=5, seed=0)
+    np.testing.assert_array_equal(sd.generate(identities=6, images=5, seed=0,
+                                              variation=1.0)[0], X)
+    within, between = _within_between(X, labels)
+    half, half_between = _within_between(sd.generate(identities=6, images=5, seed=0,
+                                                     variation=0.5)[0], labels)
+    assert half < 0.7 * within and half_between > 0.8 * between, (within, half)
+    assert sd.image_attributes(0, 2, 3, variation=0.5)["light"] == pytest.approx(
+        0.5 * sd.image_attributes(0, 2, 3)["light"])
+    still = sd.generate(identities=2, images=8, seed=0, variation=0.0)[0].astype(int)
+    closed = [sd._image_params(0, i, k, sd.identity_params(0, i), 0.0)["eyes"] < 0.5
+              for i in range(2) for k in range(8)]
+    for i in range(2):
+        open_eyes = [still[8 * i + k] for k in range(8) if not closed[8 * i + k]]
+        assert len(open_eyes) >= 2 and all((img == open_eyes[0]).all() for img in open_eyes)
+
+
+def test_synth_variation_flag_is_recorded_and_checked(tmp_path):
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    runner = CliRunner()
+    res = runner.invoke(main, ["synth", str(tmp_path / "s"), "--identities", "2", "--images",
+                               "2", "--probes", "1", "--variation", "0.5"])
+    assert res.exit_code == 0, res.output
+    assert ("ssgallery synth s --identities 2 --images 2 --seed 0 --probes 1 --variation 0.5"
+            in (tmp_path / "s" / "README.txt").read_text())
+    stored = np.asarray(Image.open(tmp_path / "s" / "faces" / "c02" / "01.png"))
+    np.testing.assert_array_equal(stored, sd.face_image(0, 1, 0, variation=0.5))
+    probe = np.asarray(Image.open(tmp_path / "s" / "probes" / "unknown1_1.png"))
+    np.testing.assert_array_equal(probe, sd.probe_images(2, 0, 1, 0.5)["unknown1_1.png"])
+    for bad in ("-1", "nan", "inf"):
+        res = runner.invoke(main, ["synth", str(tmp_path / bad), "--variation", bad])
+        assert res.exit_code == 2, res.output
+        assert res.output.strip().splitlines()[-1] == (
+            f"ssgallery: error: --variation must be >= 0 and finite, got {float(bad)}")
+        assert not (tmp_path / bad).exists()

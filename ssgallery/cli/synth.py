@@ -20,13 +20,18 @@ from ssgallery.cli.progress import quiet_option, reporting
 @click.option("--age", is_flag=True,
               help="Render every face at a random apparent age (20-70), recorded in "
                    "attributes.csv (a regression target).")
+@click.option("--variation", type=float, default=1.0, show_default=True, metavar="V",
+              help="Scale every image's pose, expression, background, lighting, exposure "
+                   "and noise around their middle by V (0: every image of a person alike). "
+                   "For eigenfaces the default set is deliberately harder than AT&T.")
 @click.option("--force", is_flag=True, help="Replace an existing faces/ and probes/.")
 @click.option("--check", is_flag=True,
               help="Then print the full SVM's EER on the new faces (5 repetitions).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print what was written (and --check's figures) as JSON.")
 @quiet_option
-def command(out, identities, images, seed, probes, jobs, age, force, check, as_json, quiet):
+def command(out, identities, images, seed, probes, jobs, age, variation, force, check, as_json,
+            quiet):
     """Generate synthetic grey-scale faces (92x112) into OUT/faces and OUT/probes.
 
     Deterministic from --seed. OUT/faces/<client>/NN.png is the layout `enroll`
@@ -40,6 +45,7 @@ def command(out, identities, images, seed, probes, jobs, age, force, check, as_j
       ssgallery synth big --identities 100 --images 8 --seed 3
       ssgallery synth huge --identities 10000 --images 6 --jobs 2   # a few minutes
       ssgallery synth aged --identities 60 --images 8 --age   # regression data
+      ssgallery synth calm --variation 0.5   # half the pose, lighting, ... changes
     """
     from pathlib import Path
 
@@ -48,7 +54,7 @@ def command(out, identities, images, seed, probes, jobs, age, force, check, as_j
     with reporting(quiet) as progress:
         files = write_sample_data(out, identities=identities, images=images, seed=seed,
                                   probes=probes, force=force, jobs=jobs, age=age,
-                                  progress=progress)
+                                  progress=progress, variation=variation)
     if not as_json and not quiet:  # said before --check, which may fail: the files are there
         click.echo(f"wrote {len(files)} files to {out}")
     with reporting(quiet) as progress:

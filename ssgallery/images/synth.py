@@ -7,6 +7,11 @@ it then varies the pose (shift, rotation, scale), the expression (smile, eyes
 open/closed, raised brows), the background, a lighting gradient, the exposure and the
 sensor noise. Pure numpy + PIL; `ssgallery.images.face_drawing` draws the faces.
 
+``variation`` scales every per-image variation around its middle, with the same
+random draws (1: the default set, the same pixels as before the option; 0: every image
+of a person alike but for closed eyes). For eigenfaces the default set is deliberately
+harder than AT&T.
+
 ``ssgallery synth OUT --identities 20 --images 10 --seed 0 --probes 2`` (the command
 line) writes ``OUT/faces/c01..c20/01.png..10.png`` (the layout ``ssgallery enroll`` reads),
 ``OUT/probes/`` (new images of c01..c03, ``c03_genuine_1.png``..., and of two identities
@@ -19,13 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ssgallery.checks import jobs_int
+from ssgallery.checks import jobs_int, non_negative
 from ssgallery.errors import InputError, SsgalleryError, option
 from ssgallery.formats.atomic import write_text_atomic
 from ssgallery.images.face_drawing import HEIGHT, WIDTH, render_face  # noqa: F401  (public here too)
 from ssgallery.progress import as_progress
 
 DEFAULT_SEED = 0
+DEFAULT_VARIATION = 1.0
 N_PROBE_CLIENTS = 3   # probes/c01..c03_genuine_<k>.png
 N_UNKNOWN = 2         # probes/unknown1_<k>.png, unknown2_<k>.png
 _UNKNOWN_BASE = 100_000  # identity indices of the never-enrolled probe identities
@@ -53,21 +59,26 @@ def identity_params(seed, identity):
     }
 
 
-def _image_params(seed, identity, image, p):
-    """Pose, expression and capture conditions of one image of an identity."""
+def _image_params(seed, identity, image, p, variation=DEFAULT_VARIATION):
+    """Pose, expression and capture conditions of one image of an identity; every
+    deviation from its middle times ``variation`` (the same random draws at any value;
+    closed eyes stay closed; at 1 the values are drawn exactly as they always were)."""
     r = np.random.default_rng(np.random.SeedSequence([seed, identity, 1, image]))
     u = r.uniform
-    # Nuisance magnitudes are tuned so that the full SVM's EER is about 5% (see
-    # ``separability``): separable identities, but not trivially.
+    v = float(variation)
+    # The magnitudes (at variation 1) make separable identities, but not trivially.
+    pose = (r.normal(0, 0.9), r.normal(0, 0.9), r.normal(0, np.radians(2.4)),
+            r.normal(0, 0.024))
+    smile = p["smile"] + v * r.normal(0, 0.3)
+    eyes = 0.12 if u() < 0.12 else 0.9 + v * (u(0.7, 1.1) - 0.9)
     return {
-        "dx": r.normal(0, 0.9), "dy": r.normal(0, 0.9), "rot": r.normal(0, np.radians(2.4)),
-        "scale": float(np.exp(r.normal(0, 0.024))),
-        "smile": float(np.clip(p["smile"] + r.normal(0, 0.3), -1.2, 1.5)),
-        "eyes": 0.12 if u() < 0.12 else u(0.7, 1.1), "brow_up": r.normal(0, 0.6),
-        "bg": u(49, 91), "bg_grad": r.normal(0, 6),
-        "light_dir": u(0, 2 * np.pi), "light": u(0.0, 0.21),
-        "gain": float(np.exp(r.normal(0, 0.042))),
-        "noise": u(1.5, 3.6), "noise_seed": int(r.integers(2**32)),
+        "dx": v * pose[0], "dy": v * pose[1], "rot": v * pose[2],
+        "scale": float(np.exp(v * pose[3])), "smile": float(np.clip(smile, -1.2, 1.5)),
+        "eyes": eyes, "brow_up": v * r.normal(0, 0.6),
+        "bg": 70 + v * (u(49, 91) - 70), "bg_grad": v * r.normal(0, 6),
+        "light_dir": u(0, 2 * np.pi), "light": v * u(0.0, 0.21),
+        "gain": float(np.exp(v * r.normal(0, 0.042))),
+        "noise": v * u(1.5, 3.6), "noise_seed": int(r.integers(2**32)),
     }
 
 
@@ -97,16 +108,17 @@ def aged_params(p, age):
     return q
 
 
-def image_attributes(seed, identity, image, age=False):
+def image_attributes(seed, identity, image, age=False, variation=DEFAULT_VARIATION):
     """The continuous ground truth of one image: what the renderer was given.
 
     Returns a dict: ``light_x``, ``light_y`` (lighting gradient across the face: strength
     times the cosine / sine of its direction; positive = brighter towards the image's
     right / bottom), ``light_dir`` (degrees), ``light`` (strength), ``gain`` (exposure),
-    ``smile``, ``scale``; and ``age`` when ``age`` is true (`apparent_age`).
+    ``smile``, ``scale``; and ``age`` when ``age`` is true (`apparent_age`);
+    ``variation``: see `face_image`.
     """
     p = identity_params(seed, identity)
-    q = _image_params(seed, identity, image, p)
+    q = _image_params(seed, identity, image, p, variation)
     out = {"light_x": q["light"] * np.cos(q["light_dir"]),
            "light_y": q["light"] * np.sin(q["light_dir"]),
            "light_dir": float(np.degrees(q["light_dir"])), "light": q["light"],
@@ -116,18 +128,20 @@ def image_attributes(seed, identity, image, age=False):
     return {k: float(v) for k, v in out.items()}
 
 
-def face_image(seed, identity, image, age=False):
+def face_image(seed, identity, image, age=False, variation=DEFAULT_VARIATION):
     """One synthetic face as uint8 (112, 92): identity ``identity``, image ``image``;
-    ``age``: rendered at its `apparent_age` (other parameters unchanged)."""
+    ``age``: rendered at its `apparent_age` (other parameters unchanged); ``variation``:
+    its pose, expression and capture conditions this far from their middle (module doc)."""
     p = identity_params(seed, identity)
-    q = _image_params(seed, identity, image, p)
+    q = _image_params(seed, identity, image, p, variation)
     if age:
         p = aged_params(p, apparent_age(seed, identity, image))
     return np.rint(render_face(p, q)).astype(np.uint8)
 
 
-def generate(identities=20, images=10, seed=DEFAULT_SEED, age=False):
-    """All gallery images in memory (``age``: see `face_image`).
+def generate(identities=20, images=10, seed=DEFAULT_SEED, age=False,
+             variation=DEFAULT_VARIATION):
+    """All gallery images in memory (``age``, ``variation``: see `face_image`).
 
     Returns
     -------
@@ -136,15 +150,17 @@ def generate(identities=20, images=10, seed=DEFAULT_SEED, age=False):
     """
     _check_counts(identities, images, 0)
     names = client_names(identities)
-    imgs = [face_image(seed, i, k, age) for i in range(identities) for k in range(images)]
+    imgs = [face_image(seed, i, k, age, variation) for i in range(identities)
+            for k in range(images)]
     return np.stack(imgs), np.repeat(np.array(names), images)
 
 
-def attributes(identities=20, images=10, seed=DEFAULT_SEED, age=False):
+def attributes(identities=20, images=10, seed=DEFAULT_SEED, age=False,
+               variation=DEFAULT_VARIATION):
     """`image_attributes` of every gallery image, in `generate`'s order:
     a list of dicts, each with ``identity`` (client id) first."""
     names = client_names(identities)
-    return [{"identity": names[i], **image_attributes(seed, i, k, age)}
+    return [{"identity": names[i], **image_attributes(seed, i, k, age, variation)}
             for i in range(identities) for k in range(images)]
 
 
@@ -154,19 +170,21 @@ def client_names(identities):
     return [f"c{i + 1:0{width}d}" for i in range(identities)]
 
 
-def probe_images(identities=20, seed=DEFAULT_SEED, probes=2):
+def probe_images(identities=20, seed=DEFAULT_SEED, probes=2, variation=DEFAULT_VARIATION):
     """Probe images as ``{file name: uint8 (112, 92)}``: new images of the first three
     clients (``c01_genuine_1.png``...) and of two never-enrolled identities
-    (``unknown1_1.png``...)."""
+    (``unknown1_1.png``...), at ``variation`` (`face_image`)."""
     names = client_names(identities)
     out = {}
     for i in range(min(N_PROBE_CLIENTS, identities)):
         for k in range(probes):
-            out[f"{names[i]}_genuine_{k + 1}.png"] = face_image(seed, i, _PROBE_BASE + k)
+            out[f"{names[i]}_genuine_{k + 1}.png"] = face_image(seed, i, _PROBE_BASE + k,
+                                                                variation=variation)
     for j in range(N_UNKNOWN):
         for k in range(probes):
             out[f"unknown{j + 1}_{k + 1}.png"] = face_image(seed, _UNKNOWN_BASE + j,
-                                                            _PROBE_BASE + k)
+                                                            _PROBE_BASE + k,
+                                                            variation=variation)
     return out
 
 
@@ -193,7 +211,8 @@ Synthetic faces generated by ssgallery (ssgallery.images.synth), not real people
 faces/<client>/NN.png  {identities} identities x {images} images, 8-bit grey, 92x112 (WxH).
                        Per identity: face shape, skin tone, hair, brows, eyes, nose, mouth.
                        Per image: pose (shift, rotation, scale), expression (smile, eyes
-                       open/closed, brows), background, lighting gradient, exposure, noise.
+                       open/closed, brows), background, lighting gradient, exposure, noise,
+                       each this far from its middle: --variation {variation:g} (1: the default).
 attributes.csv         per face image: path, identity, the lighting gradient it was rendered
                        with (light_x, light_y, light_dir in degrees, light), exposure (gain),
                        smile, scale (and age with --age)
@@ -204,13 +223,14 @@ probes/                images that are not in faces/:
 """
 
 
-def _identities_pngs(seed, start, stop, images, age=False):
+def _identities_pngs(seed, start, stop, images, age=False, variation=DEFAULT_VARIATION):
     """PNG bytes of every gallery image of identities start..stop-1 (one parallel job)."""
-    return [[_png_bytes(face_image(seed, i, k, age)) for k in range(images)]
+    return [[_png_bytes(face_image(seed, i, k, age, variation)) for k in range(images)]
             for i in range(start, stop)]
 
 
-def _all_identity_pngs(seed, identities, images, jobs, age=False):
+def _all_identity_pngs(seed, identities, images, jobs, age=False,
+                       variation=DEFAULT_VARIATION):
     """Yield the PNG bytes of each identity in order; ``jobs`` > 1 renders them in that
     many processes (joblib), in blocks of identities."""
     block = 25
@@ -218,20 +238,21 @@ def _all_identity_pngs(seed, identities, images, jobs, age=False):
     if jobs == 1 or identities <= block:
         for start in starts:
             yield from _identities_pngs(seed, start, min(start + block, identities), images,
-                                        age)
+                                        age, variation)
         return
     from joblib import Parallel, delayed
 
     run = Parallel(n_jobs=jobs, return_as="generator", pre_dispatch="2*n_jobs")
-    for out in run(delayed(_identities_pngs)(seed, s, min(s + block, identities), images, age)
+    for out in run(delayed(_identities_pngs)(seed, s, min(s + block, identities), images, age,
+                                             variation)
                    for s in starts):
         yield from out
 
 
-def attributes_csv(identities, images, seed, age=False):
+def attributes_csv(identities, images, seed, age=False, variation=DEFAULT_VARIATION):
     """``attributes.csv`` text: path (relative to the set), identity, then every
     `image_attributes` column, one row per gallery image."""
-    rows = attributes(identities, images, seed, age)
+    rows = attributes(identities, images, seed, age, variation)
     cols = [k for k in rows[0] if k != "identity"]
     lines = [",".join(["path", "identity", *cols])]
     for k, row in enumerate(rows):
@@ -241,13 +262,16 @@ def attributes_csv(identities, images, seed, age=False):
 
 
 def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2,
-                      force=False, jobs=1, age=False, progress=None):
+                      force=False, jobs=1, age=False, progress=None,
+                      variation=DEFAULT_VARIATION):
     """Write ``out/faces``, ``out/probes``, ``out/attributes.csv`` (the continuous ground
     truth of every face image, `image_attributes`) and ``out/README.txt``.
 
     ``age``: faces rendered at their apparent age (`face_image`), recorded in the
     ``age`` column; the default set is not aged. ``progress``
-    (`ssgallery.progress.Progress`): one step per identity rendered.
+    (`ssgallery.progress.Progress`): one step per identity rendered. ``variation``
+    (a finite number >= 0): every image's pose, expression and capture conditions this
+    far from their middle (`face_image`).
 
     The two folders are built beside their final place and renamed into it, so a crash
     never leaves a half-written set. An existing non-empty set is replaced only when
@@ -255,6 +279,7 @@ def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2
     """
     _check_counts(identities, images, probes)
     jobs_int("jobs", jobs)
+    variation = non_negative("variation", variation)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError("exists and is not a folder", path=out)
@@ -270,17 +295,12 @@ def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2
         d.mkdir()
     written = []
     try:
-        faces_tmp = tmp[out / "faces"]
-        pngs = _all_identity_pngs(seed, identities, images, jobs, age)
+        pngs = _all_identity_pngs(seed, identities, images, jobs, age, variation)
         with as_progress(progress).phase("rendering faces", identities, "identities") as step:
             for name, data in zip(client_names(identities), pngs, strict=True):
-                (faces_tmp / name).mkdir()
-                for k, png in enumerate(data):
-                    f = faces_tmp / name / f"{k + 1:02d}.png"
-                    f.write_bytes(png)
-                    written.append(out / "faces" / name / f.name)
+                written += _write_client(tmp[out / "faces"] / name, out / "faces" / name, data)
                 step.advance()
-        for fname, arr in probe_images(identities, seed, probes).items():
+        for fname, arr in probe_images(identities, seed, probes, variation).items():
             (tmp[out / "probes"] / fname).write_bytes(_png_bytes(arr))
             written.append(out / "probes" / fname)
         for final, d in tmp.items():
@@ -291,13 +311,23 @@ def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2
         for d in tmp.values():
             shutil.rmtree(d, ignore_errors=True)
     command = (f"ssgallery synth {out.name} --identities {identities} "
-               f"--images {images} --seed {seed} --probes {probes}" + " --age" * bool(age))
-    write_text_atomic(out / "attributes.csv", attributes_csv(identities, images, seed, age))
+               f"--images {images} --seed {seed} --probes {probes}" + " --age" * bool(age)
+               + (f" --variation {variation:g}" if variation != DEFAULT_VARIATION else ""))
+    write_text_atomic(out / "attributes.csv",
+                      attributes_csv(identities, images, seed, age, variation))
     written.append(out / "attributes.csv")
-    write_text_atomic(out / "README.txt", README.format(command=command, identities=identities,
-                                                        images=images))
+    write_text_atomic(out / "README.txt", README.format(
+        command=command, identities=identities, images=images, variation=variation))
     written.append(out / "README.txt")
     return written
+
+
+def _write_client(folder, final, pngs):
+    """Write one client's PNGs ``01.png``... into ``folder``; their paths under ``final``."""
+    folder.mkdir()
+    for k, png in enumerate(pngs):
+        (folder / f"{k + 1:02d}.png").write_bytes(png)
+    return [final / f"{k + 1:02d}.png" for k in range(len(pngs))]
 
 
 # ----------------------------------------------------------------- self-check
