@@ -155,7 +155,6 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, ke
                   faces_dir):
     """Fresh enrolment: fit the matcher on every image, write the store (again when
     it is unchanged but plain and a privacy ``key`` is given: it is then encrypted)."""
-    from ssgallery.formats.encryption import file_format
     from ssgallery.matchers import get_matcher_class
 
     cls = get_matcher_class(matcher)
@@ -177,7 +176,7 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, ke
                                 matcher_state=_contract_state(instance))
     old = src.old
     if old is not None and old.fingerprint == candidate.fingerprint \
-            and (key is None or file_format(store_path) is not None):  # (a key: encrypted)
+            and (key is None or old.encrypted):  # (a key: kept encrypted)
         return _summary(old, store_path, changed=False, new_clients=[])
     # one BLAS thread, as in training (ssgallery.learn.threads): a multi-threaded SVD of a
     # few hundred images spins its threads when the other core is busy

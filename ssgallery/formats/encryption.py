@@ -194,24 +194,30 @@ class _Container:
                               path=path) from None
 
 
-def _open(path, kind, fmt, key):
-    try:
-        handle = open(path, "rb", buffering=0)  # noqa: SIM115 (closed by the caller)
-    except OSError as exc:
-        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
+def _open(path, kind, fmt, key, handle=None):
+    """``(handle, its _Container)``: ``handle`` (already open on the file ``path``
+    names), else ``path`` opened; closed on any error."""
+    if handle is None:
+        try:
+            handle = open(path, "rb", buffering=0)  # noqa: SIM115 (closed by the caller)
+        except OSError as exc:
+            raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
     try:
         return handle, _Container(handle, path, kind, fmt, key)
+    except OSError as exc:
+        handle.close()
+        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
     except BaseException:
         handle.close()
         raise
 
 
-def decrypt(path, kind, fmt, key):
+def decrypt(path, kind, fmt, key, handle=None):
     """The whole plaintext of an encrypted file, every chunk authenticated before this
     returns, as a read-only file object (an `EncryptedFile` holding every chunk: one
-    copy of the plaintext in memory; for ``h5py.File`` or ``np.load``). Raises
-    `FormatError` (one line)."""
-    reader = EncryptedFile(path, kind, fmt, key)
+    copy of the plaintext in memory; for ``h5py.File`` or ``np.load``). ``handle``: the
+    file already open (see `EncryptedFile`). Raises `FormatError` (one line)."""
+    reader = EncryptedFile(path, kind, fmt, key, handle=handle)
     try:
         for i in range(reader._box.count):
             reader._chunk(i)
@@ -246,10 +252,16 @@ class EncryptedFile(ReadOnlyFile):
     FormatError
         At construction: missing key, wrong key, damaged header, truncated or appended
         to; from `readinto`: a chunk that fails authentication.
+
+    Notes
+    -----
+    ``handle``: the file already open (an unbuffered binary file, e.g. opened once and
+    checked to be a regular file), read instead of opening ``path``; closed with this
+    object.
     """
 
-    def __init__(self, path, kind, fmt=None, key=None):
-        handle, self._box = _open(path, kind, fmt, key)
+    def __init__(self, path, kind, fmt=None, key=None, handle=None):
+        handle, self._box = _open(path, kind, fmt, key, handle)
         super().__init__(path, kind, handle, self._box.length)
         self._plain = {}
 

@@ -5,6 +5,7 @@ On the ``verify`` path: h5py and numpy only.
 """
 
 import contextlib
+import hashlib
 import json
 import os
 
@@ -67,32 +68,67 @@ def hdf5_image(path, userblock_size=0, fmt=None, privacy_key=None):
         handle.writelines(pieces)
 
 
-def _source(path, kind, fmt, lazy, privacy_key):
-    """What ``h5py.File`` opens for `open_checked`: the plaintext of an encrypted file
-    (decrypted in memory), else the sealed file (checked per chunk read when ``lazy``,
-    else whole, before HDF5 parses it)."""
-    from ssgallery.formats import encryption
-    from ssgallery.formats.seal import SealedFile, check_seal
+def _opened(path, kind, hint):
+    """``path`` opened once for reading (an unbuffered binary file) and its ``fstat``:
+    read-only, never waiting on a FIFO (``O_NONBLOCK``), and a regular file by its
+    descriptor (what is checked is what is then read). `FormatError` otherwise."""
+    import stat
 
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(len(encryption.MAGIC))
+        st = os.stat(path)  # a folder or a socket (which cannot be opened) named as one
+        if stat.S_ISREG(st.st_mode):
+            handle = open(os.open(path, os.O_RDONLY | os.O_NONBLOCK  # noqa: SIM115
+                                  | getattr(os, "O_CLOEXEC", 0)), "rb", buffering=0)
+            st = os.fstat(handle.fileno())
+            if not stat.S_ISREG(st.st_mode):  # swapped in since the stat
+                handle.close()
+    except FileNotFoundError:
+        raise FormatError(f"no such {kind}{hint}", path=path) from None
     except OSError as exc:
         raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
-    if encryption.is_encrypted(head):
+    if not stat.S_ISREG(st.st_mode):
+        what = "is a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise FormatError(f"{what}, expected an {kind} file", path=path)
+    return handle, st
+
+
+def _source(path, kind, hint, fmt, lazy, privacy_key, facts):
+    """What ``h5py.File`` opens for `open_checked`, over one open of ``path``: the
+    plaintext of an encrypted file (decrypted in memory), else the sealed file (checked
+    per chunk read when ``lazy``, else whole, before HDF5 parses it). Fills ``facts``."""
+    from ssgallery.formats import encryption
+    from ssgallery.formats.seal import SealedFile
+
+    handle, st = _opened(path, kind, hint)
+    try:
+        head = os.pread(handle.fileno(), len(encryption.MAGIC), 0)
+    except OSError as exc:
+        handle.close()
+        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
+    facts.update(bytes=st.st_size, encrypted=encryption.is_encrypted(head), seal=None)
+    if facts["encrypted"]:
         if lazy:
-            return encryption.EncryptedFile(path, kind, fmt, privacy_key)
-        return encryption.decrypt(path, kind, fmt, privacy_key)
-    if lazy:  # raw bytes first: HDF5 never parses a damaged byte
-        return SealedFile(path, kind)
-    check_seal(path, kind)
-    return path
+            return encryption.EncryptedFile(path, kind, fmt, privacy_key, handle=handle)
+        return encryption.decrypt(path, kind, fmt, privacy_key, handle=handle)
+    source = SealedFile(path, kind, handle=handle)  # raw bytes first: HDF5 never parses a
+    facts["seal"] = hashlib.sha256(source.head).hexdigest()  # damaged byte
+    if not lazy:
+        try:
+            source.check_all()
+        except BaseException:
+            source.close()
+            raise
+    return source
 
 
 def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False,
-                 privacy_key=None, oldest=None):
+                 privacy_key=None, oldest=None, facts=None):
     """Open ``path`` read-only after checking it is an ssgallery file of format ``fmt``
     and a version from ``oldest`` (default: ``version``) to ``version``.
+
+    The path is opened once: the seal (or the encryption) is checked on that
+    descriptor and HDF5 reads that descriptor, never the path again, so what was checked
+    is what is read.
 
     ``lazy``: check the seal of each chunk of the file when HDF5 first reads it
     (`ssgallery.formats.seal.SealedFile`), for readers of a small part of a big
@@ -101,33 +137,28 @@ def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False,
     ``privacy_key``: the host's privacy key (bytes), needed to read an encrypted file
     (decrypted in memory, each chunk authenticated: `ssgallery.formats.encryption`).
 
+    ``facts``: a dict, filled with what that open found: ``bytes`` (the file's size),
+    ``encrypted`` (bool) and ``seal`` (SHA-256 hex of its seal; None when encrypted).
+
     Raises `FormatError` (one line naming the file) when it is missing, not a
     regular file, not HDF5, of another format, with a ``format_version`` that is not an
     integer attribute (`_version`), of a format version older than ``oldest``
     (``rewrite`` says how to write it anew) or newer than ``version``, or encrypted and
     the key is missing or another.
     """
-    import stat
-
     import h5py
 
     path = os.fspath(path)
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise FormatError(f"no such {kind}{hint}", path=path) from None
-    except OSError as exc:
-        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
-    if stat.S_ISDIR(mode):
-        raise FormatError(f"is a folder, expected an {kind} file", path=path)
-    if not stat.S_ISREG(mode):
-        raise FormatError(f"not a regular file, expected an {kind} file", path=path)
-    source = _source(path, kind, fmt, lazy, privacy_key)
+    source = _source(path, kind, hint, fmt, lazy, privacy_key, {} if facts is None else facts)
     try:
         handle = h5py.File(source, "r")
     except OSError:
+        source.close()
         raise FormatError(f"not an {kind} (not a readable HDF5 file; corrupt or foreign)",
                           path=path) from None
+    except BaseException:
+        source.close()
+        raise
     try:
         found = attr_str(handle.attrs.get("format"))
     except (KeyError, ValueError, TypeError, OSError, RuntimeError):  # HDF5 errors

@@ -74,6 +74,11 @@ class EnrollmentStore:
         The clients added since the matcher was fitted.
     features : ndarray, shape (n, d), float64, or None
         The stored matcher's features of every image (``None``: not cached).
+    file_bytes : int or None
+        The size of the file `load_store` read it from (from the descriptor it checked
+        and read; None for a store not read from a file).
+    encrypted : bool
+        That file was encrypted (`ssgallery.formats.encryption`).
     """
 
     images: np.ndarray
@@ -92,6 +97,8 @@ class EnrollmentStore:
     tool_version: str = ""
     path: str = None
     features: np.ndarray = None
+    file_bytes: int = field(default=None, compare=False)
+    encrypted: bool = field(default=False, compare=False)
 
     @property
     def image_shape(self):
@@ -321,8 +328,9 @@ def load_store(path, images=True, privacy_key=None):
         One line naming the file: missing, not HDF5, foreign, corrupt, newer version.
     """
     path = os.fspath(path)
+    opened = {}  # what the checked open found: the file's size, its seal
     with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **_OPEN,
-                      privacy_key=privacy_key) as f:
+                      privacy_key=privacy_key, facts=opened) as f:
         try:
             digest = integrity.node_digest(f, path, exclude=integrity.ROOT_EXCLUDED)
             integrity.check_digest(digest, integrity.attr_text(f.attrs.get("digest")),
@@ -333,7 +341,7 @@ def load_store(path, images=True, privacy_key=None):
                 images=(f["images"][()].astype(np.float32) if images
                         else StoreImages(path, f["images"].shape,
                                         f["images"].dtype.kind in "iu", privacy_key,
-                                        digest, _seal_of(f, privacy_key))),
+                                        digest, opened["seal"])),
                 labels=np.array(strs["labels"], dtype=str),
                 paths=strs["paths"], sha256=strs["sha256"], roots=strs["roots"],
                 clients=strs["clients"], background=strs["background"],
@@ -344,7 +352,8 @@ def load_store(path, images=True, privacy_key=None):
                 stale_clients=json.loads(f.attrs.get("stale_clients", "[]")),
                 created=str(f.attrs.get("created", "")),
                 tool_version=str(f.attrs.get("tool_version", "")), path=path,
-                features=f["features"][()] if "features" in f else None)
+                features=f["features"][()] if "features" in f else None,
+                file_bytes=opened["bytes"], encrypted=opened["encrypted"])
         except (KeyError, ValueError, TypeError, OSError, RuntimeError,  # h5py: HDF5 errors
                 AttributeError) as exc:  # a group where a dataset belongs
             raise FormatError(f"corrupt {KIND}: {exc}", path=path) from None
@@ -352,16 +361,6 @@ def load_store(path, images=True, privacy_key=None):
     if problem:
         raise FormatError(f"corrupt {KIND}: {problem}", path=path)
     return store
-
-
-def _seal_of(f, privacy_key):
-    """SHA-256 hex of the seal of the file the open store ``f`` was read from (from the
-    descriptor HDF5 reads, not from the path again); None for an encrypted store."""
-    if privacy_key is not None:
-        return None
-    from ssgallery.formats.seal import head_of
-
-    return hashlib.sha256(head_of(f.id.get_vfd_handle())).hexdigest()
 
 
 def _strings(f, name):
@@ -388,5 +387,5 @@ def store_summary(path, privacy_key=None):
             "matcher_settings": matcher.settings(), "dimension": dim,
             "matcher_contract": matcher.recorded_contract(),
             "basis_stale": store.basis_stale, "stale_clients": store.stale_clients,
-            "file_bytes": os.path.getsize(path),
+            "file_bytes": store.file_bytes,
             "fingerprint": store.fingerprint}

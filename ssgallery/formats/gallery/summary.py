@@ -63,8 +63,8 @@ def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
         ``svm_compared`` (``svm``), and `signature_fields`.
     """
     path = os.fspath(path)
-    header, config, index, built, state, provenance = _read_summary(path, svm, privacy_key,
-                                                                    key)
+    header, config, index, built, state, provenance, size = _read_summary(path, svm,
+                                                                          privacy_key, key)
     d = int(index.prototypes.shape[1]) if index.n_clients else None
     itemsize = np.dtype(index.prototype_dtype).itemsize
     rows = [_summary_row(cid, int(m), d, float(t), provenance.get(cid), itemsize)
@@ -83,7 +83,7 @@ def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
             "calibration": header_calibration(h, index.client_ids, path),
             "open_set": header_open_set(h, index.client_ids, path),
             "basis_stale": h.get("basis_stale", False),  # a bool: checked by open_verified
-            "file_bytes": os.path.getsize(path), "matcher_state_bytes": state_bytes(state),
+            "file_bytes": size, "matcher_state_bytes": state_bytes(state),
             "n_clients": len(rows), "clients": rows, "bytes_total": total,
             "svm_compared": bool(svm), "svm_bytes_total": total_svm,
             "ratio": total_svm / total if total and total_svm else None,
@@ -92,9 +92,11 @@ def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
 
 def _read_summary(path, svm, privacy_key, key):
     """`gallery_summary`'s checked reads: ``(header, config, index, built matcher, matcher
-    state, provenance per client id)`` (provenance read only with ``svm``)."""
+    state, provenance per client id, the file's size)`` (provenance read only with
+    ``svm``; the size from the open that was checked and read)."""
+    opened = {}
     with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **OPEN_ARGS,
-                      privacy_key=privacy_key) as f:
+                      privacy_key=privacy_key, facts=opened) as f:
         try:
             # the templates as stored (protected ones unchecked): nothing is scored
             header, config, rows, index, built, state = read_stacked(
@@ -107,7 +109,7 @@ def _read_summary(path, svm, privacy_key, key):
                 client_groups(f, path, rows)
         except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
-    return header, config, index, built, state, provenance
+    return header, config, index, built, state, provenance, opened["bytes"]
 
 
 def signature_fields(header, key):
