@@ -152,3 +152,22 @@ def test_identify_never_searches_a_non_face(gallery, tmp_path):
                                "--gallery", gallery, "--open-set", "--json"])
     found = json.loads(res.stdout)["results"]
     assert res.exit_code == (1 if found[0]["identified"] is None else 3)
+
+
+def test_candidate_normalized_is_a_deprecated_name_of_ranking_score(gallery):
+    """Candidate.normalized was renamed ranking_score (e901d2e) with nothing left under the
+    old name: a Python caller reading it got AttributeError. It reads ranking_score again,
+    read-only, with a DeprecationWarning; --json keeps its 'normalized' key."""
+    import dataclasses
+
+    from ssgallery.app.identify import identify
+
+    results, _, _ = identify(gallery, [str(PROBES / "c01_genuine_1.png")], top=3)
+    best = results[0].candidates[0]
+    with pytest.warns(DeprecationWarning, match=r"Candidate\.normalized is deprecated: "
+                      r"read Candidate\.ranking_score"):
+        assert best.normalized == best.ranking_score
+    with pytest.raises(AttributeError):
+        best.normalized = 0.0
+    assert "normalized" not in {f.name for f in dataclasses.fields(best)}
+    assert best.to_dict()["normalized"] == best.ranking_score

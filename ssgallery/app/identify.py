@@ -45,6 +45,17 @@ class Candidate:
         deprecated: it is the centred score in the open set, not a normalised one)."""
         return dict(self.__dict__, normalized=self.ranking_score)
 
+    @property
+    def normalized(self):
+        """Deprecated name of `ranking_score` (read-only; warns with a
+        `DeprecationWarning`): it is the centred score in the open set, not a
+        normalised one."""
+        import warnings
+
+        warnings.warn("Candidate.normalized is deprecated: read Candidate.ranking_score "
+                      "(the same value)", DeprecationWarning, stacklevel=2)
+        return self.ranking_score
+
 
 @dataclass
 class IdentifyResult:
