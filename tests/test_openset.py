@@ -117,7 +117,7 @@ def test_larger_searches_are_subsampled_exactly():
     3-subset: the mean over all 10 subsets."""
     z = np.array([3.0, 1.0, 0.5, 0.2, -1.0, 2.0, 0.0, -0.5])
     probes = np.array([0, 0, 0, 0, 0, 1, 1, 1])  # probe 1 has exactly 3 scores
-    values, fpir_n, n, searches, left_out = openset._steps(z, probes, 3, 0.1)
+    values, fpir_n, n, searches, left_out, _, _ = openset._steps(z, probes, 3, 0.1)
     assert (n, searches, left_out) == (3, 2, 0) and values.tolist() == sorted(z)[::-1]
     for t, got in zip(values, fpir_n):
         p0 = np.mean([max(c) >= t for c in itertools.combinations(z[:5], 3)])
@@ -336,3 +336,36 @@ def test_merged_tails_stay_extrapolated():
                                              new["extrapolated_above"])
     t, resolved = openset.threshold_at_fpir(both, 0.01)
     assert openset.is_extrapolated(both, t) and not resolved
+
+
+def _clustered_searches():
+    """50 people x 10 probes, each probe scored by 5 clients; every probe of 2 people
+    scores high on one client: 20 of 500 searches pass a threshold between, all of
+    them from 2 of the 50 people."""
+    rng = np.random.default_rng(7)
+    Z = rng.normal(size=(500, 5))
+    person = np.repeat(np.arange(50), 10)
+    Z[person < 2, 0] += 20.0
+    probes = np.repeat(np.arange(500), 5)
+    return Z.ravel(), probes, np.repeat(person, 5)
+
+
+def test_the_fpir_interval_takes_the_probe_person_as_the_trial():
+    from ssgallery.biometrics.calibration import clopper_pearson
+
+    z, probes, people = _clustered_searches()
+    assert np.sort(z)[-20] > 15 and np.sort(z)[-21] < 5
+    plain = openset.search_curve(z, probes, 5, points=2000)
+    clustered = openset.search_curve(z, probes, 5, people=people, points=2000)
+    assert clustered["interval_people"] == 50 and "interval_people" not in plain
+    # the stored point that accepts exactly the 20 high scores
+    t = next(t for t in clustered["thresholds"] if 5 < t < np.sort(z)[-20])
+    fpir, ci = openset.fpir_at(clustered, t)
+    assert fpir == pytest.approx(20 / 500)
+    assert ci == pytest.approx(clopper_pearson(2, 50), rel=1e-6)  # 2 of 50 people
+    assert openset.fpir_at(plain, t)[1] == pytest.approx(clopper_pearson(20, 500),
+                                                         rel=1e-6)  # what it was
+    # one probe per person: the interval counting searches, unchanged
+    alone = openset.search_curve(z, probes, 5, people=probes, points=2000)
+    assert alone["hazard_low"] == pytest.approx(plain["hazard_low"], rel=1e-12)
+    assert alone["hazard_high"] == pytest.approx(plain["hazard_high"], rel=1e-12)

@@ -150,6 +150,22 @@ def test_an_update_that_only_adds_clients_merges_the_counts(tmp_path):
 
     assert (f"{grown['searches']} held-out searches of {counted(grown['search_size'], 'client')}"
             " in 2 runs merged by --update)") in line and "measured on" not in line
+    # the intervals by cluster: the update adds the new clients' people and clients to
+    # the copied record's (ssgallery.biometrics.intervals), and info says so
+    assert cal["far_by_person"]["sums"]["n"] == cal["impostors"]
+    assert cal["far_by_person"]["sums"]["k"] == cal["accepted"]
+    assert cal["frr_by_client"]["sums"]["clusters"] == 8
+    assert cal["frr_by_client"]["sums"]["n"] == cal["genuine"]
+    assert "by impostor person: " in line and "by client: 8 clients, design effect" in line
+    assert grown["curve"]["interval_people"] >= 1  # (T on the tail here: its interval)
+    from ssgallery.cli.operating import open_set_line
+
+    measured = grown | {"extrapolated": False}  # the line of a point on the searches
+    assert (f"% by probe person: {counted(grown['curve']['interval_people'], 'person', 'people')}"
+            f"; {grown['searches']} held-out searches") in open_set_line(measured)
+    old = measured | {"curve": {k: v for k, v in grown["curve"].items()
+                                if k != "interval_people"}}  # a record written before
+    assert "in 2 runs merged by --update, counted as independent)" in open_set_line(old)
 
 
 SEARCHES_POOLED = ("measured on 2 of the 20 clients (the others' held-out searches were "

@@ -272,7 +272,8 @@ def _record(curve, target_fpir, scale):
             "search_size": int(curve["search_size"]), "blocks": int(curve.get("blocks", 1)),
             "score": "centred", "scale": scale,
             "curve": {k: curve[k] for k in ("thresholds", "hazard", "hazard_low",
-                                             "hazard_high", "extrapolated_above", "tail")
+                                             "hazard_high", "extrapolated_above", "tail",
+                                             "interval_people")
                       if k in curve}}
 
 

@@ -140,9 +140,12 @@ def _deltas(rank, n_x, n):
     return table[which, rank] - table[which, rank - 1]
 
 
-def _steps(scores, probes, search_size, quantile):
-    """Distinct scores (descending) and FPIR_n when accepting scores >= each."""
-    s, probes, _ = finite_labelled(scores, probes, "probe")
+def _steps(scores, probes, search_size, quantile, people=None):
+    """Distinct scores (descending) and FPIR_n when accepting scores >= each; with
+    ``people`` (the person of each score's probe) also what `_design_effects` needs:
+    the person of each score and its FPIR share in the same descending order, and the
+    searches of each person (else None)."""
+    s, probes, finite = finite_labelled(scores, probes, "probe")
     if s.size == 0:
         raise InputError("no held-out search scores to set an open-set threshold")
     _, code = np.unique(probes, return_inverse=True)
@@ -151,6 +154,12 @@ def _steps(scores, probes, search_size, quantile):
     n = int(search_size) if search_size else max(1, int(np.floor(np.quantile(size, quantile))))
     ok = size >= n
     keep = ok[code]
+    who = None
+    if people is not None:
+        who = np.asarray(people).astype(str).ravel()[finite][keep]
+        _, who = np.unique(who, return_inverse=True)
+        _, first = np.unique(code[keep], return_index=True)  # one score of each search
+        searches_of = np.bincount(who[first])
     s, code = s[keep], code[keep].astype(np.int32)
     by_probe = np.lexsort((-s, code))  # within-probe rank of every score (1 = its best)
     starts = np.r_[0, np.flatnonzero(np.diff(code[by_probe])) + 1]
@@ -160,10 +169,33 @@ def _steps(scores, probes, search_size, quantile):
     delta = _deltas(rank, size[code], n)
     del rank, code
     order = np.argsort(-s, kind="stable")
+    by_person = None if who is None else (who[order], delta[order], searches_of)
     cum = np.cumsum(delta[order]) / int(ok.sum())
     desc = s[order]
     last = np.r_[np.flatnonzero(np.diff(desc) != 0), desc.size - 1]  # end of each tie group
-    return desc[last], np.clip(cum[last], 0.0, 1.0), n, int(ok.sum()), int((~ok).sum())
+    return (desc[last], np.clip(cum[last], 0.0, 1.0), n, int(ok.sum()), int((~ok).sum()),
+            last, by_person)
+
+
+def _design_effects(by_person, ends):
+    """The design effect by probe person (`ssgallery.biometrics.intervals.design_effect`:
+    one person's searches are not independent trials) of FPIR_n at each point that
+    accepts the scores up to position ``ends`` (ascending; -1: none) of `_steps`'s
+    descending order; all 1 without ``by_person``."""
+    from ssgallery.biometrics.intervals import design_effect
+
+    if by_person is None:
+        return np.ones(len(ends))
+    who, delta, n = by_person
+    n = n.astype(float)
+    acc, start, out = np.zeros(n.size), 0, []
+    for end in ends:
+        acc += np.bincount(who[start:end + 1], delta[start:end + 1], minlength=n.size)
+        start = max(start, end + 1)
+        out.append(design_effect({"clusters": int(np.sum(n > 0)), "k": float(acc.sum()),
+                                  "n": float(n.sum()), "kk": float(acc @ acc),
+                                  "kn": float(acc @ n), "nn": float(n @ n)}))
+    return np.array(out)
 
 
 def _hazard(fpir_n, n):
@@ -171,12 +203,15 @@ def _hazard(fpir_n, n):
         return -np.log1p(-np.minimum(fpir_n, 1.0)) / n
 
 
-def _interval(fpir_n, n, searches, level=0.95):
-    """Clopper-Pearson interval of FPIR_n (fractional counts allowed,
-    `ssgallery.biometrics.intervals.beta_interval`), as hazards."""
+def _interval(fpir_n, n, searches, deff=1.0, level=0.95):
+    """Clopper-Pearson interval of FPIR_n on the effective counts (fractional,
+    `ssgallery.biometrics.intervals.beta_interval`): the searches divided by the design
+    effect ``deff`` (per point, `_design_effects`), as hazards."""
     from ssgallery.biometrics.intervals import beta_interval
 
-    low, high = beta_interval(np.asarray(fpir_n, dtype=float) * searches, searches, level)
+    deff = np.asarray(deff, dtype=float)
+    low, high = beta_interval(np.asarray(fpir_n, dtype=float) * searches / deff,
+                              searches / deff, level)
     return _hazard(low, n), _hazard(high, n)
 
 
@@ -198,8 +233,9 @@ def search_curve(scores, probes, n_clients, *, clients=None, people=None, search
         highest held-out score with the `tail_fit` of the scores (extrapolated points);
         without it the curve ends with a point of hazard 0 above every held-out score.
     people : ndarray, shape (M,), optional
-        The person of each score's probe (the tail fit's interval counts (person,
-        client) pairs, not scores).
+        The person of each score's probe: the hazard bounds take the person as the
+        trial (one person's searches are not independent: `_design_effects`), and the
+        tail fit's interval counts (person, client) pairs, not scores.
     search_size : int, optional
         n, the clients per search; default the ``quantile`` of the probes' search sizes
         (probes scored by fewer clients are left out).
@@ -213,14 +249,17 @@ def search_curve(scores, probes, n_clients, *, clients=None, people=None, search
         ``thresholds`` (ascending) and, at each, the hazard per client ``hazard`` (an
         upper bound of H(T) for every T at or above the point, 0 at the first point,
         which is above every held-out score; +inf where every search passes) with its
-        95 % Clopper-Pearson bounds ``hazard_low``, ``hazard_high``; ``clients`` (N),
+        95 % Clopper-Pearson bounds ``hazard_low``, ``hazard_high`` (with ``people``: by
+        probe person, on the searches divided by the design effect, and
+        ``interval_people`` their number); ``clients`` (N),
         ``search_size`` (n), ``searches`` (probes used), ``searches_left_out`` and
         ``resolution`` (the smallest nonzero FPIR_N the searches measure, 1 when they
         all tie at their top score); with ``clients``, the points from
         ``extrapolated_above`` (a threshold) up are the tail's and ``tail`` holds its
         fit (`tail_fit`, without the per-client widths).
     """
-    values, fpir_n, n, searches, left_out = _steps(scores, probes, search_size, quantile)
+    values, fpir_n, n, searches, left_out, last, by_person = _steps(
+        scores, probes, search_size, quantile, people)
     h = _hazard(fpir_n, n)
     below = np.r_[values[1:], values[-1] - max(1.0, abs(values[-1]))]
     gap = 0.5 * (values + below)  # accept exactly the scores >= values[j]
@@ -238,11 +277,14 @@ def search_curve(scores, probes, n_clients, *, clients=None, people=None, search
         # descending order, so the last index with hz <= level)
         keep.update(np.searchsorted(hz, levels, side="right") - 1)
     idx = np.array(sorted(keep))[::-1]
-    low, high = _interval(np.r_[0.0, fpir_n][idx], n, searches)
+    up = np.sort(idx)  # point j accepts the scores up to position last[j - 1]
+    deff = dict(zip(up, _design_effects(by_person, np.r_[-1, last][up])))
+    low, high = _interval(np.r_[0.0, fpir_n][idx], n, searches, [deff[i] for i in idx])
     curve = {"thresholds": t[idx].tolist(), "hazard": hz[idx].tolist(),
              "hazard_low": low.tolist(), "hazard_high": high.tolist(),
              "clients": int(n_clients), "search_size": int(n), "searches": int(searches),
              "searches_left_out": int(left_out),
+             **({} if by_person is None else {"interval_people": int(by_person[2].size)}),
              "resolution": float(-np.expm1(-int(n_clients) * nonzero.min()))
              if nonzero.size else None}
     fit = tail_fit(scores, clients, people) if clients is not None else None
@@ -296,7 +338,8 @@ def merge_curves(curves):
     clients' stored curve and the new clients' held-out searches): the hazard per
     client is the client-weighted mean of the blocks' (each an upper bound between its
     points), N the sum; ``searches`` summed, ``search_size`` the smallest, ``blocks``
-    counted."""
+    counted; ``interval_people`` the largest of the blocks' when each has one (their
+    bounds by probe person; the same people searched each block)."""
     total = sum(int(c["clients"]) for c in curves)
     t = np.unique(np.concatenate([np.asarray(c["thresholds"], dtype=float) for c in curves]))
     out = {"thresholds": t.tolist(), "clients": total}
@@ -316,6 +359,9 @@ def merge_curves(curves):
     out["searches"] = sum(int(c["searches"]) for c in curves)
     out["searches_left_out"] = sum(int(c.get("searches_left_out", 0)) for c in curves)
     out["blocks"] = sum(int(c.get("blocks", 1)) for c in curves)
+    people = [c.get("interval_people") for c in curves]
+    if all(type(p) is int and p >= 1 for p in people):  # every block's bounds by probe person
+        out["interval_people"] = max(people)
     above = [float(c["extrapolated_above"]) for c in curves if "extrapolated_above" in c]
     if above:  # any block's tail makes the merged point extrapolated from its start up
         out["extrapolated_above"] = min(above)

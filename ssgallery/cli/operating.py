@@ -61,8 +61,8 @@ def _by_cluster(cal, key):
     if sums is None or sums["n"] <= 0:
         return None
     low, high, d = sums_interval(sums)
-    return (f"{100 * low:.2f}-{100 * high:.2f}% by {unit}: {sums['clusters']} "
-            f"{unit if sums['clusters'] == 1 else units}, design effect {d:.2f}")
+    return (f"{100 * low:.2f}-{100 * high:.2f}% by {unit}: "
+            f"{counted(sums['clusters'], unit, units)}, design effect {d:.2f}")
 
 
 def _people(u):
@@ -206,15 +206,21 @@ def open_set_line(rec):
                 "--threshold or --verification-thresholds until every client is compressed "
                 "again without --update")
     low, high, kind = *rec["expected_fpir_ci"], searches_kind(rec)
+    people = rec["curve"].get("interval_people")
+    by_person = not rec.get("extrapolated") and type(people) is int and people >= 1
     text = (f"1:N search: threshold {rec['threshold']:.4g} on the best centred score at "
             f"target FPIR {100 * rec['target_fpir']:g}% for "
             f"{counted(rec['clients'], 'client')}; "
             f"expected FPIR {100 * rec['expected_fpir']:.2f}% (95% "
             + ("interval of the tail's scale " if rec.get("extrapolated") else "Clopper-Pearson ")
-            + f"{100 * low:.2f}-{100 * high:.2f}%, "
-            f"{counted(rec['searches'], f'{kind} search', f'{kind} searches')} of "
+            + f"{100 * low:.2f}-{100 * high:.2f}%"
+            + (f" by probe person: {counted(people, 'person', 'people')}; " if by_person
+               else ", ")
+            + f"{counted(rec['searches'], f'{kind} search', f'{kind} searches')} of "
             f"{counted(rec['search_size'], 'client')}"
             + (f" in {rec['blocks']} runs merged by --update" if rec.get("blocks", 1) > 1
+               else "")
+            + (", counted as independent" if not by_person and not rec.get("extrapolated")
                else "") + ")")
     if rec.get("extrapolated"):
         tail = rec["curve"].get("tail") or {}
