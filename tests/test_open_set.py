@@ -124,7 +124,8 @@ def test_a_point_set_on_training_searches_says_so(split, tmp_path):
     AT&T, 20 clients, --cv-folds 0: 'expected FPIR 0.75% (... 140 held-out searches of
     19 clients)' while 45 of the 81 searches of 20 never-enrolled people identified
     somebody. The record now counts the clients whose searches are training scores
-    (``training_clients``), and every line names them and says it is not an estimate."""
+    (``training_clients``), and every line names them and says it is not an estimate;
+    so do the lines of the thresholds' expected FAR and FRR on training scores."""
     root, clients, s = split
     gallery = tmp_path / "cv0.h5"
     rec = compress(root / "e.h5", gallery, CompressOptions(cv_folds=0)).open_set
@@ -133,7 +134,14 @@ def test_a_point_set_on_training_searches_says_so(split, tmp_path):
     line = next(ln for ln in info.output.splitlines() if ln.startswith("1:N search:"))
     assert "60 training searches of 11 clients" in line and "held-out search" not in line
     assert "every client's searches are training scores (nothing held out): not an " \
-           "estimate" in line
+           "estimate, strangers are identified more often than it says" in line
+    # so are the thresholds' expected FAR and FRR (AT&T, --cv-folds 0: 'expected FAR
+    # 0.98%', 349 of 1620 claims of those 20 people accepted)
+    far = next(ln for ln in info.output.splitlines() if ln.startswith("thresholds:"))
+    assert "training impostor scores" in far and "every client's impostor scores are " \
+        "training scores (nothing held out): not an estimate, strangers are accepted " \
+        "more often than it says" in far
+    assert "genuine claims are rejected more often than it says" in info.output
     strangers = _probes(root, {p.name for p in (root / "probes").iterdir()} - set(clients))
     out = json.loads(_identify(*strangers, "--gallery", gallery, "--open-set",
                                "--json").stdout)
@@ -142,7 +150,7 @@ def test_a_point_set_on_training_searches_says_so(split, tmp_path):
     assert "searches are training scores (nothing held out): not an estimate" in text
     # the held-out point's lines stay as they were
     info = CliRunner().invoke(main, ["info", "--gallery", str(root / "g.h5")]).output
-    assert "60 held-out searches of 11 clients" in info and "training scores" not in info
+    assert "60 held-out searches of 11 clients" in info and "training" not in info
 
 
 def test_identify_names_the_centred_score_ranking_score(split):

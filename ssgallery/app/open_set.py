@@ -399,16 +399,12 @@ def searches_kind(point):
 
 def training_note(point):
     """The words for a point set on training searches (``training_clients``): not an
-    estimate, and which clients; "" otherwise."""
-    training = point.get("training_clients")
-    if not training:
-        return ""
-    measured = point.get("measured_clients", point["clients"])
-    whose = "every client's" if training >= measured else \
-        f"{training} of the {measured} clients'"
-    return (f"; {whose} searches are training scores (nothing held out): not an estimate, "
-            "strangers are identified more often than it says (the models were fitted to "
-            "reject those very people)")
+    estimate, and which clients (`ssgallery.app.thresholds.fitted_note`); "" otherwise."""
+    from ssgallery.app.thresholds import fitted_note
+
+    return fitted_note(point.get("training_clients"),
+                       point.get("measured_clients", point["clients"]), "searches",
+                       "strangers are identified")
 
 
 def beyond_end(point):

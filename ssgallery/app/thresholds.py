@@ -157,6 +157,19 @@ def counts_inseparable(previous, kept):
         (is_int(n) and n != len(kept))
 
 
+def fitted_note(training, clients, what, outcome, fitted="reject those very people"):
+    """``; every client's <what> are training scores (nothing held out): not an estimate,
+    <outcome> more often than it says (the models were fitted to <fitted>)`` for a figure
+    counted on the scores of ``clients`` clients, ``training`` of them on training
+    scores (`on_training_scores`); "" when none is."""
+    if not is_int(training) or training <= 0:
+        return ""
+    whose = "every client's" if not is_int(clients) or training >= clients else \
+        f"{training} of the {clients} clients'"
+    return (f"; {whose} {what} are training scores (nothing held out): not an estimate, "
+            f"{outcome} more often than it says (the models were fitted to {fitted})")
+
+
 def on_training_scores(result):
     """Whether a client result's held-out scores are training scores (``--cv-folds 0``,
     nothing to hold out, or off scale: its provenance's ``threshold_folds`` is 0), for
@@ -301,5 +314,5 @@ def apply(results, thresholds, mode):
 
 
 __all__ = ["HIGH_CLIENT_FRR", "WORST", "apply", "calibrate", "client_frr", "clustered_sums",
-           "counts_inseparable", "frr_record", "merge_unresolved", "merged_record",
-           "on_training_scores", "previous_calibration", "unresolved_record"]
+           "counts_inseparable", "fitted_note", "frr_record", "merge_unresolved",
+           "merged_record", "on_training_scores", "previous_calibration", "unresolved_record"]

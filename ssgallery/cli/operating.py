@@ -123,9 +123,27 @@ def calibration_line(cal):
                        "be taken apart; compress every client again without --update to "
                        "estimate them")
     far = _expected_far(cal)
-    text += f"; expected FAR {far}" if far else "; no expected FAR recorded"
+    text += f"; expected FAR {far}{_fitted(cal)}" if far else "; no expected FAR recorded"
     frr = _rate(cal, "expected_frr", "rejected", "genuine", "genuine")
-    return text + (f"\nexpected FRR at these thresholds {frr}" if frr else "")
+    return text + (f"\nexpected FRR at these thresholds {frr}{_fitted(cal, True)}"
+                   if frr else "")
+
+
+def _fitted(cal, genuine=False):
+    """The note of an expected FAR (FRR: ``genuine``) counted on training scores
+    (``training_clients``, `ssgallery.app.thresholds.fitted_note`), unless the
+    ``unresolved`` words already say it of those clients' FAR."""
+    from ssgallery.app.thresholds import fitted_note, unresolved_record
+
+    if genuine:
+        return fitted_note(cal.get("training_clients"), cal.get("clients"),
+                           "genuine scores", "genuine claims are rejected",
+                           "accept those very images")
+    u = unresolved_record(cal.get("unresolved"))
+    if u is not None and u["training"]:
+        return ""
+    return fitted_note(cal.get("training_clients"), cal.get("clients"), "impostor scores",
+                       "strangers are accepted")
 
 
 def unresolved_warning(cal, command="compress"):
