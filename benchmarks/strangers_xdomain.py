@@ -134,14 +134,14 @@ def teacher_tables(work, gallery, table, run):
     distilled model as compress trained them (the probes read as `roc --gallery` reads
     them): {model: (table, clients, thresholds, held-out impostor scores)}, each model at
     its own per-client held-out threshold at F (compress's ``client`` mode)."""
-    from ssgallery.app.roc import _probe_features
+    from ssgallery.app.gallery_scores import probe_features
     from ssgallery.formats.gallery import read_gallery
     from ssgallery.progress import as_progress
 
     fits, matcher = teachers(gallery.with_name(gallery.name.replace("g-", "e-")), run)
     info = SimpleNamespace(header=read_gallery(gallery).header, matcher=matcher)
-    faces, feats, _ = _probe_features(info, work / "probes", list(fits),
-                                      lambda m: None, as_progress(None))
+    faces, feats, _ = probe_features(info, work / "probes", list(fits),
+                                     lambda m: None, as_progress(None))
     index = {p: i for i, p in enumerate(np.asarray(faces.paths).astype(str))}
     rows = np.array([index[str(p)] for p in table.probe])
     out = {}

@@ -33,11 +33,11 @@ PER = 6
 @pytest.fixture
 def fresh_cache():
     """An empty descriptor cache for one test (restored after it)."""
-    saved = dict(deep._CACHE)
-    deep._CACHE.clear()
+    saved = dict(deep.DESCRIPTOR_CACHE)
+    deep.DESCRIPTOR_CACHE.clear()
     yield
-    deep._CACHE.clear()
-    deep._CACHE.update(saved)
+    deep.DESCRIPTOR_CACHE.clear()
+    deep.DESCRIPTOR_CACHE.update(saved)
 
 
 def person_files(root, person):

@@ -58,15 +58,15 @@ def test_descriptor_cache_file_is_read_back_and_refused_for_other_weights(lfw20,
     np.savez(tmp_path / "marked.npz", **fields)
     fields["model_sha256"] = np.array('{"landmarks": "0", "recognition": "0"}')
     np.savez(tmp_path / "other.npz", **fields)
-    saved = dict(deep._CACHE)
+    saved = dict(deep.DESCRIPTOR_CACHE)
     try:
-        deep._CACHE.clear()
+        deep.DESCRIPTOR_CACHE.clear()
         assert deep.load_cache(tmp_path / "other.npz") == 0
-        assert not deep._CACHE
+        assert not deep.DESCRIPTOR_CACHE
         assert deep.load_cache(tmp_path / "marked.npz") == len(saved)
         D2, q2 = deep.DlibMatcher().describe(images)
         np.testing.assert_allclose(D2, D + 1.0)
         np.testing.assert_array_equal(q2, q)
     finally:
-        deep._CACHE.clear()
-        deep._CACHE.update(saved)
+        deep.DESCRIPTOR_CACHE.clear()
+        deep.DESCRIPTOR_CACHE.update(saved)

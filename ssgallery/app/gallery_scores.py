@@ -47,7 +47,7 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
 
     point = read_record(info.header, ids, gallery_path)  # checked before any probe is read
     progress = as_progress(progress)
-    faces, feats, fta = _probe_features(info, probes_dir, ids, warn, progress)
+    faces, feats, fta = probe_features(info, probes_dir, ids, warn, progress)
     table = _score_every_client(info, ids, faces, feats, fta, progress)
     searched = np.tile(~fta, len(ids))  # identify never searches a failure to acquire
     if searched.any():
@@ -58,9 +58,36 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
     return table
 
 
-def _probe_features(info, probes_dir, ids, warn, progress):
-    """The labelled probes of ``probes_dir`` (`ssgallery.images.ingest.FaceSet`), their
-    features in the gallery's matcher space and which are failures to acquire."""
+def probe_features(info, probes_dir, ids, warn, progress):
+    """The labelled probes of a folder, in the gallery's matcher space.
+
+    Parameters
+    ----------
+    info : Gallery
+        A gallery read with its matcher (``header`` and ``matcher`` are used).
+    probes_dir : str or Path
+        ``PROBES/<subject>/<images>``, read at the gallery's image size.
+    ids : list of str
+        The gallery's client ids: at least one probe subject must be one of them.
+    warn : callable(str) or None
+        Receives each input warning (None: `ssgallery.images.ingest.default_warn`).
+    progress : ssgallery.progress.Progress
+        Steps of reading and of mapping the probes.
+
+    Returns
+    -------
+    faces : FaceSet
+        The probes (`ssgallery.images.ingest.FaceSet`).
+    feats : ndarray, shape (n, d)
+        Their features.
+    fta : ndarray of bool, shape (n,)
+        Failures to acquire (scored NaN: rejected).
+
+    Raises
+    ------
+    InputError
+        No probe subject folder is a gallery client.
+    """
     from ssgallery.app.verify import failures_to_acquire
     from ssgallery.images.ingest import load_faces
 

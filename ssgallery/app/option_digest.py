@@ -25,8 +25,21 @@ def option_field(default, check=None, digest=IF_CHANGED, baseline=None):
                          baseline=default if baseline is None else baseline)
 
 
-def _changed(options):
-    """The `IF_CHANGED` fields of ``options`` that are not at their baseline, in order."""
+def changed_fields(options):
+    """The `IF_CHANGED` fields of ``options`` that are not at their baseline, in order:
+    what `ssgallery.app.options.CompressOptions.digest_dict` and ``provenance`` add to
+    the fields every digest has.
+
+    Parameters
+    ----------
+    options : CompressOptions
+        An options object whose fields are `option_field` fields.
+
+    Returns
+    -------
+    dict
+        Field name -> value, in field order.
+    """
     return {f.name: getattr(options, f.name) for f in fields(options)
             if f.metadata["digest"] == IF_CHANGED
             and getattr(options, f.name) != f.metadata["baseline"]}

@@ -23,7 +23,7 @@ from ssgallery.app.option_digest import (
     ALWAYS,
     IF_CHANGED,
     NEVER,
-    _changed,
+    changed_fields,
     option_field,
 )
 from ssgallery.app.roc_options import ReportOptions, RocInputs  # noqa: F401  (public here too)
@@ -222,7 +222,7 @@ class CompressOptions(_Options):
             raise ValueError(f"unresolved options have no digest: {', '.join(unresolved)}")
         out = {f.name: getattr(self, f.name) for f in fields(self)
                if f.metadata["digest"] == ALWAYS}
-        return {**out, **_changed(self)}
+        return {**out, **changed_fields(self)}
 
     def provenance(self):
         """The options' entries of a client's provenance (under their historical names;
@@ -232,7 +232,7 @@ class CompressOptions(_Options):
                "max_iter": self.max_iter, "target_far": self.target_far,
                "m_selection": "auto" if auto else "fixed", "rho": self.rho if auto else None,
                "impostors": self.impostors, "max_impostors": self.max_impostors}
-        return {**out, **_changed(self)}
+        return {**out, **changed_fields(self)}
 
 
 def _clients(name, value):

@@ -11,10 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ssgallery import jsontext
-from ssgallery.app.gallery_scores import (  # noqa: F401  (public here too)
-    _probe_features,
-    score_gallery,
-)
+from ssgallery.app.gallery_scores import score_gallery
 from ssgallery.app.options import ReportOptions, RocInputs, resolve_between
 from ssgallery.app.roc_setup import (
     checked_m,

@@ -80,7 +80,7 @@ def pair_dev_eval(dev_tables, eval_tables):
     if len(dev_tables) == 1 and len(eval_tables) == 1:
         d, e = dev_tables[0].label, eval_tables[0].label
         return [(d if d == e else f"{d} / {e}", dev_tables, eval_tables)]
-    dev, ev = _group(dev_tables), _group(eval_tables)
+    dev, ev = group_by_method(dev_tables), group_by_method(eval_tables)
     lonely = [f"'{dev[k][0].label}' has no evaluation scores" for k in dev if k not in ev]
     lonely += [f"'{ev[k][0].label}' has no development scores" for k in ev if k not in dev]
     if lonely:
@@ -113,13 +113,25 @@ def dev_eval(dev_tables, eval_tables, criterion="eer", far=None):
     return out
 
 
-def _group(tables):
-    """Tables grouped by method: ``{(method, m): [tables, in order]}``."""
+def group_by_method(tables):
+    """Score tables grouped by method (`ssgallery.biometrics.evaluation.evaluate` and
+    `dev_eval` evaluate each group).
+
+    Parameters
+    ----------
+    tables : iterable of Scores
+        Score tables with ``method`` and ``m``.
+
+    Returns
+    -------
+    dict
+        ``{(method, m): [tables, in order]}``, in order of first appearance.
+    """
     groups = {}
     for t in tables:
         groups.setdefault((t.method, t.m), []).append(t)
     return groups
 
 
-__all__ = ["CRITERIA", "PAIRING_RULE", "choose_threshold", "dev_eval", "pair_dev_eval",
+__all__ = ["CRITERIA", "PAIRING_RULE", "choose_threshold", "dev_eval", "group_by_method", "pair_dev_eval",
            "rates_at"]

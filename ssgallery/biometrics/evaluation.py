@@ -36,9 +36,9 @@ from ssgallery.biometrics.client_gaps import REFERENCE, compare_with_reference
 from ssgallery.biometrics.dev_eval import (  # noqa: F401  (public here too)
     CRITERIA,
     PAIRING_RULE,
-    _group,
     choose_threshold,
     dev_eval,
+    group_by_method,
     pair_dev_eval,
     rates_at,
 )
@@ -286,7 +286,7 @@ def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0, progress=None):
     """
     grid = default_grid() if grid is None else np.asarray(grid, dtype=float)
     progress = as_progress(progress)
-    groups = _group(tables)
+    groups = group_by_method(tables)
     out = []
     sweeps = {}
     with progress.phase("evaluating (curves, bootstrap over clients)", len(groups),

@@ -25,7 +25,14 @@ def _pct_ticks(ticks):
     return [f"{100 * t:g}%" for t in ticks]
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib's pyplot with the file-only Agg backend, or None without matplotlib
+    (the ``plot`` extra): the reports are then written without figures.
+
+    Returns
+    -------
+    module or None
+    """
     try:
         import matplotlib
 
@@ -73,7 +80,7 @@ def plot_curves(path, summaries, title=None, labels=None, axes="log", targets=(0
     below (a dashed line at FRR = the genuine FTA rate). ``labels`` restricts the plot
     to those methods. Returns False when matplotlib is missing. An existing file is
     replaced only when it is a PNG, or with ``force``."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return False
     if labels is not None:
@@ -219,7 +226,7 @@ def plot_scores(path, tables, summaries, title=None, bins=50, force=False):
     that every client's threshold is the line at 0; otherwise the line is the pooled
     scores' EER threshold (one global threshold). Returns False when matplotlib is
     missing."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return False
     labels = [s["label"] for s in summaries]
@@ -277,7 +284,7 @@ def plot_cmc(path, summaries, title=None, force=False):
     """Closed-set CMC (identification rate against rank), one line per method, the
     matches per search in the legend (``force``: `save_figure`). Returns False when
     matplotlib is missing."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return False
     fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=110)
@@ -302,7 +309,7 @@ def plot_identification_det(path, summaries, title=None, force=False):
     (normal-deviate axes, averaged over repetitions), one line per method, FNIR at
     FPIR = 1 % in the legend (``force``: `save_figure`). Returns False when matplotlib
     is missing or no method has a curve."""
-    plt = _pyplot()
+    plt = pyplot()
     summaries = [s for s in summaries if s.get("det")]
     if plt is None or not summaries:
         return False

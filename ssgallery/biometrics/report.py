@@ -12,12 +12,12 @@ from ssgallery import jsontext
 from ssgallery.biometrics.client_gaps import AMBIGUOUS, OTHER_CLAIMS
 from ssgallery.biometrics.plots import (
     PNG,
-    _pyplot,
     plot_cmc,
     plot_curves,
     plot_identification_det,
     plot_scores,
     plot_title,
+    pyplot,
 )
 from ssgallery.biometrics.scores import (
     check_scores_writable,
@@ -320,7 +320,7 @@ def check_report(out, score_files, search_files, plot=True, force=False):
     out = Path(out)
     searches = bool(search_files)
     checks = [(out / "summary.json", SUMMARY), (out / "curves.csv", CURVES)]
-    if plot and _pyplot() is not None:
+    if plot and pyplot() is not None:
         names = (PLOT, DET_PLOT, SCORES_PLOT) + ((CMC_PLOT, IDENTIFICATION_DET_PLOT)
                                                  if searches else ())
         checks += [(out / name, PNG) for name in names]

@@ -34,9 +34,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ssgallery.errors import InputError
 from ssgallery.learn.reduced_set import (  # noqa: F401  (public here too)
+    ReducedModel,
     SVMRed,
     SVMSel,
-    _ReducedModel,
     optimal_coefficients,
 )
 from ssgallery.learn.regression import ALPHAS
@@ -112,7 +112,7 @@ def _regressor(regressor, alpha):
     raise ValueError(f"regressor must be 'ridge' or 'lasso', got {regressor!r}")
 
 
-class _TargetRegression(_ReducedModel):
+class _TargetRegression(ReducedModel):
     def _regress(self, X, Z):
         """Fit beta, b on s(X, Z) against the teacher's decision values (paper footnote)."""
         targets = self.teacher_.decision_function(X)

@@ -3,7 +3,7 @@
 optimal coefficients beta = K_zz^-1 K_zx alpha (`optimal_coefficients`).
 
 `ssgallery.learn.baselines` describes every baseline and re-exports these; the shared
-fit plumbing (`_ReducedModel`) is here because the prototype-selection baselines there
+fit plumbing (`ReducedModel`) is here because the prototype-selection baselines there
 build on it.
 """
 
@@ -24,8 +24,22 @@ def optimal_coefficients(sim, Z, SV, alpha):
     return solve_psd(0.5 * (K + K.T), sim(Z, SV) @ alpha)
 
 
-class _ReducedModel(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
-    """Shared fit plumbing and the m-match decision function."""
+class ReducedModel(BinaryDecisionMixin, ClassifierMixin, BaseEstimator):
+    """Base of the baselines that keep m points and their coefficients: the shared fit
+    plumbing (``_setup``: checks, classes, the teacher SVM; ``_finish``: the fitted
+    attributes) and the m-match decision function (`SVMSel`, `SVMRed`, and the
+    prototype-selection baselines of `ssgallery.learn.baselines`).
+
+    Attributes
+    ----------
+    prototypes_ : ndarray, shape (m, d)
+    beta_ : ndarray, shape (m,)
+    intercept_ : float
+    n_matches_ : int
+        m, the matches per decision.
+    teacher_ : SimilaritySVM
+        The teacher SVM the baseline approximates.
+    """
 
     def _setup(self, X, y, teacher):
         X, y = check_X_y(X, y, dtype=float)
@@ -70,7 +84,7 @@ def _pad_with_training(X, teacher, chosen, m):
     return np.concatenate([chosen, order[: m - len(chosen)]]).astype(int)
 
 
-class SVMSel(_ReducedModel):
+class SVMSel(ReducedModel):
     """SVM-sel: drop support vectors one at a time, kernel-PCA-driven (Schölkopf et al. 1999).
 
     With K = V diag(lam) V^T over the kept SVs, eigenvector v_k gives
@@ -118,7 +132,7 @@ class SVMSel(_ReducedModel):
         return self._finish(Z, optimal_coefficients(self.similarity_, Z, SV, alpha), t.intercept_)
 
 
-class SVMRed(_ReducedModel):
+class SVMRed(ReducedModel):
     """SVM-red: greedy RBF pre-images by the fixed-point iteration (Burges 1996;
     Schölkopf et al. 1999), then optimal coefficients.
 

@@ -51,12 +51,12 @@ from ssgallery.errors import (
 from ssgallery.learn.similarity import RBFSimilarity, median_gamma
 from ssgallery.matchers.base import Matcher, rbf_gamma
 from ssgallery.matchers.dlib_models import (  # noqa: F401  (public here too)
-    _CACHE,
     CACHE_SIZE,
+    DESCRIPTOR_CACHE,
     DIM,
     EXTRA_HINT,
     MODEL_FILES,
-    _import_dlib,
+    import_dlib,
     load_cache,
     load_models,
     model_digests,
@@ -212,13 +212,13 @@ class DlibMatcher(Matcher):
         for i, img in enumerate(U):
             key = (bool(self.detect), img.shape,
                    hashlib.blake2b(img.tobytes(), digest_size=16).digest())
-            hit = _CACHE.get(key)
+            hit = DESCRIPTOR_CACHE.get(key)
             if hit is None or (descriptors and hit[0] is None):
-                models = models or (_import_dlib(),) + load_models()
+                models = models or (import_dlib(),) + load_models()
                 hit = self._describe_one(models, img, descriptors)
-                if len(_CACHE) >= CACHE_SIZE:
-                    _CACHE.clear()
-                _CACHE[key] = hit
+                if len(DESCRIPTOR_CACHE) >= CACHE_SIZE:
+                    DESCRIPTOR_CACHE.clear()
+                DESCRIPTOR_CACHE[key] = hit
             if descriptors:
                 D[i] = hit[0]
             q[i] = hit[1]
@@ -246,7 +246,7 @@ class DlibMatcher(Matcher):
             raise InputError(f"dlib: need at least 2 training images, got {len(U)}")
         self.image_shape = tuple(int(s) for s in U.shape[1:])
         self.model_sha256_ = dict(model_digests())
-        self.dlib_version_ = str(_import_dlib().__version__)
+        self.dlib_version_ = str(import_dlib().__version__)
         self._models_checked = True
         D, q = self.describe(U)
         if g is None:

@@ -22,10 +22,24 @@ EXTRA_HINT = "the dlib matcher needs the extra: pip install 'ssgallery[dlib]'"
 CACHE_SIZE = 20000      # images whose (descriptor, quality) a process remembers
 
 _MODELS = {}  # loaded once per process: name -> dlib object, plus "sha256"
-_CACHE = {}   # (detect, shape, pixel digest) -> (descriptor or None, quality)
+# This process's descriptor cache: (detect, shape, pixel digest) -> (descriptor or None,
+# quality); `ssgallery.matchers.deep.DlibMatcher.describe` fills it (emptied at
+# CACHE_SIZE images), `save_cache` and `load_cache` keep it in a file between runs.
+DESCRIPTOR_CACHE = {}
 
 
-def _import_dlib():
+def import_dlib():
+    """The ``dlib`` module, imported when first needed.
+
+    Returns
+    -------
+    module
+
+    Raises
+    ------
+    MatcherError
+        dlib is not installed (`EXTRA_HINT`).
+    """
     try:
         import dlib
     except ImportError:
@@ -67,7 +81,7 @@ def model_digests():
 def load_models():
     """(detector, shape predictor, recogniser), loaded once per process."""
     if "recognition" not in _MODELS:
-        dlib = _import_dlib()
+        dlib = import_dlib()
         paths = model_paths()
         try:
             _MODELS["detector"] = dlib.get_frontal_face_detector()
@@ -83,16 +97,16 @@ def save_cache(path):
     the installed weights, so that another process (a benchmark's next run) can
     `load_cache` it instead of recomputing every descriptor. Returns the number of
     images written."""
-    keys = list(_CACHE)
+    keys = list(DESCRIPTOR_CACHE)
     desc = np.full((len(keys), DIM), np.nan)
     for i, key in enumerate(keys):
-        if _CACHE[key][0] is not None:
-            desc[i] = _CACHE[key][0]
+        if DESCRIPTOR_CACHE[key][0] is not None:
+            desc[i] = DESCRIPTOR_CACHE[key][0]
     np.savez(path, detect=np.array([k[0] for k in keys], dtype=bool),
              shape=np.array([k[1] for k in keys], dtype=np.int64).reshape(-1, 2),
              digest=np.array([np.frombuffer(k[2], np.uint8) for k in keys],
                             dtype=np.uint8).reshape(-1, 16), descriptor=desc,
-             quality=np.array([_CACHE[k][1] for k in keys], dtype=float),
+             quality=np.array([DESCRIPTOR_CACHE[k][1] for k in keys], dtype=float),
              model_sha256=np.array(json.dumps(model_digests(), sort_keys=True)))
     return len(keys)
 
@@ -106,5 +120,5 @@ def load_cache(path):
         rows = zip(f["detect"], f["shape"], f["digest"], f["descriptor"], f["quality"])
         for detect, shape, digest, desc, quality in rows:
             key = (bool(detect), tuple(int(s) for s in shape), digest.tobytes())
-            _CACHE[key] = (None if np.isnan(desc[0]) else desc.copy(), float(quality))
+            DESCRIPTOR_CACHE[key] = (None if np.isnan(desc[0]) else desc.copy(), float(quality))
         return len(f["quality"])
