@@ -81,12 +81,14 @@ def test_roc_says_why_a_rank_is_not_shown(tmp_path):
 
 
 @pytest.mark.parametrize("program", ["example_mad.py", "serve_mad.py"])
-@pytest.mark.parametrize("option", ["timeout_base=1e10", "timeout_per_pair=1e300"])
+@pytest.mark.parametrize("option", ["timeout_base=604800", "timeout_per_pair=604800"])
 def test_a_long_finite_matcher_timeout_waits(tmp_path, program, option):
-    """A finite timeout longer than select takes (about 25 days) made the one-shot
-    program 'write more than 1048576 bytes on stdout' (select's OverflowError, read as
-    the output cap; exit 2) and the serving one end in 'internal error: OverflowError'
-    (exit 4): the wait goes in slices, and the matcher answers."""
+    """A finite timeout longer than select takes (about 25 days; before timeouts were
+    bounded, -O timeout_base=1e10) made the one-shot program 'write more than 1048576
+    bytes on stdout' (select's OverflowError, read as the output cap; exit 2) and the
+    serving one end in 'internal error: OverflowError' (exit 4): the longest timeouts
+    allowed (a week each; a request waits at most a week in all) wait in slices of at
+    most an hour, and the matcher answers."""
     faces = make_faces(str(tmp_path / "faces"), n_clients=2, n_images=3, shape=(16, 12))
     out = invoked(["enroll", faces, "--store", tmp_path / "s.h5", "--matcher-cmd",
                    f"{sys.executable} {MATCHERS / program}", "-O", option, "-q"])

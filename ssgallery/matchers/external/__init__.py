@@ -24,7 +24,7 @@ scoring run the host's program is asked to describe itself, and a different dige
 refused (`ssgallery.errors.MatcherError`, one line).
 
 The program runs without a shell, in its own process group, with a timeout of
-``timeout_base + timeout_per_pair * |A| * |B|`` seconds; on timeout (or Ctrl-C) the
+``timeout_base + timeout_per_pair * |A| * |B|`` seconds (at most a week); on timeout (or Ctrl-C) the
 whole group is killed, and any process the program left behind in its group is killed
 after it exits. Its output (stdout or the answer file) may hold at most
 `MAX_ANSWER_BASE` + `MAX_ANSWER_PER_PAIR` bytes per scored pair; a longer

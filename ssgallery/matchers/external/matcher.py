@@ -24,7 +24,7 @@ from ssgallery.matchers.base import Matcher
 from ssgallery.matchers.external import cache
 from ssgallery.matchers.external.contract import quality_threshold
 from ssgallery.matchers.external.oneshot import write_images
-from ssgallery.matchers.external.program import ProgramClient
+from ssgallery.matchers.external.program import MAX_TIMEOUT, ProgramClient
 from ssgallery.matchers.host import cache_folder
 
 PIXEL_RANGE = (0.0, 255.0)
@@ -173,9 +173,10 @@ class ExternalMatcher(ProgramClient, Matcher):
         bool and a ``cache_dir`` that is no folder name
         (`ssgallery.matchers.host.cache_folder`): one line naming the option."""
         cache_folder(self.cache_dir, "external matcher option")
-        _positive("option timeout_base", self.timeout_base, unit=" (seconds)")
+        _positive("option timeout_base", self.timeout_base, unit=" (seconds)",
+                  at_most=MAX_TIMEOUT)
         _positive("option timeout_per_pair", self.timeout_per_pair, allow_zero=True,
-                  unit=" (seconds)")
+                  unit=" (seconds)", at_most=MAX_TIMEOUT)
         if self.distance_scale is not None:
             _positive("option distance_scale", self.distance_scale)
         if not is_bool(self.serve):  # "no" is no false, 1 no true
@@ -346,15 +347,20 @@ class ExternalMatcher(ProgramClient, Matcher):
         return f"ExternalMatcher(command={cmd})"
 
 
-def _positive(name, value, allow_zero=False, unit=""):
+def _positive(name, value, allow_zero=False, unit="", at_most=None):
     """``value`` (an option of the command line or a file's JSON, or a state attribute,
     ``name`` says which: ``option timeout_base``) as a float: a finite number > 0 (>= 0
-    with ``allow_zero``); a bool, a string or anything else is refused (`InputError`:
-    ``external matcher option timeout_base must be a finite number > 0 (seconds), got
-    true``)."""
+    with ``allow_zero``), at most ``at_most`` when given; a bool, a string or anything
+    else is refused (`InputError`: ``external matcher option timeout_base must be a
+    finite number > 0 (seconds), got true``; ``... must be at most 604800 (seconds), got
+    1e+300``). The same check whether the value comes from the command line or from a
+    store or gallery (`from_state`)."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if not (is_finite_real(value) and (value > 0 or allow_zero and value == 0)):
         raise InputError(f"external matcher {name} must be a finite number "
                          f"{'>= 0' if allow_zero else '> 0'}{unit}, got {shown(value)}")
+    if at_most is not None and value > at_most:
+        raise InputError(f"external matcher {name} must be at most {at_most:g}{unit}, got "
+                         f"{shown(value)}")
     return float(value)

@@ -161,8 +161,8 @@ MAX_WAIT = 3600.0  # seconds one select waits at most (it refuses about 25 days 
 
 def wait_slice(deadline):
     """Seconds to wait for a program's output before ``deadline`` (a `time.monotonic`
-    time; <= 0: passed), at most `MAX_WAIT`: a long timeout (``-O timeout_base=1e10``,
-    finite) waits in slices, never a select timeout too large for the platform."""
+    time; <= 0: passed), at most `MAX_WAIT`: a long timeout (``-O timeout_base=604800``)
+    waits in slices, never a select timeout too large for the platform."""
     return min(deadline - time.monotonic(), MAX_WAIT)
 
 

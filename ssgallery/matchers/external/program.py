@@ -21,6 +21,9 @@ from ssgallery.matchers.external.contract import (
 )
 from ssgallery.matchers.external.oneshot import resolve, run_once, write_images, write_lists
 from ssgallery.matchers.host import CMD_ENV, split_command
+from ssgallery.safeio import MAX_SECONDS
+
+MAX_TIMEOUT = MAX_SECONDS  # a week: the longest ssgallery waits for anything
 from ssgallery.safeio import read_regular
 
 
@@ -95,10 +98,17 @@ class ProgramClient:
         Raises `MatcherError` on failure, timeout or a non-zero exit status.
         """
         argv = self._resolve() + list(args)
-        timeout = float(self.timeout_base) + float(self.timeout_per_pair) * n_pairs
+        timeout = self._timeout(n_pairs)
         named = args[0] in ("--describe", "--quality-list")
         program = f"{self.program} {args[0]}" if named else self.program
         return run_once(argv, program, timeout, n_pairs, self._timeout_note(n_pairs, unit))
+
+    def _timeout(self, n_pairs):
+        """Seconds one request of ``n_pairs`` may take: ``timeout_base + timeout_per_pair
+        x n_pairs``, at most `MAX_TIMEOUT` (the options are at most that each, and a
+        large batch waits no longer: a program that stalls is always killed)."""
+        return min(float(self.timeout_base) + float(self.timeout_per_pair) * n_pairs,
+                   MAX_TIMEOUT)
 
     def _timeout_note(self, n_pairs, unit="pairs"):
         """What a timed-out request's line says in parentheses: how its timeout was made
@@ -189,8 +199,7 @@ class ProgramClient:
 
                 self._server, started = shared_server(self._resolve(), self.program)
                 self.n_starts_ += int(started)
-                self._server.request(request, timeout=float(self.timeout_base)
-                                     + float(self.timeout_per_pair) * n_pairs,
+                self._server.request(request, timeout=self._timeout(n_pairs),
                                      timeout_note=self._timeout_note(n_pairs, unit))
             else:
                 stdout = self.run([a for key, value in request.items()
