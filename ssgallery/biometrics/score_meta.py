@@ -12,7 +12,28 @@ from ssgallery.checks import EXACT_INT, is_finite_real, is_int, shown
 from ssgallery.errors import InputError
 from ssgallery.safeio import MAX_TEXT_BYTES, read_regular
 
+MAGIC = "ssgallery-scores"  # the format of a side-car (and of an older file's '#' line)
 NON_NEGATIVE = ("matches", "fit_seconds")  # per-client values that count something
+
+
+def float_or_none(value):
+    """A per-client value of a side-car or of an older file's ``#`` line as a float.
+
+    Parameters
+    ----------
+    value : float, str or None
+        ``None`` and ``"none"`` (how an older file writes a missing value) mean unknown.
+
+    Returns
+    -------
+    float or None
+
+    Raises
+    ------
+    ValueError
+        A value that is no number.
+    """
+    return None if value in (None, "none") else float(value)
 
 
 def read_sidecar(side, magic):

@@ -37,19 +37,20 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote
 
 import numpy as np
 
 from ssgallery import jsontext
-from ssgallery.checks import shown
+from ssgallery.biometrics.score_lines import (  # noqa: F401  (CSV_REQUIRED: public here too)
+    CSV_REQUIRED,
+    read_csv_rows,
+    read_text_rows,
+)
+from ssgallery.biometrics.score_meta import MAGIC, float_or_none
 from ssgallery.errors import InputError
 from ssgallery.formats.atomic import check_writable, has_prefix, write_text_atomic
-from ssgallery.formats.textfile import read_lines
 from ssgallery.formats.writable import Existing
 from ssgallery.safeio import MAX_TEXT_BYTES
-
-MAGIC = "ssgallery-scores"
 
 
 def method_label(method, m):
@@ -113,10 +114,6 @@ def _enc(value):
                    if _needs_escape(ch) else ch for ch in s) or "%00"
 
 
-def _dec(field):
-    return "" if field == "%00" else unquote(field)
-
-
 def _num(value):
     if value is None:
         return "none"
@@ -154,7 +151,7 @@ def format_sidecar(table):
             "columns": ["claimed_id", "real_id", "probe_label", "score"],
             "method": table.method, "m": None if table.m is None else int(table.m),
             "repetition": int(table.repetition),
-            "clients": {str(c): {k: _float_or_none(v) for k, v in sorted(info.items())}
+            "clients": {str(c): {k: float_or_none(v) for k, v in sorted(info.items())}
                         for c, info in table.clients.items()}}
     return jsontext.dumps(meta, indent=1, sort_keys=True) + "\n"
 
@@ -198,130 +195,6 @@ def write_scores(path, table, force=False):
     write_text_atomic(sidecar_path(path), format_sidecar(table), _is_sidecar, force)
 
 
-def _meta(text):
-    out = {}
-    for tok in text.split():
-        if "=" in tok:
-            k, v = tok.split("=", 1)
-            out[k] = _dec(v)
-    return out
-
-
-def _float_or_none(v):
-    return None if v in (None, "none") else float(v)
-
-
-def _score(text, lineno, path):
-    """A score field: a float, NaN for ``nan``/empty (failure to acquire)."""
-    if text.strip() == "":
-        return np.nan
-    try:
-        score = float(text)
-    except ValueError:
-        raise InputError(f"line {lineno}: score {shown(text)} is not a number",
-                         path=path) from None
-    if np.isinf(score):  # nan: a failure to acquire (never scored); inf: an error
-        raise InputError(f"line {lineno}: score is infinite", path=path)
-    return score
-
-
-_FIELD_SEP = re.compile(r"[ \t]+")  # fields: ASCII spaces and tabs, nothing else
-
-
-def _legacy_header(body, meta, clients, lineno, path):
-    """``#`` lines of ssgallery < 0.2 score files: method/m/repetition, per-client info.
-    Any other line starting with ``#`` is refused: a row of a client id starting with
-    ``#`` (written ``%23`` by ssgallery) must not vanish as a comment."""
-    if body.startswith(MAGIC):
-        got = _meta(body)
-        meta.update({k: got[k] for k in ("method", "m", "repetition") if k in got})
-    elif body.startswith("client="):
-        got = _meta(body)
-        c = got.pop("client")
-        try:
-            clients[c] = {k: _float_or_none(v) for k, v in got.items()}
-        except ValueError:
-            raise InputError(f"line {lineno}: bad score metadata: client {shown(c)}: not a "
-                             "number", path=path) from None
-    elif not body.startswith("columns:"):
-        raise InputError(f"line {lineno} starts with '#': score files have no comments (a "
-                         "field starting with '#' is written %23)", path=path)
-
-
-def _once(seen, key, lineno, path):
-    """Refuse a claim (``key``: claimed id, model, probe label, real id) already on an
-    earlier line: it would count twice in every rate, or replace the first in a search's
-    matrix. A probe is its label and real id, as in a search's matrix
-    (`ssgallery.biometrics.identification.score_matrix`): two
-    clients' probes may share a label (a file name such as '1.pgm')."""
-    first = seen.setdefault(key, lineno)
-    if first != lineno:
-        raise InputError(f"line {lineno}: the claim of {shown(key[0])} by probe "
-                         f"{shown(key[2])} is already on line {first}: each claim is "
-                         "scored once", path=path)
-
-
-def _blank(text):
-    """True for a line of nothing but spaces and tabs: both formats skip it (bob's CSV
-    reader, pandas' ``read_csv``, does too)."""
-    return not text.strip(" \t\r")
-
-
-def _read_text(path):
-    """Rows (claimed, real, probe, score) of a 4- or 5-column file, legacy metadata."""
-    rows, meta, clients, ncol, seen = [], {}, {}, None, {}
-    for lineno, line in enumerate(read_lines(path, "score file"), 1):
-        text = line.strip(" \t\r")
-        if _blank(text):
-            continue
-        if text.startswith("#"):
-            _legacy_header(text[1:].strip(), meta, clients, lineno, path)
-            continue
-        fields = _FIELD_SEP.split(text)
-        if ncol is None and len(fields) in (4, 5):
-            ncol = len(fields)
-        if len(fields) != ncol:
-            raise InputError(f"line {lineno}: expected {ncol or 4} columns (claimed_id "
-                             f"{'model_label ' if ncol == 5 else ''}real_id probe_label "
-                             f"score), got {len(fields)}", path=path)
-        real, probe = (fields[1], fields[2]) if ncol == 4 else (fields[2], fields[3])
-        _once(seen, (_dec(fields[0]), fields[1] if ncol == 5 else "", _dec(probe), _dec(real)),
-              lineno, path)
-        rows.append((_dec(fields[0]), _dec(real), _dec(probe),
-                     _score(fields[-1], lineno, path)))
-    return rows, meta, clients
-
-
-CSV_REQUIRED = ("bio_ref_subject_id", "probe_subject_id", "score")
-
-
-def _read_csv(path):
-    """Rows of bob's CSV score format (``bob.bio.base.pipelines.CSVScoreWriter``)."""
-    import csv
-
-    lines = read_lines(path, "score file")
-    reader = csv.DictReader(lines)
-    missing = [c for c in CSV_REQUIRED if c not in (reader.fieldnames or [])]
-    if missing:
-        raise InputError(f"not a bob CSV score file: no column {', '.join(missing)} in the "
-                         f"header line", path=path)
-    rows, seen, width = [], {}, len(reader.fieldnames)
-    for row in reader:
-        lineno = reader.line_num  # csv skips empty lines: a count would name another
-        if list(row.values())[1:] == [None] * (width - 1) and _blank(row[reader.fieldnames[0]]):
-            continue  # a line of spaces: one field of spaces, as the text format skips it
-        got = sum(v is not None for k, v in row.items() if k is not None)
-        if got != width or None in row:  # DictReader: None fills a short row, keys extras
-            raise InputError(f"line {lineno}: expected {width} fields (as the header line), "
-                             f"got {got + len(row.get(None) or ())}", path=path)
-        probe = row.get("probe_key") or row.get("probe_reference_id") or str(len(rows) + 1)
-        _once(seen, (row["bio_ref_subject_id"], row.get("bio_ref_reference_id") or "", probe,
-                     row["probe_subject_id"]), lineno, path)
-        rows.append((row["bio_ref_subject_id"], row["probe_subject_id"], probe,
-                     _score(row["score"] or "", lineno, path)))
-    return rows, {}, {}
-
-
 def _read_sidecar(path):
     from ssgallery.biometrics.score_meta import read_sidecar
 
@@ -348,7 +221,7 @@ def read_scores(path):
     """
     path = os.fspath(path)
     is_csv = ".csv" in Path(path).suffixes
-    rows, meta, clients = _read_csv(path) if is_csv else _read_text(path)
+    rows, meta, clients = read_csv_rows(path) if is_csv else read_text_rows(path)
     name = Path(path).name
     for suffix in (".txt", ".scores", ".csv"):
         name = name.removesuffix(suffix)
