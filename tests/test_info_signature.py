@@ -87,6 +87,30 @@ def test_info_refuses_what_verify_refuses(site, gallery, key, message):
         assert (r.exit_code, r.stdout, r.stderr) == (2, "", verify.stderr), (options, r.output)
 
 
+def test_info_with_the_key_checks_every_client_against_the_signature(site, tmp_path):
+    """A signed gallery whose client group was edited and the file re-sealed (no key
+    needed: the seal is a checksum): verify of that client refused it, while info
+    --key-file, the check before deploying, printed 'signature: checked: signed with
+    the configured key, not edited since', exit 0 (it read no client group). Now it
+    reads every client against its digest in the signed client index, as verify
+    does; without a key info still reads no client group."""
+    root, probe = site
+    gallery = tmp_path / "regroup.h5"
+    shutil.copy(root / "signed.h5", gallery)
+    with edit_h5(gallery) as f:  # every probe above it: accepted
+        f["clients/c01"].attrs["threshold"] = f["clients/c01"].attrs["threshold"] - 5.0
+    line = "integrity check failed: client 'c01' does not match its digest"
+    verify = _run("verify", probe, "--claim", "c01", "--gallery", gallery, "--key-file",
+                  root / "key")
+    assert verify.exit_code == 2 and line in verify.stderr, verify.output
+    for options in ((), ("--json",)):
+        r = _run("info", "--gallery", gallery, "--key-file", root / "key", *options)
+        assert (r.exit_code, r.stdout) == (2, ""), (options, r.output)
+        assert line in r.stderr and CHECKED not in r.output, r.output
+    r = _run("info", "--gallery", gallery)  # no key: no client group read, as before
+    assert r.exit_code == 0 and NOT_CHECKED in r.stdout, r.output
+
+
 def test_without_a_key_info_says_the_signature_was_not_checked(site):
     """Without a key: a signed gallery's summary says its signature was not checked (and
     how to check it), the edited one's too; an unsigned one's says nothing of it, as

@@ -150,10 +150,10 @@ def command(gallery, store, svm, client_id, as_json, quiet, key_file, privacy_ke
     client's group.
 
     With a signing key (--key-file or $SSGALLERY_KEY_FILE), the gallery's signature is
-    checked as verify checks it: a gallery unsigned, signed with another key or edited
-    since is refused with verify's line and status (2), and the summary says
-    "signature: checked". Without a key a signed gallery's signature is not checked,
-    and the summary says so.
+    checked as verify checks it, and every client's group against it (the check before
+    deploying): a gallery unsigned, signed with another key or edited since is refused
+    with verify's line and status (2), and the summary says "signature: checked".
+    Without a key a signed gallery's signature is not checked, and the summary says so.
 
     \b
     Examples:

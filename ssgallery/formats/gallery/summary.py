@@ -54,7 +54,9 @@ def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
         against the matcher: they are plausible only through the key).
     key : bytes, optional
         The host's signing key: an unsigned gallery, or one signed with another key or
-        edited since, is refused as ``verify`` refuses it (`read_client`'s ``key``).
+        edited since, is refused as ``verify`` refuses it (`read_client`'s ``key``); every
+        client group is then read and checked against its digest in the signed client
+        index, as ``svm`` does (O(N) group opens): the check before deploying a gallery.
 
     Returns
     -------
@@ -93,7 +95,8 @@ def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
 def _read_summary(path, svm, privacy_key, key):
     """`gallery_summary`'s checked reads: ``(header, config, index, built matcher, matcher
     state, provenance per client id, the file's size)`` (provenance read only with
-    ``svm``; the size from the open that was checked and read)."""
+    ``svm``; every client group read and checked with ``svm`` or a ``key``; the size from
+    the open that was checked and read)."""
     opened = {}
     with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **OPEN_ARGS,
                       privacy_key=privacy_key, facts=opened) as f:
@@ -102,9 +105,11 @@ def _read_summary(path, svm, privacy_key, key):
             header, config, rows, index, built, state = read_stacked(
                 f, path, key, None, None, required=False)
             provenance = {}
-            if svm:  # reads every client group (and checks them against the client index)
-                provenance = {cid: model.provenance for cid, model in
-                              read_clients(f, path, rows, built, False).items()}
+            if svm or key is not None:
+                # every client group read and checked against the client index: the
+                # signature covers them only through their digests there
+                models = read_clients(f, path, rows, built, False)
+                provenance = {cid: m.provenance for cid, m in models.items()} if svm else {}
             else:
                 client_groups(f, path, rows)
         except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
