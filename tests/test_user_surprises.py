@@ -1,6 +1,8 @@
 """What surprised a user of the command line: an option silently ignored, an output
 that had to be named, a refusal that did not name the option that changes it."""
 
+import json
+
 import pytest
 from helpers import invoked, make_faces
 
@@ -455,3 +457,26 @@ def test_o_command_naming_the_hosts_program_by_another_path_is_not_warned(
     out = invoked(args + ["--store", tmp_path / "e2.h5"])
     assert out["exit_code"] == 0, out["output"]
     assert "not the one $SSGALLERY_MATCHER_CMD names" in out["stderr"], out["stderr"]
+
+
+def test_info_says_when_the_gallery_beside_a_store_was_not_compressed_from_it(
+        sample_store, sample_gallery_3, tmp_path):
+    """'ssgallery info' shows gallery.h5 and enrollment.h5 side by side; after 'enroll'
+    wrote another store there (another folder, or --add), nothing said that the gallery
+    no longer comes from it. Now a warning names both, with or without --json."""
+    gallery, store = sample_gallery_3["gallery"], sample_store["store"]
+    other = tmp_path / "other.h5"
+    assert invoked(["enroll", make_faces(str(tmp_path / "faces"), n_clients=4, n_images=5,
+                                         shape=(112, 90)), "--store", other,
+                    "-q"])["exit_code"] == 0
+    said = (f"ssgallery: warning: {gallery} was not compressed from {other} as it is now "
+            "(another enrollment store, or this one enrolled again or added to since): its "
+            "models and thresholds are not this store's; compress it again from this store "
+            "(after enroll --add: compress --update)")
+    for extra in ([], ["--json"]):
+        same = invoked(["info", "--gallery", gallery, "--store", store, *extra])
+        assert same["exit_code"] == 0 and "was not compressed from" not in same["stderr"]
+        out = invoked(["info", "--gallery", gallery, "--store", other, *extra])
+        assert out["exit_code"] == 0 and said in out["stderr"].splitlines(), out["stderr"]
+    summary = json.loads(out["stdout"])
+    assert summary["gallery"]["store_fingerprint"] != summary["store"]["fingerprint"]

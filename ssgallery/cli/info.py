@@ -83,6 +83,18 @@ def _warn_gallery(g):
         warn("compressed from a store whose matcher basis was stale")
 
 
+def _warn_pairing(out):
+    """A gallery shown beside a store it was not compressed from (another enrollment, or
+    this store as it was before ``enroll`` wrote it again): say so (stderr)."""
+    g, s = out.get("gallery"), out.get("store")
+    if g is None or s is None or g.get("store_fingerprint") in (None, s["fingerprint"]):
+        return
+    warn(f"{g['path']} was not compressed from {s['path']} as it is now (another "
+         "enrollment store, or this one enrolled again or added to since): its models and "
+         "thresholds are not this store's; compress it again from this store (after enroll "
+         "--add: compress --update)")
+
+
 def _print_client(r):
     svm = "no full SVM recorded" if r["svm_n_support"] is None else (
         f"full SVM {r['svm_n_support']} SVs, {r['svm_bytes']} bytes ({r['ratio']:.1f}x)"
@@ -191,6 +203,7 @@ def command(gallery, store, svm, client_id, as_json, quiet, key_file, privacy_ke
         click.echo(jsontext.dumps(out, indent=2))
         if "gallery" in out:  # its warnings (stderr), as without --json
             _warn_gallery(out["gallery"])
+        _warn_pairing(out)
         return
     if "gallery" in out:
         _print_gallery(out["gallery"])
@@ -201,3 +214,4 @@ def command(gallery, store, svm, client_id, as_json, quiet, key_file, privacy_ke
         if "gallery" in out or "client" in out:
             click.echo()
         _print_store(out["store"])
+    _warn_pairing(out)

@@ -85,6 +85,7 @@ def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
             "calibration": header_calibration(h, index.client_ids, path),
             "open_set": header_open_set(h, index.client_ids, path),
             "basis_stale": h.get("basis_stale", False),  # a bool: checked by open_verified
+            "store_fingerprint": h.get("store_fingerprint"),  # the store compressed
             "file_bytes": size, "matcher_state_bytes": state_bytes(state),
             "n_clients": len(rows), "clients": rows, "bytes_total": total,
             "svm_compared": bool(svm), "svm_bytes_total": total_svm,
