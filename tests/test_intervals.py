@@ -129,6 +129,8 @@ def test_calibration_records_the_far_interval_by_impostor_person():
     plain = info["expected_far_ci"]
     assert low < plain[0] and high > 2 * plain[1]
     assert clustered_sums(rec) == rec["sums"]
+    # people unknown: no interval by person is claimed (not the scores' as the people's)
+    assert calibrate_thresholds(scores, norms, 0.03)[1]["far_by_person"] is None
 
 
 def test_frr_record_has_the_interval_by_client_and_merges_an_update():

@@ -264,7 +264,8 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
         `cross_normalised`, on which T is set), ``expected_far`` and its 95 %
         Clopper-Pearson ``expected_far_ci`` (the scores counted as independent trials);
         ``far_by_person`` (`clustered_record`: the interval with the impostor person as
-        the trial, `ssgallery.biometrics.intervals.clustered_interval`); ``unresolved`` (`_unresolved`, None when
+        the trial, `ssgallery.biometrics.intervals.clustered_interval`; None when no
+        client's ``people`` are known); ``unresolved`` (`_unresolved`, None when
         every client's count is an estimate): the clients whose threshold was fitted on
         the very scores counted, so that the count is 0 or floor(F n) by construction,
         not an estimate: normalised in sample (fewer than 4 scores,
@@ -314,7 +315,8 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
                "global_threshold": None if big_t is None else float(big_t),
                "accepted": accepted, "impostors": total, "expected_far": accepted / total,
                "expected_far_ci": list(clopper_pearson(accepted, total)),
-               "far_by_person": clustered_record(person_sums(hits, people)),
+               "far_by_person": clustered_record(person_sums(hits, people))
+               if any(who is not None for who in people) else None,
                "unresolved": _unresolved(impostors, hits, people, fitted,
                                          held_out or [True] * len(impostors))}
 
