@@ -148,6 +148,16 @@ def _start_choice(t):
         if parts else ""
 
 
+def _inside(text, pool="person"):
+    """``synth a / b of n, att ...``: the strangers page's runs inside the interval
+    counting claims and inside the one by impostor person (its coverage lines)."""
+    lines = re.findall(rf"^- (\S+), `{pool}`: .* claims in (\d+) of (\d+) runs, .* "
+                       r"person in (\d+) of", text, re.MULTILINE)
+    if not lines:
+        raise Missing("no coverage lines")
+    return ", ".join(f"{d} {a} / {b} of {n}" for d, a, n, b in lines)
+
+
 _PERSON = {"run": "0", "pool": "`person`"}
 _HALVES = {"run": "0", "pool": "`halves`"}
 _XDOMAIN = {"run": "0", "matcher": "eigenface", "background": "none",
@@ -164,9 +174,11 @@ HEADLINES = {
     "strangers": lambda t: (
         "stranger FAR at target 1 %, run 0, synth (20 clients, 300 strangers): "
         f"{cell(t, 'synth', 'measured FAR % [95 % over people]', where=_PERSON)} % "
-        "(printed "
-        f"{cell(t, 'synth', 'expected FAR % [95 %] (info)', where=_PERSON)}; halves, before: "
-        f"{cell(t, 'synth', 'measured FAR % [95 % over people]', where=_HALVES)} %)"),
+        "(info's interval by impostor person "
+        f"{cell(t, 'synth', '[95 % by impostor person] (design effect; info)', where=_PERSON)}"
+        "; halves, before: "
+        f"{cell(t, 'synth', 'measured FAR % [95 % over people]', where=_HALVES)} %); "
+        f"inside the interval counting claims / by person (runs): {_inside(t)}"),
     "strangers_xdomain": lambda t: (
         "AT&T strangers on 20 LFW clients, eigenface, run 0, target 1 %: "
         f"{cell(t, 'lfw-att', 'measured FAR % [95 % over people]', where=_XDOMAIN)} % "
