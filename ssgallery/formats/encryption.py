@@ -43,7 +43,7 @@ import os
 import re
 
 from ssgallery.errors import FormatError, SsgalleryError
-from ssgallery.formats.integrity import PRIVACY_KEY_ENV, KeyNeeded
+from ssgallery.formats.integrity import PRIVACY_KEY_ENV, KeyNeeded, checked_key
 from ssgallery.formats.readonly import ReadOnlyFile
 
 MAGIC = b"SSGALLERY-ENCRYPTED 1\n"
@@ -78,6 +78,9 @@ def hkdf(key, salt, info, size=32):
 
 
 def _file_key(key, salt, fmt):
+    """The file key from the privacy ``key`` (`ssgallery.formats.integrity.checked_key`:
+    bytes of 16 to 4096, as a key file holds), the file's salt and format."""
+    key = checked_key(key, "privacy")
     return hkdf(key, salt, b"ssgallery-encryption-1 " + fmt.encode("ascii"))
 
 

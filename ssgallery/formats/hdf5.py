@@ -51,8 +51,10 @@ def hdf5_image(path, userblock_size=0, fmt=None, privacy_key=None):
 
     import h5py
 
+    from ssgallery.formats.integrity import checked_key
     from ssgallery.formats.seal import USERBLOCK, seal_buffer
 
+    privacy_key = checked_key(privacy_key, "privacy")  # before anything is built
     buffer = io.BytesIO()
     with h5py.File(buffer, "w", userblock_size=userblock_size) as f:
         yield f
@@ -148,7 +150,10 @@ def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False,
     """
     import h5py
 
+    from ssgallery.formats.integrity import checked_key
+
     path = os.fspath(path)
+    privacy_key = checked_key(privacy_key, "privacy")  # given to a plain file's reader too
     source = _source(path, kind, hint, fmt, lazy, privacy_key, {} if facts is None else facts)
     try:
         handle = h5py.File(source, "r")

@@ -281,10 +281,42 @@ def load_key(key_file=None, env=KEY_ENV, what="key file"):
         raise SsgalleryError(f"{what} is not a regular file", path=key_file)
     with os.fdopen(fd, "rb") as handle:
         key = handle.read(MAX_KEY_BYTES + 1)
-    if not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
-        raise SsgalleryError(f"{what} must hold {MIN_KEY_BYTES} to {MAX_KEY_BYTES} bytes, "
-                             f"it holds {len(key)}", path=key_file)
+    problem = key_problem(key)
+    if problem:
+        raise SsgalleryError(f"{what} {problem}", path=key_file)
     return FileKey(key)
+
+
+def key_problem(key):
+    """Why ``key`` cannot be a key of the host (None when it can): the one rule for a
+    key read from a key file (`load_key`) and one given as bytes (`checked_key`): bytes
+    (or a bytearray), of `MIN_KEY_BYTES` to `MAX_KEY_BYTES`."""
+    if not isinstance(key, (bytes, bytearray)):
+        return f"must be bytes, got {type(key).__name__}"
+    if not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
+        return f"must hold {MIN_KEY_BYTES} to {MAX_KEY_BYTES} bytes, it holds {len(key)}"
+    return None
+
+
+def checked_key(key, which="signing"):
+    """The host's ``which`` key (``"signing"``, ``"privacy"``) as a library function was
+    given it (None: no key), checked as `load_key` checks a key file's bytes
+    (`key_problem`): a key that is not bytes (a str, a number, True) or holds fewer than
+    `MIN_KEY_BYTES` (b"": a file signed or encrypted with an empty key) or more than
+    `MAX_KEY_BYTES` bytes is refused, `InputError` naming the parameter and how a key is
+    read (```privacy_key` must hold 16 to 4096 bytes, it holds 0 (a key file's bytes,
+    as ssgallery.formats.encryption.load_privacy_key(FILE) reads them)``). Returns the
+    key as bytes (a `FileKey` as it is: its file was checked)."""
+    if key is None or isinstance(key, FileKey):
+        return key
+    problem = key_problem(key)
+    if problem:
+        from ssgallery.errors import InputError
+
+        param, _, _, loader = _KEYS[which]
+        raise InputError(f"{option(param)} {problem} (a key file's bytes, as {loader}(FILE) "
+                         "reads them)")
+    return bytes(key)
 
 
 class FileKey(bytes):
@@ -357,8 +389,8 @@ def reads_key_files():
 
 
 def sign(digest, key):
-    """HMAC-SHA256 (hex) of a root digest."""
-    return _hmac.new(key, digest.encode("ascii"), hashlib.sha256).hexdigest()
+    """HMAC-SHA256 (hex) of a root digest with the signing ``key`` (`checked_key`)."""
+    return _hmac.new(checked_key(key), digest.encode("ascii"), hashlib.sha256).hexdigest()
 
 
 def check_signature(root_attrs, digest, key, kind, path=None):
@@ -366,6 +398,7 @@ def check_signature(root_attrs, digest, key, kind, path=None):
 
     The refusal of an unsigned file names the key's source (`key_source`): ``key_file``
     or ``$SSGALLERY_KEY_FILE`` for a `FileKey` (`load_key`), else the parameter ``key``."""
+    key = checked_key(key)
     if key is None:
         return
     found = root_attrs.get("hmac")

@@ -36,7 +36,7 @@ import numpy as np
 from ssgallery.checks import is_int
 from ssgallery.errors import FormatError, SsgalleryError
 from ssgallery.formats.encryption import hkdf
-from ssgallery.formats.integrity import KeyNeeded
+from ssgallery.formats.integrity import KeyNeeded, checked_key
 from ssgallery.matchers.rotation import (
     Isometries,
     rotatable,
@@ -53,7 +53,8 @@ BATCH = 256  # clients whose isometries are held in memory at once
 
 
 def _seed(privacy_key, salt, version):
-    return hkdf(privacy_key, salt, b"ssgallery-rotation-%d" % version)
+    """The rotation seed from the privacy key (`ssgallery.formats.integrity.checked_key`)."""
+    return hkdf(checked_key(privacy_key, "privacy"), salt, b"ssgallery-rotation-%d" % version)
 
 
 def _check(seed):
