@@ -480,3 +480,22 @@ def test_info_says_when_the_gallery_beside_a_store_was_not_compressed_from_it(
         assert out["exit_code"] == 0 and said in out["stderr"].splitlines(), out["stderr"]
     summary = json.loads(out["stdout"])
     assert summary["gallery"]["store_fingerprint"] != summary["store"]["fingerprint"]
+
+
+def test_the_main_help_names_every_variable_a_command_s_help_names():
+    """'ssgallery --help' lists the host configuration, the variables the commands read:
+    it named $SSGALLERY_KEY_FILE but not $SSGALLERY_PRIVACY_KEY_FILE, the default of
+    every command's --privacy-key-file; its exit status 1 named verify only (identify:
+    a probe unknown)."""
+    import re
+
+    from ssgallery.cli import COMMANDS
+
+    named = set()
+    for command in COMMANDS:
+        out = invoked([command, "--help"])
+        named |= set(re.findall(r"\$(SSGALLERY_[A-Z_]+)", out["stdout"]))
+    main_help = invoked(["--help"])["stdout"]
+    host = main_help[main_help.index("Host configuration"):]
+    assert named and {v for v in named if v not in host} == set()
+    assert "1  reject (verify) / unknown (identify)" in main_help

@@ -225,7 +225,7 @@ def main(ctx, debug):
 
     \b
     Exit status (every command; docs/security.md):
-      0  accept (verify) / success     1  reject (verify: some claim rejected)
+      0  accept (verify) / success     1  reject (verify) / unknown (identify)
       2  input or usage error          3  failure to acquire (probe is not a usable face)
       4  internal error (--debug or SSGALLERY_DEBUG=1 shows the traceback)
       130 interrupted (Ctrl-C, SIGTERM)  141 standard output closed (| head)
@@ -235,6 +235,8 @@ def main(ctx, debug):
       SSGALLERY_MATCHER_CMD  the external matcher program (or --matcher-cmd)
       SSGALLERY_CONFIG       TOML file; [external] command = "...", cache_dir = "..."
       SSGALLERY_KEY_FILE     signing key: compress signs, verify refuses unsigned files
+      SSGALLERY_PRIVACY_KEY_FILE
+                             privacy key: stores and galleries written and read encrypted
     """
     ctx.ensure_object(dict)["debug"] = debug
 
