@@ -179,8 +179,12 @@ def _resolution(summary, min_imp_client, imp_per_rep):
     return notes
 
 
+WORST_AT_THRESHOLDS = 5  # clients named with the highest FAR at the stored thresholds
+
+
 def _stored_thresholds(t):
-    """(far, frr) per client at the stored thresholds (gallery mode)."""
+    """(far, frr, [repetition, client, far, accepted, impostor claims]) per client at
+    the stored thresholds (gallery mode)."""
     out = []
     genuine = t.claimed == t.real
     for c, info in t.clients.items():
@@ -190,9 +194,22 @@ def _stored_thresholds(t):
         neg, pos = t.score[mine & ~genuine], t.score[mine & genuine]
         if neg.size and pos.size:
             thr = float(info["threshold"])
-            out.append((float(np.sum(neg >= thr) / neg.size),
-                        float(np.sum(~(pos >= thr)) / pos.size)))
+            accepted = int(np.sum(neg >= thr))
+            out.append((accepted / neg.size, float(np.sum(~(pos >= thr)) / pos.size),
+                        [int(t.repetition), str(c), accepted / neg.size, accepted,
+                         int(neg.size)]))
     return out
+
+
+def _worst_at_thresholds(at_t):
+    """The `WORST_AT_THRESHOLDS` clients that accept the largest share of their impostor
+    claims at their stored thresholds (FAR > 0; the mean over clients hides them), as
+    ``[repetition, client, far, accepted, impostor claims]``, highest first; None without
+    stored thresholds."""
+    if not at_t:
+        return None
+    named = sorted((who for _, _, who in at_t if who[3]), key=lambda w: (-w[2], w[0], w[1]))
+    return named[:WORST_AT_THRESHOLDS]
 
 
 def evaluate_method(group, grid, n_boot=N_BOOT, seed=0, sweeps=None):
@@ -245,8 +262,9 @@ def evaluate_method(group, grid, n_boot=N_BOOT, seed=0, sweeps=None):
         "n_genuine": n_gen, "n_impostor": n_imp, "impostors_per_client_min": min_imp_client,
         "fta_genuine": fta_gen / n_gen if n_gen else 0.0,
         "fta_impostor": fta_imp / n_imp if n_imp else 0.0,
-        "far_at_stored_thresholds": float(np.mean([a for a, _ in at_t])) if at_t else None,
-        "frr_at_stored_thresholds": float(np.mean([b for _, b in at_t])) if at_t else None,
+        "far_at_stored_thresholds": float(np.mean([a for a, _, _ in at_t])) if at_t else None,
+        "frr_at_stored_thresholds": float(np.mean([b for _, b, _ in at_t])) if at_t else None,
+        "far_at_stored_thresholds_worst": _worst_at_thresholds(at_t),
         "far_grid": grid, "frr": frr})
     return out
 
@@ -279,7 +297,8 @@ def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0, progress=None):
         why); ``matches_mean``, ``matches_std``, ``fit_seconds_mean``, ``n_genuine``,
         ``n_impostor``, ``impostors_per_client_min``, ``fta_genuine``,
         ``fta_impostor``, ``far_at_stored_thresholds`` / ``frr_at_stored_thresholds``
-        (gallery mode, else None) and ``far_grid`` / ``frr`` (the averaged curve);
+        (gallery mode, else None: means over clients), ``far_at_stored_thresholds_worst``
+        (the clients with the highest FAR there, `_worst_at_thresholds`) and ``far_grid`` / ``frr`` (the averaged curve);
         beside the full SVM, every other method's ``vs_svm``: its client models
         compared with the same clients' SVMs
         (`ssgallery.biometrics.client_gaps.client_gaps`).

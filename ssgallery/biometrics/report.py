@@ -25,7 +25,7 @@ from ssgallery.biometrics.scores import (
     sidecar_path,
     write_scores,
 )
-from ssgallery.errors import InputError, option
+from ssgallery.errors import InputError, option, printable
 from ssgallery.formats.atomic import check_writable, has_prefix, write_text_atomic
 from ssgallery.tables import DASH, counted
 from ssgallery.tables import format_table as format_rows
@@ -187,8 +187,26 @@ def format_table(summaries, wide=False):
                       "(all in summary.json).")
     lines = [_wrapped([f"{DASH}: {n}" for n in notes]),
              _wrapped(_vs_svm(summaries), break_on_hyphens=False),  # method names: svm-sel
+             _wrapped(_worst_at_thresholds(summaries), break_on_hyphens=False),
              _wrapped(legend)]
     return text + "\n" + "\n".join(line for line in lines if line)
+
+
+def _worst_at_thresholds(summaries):
+    """The line naming, per method, the clients whose stored thresholds accept the
+    largest share of their impostor claims (``far_at_stored_thresholds_worst``: the
+    FAR@thresholds column is their mean, which hides them); none when no client accepts
+    any."""
+    parts = []
+    for s in summaries:
+        worst = s.get("far_at_stored_thresholds_worst")
+        if worst:
+            reps = s.get("repetitions", 1) > 1
+            parts.append(f"{s['label']} " + ", ".join(
+                f"{f'r{rep}:' if reps else ''}{printable(client)} {100 * far:.2f}% "
+                f"({accepted} of {n})" for rep, client, far, accepted, n in worst))
+    return [("clients with the highest FAR@thresholds (the column is their mean): "
+             + "; ".join(parts) + ".")] if parts else []
 
 
 def _vs_svm(summaries):
