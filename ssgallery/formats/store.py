@@ -337,6 +337,7 @@ def load_store(path, images=True, privacy_key=None):
                                    "the store's content", path)
             strs = {name: _strings(f, name)
                     for name in ("labels", "paths", "sha256", "roots", "clients", "background")}
+            _pixels(f)
             store = EnrollmentStore(
                 images=(f["images"][()].astype(np.float32) if images
                         else StoreImages(path, f["images"].shape,
@@ -361,6 +362,17 @@ def load_store(path, images=True, privacy_key=None):
     if problem:
         raise FormatError(f"corrupt {KIND}: {problem}", path=path)
     return store
+
+
+def _pixels(f):
+    """Refuse (ValueError) ``/images`` of values no writer gives: pixels are stored as
+    unsigned integers or floats (`_write_images`), never complex numbers (read as their
+    real part, numpy's ComplexWarning quoting a line of this module), booleans or
+    strings."""
+    dtype = getattr(f["images"], "dtype", None)
+    if dtype is None or dtype.kind not in "uif":
+        raise ValueError(f"/images holds {dtype if dtype is not None else 'no'} values, "
+                         "not pixels")
 
 
 def _strings(f, name):

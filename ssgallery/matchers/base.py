@@ -6,6 +6,10 @@ from ssgallery.checks import is_finite_real
 from ssgallery.errors import SsgalleryError
 
 GAMMA_MODES = ("paper", "median")  # an RBF gamma set at fit (`rbf_gamma`)
+# The largest RBF gamma: far beyond any useful width (exp(-gamma d^2) is 0 for every
+# pair of distinct images long before), far below where the gradient's 2 gamma s
+# overflows to inf (gamma > 9e307: NaN gradients, an internal error in training).
+MAX_GAMMA = 1e100
 
 
 def rbf_gamma(matcher, gamma):
@@ -13,7 +17,8 @@ def rbf_gamma(matcher, gamma):
     the message): None for a mode of `GAMMA_MODES` (set at fit), else a finite number
     > 0 as a float, given as a number (`ssgallery.checks.is_finite_real`: a bool is
     none) or as a numeric string (``"0.1"``). Raises `SsgalleryError` (one line):
-    ``eigenface: gamma must be positive, got 0``."""
+    ``eigenface: gamma must be positive, got 0``; at most `MAX_GAMMA` (a fitted
+    matcher's ``gamma_`` read from a file is checked by the same rule)."""
     if isinstance(gamma, str):
         if gamma in GAMMA_MODES:
             return None
@@ -28,6 +33,8 @@ def rbf_gamma(matcher, gamma):
                              f"number, got {gamma!r}")
     if not (np.isfinite(value) and value > 0):
         raise SsgalleryError(f"{matcher}: gamma must be positive, got {value:g}")
+    if value > MAX_GAMMA:
+        raise SsgalleryError(f"{matcher}: gamma must be at most {MAX_GAMMA:g}, got {value:g}")
     return value
 
 

@@ -330,6 +330,7 @@ class DlibMatcher(Matcher):
         if not (self.gamma_ > 0 and np.isfinite(self.gamma_)) or len(self.image_shape) != 2:
             raise SsgalleryError(f"dlib: matcher state is inconsistent (gamma {self.gamma_:g}, "
                                  f"image shape {self.image_shape})")
+        rbf_gamma("dlib", self.gamma_)  # the options' rule: at most MAX_GAMMA
         self.n_components_ = DIM
         return self
 

@@ -321,6 +321,7 @@ class EigenfaceMatcher(Matcher):
             raise SsgalleryError("eigenface: matcher state is inconsistent "
                                  f"(components {self.components_.shape}, mean "
                                  f"{self.mean_.shape}, image shape {self.image_shape})")
+        rbf_gamma("eigenface", self.gamma_)  # the options' rule: at most MAX_GAMMA
         self.n_components_ = d
         self._check_state()
         return self

@@ -1,0 +1,60 @@
+"""Hand-crafted stores (their digest and seal made to match, as anybody who can write the
+file can) whose values no writer of ssgallery gives: refused in one line naming the
+file, exit 2, never an internal error or a model trained on them."""
+
+import h5py
+import pytest
+from helpers import invoked, make_faces, rehash_store
+
+
+@pytest.fixture
+def store(tmp_path):
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=6, seed=2)
+    path = tmp_path / "s.h5"
+    assert invoked(["enroll", faces, "--store", path, "-q"])["exit_code"] == 0
+    return path
+
+
+def test_an_rbf_gamma_beyond_any_width_is_refused(store, tmp_path):
+    """An eigenface state (or option) gamma of 1e308 is finite and > 0, so it was read,
+    and compress ended in 'internal error: ValueError: array must not contain infs or
+    NaNs' (exit 4: the gradient's 2 gamma overflows); enroll -O gamma=1e308 wrote such a
+    store. gamma is at most 1e100 (matchers.base.MAX_GAMMA), by one rule for the option
+    and for the state read from a file: one line, exit 2."""
+    with h5py.File(store, "a") as f:
+        f["matcher"].attrs["gamma"] = 1e308
+    rehash_store(store)
+    for args in (["info", "--store", store],
+                 ["compress", "--store", store, "-o", tmp_path / "g.h5", "--m", "1",
+                  "--cv-folds", "0", "-q"]):
+        out = invoked(args)
+        assert out["exit_code"] == 2, out["output"]
+        assert out["stderr"] == (f"ssgallery: error: {store}: bad matcher state for "
+                                 "'eigenface': eigenface: gamma must be at most 1e+100, got "
+                                 "1e+308\n")
+    assert not (tmp_path / "g.h5").exists()
+    out = invoked(["enroll", tmp_path / "faces", "--store", tmp_path / "o.h5", "-O",
+                   "gamma=1e308", "-q"])
+    assert out["exit_code"] == 2, out["output"]
+    assert out["stderr"] == ("ssgallery: error: eigenface: gamma must be at most 1e+100, got "
+                             "1e+308\n")
+    assert not (tmp_path / "o.h5").exists()
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "bool"])
+def test_pixels_of_no_number_kind_are_refused(store, dtype):
+    """A store whose /images held complex numbers was read as their real part (numpy's
+    ComplexWarning printed on stderr, quoting a line of ssgallery's source) and booleans
+    as 0 and 1 pixels, exit 0; pixels are unsigned integers or floats as the writer
+    stores them: one line, exit 2."""
+    import numpy as np
+
+    with h5py.File(store, "a") as f:
+        images = f["images"][()]
+        del f["images"]
+        f["images"] = images.astype(dtype)
+    rehash_store(store)
+    out = invoked(["info", "--store", store])
+    assert out["exit_code"] == 2, out["output"]
+    assert out["stderr"] == (f"ssgallery: error: {store}: corrupt ssgallery enrollment store: "
+                             f"/images holds {np.dtype(dtype)} values, not pixels\n")
