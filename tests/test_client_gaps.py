@@ -265,25 +265,31 @@ def test_evaluate_sweeps_each_client_once():
 
 
 def test_the_clients_a_gallery_s_mean_far_hides_are_named():
-    """roc --gallery printed FAR@thresholds as the mean over clients only, which hides
-    the clients whose stored thresholds let strangers through: the AT&T gallery of
-    s1-s20 (compress's defaults) said 0.98 % while s14 accepted 7 of its 138 impostor
-    claims (5.07 %); with --cv-folds 0, 14.75 % and s15 at 36.96 %. The clients with the
-    highest FAR are now named under the table and in summary.json."""
+    """roc --gallery printed FAR@thresholds and FRR@thresholds as means over clients
+    only, which hide the clients whose stored thresholds let strangers through (or turn
+    their own person away): the AT&T gallery of s1-s20 (compress's defaults) said 0.98 %
+    while s14 accepted 7 of its 138 impostor claims (5.07 %); with --cv-folds 0, 14.75 %
+    and s15 at 36.96 %. The clients with the highest FAR and FRR are now named under the
+    table and in summary.json."""
     t = _table("gallery", 2, 0, GOOD)
     t.clients = {"c1": {"threshold": 30.0}, "c2": {"threshold": 38.0},
-                 "c3": {"threshold": 40.0}}
+                 "c3": {"threshold": 55.0}}
     s = evaluate([t], n_boot=0)[0]
-    # impostor scores 0..39 against each: c1 accepts 10 of 40, c2 2, c3 none
+    # impostor scores 0..39 against each: c1 accepts 10 of 40, c2 2, c3 none; genuine
+    # 50 and 60: c3 rejects 50
     assert s["far_at_stored_thresholds"] == pytest.approx(12 / 120)
+    assert s["frr_at_stored_thresholds"] == pytest.approx(0.5 / 3)
     assert s["far_at_stored_thresholds_worst"] == [[0, "c1", 0.25, 10, 40],
                                                    [0, "c2", 0.05, 2, 40]]
+    assert s["frr_at_stored_thresholds_worst"] == [[0, "c3", 0.5, 1, 2]]
     text = " ".join(format_table([s]).split())
-    assert ("clients with the highest FAR@thresholds (the column is their mean): gallery "
-            "m=2 c1 25.00% (10 of 40), c2 5.00% (2 of 40).") in text, text
-    t.clients = {c: {"threshold": 45.0} for c in t.clients}  # no client accepts one
+    assert ("clients with the highest FAR@thresholds (the column is their mean; accepted "
+            "impostor claims): gallery m=2 c1 25.00% (10 of 40), c2 5.00% (2 of 40).") in text
+    assert ("clients with the highest FRR@thresholds (the column is their mean; rejected "
+            "genuine claims): gallery m=2 c3 50.00% (1 of 2).") in text, text
+    t.clients = {c: {"threshold": 45.0} for c in t.clients}  # nobody wrongly decided
     s = evaluate([t], n_boot=0)[0]
-    assert s["far_at_stored_thresholds_worst"] == []
-    assert "highest FAR@thresholds" not in format_table([s])
-    assert evaluate([_table("ssvm", 2, 0, GOOD)], n_boot=0)[0][
-        "far_at_stored_thresholds_worst"] is None  # no stored thresholds: protocol mode
+    assert s["far_at_stored_thresholds_worst"] == s["frr_at_stored_thresholds_worst"] == []
+    assert "@thresholds (the column" not in format_table([s])
+    s = evaluate([_table("ssvm", 2, 0, GOOD)], n_boot=0)[0]  # protocol mode: no thresholds
+    assert s["far_at_stored_thresholds_worst"] is s["frr_at_stored_thresholds_worst"] is None

@@ -179,12 +179,13 @@ def _resolution(summary, min_imp_client, imp_per_rep):
     return notes
 
 
-WORST_AT_THRESHOLDS = 5  # clients named with the highest FAR at the stored thresholds
+WORST_AT_THRESHOLDS = 5  # clients named with the highest FAR (FRR) at the stored thresholds
 
 
 def _stored_thresholds(t):
-    """(far, frr, [repetition, client, far, accepted, impostor claims]) per client at
-    the stored thresholds (gallery mode)."""
+    """Per client at the stored thresholds (gallery mode): ``{"far": [repetition,
+    client, FAR, accepted, impostor claims], "frr": [repetition, client, FRR, rejected,
+    genuine claims]}`` (a failure to acquire is a rejection)."""
     out = []
     genuine = t.claimed == t.real
     for c, info in t.clients.items():
@@ -193,22 +194,21 @@ def _stored_thresholds(t):
         mine = t.claimed == c
         neg, pos = t.score[mine & ~genuine], t.score[mine & genuine]
         if neg.size and pos.size:
-            thr = float(info["threshold"])
-            accepted = int(np.sum(neg >= thr))
-            out.append((accepted / neg.size, float(np.sum(~(pos >= thr)) / pos.size),
-                        [int(t.repetition), str(c), accepted / neg.size, accepted,
-                         int(neg.size)]))
+            thr, who = float(info["threshold"]), [int(t.repetition), str(c)]
+            accepted, rejected = int(np.sum(neg >= thr)), int(np.sum(~(pos >= thr)))
+            out.append({"far": who + [accepted / neg.size, accepted, int(neg.size)],
+                        "frr": who + [rejected / pos.size, rejected, int(pos.size)]})
     return out
 
 
-def _worst_at_thresholds(at_t):
-    """The `WORST_AT_THRESHOLDS` clients that accept the largest share of their impostor
-    claims at their stored thresholds (FAR > 0; the mean over clients hides them), as
-    ``[repetition, client, far, accepted, impostor claims]``, highest first; None without
-    stored thresholds."""
+def _worst_at_thresholds(at_t, rate):
+    """The `WORST_AT_THRESHOLDS` clients with the highest ``rate`` ("far": the share of
+    their impostor claims accepted, "frr": of their genuine claims rejected) at their
+    stored thresholds, above 0 (the mean over clients hides them), as `_stored_thresholds`
+    gives them, highest first; None without stored thresholds."""
     if not at_t:
         return None
-    named = sorted((who for _, _, who in at_t if who[3]), key=lambda w: (-w[2], w[0], w[1]))
+    named = sorted((c[rate] for c in at_t if c[rate][3]), key=lambda w: (-w[2], w[0], w[1]))
     return named[:WORST_AT_THRESHOLDS]
 
 
@@ -262,9 +262,10 @@ def evaluate_method(group, grid, n_boot=N_BOOT, seed=0, sweeps=None):
         "n_genuine": n_gen, "n_impostor": n_imp, "impostors_per_client_min": min_imp_client,
         "fta_genuine": fta_gen / n_gen if n_gen else 0.0,
         "fta_impostor": fta_imp / n_imp if n_imp else 0.0,
-        "far_at_stored_thresholds": float(np.mean([a for a, _, _ in at_t])) if at_t else None,
-        "frr_at_stored_thresholds": float(np.mean([b for _, b, _ in at_t])) if at_t else None,
-        "far_at_stored_thresholds_worst": _worst_at_thresholds(at_t),
+        **{f"{rate}_at_stored_thresholds": float(np.mean([c[rate][2] for c in at_t]))
+           if at_t else None for rate in ("far", "frr")},
+        **{f"{rate}_at_stored_thresholds_worst": _worst_at_thresholds(at_t, rate)
+           for rate in ("far", "frr")},
         "far_grid": grid, "frr": frr})
     return out
 
@@ -298,7 +299,8 @@ def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0, progress=None):
         ``n_impostor``, ``impostors_per_client_min``, ``fta_genuine``,
         ``fta_impostor``, ``far_at_stored_thresholds`` / ``frr_at_stored_thresholds``
         (gallery mode, else None: means over clients), ``far_at_stored_thresholds_worst``
-        (the clients with the highest FAR there, `_worst_at_thresholds`) and ``far_grid`` / ``frr`` (the averaged curve);
+        / ``frr_at_stored_thresholds_worst`` (the clients with the highest FAR / FRR
+        there, `_worst_at_thresholds`) and ``far_grid`` / ``frr`` (the averaged curve);
         beside the full SVM, every other method's ``vs_svm``: its client models
         compared with the same clients' SVMs
         (`ssgallery.biometrics.client_gaps.client_gaps`).

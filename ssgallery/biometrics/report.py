@@ -193,20 +193,25 @@ def format_table(summaries, wide=False):
 
 
 def _worst_at_thresholds(summaries):
-    """The line naming, per method, the clients whose stored thresholds accept the
-    largest share of their impostor claims (``far_at_stored_thresholds_worst``: the
-    FAR@thresholds column is their mean, which hides them); none when no client accepts
+    """The lines naming, per method, the clients whose stored thresholds accept the
+    largest share of their impostor claims and reject the largest share of their
+    genuine claims (``far_at_stored_thresholds_worst``, ``frr_...``: the FAR and
+    FRR@thresholds columns are their means, which hide them); none when no client has
     any."""
-    parts = []
-    for s in summaries:
-        worst = s.get("far_at_stored_thresholds_worst")
-        if worst:
-            reps = s.get("repetitions", 1) > 1
-            parts.append(f"{s['label']} " + ", ".join(
-                f"{f'r{rep}:' if reps else ''}{printable(client)} {100 * far:.2f}% "
-                f"({accepted} of {n})" for rep, client, far, accepted, n in worst))
-    return [("clients with the highest FAR@thresholds (the column is their mean): "
-             + "; ".join(parts) + ".")] if parts else []
+    lines = []
+    for rate, what in (("far", "accepted impostor"), ("frr", "rejected genuine")):
+        parts = []
+        for s in summaries:
+            worst = s.get(f"{rate}_at_stored_thresholds_worst")
+            if worst:
+                reps = s.get("repetitions", 1) > 1
+                parts.append(f"{s['label']} " + ", ".join(
+                    f"{f'r{rep}:' if reps else ''}{printable(client)} {100 * value:.2f}% "
+                    f"({k} of {n})" for rep, client, value, k, n in worst))
+        if parts:
+            lines.append(f"clients with the highest {rate.upper()}@thresholds (the column is "
+                         f"their mean; {what} claims): " + "; ".join(parts) + ".")
+    return lines
 
 
 def _vs_svm(summaries):
