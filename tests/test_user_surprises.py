@@ -499,3 +499,21 @@ def test_the_main_help_names_every_variable_a_command_s_help_names():
     host = main_help[main_help.index("Host configuration"):]
     assert named and {v for v in named if v not in host} == set()
     assert "1  reject (verify) / unknown (identify)" in main_help
+
+
+def test_a_client_that_can_never_be_accepted_is_told_to_raise_the_target_far(tmp_path):
+    """A client whose threshold is above every score its model gives was told 'try ...
+    or a lower --target-far': a lower target FAR raises the thresholds; a higher one
+    lowers them (as the expected-FRR warning says). Synthetic faces (synth's seed 0,
+    20 x 8) at --target-far 0 have such clients."""
+    assert invoked(["synth", tmp_path / "syn", "--identities", "20", "--images", "8",
+                    "--probes", "0", "-q"])["exit_code"] == 0
+    store = tmp_path / "e.h5"
+    assert invoked(["enroll", tmp_path / "syn" / "faces", "--store", store,
+                    "-q"])["exit_code"] == 0
+    out = invoked(["compress", "--store", store, "-o", tmp_path / "g.h5", "--target-far",
+                   "0", "-q"])
+    assert out["exit_code"] == 0, out["output"]
+    line = next(ln for ln in out["stderr"].splitlines() if "can never be accepted" in ln)
+    assert line.endswith("; try more impostors (--max-impostors, --impostors sample) or a "
+                         "higher --target-far (a lower threshold; now 0.0)"), line

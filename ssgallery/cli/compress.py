@@ -261,7 +261,8 @@ def _warnings(summary, guard_gap):
             warn(advice)
     _warn_clients(summary.never_accepting, "can never be accepted (threshold above the "
                   "highest score their model gives)", "try more impostors (--max-impostors, "
-                  "--impostors sample) or a lower --target-far")
+                  "--impostors sample) or a higher --target-far (a lower threshold; now "
+                  f"{summary.target_far})")
     _warn_clients(summary.worse_than_svm, f"rank held-out images much worse than their SVM "
                   f"('vs SVM' above {guard_gap:g}: share of genuine-impostor pairs misranked "
                   f"beyond the SVM's)", "try more prototypes (--m, --m auto), more "
