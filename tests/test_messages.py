@@ -19,7 +19,7 @@ PACKAGE = Path(ssgallery.__file__).resolve().parent
 # folder; show's pointer to ``ssgallery info --client ID --gallery PATH``): not the
 # raising command's own flags, which `option` names
 ALLOWED = {("images/synth.py", f) for f in ("--identities", "--images", "--seed", "--probes",
-                                            "--age")} \
+                                            "--age", "--variation")} \
     | {("app/show.py", f) for f in ("--client", "--gallery")}
 
 
