@@ -132,7 +132,9 @@ def test_a_point_set_on_training_searches_says_so(split, tmp_path):
     assert rec["training_clients"] == 12 and "training_clients" not in s.open_set
     info = CliRunner().invoke(main, ["info", "--gallery", str(gallery)])
     line = next(ln for ln in info.output.splitlines() if ln.startswith("1:N search:"))
-    assert "60 training searches of 11 clients" in line and "held-out search" not in line
+    assert "60 training searches of 11 clients" in line and "held-out" not in line
+    assert "(exponential tail of the top 20 training scores)" in line  # not 'held-out'
+    assert rec["extrapolated"] and not rec["resolved"]
     assert "every client's searches are training scores (nothing held out): not an " \
            "estimate, strangers are identified more often than it says" in line
     # so are the thresholds' expected FAR and FRR (AT&T, --cv-folds 0: 'expected FAR
@@ -148,6 +150,7 @@ def test_a_point_set_on_training_searches_says_so(split, tmp_path):
     assert out["operating_point"]["training_clients"] == 12
     text = _identify(strangers[0], "--gallery", gallery, "--open-set").output
     assert "searches are training scores (nothing held out): not an estimate" in text
+    assert "extrapolated beyond the training searches" in text and "held-out" not in text
     # the held-out point's lines stay as they were
     info = CliRunner().invoke(main, ["info", "--gallery", str(root / "g.h5")]).output
     assert "60 held-out searches of 11 clients" in info and "training" not in info

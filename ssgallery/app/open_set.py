@@ -362,10 +362,11 @@ def describe(point):
             f"expected FPIR {100 * point['expected_fpir']:.2f}%, 95% CI "
             f"{100 * low:.2f}-{100 * high:.2f}%")
     if point.get("extrapolated"):
-        text += ("; extrapolated beyond the held-out searches (their exponential tail), "
-                 "not measured")
+        text += (f"; extrapolated beyond the {searches_kind(point)} searches (their "
+                 "exponential tail), not measured")
     elif not point["resolved"]:
-        text += "; the held-out searches cannot resolve the target: threshold above all"
+        text += (f"; the {searches_kind(point)} searches cannot resolve the target: "
+                 "threshold above all")
     return text + beyond_end(point) + measured_note(point) + training_note(point) + ")"
 
 

@@ -244,7 +244,7 @@ def open_set_line(rec):
         tail = rec["curve"].get("tail") or {}
         text += ("; too few searches to resolve the target: threshold extrapolated beyond "
                  "every one (exponential tail"
-                 + (f" of the top {tail['exceedances']} held-out scores" if tail else "")
+                 + (f" of the top {tail['exceedances']} {kind} scores" if tail else "")
                  + "), not measured")
     elif not rec["resolved"]:
         text += "; too few searches to resolve the target: threshold above every one"
