@@ -94,6 +94,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 import numpy as np
 from _ebgm_guard import (
@@ -226,7 +227,8 @@ def tail_lines(results):
               + (f": {worse}" if worse else ""))
 
 
-def main():
+def parse_args():
+    """The command line (see the module docstring for the arms it switches)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repetitions", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0, help="seed of the protocol's splits")
@@ -261,11 +263,117 @@ def main():
     add_cache_flags(ap)
     ap.add_argument("--subjects", type=int, default=40,
                     help="only AT&T's first N subjects (a quick check; not the figures)")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def client_arms(args, rep, client, results):
+    """Every arm of one ``client`` in one repetition (``rep``: its split, images, labels,
+    training rows, fitted matcher, similarity and features): each arm's row is added to
+    ``results`` and the client's line printed. Returns (the compress --guard arm's job,
+    the client's svm row, the svm-red error or None)."""
     from ssgallery.learn.baselines import SVMRed, SVMSel
     from ssgallery.learn.supersparse import SuperSparseDistiller
     from ssgallery.learn.teacher import SimilaritySVM
 
+    split, images, labels, tr = rep.split, rep.images, rep.labels, rep.tr
+    matcher, sim, X, Xm = rep.matcher, rep.sim, rep.X, rep.Xm
+    y = np.where(labels[tr] == client, 1, -1)
+    gen, imp = X[split.genuine[client]], X[split.impostors]
+    svm = SimilaritySVM(similarity=sim).fit(X[tr], y)  # Gram from the cache
+
+    def record(name, model, matches, extra=None, gen=gen, imp=imp,
+               who=f"r{split.repetition}:{client}"):
+        row = dict(score(model, matches, gen, imp), client=who)
+        row.update(extra or {})
+        results[name].append(row)
+
+    record("svm", svm, svm.n_support_total_)
+    with training_cost(matcher) as extra:
+        dist = fit_ssvm(SuperSparseDistiller(
+            teacher=svm, prefit=True, n_prototypes=args.m, similarity=sim,
+            bounds=matcher.bounds(), solver=args.solver, lam=args.lam,
+            eta=args.eta, max_iter=args.max_iter,
+            repulsion=not args.no_repulsion, refresh_every=args.refresh_every,
+            random_state=split.repetition), X[tr], y, args.init,
+            split.repetition)
+    record("ssvm", dist, args.m, extra)
+    line = (f"  {client}: SVM {svm.n_support_total_} SVs, EER "
+            f"{100 * results['svm'][-1]['eer']:.1f} %; SSVM EER "
+            f"{100 * results['ssvm'][-1]['eer']:.1f} %, {extra['calls']} runs, "
+            f"{extra['train_wall']:.1f} s")
+    if args.swap_rounds:
+        for name, sweeps in ((SWAP, args.max_iter), (SWAP_UNMOVED, 0)):
+            with training_cost(matcher) as cost:
+                model = fit_ssvm(SuperSparseDistiller(**{  # the same teacher
+                    **dist.get_params(deep=False),
+                    "swap_rounds": args.swap_rounds, "max_iter": sweeps}),
+                    X[tr], y, args.init, split.repetition)
+            record(name, model, args.m, cost)
+        r = results[SWAP][-1]
+        line += (f"; swap EER {100 * r['eer']:.1f} %, {r['calls']} runs, "
+                 f"{r['train_wall']:.1f} s; unmoved "
+                 f"{100 * results[SWAP_UNMOVED][-1]['eer']:.1f} %")
+    if args.mirror:
+        fit_mirrored(args, matcher, svm, X[tr], Xm, y, split.repetition, record)
+        r = results[MIRROR][-1]
+        line += (f"; mirrored EER {100 * r['eer']:.1f} %, {r['calls']} runs, "
+                 f"{r['train_wall']:.1f} s")
+    print(line, flush=True)
+    job = (images[tr], y, labels[tr], images[split.genuine[client]],
+           images[split.impostors])
+    if args.no_baselines:
+        return job, results["svm"][-1], None
+    with training_cost(matcher) as cost:
+        sel = SVMSel(n_prototypes=args.m).fit(X[tr], y, teacher=svm)
+    record("svm-sel", sel, args.m, cost)
+    try:
+        red = SVMRed(n_prototypes=args.m).fit(X[tr], y, teacher=svm)
+        record("svm-red", red, args.m)
+    except Exception as exc:  # noqa: BLE001 - reported, it is the point
+        return job, results["svm"][-1], f"{type(exc).__name__}: {exc}"
+    return job, results["svm"][-1], None
+
+
+def repetition(args, split, images, labels, results, cache):
+    """One repetition: the EBGM matcher fitted on its training images (the cost of every
+    claim/training pair printed), every client's arms (`client_arms`), then the
+    compress --guard arm. Returns the last svm-red error or None."""
+    tr = split.train_indices()
+    matcher = ExternalMatcher(ebgm_command(cache), timeout_per_pair=0.05,
+                              cache_dir=args.pair_cache).fit(images[tr])
+    sim = matcher.similarity()
+    X = matcher.transform(images)
+    claims = np.unique(np.concatenate([split.impostors] + list(split.genuine.values())))
+    t0, c0 = time.perf_counter(), cpu_seconds()
+    K = sim(X[np.concatenate([tr, claims])], X[tr])  # every s(x, training image)
+    G = K[: len(tr)]
+    neg_eig = np.linalg.eigvalsh((G + G.T) / 2).min()
+    print(f"repetition {split.repetition}: all {K.size} claim/training pairs in "
+          f"{time.perf_counter() - t0:.1f} s wall, {cpu_seconds() - c0:.1f} s cpu "
+          f"({K.size / (cpu_seconds() - c0):.0f} pairs per cpu-second); smallest "
+          f"eigenvalue of the symmetrised Gram matrix {neg_eig:.3f}", flush=True)
+    Xm = matcher.transform(mirror_images(images[tr])) if args.mirror else None
+    clients = split.enrolled[: args.clients]
+    if args.client_ids:
+        clients = [c for c in clients if c in args.client_ids.split(",")]
+    rep = SimpleNamespace(split=split, images=images, labels=labels, tr=tr, matcher=matcher,
+                          sim=sim, X=X, Xm=Xm)
+    guard_jobs, svm_rows, red_error = [], [], None
+    for client in clients:
+        job, svm_row, error = client_arms(args, rep, client, results)
+        guard_jobs.append(job)
+        svm_rows.append(svm_row)
+        red_error = error or red_error
+    if args.guard:
+        print(f"repetition {split.repetition}, compress --guard (train_client):",
+              flush=True)
+        run_guard_arm(args, guard_jobs, results, svm_rows, cache)
+    matcher.close()
+    return red_error
+
+
+def main():
+    args = parse_args()
     root = att_faces_path()
     if not root.is_dir():
         sys.exit(f"AT&T faces not found at {root} (set SSGALLERY_ATT_FACES)")
@@ -281,86 +389,7 @@ def main():
           f"refresh every {args.refresh_every}", flush=True)
     try:
         for split in splits:
-            tr = split.train_indices()
-            matcher = ExternalMatcher(ebgm_command(cache), timeout_per_pair=0.05,
-                                      cache_dir=args.pair_cache).fit(images[tr])
-            sim = matcher.similarity()
-            X = matcher.transform(images)
-            claims = np.unique(np.concatenate([split.impostors] + list(split.genuine.values())))
-            t0, c0 = time.perf_counter(), cpu_seconds()
-            K = sim(X[np.concatenate([tr, claims])], X[tr])  # every s(x, training image)
-            G = K[: len(tr)]
-            neg_eig = np.linalg.eigvalsh((G + G.T) / 2).min()
-            print(f"repetition {split.repetition}: all {K.size} claim/training pairs in "
-                  f"{time.perf_counter() - t0:.1f} s wall, {cpu_seconds() - c0:.1f} s cpu "
-                  f"({K.size / (cpu_seconds() - c0):.0f} pairs per cpu-second); smallest "
-                  f"eigenvalue of the symmetrised Gram matrix {neg_eig:.3f}", flush=True)
-            Xm = matcher.transform(mirror_images(images[tr])) if args.mirror else None
-            clients = split.enrolled[: args.clients]
-            if args.client_ids:
-                clients = [c for c in clients if c in args.client_ids.split(",")]
-            guard_jobs, svm_rows = [], []
-            for client in clients:
-                y = np.where(labels[tr] == client, 1, -1)
-                gen, imp = X[split.genuine[client]], X[split.impostors]
-                svm = SimilaritySVM(similarity=sim).fit(X[tr], y)  # Gram from the cache
-
-                def record(name, model, matches, extra=None, gen=gen, imp=imp,
-                           who=f"r{split.repetition}:{client}"):
-                    row = dict(score(model, matches, gen, imp), client=who)
-                    row.update(extra or {})
-                    results[name].append(row)
-
-                record("svm", svm, svm.n_support_total_)
-                with training_cost(matcher) as extra:
-                    dist = fit_ssvm(SuperSparseDistiller(
-                        teacher=svm, prefit=True, n_prototypes=args.m, similarity=sim,
-                        bounds=matcher.bounds(), solver=args.solver, lam=args.lam,
-                        eta=args.eta, max_iter=args.max_iter,
-                        repulsion=not args.no_repulsion, refresh_every=args.refresh_every,
-                        random_state=split.repetition), X[tr], y, args.init,
-                        split.repetition)
-                record("ssvm", dist, args.m, extra)
-                line = (f"  {client}: SVM {svm.n_support_total_} SVs, EER "
-                        f"{100 * results['svm'][-1]['eer']:.1f} %; SSVM EER "
-                        f"{100 * results['ssvm'][-1]['eer']:.1f} %, {extra['calls']} runs, "
-                        f"{extra['train_wall']:.1f} s")
-                if args.swap_rounds:
-                    for name, sweeps in ((SWAP, args.max_iter), (SWAP_UNMOVED, 0)):
-                        with training_cost(matcher) as cost:
-                            model = fit_ssvm(SuperSparseDistiller(**{  # the same teacher
-                                **dist.get_params(deep=False),
-                                "swap_rounds": args.swap_rounds, "max_iter": sweeps}),
-                                X[tr], y, args.init, split.repetition)
-                        record(name, model, args.m, cost)
-                    r = results[SWAP][-1]
-                    line += (f"; swap EER {100 * r['eer']:.1f} %, {r['calls']} runs, "
-                             f"{r['train_wall']:.1f} s; unmoved "
-                             f"{100 * results[SWAP_UNMOVED][-1]['eer']:.1f} %")
-                if args.mirror:
-                    fit_mirrored(args, matcher, svm, X[tr], Xm, y, split.repetition, record)
-                    r = results[MIRROR][-1]
-                    line += (f"; mirrored EER {100 * r['eer']:.1f} %, {r['calls']} runs, "
-                             f"{r['train_wall']:.1f} s")
-                print(line, flush=True)
-                guard_jobs.append((images[tr], y, labels[tr], images[split.genuine[client]],
-                                   images[split.impostors]))
-                svm_rows.append(results["svm"][-1])
-                if args.no_baselines:
-                    continue
-                with training_cost(matcher) as cost:
-                    sel = SVMSel(n_prototypes=args.m).fit(X[tr], y, teacher=svm)
-                record("svm-sel", sel, args.m, cost)
-                try:
-                    red = SVMRed(n_prototypes=args.m).fit(X[tr], y, teacher=svm)
-                    record("svm-red", red, args.m)
-                except Exception as exc:  # noqa: BLE001 - reported, it is the point
-                    red_error = f"{type(exc).__name__}: {exc}"
-            if args.guard:
-                print(f"repetition {split.repetition}, compress --guard (train_client):",
-                      flush=True)
-                run_guard_arm(args, guard_jobs, results, svm_rows, cache)
-            matcher.close()
+            red_error = repetition(args, split, images, labels, results, cache) or red_error
     finally:
         if not args.jets_cache:
             shutil.rmtree(cache, ignore_errors=True)
@@ -373,7 +402,6 @@ def main():
     targets(results)
     if red_error:
         print(f"svm-red  not applicable: {red_error}")
-
 
 if __name__ == "__main__":
     with printed() as out:
