@@ -323,10 +323,13 @@ def test_show_force_never_replaces_a_store_or_a_gallery(sample_gallery_3, tmp_pa
     monkeypatch.chdir(tmp_path)
     shutil.copyfile(sample_gallery_3["gallery"], tmp_path / "my.png")
     before = (tmp_path / "my.png").read_bytes()
-    refused(["show", "--claim", "c01", "--gallery", sample_gallery_3["gallery"], "-o",
-             "my.png", "--force"],
-            "my.png: an ssgallery gallery, not an output of this kind; refusing to replace "
-            "it, even forced")
+    # without --force too: it said '... refusing to replace it unless forced', offering
+    # a --force that cannot help
+    for force in (["--force"], []):
+        refused(["show", "--claim", "c01", "--gallery", sample_gallery_3["gallery"], "-o",
+                 "my.png", *force],
+                "my.png: an ssgallery gallery, not an output of this kind; refusing to "
+                "replace it, even forced (choose another name)")
     assert (tmp_path / "my.png").read_bytes() == before
 
 

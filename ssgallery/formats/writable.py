@@ -198,16 +198,17 @@ def _place(path):
 
 def _check_output(path, existing, kind, force):
     """`check_writable` for a ``kind`` test (callable): the existing file passes it, or
-    is forced and is no store or gallery."""
+    is forced and is no store or gallery (a store or gallery is refused as such, forced
+    or not: the unforced line must not offer a --force that cannot help)."""
     if kind(existing):
         return
-    if not force:
-        raise SsgalleryError("exists and is not an output of this kind; refusing to "
-                             "replace it unless forced", path=path)
-    found = existing.format()  # forced: still never a store or a gallery
+    found = existing.format()  # never a store or a gallery, even forced
     if found and found.startswith("ssgallery"):
         raise FormatError(f"{kind_label(found)}, not an output of this kind; refusing "
                           f"to replace it, even forced (choose another name)", path=path)
+    if not force:
+        raise SsgalleryError("exists and is not an output of this kind; refusing to "
+                             "replace it unless forced", path=path)
 
 
 def _check_format(path, existing, kind, force, encrypted):
