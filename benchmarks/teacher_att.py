@@ -19,6 +19,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 from _results import docstring, printed, write_page
@@ -52,18 +53,10 @@ def averaged_eer(genuine_list, impostor_list):
     return average_eer([roc_curve(i, g)[:2] for g, i in zip(genuine_list, impostor_list)])
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repetitions", type=int, default=2)
-    ap.add_argument("--data", default=str(att_faces_path()))
-    ap.add_argument("--features", choices=("eigenface", "pca"), default="eigenface",
-                    help="eigenface: the project's matcher; pca: PCA(0.95) on pixels/255")
-    args = ap.parse_args(argv)
-    if not Path(args.data).is_dir():
-        sys.exit(f"teacher_att.py: error: AT&T faces not found at {args.data}")
-    faces = load_faces(args.data, size=None)
-    images, labels = faces.images, np.asarray(faces.labels)
-    t0 = time.perf_counter()
+def study(args, images, labels):
+    """Every enrolled client's SVMs in every repetition, with each gamma: the C each rule
+    picks by 5-fold CV and the test scores at that C (``paper`` and ``median`` gamma), and
+    the full SVM's test scores, #SV and gamma_ (every gamma)."""
     grid = None
     rules_ = [(g, r) for g in ("paper", "median") for r in ("plain accuracy", "balanced rule")]
     picks = {k: [] for k in rules_}
@@ -101,9 +94,19 @@ def main(argv=None):
                               SimilaritySVM(gamma=gname, C=grid[k]).fit(Xtr, y)).decision_function(Xte)
                         scores_c[key][0].append(f2[g_mask])
                         scores_c[key][1].append(f2[i_mask])
+    return SimpleNamespace(grid=grid, picks=picks, degenerate=degenerate, scores_c=scores_c,
+                           gammas=gammas, res_g=res_g, how=how, d=Xtr.shape[1])
+
+
+def report(args, found):
+    """The two tables of `study`'s ``found``: the C picked per (gamma, rule) with the EER
+    at it, and the full SVM by gamma."""
+    grid, picks, degenerate, scores_c = (found.grid, found.picks, found.degenerate,
+                                         found.scores_c)
+    gammas, res_g, how = found.gammas, found.res_g, found.how
     n = len(picks[("median", "plain accuracy")])
     print(f"AT&T, {args.repetitions} repetition(s) x 20 clients = {n} one-vs-all SVMs "
-          f"(5 genuine vs 95 impostors each); features: {how}, d = {Xtr.shape[1]}")
+          f"(5 genuine vs 95 impostors each); features: {how}, d = {found.d}")
     print()
     print("C picked by 5-fold CV:")
     print(f"{'gamma':<8}{'rule':<16}" + "".join(f"{'C=' + format(c, 'g'):>9}" for c in grid)
@@ -121,6 +124,21 @@ def main(argv=None):
         gl, il, nsv, gv = res_g[gname]
         e = averaged_eer(gl, il)
         print(f"{gname:<8}{np.mean(gv):>14.4g}{np.mean(nsv):>10.1f}{100 * e:>8.2f}%")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repetitions", type=int, default=2)
+    ap.add_argument("--data", default=str(att_faces_path()))
+    ap.add_argument("--features", choices=("eigenface", "pca"), default="eigenface",
+                    help="eigenface: the project's matcher; pca: PCA(0.95) on pixels/255")
+    args = ap.parse_args(argv)
+    if not Path(args.data).is_dir():
+        sys.exit(f"teacher_att.py: error: AT&T faces not found at {args.data}")
+    faces = load_faces(args.data, size=None)
+    images, labels = faces.images, np.asarray(faces.labels)
+    t0 = time.perf_counter()
+    report(args, study(args, images, labels))
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 
 
