@@ -164,6 +164,14 @@ _XDOMAIN = {"run": "0", "matcher": "eigenface", "background": "none",
             "model": "ssvm, compress's thresholds", "strangers": "AT&T"}
 _XDOMAIN_LFW = dict(_XDOMAIN, strangers="LFW")
 
+def _sample_difficulty(t):
+    v = grab(t, r"^committed: sample_data/ is seed 0 at variation (\S+)")
+    frr = lambda name: grab(t, rf"^{re.escape(name)}\s+\d+\s+(\S+)")
+    return (f"make demo's expected FRR on seed 0: variation 1 {frr('seed 0, variation 1')} %, "
+            f"{v} (sample_data) {frr(f'seed 0, variation {v}')} %; AT&T, 40 clients "
+            + grab(t, r"^AT&T all \d+\s+\d+\s+(\S+)") + " %")
+
+
 HEADLINES = {
     "calibration": lambda t: (
         "achieved FAR at target 1 % on unseen impostors, AT&T: "
@@ -271,6 +279,7 @@ HEADLINES = {
         + cell(t, "refit vs --no-refit-matcher, 100 identities: CPU per client", "value")
         + ", peak RSS "
         + cell(t, "refit vs --no-refit-matcher, 100 identities: peak RSS", "value")),
+    "sample_difficulty": lambda t: _sample_difficulty(t),
     "solvers": lambda t: (
         "varpro vs Algorithm 1 (m = 1, class init): "
         + grab(t, r"^\s+1 varpro\s+class\s+\S+\s+\S+\s+\d+\s+(\S+)")

@@ -121,6 +121,22 @@ def sample_store(built_once):
 
 
 @pytest.fixture(scope="session")
+def hard_sample_faces(built_once):
+    """The sample set as it was before it was calibrated against AT&T: ``write_sample_data``
+    at seed 0 and variation 1 (the generator's default, several times harder than AT&T
+    for eigenfaces), the same bytes as sample_data/ up to 1fae391. For the tests that
+    pin what its faces made compress do (c07's SVM at the C bound, strangers' counts).
+    Built once per run: the faces folder (``faces/c01..c20``). Read only."""
+    def build(root):
+        from ssgallery.images.synth import write_sample_data
+
+        write_sample_data(root / "s", seed=0, probes=0, variation=1.0)
+        return str(root / "s" / "faces")
+
+    return Path(built_once("hard-sample", build)[1])
+
+
+@pytest.fixture(scope="session")
 def sample_gallery_3(built_once, sample_store):
     """`sample_store` compressed by ``ssgallery compress --m 2 --clients c01,c02,c03
     --json`` (every other client trains as an impostor): {"gallery": path, "compressed":

@@ -96,6 +96,9 @@ CASES = {
     "template_privacy": ("template_privacy", lambda tmp, data: [
         "--sets", "att:eigenface", "--people", "4", "--key-pairs", "2", "--startup-runs", "1",
         "--cache", ""], "att"),
+    "sample_difficulty": ("sample_difficulty", lambda tmp, data: [
+        "--variations", "1", "--seeds", "1", "--repetitions", "1", "--identities", "4",
+        "--att-subjects", "4"], "att"),
     "teacher_att": ("teacher_att", lambda tmp, data: [
         "--data", _faces(tmp), "--repetitions", "1"], None),
     "teacher_bound": ("teacher_bound", lambda tmp, data: [

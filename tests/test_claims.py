@@ -64,8 +64,8 @@ def test_parse_claims_formats_header_comments_and_bad_lines():
 
 
 def test_claims_of_several_clients_score_as_verify_does(gallery, tmp_path):
-    pairs = [("c03_genuine_1.png", "c03"), ("c01_genuine_1.png", "c01"),
-             ("c01_genuine_2.png", "c03"), ("c02_genuine_1.png", "c02"),
+    pairs = [("c02_genuine_1.png", "c02"), ("c01_genuine_1.png", "c01"),
+             ("c01_genuine_2.png", "c03"), ("c03_genuine_1.png", "c03"),
              ("unknown1_1.png", "c02"), ("c02_genuine_2.png", "c02")]
     listing = tmp_path / "claims.txt"
     listing.write_text("".join(f"{_probe(p)} {c}\n" for p, c in pairs))
@@ -86,17 +86,17 @@ def test_claims_of_several_clients_score_as_verify_does(gallery, tmp_path):
     res = _verify(gallery, "--claims", str(listing))
     lines = res.stdout.splitlines()
     assert len(lines) == len(pairs) + 1 and res.exit_code == 1
-    assert lines[0].startswith(_probe("c03_genuine_1.png")) and lines[0].endswith("ACCEPT")
+    assert lines[0].startswith(_probe("c02_genuine_1.png")) and lines[0].endswith("ACCEPT")
     assert " c03  score " in lines[2] and lines[2].endswith("REJECT")
     assert lines[-1].startswith(f"{len(pairs)} claims: ") and "rejected" in lines[-1]
     # every claim accepted: 0
-    listing.write_text(f"{_probe('c03_genuine_1.png')} c03\n{_probe('c02_genuine_1.png')} c02\n")
+    listing.write_text(f"{_probe('c02_genuine_1.png')} c02\n{_probe('c02_genuine_2.png')} c02\n")
     assert _verify(gallery, "--claims", str(listing)).exit_code == 0
 
 
 def test_unknown_clients_unreadable_probes_and_bad_lines(gallery, tmp_path):
     listing = tmp_path / "claims.txt"
-    listing.write_text(f"# probe claim\n{_probe('c03_genuine_1.png')} c03\n"
+    listing.write_text(f"# probe claim\n{_probe('c02_genuine_1.png')} c02\n"
                        f"{_probe('c02_genuine_1.png')} c99\n"
                        f"{tmp_path / 'missing.png'} c01\n"
                        f"just-one-field\n"
@@ -124,7 +124,7 @@ def test_unknown_clients_unreadable_probes_and_bad_lines(gallery, tmp_path):
     assert rows[0]["score"] and not rows[1]["score"] and res.exit_code == 2
     # a failure to acquire with nothing rejected: 3, as verify
     junk = write_non_faces(str(tmp_path / "junk"))["black"]
-    listing.write_text(f"{_probe('c03_genuine_1.png')} c03\n{junk} c03\n")
+    listing.write_text(f"{_probe('c02_genuine_1.png')} c02\n{junk} c02\n")
     res = _verify(gallery, "--claims", str(listing), "--json")
     assert res.exit_code == 3
     assert [r["status"] for r in json.loads(res.stdout)["results"]] == [
@@ -150,8 +150,8 @@ def test_unknown_clients_unreadable_probes_and_bad_lines(gallery, tmp_path):
 def test_claims_from_stdin_and_csv_with_spaces(gallery, tmp_path):
     folder = tmp_path / "my probes"
     folder.mkdir()
-    shutil.copy(_probe("c03_genuine_1.png"), folder / "a, b.png")
-    text = f'probe,claim\n"{folder / "a, b.png"}",c03\n{_probe("c01_genuine_1.png")},c03\n'
+    shutil.copy(_probe("c02_genuine_1.png"), folder / "a, b.png")
+    text = f'probe,claim\n"{folder / "a, b.png"}",c02\n{_probe("c01_genuine_1.png")},c02\n'
     res = _verify(gallery, "--claims", "-", "--csv", input=text)
     rows = list(csv.DictReader(io.StringIO(res.stdout)))
     assert [(r["line"], r["probe"], r["status"]) for r in rows] == [
@@ -204,7 +204,7 @@ def test_claims_in_batches_give_the_same_results(gallery, monkeypatch):
 
 
 def test_identify_csv_one_line_per_probe(gallery):
-    probes = [_probe("c03_genuine_1.png"), _probe("unknown1_1.png")]
+    probes = [_probe("c02_genuine_1.png"), _probe("unknown1_1.png")]
     res = CliRunner().invoke(main, ["identify", *probes, "--gallery", gallery, "--top", "2",
                                     "--csv", "--verification-thresholds"])
     rows = list(csv.DictReader(io.StringIO(res.stdout)))
@@ -222,7 +222,7 @@ def test_identify_csv_one_line_per_probe(gallery):
         assert row["candidates"] == ";".join(c["client"] for c in want["candidates"])
         assert row["ranking"] == found["ranking"]
         assert row["operating_point"] == found["operating_point"]["kind"] == "verification"
-    assert rows[0]["identified"] == "c03"
+    assert rows[0]["identified"] == "c02"
 
 
 def _claims_with_a_swap(src, other, one, both, first_status):

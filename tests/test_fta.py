@@ -75,22 +75,22 @@ def test_state_round_trip_and_older_files(sample_fit):
 
 
 def test_verify_reports_failure_to_acquire(built):
-    genuine = [str(PROBES / "c03_genuine_1.png")]  # accepted by c03 (c03_genuine_2 is not)
+    genuine = [str(PROBES / "c02_genuine_1.png")]  # accepted by c02 (c01's, c03's are not)
     other = sorted(str(p) for p in PROBES.glob("c01_genuine_*.png"))
     non_faces = built["non_faces"]
-    assert _verify(built, *genuine, "--claim", "c03")[0] == 0
+    assert _verify(built, *genuine, "--claim", "c02")[0] == 0
     for name, path in non_faces.items():
-        code, out = _verify(built, path, "--claim", "c03")
+        code, out = _verify(built, path, "--claim", "c02")
         assert code == 3 and "FAILURE-TO-ACQUIRE" in out and "ACCEPT" not in out, name
         reason = "too small to hold a face (2x2" if name.startswith("pgm2x2") else \
             "not a face for the eigenface matcher (quality"
         assert reason in out, (name, out)
     # the batch rule: any REJECT -> 1; else any FTA -> 3; else 0
-    code, out = _verify(built, *genuine, non_faces["black"], "--claim", "c03")
-    assert code == 3 and out.splitlines()[-1] == "claim c03: 1 of 2 accepted, 1 failed to " \
+    code, out = _verify(built, *genuine, non_faces["black"], "--claim", "c02")
+    assert code == 3 and out.splitlines()[-1] == "claim c02: 1 of 2 accepted, 1 failed to " \
         "acquire"
-    assert _verify(built, *genuine, *other, non_faces["noise"], "--claim", "c03")[0] == 1
-    code, out = _verify(built, genuine[0], non_faces["white"], "--claim", "c03", "--json")
+    assert _verify(built, *genuine, *other, non_faces["noise"], "--claim", "c02")[0] == 1
+    code, out = _verify(built, genuine[0], non_faces["white"], "--claim", "c02", "--json")
     data = json.loads(out)
     assert code == 3 and data["exit_status"] == 3 and data["failures_to_acquire"] == 1
     assert not data["all_accepted"]

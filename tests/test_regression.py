@@ -190,7 +190,8 @@ def test_committed_attributes_match_generator():
     from pathlib import Path
 
     committed = Path(__file__).resolve().parent.parent / "sample_data" / "attributes.csv"
-    assert committed.read_text() == sd.attributes_csv(20, 10, sd.DEFAULT_SEED)
+    assert committed.read_text() == sd.attributes_csv(20, 10, sd.DEFAULT_SEED,
+                                                      variation=sd.SAMPLE_VARIATION)
 
 
 @pytest.mark.parametrize("est, bad", [

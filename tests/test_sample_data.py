@@ -96,7 +96,9 @@ def test_synth_refuses_to_replace_a_set(tmp_path):
 
 
 def test_committed_sample_data_matches_generator():
-    """sample_data/ is `ssgallery synth sample_data --seed 0 ...`."""
+    """sample_data/ is `ssgallery synth sample_data --seed 0 --variation 0.55 ...`."""
+    assert sd.SAMPLE_VARIATION == 0.55
+    assert "--seed 0 --probes 2 --variation 0.55\n" in (COMMITTED / "README.txt").read_text()
     assert sample_faces_path() == COMMITTED / "faces"
     faces = load_faces(COMMITTED / "faces", strict=True, min_images=10)
     assert faces.clients == [f"c{i:02d}" for i in range(1, 21)]
@@ -105,11 +107,12 @@ def test_committed_sample_data_matches_generator():
     for client, identity in names.items():
         for k in (0, 9):
             stored = np.asarray(Image.open(COMMITTED / "faces" / client / f"{k + 1:02d}.png"))
-            fresh = sd.face_image(sd.DEFAULT_SEED, identity, k)
+            fresh = sd.face_image(sd.DEFAULT_SEED, identity, k,
+                                  variation=sd.SAMPLE_VARIATION)
             # identical up to last-bit float differences between numpy builds
             diff = np.abs(stored.astype(int) - fresh)
             assert diff.max() <= 1 and (diff > 0).mean() < 0.001
-    probes = sd.probe_images(20, sd.DEFAULT_SEED, 2)
+    probes = sd.probe_images(20, sd.DEFAULT_SEED, 2, sd.SAMPLE_VARIATION)
     assert sorted(p.name for p in (COMMITTED / "probes").iterdir()) == sorted(probes)
     for name in ("c03_genuine_1.png", "unknown2_2.png"):
         stored = np.asarray(Image.open(COMMITTED / "probes" / name))

@@ -240,20 +240,20 @@ def test_a_client_with_constant_impostor_scores_keeps_its_own_threshold():
 
 
 @pytest.fixture(scope="module")
-def sample15(tmp_path_factory):
-    """sample_data c01-c15 enrolled (eigenface, defaults), and a claims file: every image
-    of c16-c20 (never enrolled: strangers) claimed against every client (750 claims)."""
-    from ssgallery.datasets import sample_faces_path
-
+def sample15(tmp_path_factory, hard_sample_faces):
+    """sample_data as it was (`hard_sample_faces`: these tests pin what its c07 and its
+    strangers made compress do) c01-c15 enrolled (eigenface, defaults), and a claims file:
+    every image of c16-c20 (never enrolled: strangers) claimed against every client (750
+    claims)."""
     root = tmp_path_factory.mktemp("sample15")
     faces = root / "faces"
     faces.mkdir()
     for i in range(1, 16):
-        (faces / f"c{i:02d}").symlink_to(f"{sample_faces_path()}/c{i:02d}")
+        (faces / f"c{i:02d}").symlink_to(f"{hard_sample_faces}/c{i:02d}")
     enroll(faces, root / "e.h5")
     (root / "strangers.txt").write_text("".join(
         f"{p} c{k:02d}\n" for c in ("c16", "c17", "c18", "c19", "c20")
-        for p in sorted((sample_faces_path() / c).iterdir()) for k in range(1, 16)))
+        for p in sorted((hard_sample_faces / c).iterdir()) for k in range(1, 16)))
     return root
 
 
