@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 
-from ssgallery.checks import stored_flag
+from ssgallery.checks import is_finite_real, shown, stored_flag
 from ssgallery.errors import FormatError, SsgalleryError, UnknownClientError, printable
 from ssgallery.formats import integrity
 from ssgallery.formats.gallery.checks import check_index, check_model, check_normalization
@@ -70,10 +70,24 @@ def _header(attrs, path):
             raise ValueError("bad image_shape, matcher or matcher_config")
         if "basis_stale" in header:  # absent in galleries written before it: False
             header["basis_stale"] = stored_flag("basis_stale", header["basis_stale"])
+        _header_values(header)
     except (KeyError, ValueError, TypeError) as exc:
         raise FormatError(f"corrupt gallery header: {exc}", path=path) from None
     header["image_shape"] = list(shape)
     return header, config
+
+
+def _header_values(header):
+    """Refuse (ValueError) a ``target_far`` that is not a number in [0, 1) (what
+    compress's option takes) and a ``threshold_mode`` that is not a name, both absent in
+    galleries written before them: ``info`` prints them as read."""
+    far = header.get("target_far")
+    if far is not None and not (is_finite_real(far) and 0 <= far < 1):
+        raise ValueError(f"target_far must be a number in [0, 1), found "
+                         f"{shown(far, typed=True)}")
+    mode = header.get("threshold_mode")
+    if mode is not None and not isinstance(mode, str):
+        raise ValueError(f"threshold_mode must be a name, found {shown(mode, typed=True)}")
 
 
 def open_verified(f, path, key):

@@ -39,7 +39,7 @@ def header_calibration(header, clients, path=None):
             raise TypeError("not a calibration record")
         if not _calibration_ok(cal):
             raise ValueError("inconsistent counts or values")
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:  # nested past the stack
         raise FormatError(f"corrupt gallery header: {CALIBRATION_ATTR}: {exc}",
                           path=path) from None
     held = [str(c) for c in clients]
@@ -222,7 +222,8 @@ def header_open_set(header, clients, path=None):
                 or not 1 <= int(rec.get("measured_clients", 1)) <= int(rec["clients"])
                 or not _record_ok(rec, curve)):
             raise ValueError("inconsistent curve or values")
-    except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError,
+            RecursionError) as exc:  # nested past the stack
         raise FormatError(f"corrupt gallery header: {OPEN_SET_ATTR}: {exc}", path=path) from None
     _describes_gallery(OPEN_SET_ATTR, rec, rec.get("measured") or (),
                        [str(c) for c in clients], path)

@@ -1,0 +1,39 @@
+"""Hand-crafted galleries (their digests and seal made to match, as anybody who can write
+the file can) whose header holds values no writer gives: refused in one line naming
+the file, exit 2, never an internal error or a value printed as read."""
+
+import h5py
+import numpy as np
+import pytest
+from helpers import copied, invoked, rehash_gallery
+
+CASES = [("target_far", "abc", "target_far must be a number in [0, 1), found str 'abc'"),
+         ("target_far", 2.0, "target_far must be a number in [0, 1), found float 2.0"),
+         ("threshold_mode", np.array([1, 2]),
+          "threshold_mode must be a name, found list [1, 2]"),
+         ("calibration", "[" * 100_000, "calibration: maximum recursion depth exceeded"),
+         ("open_set", "[" * 100_000, "open_set: maximum recursion depth exceeded")]
+
+
+@pytest.mark.parametrize(("name", "value", "problem"), CASES,
+                         ids=["far-text", "far-2", "mode-list", "calibration-deep",
+                              "open-set-deep"])
+def test_a_header_value_no_writer_gives_is_one_line(sample_gallery_3, tmp_path, name, value,
+                                                    problem):
+    """info printed the header's target_far with ':g' ('abc': 'internal error: ValueError:
+    Unknown format code', exit 4; 2.0 printed as a target FAR of 2), a threshold_mode
+    list was taken as a mode, and a calibration or 1:N record of JSON nested past
+    Python's recursion limit ended info and identify in 'internal error:
+    RecursionError', exit 4. Now the header's values are checked where it is read
+    (open_verified) and a record's JSON failing to parse for any reason is the record's
+    refusal: 'corrupt gallery header: ...', exit 2."""
+    gallery = copied(sample_gallery_3["gallery"], tmp_path, "g.h5")
+    with h5py.File(gallery, "a") as f:
+        f.attrs[name] = value
+    rehash_gallery(gallery)
+    out = invoked(["info", "--gallery", gallery])
+    assert out["exit_code"] == 2, out["output"]
+    assert out["stdout"] == "", out["output"]
+    assert out["stderr"].startswith(f"ssgallery: error: {gallery}: corrupt gallery header: "
+                                    f"{problem}"), out["stderr"]
+    assert out["stderr"].count("\n") == 1
