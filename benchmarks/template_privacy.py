@@ -59,6 +59,8 @@ from pathlib import Path
 import numpy as np
 from _results import OUT, docstring, markdown_table, printed, write_page
 
+from ssgallery.biometrics.intervals import clopper_pearson
+
 
 def _people(root, people):
     """(name, sorted image paths) of people with at least 4 images, the first ``people``."""
@@ -96,14 +98,6 @@ def _key(work, name):
     path = work / name
     path.write_bytes(os.urandom(32))
     return path
-
-
-def _clopper_pearson(k, n):
-    from scipy.stats import beta
-
-    lo = beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
-    hi = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
-    return float(lo), float(hi)
 
 
 class Loaded:
@@ -430,7 +424,7 @@ def _fmt_pair(pair):
 
 def _fmt_rank(hits_n):
     hits, n = hits_n
-    lo, hi = _clopper_pearson(hits, n)
+    lo, hi = clopper_pearson(hits, n)
     return f"{100 * hits / n:.1f} ({100 * lo:.1f}-{100 * hi:.1f})"
 
 
