@@ -320,7 +320,9 @@ def _dlib_cache(name, args, save=False):
         print(f"{deep.load_cache(path)} cached dlib descriptors", file=sys.stderr)
 
 
-def main(argv=None):
+def _parse(argv):
+    """The command line, with ``out`` (this script's folder under `_results.OUT`, made)
+    and the dlib cache's default path."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stages", default="fpir,protocol")
     parser.add_argument("--datasets", default="att,lfw")
@@ -354,41 +356,52 @@ def main(argv=None):
     args.out.mkdir(parents=True, exist_ok=True)
     if args.dlib_cache is None:
         args.dlib_cache = str(args.out / "dlib.npz")
+    return args
+
+
+def _dataset_stages(name, stages, args, results, saved):
+    """The fpir, between and protocol ``stages`` on the data set ``name``, each result
+    added to ``results`` and saved (``saved``) as it comes."""
+    _dlib_cache(name, args)
+    subjects = _subjects(_faces_dir(name, args.out), args.train_images + 1)
+    key_base = f"{name} ({MATCHERS[name]})"
+    for size in (args.sizes.split(",") if "fpir" in stages else []):
+        reps = []
+        for rep in range(args.repetitions):
+            reps.append(run_fpir(name, size, rep, subjects, args))
+            r = reps[-1]
+            print(f"{key_base} {size} repetition {rep}: {r['clients']} clients, FPIR "
+                  f"{_results.pct(r['operating point']['fpir'])}% (before "
+                  f"{_results.pct(r['verification thresholds']['fpir'])}%), FNIR "
+                  f"{_results.pct(r['operating point']['fnir'], 1)}%", file=sys.stderr, flush=True)
+        key = f"{key_base} {size}"
+        results.setdefault("fpir", {})[key] = aggregate_fpir(reps) | {"runs": reps}
+        results.setdefault("runs", {})[f"fpir {key}"] = (
+            f"`{_results.command_line()}` at `{_results.git_commit()}`")
+        _save(saved, results, args)
+    for size in (args.sizes.split(",") if "between" in stages else []):
+        _between_stage(f"{key_base} {size}", MATCHERS[name], size, subjects, args,
+                       results)
+        _save(saved, results, args)
+    if "protocol" in stages:
+        res = run_protocol_stage(_faces_dir(name, args.out), MATCHERS[name], args)
+        results.setdefault("protocol", {})[key_base] = res
+        results.setdefault("runs", {})[f"protocol {key_base}"] = (
+            f"`{_results.command_line()}` at `{_results.git_commit()}`, "
+            f"{res['clients']} clients x {res['repetitions']} repetitions, "
+            f"{res['seconds']:.0f} s")
+        _save(saved, results, args)
+    _dlib_cache(name, args, save=True)
+
+
+def main(argv=None):
+    args = _parse(argv)
     saved = args.out / "results.json"
     results = json.loads(saved.read_text()) if saved.exists() else {}
     stages = args.stages.split(",")
     for name in args.datasets.split(",") if {"fpir", "protocol", "between"} & set(stages) \
             else ():
-        _dlib_cache(name, args)
-        subjects = _subjects(_faces_dir(name, args.out), args.train_images + 1)
-        key_base = f"{name} ({MATCHERS[name]})"
-        for size in (args.sizes.split(",") if "fpir" in stages else []):
-            reps = []
-            for rep in range(args.repetitions):
-                reps.append(run_fpir(name, size, rep, subjects, args))
-                r = reps[-1]
-                print(f"{key_base} {size} repetition {rep}: {r['clients']} clients, FPIR "
-                      f"{_results.pct(r['operating point']['fpir'])}% (before "
-                      f"{_results.pct(r['verification thresholds']['fpir'])}%), FNIR "
-                      f"{_results.pct(r['operating point']['fnir'], 1)}%", file=sys.stderr, flush=True)
-            key = f"{key_base} {size}"
-            results.setdefault("fpir", {})[key] = aggregate_fpir(reps) | {"runs": reps}
-            results.setdefault("runs", {})[f"fpir {key}"] = (
-                f"`{_results.command_line()}` at `{_results.git_commit()}`")
-            _save(saved, results, args)
-        for size in (args.sizes.split(",") if "between" in stages else []):
-            _between_stage(f"{key_base} {size}", MATCHERS[name], size, subjects, args,
-                           results)
-            _save(saved, results, args)
-        if "protocol" in stages:
-            res = run_protocol_stage(_faces_dir(name, args.out), MATCHERS[name], args)
-            results.setdefault("protocol", {})[key_base] = res
-            results.setdefault("runs", {})[f"protocol {key_base}"] = (
-                f"`{_results.command_line()}` at `{_results.git_commit()}`, "
-                f"{res['clients']} clients x {res['repetitions']} repetitions, "
-                f"{res['seconds']:.0f} s")
-            _save(saved, results, args)
-        _dlib_cache(name, args, save=True)
+        _dataset_stages(name, stages, args, results, saved)
     if "cost" in stages:
         results["cost"] = run_cost(args) | {"commit": _results.git_commit()}
         results.setdefault("runs", {})["cost"] = (
