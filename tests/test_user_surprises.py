@@ -520,3 +520,16 @@ def test_a_client_that_can_never_be_accepted_is_told_to_raise_the_target_far(tmp
     line = next(ln for ln in out["stderr"].splitlines() if "can never be accepted" in ln)
     assert line.endswith("; try more impostors (--max-impostors, --impostors sample) or a "
                          "higher --target-far (a lower threshold; now 0.0)"), line
+
+
+def test_compress_update_without_a_gallery_says_every_client_is_trained(sample_store,
+                                                                       tmp_path):
+    """'compress --update -o NAME' with no gallery at NAME (a misspelt name) trained every
+    client without a word, where '--resume' without parts warns; now a warning names it,
+    before the training."""
+    gallery = tmp_path / "galery.h5"
+    out = invoked(["compress", "--store", sample_store["store"], "-o", gallery, "--update",
+                   "--clients", "c01,c02", "--cv-folds", "0", "-q"])
+    assert out["exit_code"] == 0, out["output"]
+    assert f"ssgallery: warning: {gallery}: no gallery to update: every client is trained" \
+        in out["stderr"].splitlines(), out["stderr"]

@@ -18,15 +18,20 @@ def kept_from_gallery(plan, gallery_path, key=None, privacy_key=None, warn=None)
     the gallery's threshold calibration (`ssgallery.app.thresholds.previous_calibration`)
     and 1:N operating point (`ssgallery.app.open_set.read_record`); ``warn`` (default:
     `ssgallery.images.ingest.default_warn`) names the clients trained again because their
-    options differ."""
+    options differ, or says that there is no gallery at ``gallery_path`` to keep clients
+    of (a misspelt name would otherwise train every client without a word)."""
     from ssgallery.app.client_result import ClientResult
     from ssgallery.app.open_set import read_record
     from ssgallery.app.thresholds import previous_calibration
     from ssgallery.formats.gallery import read_gallery
     from ssgallery.formats.hdf5 import state_digest
 
-    if not os.path.exists(gallery_path):
-        return {}, (None, None)  # nothing to keep, no calibration, no 1:N point
+    if not os.path.exists(gallery_path):  # nothing to keep, no calibration, no 1:N point:
+        from ssgallery.images.ingest import default_warn  # said, as --resume without parts
+
+        (warn or default_warn)(f"{os.fspath(gallery_path)}: no gallery to update: every "
+                               "client is trained")
+        return {}, (None, None)
     from ssgallery.formats.protect import protection_record
 
     old = read_gallery(gallery_path, arrays=True, key=key, privacy_key=privacy_key)
