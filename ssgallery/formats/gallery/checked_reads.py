@@ -9,10 +9,10 @@ import json
 
 import numpy as np
 
-from ssgallery.checks import is_finite_real, shown, stored_flag
 from ssgallery.errors import FormatError, SsgalleryError, UnknownClientError, printable
 from ssgallery.formats import integrity
 from ssgallery.formats.gallery.checks import check_index, check_model, check_normalization
+from ssgallery.formats.gallery.header_records import gallery_header
 from ssgallery.formats.gallery.model import OLDEST_VERSION, ClientModel, model_bytes
 from ssgallery.formats.hdf5 import attr_str, build_matcher, decode_state
 from ssgallery.formats.protect import keyed_templates, unprotect_models
@@ -49,45 +49,6 @@ def _model_from(client_id, arrays, attrs, path, version):
         raise FormatError(f"corrupt gallery: client '{client_id}': similarity and provenance "
                           "must be JSON objects", path=path)
     return model
-
-
-def _header(attrs, path):
-    """(header, matcher config) from the root attributes: numpy values as Python ones,
-    the image shape, matcher and config checked, ``basis_stale`` a flag
-    (`ssgallery.checks.stored_flag`); `FormatError` otherwise."""
-    header = {}
-    for name, value in attrs.items():
-        if isinstance(value, np.ndarray):
-            value = value.tolist()
-        elif isinstance(value, np.generic):
-            value = value.item()
-        header[name] = attr_str(value) if isinstance(value, bytes) else value
-    try:
-        shape = tuple(int(v) for v in header["image_shape"])
-        config = json.loads(header["matcher_config"])
-        if len(shape) != 2 or min(shape) < 1 or not isinstance(config, dict) \
-                or not isinstance(header["matcher"], str):
-            raise ValueError("bad image_shape, matcher or matcher_config")
-        if "basis_stale" in header:  # absent in galleries written before it: False
-            header["basis_stale"] = stored_flag("basis_stale", header["basis_stale"])
-        _header_values(header)
-    except (KeyError, ValueError, TypeError) as exc:
-        raise FormatError(f"corrupt gallery header: {exc}", path=path) from None
-    header["image_shape"] = list(shape)
-    return header, config
-
-
-def _header_values(header):
-    """Refuse (ValueError) a ``target_far`` that is not a number in [0, 1) (what
-    compress's option takes) and a ``threshold_mode`` that is not a name, both absent in
-    galleries written before them: ``info`` prints them as read."""
-    far = header.get("target_far")
-    if far is not None and not (is_finite_real(far) and 0 <= far < 1):
-        raise ValueError(f"target_far must be a number in [0, 1), found "
-                         f"{shown(far, typed=True)}")
-    mode = header.get("threshold_mode")
-    if mode is not None and not isinstance(mode, str):
-        raise ValueError(f"threshold_mode must be a name, found {shown(mode, typed=True)}")
 
 
 def open_verified(f, path, key):
@@ -128,7 +89,7 @@ def open_verified(f, path, key):
         raise FormatError("corrupt gallery: bad client index", path=path)
     integrity.check_digest(integrity.root_digest(attrs, index), digest,
                            "the header or the client index", path)
-    header, config = _header(attrs, path)
+    header, config = gallery_header(attrs, path)
     sections = integrity.section_digests(attrs, path)
     return header, config, sections, index
 

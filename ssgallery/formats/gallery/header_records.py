@@ -1,6 +1,7 @@
-"""The records ``compress`` writes in a gallery's header beside the models, checked as
-they are read: the threshold calibration (`header_calibration`) and the 1:N operating
-point (`header_open_set`). A record that is malformed, or that does not describe the
+"""A gallery's header (`gallery_header`: its root attributes as Python values, checked)
+and the records ``compress`` writes in it beside the models, checked as they are read:
+the threshold calibration (`header_calibration`) and the 1:N operating point
+(`header_open_set`). A record that is malformed, or that does not describe the
 gallery it sits in (copied from another gallery into a re-hashed file), is refused as a
 corrupt header."""
 
@@ -8,12 +9,73 @@ import json
 
 import numpy as np
 
-from ssgallery.checks import is_finite_real, is_int
+from ssgallery.checks import is_finite_real, is_int, shown, stored_flag
 from ssgallery.errors import FormatError
 from ssgallery.formats.hdf5 import attr_str
 from ssgallery.tables import counted
 
 CALIBRATION_ATTR = "calibration"
+
+
+def gallery_header(attrs, path):
+    """A gallery's header and matcher configuration, from its root attributes, checked.
+
+    Parameters
+    ----------
+    attrs : dict
+        The root attributes as h5py reads them (after the root digest was checked:
+        `ssgallery.formats.gallery.checked_reads.open_verified`).
+    path : str
+        The gallery's path, for messages.
+
+    Returns
+    -------
+    header : dict
+        Numpy values as Python ones, ``image_shape`` a list, ``basis_stale`` a flag
+        (`ssgallery.checks.stored_flag`), ``target_far`` and ``threshold_mode`` checked.
+    config : dict
+        The matcher configuration (a JSON object).
+
+    Raises
+    ------
+    FormatError
+        ``corrupt gallery header: ...``: a bad image shape, matcher name or config, or a
+        value that is not what compress writes.
+    """
+    header = {}
+    for name, value in attrs.items():
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        elif isinstance(value, np.generic):
+            value = value.item()
+        header[name] = attr_str(value) if isinstance(value, bytes) else value
+    try:
+        shape = tuple(int(v) for v in header["image_shape"])
+        config = json.loads(header["matcher_config"])
+        if len(shape) != 2 or min(shape) < 1 or not isinstance(config, dict) \
+                or not isinstance(header["matcher"], str):
+            raise ValueError("bad image_shape, matcher or matcher_config")
+        if "basis_stale" in header:  # absent in galleries written before it: False
+            header["basis_stale"] = stored_flag("basis_stale", header["basis_stale"])
+        _header_values(header)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise FormatError(f"corrupt gallery header: {exc}", path=path) from None
+    header["image_shape"] = list(shape)
+    return header, config
+
+
+def _header_values(header):
+    """Refuse (ValueError) a ``target_far`` that is not a number in [0, 1) (what
+    compress's option takes) and a ``threshold_mode`` that is not a name, both absent in
+    galleries written before them: ``info`` prints them as read."""
+    far = header.get("target_far")
+    if far is not None and not (is_finite_real(far) and 0 <= far < 1):
+        raise ValueError(f"target_far must be a number in [0, 1), found "
+                         f"{shown(far, typed=True)}")
+    mode = header.get("threshold_mode")
+    if mode is not None and not isinstance(mode, str):
+        raise ValueError(f"threshold_mode must be a name, found {shown(mode, typed=True)}")
+
 
 
 def header_calibration(header, clients, path=None):
