@@ -96,7 +96,8 @@ def test_identify_open_set_uses_the_gallery_operating_point(split):
     norm = {r["client"]: r["normalization"] for r in s.clients}
     passed = 0
     for r in out["results"]:
-        assert set(r) == {"probe", "identified", "failed_to_acquire", "reason", "candidates"}
+        assert set(r) == {"probe", "identified", "failed_to_acquire", "reason", "tie",
+                          "candidates"}
         if r["failed_to_acquire"]:
             continue
         best = r["candidates"][0]

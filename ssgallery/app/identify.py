@@ -10,7 +10,9 @@ threshold on the best *centred* score (each client's score minus its impostor me
 one scale for every client; candidates are then ranked on it), set by ``compress`` at a
 target FPIR for its N clients; or that threshold at another FPIR, an explicit
 threshold, or each client's own verification threshold on its raw score. Otherwise the
-probe is "unknown"; the output says which ranking and which operating point. A
+probe is "unknown", and so is a search whose best ranking score two or more clients share
+at or above the operating point (a tie, `tie_at_top`: ``roc`` counts it by the same
+rule); the output says which ranking and which operating point. A
 probe that is not a usable face (`ssgallery.app.verify.failures_to_acquire`) is
 never searched: it is a failure to acquire.
 
@@ -60,18 +62,21 @@ class Candidate:
 @dataclass
 class IdentifyResult:
     """One probe's search result: ``identified`` is a client id or None (unknown, or a
-    failure to acquire: then ``reason`` says why and there are no candidates)."""
+    failure to acquire: then ``reason`` says why and there are no candidates). ``tie``
+    names the clients that share the best ranking score at or above the operating
+    point (open set): such a search identifies nobody (`tie_at_top`)."""
 
     probe: str
     identified: object
     candidates: list = field(default_factory=list)
     failed_to_acquire: bool = False
     reason: str = None
+    tie: list = None
 
     def to_dict(self):
         return {"probe": self.probe, "identified": self.identified,
                 "failed_to_acquire": self.failed_to_acquire, "reason": self.reason,
-                "candidates": [c.to_dict() for c in self.candidates]}
+                "tie": self.tie, "candidates": [c.to_dict() for c in self.candidates]}
 
 
 def exit_status(results):
@@ -101,15 +106,11 @@ def rank_clients(index, scores, top, point=None):
     -------
     list (n) of list of Candidate
     """
-    centred = point is not None and point.get("score") == "centred"
-    ranked = ((np.asarray(scores, dtype=float) - index.norm_mean) / point["scale"]
-              if centred else index.normalize(scores))
+    ranked, value, limit = _decision_values(index, scores, point)
     top = min(int(top), index.n_clients)
-    # ties broken by client order (stable sort on the negated scores)
+    # candidates listed in client order within a tie (stable sort on the negated scores);
+    # in the open set a tie identifies nobody (tie_at_top)
     order = np.argsort(-ranked, axis=1, kind="stable")[:, :top]
-    one = point is not None and point["kind"] != "verification"
-    value, limit = (ranked, np.full(index.n_clients, point["threshold"])) if one \
-        else (scores, index.threshold)
     out = []
     for i, row in enumerate(order):
         out.append([Candidate(client=str(index.client_ids[k]), rank=r + 1,
@@ -117,6 +118,47 @@ def rank_clients(index, scores, top, point=None):
                               threshold=float(limit[k]), passes=bool(value[i, k] >= limit[k]))
                     for r, k in enumerate(row)])
     return out
+
+
+def _decision_values(index, scores, point):
+    """(ranked, value, limit): the scores the ranking orders, (n, N), and what the
+    operating point compares: ``value >= limit`` passes (the ranking's score against the
+    one 1:N threshold, or the raw score against each client's own)."""
+    centred = point is not None and point.get("score") == "centred"
+    ranked = ((np.asarray(scores, dtype=float) - index.norm_mean) / point["scale"]
+              if centred else index.normalize(scores))
+    one = point is not None and point["kind"] != "verification"
+    value, limit = (ranked, np.full(index.n_clients, point["threshold"])) if one \
+        else (np.asarray(scores, dtype=float), index.threshold)
+    return ranked, value, limit
+
+
+def tie_at_top(index, scores, point):
+    """The clients tied at each search's best ranking score when one of them passes the
+    operating point, else None (`ssgallery.biometrics.identification.tied_at_top`, the
+    rule ``roc`` counts searches by): such a search identifies nobody.
+
+    Returns
+    -------
+    list (n) of list of str or None
+    """
+    from ssgallery.biometrics.identification import tied_at_top
+
+    ranked, value, limit = _decision_values(index, scores, point)
+    top = tied_at_top(ranked)
+    named = (top.sum(axis=1) > 1) & (top & (value >= limit)).any(axis=1)
+    return [[str(index.client_ids[k]) for k in np.flatnonzero(row)] if hit else None
+            for row, hit in zip(top, named)]
+
+
+def tie_text(result):
+    """The one line a tie gets: ``tie between c01 and c02 at +S: not identified`` (S the tied
+    ranking score)."""
+    from ssgallery.errors import printable
+
+    names = [printable(c) for c in result.tie]
+    who = ", ".join(names[:-1]) + " and " + names[-1]
+    return f"tie between {who} at {result.candidates[0].ranking_score:+.4f}: not identified"
 
 
 def operating_point(header, index, open_set, fpir=None, threshold=None,
@@ -169,7 +211,9 @@ def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshol
         Candidates to return per probe.
     open_set : bool
         Report "unknown" (``identified = None``) when the best candidate does not pass
-        the operating point; in the closed set the best candidate is always returned.
+        the operating point, or when two or more clients tie at the best ranking score
+        and one passes (``tie`` names them); in the closed set the best candidate is
+        always returned.
     fpir : float, optional
         The gallery's 1:N threshold at this FPIR instead of its compress target.
     threshold : float, optional
@@ -270,12 +314,13 @@ def _search(records, probes, images, sizes, top, point, open_set, progress):
                                        progress=progress)
         scores = index.decision_function(features, matcher.similarity())
         ranked = rank_clients(index, scores, top, point)
+        ties = tie_at_top(index, scores, point) if open_set else [None] * len(ranked)
         _verify_candidates(records, features, ranked)
-        for i, candidates in zip(np.flatnonzero(~fta), ranked):
+        for i, candidates, tie in zip(np.flatnonzero(~fta), ranked, ties):
             best = candidates[0]
-            found = best.client if (best.passes or not open_set) else None
+            found = best.client if not open_set or (best.passes and tie is None) else None
             results[i] = IdentifyResult(probe=probes[i], identified=found,
-                                        candidates=candidates)
+                                        candidates=candidates, tie=tie)
     return results
 
 
@@ -297,4 +342,4 @@ def _verify_candidates(records, features, ranked):
 
 
 __all__ = ["Candidate", "IdentifyResult", "Records", "exit_status", "identify", "operating_point",
-           "rank_clients"]
+           "rank_clients", "tie_at_top", "tie_text"]

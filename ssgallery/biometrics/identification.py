@@ -13,17 +13,63 @@ column of probe i's identity, or -1 for a probe of a person who is not enrolled 
   #non-mated searches;
 - a **mated search** is a false negative when its mate is not the first candidate
   (ties count against it, as in `ranks`) or scores below t: FNIR(t) = 1 - DIR(t).
+
+A search whose best score is shared by two or more clients (a *tie*, `tied_at_top`:
+equal within `TIE_RTOL` of the score) identifies nobody, whatever the threshold: it is
+neither a false positive (non-mated) nor a hit (mated). ``identify`` answers such a
+search "unknown" by the same function, so ``roc`` counts it as ``identify`` answers it.
 """
 
 import numpy as np
 
 from ssgallery.errors import InputError
 
-__all__ = ["FPIR_TARGETS", "cmc", "det_curve", "detection_identification_rate",
+__all__ = ["FPIR_TARGETS", "TIE_RTOL", "cmc", "det_curve", "detection_identification_rate",
            "evaluate_identification", "fnir_at_fpir", "fpir_fnir", "normalised_searches",
-           "ranks", "score_matrix", "unknown_threshold", "unresolvable_note"]
+           "ranks", "score_matrix", "search_best", "tie_tolerance", "tied_at_top",
+           "unknown_threshold", "unresolvable_note"]
 
 FPIR_TARGETS = (0.01, 0.001)  # what roc reports: FNIR at FPIR = 1 % and 0.1 %
+
+# Two scores of one search closer than this (relative to max(1, |score|)) are a tie. Scores
+# are float64; one client's score computed two ways (identify's stacked index, verify's
+# and roc's per-client groups) differed by at most 5 ulps (1.1e-15) on the sample data:
+# 1e-9 leaves a wide margin for rounding (larger m and d, other matchers) and is far below
+# any difference a face makes (scores are printed to 3-4 decimals).
+TIE_RTOL = 1e-9
+
+
+def tie_tolerance(scores):
+    """The distance within which another score ties with ``scores`` (elementwise):
+    ``TIE_RTOL * max(1, |score|)``."""
+    return TIE_RTOL * np.maximum(1.0, np.abs(np.asarray(scores, dtype=float)))
+
+
+def tied_at_top(scores):
+    """Which clients share each search's best score, within `tie_tolerance`.
+
+    Parameters
+    ----------
+    scores : ndarray, shape (n_probes, n_clients)
+
+    Returns
+    -------
+    ndarray of bool, shape (n_probes, n_clients)
+        True for every client at the best score; a row with two or more is a tie, and
+        that search identifies nobody (``identify`` answers "unknown").
+    """
+    scores = np.asarray(scores, dtype=float)
+    best = scores.max(axis=1, keepdims=True)
+    return scores >= best - tie_tolerance(best)
+
+
+def search_best(scores):
+    """Each search's best score as the open set thresholds it: ``-inf`` for a tie
+    (`tied_at_top`), which no threshold lets through, shape (n_probes,)."""
+    scores = np.asarray(scores, dtype=float)
+    if scores.shape[0] == 0:
+        return np.zeros(0)
+    return np.where(tied_at_top(scores).sum(axis=1) > 1, -np.inf, scores.max(axis=1))
 
 
 def _check(scores, true_client):
@@ -40,8 +86,8 @@ def _check(scores, true_client):
 def ranks(scores, true_client):
     """Rank of each known probe's own client among all clients (1 = best).
 
-    Ties are counted pessimistically: a client scoring equal to the true one ranks
-    ahead of it.
+    Ties are counted pessimistically: a client scoring equal to the true one (within
+    `tie_tolerance`) ranks ahead of it.
 
     Parameters
     ----------
@@ -59,7 +105,7 @@ def ranks(scores, true_client):
     own = scores[known, true_client[known]]
     others = scores[known]
     # pessimistic: every other client at least as good as the true one ranks before it
-    return (others >= own[:, None]).sum(axis=1)
+    return (others >= (own - tie_tolerance(own))[:, None]).sum(axis=1)
 
 
 def cmc(scores, true_client, max_rank=10):
@@ -82,10 +128,11 @@ def unknown_threshold(scores, true_client, far):
     (wrongly) detected, or None when the unknowns cannot resolve ``far``.
 
     The threshold is the smallest value t such that at most ``far`` of the unknown
-    probes have a best score >= t (bob.measure's open-set convention).
+    probes have a best score >= t (bob.measure's open-set convention; a tie,
+    `search_best`, never passes).
     """
     scores, true_client = _check(scores, true_client)
-    best = np.sort(scores[true_client < 0].max(axis=1))[::-1] if scores.size else np.array([])
+    best = np.sort(search_best(scores[true_client < 0]))[::-1] if scores.size else np.array([])
     n = best.size
     if n == 0 or far * n < 1:
         return None
@@ -124,7 +171,8 @@ def fpir_fnir(scores, true_client, threshold):
     true_client : ndarray of int, shape (n_probes,)
         Column of the probe's identity, -1 for a non-mated search.
     threshold : float
-        A candidate is returned when its score is >= threshold.
+        A candidate is returned when its score is >= threshold and no other client ties
+        with it (`search_best`).
 
     Returns
     -------
@@ -133,7 +181,7 @@ def fpir_fnir(scores, true_client, threshold):
     """
     scores, true_client = _check(scores, true_client)
     unknown, known = true_client < 0, true_client >= 0
-    fpir = float(np.mean(scores[unknown].max(axis=1) >= threshold)) if unknown.any() else None
+    fpir = float(np.mean(search_best(scores[unknown]) >= threshold)) if unknown.any() else None
     fnir = None
     if known.any():
         own = scores[known, true_client[known]]
@@ -180,11 +228,12 @@ def det_curve(scores, true_client):
     unknown, known = true_client < 0, true_client >= 0
     if not (unknown.any() and known.any()):
         return np.zeros(0), np.zeros(0), np.zeros(0)
-    best = np.sort(scores[unknown].max(axis=1))
+    best = np.sort(search_best(scores[unknown]))  # a tie is -inf: never returned
     own = scores[known, true_client[known]]
     # a mate that is not first never counts as found: its score is -inf for the curve
     found = np.sort(np.where(ranks(scores, true_client) == 1, own, -np.inf))
-    t = np.append(np.unique(np.concatenate([best, found[np.isfinite(found)]])), np.inf)
+    t = np.append(np.unique(np.concatenate([best[np.isfinite(best)],
+                                            found[np.isfinite(found)]])), np.inf)
     fpir = (best.size - np.searchsorted(best, t, side="left")) / best.size
     fnir = np.searchsorted(found, t, side="left") / found.size
     return fpir, fnir, t

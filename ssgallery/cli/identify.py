@@ -58,11 +58,14 @@ def command(ctx, probes, gallery, top, open_set, fpir, threshold, verification_t
     strangers' searches return someone; --fpir, --threshold or
     --verification-thresholds choose another (each implies --open-set). The output and
     --json name the operating point used.
+    Two or more clients sharing the best score at or above the operating point are a
+    tie: the probe is unknown, "UNKNOWN (tie between c01 and c02 at +S: not
+    identified)" (--csv column and --json key 'tie': the tied ids).
     A probe that is not a usable face is a FAILURE-TO-ACQUIRE and is never searched.
     --csv prints one line per probe: its status (identified, unknown,
-    failure-to-acquire), the best candidate's scores and the top K client ids, and the
+    failure-to-acquire), the best candidate's scores and the top K client ids, the
     operating point's kind (fpir, threshold: on the ranking's score, ranking_score;
-    verification: on the raw score). The column and JSON key 'normalized' are the
+    verification: on the raw score) and the tie. The column and JSON key 'normalized' are the
     deprecated name of ranking_score.
     Exit status: 0 every probe identified, 1 some unknown, 3 none unknown but some
     failed to acquire, 2 error.
@@ -109,6 +112,7 @@ CLOSED_SET = ("closed set: every probe is identified as its best candidate; each
 def _format(results, ranking, point, open_set=True):
     """The text output; in the closed set no operating point decides, so none is named
     (a stranger below every threshold is still identified)."""
+    from ssgallery.app.identify import tie_text
     from ssgallery.app.open_set import describe
 
     one = point["kind"] != "verification"
@@ -118,7 +122,8 @@ def _format(results, ranking, point, open_set=True):
         if r.failed_to_acquire:
             lines.append(f"{printable(r.probe)}  FAILURE-TO-ACQUIRE ({printable(r.reason)})")
             continue
-        verdict = f"IDENTIFIED {printable(r.identified)}" if r.identified is not None else "UNKNOWN"
+        verdict = (f"IDENTIFIED {printable(r.identified)}" if r.identified is not None else
+                   f"UNKNOWN ({tie_text(r)})" if r.tie else "UNKNOWN")
         lines.append(f"{printable(r.probe)}  {verdict}")
         for c in r.candidates:
             mark = ">=" if (c.ranking_score if one else c.score) >= c.threshold else "< "
@@ -132,14 +137,15 @@ def _format(results, ranking, point, open_set=True):
 
 
 CSV_FIELDS = ("probe", "status", "identified", "client", "score", "normalized", "threshold",
-              "ranking", "candidates", "reason", "operating_point", "ranking_score")
+              "ranking", "candidates", "reason", "operating_point", "ranking_score", "tie")
 
 
 def _csv(results, ranking, point):
     """One CSV line per probe: status, the best candidate (client, raw score, the
     ranking's score as ``normalized``, its deprecated name, and the operating point's
     threshold), the ranking, the candidates' ids (best first, ';'-separated), the
-    operating point's kind and, last, the ranking's score as ``ranking_score``."""
+    operating point's kind, the ranking's score as ``ranking_score`` and, last, the
+    clients tied at the best score (``tie``, ';'-separated: the probe is unknown)."""
     rows = []
     for r in results:
         best = r.candidates[0] if r.candidates else None
@@ -148,5 +154,6 @@ def _csv(results, ranking, point):
         rows.append([r.probe, status, r.identified, best and best.client,
                      best and best.score, best and best.ranking_score, best and best.threshold,
                      ranking, ";".join(c.client for c in r.candidates) or None, r.reason,
-                     point["kind"], best and best.ranking_score])
+                     point["kind"], best and best.ranking_score,
+                     ";".join(r.tie) if r.tie else None])
     return csv_text(CSV_FIELDS, rows)
