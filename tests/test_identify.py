@@ -171,3 +171,18 @@ def test_candidate_normalized_is_a_deprecated_name_of_ranking_score(gallery):
         best.normalized = 0.0
     assert "normalized" not in {f.name for f in dataclasses.fields(best)}
     assert best.to_dict()["normalized"] == best.ranking_score
+
+
+def test_identify_json_says_its_exit_status_and_failures_to_acquire(gallery, tmp_path):
+    """verify --json carries exit_status and failures_to_acquire; identify --json had
+    neither (a script had to count the results' failed_to_acquire and re-derive the exit
+    rule). Now it has both, as verify's."""
+    from PIL import Image
+
+    flat = tmp_path / "flat.png"
+    Image.fromarray(np.full((112, 92), 128, np.uint8)).save(flat)
+    res = CliRunner().invoke(main, ["identify", str(PROBES / "c01_genuine_1.png"), str(flat),
+                                    "--gallery", gallery, "--json"])
+    out = json.loads(res.stdout)
+    assert (res.exit_code, out["exit_status"], out["failures_to_acquire"]) == (3, 3, 1)
+    assert [r["failed_to_acquire"] for r in out["results"]] == [False, True]

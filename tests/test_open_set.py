@@ -88,7 +88,7 @@ def test_identify_open_set_uses_the_gallery_operating_point(split):
     res = _identify(*strangers, "--gallery", root / "g.h5", "--open-set", "--json")
     out = json.loads(res.stdout)
     assert set(out) == {"gallery", "ranking", "open_set", "operating_point",
-                        "all_identified", "results"}
+                        "all_identified", "failures_to_acquire", "exit_status", "results"}
     point = out["operating_point"]
     assert point["kind"] == "fpir" and point["threshold"] == s.open_set["threshold"]
     assert point["target_fpir"] == 0.01 and point["clients"] == 12

@@ -94,8 +94,10 @@ def command(ctx, probes, gallery, top, open_set, fpir, threshold, verification_t
     if as_json:
         from ssgallery import jsontext
 
+        n_fta = sum(r.failed_to_acquire for r in results)  # as verify --json says them
         click.echo(jsontext.dumps({"gallery": gallery, "ranking": ranking, "open_set": open_set,
                                "operating_point": point, "all_identified": status == 0,
+                               "failures_to_acquire": n_fta, "exit_status": status,
                                "results": [r.to_dict() for r in results]}, indent=2))
     elif as_csv:
         click.echo(_csv(results, ranking, point))
