@@ -37,3 +37,27 @@ def test_a_header_value_no_writer_gives_is_one_line(sample_gallery_3, tmp_path, 
     assert out["stderr"].startswith(f"ssgallery: error: {gallery}: corrupt gallery header: "
                                     f"{problem}"), out["stderr"]
     assert out["stderr"].count("\n") == 1
+
+
+def test_a_client_s_rbf_gamma_beyond_any_width_is_refused(sample_gallery_3, tmp_path):
+    """A client whose similarity records an RBF gamma of 1e308 (finite and > 0) was
+    scored: numpy's 'RuntimeWarning: overflow encountered in multiply' and a line of
+    ssgallery's source on stderr, then a verdict, exit 1. The gallery's gamma is held to
+    the matchers' bound (MAX_GAMMA, 1e100): one line naming the client, exit 2."""
+    import json
+    import os
+
+    from ssgallery.datasets import sample_faces_path
+
+    gallery = copied(sample_gallery_3["gallery"], tmp_path, "g.h5")
+    with h5py.File(gallery, "a") as f:
+        group = f["clients/c01"]
+        similarity = json.loads(group.attrs["similarity"])
+        group.attrs["similarity"] = json.dumps(dict(similarity, gamma=1e308))
+    rehash_gallery(gallery)
+    folder = os.path.join(sample_faces_path(), "c01")
+    probe = os.path.join(folder, min(os.listdir(folder)))
+    out = invoked(["verify", "--gallery", gallery, "--claim", "c01", probe])
+    assert out["exit_code"] == 2, out["output"]
+    assert out["stderr"] == (f"ssgallery: error: {gallery}: refused: client 'c01' has an RBF "
+                             "gamma that is not a positive number of at most 1e+100\n")

@@ -7,6 +7,7 @@ import numpy as np
 
 from ssgallery.checks import EXACT_INT, is_finite_real, is_int
 from ssgallery.errors import FormatError, SsgalleryError, printable
+from ssgallery.matchers.base import MAX_GAMMA
 
 STD_SOURCES = ("pooled", "margin")  # a borrowed spread (`ssgallery.app.open_set.fill_spreads`)
 
@@ -38,7 +39,8 @@ def check_model(model, matcher, path=None):
     """Refuse a client model whose values cannot come from ``compress``.
 
     Checks: float arrays, prototypes (m, d) with m >= 1 and d the matcher's dimension,
-    beta (m,), every value finite, an RBF gamma > 0, prototypes plausible in the
+    beta (m,), every value finite, an RBF gamma > 0 and at most
+    `ssgallery.matchers.base.MAX_GAMMA`, prototypes plausible in the
     matcher space (`ssgallery.matchers.Matcher.check_prototypes`), and a threshold
     strictly inside the range of g(x) = sum_j beta_j s(x, z_j) + b (Eq. 1) that the
     similarity's bounds allow: at or below the lowest possible score every probe would
@@ -101,9 +103,9 @@ def _similarity_bounds(model, matcher, who, path):
     kind = model.similarity.get("kind")
     if kind == "rbf":
         gamma = model.similarity.get("gamma")
-        if not (is_finite_real(gamma) and gamma > 0):
-            raise FormatError(f"{who} has an RBF gamma that is not a positive number",
-                              path=path)
+        if not (is_finite_real(gamma) and 0 < gamma <= MAX_GAMMA):  # the matchers' rule
+            raise FormatError(f"{who} has an RBF gamma that is not a positive number of at "
+                              f"most {MAX_GAMMA:g}", path=path)
         return (0.0, 1.0)
     if not isinstance(kind, str):
         raise FormatError(f"{who} has no similarity kind", path=path)
