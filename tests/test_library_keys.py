@@ -52,12 +52,19 @@ def test_a_key_given_as_bytes_is_checked_as_a_key_file_is(sample_store, sample_g
 
 
 def test_a_key_file_is_refused_by_the_same_rule(tmp_path):
-    """load_key's refusal of a short key file is the same rule, naming the file."""
+    """load_key's refusal of a short key file is the same rule, naming the file; of a
+    file longer than it reads (4097 bytes), 'more than 4096', not 'it holds 4097'."""
     short = tmp_path / "short.key"
     short.write_bytes(b"k" * 15)
     with pytest.raises(SsgalleryError) as caught:
         load_key(short)
     assert str(caught.value) == f"{short}: key file must hold 16 to 4096 bytes, it holds 15"
+    big = tmp_path / "big.key"  # read up to 4097 bytes: it said 'it holds 4097'
+    big.write_bytes(b"k" * 1_000_000)
+    with pytest.raises(SsgalleryError) as caught:
+        load_key(big)
+    assert str(caught.value) == (f"{big}: key file must hold 16 to 4096 bytes, it holds more "
+                                 "than 4096")
     good = tmp_path / "good.key"
     good.write_bytes(os.urandom(16))
     assert load_key(good) == good.read_bytes()

@@ -281,20 +281,22 @@ def load_key(key_file=None, env=KEY_ENV, what="key file"):
         raise SsgalleryError(f"{what} is not a regular file", path=key_file)
     with os.fdopen(fd, "rb") as handle:
         key = handle.read(MAX_KEY_BYTES + 1)
-    problem = key_problem(key)
+    problem = key_problem(key, read_to=MAX_KEY_BYTES + 1)
     if problem:
         raise SsgalleryError(f"{what} {problem}", path=key_file)
     return FileKey(key)
 
 
-def key_problem(key):
+def key_problem(key, read_to=None):
     """Why ``key`` cannot be a key of the host (None when it can): the one rule for a
     key read from a key file (`load_key`) and one given as bytes (`checked_key`): bytes
-    (or a bytearray), of `MIN_KEY_BYTES` to `MAX_KEY_BYTES`."""
+    (or a bytearray), of `MIN_KEY_BYTES` to `MAX_KEY_BYTES`. ``read_to``: the bytes read
+    of a file were at most that many (a longer file holds more than were read)."""
     if not isinstance(key, (bytes, bytearray)):
         return f"must be bytes, got {type(key).__name__}"
     if not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
-        return f"must hold {MIN_KEY_BYTES} to {MAX_KEY_BYTES} bytes, it holds {len(key)}"
+        held = f"more than {MAX_KEY_BYTES}" if len(key) == read_to else len(key)
+        return f"must hold {MIN_KEY_BYTES} to {MAX_KEY_BYTES} bytes, it holds {held}"
     return None
 
 
