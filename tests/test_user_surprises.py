@@ -533,3 +533,18 @@ def test_compress_update_without_a_gallery_says_every_client_is_trained(sample_s
     assert out["exit_code"] == 0, out["output"]
     assert f"ssgallery: warning: {gallery}: no gallery to update: every client is trained" \
         in out["stderr"].splitlines(), out["stderr"]
+
+
+def test_a_missing_faces_folder_is_said_alike_by_enroll_and_roc(tmp_path):
+    """'enroll nowhere' said 'no such folder' and 'roc nowhere' 'face folder does not
+    exist' (and a file given as the folder: 'not a folder' against 'not a folder
+    (expected ROOT/<client>/<images>)'): two checks of one thing. Now one
+    (images.scan.check_faces_root), one line each, exit 2."""
+    from helpers import refused
+
+    missing, a_file = tmp_path / "nowhere", tmp_path / "a.png"
+    a_file.write_bytes(b"x")
+    for path, said in ((missing, "face folder does not exist"),
+                       (a_file, "not a folder (expected ROOT/<client>/<images>)")):
+        for args in (["enroll", path, "--store", tmp_path / "e.h5"], ["roc", path]):
+            refused(args, f"ssgallery: error: {path}: {said}")

@@ -72,11 +72,10 @@ def _scan_subjects(root):
     """The subject folders of ``root`` in natural order (``s2`` before ``s10``), the
     order of the store's clients and of every table that lists them."""
     from ssgallery.images.ingest import natural_key
+    from ssgallery.images.scan import check_faces_root
 
     root = os.fspath(root)
-    if not os.path.isdir(root):
-        raise InputError("no such folder" if not os.path.exists(root) else "not a folder",
-                         path=root)
+    check_faces_root(root)
     names = [e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith(".")]
     return sorted(names, key=lambda name: (natural_key(name), name))
 

@@ -5,6 +5,7 @@ warning; and how every input step reports a recoverable problem (`InputWarning`,
 `default_warn`) and names an option only its command has (`use_option`). Reading the
 images: `ssgallery.images.ingest`."""
 
+import os
 import re
 import warnings
 from pathlib import Path
@@ -78,15 +79,21 @@ def scan_faces(root, extensions=IMAGE_EXTENSIONS, min_images=1, skip_bad=False,
     return out
 
 
+def check_faces_root(root):
+    """Raise `InputError` naming ``root`` unless it is a folder (of client folders): one
+    line for every command that reads a faces folder (enroll, its background, roc)."""
+    if not os.path.exists(root):
+        raise InputError("face folder does not exist", path=root)
+    if not os.path.isdir(root):
+        raise InputError("not a folder (expected ROOT/<client>/<images>)", path=root)
+
+
 def _client_folders(root, extensions, clients):
     """`scan_faces`' client folders under ``root``, sorted naturally (only ``clients``
     when given), and the ``extensions`` lower-cased; raises `InputError` on a missing
     root, a folder name that is no client id, a missing wanted client or no client
     folder at all."""
-    if not root.exists():
-        raise InputError("face folder does not exist", path=root)
-    if not root.is_dir():
-        raise InputError("not a folder (expected ROOT/<client>/<images>)", path=root)
+    check_faces_root(root)
     exts = tuple(e.lower() for e in extensions)
     folders = sorted((p for p in root.iterdir() if p.is_dir() and not _is_hidden(p.name)),
                      key=lambda p: natural_key(p.name))
