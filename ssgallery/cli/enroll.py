@@ -56,7 +56,7 @@ def _parse_options(ctx, param, values):
             raise click.BadParameter(f"expected KEY=VALUE, got '{item}'")
         try:
             out[key] = json.loads(raw, parse_constant=refuse, parse_float=finite)
-        except ValueError:
+        except (ValueError, RecursionError):  # no JSON (or nested past the stack): text
             out[key] = raw
     return out
 

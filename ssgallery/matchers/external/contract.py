@@ -49,7 +49,7 @@ def parse_describe(out, program):
     try:
         raw = json.loads(out.decode("utf-8"))
         kind = raw["kind"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):  # nested past the stack
         raise MatcherError(f"matcher {program} --describe did not print a JSON object with "
                            f"a 'kind': {_printed(out)}") from None
     if kind not in ("similarity", "distance"):

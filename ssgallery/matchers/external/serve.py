@@ -113,7 +113,7 @@ class MatcherServer:
         answer = self._read_line(timeout, timeout_note)
         try:
             reply = json.loads(answer)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the stack: no reply either
             reply = None
         if not isinstance(reply, dict):  # a banner, a log line, [1]: not the contract
             self.close()
