@@ -44,7 +44,7 @@ from ssgallery.formats.hdf5 import (
     write_header,
     write_state,
 )
-from ssgallery.formats.store_checks import store_problem
+from ssgallery.formats.store_checks import check_pixels, store_problem, string_list
 
 FORMAT = "ssgallery-enrollment"
 FORMAT_VERSION = 2
@@ -335,9 +335,9 @@ def load_store(path, images=True, privacy_key=None):
             digest = integrity.node_digest(f, path, exclude=integrity.ROOT_EXCLUDED)
             integrity.check_digest(digest, integrity.attr_text(f.attrs.get("digest")),
                                    "the store's content", path)
-            strs = {name: _strings(f, name)
+            strs = {name: string_list(f, name)
                     for name in ("labels", "paths", "sha256", "roots", "clients", "background")}
-            _pixels(f)
+            check_pixels(f)
             store = EnrollmentStore(
                 images=(f["images"][()].astype(np.float32) if images
                         else StoreImages(path, f["images"].shape,
@@ -362,25 +362,6 @@ def load_store(path, images=True, privacy_key=None):
     if problem:
         raise FormatError(f"corrupt {KIND}: {problem}", path=path)
     return store
-
-
-def _pixels(f):
-    """Refuse (ValueError) ``/images`` of values no writer gives: pixels are stored as
-    unsigned integers or floats (`_write_images`), never complex numbers (read as their
-    real part, numpy's ComplexWarning quoting a line of this module), booleans or
-    strings."""
-    dtype = getattr(f["images"], "dtype", None)
-    if dtype is None or dtype.kind not in "uif":
-        raise ValueError(f"/images holds {dtype if dtype is not None else 'no'} values, "
-                         "not pixels")
-
-
-def _strings(f, name):
-    """The 1-D string dataset ``name`` of the open store, as a list of str."""
-    obj = f[name]
-    if getattr(obj, "ndim", None) != 1 or obj.dtype.kind not in "OSU":
-        raise ValueError(f"/{name} is not a list of strings")
-    return [str(s) for s in obj.asstr()[()]]
 
 
 def store_summary(path, privacy_key=None):

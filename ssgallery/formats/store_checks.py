@@ -1,7 +1,8 @@
 """The values an enrollment store reader refuses (`ssgallery.formats.store.load_store`,
 after the digest and the layout: the gallery's twin is `ssgallery.formats.gallery.checks`):
 array lengths, the cached features' shape, client ids, non-finite pixels or features, and
-subjects listed twice or without an image."""
+subjects listed twice or without an image (`store_problem`); and, as they are read, the
+string datasets (`string_list`) and the pixels' type (`check_pixels`)."""
 
 import numpy as np
 
@@ -63,3 +64,52 @@ def _finite_images(images):
     if not isinstance(images, np.ndarray):  # a StoreImages
         return images.integer or all(np.isfinite(c).all() for _, c in images.chunks())
     return bool(np.isfinite(images).all())
+
+
+def string_list(f, name):
+    """The 1-D string dataset ``name`` of the open store, as a list of str.
+
+    Parameters
+    ----------
+    f : h5py.File
+        The open store.
+    name : str
+        ``labels``, ``paths``, ``sha256``, ``roots``, ``clients`` or ``background``.
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    ValueError
+        ``/<name> is not a list of strings`` (`ssgallery.formats.store.load_store` refuses
+        the store with it).
+    """
+    obj = f[name]
+    if getattr(obj, "ndim", None) != 1 or obj.dtype.kind not in "OSU":
+        raise ValueError(f"/{name} is not a list of strings")
+    return [str(s) for s in obj.asstr()[()]]
+
+
+def check_pixels(f):
+    """Refuse ``/images`` of values no writer gives: pixels are stored as unsigned
+    integers or floats (`ssgallery.formats.store.EnrollmentStore.save`), never complex
+    numbers (read as their real part, numpy's ComplexWarning quoting a line of
+    `ssgallery.formats.store`), booleans or strings.
+
+    Parameters
+    ----------
+    f : h5py.File
+        The open store.
+
+    Raises
+    ------
+    ValueError
+        ``/images holds <dtype> values, not pixels`` (`ssgallery.formats.store.load_store`
+        refuses the store with it).
+    """
+    dtype = getattr(f["images"], "dtype", None)
+    if dtype is None or dtype.kind not in "uif":
+        raise ValueError(f"/images holds {dtype if dtype is not None else 'no'} values, "
+                         "not pixels")
