@@ -4,7 +4,7 @@ that had to be named, a refusal that did not name the option that changes it."""
 import json
 
 import pytest
-from helpers import invoked, make_faces
+from helpers import invoked, make_faces, refused
 
 from ssgallery.datasets import sample_faces_path
 
@@ -548,3 +548,21 @@ def test_a_missing_faces_folder_is_said_alike_by_enroll_and_roc(tmp_path):
                        (a_file, "not a folder (expected ROOT/<client>/<images>)")):
         for args in (["enroll", path, "--store", tmp_path / "e.h5"], ["roc", path]):
             refused(args, f"ssgallery: error: {path}: {said}")
+
+
+def test_info_client_with_a_store_reads_the_folder_s_gallery(sample_store, sample_gallery_3,
+                                                            tmp_path, monkeypatch):
+    """'info --client c01' reads ./gallery.h5, but 'info --client c01 --store S' was
+    refused: '--client needs a gallery (--gallery FILE)', exit 2, with gallery.h5 right
+    there. Now the folder's gallery is read, as without --store."""
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copyfile(sample_gallery_3["gallery"], tmp_path / "gallery.h5")
+    out = invoked(["info", "--client", "c01", "--store", sample_store["store"]])
+    assert out["exit_code"] == 0, out["output"]
+    assert out["stdout"].startswith("client c01 of gallery.h5: m = 2, ")
+    assert f"store {sample_store['store']}: 20 clients" in out["stdout"]
+    (tmp_path / "gallery.h5").unlink()
+    refused(["info", "--client", "c01", "--store", sample_store["store"]],
+            "--client needs a gallery (--gallery FILE)")

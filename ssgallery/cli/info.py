@@ -157,7 +157,8 @@ def command(gallery, store, svm, client_id, as_json, quiet, key_file, privacy_ke
     read from the file: no program is run.
 
     Without options, shows gallery.h5 and enrollment.h5 of the current folder, those
-    that exist. The gallery's summary comes from its header and stacked index, after
+    that exist; --client reads gallery.h5 unless --gallery names another (with --store
+    too). The gallery's summary comes from its header and stacked index, after
     checking the whole file's seal and digests; --svm also reads and checks every
     client's group.
 
@@ -186,8 +187,10 @@ def command(gallery, store, svm, client_id, as_json, quiet, key_file, privacy_ke
         store = "enrollment.h5" if os.path.exists("enrollment.h5") else None
         if gallery is None and store is None:
             raise FormatError("no gallery.h5 or enrollment.h5 here (use --gallery/--store)")
-    if client_id is not None and gallery is None:
-        raise click.UsageError("--client needs a gallery (--gallery FILE)")
+    if client_id is not None and gallery is None:  # --store given: the folder's gallery
+        if not os.path.exists("gallery.h5"):
+            raise click.UsageError("--client needs a gallery (--gallery FILE)")
+        gallery = "gallery.h5"
     if key_file is not None and gallery is None:
         raise click.UsageError("--key-file checks a gallery's signature: give --gallery FILE")
     out = {}
