@@ -61,3 +61,20 @@ def test_a_client_s_rbf_gamma_beyond_any_width_is_refused(sample_gallery_3, tmp_
     assert out["exit_code"] == 2, out["output"]
     assert out["stderr"] == (f"ssgallery: error: {gallery}: refused: client 'c01' has an RBF "
                              "gamma that is not a positive number of at most 1e+100\n")
+
+
+def test_a_template_protection_record_nested_past_the_stack_is_one_line(sample_gallery_3,
+                                                                         tmp_path):
+    """show read the header's template_protection record with json.loads catching
+    ValueError and its like only: '[' x 100,000 there ended show in 'internal error:
+    RecursionError', exit 4 (the other commands' reads said 'corrupt gallery'). Now it
+    is a malformed record: one line, exit 2, nothing drawn."""
+    gallery = copied(sample_gallery_3["gallery"], tmp_path, "g.h5")
+    with h5py.File(gallery, "a") as f:
+        f.attrs["template_protection"] = "[" * 100_000
+    rehash_gallery(gallery)
+    out = invoked(["show", "--gallery", gallery, "--claim", "c01", "-o", tmp_path / "c.png"])
+    assert out["exit_code"] == 2, out["output"]
+    assert out["stderr"] == (f"ssgallery: error: {gallery}: corrupt gallery header: bad "
+                             "template_protection record\n")
+    assert not (tmp_path / "c.png").exists()

@@ -181,8 +181,8 @@ def protection_record(header, path=None):
               and isinstance(record.get("offset_scale"), float)
               and np.isfinite(record["offset_scale"]) and record["offset_scale"] > 0
               and len(bytes.fromhex(record["check"])) == 16)
-    except (ValueError, TypeError, KeyError, AttributeError):
-        ok = False
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):  # nested
+        ok = False  # past the stack: as malformed as any other
     if not ok:
         raise FormatError("corrupt gallery header: bad template_protection record", path=path)
     return record
