@@ -178,13 +178,12 @@ def compress(store_path="enrollment.h5", gallery_path="gallery.h5", options=None
     CompressSummary
     """
     from ssgallery.formats.atomic import output_lock
-    from ssgallery.formats.encryption import load_privacy_key
-    from ssgallery.formats.integrity import load_key
+    from ssgallery.formats.encryption import load_keys
     from ssgallery.images.ingest import default_warn
 
     options = options if options is not None else CompressOptions()
     run = run if run is not None else CompressRun()
-    key, privacy_key = load_key(run.key_file), load_privacy_key(run.privacy_key_file)
+    key, privacy_key = load_keys(run.key_file, run.privacy_key_file)
     plan = prepare(store_path, gallery_path, options, run, privacy_key)
     # the gallery's lock from before the parts folder and --update's read of the old
     # gallery to the gallery's rename: two runs on one gallery take turns (each used to

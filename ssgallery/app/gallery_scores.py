@@ -31,15 +31,15 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
         the full search of the probes that are faces, with the gallery's 1:N operating
         point (`ssgallery.app.open_set`; None for a gallery written before it).
     """
-    from ssgallery.formats.encryption import load_privacy_key
+    from ssgallery.formats.encryption import load_keys
     from ssgallery.formats.gallery import read_gallery
-    from ssgallery.formats.integrity import load_key
     from ssgallery.images.ingest import natural_key
     from ssgallery.matchers.host import host_matcher
 
     host = host_matcher(matcher_cmd, warn) if matcher_cmd is not None else None
-    info = read_gallery(gallery_path, arrays=True, key=load_key(key_file), host=host,
-                        matcher=True, privacy_key=load_privacy_key(privacy_key_file))
+    key, privacy_key = load_keys(key_file, privacy_key_file)
+    info = read_gallery(gallery_path, arrays=True, key=key, host=host, matcher=True,
+                        privacy_key=privacy_key)
     ids = sorted(info.clients, key=natural_key)
     if not ids:
         raise InputError("gallery has no clients", path=gallery_path)

@@ -65,6 +65,9 @@ class PartsFolder:
     FORMAT = "ssgallery-part"
 
     def __init__(self, gallery_path, privacy_key=None, key=None):
+        from ssgallery.formats.encryption import distinct_keys
+
+        distinct_keys(key, privacy_key)  # a part is signed and encrypted: two secrets
         self.path = os.fspath(gallery_path) + ".parts"
         self.privacy_key = privacy_key
         self.key = key

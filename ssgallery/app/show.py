@@ -48,13 +48,13 @@ def show_prototypes(gallery_path, claim, out_path=None, *, scale=2, privacy_key_
     A protected gallery is read twice (the client, then its keyed matcher); a gallery
     written at the path between the two reads is refused
     (`ssgallery.formats.integrity.unchanged`), never drawn."""
-    from ssgallery.formats.encryption import load_privacy_key
+    from ssgallery.formats.encryption import load_keys
     from ssgallery.formats.gallery import read_client
-    from ssgallery.formats.integrity import load_key, unchanged
+    from ssgallery.formats.integrity import unchanged
     from ssgallery.formats.protect import protection_record
     from ssgallery.images.montage import save_montage
 
-    privacy_key, key = load_privacy_key(privacy_key_file), load_key(key_file)
+    key, privacy_key = load_keys(key_file, privacy_key_file)
     model = read_client(gallery_path, claim, images=True, matcher=False,
                         privacy_key=privacy_key, key=key)
     images = model.prototype_images

@@ -126,16 +126,15 @@ def host_settings(key_file=None, matcher_cmd=None, privacy_key_file=None, warn=N
     matcher program, see `ssgallery.matchers.host`, with ``warn`` told when the
     gallery's matcher runs no program and ignores ``matcher_cmd``; the privacy key,
     default ``$SSGALLERY_PRIVACY_KEY_FILE``)."""
-    from ssgallery.formats.encryption import load_privacy_key
-    from ssgallery.formats.integrity import load_key
+    from ssgallery.formats.encryption import load_keys
 
     host = None
     if matcher_cmd is not None:
         from ssgallery.matchers.host import host_matcher
 
         host = host_matcher(matcher_cmd, warn)
-    return {"key": load_key(key_file), "host": host,
-            "privacy_key": load_privacy_key(privacy_key_file)}
+    key, privacy_key = load_keys(key_file, privacy_key_file)  # never one secret
+    return {"key": key, "host": host, "privacy_key": privacy_key}
 
 
 def score_images(model, images, progress=None):

@@ -177,9 +177,8 @@ def command(gallery, store, svm, client_id, as_json, quiet, key_file, privacy_ke
       ssgallery info --gallery site.h5 --key-file /etc/ssgallery/sign.key
     """
     from ssgallery.errors import FormatError
-    from ssgallery.formats.encryption import load_privacy_key
+    from ssgallery.formats.encryption import load_keys, load_privacy_key
     from ssgallery.formats.gallery import client_summary, gallery_summary
-    from ssgallery.formats.integrity import load_key
     from ssgallery.formats.store import store_summary
 
     if gallery is None and store is None:
@@ -194,8 +193,8 @@ def command(gallery, store, svm, client_id, as_json, quiet, key_file, privacy_ke
     if key_file is not None and gallery is None:
         raise click.UsageError("--key-file checks a gallery's signature: give --gallery FILE")
     out = {}
-    privacy_key = load_privacy_key(privacy_key_file)
-    key = load_key(key_file) if gallery is not None else None
+    key, privacy_key = load_keys(key_file, privacy_key_file) if gallery is not None else \
+        (None, load_privacy_key(privacy_key_file))
     if client_id is not None:
         out["client"] = client_summary(gallery, client_id, privacy_key=privacy_key, key=key)
     elif gallery is not None:

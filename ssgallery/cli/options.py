@@ -22,7 +22,8 @@ KEY_FILE_HELP = (
 
 
 PRIVACY_KEY_FILE_HELP = (
-    "Privacy key (a file of 16-4096 bytes, kept apart from the signing key). Default: "
+    "Privacy key (a file of 16-4096 bytes, kept apart from the signing key: the "
+    "--key-file's file, or a file of the same bytes, is refused). Default: "
     "$SSGALLERY_PRIVACY_KEY_FILE. With it, stores and galleries are written encrypted "
     "(AES-256-GCM) and encrypted ones can be read; without it an encrypted file is "
     "refused. See docs/privacy.md.")

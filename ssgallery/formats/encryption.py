@@ -42,8 +42,8 @@ import hmac
 import os
 import re
 
-from ssgallery.errors import FormatError, SsgalleryError
-from ssgallery.formats.integrity import PRIVACY_KEY_ENV, KeyNeeded, checked_key
+from ssgallery.errors import FormatError, InputError, SsgalleryError, option
+from ssgallery.formats.integrity import PRIVACY_KEY_ENV, FileKey, KeyNeeded, checked_key
 from ssgallery.formats.readonly import ReadOnlyFile
 
 MAGIC = b"SSGALLERY-ENCRYPTED 1\n"
@@ -65,6 +65,46 @@ def load_privacy_key(key_file=None):
     from ssgallery.formats.integrity import load_key
 
     return load_key(key_file, env=PRIVACY_KEY_ENV, what="privacy key file")
+
+
+def load_keys(key_file=None, privacy_key_file=None):
+    """The host's signing key and privacy key, ``(key, privacy_key)``
+    (`ssgallery.formats.integrity.load_key`, `load_privacy_key`; None for a key not
+    given), refused when they are one secret (`distinct_keys`)."""
+    from ssgallery.formats.integrity import load_key
+
+    key, privacy_key = load_key(key_file), load_privacy_key(privacy_key_file)
+    distinct_keys(key, privacy_key)
+    return key, privacy_key
+
+
+_ONE_SECRET = "(one secret would both sign and encrypt): give each key its own"
+
+
+def distinct_keys(key, privacy_key):
+    """Refuse one secret as both the host's signing ``key`` and its ``privacy_key`` (the
+    one check, for key files and for keys given as bytes; docs/privacy.md, "a key of its
+    own"): `InputError`, one line naming both.
+
+    Two key files (`ssgallery.formats.integrity.FileKey`) are refused when they are one
+    file (the same resolved path, or the same device and inode: a hard link, a symbolic
+    link) or hold the same bytes; two keys given as bytes when the bytes are equal."""
+    if key is None or privacy_key is None:
+        return
+    files = isinstance(key, FileKey) and isinstance(privacy_key, FileKey) and \
+        hasattr(key, "file") and hasattr(privacy_key, "file")
+    if files:
+        (path, real, ident, named), (other, other_real, other_ident, other_named) = \
+            key.file, privacy_key.file
+        if real == other_real or ident == other_ident:
+            raise InputError(f"{named} {path} and {other_named} {other} are the same file "
+                             f"{_ONE_SECRET} file")
+    if hmac.compare_digest(bytes(checked_key(key)), bytes(checked_key(privacy_key, "privacy"))):
+        if files:
+            raise InputError(f"{named} {path} and {other_named} {other} are two files that "
+                             f"hold the same key bytes {_ONE_SECRET} secret")
+        raise InputError(f"{option('key')} and {option('privacy_key')} are the same bytes "
+                         f"{_ONE_SECRET} secret")
 
 
 def hkdf(key, salt, info, size=32):

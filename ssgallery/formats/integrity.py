@@ -263,10 +263,13 @@ def load_key(key_file=None, env=KEY_ENV, what="key file"):
 
     The file's bytes are the key (16 to 4096 bytes; a regular file). ``env`` and
     ``what`` name another key of the host read by the same rules (the privacy key,
-    `ssgallery.formats.encryption.load_privacy_key`).
+    `ssgallery.formats.encryption.load_privacy_key`). The `FileKey` returned knows its
+    file (``file``: as given, resolved, (device, inode), the parameter or variable that
+    named it), for `ssgallery.formats.encryption.distinct_keys`.
     """
     if key_file is not None and not os.fspath(key_file):
         raise SsgalleryError(f"the {what} name is empty")
+    given = key_file is not None
     if key_file is None:
         key_file = env_text(env)  # set but empty: an error, never "no key"
     if key_file is None:
@@ -276,7 +279,8 @@ def load_key(key_file=None, env=KEY_ENV, what="key file"):
     except OSError as exc:
         raise SsgalleryError(f"cannot read the {what} ({exc.strerror})", path=key_file) \
             from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a folder
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # before fdopen, which refuses a folder
         os.close(fd)
         raise SsgalleryError(f"{what} is not a regular file", path=key_file)
     with os.fdopen(fd, "rb") as handle:
@@ -284,7 +288,10 @@ def load_key(key_file=None, env=KEY_ENV, what="key file"):
     problem = key_problem(key, read_to=MAX_KEY_BYTES + 1)
     if problem:
         raise SsgalleryError(f"{what} {problem}", path=key_file)
-    return FileKey(key)
+    found = FileKey(key)
+    named = option(next(k[1] for k in _KEYS.values() if k[2] == env)) if given else f"${env}"
+    found.file = (os.fspath(key_file), os.path.realpath(key_file), (st.st_dev, st.st_ino), named)
+    return found
 
 
 def key_problem(key, read_to=None):

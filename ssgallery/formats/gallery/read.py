@@ -9,6 +9,7 @@ import numpy as np
 
 from ssgallery.errors import FormatError, printable
 from ssgallery.formats import integrity
+from ssgallery.formats.encryption import distinct_keys
 from ssgallery.formats.gallery.checked_reads import (
     LAZY_OPEN_ARGS,
     OPEN_ARGS,
@@ -91,7 +92,10 @@ def read_client(path, client_id, *, images=False, matcher=True, key=None, host=N
         or insane values.
     UnknownClientError
         Unknown client id (the message lists a few known ids).
+    InputError
+        ``key`` and ``privacy_key`` are one secret (`distinct_keys`).
     """
+    distinct_keys(key, privacy_key)
     path = os.fspath(path)
     try:
         with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **LAZY_OPEN_ARGS,
@@ -137,6 +141,7 @@ def open_search(path, *, key=None, host=None, privacy_key=None):
         from whatever the path names later): each client group checked against the
         client index and by `check_model` with ``matcher``.
     """
+    distinct_keys(key, privacy_key)
     path = os.fspath(path)
     with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **LAZY_OPEN_ARGS,
                       privacy_key=privacy_key) as f:
@@ -204,6 +209,7 @@ def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False,
         attribute ``matcher_state``: the stored matcher state (checked against its digest,
         from the same open file as the rest).
     """
+    distinct_keys(key, privacy_key)
     path = os.fspath(path)
     with open_checked(path, FORMAT, FORMAT_VERSION, KIND, **OPEN_ARGS,
                       privacy_key=privacy_key) as f:

@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from ssgallery.errors import FormatError
+from ssgallery.formats.encryption import distinct_keys
 from ssgallery.formats.gallery.checked_reads import (
     OPEN_ARGS,
     client_groups,
@@ -65,6 +66,7 @@ def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
         ``svm_compared`` (``svm``), and `signature_fields`.
     """
     path = os.fspath(path)
+    distinct_keys(key, privacy_key)
     header, config, index, built, state, provenance, size = _read_summary(path, svm,
                                                                           privacy_key, key)
     d = int(index.prototypes.shape[1]) if index.n_clients else None

@@ -7,6 +7,7 @@ import numpy as np
 from ssgallery import jsontext
 from ssgallery.errors import SsgalleryError
 from ssgallery.formats import integrity
+from ssgallery.formats.encryption import distinct_keys
 from ssgallery.formats.gallery.model import FORMAT
 from ssgallery.formats.hdf5 import (
     client_id_problem,
@@ -53,6 +54,8 @@ def write_gallery(path, *, matcher_name, matcher_config, matcher_state, image_sh
 
     from ssgallery.formats.atomic import atomic_path
     from ssgallery.formats.seal import USERBLOCK
+
+    distinct_keys(key, privacy_key)  # one secret never both signs and encrypts
 
     for model in clients:
         problem = client_id_problem(model.client_id)
