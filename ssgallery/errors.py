@@ -14,7 +14,7 @@ EXIT_ACCEPT = 0  # verify: every claim accepted (other commands: success)
 EXIT_REJECT = 1  # verify: some claim rejected
 EXIT_INPUT = 2  # input or usage error (SsgalleryError, click usage errors)
 EXIT_FAILURE_TO_ACQUIRE = 3  # a probe that is not a usable face: never an accept
-EXIT_INTERNAL = 4  # unexpected exception: one line; --debug shows the traceback
+EXIT_INTERNAL = 4  # unexpected exception: one line; ssgallery --debug CMD shows the traceback
 EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM
 EXIT_STDOUT_CLOSED = 141  # standard output closed by its reader (`| head`): 128 + SIGPIPE
 

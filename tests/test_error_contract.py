@@ -56,7 +56,11 @@ def test_internal_error_is_one_line_exit_4_and_debug_shows_the_traceback(monkeyp
     try:
         r = CliRunner().invoke(main, ["crash-for-test"])
         _one_line(r, EXIT_INTERNAL, "ssgallery: internal error: ZeroDivisionError: division "
-                  "by zero")
+                  "by zero (please report it; 'ssgallery --debug crash-for-test ...' or "
+                  "SSGALLERY_DEBUG=1 shows the traceback)")  # --debug after the command is
+        # no option of it: the line said '--debug shows the traceback', and the command
+        # typed again with --debug at its end was 'No such option'
+        assert CliRunner().invoke(main, ["crash-for-test", "--debug"]).exit_code == 2
         for args, env in ((["--debug", "crash-for-test"], {}),
                           (["crash-for-test"], {"SSGALLERY_DEBUG": "1"})):
             r = CliRunner().invoke(main, args, env=env)

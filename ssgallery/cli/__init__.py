@@ -87,8 +87,11 @@ class _Group(click.Group):
             if signals_received:  # our KeyboardInterrupt, turned into another exception by
                 _interrupted_anyway(ctx)  # compiled code (h5py: SystemError, ImportError)
             text = printable(" ".join(str(exc).split()))[:500]
+            # --debug is the group's option: 'ssgallery verify ... --debug' is no option
+            again = printable(f"ssgallery --debug {ctx.invoked_subcommand or 'COMMAND'} ...")
             _fail(f"internal error: {type(exc).__name__}{': ' if text else ''}{text} "
-                  "(please report it; --debug shows the traceback)", EXIT_INTERNAL, ctx)
+                  f"(please report it; '{again}' or SSGALLERY_DEBUG=1 shows the traceback)",
+                  EXIT_INTERNAL, ctx)
         if signals_received:
             _exit_interrupted()
         return result
