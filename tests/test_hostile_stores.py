@@ -58,3 +58,27 @@ def test_pixels_of_no_number_kind_are_refused(store, dtype):
     assert out["exit_code"] == 2, out["output"]
     assert out["stderr"] == (f"ssgallery: error: {store}: corrupt ssgallery enrollment store: "
                              f"/images holds {np.dtype(dtype)} values, not pixels\n")
+
+
+def test_cached_features_of_another_dimension_are_refused_before_any_work(store, tmp_path):
+    """A store whose cached features were (n, 5) for a 14-dimensional eigenface basis was
+    read: info printed 'd = 5', compress trained every client and only then refused
+    ('refused: client ... has prototypes of dimension 5, the matcher's is 14 after the
+    calibration ...'), and enroll --add concatenated them with 14-wide ones. Now the
+    cache's width is checked against the matcher's wherever it is used: one line naming
+    the store, exit 2, before any training."""
+    import numpy as np
+
+    with h5py.File(store, "a") as f:
+        n, d = f["features"].shape
+        del f["features"]
+        f["features"] = np.zeros((n, 5))
+    rehash_store(store)
+    line = (f"ssgallery: error: {store}: corrupt ssgallery enrollment store: cached features "
+            f"of dimension 5, the matcher's is {d}\n")
+    for args in (["info", "--store", store],
+                 ["compress", "--store", store, "-o", tmp_path / "g.h5", "--m", "1",
+                  "--cv-folds", "0", "-q"]):
+        out = invoked(args)
+        assert (out["exit_code"], out["stderr"]) == (2, line), out["output"]
+    assert not (tmp_path / "g.h5").exists()

@@ -106,9 +106,17 @@ def _check_m(m, n_images, store_path):
                          path=store_path)
 
 
+def _cached_features(plan):
+    """The store's cached features (checked to be of the matcher's dimension:
+    `ssgallery.formats.store.EnrollmentStore.matcher_features`), or None."""
+    if getattr(plan.store, "features", None) is None:
+        return None
+    return plan.store.matcher_features(plan.matcher)
+
+
 def _feature_chunks(plan):
     """Yield ``(start, features of rows start..start+k)`` over the store, chunk by chunk."""
-    cached = getattr(plan.store, "features", None)
+    cached = _cached_features(plan)
     for start, images in plan.store.images.chunks(CHUNK):
         yield start, (cached[start:start + len(images)] if cached is not None
                       else plan.matcher.transform(images))
@@ -118,7 +126,7 @@ def _features(plan, progress):
     """Features of every row when they fit `FEATURE_BUDGET` (computed once, in
     chunks, one progress step per image), else None (each job reads and transforms its
     own rows)."""
-    cached = getattr(plan.store, "features", None)
+    cached = _cached_features(plan)
     if cached is not None:
         return np.asarray(cached, dtype=float)
     n = len(plan.store.images)

@@ -109,7 +109,8 @@ def add_clients(src, store_path, progress, key):
         stale_clients=sorted(set(old.stale_clients) | (set(new_clients) | set(new_bg)
                                                         if stale else set())))
     if old.features is not None:  # the matcher is kept, so old features stay valid
-        store.features = np.concatenate([old.features, transform_in_chunks(
-            old.matcher(), new_images, progress=progress)])
+        matcher = old.matcher()  # (checked to be of its dimension: matcher_features)
+        store.features = np.concatenate([old.matcher_features(matcher), transform_in_chunks(
+            matcher, new_images, progress=progress)])
     store.save(store_path, privacy_key=key)
     return store, new_clients

@@ -129,16 +129,26 @@ class EnrollmentStore:
     def matcher_features(self, matcher=None):
         """Features (n, d) of every image: the cached ones, else ``matcher.transform``."""
         if self.features is not None:
-            return self.features
+            return self._cached(matcher)
         return (matcher or self.matcher()).transform(self.images)
 
     def dimension(self, matcher=None):
         """d of the matcher space (0 without images); from the cache when there is one."""
         if self.features is not None:
-            return int(self.features.shape[1])
+            return int(self._cached(matcher).shape[1])
         if not len(self.images):
             return 0
         return int((matcher or self.matcher()).transform(self.images[:1]).shape[1])
+
+    def _cached(self, matcher=None):
+        """The cached features, of the matcher's dimension (``matcher.dimension()``): a
+        store whose cache is of another width is refused (`FormatError`) before anything
+        is computed from it, not after every client is trained."""
+        d = (matcher or self.matcher()).dimension()
+        if self.features.shape[1] != d:
+            raise FormatError(f"corrupt {KIND}: cached features of dimension "
+                              f"{self.features.shape[1]}, the matcher's is {d}", path=self.path)
+        return self.features
 
     def save(self, path, force=False, privacy_key=None):
         """Write the store to ``path`` atomically, holding its lock.
