@@ -82,3 +82,25 @@ def test_cached_features_of_another_dimension_are_refused_before_any_work(store,
         out = invoked(args)
         assert (out["exit_code"], out["stderr"]) == (2, line), out["output"]
     assert not (tmp_path / "g.h5").exists()
+
+
+@pytest.mark.parametrize(("value", "found"), [("[1, 2]", "list [1, 2]"),
+                                              ('{"a": 1}', "dict {'a': 1}"),
+                                              ('"abc"', "str 'abc'"),
+                                              ('["zz"]', "list ['zz']")])
+def test_stale_clients_are_subjects_of_the_store(store, value, found):
+    """A store's stale_clients (enroll --add's record of the subjects added since the
+    matcher was fitted) was read as any JSON: with basis_stale set, info joined it for its
+    'basis STALE' line: [1, 2] or an object ended in 'internal error: TypeError', exit 4;
+    "abc" printed as stale clients a, b, c; an unknown id as stale. Now it is a list of
+    distinct subjects of the store: one line, exit 2."""
+    import numpy as np
+
+    with h5py.File(store, "a") as f:
+        f.attrs["basis_stale"] = np.True_
+        f.attrs["stale_clients"] = value
+    rehash_store(store)
+    out = invoked(["info", "--store", store])
+    line = (f"ssgallery: error: {store}: corrupt ssgallery enrollment store: stale_clients "
+            f"must be a list of the store's subjects, found {found}\n")
+    assert (out["exit_code"], out["stderr"]) == (2, line), out["output"]

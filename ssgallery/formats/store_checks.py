@@ -6,6 +6,7 @@ string datasets (`string_list`) and the pixels' type (`check_pixels`)."""
 
 import numpy as np
 
+from ssgallery.checks import shown
 from ssgallery.formats.hdf5 import client_id_problem
 
 
@@ -38,7 +39,18 @@ def store_problem(store, strs):
             store.features is not None and not np.isfinite(store.features).all()):
         return f"client id {bad!r}: {client_id_problem(bad)}" if bad is not None \
             else "NaN or infinite pixels or features"
-    return _subjects_problem(store)
+    return _subjects_problem(store) or _stale_problem(store)
+
+
+def _stale_problem(store):
+    """Why the store's ``stale_clients`` is not what ``enroll --add`` records (None when
+    it is): a list of distinct subjects of the store (clients or background)."""
+    stale, listed = store.stale_clients, set(store.clients + store.background)
+    if not isinstance(stale, list) or not all(isinstance(c, str) and c in listed
+                                              for c in stale) or len(set(stale)) < len(stale):
+        return (f"stale_clients must be a list of the store's subjects, found "
+                f"{shown(stale, typed=True)}")
+    return None
 
 
 def _subjects_problem(store):
