@@ -22,7 +22,7 @@ from pathlib import Path
 
 import _results
 import numpy as np
-from calibration import _split
+from calibration import enrol_split
 
 BETWEEN_HEAD = ["data set (matcher)", "clients", "compress", "CPU s per client",
                 "CPU ratio to 0: mean (worst rep)", "mean client EER %",
@@ -61,7 +61,7 @@ def run_between(matcher, n, rep, subjects, args):
     rng = np.random.default_rng(1000 * args.seed + rep)  # the fpir stage's split
     with tempfile.TemporaryDirectory(prefix="ssg-between-") as tmp:
         work = Path(tmp)
-        _split(subjects, n, args.train_images, rng, work)
+        enrol_split(subjects, n, args.train_images, rng, work)
         enroll(work / "train", work / "e.h5", matcher=matcher, warn=lambda m: None)
         cpu, wall = {w: [] for w in weights}, {w: [] for w in weights}
         for run in range(args.between_runs):

@@ -60,7 +60,10 @@ def _faces_dir(name, work):
     return out / "faces"
 
 
-def _subjects(faces_dir, min_images):
+def face_subjects(faces_dir, min_images):
+    """{subject: image files} of a face folder's subjects with at least ``min_images``
+    images (.pgm, .png, .jpg), subjects and files sorted (shared with open_set.py and
+    strangers.py)."""
     out = {}
     for d in sorted(p for p in faces_dir.iterdir() if p.is_dir()):
         files = sorted(f for f in d.iterdir() if f.suffix.lower() in (".pgm", ".png", ".jpg"))
@@ -75,9 +78,11 @@ def _link(folder, subject, files):
         (folder / subject / f.name).symlink_to(f)
 
 
-def _split(subjects, n_enrolled, n_train, rng, work):
+def enrol_split(subjects, n_enrolled, n_train, rng, work):
     """work/train/<client>/ (enrolled images) and work/probes/<subject>/ (the clients'
-    other images + every image of the unseen subjects); returns the clients."""
+    other images + every image of the unseen subjects), as links; returns the clients
+    (``n_enrolled`` drawn with ``rng``, ``n_train`` training images each; shared with
+    open_set.py, _open_set_between.py and strangers.py)."""
     names = sorted(subjects)
     chosen = set(rng.choice(names, size=n_enrolled, replace=False).tolist())
     for s in names:
@@ -130,7 +135,7 @@ def run_repetition(subjects, matcher, targets, args, rep, enrolled=None):
     rng = np.random.default_rng(1000 * args.seed + rep)
     with tempfile.TemporaryDirectory(prefix="ssg-cal-") as tmp:
         work = Path(tmp)
-        _split(subjects, args.enrolled or enrolled or len(subjects) // 2, args.train_images,
+        enrol_split(subjects, args.enrolled or enrolled or len(subjects) // 2, args.train_images,
                rng, work)
         enroll(work / "train", work / "e.h5", matcher=matcher, warn=lambda m: None)
         t0 = time.perf_counter()
@@ -227,7 +232,7 @@ def main(argv=None):
 
             print(f"{deep.load_cache(args.dlib_cache)} cached dlib descriptors",
                   file=sys.stderr)
-        subjects = _subjects(_faces_dir(name, out), args.train_images + 1)
+        subjects = face_subjects(_faces_dir(name, out), args.train_images + 1)
         reps = []
         for rep in range(args.repetitions or default_reps):
             reps.append(run_repetition(subjects, matcher, targets, args, rep, enrolled))

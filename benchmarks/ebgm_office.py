@@ -32,7 +32,7 @@ from dataclasses import replace
 
 import numpy as np
 from _results import docstring, printed, write_page
-from ebgm_swaps import _rate, frr_line
+from ebgm_swaps import frr_line, rate_model
 from ebgm_tail import paired, summary
 from paper_att_ebgm import add_cache_flags, ebgm_repetitions, jets_folder, load_att
 
@@ -63,8 +63,8 @@ def one_gallery(split, tr, labels, X, sim, matcher, gram, arms=None):
             row[name + " runs"] = matcher.n_calls_ - calls
             row[name + " m"] = len(fit.distiller.beta_)
             row[name + " swaps"] = fit.distiller.swap_rounds
-            _rate(row, name, fit.distiller, gen, imp)
-        _rate(row, "svm", fit.svm, gen, imp)
+            rate_model(row, name, fit.distiller, gen, imp)
+        rate_model(row, "svm", fit.svm, gen, imp)
         rows.append(row)
     return rows
 

@@ -59,8 +59,10 @@ MIRRORED_ROUNDS = 3
 MIRRORED = f"mirrored swaps {MIRRORED_ROUNDS}"
 
 
-def _rate(row, name, model, gen, imp):
-    """``row[name]``: the client EER; ``row[name + " frr"]``: FRR at FAR = 1 % (points)."""
+def rate_model(row, name, model, gen, imp):
+    """``row[name]``: the client EER of ``model`` on the genuine ``gen`` and impostor
+    ``imp`` claims; ``row[name + " frr"]``: FRR at FAR = 1 % (points). Shared with
+    ebgm_office.py."""
     s_gen, s_imp = model.decision_function(gen), model.decision_function(imp)
     row[name] = client_eer(s_gen, s_imp)
     row[name + " frr"] = 100 * frr_at_far(s_imp, s_gen, 0.01)
@@ -81,7 +83,7 @@ def one_client(split, tr, labels, X, sim, matcher, client, args, gram):
     gen, imp = X[split.genuine[client]], X[split.impostors]
     svm = SimilaritySVM(similarity=sim).fit(X[tr], y)  # the Gram matrix from the cache
     row = {"client": client, "rep": split.repetition}
-    _rate(row, "svm", svm, gen, imp)
+    rate_model(row, "svm", svm, gen, imp)
     for rounds in (0, *args.rounds):
         calls = matcher.n_calls_
         d = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=args.m,
@@ -91,7 +93,7 @@ def one_client(split, tr, labels, X, sim, matcher, client, args, gram):
         d.fit(X[tr], y)
         name = f"swaps {rounds}" if rounds else "start"
         row[name + " runs"] = matcher.n_calls_ - calls  # the fit's program runs
-        _rate(row, name, d, gen, imp)
+        rate_model(row, name, d, gen, imp)
     calls = matcher.n_calls_
     d = SuperSparseDistiller(teacher=svm, prefit=True, n_prototypes=args.m, similarity=sim,
                              bounds=matcher.bounds(), solver="paper", lam=1e-5,
@@ -99,12 +101,12 @@ def one_client(split, tr, labels, X, sim, matcher, client, args, gram):
                              mirror=MirrorImages(matcher.image_shape),
                              random_state=split.repetition).fit(X[tr], y)
     row[MIRRORED + " runs"] = matcher.n_calls_ - calls
-    _rate(row, MIRRORED, d, gen, imp)
+    rate_model(row, MIRRORED, d, gen, imp)
     calls = matcher.n_calls_
     fit = train_client(X[tr], y, sim, CompressOptions(m=args.m), groups=labels[tr],
                        bounds=matcher.bounds(), gram=gram)
     row["compress runs"] = matcher.n_calls_ - calls  # the whole call's, threshold CV too
-    _rate(row, "compress", fit.distiller, gen, imp)
+    rate_model(row, "compress", fit.distiller, gen, imp)
     return row
 
 

@@ -83,7 +83,7 @@ from _open_set_protocol import (
     protocol_rows,
     run_protocol_stage,
 )
-from calibration import _split, _subjects
+from calibration import enrol_split, face_subjects
 
 MATCHERS = {"att": "eigenface", "lfw": "dlib", "synth": "eigenface"}
 
@@ -146,7 +146,7 @@ def run_fpir(name, size, rep, subjects, args):
     rng = np.random.default_rng(1000 * args.seed + rep)
     with tempfile.TemporaryDirectory(prefix="ssg-open-") as tmp:
         work = Path(tmp)
-        clients = _split(subjects, n, args.train_images, rng, work)
+        clients = enrol_split(subjects, n, args.train_images, rng, work)
         enroll(work / "train", work / "e.h5", matcher=MATCHERS[name], warn=lambda m: None)
         t0 = time.perf_counter()
         summary = compress(work / "e.h5", work / "g.h5",
@@ -363,7 +363,7 @@ def _dataset_stages(name, stages, args, results, saved):
     """The fpir, between and protocol ``stages`` on the data set ``name``, each result
     added to ``results`` and saved (``saved``) as it comes."""
     _dlib_cache(name, args)
-    subjects = _subjects(_faces_dir(name, args.out), args.train_images + 1)
+    subjects = face_subjects(_faces_dir(name, args.out), args.train_images + 1)
     key_base = f"{name} ({MATCHERS[name]})"
     for size in (args.sizes.split(",") if "fpir" in stages else []):
         reps = []

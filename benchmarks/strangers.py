@@ -94,9 +94,9 @@ def _att_run(work, run, args):
     from ssgallery.app.enroll import enroll
     from ssgallery.datasets import att_faces_path
 
-    subjects = split_rules._subjects(Path(att_faces_path()), 6)
+    subjects = split_rules.face_subjects(Path(att_faces_path()), 6)
     folder = work / f"att{run}"
-    split_rules._split(subjects, args.att_enrolled, 5, np.random.default_rng(run), folder)
+    split_rules.enrol_split(subjects, args.att_enrolled, 5, np.random.default_rng(run), folder)
     enroll(folder / "train", folder / "e.h5", warn=lambda m: None)
     return folder / "e.h5", folder / "probes"
 

@@ -113,7 +113,7 @@ def teachers(store, run):
     compress's defaults, seed = run), the `ClientFit` kept: {client: fit} and the
     store's matcher."""
     from ssgallery.app.client_fit import train_client
-    from ssgallery.app.client_training import SharedBlocks, _blocks
+    from ssgallery.app.client_training import SharedBlocks, job_blocks
     from ssgallery.app.compress_plan import client_jobs, prepare, setup_blocks
     from ssgallery.app.options import CompressRun
     from ssgallery.progress import as_progress
@@ -124,7 +124,7 @@ def teachers(store, run):
     shared = None if plan.gram is None else SharedBlocks(plan.X, plan.gram, plan.fold_spaces)
     fits = {}
     for job in client_jobs(plan, plan.todo):
-        X, gram, spaces = _blocks(job, shared)
+        X, gram, spaces = job_blocks(job, shared)
         fits[job.client] = train_client(X, job.y, job.similarity, job.options,
                                         groups=job.groups, bounds=job.bounds, gram=gram,
                                         folds=job.folds, fold_spaces=spaces)

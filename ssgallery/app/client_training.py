@@ -134,9 +134,25 @@ class SharedBlocks:
     fold_spaces: object = None
 
 
-def _blocks(job, shared):
-    """``(X, gram, fold_spaces)`` of a job: its own, or those of the run's
-    `SharedBlocks` when the job carries no features of its own."""
+def job_blocks(job, shared):
+    """What a job trains on: its own blocks, or the run's when it carries none.
+
+    Parameters
+    ----------
+    job : ClientJob
+        One client's job.
+    shared : SharedBlocks or None
+        The blocks every job of the run shares (`SharedBlocks`).
+
+    Returns
+    -------
+    X : ndarray or None
+        The training features.
+    gram : ndarray or None
+        Their Gram matrix.
+    fold_spaces : object or None
+        The threshold CV's per-fold matcher spaces, for this client's folds.
+    """
     if job.X is not None or shared is None:
         return job.X, job.gram, job.fold_spaces
     spaces = job.fold_spaces
@@ -150,7 +166,7 @@ def train_job(job, shared=None):
     run's `SharedBlocks`, if any."""
     start, cpu = time.perf_counter(), time.process_time()
     with single_threaded_blas():
-        X, gram, spaces = _blocks(job, shared)
+        X, gram, spaces = job_blocks(job, shared)
         fit = train_client(X, job.y, job.similarity, job.options, groups=job.groups,
                            bounds=job.bounds, gram=gram, folds=job.folds,
                            fold_spaces=spaces)
