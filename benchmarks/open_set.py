@@ -62,17 +62,23 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
-from collections import Counter
 from pathlib import Path
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _results
 from _open_set_between import aggregate_between, between_table, run_between
 from _open_set_cost import COST_MARGIN, cost_table, run_cost
+from _open_set_fpir import (
+    FPIR_HEAD,
+    MATCHERS,
+    WORST_HEAD,
+    aggregate_fpir,
+    fpir_rows,
+    gallery_clients,
+    run_fpir,
+    worst_rows,
+)
 from _open_set_gap import GAP_HEAD, NORM_HEAD, gap_rows, gap_summary, norm_rows
 from _open_set_protocol import (
     BETWEEN,
@@ -83,9 +89,7 @@ from _open_set_protocol import (
     protocol_rows,
     run_protocol_stage,
 )
-from calibration import enrol_split, face_subjects
-
-MATCHERS = {"att": "eigenface", "lfw": "dlib", "synth": "eigenface"}
+from calibration import face_subjects
 
 
 def _faces_dir(name, out):
@@ -101,142 +105,6 @@ def _faces_dir(name, out):
     if not (folder / "faces").is_dir():
         write_sample_data(folder, identities=40, images=7, seed=0, probes=0)
     return folder / "faces"
-
-
-def _rates(results, probes, clients):
-    """Achieved FPIR and FNIR of one identify run, the search counts and the worst
-    cases: the client that draws the most false alarms, the stranger (person) whose
-    images are returned most often, the client whose mated searches fail most."""
-    subject = [Path(p).parent.name for p in probes]
-    drawn, fooled, seen, missed, mated = (Counter() for _ in range(5))
-    for r, s in zip(results, subject):
-        if s in clients:
-            mated[s] += 1
-            missed[s] += r.identified != s  # unknown, another client or a failure to acquire
-        else:
-            seen[s] += 1
-            if r.identified is not None:
-                drawn[r.identified] += 1
-                fooled[s] += 1
-    fp, fn = sum(drawn.values()), sum(missed.values())
-    n_non, n_mated = sum(seen.values()), sum(mated.values())
-    client = max(sorted(drawn), key=drawn.get, default=None)
-    person = max(sorted(seen), key=lambda p: (fooled[p], fooled[p] / seen[p]))
-    miss = max(sorted(mated), key=lambda c: (missed[c] / mated[c], mated[c]))
-    return {"fpir": fp / n_non, "fnir": fn / n_mated, "false_positives": fp,
-            "non_mated": n_non, "false_negatives": fn, "mated": n_mated,
-            "worst_client": [client, drawn[client] if client else 0],
-            "worst_stranger": [person, fooled[person], seen[person]],
-            "worst_client_fnir": [miss, missed[miss], mated[miss]],
-            "clients_missing_half": sum(2 * missed[c] >= mated[c] for c in mated)}
-
-
-def _clients(size, subjects, args):
-    """A gallery size: a number of clients, or "all" but the held-out fraction."""
-    return len(subjects) - round(args.holdout * len(subjects)) if size == "all" \
-        else int(size)
-
-
-def run_fpir(name, size, rep, subjects, args):
-    from ssgallery.app.compress import CompressOptions, compress
-    from ssgallery.app.enroll import enroll
-    from ssgallery.app.identify import identify
-
-    n = _clients(size, subjects, args)
-    rng = np.random.default_rng(1000 * args.seed + rep)
-    with tempfile.TemporaryDirectory(prefix="ssg-open-") as tmp:
-        work = Path(tmp)
-        clients = enrol_split(subjects, n, args.train_images, rng, work)
-        enroll(work / "train", work / "e.h5", matcher=MATCHERS[name], warn=lambda m: None)
-        t0 = time.perf_counter()
-        summary = compress(work / "e.h5", work / "g.h5",
-                           CompressOptions(seed=rep, target_fpir=args.target_fpir))
-        seconds = time.perf_counter() - t0
-        probes = sorted(str(p) for d in (work / "probes").iterdir() for p in d.iterdir())
-        out = {"repetition": rep, "clients": n, "compress_seconds": seconds,
-               "record": {k: v for k, v in summary.open_set.items() if k != "curve"}}
-        for arm, kwargs in (("operating point", {}),
-                            ("verification thresholds", {"verification_thresholds": True})):
-            results, _, _ = identify(work / "g.h5", probes, top=1, open_set=True,
-                                     warn=lambda m: None, **kwargs)
-            out[arm] = _rates(results, probes, clients)
-    return out
-
-
-def aggregate_fpir(reps):
-    row = {"clients": reps[0]["clients"], "repetitions": len(reps),
-           "resolved": sum(r["record"]["resolved"] for r in reps),
-           "extrapolated": sum(r["record"].get("extrapolated", False) for r in reps),
-           "expected": float(np.mean([r["record"]["expected_fpir"] for r in reps])),
-           "compress_seconds": float(np.mean([r["compress_seconds"] for r in reps]))}
-    for arm in ("operating point", "verification thresholds"):
-        fpir = np.array([r[arm]["fpir"] for r in reps])
-        fnir = np.array([r[arm]["fnir"] for r in reps])
-        row[arm] = {"fpir": float(fpir.mean()), "fpir_sd": float(fpir.std()),
-                    "fpir_worst": float(fpir.max()), "fnir": float(fnir.mean()),
-                    "fnir_worst": float(fnir.max()),
-                    "false_positives": int(sum(r[arm]["false_positives"] for r in reps)),
-                    "non_mated": int(sum(r[arm]["non_mated"] for r in reps))}
-        if "worst_client" in reps[0][arm]:  # results written before the worst cases: none
-            row[arm]["worst"] = _worst(reps, arm)
-    return row
-
-
-def _worst(reps, arm):
-    """The worst repetition's worst client, stranger and client FNIR (rep, name, counts)
-    and the mean number of clients that miss at least half of their mated searches."""
-    def top(field, key):
-        i = max(range(len(reps)), key=lambda j: key(reps[j][arm][field]))
-        return [i, *reps[i][arm][field]]
-
-    return {"client": top("worst_client", lambda w: w[1]) + [reps[0][arm]["non_mated"]],
-            "stranger": top("worst_stranger", lambda w: (w[1], w[1] / w[2])),
-            "client_fnir": top("worst_client_fnir", lambda w: (w[1] / w[2], w[2])),
-            "clients_missing_half": float(np.mean([r[arm]["clients_missing_half"]
-                                                   for r in reps]))}
-
-
-FPIR_HEAD = ["data set (matcher)", "clients", "arm", "achieved FPIR % (mean ± sd)",
-             "worst repetition FPIR %", "false positives / non-mated searches",
-             "FNIR % (mean)", "worst FNIR %", "expected FPIR %",
-             "resolved (extrapolated)"]
-
-
-def fpir_rows(key, row):
-    out = []
-    for arm in ("operating point", "verification thresholds"):
-        a = row[arm]
-        first = arm == "operating point"
-        out.append([key, str(row["clients"]), arm,
-                    f"{_results.pct(a['fpir'])} ± {_results.pct(a['fpir_sd'])}", _results.pct(a["fpir_worst"]),
-                    f"{a['false_positives']} / {a['non_mated']}", _results.pct(a["fnir"], 1),
-                    _results.pct(a["fnir_worst"], 1), _results.pct(row["expected"]) if first else "",
-                    f"{row['resolved']} of {row['repetitions']}"
-                    f" ({row.get('extrapolated', 0)})" if first else ""])
-    return out
-
-
-WORST_HEAD = ["data set (matcher)", "clients", "arm",
-              "client drawing the most false alarms: alarms / non-mated searches",
-              "stranger returned most: images / their images",
-              "worst client FNIR: missed / mated searches",
-              "clients missing >= half (mean)"]
-
-
-def worst_rows(key, row):
-    out = []
-    for arm in ("operating point", "verification thresholds"):
-        w = row[arm].get("worst")
-        if w is None:
-            continue
-        (rc, client, k, n), (rs, person, f, m), (rf, miss, x, y) = \
-            w["client"], w["stranger"], w["client_fnir"]
-        out.append([key, str(row["clients"]), arm,
-                    f"{client or '—'}: {k} / {n} ({_results.pct(k / n)} %, rep {rc})",
-                    f"{person}: {f} / {m} (rep {rs})",
-                    f"{miss}: {x} / {y} ({_results.pct(x / y, 0)} %, rep {rf})",
-                    f"{w['clients_missing_half']:.1f}"])
-    return out
 
 
 def _targets(results):
@@ -413,7 +281,8 @@ def main(argv=None):
 def _between_stage(key, matcher, size, subjects, args, results):
     load, t0, reps = os.getloadavg()[0], time.perf_counter(), []
     for rep in range(args.repetitions):
-        reps.append(run_between(matcher, _clients(size, subjects, args), rep, subjects, args))
+        reps.append(run_between(matcher, gallery_clients(size, subjects, args), rep,
+                                subjects, args))
         print(f"{key} repetition {rep}: compress CPU "
               + ", ".join(f"--between {w}: {a['cpu_s']}" for w, a in reps[-1]["arms"].items()),
               file=sys.stderr, flush=True)
