@@ -280,3 +280,28 @@ def test_an_output_s_side_car_is_read_within_bounds_to_tell_its_kind(tmp_path, s
     assert score_file.read_text() == "c1 c1 a 1.0\n"
     assert sorted(p.name for p in report.rglob("*")) == ["scores", "svm.r0.txt",
                                                          "svm.r0.txt.json"]
+
+
+@pytest.mark.parametrize(("version", "refusal"), [
+    (3, ("score metadata format version 3 is newer than this ssgallery reads (2); upgrade "
+         "ssgallery")),
+    ("2", "bad score metadata (format_version must be an integer >= 1, got str '2')")])
+def test_a_side_car_of_another_version_is_refused(tmp_path, version, refusal):
+    """A side-car's format_version was never read: one of a newer version (whose fields
+    may mean something else) or of no version at all was read as this version's, exit 0.
+    Now a newer or malformed version is one line naming the side-car, exit 2 (a side-car
+    without the field, hand-written, still reads as this version's)."""
+    from helpers import invoked
+
+    path = tmp_path / "ssvm-m2.r0.txt"
+    write_scores(path, _table())
+    side = tmp_path / "ssvm-m2.r0.txt.json"
+    meta = json.loads(side.read_text())
+    assert meta["format_version"] == 2
+    side.write_text(json.dumps(dict(meta, format_version=version)))
+    out = invoked(["roc", "--scores", path, "-o", tmp_path / "report", "--no-plot"])
+    assert (out["exit_code"], out["stderr"]) == (2, f"ssgallery: error: {side}: {refusal}\n")
+    del meta["format_version"]
+    side.write_text(json.dumps(meta))
+    assert invoked(["roc", "--scores", path, "-o", tmp_path / "report", "--no-plot"])[
+        "exit_code"] == 0

@@ -13,6 +13,7 @@ from ssgallery.errors import InputError
 from ssgallery.safeio import MAX_TEXT_BYTES, read_regular
 
 MAGIC = "ssgallery-scores"  # the format of a side-car (and of an older file's '#' line)
+SIDECAR_VERSION = 2  # the side-car's format_version, the newest this code reads
 NON_NEGATIVE = ("matches", "fit_seconds")  # per-client values that count something
 
 
@@ -44,8 +45,15 @@ def read_sidecar(side, magic):
         meta = json.loads(data.decode("utf-8"))
         if not isinstance(meta, dict) or meta.get("format") != magic:
             raise ValueError(f"format is not {magic!r}")
+        version = meta.get("format_version", SIDECAR_VERSION)  # hand-written: may lack it
+        if not is_int(version) or version < 1:
+            raise ValueError(f"format_version must be an integer >= 1, got "
+                             f"{shown(version, typed=True)}")
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise InputError(f"bad score metadata ({str(exc)[:200]})", path=side) from None
+    if version > SIDECAR_VERSION:
+        raise InputError(f"score metadata format version {version} is newer than this "
+                         f"ssgallery reads ({SIDECAR_VERSION}); upgrade ssgallery", path=side)
     return meta
 
 

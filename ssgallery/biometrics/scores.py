@@ -46,7 +46,7 @@ from ssgallery.biometrics.score_lines import (  # noqa: F401  (CSV_REQUIRED: pub
     read_csv_rows,
     read_text_rows,
 )
-from ssgallery.biometrics.score_meta import MAGIC, float_or_none
+from ssgallery.biometrics.score_meta import MAGIC, SIDECAR_VERSION, float_or_none
 from ssgallery.errors import InputError
 from ssgallery.formats.atomic import check_writable, has_prefix, write_text_atomic
 from ssgallery.formats.writable import Existing
@@ -147,7 +147,7 @@ def sidecar_path(path):
 
 def format_sidecar(table):
     """The side-car JSON of a score file: method, m, repetition and per-client info."""
-    meta = {"format": MAGIC, "format_version": 2,
+    meta = {"format": MAGIC, "format_version": SIDECAR_VERSION,
             "columns": ["claimed_id", "real_id", "probe_label", "score"],
             "method": table.method, "m": None if table.m is None else int(table.m),
             "repetition": int(table.repetition),
