@@ -74,6 +74,19 @@ def test_no_accept_takes_the_clusters_as_the_trials():
     assert design_effect(cluster_sums([], [])) == 1.0
 
 
+def test_one_cluster_takes_the_cluster_as_the_trial():
+    # one client's (or one impostor person's) claims: the spread between clusters cannot
+    # be seen, as with no accept, so the cluster is the trial, not every claim in it
+    low, high, d = clustered_interval([30.0], [100.0])
+    assert d == pytest.approx(100.0)
+    assert (low, high) == pytest.approx(tuple(map(float, beta_interval(0.3, 1.0))))
+    plain = clopper_pearson(30, 100)
+    assert low < plain[0] / 10 and high > 2 * plain[1]
+    # a block of one cluster merged with others is measured as usual
+    assert design_effect(merged_sums(cluster_sums([30.0], [100.0]),
+                                     cluster_sums([5.0], [100.0]))) > 1.0
+
+
 def test_the_clustered_interval_covers_clustered_rates_where_the_plain_one_does_not():
     # 20 impostor people x 200 claims; each person's own accept rate drawn around 1 %
     # (beta, mean 1 %): 500 galleries' worth of counts, fixed seed

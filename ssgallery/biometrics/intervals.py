@@ -100,9 +100,9 @@ def design_effect(sums):
     (ratio-estimator) variance of p over the binomial one, without the G / (G - 1)
     small-sample factor, so that d = 1 exactly when every cluster holds one trial, and
     d = m when G clusters of m trials each are all-or-none. Never below 1: an
-    interval is never made narrower than the binomial one. When p is 0 or 1 the
-    spread between clusters cannot be seen: d = N / G, the clusters taken as the
-    trials (the widest).
+    interval is never made narrower than the binomial one. When p is 0 or 1, or there
+    is one cluster, the spread between clusters cannot be seen: d = N / G, the
+    clusters taken as the trials (the widest).
 
     Parameters
     ----------
@@ -118,7 +118,7 @@ def design_effect(sums):
     if n <= 0 or g <= 0:
         return 1.0
     p = k / n
-    if p <= 0.0 or p >= 1.0:
+    if g == 1 or p <= 0.0 or p >= 1.0:
         return max(1.0, n / g)
     spread = sums["kk"] - 2.0 * p * sums["kn"] + p * p * sums["nn"]
     return max(1.0, float(spread / (p * (1.0 - p) * n)))
