@@ -182,7 +182,7 @@ def _design_effects(by_person, ends):
     one person's searches are not independent trials) of FPIR_n at each point that
     accepts the scores up to position ``ends`` (ascending; -1: none) of `_steps`'s
     descending order; all 1 without ``by_person``."""
-    from ssgallery.biometrics.intervals import design_effect
+    from ssgallery.biometrics.intervals import cluster_sums, design_effect
 
     if by_person is None:
         return np.ones(len(ends))
@@ -192,9 +192,7 @@ def _design_effects(by_person, ends):
     for end in ends:
         acc += np.bincount(who[start:end + 1], delta[start:end + 1], minlength=n.size)
         start = max(start, end + 1)
-        out.append(design_effect({"clusters": int(np.sum(n > 0)), "k": float(acc.sum()),
-                                  "n": float(n.sum()), "kk": float(acc @ acc),
-                                  "kn": float(acc @ n), "nn": float(n @ n)}))
+        out.append(design_effect(cluster_sums(acc, n)))
     return np.array(out)
 
 
