@@ -305,3 +305,30 @@ def test_a_side_car_of_another_version_is_refused(tmp_path, version, refusal):
     side.write_text(json.dumps(meta))
     assert invoked(["roc", "--scores", path, "-o", tmp_path / "report", "--no-plot"])[
         "exit_code"] == 0
+
+
+@pytest.mark.parametrize("version", [3, "2"])
+def test_a_side_car_it_would_refuse_is_never_replaced(tmp_path, version):
+    """Two recognisers of "our side-car": the writers' took any side-car with the format
+    tag as ours, so ``roc`` replaced one of a newer format_version (or a malformed one)
+    that `read_scores` refuses, silently. Now both use `score_meta.sidecar_meta`: such a
+    file is refused as not an output of this kind, unless forced, and left as it was."""
+    from ssgallery.biometrics.scores import check_scores_writable
+    from ssgallery.errors import SsgalleryError
+
+    path = tmp_path / "ssvm-m2.r0.txt"
+    write_scores(path, _table())
+    side = tmp_path / "ssvm-m2.r0.txt.json"
+    meta = json.loads(side.read_text())
+    edited = json.dumps(dict(meta, format_version=version))
+    side.write_text(edited)
+    refusal = f"{path}: exists and is not an output of this kind; refusing to replace " \
+              "it unless forced"
+    for write in (lambda: check_scores_writable(path), lambda: write_scores(path, _table(1))):
+        with pytest.raises(SsgalleryError) as raised:
+            write()
+        assert str(raised.value) == refusal
+        assert side.read_text() == edited
+    write_scores(path, _table(1), force=True)  # the documented way to replace it
+    assert json.loads(side.read_text())["format_version"] == 2
+    write_scores(path, _table(2))  # ours again: replaced without force

@@ -40,7 +40,32 @@ def float_or_none(value):
 def read_sidecar(side, magic):
     """The side-car ``side`` as a dict (its ``format`` is ``magic``); `InputError`
     ``bad score metadata (...)`` naming it otherwise."""
-    data = read_regular(side, "score metadata", MAX_TEXT_BYTES)
+    return sidecar_meta(read_regular(side, "score metadata", MAX_TEXT_BYTES), magic, side)
+
+
+def sidecar_meta(data, magic, side):
+    """The bytes ``data`` of the side-car ``side`` as a dict: what `read_sidecar` reads,
+    and the one test of "a side-car of ours" (`ssgallery.biometrics.scores`' writers
+    replace only a file this accepts: one it would refuse is never overwritten).
+
+    Parameters
+    ----------
+    data : bytes
+    magic : str
+        The ``format`` the side-car must carry.
+    side : str
+        Names the side-car in messages.
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    InputError
+        Not JSON, not an object of format ``magic``, a ``format_version`` that is no
+        integer >= 1 or newer than `SIDECAR_VERSION`.
+    """
     try:
         meta = json.loads(data.decode("utf-8"))
         if not isinstance(meta, dict) or meta.get("format") != magic:

@@ -31,7 +31,6 @@ from the file name (``<method>.r<N>.txt``). Every file is written atomically.
 """
 
 import io
-import json
 import os
 import re
 import unicodedata
@@ -46,7 +45,13 @@ from ssgallery.biometrics.score_lines import (  # noqa: F401  (CSV_REQUIRED: pub
     read_csv_rows,
     read_text_rows,
 )
-from ssgallery.biometrics.score_meta import MAGIC, SIDECAR_VERSION, float_or_none
+from ssgallery.biometrics.score_meta import (
+    MAGIC,
+    SIDECAR_VERSION,
+    float_or_none,
+    read_sidecar,
+    sidecar_meta,
+)
 from ssgallery.errors import InputError
 from ssgallery.formats.atomic import check_writable, has_prefix, write_text_atomic
 from ssgallery.formats.writable import Existing
@@ -158,16 +163,18 @@ def format_sidecar(table):
 
 def _is_sidecar(existing):
     """Whether the open file ``existing`` (`ssgallery.formats.writable.Existing`) is a
-    score file side-car written by ssgallery: a regular file of at most
-    `ssgallery.safeio.MAX_TEXT_BYTES` (what `read_scores` reads) holding its JSON."""
+    score file side-car of ours: a regular file of at most
+    `ssgallery.safeio.MAX_TEXT_BYTES` that `read_scores` would read
+    (`ssgallery.biometrics.score_meta.sidecar_meta`). One it would refuse (another
+    format, a newer ``format_version``) is not replaced unless forced."""
     data = existing.read(MAX_TEXT_BYTES)
     if data is None:
         return False
     try:
-        meta = json.loads(data.decode("utf-8"))
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        sidecar_meta(data, MAGIC, existing.path)
+    except InputError:
         return False
-    return isinstance(meta, dict) and meta.get("format") == MAGIC
+    return True
 
 
 def _is_score_file(existing):
@@ -196,8 +203,6 @@ def write_scores(path, table, force=False):
 
 
 def _read_sidecar(path):
-    from ssgallery.biometrics.score_meta import read_sidecar
-
     side = sidecar_path(path)
     return read_sidecar(side, MAGIC) if os.path.lexists(side) else None
 
