@@ -78,3 +78,37 @@ def test_a_template_protection_record_nested_past_the_stack_is_one_line(sample_g
     assert out["stderr"] == (f"ssgallery: error: {gallery}: corrupt gallery header: bad "
                              "template_protection record\n")
     assert not (tmp_path / "c.png").exists()
+
+
+@pytest.mark.parametrize("beta", [[1e308, 1e308], [1e308, -1e308]], ids=["sum", "span"])
+@pytest.mark.parametrize("command", ["verify", "identify"])
+def test_weights_whose_scores_overflow_are_refused(sample_gallery_3, tmp_path, beta, command):
+    """An unsigned gallery edited to give client c01 a beta of 1e308 (record and search
+    index alike, digests made to match) was read: verify printed numpy's 'RuntimeWarning:
+    overflow encountered in reduce' and a line of numpy's source, then a 309-digit score
+    and ACCEPT for every probe, exit 0; identify named c01 with a normalised score of +inf.
+    Without a key a crafted model may still accept chosen probes (docs/security.md), but a
+    range of scores that is not a float is no model compress writes: one line naming the
+    client, exit 2, no warning."""
+    import os
+
+    from ssgallery.datasets import sample_faces_path
+
+    gallery = copied(sample_gallery_3["gallery"], tmp_path, "g.h5")
+    with h5py.File(gallery, "a") as f:
+        f["clients/c01/beta"][...] = beta
+        offsets = f["index/offsets"][()]
+        row = list(f["index/client_ids"][()].astype(str)).index("c01")
+        stacked = f["index/beta"][()]
+        stacked[offsets[row]:offsets[row + 1]] = beta
+        f["index/beta"][...] = stacked
+    rehash_gallery(gallery)
+    folder = os.path.join(sample_faces_path(), "c01")
+    probe = os.path.join(folder, min(os.listdir(folder)))
+    args = ["--gallery", gallery, probe] + (["--claim", "c01"] if command == "verify" else [])
+    out = invoked([command] + args)
+    assert out["exit_code"] == 2, out["output"]
+    who = "client 'c01'" if command == "verify" else "the search index's row of client 'c01'"
+    assert out["stderr"].startswith(f"ssgallery: error: {gallery}: refused: {who} has weights "
+                                    "whose scores overflow"), out["stderr"]
+    assert out["stderr"].count("\n") == 1 and out["stdout"] == "", out["output"]

@@ -41,7 +41,9 @@ def check_model(model, matcher, path=None):
     Checks: float arrays, prototypes (m, d) with m >= 1 and d the matcher's dimension,
     beta (m,), every value finite, an RBF gamma > 0 and at most
     `ssgallery.matchers.base.MAX_GAMMA`, prototypes plausible in the
-    matcher space (`ssgallery.matchers.Matcher.check_prototypes`), and a threshold
+    matcher space (`ssgallery.matchers.Matcher.check_prototypes`), with a bounded
+    similarity a range of g(x) that is a float (weights whose sums overflow, such as a
+    beta of 1e308 an edit put there, are refused before any score), and a threshold
     strictly inside the range of g(x) = sum_j beta_j s(x, z_j) + b (Eq. 1) that the
     similarity's bounds allow: at or below the lowest possible score every probe would
     be accepted, above the highest none.
@@ -70,7 +72,13 @@ def check_model(model, matcher, path=None):
             matcher.check_prototypes(P)
         except SsgalleryError as exc:
             raise FormatError(f"{who}: {exc}", path=path) from None
-    g_min, _ = score_range(model, bounds)
+    g_min, g_max = score_range(model, bounds)
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = g_max - g_min
+    if bounds is not None and np.isfinite(bounds).all() and not np.isfinite(span):
+        raise FormatError(f"{who} has weights whose scores overflow: |beta| up to "
+                          f"{np.abs(beta).max():.3g}, b {b:.3g} (its range of g(x) is beyond "
+                          "the largest float)", path=path)
     if t <= g_min:
         raise FormatError(f"{who} would accept every probe (threshold {t:.6g} <= lowest "
                           f"possible score {g_min:.6g})", path=path)
@@ -80,13 +88,15 @@ def check_model(model, matcher, path=None):
 
 def score_range(model, bounds):
     """Lowest and highest g(x) (Eq. 1) a client model can give, from the similarity's
-    bounds ``(s_min, s_max)``; (-inf, inf) when the similarity is unbounded."""
+    bounds ``(s_min, s_max)``; (-inf, inf) when the similarity is unbounded. Weights
+    whose sums overflow give an infinite end, silently (`check_model` refuses them)."""
     if bounds is None or not np.isfinite(bounds).all():
         return -np.inf, np.inf
     beta = np.asarray(model.beta)
-    lo, hi = beta * bounds[0], beta * bounds[1]
-    return (model.intercept + np.minimum(lo, hi).sum(),
-            model.intercept + np.maximum(lo, hi).sum())
+    with np.errstate(over="ignore", invalid="ignore"):
+        lo, hi = beta * bounds[0], beta * bounds[1]
+        return (model.intercept + np.minimum(lo, hi).sum(),
+                model.intercept + np.maximum(lo, hi).sum())
 
 
 def never_accepting(models, matcher):
@@ -136,24 +146,33 @@ def floor_normalization(model, matcher):
 def index_score_range(index, matcher):
     """Lowest and highest g(x) (Eq. 1) of every row of a search index, shapes (N,):
     `score_range` for all clients at once (RBF rows: s in [0, 1]; the others: the
-    matcher's ``similarity_range()``, unbounded without one)."""
+    matcher's ``similarity_range()``, unbounded without one). A bounded row whose
+    weights' sums overflow has an infinite end, silently (`check_index` refuses it)."""
+    g_min, g_max, _ = _index_ranges(index, matcher)
+    return g_min, g_max
+
+
+def _index_ranges(index, matcher):
+    """`index_score_range` and, per row, whether its similarity is bounded."""
     bounds = matcher.similarity_range() if matcher is not None else None
     s_lo, s_hi = (-np.inf, np.inf) if bounds is None else (float(bounds[0]), float(bounds[1]))
     owner = np.repeat(np.arange(index.n_clients), np.diff(index.offsets))
     rbf = np.isfinite(index.gamma)[owner]
     lo, hi = np.where(rbf, 0.0, s_lo), np.where(rbf, 1.0, s_hi)
-    with np.errstate(invalid="ignore"):  # 0 * inf: a zero weight contributes nothing
-        a, b = np.nan_to_num(index.beta * lo), np.nan_to_num(index.beta * hi)
-    bounded = np.logical_and.reduceat(np.isfinite(lo) & np.isfinite(hi), index.offsets[:-1])
     starts = index.offsets[:-1]
-    g_min = index.intercept + np.add.reduceat(np.minimum(a, b), starts)
-    g_max = index.intercept + np.add.reduceat(np.maximum(a, b), starts)
-    return np.where(bounded, g_min, -np.inf), np.where(bounded, g_max, np.inf)
+    with np.errstate(over="ignore", invalid="ignore"):  # 0 * inf: a zero weight adds nothing
+        a = np.where(index.beta == 0, 0.0, index.beta * lo)
+        b = np.where(index.beta == 0, 0.0, index.beta * hi)
+        g_min = index.intercept + np.add.reduceat(np.minimum(a, b), starts)
+        g_max = index.intercept + np.add.reduceat(np.maximum(a, b), starts)
+    bounded = np.logical_and.reduceat(np.isfinite(lo) & np.isfinite(hi), starts)
+    return np.where(bounded, g_min, -np.inf), np.where(bounded, g_max, np.inf), bounded
 
 
 def check_index(index, matcher, path=None):
-    """Refuse a search index whose rows break `check_model`'s accept-all rule (a
-    threshold at or below the lowest possible score) or carry a Z-norm std below
+    """Refuse a search index whose rows break `check_model`'s rules on the range of
+    g(x) (a bounded row whose weights' sums overflow; a threshold at or below the
+    lowest possible score, which would accept every probe) or carry a Z-norm std below
     `std_floor` (up to rounding). Vectorised: no client group is opened.
 
     Raises
@@ -163,7 +182,14 @@ def check_index(index, matcher, path=None):
     """
     if index.n_clients == 0:
         return
-    g_min, g_max = index_score_range(index, matcher)
+    g_min, g_max, bounded = _index_ranges(index, matcher)
+    with np.errstate(over="ignore", invalid="ignore"):
+        bad = np.flatnonzero(bounded & ~np.isfinite(g_max - g_min))
+    if bad.size:
+        k = bad[0]
+        raise FormatError(f"refused: the search index's row of client "
+                          f"'{printable(str(index.client_ids[k]))}' has weights whose scores "
+                          "overflow (its range of g(x) is beyond the largest float)", path=path)
     bad = np.flatnonzero(index.threshold <= g_min)
     if bad.size:
         k = bad[0]
