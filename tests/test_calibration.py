@@ -36,13 +36,36 @@ def test_clopper_pearson_known_values():
     assert clopper_pearson(5, 5)[1] == 1.0 and clopper_pearson(0, 0) == (0.0, 1.0)
 
 
+def _hits(accepted, n):
+    return np.arange(n) < accepted
+
+
 def test_accepts_too_many_only_beyond_the_binomial_noise_of_the_target():
-    """At target FAR 1 %: 3 of 140 (2.1 %, interval from 0.44 %) can be noise; 5 of 140
-    (3.6 %, from 1.17 %) cannot; 140 of 140 (the off-scale client of compress) cannot."""
-    assert not accepts_too_many(0, 140, 0.01) and not accepts_too_many(3, 140, 0.01)
-    assert accepts_too_many(5, 140, 0.01) and accepts_too_many(140, 140, 0.01)
+    """At target FAR 1 %, scores of unknown people (each its own person): 3 of 140 (2.1 %,
+    interval from 0.44 %) can be noise; 5 of 140 (3.6 %, from 1.17 %) cannot; 140 of 140
+    (the off-scale client of compress) cannot."""
+    assert not accepts_too_many(_hits(0, 140), 0.01)
+    assert not accepts_too_many(_hits(3, 140), 0.01)
+    assert accepts_too_many(_hits(5, 140), 0.01) and accepts_too_many(_hits(140, 140), 0.01)
     assert clopper_pearson(3, 140)[0] < 0.01 < clopper_pearson(5, 140)[0]
-    assert not accepts_too_many(0, 0, 0.01)
+    assert not accepts_too_many(_hits(0, 0), 0.01)
+
+
+def test_accepts_too_many_counts_people_not_images():
+    """14 impostor people of 10 images each, target FAR 1 %: 8 accepted images of one
+    person (one person who looks like the client: sample_data's c02 against c03 with
+    --m 1 --init random --max-iter 1) are 1 person of 14, within the noise of the target;
+    counted as 140 independent scores they were significant (Clopper-Pearson of 8 of
+    140 from 2.5 %). 8 accepted images of 8 people are significant either way, and 140
+    of 140 are 14 of 14 people."""
+    people = np.repeat([f"p{i:02d}" for i in range(14)], 10)
+    one = _hits(8, 140)  # the first 8 images of p00
+    assert accepts_too_many(one, 0.01)  # each score its own person (main's count)
+    assert not accepts_too_many(one, 0.01, people)
+    spread = np.isin(np.arange(140), np.arange(8) * 10)  # one image each of p00..p07
+    assert accepts_too_many(spread, 0.01, people)
+    assert accepts_too_many(_hits(140, 140), 0.01, people)
+    assert not accepts_too_many(_hits(0, 140), 0.01, people)
 
 
 def test_every_mode_keeps_its_promise_on_the_held_out_scores():

@@ -20,8 +20,8 @@ Per client c, on the matcher features X of its bounded training set
    accepted (accept when g(x) >= threshold). The same is done for the full SVM, and
    its threshold and #SVs are stored next to the prototypes for comparison. When the
    folds' models scored on another scale than the model fitted on every image (at
-   their threshold it accepts significantly more of its own training impostors than
-   the target FAR allows: `_off_scale`), the held-out scores cannot set its threshold,
+   their threshold it accepts significantly more of its own training impostor people
+   than the target FAR allows: `_off_scale`), the held-out scores cannot set its threshold,
    and its training scores do (``cv_off_scale`` in the provenance; compress warns).
 """
 
@@ -170,7 +170,7 @@ def train_client(X, y, similarity, options=None, *, groups=None, bounds=None, gr
         first = dist
         svm, dist, scores, guard = _guard(o, fit_and_hold_out, (svm, dist, scores))
     t, t_svm, cv = _cv_thresholds(scores, o.target_far, k)
-    off_scale = _off_scale(X, y, dist, t, o.target_far) if k else None
+    off_scale = _off_scale(X, y, dist, t, o.target_far, groups) if k else None
     if off_scale is not None:  # the folds' models do not describe this one's scale
         ranking = {n: cv[n] for n in ("misranking", "svm_misranking", "teacher_gap")}
         scores, k = _training_scores(X, y, svm, dist), 0
@@ -224,20 +224,21 @@ def _training_scores(X, y, svm, dist):
             dist.decision_function(X[~neg]), svm.decision_function(X[~neg])]
 
 
-def _off_scale(X, y, dist, threshold, target_far):
+def _off_scale(X, y, dist, threshold, target_far, groups=None):
     """``[accepted, impostors]`` when the distilled model, at the ``threshold`` its
     held-out impostor scores gave, accepts significantly more of its own training
-    impostors than ``target_far`` allows (`ssgallery.biometrics.calibration.
-    accepts_too_many`): the held-out scores come from the folds' models, and these
-    scored on another scale than the model fitted on every image (e.g. an SVM whose every
-    sample is a bounded support vector: its intercept is not determined by the data and
-    moves between fits). None when the held-out scores can set its threshold."""
+    impostors than ``target_far`` allows, counting their people (``groups``: the subject
+    of each image; `ssgallery.biometrics.calibration.accepts_too_many`): the held-out
+    scores come from the folds' models, and these scored on another scale than the model
+    fitted on every image (e.g. an SVM whose every sample is a bounded support vector:
+    its intercept is not determined by the data and moves between fits). None when the
+    held-out scores can set its threshold."""
     from ssgallery.biometrics.calibration import accepts_too_many
 
-    own = dist.decision_function(X[y < 0])
-    accepted = int(np.sum(own >= threshold))
-    if accepts_too_many(accepted, own.size, target_far):
-        return [accepted, int(own.size)]
+    neg = y < 0
+    hits = dist.decision_function(X[neg]) >= threshold
+    if accepts_too_many(hits, target_far, None if groups is None else np.asarray(groups)[neg]):
+        return [int(hits.sum()), int(hits.size)]
     return None
 
 

@@ -45,19 +45,39 @@ def constant_spread(std, mean):
     return np.asarray(std) <= 1e-9 * np.maximum(1.0, np.abs(mean))
 
 
-def accepts_too_many(accepted, impostors, target_far, level=0.95):
-    """True when ``accepted`` of ``impostors`` scores at a threshold are significantly
-    more than ``target_far`` allows: the lower end of their Clopper-Pearson interval at
-    ``level`` is above it.
+def accepts_too_many(hits, target_far, people=None, level=0.95):
+    """True when the impostor scores accepted at a threshold (``hits``) are significantly
+    more than ``target_far`` allows: the lower end of their interval at ``level`` by
+    impostor person (`ssgallery.biometrics.intervals.clustered_interval` of
+    `person_sums`) is above it.
 
     Applied to a model's own training impostors at the threshold its cross-validated
     impostor scores gave: the model was fitted to score those people low, so its
     training scores are optimistic and such a threshold accepts fewer of them than of
     new people. When it accepts significantly more than the target FAR, the
     cross-validation's models scored on another scale than the model that is
-    deployed, and their scores cannot set its threshold.
+    deployed, and their scores cannot set its threshold. One person's images are
+    accepted together (one person who looks like the client), so the person is the
+    trial: 5 accepted of 140 scores is significant when they are 5 people's and not
+    when they are one person's.
+
+    Parameters
+    ----------
+    hits : array_like of bool, shape (n,)
+        Whether each impostor score is accepted.
+    target_far : float
+    people : array_like of shape (n,), optional
+        The person of each score (default: each score its own person, the plain
+        Clopper-Pearson interval of the scores).
+    level : float
+
+    Returns
+    -------
+    bool
+        False when there is no score.
     """
-    return int(impostors) > 0 and clopper_pearson(accepted, impostors, level)[0] > target_far
+    low = sums_interval(person_sums([hits], [people]), level)[0]
+    return low > target_far
 
 
 def people_bound(accepted_people, people):
