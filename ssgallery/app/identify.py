@@ -21,6 +21,7 @@ On a light path like ``verify``: numpy, h5py, PIL and the matcher only.
 
 import os
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -87,15 +88,27 @@ def exit_status(results):
     return 3 if any(r.failed_to_acquire for r in results) else 0
 
 
-def rank_clients(index, scores, top, point=None):
-    """Candidates of each probe: the ``top`` best clients on normalised scores.
+class Decisions(NamedTuple):
+    """What a batch of searches is decided on (`decision_values`), computed once and
+    read by `rank_clients` and `tie_at_top`: ``scores`` the raw scores g_k(x), (n, N);
+    ``ranked`` the scores the ranking orders; ``value >= limit`` passes the operating
+    point (the ranking's score against the one 1:N threshold, or the raw score against
+    each client's own, ``limit`` shape (N,))."""
+
+    scores: np.ndarray
+    ranked: np.ndarray
+    value: np.ndarray
+    limit: np.ndarray
+
+
+def decision_values(index, scores, point=None):
+    """The `Decisions` of a batch of searches.
 
     Parameters
     ----------
     index : SearchIndex
     scores : ndarray, shape (n, N)
         Raw scores g_k(x).
-    top : int
     point : dict, optional
         The operating point (`ssgallery.app.open_set.resolve`) that decides each
         candidate's ``threshold`` and ``passes``, and with ``score`` "centred" the
@@ -104,9 +117,33 @@ def rank_clients(index, scores, top, point=None):
 
     Returns
     -------
+    Decisions
+    """
+    scores = np.asarray(scores, dtype=float)
+    centred = point is not None and point.get("score") == "centred"
+    ranked = (scores - index.norm_mean) / point["scale"] if centred \
+        else index.normalize(scores)
+    one = point is not None and point["kind"] != "verification"
+    value, limit = (ranked, np.full(index.n_clients, point["threshold"])) if one \
+        else (scores, index.threshold)
+    return Decisions(scores, ranked, value, limit)
+
+
+def rank_clients(index, decisions, top):
+    """Candidates of each probe: the ``top`` best clients on the ranking's scores.
+
+    Parameters
+    ----------
+    index : SearchIndex
+    decisions : Decisions
+        The batch's `decision_values`.
+    top : int
+
+    Returns
+    -------
     list (n) of list of Candidate
     """
-    ranked, value, limit = _decision_values(index, scores, point)
+    scores, ranked, value, limit = decisions
     top = min(int(top), index.n_clients)
     # candidates listed in client order within a tie (stable sort on the negated scores);
     # in the open set a tie identifies nobody (tie_at_top)
@@ -120,23 +157,16 @@ def rank_clients(index, scores, top, point=None):
     return out
 
 
-def _decision_values(index, scores, point):
-    """(ranked, value, limit): the scores the ranking orders, (n, N), and what the
-    operating point compares: ``value >= limit`` passes (the ranking's score against the
-    one 1:N threshold, or the raw score against each client's own)."""
-    centred = point is not None and point.get("score") == "centred"
-    ranked = ((np.asarray(scores, dtype=float) - index.norm_mean) / point["scale"]
-              if centred else index.normalize(scores))
-    one = point is not None and point["kind"] != "verification"
-    value, limit = (ranked, np.full(index.n_clients, point["threshold"])) if one \
-        else (np.asarray(scores, dtype=float), index.threshold)
-    return ranked, value, limit
-
-
-def tie_at_top(index, scores, point):
+def tie_at_top(index, decisions):
     """The clients tied at each search's best ranking score when one of them passes the
     operating point, else None (`ssgallery.biometrics.identification.tied_at_top`, the
     rule ``roc`` counts searches by): such a search identifies nobody.
+
+    Parameters
+    ----------
+    index : SearchIndex
+    decisions : Decisions
+        The batch's `decision_values`.
 
     Returns
     -------
@@ -144,7 +174,7 @@ def tie_at_top(index, scores, point):
     """
     from ssgallery.biometrics.identification import tied_at_top
 
-    ranked, value, limit = _decision_values(index, scores, point)
+    _, ranked, value, limit = decisions
     top = tied_at_top(ranked)
     named = (top.sum(axis=1) > 1) & (top & (value >= limit)).any(axis=1)
     return [[str(index.client_ids[k]) for k in np.flatnonzero(row)] if hit else None
@@ -313,8 +343,9 @@ def _search(records, probes, images, sizes, top, point, open_set, progress):
         features = transform_in_chunks(matcher, np.asarray(images[~fta], dtype=np.float32),
                                        progress=progress)
         scores = index.decision_function(features, matcher.similarity())
-        ranked = rank_clients(index, scores, top, point)
-        ties = tie_at_top(index, scores, point) if open_set else [None] * len(ranked)
+        decisions = decision_values(index, scores, point)  # once: ranking and ties
+        ranked = rank_clients(index, decisions, top)
+        ties = tie_at_top(index, decisions) if open_set else [None] * len(ranked)
         _verify_candidates(records, features, ranked)
         for i, candidates, tie in zip(np.flatnonzero(~fta), ranked, ties):
             best = candidates[0]
@@ -341,5 +372,6 @@ def _verify_candidates(records, features, ranked):
                     c.passes = bool(c.passes and c.verified)
 
 
-__all__ = ["Candidate", "IdentifyResult", "Records", "exit_status", "identify", "operating_point",
-           "rank_clients", "tie_at_top", "tie_text"]
+__all__ = ["Candidate", "Decisions", "IdentifyResult", "Records", "decision_values",
+           "exit_status", "identify", "operating_point", "rank_clients", "tie_at_top",
+           "tie_text"]
