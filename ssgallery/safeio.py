@@ -1,7 +1,8 @@
 """Reading untrusted input files safely: regular files only, bounded sizes, printable names.
 
 Every input ssgallery reads by name (probe images, probe lists, score files, a matcher
-program's answer file, the key file) goes through `read_regular`: the path is
+program's answer file) goes through `read_regular`, and every file read by name (those,
+the key files, stores and galleries) is opened by `open_regular`: the path is
 checked with ``os.stat`` before it is opened (a FIFO, a device such as ``/dev/zero``,
 a socket or a folder is refused without opening it), opened with ``O_NONBLOCK`` (a
 FIFO swapped in after the check cannot block), checked again on the open descriptor,
@@ -21,13 +22,63 @@ MAX_IMAGE_BYTES = 64 * MiB  # a probe or enrolment image file
 MAX_TEXT_BYTES = 64 * MiB  # a probe list or score file
 
 
-def _kind(mode):
+OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+def file_kind(mode):
+    """What a file of ``mode`` (an ``st_mode``) is, as a message names a file that is
+    not a regular one: "a folder", "a FIFO (named pipe)", "a character device", "a
+    block device", "a socket", else "not a regular file"."""
     for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
                        (stat.S_ISSOCK, "a socket")):
         if test(mode):
             return name
     return "not a regular file"
+
+
+def open_regular(path):
+    """``path`` opened once for reading if it is a regular file: ``(fd, st)``.
+
+    The one way ssgallery opens a file it reads by name: checked with ``os.stat`` first
+    (a FIFO, a device, a socket or a folder is never opened), opened read-only,
+    close-on-exec and with ``O_NONBLOCK`` (a FIFO swapped in after the check cannot
+    block), then checked again on the descriptor (``st`` is its ``fstat``): what was
+    checked is what is read. The caller words its own refusals (`file_kind` names
+    what a file is) and closes ``fd``.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    fd : int or None
+        The open descriptor; None (nothing left open) when ``path`` is not a regular
+        file.
+    st : os.stat_result
+        What ``path`` is (the descriptor's ``fstat`` once opened).
+
+    Raises
+    ------
+    OSError
+        As ``os.stat`` or ``os.open`` raise it (`FileNotFoundError` for a missing file).
+    ValueError
+        A name ``os.stat`` refuses (a NUL character).
+    """
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        return None, st
+    fd = os.open(path, OPEN_FLAGS)
+    try:
+        st = os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(st.st_mode):  # swapped in since the stat
+        os.close(fd)
+        return None, st
+    return fd, st
 
 
 def read_regular(path, what, max_bytes, error=InputError, missing=None):
@@ -50,22 +101,15 @@ def read_regular(path, what, max_bytes, error=InputError, missing=None):
         Missing, not a regular file, unreadable, or larger than ``max_bytes``.
     """
     try:
-        st = os.stat(path)
+        fd, st = open_regular(path)
     except FileNotFoundError:
         raise error(missing or f"no such {what}", path=path) from None
     except (OSError, ValueError) as exc:
         raise error(f"cannot read {what} ({getattr(exc, 'strerror', None) or exc})",
                     path=path) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise error(f"{what} is {_kind(st.st_mode)}, expected a regular file", path=path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise error(f"cannot read {what} ({exc.strerror or exc})", path=path) from None
+    if fd is None:
+        raise error(f"{what} is {file_kind(st.st_mode)}, expected a regular file", path=path)
     with os.fdopen(fd, "rb") as handle:
-        st = os.fstat(handle.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise error(f"{what} is {_kind(st.st_mode)}, expected a regular file", path=path)
         if st.st_size > max_bytes:
             raise error(f"{what} is too large ({st.st_size} bytes, at most {max_bytes})",
                         path=path)

@@ -90,7 +90,7 @@ def test_special_files_are_never_replaced(tmp_path):
     os.mkfifo(fifo)
     link = tmp_path / "null.h5"
     link.symlink_to("/dev/null")
-    for path, what in ((fifo, "a FIFO"), (link, "a character device"),
+    for path, what in ((fifo, r"a FIFO \(named pipe\)"), (link, "a character device"),
                        ("/dev/null", "a character device")):
         for force in (False, True):
             with pytest.raises(SsgalleryError, match=f"is {what}; refusing to replace it"):

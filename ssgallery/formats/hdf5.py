@@ -72,26 +72,22 @@ def hdf5_image(path, userblock_size=0, fmt=None, privacy_key=None):
 
 def _opened(path, kind, hint):
     """``path`` opened once for reading (an unbuffered binary file) and its ``fstat``:
-    read-only, never waiting on a FIFO (``O_NONBLOCK``), and a regular file by its
-    descriptor (what is checked is what is then read). `FormatError` otherwise."""
+    `ssgallery.safeio.open_regular` (read-only, never waiting on a FIFO, a regular file
+    by its descriptor: what is checked is what is then read). `FormatError` otherwise."""
     import stat
 
+    from ssgallery.safeio import open_regular
+
     try:
-        st = os.stat(path)  # a folder or a socket (which cannot be opened) named as one
-        if stat.S_ISREG(st.st_mode):
-            handle = open(os.open(path, os.O_RDONLY | os.O_NONBLOCK  # noqa: SIM115
-                                  | getattr(os, "O_CLOEXEC", 0)), "rb", buffering=0)
-            st = os.fstat(handle.fileno())
-            if not stat.S_ISREG(st.st_mode):  # swapped in since the stat
-                handle.close()
+        fd, st = open_regular(path)  # a folder or a socket is never opened
     except FileNotFoundError:
         raise FormatError(f"no such {kind}{hint}", path=path) from None
     except OSError as exc:
         raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
-    if not stat.S_ISREG(st.st_mode):
+    if fd is None:
         what = "is a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
         raise FormatError(f"{what}, expected an {kind} file", path=path)
-    return handle, st
+    return open(fd, "rb", buffering=0), st
 
 
 def _source(path, kind, hint, fmt, lazy, privacy_key, facts):

@@ -10,10 +10,9 @@ Standard library only (on the ``verify`` path).
 
 import contextlib
 import os
-import stat
 
 from ssgallery.errors import FormatError, SsgalleryError, option
-from ssgallery.safeio import env_text
+from ssgallery.safeio import env_text, open_regular
 
 KEY_ENV = "SSGALLERY_KEY_FILE"
 
@@ -45,13 +44,11 @@ def load_key(key_file=None, env=KEY_ENV, what="key file"):
     if key_file is None:
         return None
     try:
-        fd = os.open(key_file, os.O_RDONLY | os.O_NONBLOCK)
+        fd, st = open_regular(key_file)
     except OSError as exc:
         raise SsgalleryError(f"cannot read the {what} ({exc.strerror})", path=key_file) \
             from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):  # before fdopen, which refuses a folder
-        os.close(fd)
+    if fd is None:  # a FIFO, a device, a socket, a folder: never opened
         raise SsgalleryError(f"{what} is not a regular file", path=key_file)
     with os.fdopen(fd, "rb") as handle:
         key = handle.read(MAX_KEY_BYTES + 1)

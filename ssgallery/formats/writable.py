@@ -7,8 +7,9 @@ replaced by a gallery nor the reverse, a file that is not an ssgallery output of
 kind only with ``force``, a device node, FIFO, socket or folder never; an encrypted
 store or gallery never by a plain one.
 
-The existing file is looked at through one open (`Existing`: read-only, never waiting
-on a FIFO, checked to be a regular file on its descriptor), and its kind is read from
+The existing file is looked at through one open (`Existing`, by
+`ssgallery.safeio.open_regular`: read-only, never waiting on a FIFO, checked to be a
+regular file on its descriptor), and its kind is read from
 that descriptor within bounds (a signature's first bytes, a side-car of at most
 `ssgallery.safeio.MAX_TEXT_BYTES`), never from the path again.
 """
@@ -20,16 +21,9 @@ import stat
 from ssgallery.errors import FormatError, SsgalleryError
 from ssgallery.formats.integrity import KeyNeeded
 from ssgallery.formats.kinds import kind_label
+from ssgallery.safeio import file_kind, open_regular
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def _special_name(mode):
-    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 class Existing:
@@ -40,16 +34,21 @@ class Existing:
     ----------
     path : str
         The file (the symlink-resolved target of the output).
+    fd : int or None
+        The open descriptor (`ssgallery.safeio.open_regular`); None when the file is
+        not a regular one (never opened then) or could not be looked at.
+    mode : int or None
+        Its ``st_mode`` (None when it could not be looked at).
     regular : bool
         The open file is a regular file (False also when it could not be opened).
     """
 
     def __init__(self, path):
-        self.path, self.fd, self.regular, self._format = path, None, False, False
+        self.path, self.fd, self.mode, self.regular, self._format = (path, None, None,
+                                                                     False, False)
         with contextlib.suppress(OSError):
-            self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-            self.mode = os.fstat(self.fd).st_mode
-            self.regular = stat.S_ISREG(self.mode)
+            self.fd, st = open_regular(path)
+            self.mode, self.regular = st.st_mode, self.fd is not None
 
     def close(self):
         if self.fd is not None:
@@ -163,14 +162,14 @@ def check_writable(path, kind=None, force=False, encrypted=None):
     if st is None:
         return None
     if not stat.S_ISREG(st.st_mode):
-        raise SsgalleryError(f"is {_special_name(st.st_mode)}; refusing to replace it",
+        raise SsgalleryError(f"is {file_kind(st.st_mode)}; refusing to replace it",
                              path=path)
     if kind is None:
         return None
     with Existing(target) as existing:  # one open: every test below reads it
-        if existing.fd is not None and not existing.regular:  # swapped in since the stat
-            raise SsgalleryError(f"is {_special_name(existing.mode)}; refusing to replace "
-                                 "it", path=path)
+        if existing.mode is not None and not existing.regular:  # swapped in since the stat
+            raise SsgalleryError(f"is {file_kind(existing.mode)}; refusing to replace it",
+                                 path=path)
         if callable(kind):
             return _check_output(path, existing, kind, force)
         return _check_format(path, existing, kind, force, encrypted)

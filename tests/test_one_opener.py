@@ -1,0 +1,74 @@
+"""One opener and one namer for the files ssgallery reads by name
+(`ssgallery.safeio.open_regular`, `ssgallery.safeio.file_kind`): the stores' and
+galleries' reader, the same-kind check of an output, the key files and the bounded
+input reader opened files four ways and named special files two ways. Real FIFOs,
+sockets and devices; nothing is mocked."""
+
+import os
+import socket
+import stat
+
+import pytest
+
+from ssgallery.errors import SsgalleryError
+from ssgallery.formats.encryption import load_privacy_key
+from ssgallery.formats.integrity import load_key
+from ssgallery.formats.writable import check_writable
+from ssgallery.safeio import file_kind, open_regular, read_regular
+
+
+@pytest.fixture
+def unix_socket(tmp_path):
+    """A bound UNIX socket in ``tmp_path`` (``os.open`` of it fails with ENXIO)."""
+    path = tmp_path / "sock"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))
+    yield path
+    sock.close()
+
+
+def test_a_fifo_is_named_the_same_read_or_replaced(tmp_path):
+    """The bounded reader said 'a FIFO (named pipe)' and the same-kind check of an
+    output 'a FIFO' (twin namers): one namer now, for both refusals."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(SsgalleryError) as read:
+        read_regular(fifo, "probe list", 100)
+    with pytest.raises(SsgalleryError) as written:
+        check_writable(fifo, "ssgallery-gallery", force=True)
+    assert str(read.value) == f"{fifo}: probe list is a FIFO (named pipe), expected a " \
+        "regular file"
+    assert str(written.value) == f"{fifo}: is a FIFO (named pipe); refusing to replace it"
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_key_file_that_is_a_socket_is_not_a_regular_file(unix_socket):
+    """A key file was opened without a look first: a socket named as the key file was
+    'cannot read the key file (No such device or address)' (the open's ENXIO), where a
+    FIFO or a device was 'is not a regular file'. The one opener looks first: every
+    special file is refused alike, without being opened."""
+    for load, what in ((load_key, "key file"), (load_privacy_key, "privacy key file")):
+        with pytest.raises(SsgalleryError) as refused:
+            load(str(unix_socket))
+        assert str(refused.value) == f"{unix_socket}: {what} is not a regular file"
+
+
+def test_open_regular_opens_only_a_regular_file(tmp_path, unix_socket):
+    """``(fd, fstat)`` for a regular file (read-only, non-blocking, close-on-exec);
+    ``(None, stat)`` for anything else, nothing left open; a missing file raises."""
+    fifo, regular = tmp_path / "fifo", tmp_path / "f"
+    os.mkfifo(fifo)
+    regular.write_bytes(b"abc")
+    fd, st = open_regular(regular)
+    try:
+        assert os.read(fd, 10) == b"abc" and stat.S_ISREG(st.st_mode)
+        assert not os.get_inheritable(fd)
+        assert os.get_blocking(fd) is False
+    finally:
+        os.close(fd)
+    for path, kind in ((fifo, "a FIFO (named pipe)"), (unix_socket, "a socket"),
+                       ("/dev/null", "a character device"), (tmp_path, "a folder")):
+        fd, st = open_regular(path)
+        assert fd is None and file_kind(st.st_mode) == kind
+    with pytest.raises(FileNotFoundError):
+        open_regular(tmp_path / "missing")
