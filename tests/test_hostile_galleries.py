@@ -112,3 +112,33 @@ def test_weights_whose_scores_overflow_are_refused(sample_gallery_3, tmp_path, b
     assert out["stderr"].startswith(f"ssgallery: error: {gallery}: refused: {who} has weights "
                                     "whose scores overflow"), out["stderr"]
     assert out["stderr"].count("\n") == 1 and out["stdout"] == "", out["output"]
+
+
+@pytest.mark.parametrize(("images", "found"), [
+    (np.zeros((2, 10, 10), np.uint8), "uint8 (2, 10, 10)"),
+    (np.zeros((2, 1, 300_000), np.uint8), "uint8 (2, 1, 300000)"),
+    (np.zeros((3, 112, 92), np.uint8), "uint8 (3, 112, 92)"),
+    (np.full((2, 112, 92), np.nan), "float64 (2, 112, 92)"),
+    (np.array([b"ab", b"cd"]), "|S2 (2,)")], ids=["small", "wide", "m3", "nan", "text"])
+def test_rendered_images_that_are_not_the_gallery_s_are_refused(sample_gallery_3, tmp_path,
+                                                                 images, found):
+    """show drew a client's rendered prototype images as the file held them: 10x10 or
+    1x300,000 images in a gallery of 112x92 faces were drawn (a 438 kB montage, exit 0),
+    NaN printed numpy's 'RuntimeWarning: invalid value encountered in cast' and drew
+    black, three images for two weights said 'montage: 3 images but 2 weights' without
+    the file, strings were 'internal error: ValueError', exit 4. Now they are uint8
+    (m, H, W) of the header's image_shape or the gallery is refused: one line, exit 2,
+    nothing drawn."""
+    gallery = copied(sample_gallery_3["gallery"], tmp_path, "g.h5")
+    with h5py.File(gallery, "a") as f:
+        shape = tuple(f.attrs["image_shape"])
+        del f["clients/c01/prototype_images"]
+        f["clients/c01"].create_dataset("prototype_images", data=images)
+    rehash_gallery(gallery)
+    out = invoked(["show", "--gallery", gallery, "--claim", "c01", "-o", tmp_path / "c.png"])
+    assert out["exit_code"] == 2, out["output"]
+    assert out["stderr"] == (f"ssgallery: error: {gallery}: corrupt gallery: client 'c01' has "
+                             f"rendered prototype images of {found}, not uint8 (2, "
+                             f"{shape[0]}, {shape[1]}) (one per prototype, of the gallery's "
+                             "image_shape)\n")
+    assert not (tmp_path / "c.png").exists()

@@ -11,7 +11,12 @@ import numpy as np
 
 from ssgallery.errors import FormatError, SsgalleryError, UnknownClientError, printable
 from ssgallery.formats import integrity
-from ssgallery.formats.gallery.checks import check_index, check_model, check_normalization
+from ssgallery.formats.gallery.checks import (
+    check_images,
+    check_index,
+    check_model,
+    check_normalization,
+)
 from ssgallery.formats.gallery.header_records import gallery_header
 from ssgallery.formats.gallery.model import OLDEST_VERSION, ClientModel, model_bytes
 from ssgallery.formats.hdf5 import attr_str, build_matcher, decode_state
@@ -290,9 +295,11 @@ def read_clients(f, path, rows, built, arrays, tmap=None, images=False):
         ``/client_index`` (id, digest), as `open_verified` returns it.
     built : Matcher or None
         The matcher `check_model` checks the prototypes with.
-    arrays, images : bool
-        Keep prototypes and beta, and the rendered images (see
-        `ssgallery.formats.gallery.read.read_gallery`).
+    arrays : bool
+        Keep prototypes and beta (see `ssgallery.formats.gallery.read.read_gallery`).
+    images : False or list of int
+        Keep the rendered images: the gallery's ``image_shape`` (H, W), which they
+        must have (`ssgallery.formats.gallery.checks.check_images`).
     tmap : object, optional
         `read_matcher`'s template map.
 
@@ -308,6 +315,8 @@ def read_clients(f, path, rows, built, arrays, tmap=None, images=False):
         unprotect_models(list(out.values()), tmap)
     for model in out.values():
         check_model(model, built, path)
+        if images:
+            check_images(model, images, path)
         _account(model, arrays, images)
     return out
 

@@ -86,6 +86,28 @@ def check_model(model, matcher, path=None):
     # read (verify says REJECT) and compress warns about it (never_accepting).
 
 
+def check_images(model, image_shape, path=None):
+    """Refuse a client's rendered prototype images (``show`` draws them; the library's
+    ``rewrite_gallery`` copies them) that no writer gives: present, they are uint8
+    (m, H, W), one per prototype, of the gallery's ``image_shape`` (H, W). Reads only
+    their dtype and shape (uint8 holds nothing outside the pixel range).
+
+    Raises
+    ------
+    FormatError
+        One line naming the file, the client and what was found.
+    """
+    images = model.prototype_images
+    if images is None:
+        return
+    want = (len(model.beta),) + tuple(int(s) for s in image_shape)
+    dtype, shape = getattr(images, "dtype", None), tuple(getattr(images, "shape", ()))
+    if dtype != np.uint8 or shape != want:
+        raise FormatError(f"corrupt gallery: client '{printable(model.client_id)}' has "
+                          f"rendered prototype images of {dtype} {shape}, not uint8 {want} "
+                          "(one per prototype, of the gallery's image_shape)", path=path)
+
+
 def score_range(model, bounds):
     """Lowest and highest g(x) (Eq. 1) a client model can give, from the similarity's
     bounds ``(s_min, s_max)``; (-inf, inf) when the similarity is unbounded. Weights

@@ -22,7 +22,7 @@ from ssgallery.formats.gallery.checked_reads import (
     state_bytes,
     unknown_client,
 )
-from ssgallery.formats.gallery.checks import check_model
+from ssgallery.formats.gallery.checks import check_images, check_model
 from ssgallery.formats.gallery.model import FORMAT, FORMAT_VERSION, KIND, Gallery
 from ssgallery.formats.hdf5 import client_id_problem, open_checked
 from ssgallery.formats.protect import keyed_templates, unprotect_models
@@ -105,7 +105,9 @@ def read_client(path, client_id, *, images=False, matcher=True, key=None, host=N
     except SealMismatch as exc:  # bit rot in a part of the file this read needs
         raise exc.naming(f"while reading client '{printable(client_id)}'") from None
     check_model(model, built, path)
-    if not images:
+    if images:
+        check_images(model, header["image_shape"], path)
+    else:
         model.prototype_images = None
     model.header = header
     model.matcher = built
@@ -217,7 +219,8 @@ def read_gallery(path, *, arrays=False, key=None, host=None, matcher=False,
             header, config, sections, rows = open_verified(f, path, key)
             built, tmap, state = read_matcher(f, header, config, sections, path, host,
                                               privacy_key, required=matcher)
-            out = read_clients(f, path, rows, built, arrays, tmap, images)
+            out = read_clients(f, path, rows, built, arrays, tmap,
+                               images and header["image_shape"])
         except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # h5py: HDF5 errors
             raise FormatError(f"corrupt gallery: {exc}", path=path) from None
     gallery = Gallery(path=path, header=header, matcher_name=header["matcher"],
