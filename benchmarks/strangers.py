@@ -18,9 +18,9 @@ many runs' do.
   300 identities x 10 images of seed 1000. A seed draws every identity's face
   parameters anew (`identity_params(seed, identity)`), so the strangers are other
   people of the same population.
-- att: 20 AT&T subjects enrolled with 5 images (their other images are not claimed
-  here), the other 20 subjects' 10 images are the strangers (benchmarks/calibration.py's
-  leave-subjects-out split, seed = run).
+- att: 20 AT&T subjects enrolled with 5 images (their other 5 are their fresh genuine
+  images, below), the other 20 subjects' 10 images are the strangers
+  (benchmarks/calibration.py's leave-subjects-out split, seed = run).
 
 Rows: `person` is what compress ships (the pool of held-out impostor scores normalised
 leaving one impostor person out, `ssgallery.biometrics.calibration.cross_normalised`);
@@ -38,6 +38,10 @@ by held-out FAR > 3 F": the clients whose held-out impostor scores at the stored
 threshold accept more than 3 F, and how many of them are above 3 F on the strangers
 too. Under the table, per data set over its runs, the rank correlation (Spearman)
 between a client's held-out FAR and its stranger FAR.
+
+The FRR (second table, benchmarks/_strangers_frr.py): compress's expected FRR and its
+two intervals beside the share of each client's fresh genuine images (never enrolled)
+rejected at the stored thresholds; "over clients": a bootstrap over clients.
 
 Usage::
 
@@ -66,8 +70,10 @@ def _results():
 
 def _synth_run(work, run, args):
     """(store, probes folder) of one synthetic run: the enrolled set of seed 1 + run, the
-    strangers of seed 1000 (renamed s001..., and one enrolled folder: roc --gallery
-    needs a client among the probes; its claims are not counted)."""
+    strangers of seed 1000 (renamed s001...), and ``args.fresh`` new images of every
+    client (`_strangers_frr.write_fresh`)."""
+    from _strangers_frr import write_fresh
+
     from ssgallery.app.enroll import enroll
     from ssgallery.images.synth import write_sample_data
 
@@ -82,8 +88,7 @@ def _synth_run(work, run, args):
     probes.mkdir()
     for d in sorted((strangers / "faces").iterdir()):
         (probes / f"s{d.name[1:]}").symlink_to(d)
-    first = min((enrolled / "faces").iterdir())
-    (probes / first.name).symlink_to(first)
+    write_fresh(probes, args.identities, 1 + run, 10, args.fresh)
     enroll(enrolled / "faces", work / f"e{run}.h5", warn=lambda m: None)
     return work / f"e{run}.h5", probes
 
@@ -131,6 +136,8 @@ def _measure(table, clients, thresholds, far, heldout):
 
 
 def run_one(dataset, run, args):
+    from _strangers_frr import measure_frr
+
     from ssgallery.app.compress import CompressOptions, compress
     from ssgallery.app.roc import score_gallery
     from ssgallery.biometrics.calibration import calibrate_thresholds
@@ -147,7 +154,9 @@ def run_one(dataset, run, args):
     norms = [r["normalization"] for r in summary.clients]
     held = [summary.heldout[c] for c in order]
     people = [labels[np.asarray(h["impostor_row"], dtype=int)] for h in held]
-    out = {"dataset": dataset, "run": run, "clients": len(order), "rows": {}}
+    out = {"dataset": dataset, "run": run, "clients": len(order), "rows": {},
+           "frr": measure_frr(table, order, [table.clients[c]["threshold"] for c in order],
+                              summary.calibration)}
     for label, cross_fit in CROSS_FITS.items():
         t, info = calibrate_thresholds([h["impostor"] for h in held], norms,
                                        summary.target_far, "znorm-global", people=people,
@@ -239,6 +248,8 @@ def main(argv=None):
     parser.add_argument("--identities", type=int, default=20, help="synth: enrolled")
     parser.add_argument("--strangers", type=int, default=300, help="synth: strangers")
     parser.add_argument("--att-enrolled", type=int, default=20)
+    parser.add_argument("--fresh", type=int, default=10,
+                        help="synth: new genuine images per client")
     parser.add_argument("--page", action="store_true",
                         help="write docs/benchmarks/strangers.md")
     args = parser.parse_args(argv)
@@ -248,13 +259,18 @@ def main(argv=None):
         for run in range(args.repetitions):
             runs.append(run_one(dataset, run, args))
             m = runs[-1]["rows"]
+            frr = runs[-1]["frr"]
             print(f"{dataset} run {run}: " + ", ".join(
-                f"{k} {v['accepted']}/{v['claims']}" for k, v in m.items()),
+                f"{k} {v['accepted']}/{v['claims']}" for k, v in m.items())
+                + f", fresh genuine rejected {frr['rejected']}/{frr['claims']}",
                 file=sys.stderr, flush=True)
     out = _results().OUT / "strangers"
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(runs, indent=1) + "\n")
     if args.page:
+        from _strangers_frr import FRR_HEAD, frr_coverage, frr_row
+        from _strangers_frr import __doc__ as frr_doc
+
         r = _results()
         rows = [_row(x, label) for label in CROSS_FITS for x in runs]
         inside = "\n".join(
@@ -264,9 +280,12 @@ def main(argv=None):
         agreement = inside + "\n" + "\n".join(
             f"- {d}, `person`: Spearman {rho:+.2f} between held-out and stranger FAR over "
             f"{n} client models" for d, (rho, n) in rank_agreement(runs).items())
+        frr = r.markdown_table(FRR_HEAD, [frr_row(x, r.pct) for x in runs])
         r.write_page("strangers", "Strangers: the FAR promise on people never seen",
-                     r.markdown_table(HEAD, rows) + "\n\n" + agreement,
-                     notes=r.docstring(__doc__))
+                     r.markdown_table(HEAD, rows) + "\n\n" + agreement
+                     + "\n\n**The FRR on fresh genuine images.**\n\n" + frr + "\n\n"
+                     + frr_coverage(runs),
+                     notes=r.docstring(__doc__) + "\n\n" + r.docstring(frr_doc))
     return runs
 
 

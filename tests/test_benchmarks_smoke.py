@@ -86,7 +86,7 @@ CASES = {
         "--acc-impostors", "sample,cohort", "--acc-caps", "30", "--page", "smoke"], None),
     "strangers": ("strangers", lambda tmp, data: [
         "--datasets", "synth", "--repetitions", "1", "--identities", "4", "--strangers", "3",
-        "--page"], None),
+        "--fresh", "2", "--page"], None),
     "strangers_xdomain": ("strangers_xdomain", lambda tmp, data: [
         "--repetitions", "1", "--clients", "3", "--images", "4", "--lfw-strangers", "2",
         "--background", "2", "--page"], "lfw"),  # reads AT&T too
