@@ -4,14 +4,16 @@ galleries' reader, the same-kind check of an output, the key files and the bound
 input reader opened files four ways and named special files two ways. Real FIFOs,
 sockets and devices; nothing is mocked."""
 
+import contextlib
 import os
 import socket
 import stat
+import threading
 
 import pytest
 
-from ssgallery.errors import SsgalleryError
-from ssgallery.formats.encryption import load_privacy_key
+from ssgallery.errors import FormatError, SsgalleryError
+from ssgallery.formats.encryption import encrypt, file_format, load_privacy_key
 from ssgallery.formats.integrity import load_key
 from ssgallery.formats.writable import check_writable
 from ssgallery.safeio import file_kind, open_regular, read_regular
@@ -72,3 +74,50 @@ def test_open_regular_opens_only_a_regular_file(tmp_path, unix_socket):
         assert fd is None and file_kind(st.st_mode) == kind
     with pytest.raises(FileNotFoundError):
         open_regular(tmp_path / "missing")
+
+
+def _within(seconds, call):
+    """``call()``'s result or exception, or ``TimeoutError`` when it has not returned
+    after ``seconds`` (it is left running in a daemon thread)."""
+    done = {}
+
+    def run():
+        try:
+            done["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            done["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise TimeoutError(f"still running after {seconds} s")
+    if "error" in done:
+        raise done["error"]
+    return done["value"]
+
+
+def test_file_format_of_a_fifo_is_a_clear_error_not_a_hang(tmp_path, unix_socket):
+    """encryption.file_format (public, documented) opened its path with a blocking
+    open(): on a FIFO with no writer it waited forever. It opens as every input is now
+    (never waiting on a FIFO, the header's bytes only) and refuses a special file in
+    one line; a regular file's answer is unchanged (None when it is not encrypted, or
+    is missing)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    try:
+        for path, kind in ((fifo, "a FIFO (named pipe)"), (unix_socket, "a socket"),
+                           ("/dev/zero", "a character device"), (tmp_path, "a folder")):
+            with pytest.raises(FormatError) as refused:
+                _within(10, lambda p=path: file_format(p))
+            assert str(refused.value) == f"{path}: is {kind}, expected a regular file"
+    finally:  # a reader still blocked in open() (the old code) gets its writer and ends
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    encrypted = tmp_path / "e.h5"
+    encrypted.write_bytes(encrypt(b"plaintext", "ssgallery-gallery", b"k" * 32))
+    plain = tmp_path / "p.h5"
+    plain.write_bytes(b"\x89HDF\r\n\x1a\n" + bytes(600))
+    assert _within(10, lambda: file_format(encrypted)) == "ssgallery-gallery"
+    assert _within(10, lambda: file_format(plain)) is None
+    assert _within(10, lambda: file_format(tmp_path / "missing")) is None

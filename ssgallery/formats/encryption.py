@@ -45,6 +45,7 @@ import re
 from ssgallery.errors import FormatError, InputError, SsgalleryError, option
 from ssgallery.formats.integrity import PRIVACY_KEY_ENV, FileKey, KeyNeeded, checked_key
 from ssgallery.formats.readonly import ReadOnlyFile
+from ssgallery.safeio import file_kind, open_regular
 
 MAGIC = b"SSGALLERY-ENCRYPTED 1\n"
 HEADER = 512
@@ -173,12 +174,29 @@ def is_encrypted(head):
 
 def file_format(path):
     """The format tag in the header of an encrypted file (not authenticated: for telling
-    kinds of files apart only), or None when ``path`` is not one."""
+    kinds of files apart only), or None when ``path`` is a regular file that is not one,
+    or is missing or unreadable.
+
+    ``path`` is opened as every input is (`ssgallery.safeio.open_regular`: never waiting
+    on a FIFO) and its first `HEADER` bytes only are read.
+
+    Raises
+    ------
+    FormatError
+        ``path`` is a folder, a FIFO, a device or a socket (never opened).
+    """
     try:
-        with open(path, "rb") as handle:
-            return header_format(handle.read(HEADER))
+        fd, st = open_regular(path)
     except OSError:
         return None
+    if fd is None:
+        raise FormatError(f"is {file_kind(st.st_mode)}, expected a regular file", path=path)
+    try:
+        return header_format(os.pread(fd, HEADER, 0))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def header_format(head):
