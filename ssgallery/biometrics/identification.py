@@ -348,7 +348,7 @@ def _at_stored(table, clients, raw, true_client):
 
 
 def _evaluate_method(method, m, group, max_rank, far, det_points):
-    from ssgallery.biometrics.metrics import frr_on_grid
+    from ssgallery.biometrics.curve_sets import Staircases
 
     curves, dirs, searches, dets, n_known, n_unknown = [], [], [], [], 0, []
     fnirs = {f: [] for f in FPIR_TARGETS}
@@ -390,6 +390,6 @@ def _evaluate_method(method, m, group, max_rank, far, det_points):
             out["notes"][key] = note
     if all(d[0].size for d in dets):
         grid = np.geomspace(1.0 / max(1, min(n_unknown)), 1.0, int(det_points))
-        fnir = np.mean([frr_on_grid(fp, fn, grid) for fp, fn in dets], axis=0)
+        fnir = Staircases(dets).mean(grid)
         out["det"] = {"fpir": grid.tolist(), "fnir": fnir.tolist()}
     return out

@@ -20,6 +20,8 @@ averaging over all clients and repetitions").
 
 import numpy as np
 
+from ssgallery.biometrics.curve_sets import Staircases, step_corners
+
 
 def _scores(values, name):
     a = np.asarray(values, dtype=float).ravel()
@@ -178,16 +180,6 @@ def far_grid(lowest=1e-4, n=401):
     return np.concatenate([[0.0], np.logspace(np.log10(lowest), 0.0, n)])
 
 
-def _corners(far, frr):
-    """Distinct FARs of a curve (ascending) and the lowest FRR reachable at FAR <= each."""
-    far = np.asarray(far, dtype=float)
-    frr = np.asarray(frr, dtype=float)
-    ufar, inv = np.unique(far, return_inverse=True)
-    best = np.full(ufar.shape, np.inf)
-    np.minimum.at(best, inv, frr)
-    return ufar, np.minimum.accumulate(best)
-
-
 def frr_on_grid(far, frr, grid):
     """FRR of one curve at each FAR of ``grid``, shape (n_grid,).
 
@@ -195,7 +187,7 @@ def frr_on_grid(far, frr, grid):
     function, the same operating point `frr_at_far` picks (no interpolation
     between thresholds). 1 where no point has FAR <= f.
     """
-    ufar, best = _corners(far, frr)
+    ufar, best = step_corners(far, frr)
     # (a rounding tolerance so that FAR = 1 % picks the point with 2 of 200 accepted)
     idx = np.searchsorted(ufar, np.asarray(grid, dtype=float) + 1e-12, side="right") - 1
     return np.where(idx >= 0, best[np.maximum(idx, 0)], 1.0)
@@ -214,12 +206,11 @@ def average_curves(curves, grid=None):
     Returns
     -------
     grid, mean_frr : ndarray, shape (n_grid,)
+        The mean of `frr_on_grid` over the curves
+        (`ssgallery.biometrics.curve_sets.Staircases`: every curve at once).
     """
     grid = far_grid() if grid is None else np.asarray(grid, dtype=float)
-    if len(curves) == 0:
-        raise ValueError("no curves to average")
-    F = np.stack([frr_on_grid(far, frr, grid) for far, frr in curves])
-    return grid, F.mean(axis=0)
+    return grid, Staircases(curves).mean(grid)
 
 
 def average_eer(curves):
@@ -229,16 +220,7 @@ def average_eer(curves):
     breakpoints at the curves' distinct FARs; its EER is where that staircase crosses
     FAR = FRR. For a single curve this equals `eer` (without tied scores).
     """
-    if len(curves) == 0:
-        raise ValueError("no curves to average")
-    B = np.unique(np.concatenate([np.asarray(f, dtype=float) for f, _ in curves]))
-    _, V = average_curves(curves, B)
-    # staircase in order of decreasing FAR: (B[k], V[k]) then up to (B[k], V[k-1])
-    far = np.empty(2 * len(B) - 1)
-    frr = np.empty_like(far)
-    far[0::2], frr[0::2] = B[::-1], V[::-1]
-    far[1::2], frr[1::2] = B[:0:-1], V[-2::-1]
-    return curve_eer(far, frr)
+    return curve_eer(*Staircases(curves).staircase())
 
 
 def grid_eer(grid, frr):
