@@ -109,9 +109,12 @@ def _from_key_files(exc):
 def _usage_failed(exc, ctx):
     """Exit 2 on a usage error (a missing or bad option, an unknown command) with one
     line: click's message and where to read the command's help (click prints the usage
-    and a hint on lines of their own). No arguments at all: click's help, as asked."""
+    and a hint on lines of their own). ``ssgallery`` alone is no error: the help on
+    stdout, exit 0, as ``ssgallery --help`` (click 8.2 and later: the help on stderr,
+    exit 2)."""
     if isinstance(exc, click.exceptions.NoArgsIsHelpError):
-        raise exc
+        click.echo(exc.ctx.get_help())
+        sys.exit(0)
     # click's parser raises some (an option without its value) without a context: the
     # group's ctx then names the command it was parsing (invoked_subcommand)
     words = (exc.ctx.command_path.split()[1:] if exc.ctx is not None
@@ -224,7 +227,8 @@ def main(ctx, debug):
       ssgallery info                   # clients, m, bytes per client vs the full SVM
       ssgallery show --claim c03       # the prototypes as images -> prototypes_c03.png
 
-    Each command has its own --help. Errors are one line on stderr.
+    Each command has its own --help (ssgallery alone prints this one, exit 0).
+    Errors are one line on stderr.
 
     \b
     Exit status (every command; docs/security.md):
