@@ -104,3 +104,27 @@ def test_stale_clients_are_subjects_of_the_store(store, value, found):
     line = (f"ssgallery: error: {store}: corrupt ssgallery enrollment store: stale_clients "
             f"must be a list of the store's subjects, found {found}\n")
     assert (out["exit_code"], out["stderr"]) == (2, line), out["output"]
+
+
+@pytest.mark.parametrize(("dtype", "value", "found"), [
+    ("float32", -5.0, "-5"), ("float32", 300.5, "300.5"), ("float32", 1e30, "1e+30"),
+    ("int16", -7, "-7")], ids=["negative", "above", "huge", "int16"])
+def test_pixels_off_the_grey_scale_are_refused(store, tmp_path, dtype, value, found):
+    """enroll stores grey levels on [0, 255] (every decoder clips to it), but a re-hashed
+    store's pixel of -5, 300.5 or 1e30 (float32) or -7 (int16) was read: info showed the
+    store and compress trained and wrote a gallery from it, exit 0. Now the store is
+    refused: one line, exit 2, no gallery (a lazily read store too: compress)."""
+    with h5py.File(store, "a") as f:
+        images = f["images"][()].astype(dtype)
+        images[1, 2, 3] = value
+        del f["images"]
+        f.create_dataset("images", data=images, chunks=(1,) + images.shape[1:])
+    rehash_store(store)
+    for args in (["info", "--store", store],
+                 ["compress", "--store", store, "-o", tmp_path / "g.h5", "--m", "1",
+                  "--cv-folds", "0", "-q"]):
+        out = invoked(args)
+        assert out["exit_code"] == 2, out["output"]
+        assert out["stderr"] == (f"ssgallery: error: {store}: corrupt ssgallery enrollment "
+                                 f"store: pixels outside [0, 255] (found {found})\n")
+    assert not (tmp_path / "g.h5").exists()

@@ -1,6 +1,7 @@
 """The values an enrollment store reader refuses (`ssgallery.formats.store.load_store`,
 after the digest and the layout: the gallery's twin is `ssgallery.formats.gallery.checks`):
-array lengths, the cached features' shape, client ids, non-finite pixels or features, and
+array lengths, the cached features' shape, client ids, non-finite features, pixels that
+are not finite grey levels on [0, 255], and
 subjects listed twice or without an image (`store_problem`); and, as they are read, the
 string datasets (`string_list`) and the pixels' type (`check_pixels`)."""
 
@@ -26,7 +27,8 @@ def store_problem(store, strs):
     str or None
         The problem, in the words of ``corrupt ssgallery enrollment store: <problem>``;
         the first found in this order: array lengths, features' shape, a client id,
-        NaN or infinite pixels or features, the client and background lists.
+        NaN or infinite features, NaN, infinite or out-of-range pixels (on [0, 255]),
+        the client and background lists.
     """
     n = len(store.images)
     if store.images.ndim != 3 or any(len(v) != n for v in strs.values()
@@ -35,11 +37,12 @@ def store_problem(store, strs):
     if store.features is not None and (store.features.ndim != 2 or len(store.features) != n):
         return f"features {store.features.shape} for {n} images"
     bad = next((c for c in store.clients + store.background if client_id_problem(c)), None)
-    if bad is not None or not _finite_images(store.images) or (
-            store.features is not None and not np.isfinite(store.features).all()):
-        return f"client id {bad!r}: {client_id_problem(bad)}" if bad is not None \
-            else "NaN or infinite pixels or features"
-    return _subjects_problem(store) or _stale_problem(store)
+    if bad is not None:
+        return f"client id {bad!r}: {client_id_problem(bad)}"
+    if store.features is not None and not np.isfinite(store.features).all():
+        return "NaN or infinite pixels or features"
+    return (_pixels_problem(store.images) or _subjects_problem(store)
+            or _stale_problem(store))
 
 
 def _stale_problem(store):
@@ -71,11 +74,30 @@ def _subjects_problem(store):
     return None if empty is None else f"{empty!r} is listed but has no image"
 
 
-def _finite_images(images):
-    """No NaN/inf pixel; a lazily read store is checked chunk by chunk unless 8-bit."""
-    if not isinstance(images, np.ndarray):  # a StoreImages
-        return images.integer or all(np.isfinite(c).all() for _, c in images.chunks())
-    return bool(np.isfinite(images).all())
+def _pixels_problem(images):
+    """Why the pixels are not what enroll stores (None when they are): every one a
+    finite number on the grey scale [0, 255] (`ssgallery.images.decode` clips to it).
+    A lazily read store is checked chunk by chunk unless its pixels are integers
+    (`check_pixels` checked those)."""
+    if isinstance(images, np.ndarray):
+        blocks = [images]
+    elif images.integer:  # a StoreImages of integers: checked as it was opened
+        return None
+    else:
+        blocks = (c for _, c in images.chunks())
+    for block in blocks:
+        if not np.isfinite(block).all():
+            return "NaN or infinite pixels or features"
+        if block.size and (block.min() < 0 or block.max() > 255):
+            return _outside(block)
+    return None
+
+
+def _outside(block):
+    """``pixels outside [0, 255] (found V)``, V the first such value of ``block``."""
+    flat = np.asarray(block).ravel()
+    value = flat[np.flatnonzero((flat < 0) | (flat > 255))[0]]
+    return f"pixels outside [0, 255] (found {float(value):g})"
 
 
 def string_list(f, name):
@@ -108,7 +130,9 @@ def check_pixels(f):
     """Refuse ``/images`` of values no writer gives: pixels are stored as unsigned
     integers or floats (`ssgallery.formats.store.EnrollmentStore.save`), never complex
     numbers (read as their real part, numpy's ComplexWarning quoting a line of
-    `ssgallery.formats.store`), booleans or strings.
+    `ssgallery.formats.store`), booleans or strings; integers of a type wider than
+    uint8 are read here, a block at a time, and must lie on [0, 255] (`store_problem`
+    checks float pixels).
 
     Parameters
     ----------
@@ -118,10 +142,16 @@ def check_pixels(f):
     Raises
     ------
     ValueError
-        ``/images holds <dtype> values, not pixels`` (`ssgallery.formats.store.load_store`
-        refuses the store with it).
+        ``/images holds <dtype> values, not pixels`` or ``pixels outside [0, 255] (found
+        V)`` (`ssgallery.formats.store.load_store` refuses the store with it).
     """
-    dtype = getattr(f["images"], "dtype", None)
+    data = f["images"]
+    dtype = getattr(data, "dtype", None)
     if dtype is None or dtype.kind not in "uif":
         raise ValueError(f"/images holds {dtype if dtype is not None else 'no'} values, "
                          "not pixels")
+    if dtype.kind in "iu" and dtype != np.uint8 and data.ndim == 3:  # no writer gives them
+        for start in range(0, len(data), 1024):
+            block = data[start:start + 1024]
+            if block.size and (block.min() < 0 or block.max() > 255):
+                raise ValueError(_outside(block))
