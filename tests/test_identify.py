@@ -73,8 +73,8 @@ def test_identify_finds_the_enrolled_and_refuses_strangers(gallery):
     # point: each client's verification threshold" above a stranger identified below it)
     assert res.stdout.splitlines()[:2] == [
         "ranking: znorm",
-        ("closed set: every probe is identified as its best candidate; each candidate is "
-         "marked against its client's verification threshold (--open-set: 'unknown' below "
+        ("closed set: every probe is identified as its best candidate (unless two or more "
+         "clients share the best score: a tie, unknown); each candidate is marked against its client's verification threshold (--open-set: 'unknown' below "
          "the gallery's 1:N threshold)")]
     assert "operating point" not in res.stdout
 

@@ -67,6 +67,34 @@ def test_a_tie_at_the_top_identifies_nobody_in_text_csv_and_json(twins):
             "exit_code"] == 0
 
 
+def test_a_tie_identifies_nobody_in_the_closed_set_too(twins):
+    """The closed set gave a tie to the first client listed ('IDENTIFIED c01', exit 0),
+    while roc's CMC counts it against the mate (`ident.ranks`: rank 2): one rule now."""
+    gallery, probe = twins
+    res = invoked(["identify", probe, "--gallery", gallery, "--top", "2"])
+    assert res["exit_code"] == 1, res["output"]
+    line = next(ln for ln in res["stdout"].splitlines() if ln.startswith(probe))
+    assert line.startswith(f"{probe}  UNKNOWN (tie between c01 and c02 at +"), line
+    assert res["stdout"].splitlines()[1].startswith("closed set: every probe is identified "
+                                                    "as its best candidate (unless two or")
+    res = invoked(["identify", probe, "--gallery", gallery, "--csv"])
+    assert res["exit_code"] == 1
+    header, row = res["stdout"].splitlines()
+    row = dict(zip(header.split(","), row.split(",")))
+    assert (row["status"], row["identified"], row["tie"]) == ("unknown", "", "c01;c02")
+    out = json.loads(invoked(["identify", probe, "--gallery", gallery, "--json"])["stdout"])
+    assert out["exit_status"] == 1 and not out["all_identified"]
+    first = out["results"][0]
+    assert first["identified"] is None and first["tie"] == ["c01", "c02"]
+    assert [c["client"] for c in first["candidates"][:2]] == ["c01", "c02"]  # still listed
+    # a search without a tie still gets its best candidate, even a stranger's
+    for other in ("c03_genuine_1.png", "unknown1_1.png"):
+        res = invoked(["identify", str(PROBES / other), "--gallery", gallery, "--json"])
+        found = json.loads(res["stdout"])["results"][0]
+        assert res["exit_code"] == 0 and found["tie"] is None, res["output"]
+        assert found["identified"] == found["candidates"][0]["client"]
+
+
 def test_roc_gallery_counts_a_tied_search_as_identify_answers_it(twins, tmp_path):
     gallery, _ = twins
     probes = tmp_path / "probes"

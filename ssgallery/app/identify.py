@@ -11,8 +11,9 @@ one scale for every client; candidates are then ranked on it), set by ``compress
 target FPIR for its N clients; or that threshold at another FPIR, an explicit
 threshold, or each client's own verification threshold on its raw score. Otherwise the
 probe is "unknown", and so is a search whose best ranking score two or more clients share
-at or above the operating point (a tie, `tie_at_top`: ``roc`` counts it by the same
-rule); the output says which ranking and which operating point. A
+(a tie, `tie_at_top`: in the open set at or above the operating point; in the closed set
+anywhere: ``roc`` counts it by the same rule); the output says which ranking and which
+operating point. A
 probe that is not a usable face (`ssgallery.app.verify.failures_to_acquire`) is
 never searched: it is a failure to acquire.
 
@@ -64,8 +65,8 @@ class Candidate:
 class IdentifyResult:
     """One probe's search result: ``identified`` is a client id or None (unknown, or a
     failure to acquire: then ``reason`` says why and there are no candidates). ``tie``
-    names the clients that share the best ranking score at or above the operating
-    point (open set): such a search identifies nobody (`tie_at_top`)."""
+    names the clients that share the best ranking score (in the open set, at or above
+    the operating point): such a search identifies nobody (`tie_at_top`)."""
 
     probe: str
     identified: object
@@ -157,16 +158,21 @@ def rank_clients(index, decisions, top):
     return out
 
 
-def tie_at_top(index, decisions):
-    """The clients tied at each search's best ranking score when one of them passes the
-    operating point, else None (`ssgallery.biometrics.identification.tied_at_top`, the
-    rule ``roc`` counts searches by): such a search identifies nobody.
+def tie_at_top(index, decisions, open_set=True):
+    """The clients tied at each search's best ranking score, else None
+    (`ssgallery.biometrics.identification.tied_at_top`, the rule ``roc`` counts searches
+    by: its CMC counts a tie against the mate, its open-set figures as no candidate):
+    such a search identifies nobody. In the open set only a tie of which one passes the
+    operating point (below it the search is unknown anyway); in the closed set every
+    tie.
 
     Parameters
     ----------
     index : SearchIndex
     decisions : Decisions
         The batch's `decision_values`.
+    open_set : bool
+        Name a tie only when one of its clients passes the operating point.
 
     Returns
     -------
@@ -176,7 +182,7 @@ def tie_at_top(index, decisions):
 
     _, ranked, value, limit = decisions
     top = tied_at_top(ranked)
-    named = (top.sum(axis=1) > 1) & (top & (value >= limit)).any(axis=1)
+    named = (top.sum(axis=1) > 1) & ((top & (value >= limit)).any(axis=1) | (not open_set))
     return [[str(index.client_ids[k]) for k in np.flatnonzero(row)] if hit else None
             for row, hit in zip(top, named)]
 
@@ -243,7 +249,8 @@ def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshol
         Report "unknown" (``identified = None``) when the best candidate does not pass
         the operating point, or when two or more clients tie at the best ranking score
         and one passes (``tie`` names them); in the closed set the best candidate is
-        always returned.
+        returned unless two or more clients tie at the best ranking score (unknown,
+        ``tie`` names them: `tie_at_top`).
     fpir : float, optional
         The gallery's 1:N threshold at this FPIR instead of its compress target.
     threshold : float, optional
@@ -345,11 +352,11 @@ def _search(records, probes, images, sizes, top, point, open_set, progress):
         scores = index.decision_function(features, matcher.similarity())
         decisions = decision_values(index, scores, point)  # once: ranking and ties
         ranked = rank_clients(index, decisions, top)
-        ties = tie_at_top(index, decisions) if open_set else [None] * len(ranked)
+        ties = tie_at_top(index, decisions, open_set)
         _verify_candidates(records, features, ranked)
         for i, candidates, tie in zip(np.flatnonzero(~fta), ranked, ties):
             best = candidates[0]
-            found = best.client if not open_set or (best.passes and tie is None) else None
+            found = best.client if tie is None and (not open_set or best.passes) else None
             results[i] = IdentifyResult(probe=probes[i], identified=found,
                                         candidates=candidates, tie=tie)
     return results

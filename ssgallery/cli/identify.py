@@ -1,5 +1,5 @@
 """``ssgallery identify``: who is this, if anyone? Exit 0 if every probe is identified,
-1 if any is unknown (open set), 3 if none is unknown but a probe failed to acquire, 2 on
+1 if any is unknown (open set) or tied (two clients at the best score), 3 if none is unknown but a probe failed to acquire, 2 on
 error (the rule of ``verify``)."""
 
 import click
@@ -58,17 +58,18 @@ def command(ctx, probes, gallery, top, open_set, fpir, threshold, verification_t
     strangers' searches return someone; --fpir, --threshold or
     --verification-thresholds choose another (each implies --open-set). The output and
     --json name the operating point used.
-    Two or more clients sharing the best score at or above the operating point are a
-    tie: the probe is unknown, "UNKNOWN (tie between c01 and c02 at +S: not
-    identified)" (--csv column and --json key 'tie': the tied ids).
+    Two or more clients sharing the best score (with --open-set: at or above the
+    operating point) are a tie, in the closed set too: the probe is unknown, "UNKNOWN
+    (tie between c01 and c02 at +S: not identified)" (--csv column and --json key
+    'tie': the tied ids), as roc's CMC counts it against the mate.
     A probe that is not a usable face is a FAILURE-TO-ACQUIRE and is never searched.
     --csv prints one line per probe: its status (identified, unknown,
     failure-to-acquire), the best candidate's scores and the top K client ids, the
     operating point's kind (fpir, threshold: on the ranking's score, ranking_score;
     verification: on the raw score) and the tie. The column and JSON key 'normalized' are the
     deprecated name of ranking_score.
-    Exit status: 0 every probe identified, 1 some unknown, 3 none unknown but some
-    failed to acquire, 2 error.
+    Exit status: 0 every probe identified, 1 some unknown (a tie, or with --open-set
+    below the operating point), 3 none unknown but some failed to acquire, 2 error.
 
     \b
     Examples:
@@ -106,8 +107,8 @@ def command(ctx, probes, gallery, top, open_set, fpir, threshold, verification_t
     ctx.exit(status)
 
 
-CLOSED_SET = ("closed set: every probe is identified as its best candidate; each "
-              "candidate is marked against its client's verification threshold "
+CLOSED_SET = ("closed set: every probe is identified as its best candidate (unless two or "
+              "more clients share the best score: a tie, unknown); each candidate is marked against its client's verification threshold "
               "(--open-set: 'unknown' below the gallery's 1:N threshold)")
 
 
