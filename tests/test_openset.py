@@ -369,3 +369,35 @@ def test_the_fpir_interval_takes_the_probe_person_as_the_trial():
     alone = openset.search_curve(z, probes, 5, people=probes, points=2000)
     assert alone["hazard_low"] == pytest.approx(plain["hazard_low"], rel=1e-12)
     assert alone["hazard_high"] == pytest.approx(plain["hazard_high"], rel=1e-12)
+
+
+def _subset_fpir(scores, n, threshold):
+    """FPIR of n-client searches by brute force: every n-subset of every probe's clients
+    searched as ``roc`` counts a search (`identification.search_best`: a tie passes no
+    threshold), each probe weighted equally."""
+    per_probe = []
+    for row in scores:
+        subsets = [list(c) for c in itertools.combinations(range(row.size), n)]
+        per_probe.append(np.mean(ident.search_best(row[subsets]) >= threshold))
+    return float(np.mean(per_probe))
+
+
+@pytest.mark.parametrize(("clients", "search_size"), [(4, 4), (5, 3)])
+def test_the_stored_curve_counts_a_tied_search_as_identify_and_roc_do(clients, search_size):
+    """A held-out search whose top score two clients share identifies nobody in
+    ``identify`` and ``roc`` (`identification.tied_at_top`, d039669), but the stored
+    curve counted it as a false positive, so FPIR_n read high (main, 4 clients, at
+    T = 1 + 5e-13: 0.483 where roc counts 0.233 of the same searches). Now the curve's FPIR_n at every stored threshold is roc's, also for probes scored by
+    more clients than a search holds (each of their n-subsets a search)."""
+    rng = np.random.default_rng(3)
+    scores = rng.normal(size=(60, clients)).round(1)  # ties below the top too
+    scores[::2, 1] = scores[::2].max(axis=1)  # every second search tied at its top
+    scores[::4, 2] = scores[::4, 1] + 1e-12  # a near-tie, within identification's tolerance
+    probes = np.repeat(np.arange(60), clients)
+    curve = openset.search_curve(scores.ravel(), probes, search_size,
+                                 search_size=search_size)
+    assert curve["searches"] == 60
+    assert len(curve["thresholds"]) > 10
+    for t in curve["thresholds"]:  # up to FPIR_n 1/2 (openset.CURVE_MAX_FPIR)
+        assert openset.fpir_at(curve, t)[0] == pytest.approx(
+            _subset_fpir(scores, search_size, t), abs=1e-12), t

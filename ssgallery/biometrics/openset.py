@@ -18,6 +18,9 @@ independent beyond that, which overestimates FPIR_N when scores of one stranger 
 positively associated (so T errs high). T at a target FPIR f for N clients is the
 smallest threshold with H(T) <= -log(1 - f) / N (about f / N). A probe scored by more
 than n clients counts as the max of a random n-subset of them (exact: hypergeometric).
+A search whose top score two clients share (a tie,
+`ssgallery.biometrics.ties.tied_at_top`) identifies nobody, as ``identify``
+answers it and ``roc`` counts it: it is no false positive at any threshold.
 
 Beyond the held-out searches the curve is extended by a fitted tail
 (`ssgallery.biometrics.openset_tail`).
@@ -33,6 +36,7 @@ from ssgallery.biometrics.openset_tail import (
     is_extrapolated,
     tail_fit,
 )
+from ssgallery.biometrics.ties import tie_tolerance
 from ssgallery.errors import InputError
 
 __all__ = ["MARGIN_SPREAD", "TAIL_MIN_FPIR", "fpir_at", "is_extrapolated", "merge_curves",
@@ -140,6 +144,24 @@ def _deltas(rank, n_x, n):
     return table[which, rank] - table[which, rank - 1]
 
 
+def _tied_after(v, code):
+    """How many of the next scores of its search tie with each score (within
+    `ssgallery.biometrics.ties.tie_tolerance` of it, the rule of
+    `ssgallery.biometrics.ties.tied_at_top`), for scores ``v`` sorted by search
+    ``code`` (ascending) and, within a search, descending."""
+    floor = v - tie_tolerance(v)
+    tied = np.flatnonzero((code[1:] == code[:-1]) & (v[1:] >= floor[:-1]))
+    after = np.zeros(v.size, dtype=np.int64)
+    if tied.size:  # the end of each tied run: a search over (search, -score) keys
+        _, level = np.unique(np.r_[-v, -floor[tied]], return_inverse=True)
+        width = np.int64(level.max()) + 1
+        key = code.astype(np.int64) * width + level[:v.size]
+        end = np.searchsorted(key, code[tied].astype(np.int64) * width + level[v.size:],
+                              side="right")
+        after[tied] = end - tied - 1
+    return after
+
+
 def _steps(scores, probes, search_size, quantile, people=None):
     """Distinct scores (descending) and FPIR_n when accepting scores >= each; with
     ``people`` (the person of each score's probe) also what `_design_effects` needs:
@@ -165,6 +187,11 @@ def _steps(scores, probes, search_size, quantile, people=None):
     starts = np.r_[0, np.flatnonzero(np.diff(code[by_probe])) + 1]
     rank = np.empty(s.size, dtype=np.int32)
     rank[by_probe] = np.arange(s.size) - np.repeat(starts, np.diff(np.r_[starts, s.size])) + 1
+    # a search whose top score another client ties identifies nobody (identify, roc): the
+    # score of rank r passes as its n-subset's top only when the t next scores that tie
+    # with it are left out too; P(r in, every other rank up to r + t out) = P(the top rank
+    # is r + t): both choose the subset's n - 1 others among the ranks after r + t
+    rank[by_probe] += _tied_after(s[by_probe], code[by_probe])
     del by_probe, starts
     delta = _deltas(rank, size[code], n)
     del rank, code
