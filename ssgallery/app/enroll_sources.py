@@ -119,17 +119,19 @@ def resolve_names(faces_dir, clients, background):
     faces_dir = os.fspath(faces_dir)
     clients = _split_names(clients)
     bg_dir, bg_names = None, []
+    subjects = _scan_subjects(faces_dir)
     if background is not None:
         if isinstance(background, (str, os.PathLike)) and os.path.isdir(background):
             bg_dir = os.fspath(background)
         else:
-            bg_names = _split_names(background)
-    subjects = _scan_subjects(faces_dir)
-    missing = [n for n in (clients or []) + bg_names if n not in subjects]
-    if missing:
-        hint = did_you_mean(missing[:5], subjects)
-        raise InputError(f"no client folder named {', '.join(missing[:5])}"
-                         + (f"; {hint}" if hint else ""), path=faces_dir)
+            bg_names = _background_names(background, subjects)
+    also = f"subject folder named {{}} for {option('background')} (nor a folder of that name)"
+    for names, what in ((clients or [], "client folder named {}"), (bg_names, also)):
+        missing = [n for n in names if n not in subjects]
+        if missing:
+            hint = did_you_mean(missing[:5], subjects)
+            raise InputError(f"no {what.format(', '.join(missing[:5]))}"
+                             + (f"; {hint}" if hint else ""), path=faces_dir)
     if clients is None:
         clients = [s for s in subjects if s not in bg_names]
     overlap = sorted(set(clients) & set(bg_names))
@@ -140,6 +142,23 @@ def resolve_names(faces_dir, clients, background):
         raise InputError(f"background subject(s) {', '.join(clash[:5])} have the same name "
                          f"as clients", path=bg_dir)
     return clients, bg_dir, bg_names
+
+
+def _background_names(background, subjects):
+    """The subject names of a ``background`` that is no folder. A value with a path
+    separator (``nobg/``, ``data/impostors``) names a folder, never subjects (a subject
+    is a folder name of FACES_DIR, ``subjects``): one that is not there is refused as
+    such (with the subject it may have meant, ``c04/`` for ``c04``)."""
+    text = os.fspath(background) if isinstance(background, os.PathLike) else background
+    if isinstance(text, str) and ("/" in text or os.sep in text):
+        what = "not a folder" if os.path.exists(text) else "no such folder"
+        name = text.rstrip("/" + os.sep)
+        meant = (f"; did you mean {option('background')} {name}, the subject folder of "
+                 f"the faces folder?" if name in subjects else "")
+        raise InputError(f"{what} for {option('background')} (a folder DIR/<subject>/* of "
+                         f"impostor-only subjects, or subject folder names of the faces "
+                         f"folder, A,B,...){meant}", path=text)
+    return _split_names(background)
 
 
 def read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, min_images,

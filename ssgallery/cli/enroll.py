@@ -125,7 +125,8 @@ def _external_command(matcher, matcher_cmd, options, add):
 @click.option("--clients", default=None, metavar="A,B,...",
               help="Enrol only these client folders [all but the background].")
 @click.option("--background", default=None, metavar="DIR|A,B,...",
-              help="Impostor-only subjects: a folder DIR/<subject>/* or folder names.")
+              help="Impostor-only subjects: a folder DIR/<subject>/* (a value with a '/' "
+              "is always a folder) or subject folder names of FACES_DIR.")
 @click.option("--add", is_flag=True,
               help="Add new clients to an existing store without refitting the matcher: "
               "the store's matcher and its options are kept (options given with --add are "
