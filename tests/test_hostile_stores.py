@@ -128,3 +128,29 @@ def test_pixels_off_the_grey_scale_are_refused(store, tmp_path, dtype, value, fo
         assert out["stderr"] == (f"ssgallery: error: {store}: corrupt ssgallery enrollment "
                                  f"store: pixels outside [0, 255] (found {found})\n")
     assert not (tmp_path / "g.h5").exists()
+
+
+@pytest.mark.parametrize(("digest", "found"), [
+    ("abc", "'abc'"), ("", "''"), ("A" * 64, "'" + "A" * 39)], ids=["short", "empty", "upper"])
+def test_image_digests_are_sha256_hex(store, tmp_path, digest, found):
+    """enroll records each image file's SHA-256 as 64 lowercase hex digits; a re-hashed
+    store's 'abc', '' or 64 capitals was read: info showed the store (exit 0) and enroll
+    --add of the same folder said 'client 'c00' is already enrolled with other images'
+    (its images had not changed: the edited digest had). Now the store is refused: one
+    line naming the image's row, exit 2."""
+    import numpy as np
+
+    with h5py.File(store, "a") as f:
+        digests = f["sha256"].asstr()[()].tolist()
+        digests[0] = digest
+        del f["sha256"]
+        f.create_dataset("sha256", data=np.array(digests, dtype=object),
+                         dtype=h5py.string_dtype())
+    rehash_store(store)
+    for args in (["info", "--store", store],
+                 ["enroll", tmp_path / "faces", "--store", store, "--add", "-q"]):
+        out = invoked(args)
+        assert out["exit_code"] == 2, out["output"]
+        assert out["stderr"] == (f"ssgallery: error: {store}: corrupt ssgallery enrollment "
+                                 f"store: sha256 of image 0 is not 64 lowercase hex digits, "
+                                 f"found {found}\n")

@@ -1,7 +1,7 @@
 """The values an enrollment store reader refuses (`ssgallery.formats.store.load_store`,
 after the digest and the layout: the gallery's twin is `ssgallery.formats.gallery.checks`):
-array lengths, the cached features' shape, client ids, non-finite features, pixels that
-are not finite grey levels on [0, 255], and
+array lengths, the cached features' shape, client ids, non-finite features, image digests
+that are not SHA-256 hex, pixels that are not finite grey levels on [0, 255], and
 subjects listed twice or without an image (`store_problem`); and, as they are read, the
 string datasets (`string_list`) and the pixels' type (`check_pixels`)."""
 
@@ -27,8 +27,8 @@ def store_problem(store, strs):
     str or None
         The problem, in the words of ``corrupt ssgallery enrollment store: <problem>``;
         the first found in this order: array lengths, features' shape, a client id,
-        NaN or infinite features, NaN, infinite or out-of-range pixels (on [0, 255]),
-        the client and background lists.
+        NaN or infinite features, a sha256 that is not a hex digest, NaN, infinite or
+        out-of-range pixels (on [0, 255]), the client and background lists.
     """
     n = len(store.images)
     if store.images.ndim != 3 or any(len(v) != n for v in strs.values()
@@ -41,8 +41,20 @@ def store_problem(store, strs):
         return f"client id {bad!r}: {client_id_problem(bad)}"
     if store.features is not None and not np.isfinite(store.features).all():
         return "NaN or infinite pixels or features"
-    return (_pixels_problem(store.images) or _subjects_problem(store)
-            or _stale_problem(store))
+    return (_sha256_problem(strs["sha256"]) or _pixels_problem(store.images)
+            or _subjects_problem(store) or _stale_problem(store))
+
+
+def _sha256_problem(digests):
+    """Why the ``sha256`` list is not what enroll writes (None when it is): each one a
+    SHA-256 hex digest, 64 lowercase hexadecimal digits (``enroll --add`` compares them
+    with the files' to tell an enrolled image from a new one; the fingerprint hashes
+    them)."""
+    for row, digest in enumerate(digests):
+        if len(digest) != 64 or digest.strip("0123456789abcdef"):
+            return (f"sha256 of image {row} is not 64 lowercase hex digits, found "
+                    f"{shown(digest)}")
+    return None
 
 
 def _stale_problem(store):
