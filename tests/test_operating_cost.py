@@ -132,3 +132,32 @@ def test_compress_table_fits_long_client_ids(tmp_path):
     s = compress(tmp_path / "e.h5", tmp_path / "g2.h5", CompressOptions(cv_folds=2),
                  CompressRun(clients=[long_id]))
     assert s.clients[0]["client"] == long_id
+
+
+@pytest.mark.parametrize(("training", "clients", "share"), [
+    (None, 5, "none"), (0, 5, "none"), (2, 5, "some"), (5, 5, "all"), (7, 5, "all"),
+    (2, None, "some")])
+def test_training_or_held_out_is_decided_once(training, clients, share):
+    """Whether a figure's scores are "training" or "held-out" was decided in two places
+    (info's counts, the 1:N searches' kind) and a third, fitted_note, disagreed with the
+    counts on a record without ``clients``: '5 of 100 held-out (training for 2 clients)
+    impostor scores ...; every client's impostor scores are training scores' in one line
+    (main: the last case fails). One rule now (`thresholds.training_share`): every line
+    says the same."""
+    from ssgallery.app.open_set import searches_kind
+
+    cal = {"mode": "znorm-global", "target_far": 0.01, "expected_far": 0.05,
+           "expected_far_ci": [0.01, 0.1], "accepted": 5, "impostors": 100,
+           "training_clients": training, "clients": clients}
+    line = calibration_line(cal)
+    counts = {"all": "5 of 100 training impostor scores",
+              "some": "5 of 100 held-out (training for 2 clients) impostor scores",
+              "none": "5 of 100 held-out impostor scores"}[share]
+    note = {"all": "; every client's impostor scores are training scores",
+            "some": f"; 2 {'of the 5 ' if clients else ''}clients' impostor scores are "
+                    "training scores", "none": "training scores"}[share]
+    assert counts in line
+    assert (note in line) == (share != "none"), line
+    point = {"clients": 5, "measured_clients": 5}
+    point.update({} if training is None else {"training_clients": training})
+    assert searches_kind(point) == ("training" if share == "all" else "held-out")

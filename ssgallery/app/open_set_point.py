@@ -137,9 +137,13 @@ def measured_note(point):
 
 def searches_kind(point):
     """``training`` when every client whose searches a point's curve pools had no
-    held-out scores (``training_clients``, `_with_training`), else ``held-out``."""
-    measured = point.get("measured_clients", point["clients"])
-    return "training" if point.get("training_clients", 0) >= measured else "held-out"
+    held-out scores (``training_clients``, `_with_training`), else ``held-out``
+    (`ssgallery.app.thresholds.training_share`)."""
+    from ssgallery.app.thresholds import training_share
+
+    share = training_share(point.get("training_clients"),
+                           point.get("measured_clients", point["clients"]))
+    return "training" if share == "all" else "held-out"
 
 
 def training_note(point):

@@ -23,6 +23,7 @@ import numpy as np
 
 from ssgallery.checks import is_int, is_real
 from ssgallery.errors import InputError, option
+from ssgallery.tables import counted
 
 WORST = 5  # clients named by the FRR record
 HIGH_CLIENT_FRR = 0.5  # a client that rejects at least half of its own held-out images
@@ -157,15 +158,41 @@ def counts_inseparable(previous, kept):
         (is_int(n) and n != len(kept))
 
 
+def training_share(training, clients):
+    """Whose scores a figure counted on the scores of ``clients`` clients, ``training``
+    of them on training scores (`on_training_scores`), are: the one rule of every line
+    that says "training" or "held-out" (`fitted_note`, ``info``'s counts,
+    `ssgallery.app.open_set.searches_kind`).
+
+    Parameters
+    ----------
+    training, clients : int or None
+        As a record holds them (``training_clients``; ``clients`` None when not
+        recorded).
+
+    Returns
+    -------
+    str
+        ``"all"`` (every client's: ``training`` >= ``clients``), ``"some"`` (also when
+        ``clients`` is not known: not every one can be said) or ``"none"`` (``training``
+        not a whole number > 0).
+    """
+    if not is_int(training) or training <= 0:
+        return "none"
+    return "all" if is_int(clients) and training >= clients else "some"
+
+
 def fitted_note(training, clients, what, outcome, fitted="reject those very people"):
     """``; every client's <what> are training scores (nothing held out): not an estimate,
     <outcome> more often than it says (the models were fitted to <fitted>)`` for a figure
     counted on the scores of ``clients`` clients, ``training`` of them on training
-    scores (`on_training_scores`); "" when none is."""
-    if not is_int(training) or training <= 0:
+    scores (`training_share`); "" when none is."""
+    share = training_share(training, clients)
+    if share == "none":
         return ""
-    whose = "every client's" if not is_int(clients) or training >= clients else \
-        f"{training} of the {clients} clients'"
+    whose = "every client's" if share == "all" else \
+        f"{training} of the {clients} clients'" if is_int(clients) else \
+        f"{counted(training, 'client')}'"
     return (f"; {whose} {what} are training scores (nothing held out): not an estimate, "
             f"{outcome} more often than it says (the models were fitted to {fitted})")
 
@@ -315,4 +342,5 @@ def apply(results, thresholds, mode):
 
 __all__ = ["HIGH_CLIENT_FRR", "WORST", "apply", "calibrate", "client_frr", "clustered_sums",
            "counts_inseparable", "fitted_note", "frr_record", "merge_unresolved",
-           "merged_record", "on_training_scores", "previous_calibration", "unresolved_record"]
+           "merged_record", "on_training_scores", "previous_calibration", "training_share",
+           "unresolved_record"]

@@ -3,7 +3,7 @@ points: its thresholds and their expected FAR and FRR (`calibration_line`,
 `unresolved_warning`, `frr_warning`) and its 1:N search threshold (`open_set_line`,
 `open_set_warning`), read from the records the gallery keeps."""
 
-from ssgallery.checks import is_finite_real, is_int
+from ssgallery.checks import is_finite_real
 from ssgallery.errors import printable
 from ssgallery.tables import counted
 
@@ -19,12 +19,12 @@ def _num(value):
 def _counted(cal, count, total, what):
     """``k of n held-out <what> scores``; ``training`` instead of ``held-out`` when every
     client's scores are training scores (``training_clients``), and how many are when
-    some are."""
-    n, t = cal.get("clients"), cal.get("training_clients")
-    kind = "held-out"
-    if is_int(t) and t > 0:
-        kind = "training" if isinstance(n, int) and t >= n else \
-            f"held-out (training for {counted(t, 'client')})"
+    some are (`ssgallery.app.thresholds.training_share`)."""
+    from ssgallery.app.thresholds import training_share
+
+    t = cal.get("training_clients")
+    kind = {"all": "training", "none": "held-out"}.get(
+        training_share(t, cal.get("clients")), f"held-out (training for {counted(t, 'client')})")
     return f"{cal.get(count)} of {counted(cal.get(total), f'{kind} {what} score')}"
 
 
