@@ -48,6 +48,7 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
     point = read_record(info.header, ids, gallery_path)  # checked before any probe is read
     progress = as_progress(progress)
     faces, feats, fta = probe_features(info, probes_dir, ids, warn, progress)
+    _warn_training_probes(info, faces, (gallery_path, probes_dir), privacy_key, warn)
     table = _score_every_client(info, ids, faces, feats, fta, progress)
     searched = np.tile(~fta, len(ids))  # identify never searches a failure to acquire
     if searched.any():
@@ -56,6 +57,47 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
                               table.score[searched], table.clients,
                               operating_point=point)
     return table
+
+
+def training_probes(info, faces, privacy_key=None):
+    """How many of the probes ``faces`` are images the gallery ``info`` was trained on:
+    the same bytes (sha256) as an image of the store its header names (``store``),
+    when that file is there and still the store it was compressed from
+    (``store_fingerprint``). ``(count, store path)``, or None when it cannot be told
+    (no such store, another enrollment, an encrypted one without its key, unreadable)."""
+    import os
+
+    from ssgallery.errors import SsgalleryError
+    from ssgallery.formats.store import load_store
+
+    path = info.header.get("store")
+    if not isinstance(path, str) or not path or not os.path.isfile(path):
+        return None
+    try:
+        store = load_store(path, images=False, privacy_key=privacy_key)
+    except SsgalleryError:
+        return None
+    if store.fingerprint != info.header.get("store_fingerprint"):
+        return None
+    seen = set(store.sha256)
+    return sum(h in seen for h in faces.sha256), path
+
+
+def _warn_training_probes(info, faces, paths, privacy_key, warn):
+    """One warning line when some probes are the gallery's own training images
+    (`training_probes`): the figures on them are optimistic."""
+    from ssgallery.errors import printable
+    from ssgallery.images.ingest import default_warn
+
+    found = training_probes(info, faces, privacy_key)
+    if found is None or not found[0]:
+        return
+    gallery, probes = (printable(str(p)) for p in paths)
+    (warn or default_warn)(
+        f"{found[0]} of {len(faces)} probes in {probes} are images {gallery} was trained "
+        f"on (the same bytes as images of {printable(found[1])}, the store it was "
+        "compressed from): its models were fitted to these very images, so the figures "
+        "are optimistic; evaluate on images that were not enrolled")
 
 
 def probe_features(info, probes_dir, ids, warn, progress):
@@ -128,4 +170,4 @@ def _score_every_client(info, ids, faces, feats, fta, progress):
                   np.concatenate(score).astype(float), clients)
 
 
-__all__ = ["score_gallery"]
+__all__ = ["score_gallery", "training_probes"]

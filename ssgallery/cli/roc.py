@@ -72,7 +72,9 @@ def _parse_methods(ctx, param, value):
 @click.option("--gallery", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Evaluate this gallery on --probes instead of running the protocol.")
 @click.option("--probes", type=click.Path(file_okay=False), default=None, metavar="DIR",
-              help="Labelled probes DIR/<client>/*.png for --gallery.")
+              help="Labelled probes DIR/<client>/*.png for --gallery (images the gallery "
+              "was trained on, found by sha256 in the store it was compressed from when "
+              "that is here, are named in a warning: their figures are optimistic).")
 @click.option("--dev-scores", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="Development score files: choose one threshold per method on them "
                    "(with --eval-scores; repeatable).")

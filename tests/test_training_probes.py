@@ -1,0 +1,54 @@
+"""`roc --gallery G --probes DIR` on the gallery's own training images: its models were
+fitted to those very images, so every figure is optimistic.
+
+Before: no word of it (sample_gallery_3 on sample_data/faces, the folder it was enrolled
+from: exit 0, stderr empty). The gallery's header names its store and the store records
+its images' sha256: roc now says how many probes are such images, in one line, as info
+says when a gallery was not compressed from the store beside it.
+"""
+
+import shutil
+
+from helpers import invoked
+
+from ssgallery.datasets import sample_faces_path
+
+WARNED = "was trained on"
+
+
+def _roc(gallery, probes, out):
+    res = invoked(["roc", "--gallery", gallery, "--probes", probes, "-o", out])
+    assert res["exit_code"] == 0, res["output"]
+    return [ln for ln in res["stderr"].splitlines() if WARNED in ln]
+
+
+def test_roc_on_the_enrolled_images_says_the_figures_are_optimistic(sample_gallery_3,
+                                                                    sample_store, tmp_path):
+    gallery, faces = sample_gallery_3["gallery"], sample_faces_path()
+    lines = _roc(gallery, faces, tmp_path / "r")
+    expected = (f"ssgallery: warning: 200 of 200 probes in {faces} are images {gallery} "
+                f"was trained on (the same bytes as images of {sample_store['store']}, the "
+                "store it was compressed from): its models were fitted to these very images, "
+                "so the figures are optimistic; evaluate on images that were not enrolled")
+    assert lines == [expected], lines
+    # images that were never enrolled: nothing to say
+    probes = tmp_path / "probes"
+    for client in ("c01", "c02", "c03"):
+        (probes / client).mkdir(parents=True)
+        for p in (faces.parent / "probes").glob(f"{client}_genuine_*.png"):
+            shutil.copy(p, probes / client / p.name)
+    assert _roc(gallery, probes, tmp_path / "r2") == []
+
+
+def test_a_gallery_whose_store_is_gone_is_not_checked(tmp_path):
+    faces = tmp_path / "faces"
+    for client in ("c01", "c02", "c03"):
+        (faces / client).mkdir(parents=True)
+        for p in sorted((sample_faces_path() / client).iterdir())[:4]:
+            shutil.copy(p, faces / client / p.name)
+    assert invoked(["enroll", faces, "--store", tmp_path / "e.h5", "-q"])["exit_code"] == 0
+    assert invoked(["compress", "--store", tmp_path / "e.h5", "-o", tmp_path / "g.h5",
+                    "--m", "1", "-q"])["exit_code"] == 0
+    assert len(_roc(tmp_path / "g.h5", faces, tmp_path / "r")) == 1
+    (tmp_path / "e.h5").unlink()  # the training host's store is not on this host
+    assert _roc(tmp_path / "g.h5", faces, tmp_path / "r2") == []
