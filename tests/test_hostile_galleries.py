@@ -142,3 +142,48 @@ def test_rendered_images_that_are_not_the_gallery_s_are_refused(sample_gallery_3
                              f"{shape[0]}, {shape[1]}) (one per prototype, of the gallery's "
                              "image_shape)\n")
     assert not (tmp_path / "c.png").exists()
+
+
+def _negated_first(v):
+    return np.where(np.arange(len(v)) == 0, -v, v)
+
+
+def _zero_last(v):
+    return np.where(np.arange(len(v)) == len(v) - 1, 0.0, v)
+
+
+@pytest.mark.parametrize(("name", "edit", "problem"), [
+    ("explained_variance", _negated_first, "explained variances that are not positive"),
+    ("explained_variance", _zero_last, "explained variances that are not positive"),
+    ("explained_variance_ratio", lambda v: v[:-1],
+     "explained variance ratios that are not one share of the variance per component"),
+    ("explained_variance_ratio", lambda v: -v,
+     "explained variance ratios that are not one share of the variance per component"),
+    ("explained_variance_ratio", lambda v: v * np.nan,
+     "explained variance ratios that are not one share of the variance per component")],
+    ids=["negative", "zero", "ratio-short", "ratio-negative", "ratio-nan"])
+def test_explained_variances_a_fit_cannot_give_are_refused(sample_gallery_3, tmp_path, name,
+                                                           edit, problem):
+    """The eigenface state's explained variances were checked for length and NaN only, and
+    the probes' face quality (DIFS) divides by them: one negated changed every probe's
+    quality silently (a verdict, exit 1), all negated made it NaN and a zero one made it
+    0, so verify said FAILURE-TO-ACQUIRE for every probe (exit 3) instead of refusing the
+    file; ratios of the wrong length, negative or NaN were read as they were (a verdict).
+    Now the state is refused as a fit cannot make it: one line, exit 2."""
+    import os
+
+    from ssgallery.datasets import sample_faces_path
+
+    gallery = copied(sample_gallery_3["gallery"], tmp_path, "g.h5")
+    with h5py.File(gallery, "a") as f:
+        values = edit(f["matcher"][name][()])
+        del f["matcher"][name]
+        f["matcher"].create_dataset(name, data=values)
+    rehash_gallery(gallery)
+    folder = os.path.join(sample_faces_path(), "c01")
+    probe = os.path.join(folder, min(os.listdir(folder)))
+    out = invoked(["verify", "--gallery", gallery, "--claim", "c01", probe])
+    assert out["exit_code"] == 2, out["output"]
+    assert out["stderr"].startswith(f"ssgallery: error: {gallery}: bad matcher state for "
+                                    f"'eigenface': eigenface: matcher state has {problem}")
+    assert out["stderr"].count("\n") == 1 and out["stdout"] == "", out["output"]

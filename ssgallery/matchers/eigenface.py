@@ -61,6 +61,13 @@ def face_space_distances(X, mean, components, variance):
     return relative, difs
 
 
+def _shares(ratio, d):
+    """A stored ``explained_variance_ratio`` as a fit gives it: (d,) shares in (0, 1]
+    summing to at most 1 (up to rounding)."""
+    return bool(ratio.shape == (d,) and np.isfinite(ratio).all() and (ratio > 0).all()
+                and (ratio <= 1).all() and ratio.sum() <= 1 + 1e-9)
+
+
 class EigenfaceMatcher(Matcher):
     """PCA (eigenfaces) + RBF similarity s(x, z) = exp(−γ ||x − z||²).
 
@@ -323,12 +330,16 @@ class EigenfaceMatcher(Matcher):
                                  f"{self.mean_.shape}, image shape {self.image_shape})")
         rbf_gamma("eigenface", self.gamma_)  # the options' rule: at most MAX_GAMMA
         self.n_components_ = d
-        self._check_state()
+        self._check_state("explained_variance_ratio" in state)
         return self
 
-    def _check_state(self):
-        """Values a fit can produce: finite, mean on the pixel scale, orthonormal axes
-        (row norms and V Vᵀ r ≈ r for a fixed generic r: O(d p), not O(d² p))."""
+    def _check_state(self, ratio_stored=True):
+        """Values a fit can produce: finite, mean on the pixel scale, explained variances
+        > 0 (DIFS divides by them: a negative one made every probe's quality NaN, a zero
+        one 0, every probe a failure to acquire) and their ratios, when ``ratio_stored``
+        (files written before them hold none: NaN), shares of the total,
+        orthonormal axes (row norms and V Vᵀ r ≈ r for a fixed generic r: O(d p), not
+        O(d² p))."""
         V = self.components_
         problem = None
         if not (np.isfinite(self.scale_) and np.isfinite(self.gamma_)
@@ -337,6 +348,11 @@ class EigenfaceMatcher(Matcher):
             problem = "NaN or infinite values"
         elif self.mean_.min() < -1.0 or self.mean_.max() > 256.0:
             problem = "a mean image outside the pixel range"
+        elif not (self.explained_variance_ > 0).all():  # a fit keeps variances > 0 only
+            problem = "explained variances that are not positive"
+        elif ratio_stored and not _shares(self.explained_variance_ratio_, len(V)):
+            problem = ("explained variance ratios that are not one share of the variance "
+                       "per component (in (0, 1], summing to at most 1)")
         else:
             norms = np.sqrt(np.einsum("ij,ij->i", V, V, dtype=np.float64))
             r = np.cos(2.399963 * np.arange(1, len(V) + 1))  # golden angle: no numpy.random
