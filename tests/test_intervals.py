@@ -120,9 +120,30 @@ def test_person_sums_cluster_one_persons_scores_across_clients():
     s = person_sums(hits, people)
     # p1: 3 of 3, p2: 0 of 2, p3: 0 of 1
     assert s == cluster_sums([3, 0, 0], [3, 2, 1])
-    # unknown people: each score its own
-    assert person_sums(hits, [None, people[1]]) == cluster_sums([1, 1, 0, 1, 0, 0],
-                                                                [1, 1, 1, 1, 1, 1])
+    # no people known: each score its own (the plain interval)
+    assert person_sums(hits, [None, None]) == cluster_sums([1, 1, 0, 1, 0, 0],
+                                                           [1, 1, 1, 1, 1, 1])
+
+
+def test_person_sums_refuse_the_people_of_some_clients_only():
+    """The people of one client but not the other: the unknown client's scores each
+    counted as a person of their own (main: 6 people of 6 scores where 3 people were
+    seen), an interval too narrow named by impostor person. Now a ValueError, and
+    calibrate_thresholds records no interval by person for such a call (as for one
+    without people), the scores' interval counted as independent."""
+    hits = [np.array([True, True, False]), np.array([True, False, False])]
+    people = [None, np.array(["p1", "p2", "p3"])]
+    with pytest.raises(ValueError, match="impostor people given for 1 of 2 clients: give "
+                                         "every client's people, or none"):
+        person_sums(hits, people)
+    rng = np.random.default_rng(4)
+    who = np.repeat([f"p{i:02d}" for i in range(30)], 4)
+    scores = [rng.normal(0, 1, 120) for _ in range(4)]
+    norms = [{"kind": "znorm", "mean": float(s.mean()), "std": float(s.std())}
+             for s in scores]
+    _, info = calibrate_thresholds(scores, norms, 0.03, people=[None] + [who] * 3)
+    assert info["far_by_person"] is None and info["expected_far_ci"] is not None
+    assert calibrate_thresholds(scores, norms, 0.03, people=[who] * 4)[1]["far_by_person"]
 
 
 def test_calibration_records_the_far_interval_by_impostor_person():

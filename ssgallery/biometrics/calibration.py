@@ -129,25 +129,41 @@ def clustered_record(sums):
 
 def person_sums(hits, people):
     """`ssgallery.biometrics.intervals.cluster_sums` of accepted impostor scores by
-    impostor person: ``hits`` per client (bool, shape (n_c,)), ``people`` per client (the
-    person of each score, or None: each score its own person). One person's scores
-    against every client form one cluster."""
+    impostor person: one person's scores against every client form one cluster.
+
+    Parameters
+    ----------
+    hits : list of array_like of bool
+        Per client, whether each impostor score is accepted, shape (n_c,).
+    people : list of array_like or None
+        Per client, the person of each score; every entry None: no person is known, and
+        each score is a person of its own (the plain interval of the scores).
+
+    Returns
+    -------
+    dict
+        The sums (`ssgallery.biometrics.intervals.cluster_sums`).
+
+    Raises
+    ------
+    ValueError
+        The people of some clients but not all: the scores of the others may be the same
+        people's, so counting each as a person of its own would claim more people than
+        were seen (an interval too narrow, named by person). Give every client's people,
+        or none.
+    """
     hits = [np.asarray(h, dtype=bool).ravel() for h in hits]
-    known = [np.asarray(who).astype(str).ravel() for h, who in zip(hits, people)
-             if who is not None]
-    names = np.unique(np.concatenate(known)) if known else np.array([], dtype=str)
-    codes, extra = [], names.size
-    for h, who in zip(hits, people):
-        if who is None:  # each score a person of its own
-            codes.append(extra + np.arange(h.size))
-            extra += h.size
-        else:
-            codes.append(np.searchsorted(names, np.asarray(who).astype(str).ravel()))
-    if not extra:
-        return cluster_sums([], [])
-    code, flat = np.concatenate(codes), np.concatenate(hits)
-    return cluster_sums(np.bincount(code, flat, minlength=extra),
-                        np.bincount(code, minlength=extra))
+    unknown = [who is None for who in people]
+    if any(unknown) and not all(unknown):
+        raise ValueError(f"impostor people given for {unknown.count(False)} of "
+                         f"{len(unknown)} clients: give every client's people, or none")
+    if all(unknown):  # each score a person of its own
+        flat = np.concatenate(hits) if hits else np.zeros(0, dtype=bool)
+        return cluster_sums(flat, np.ones(flat.size))
+    who = [np.asarray(w).astype(str).ravel() for w in people]
+    names, code = np.unique(np.concatenate(who), return_inverse=True)
+    return cluster_sums(np.bincount(code, np.concatenate(hits), minlength=names.size),
+                        np.bincount(code, minlength=names.size))
 
 
 def _gap_threshold(scores, far):
@@ -284,8 +300,9 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
         `cross_normalised`, on which T is set), ``expected_far`` and its 95 %
         Clopper-Pearson ``expected_far_ci`` (the scores counted as independent trials);
         ``far_by_person`` (`clustered_record`: the interval with the impostor person as
-        the trial, `ssgallery.biometrics.intervals.clustered_interval`; None when no
-        client's ``people`` are known); ``unresolved`` (`_unresolved`, None when
+        the trial, `ssgallery.biometrics.intervals.clustered_interval`; None unless
+        every client's ``people`` are known: the scores of a client without them may be
+        the others' people's, `person_sums`); ``unresolved`` (`_unresolved`, None when
         every client's count is an estimate): the clients whose threshold was fitted on
         the very scores counted, so that the count is 0 or floor(F n) by construction,
         not an estimate: normalised in sample (fewer than 4 scores,
@@ -336,7 +353,7 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
                "accepted": accepted, "impostors": total, "expected_far": accepted / total,
                "expected_far_ci": list(clopper_pearson(accepted, total)),
                "far_by_person": clustered_record(person_sums(hits, people))
-               if any(who is not None for who in people) else None,
+               if all(who is not None for who in people) else None,
                "unresolved": _unresolved(impostors, hits, people, fitted,
                                          held_out or [True] * len(impostors))}
 
