@@ -57,9 +57,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _results import OUT, docstring, markdown_table, printed, write_page
-
-from ssgallery.biometrics.intervals import clopper_pearson
+from _privacy_linkability import isometry, linkability_rows, render
+from _privacy_report import report
+from _results import OUT, docstring, printed, write_page
 
 
 def _people(root, people):
@@ -126,11 +126,6 @@ class Loaded:
         return np.concatenate(blocks), np.concatenate([[0], np.cumsum([len(b) for b in blocks])])
 
 
-def _render(matcher, Z):
-    """What an attacker draws from stored coefficients through the stored basis."""
-    return np.clip(matcher.render(Z), 0, 255)
-
-
 def _decisions(model, matcher, features):
     return model.decision_function(features, model.similarity_function(matcher))
 
@@ -176,34 +171,6 @@ def rank1(queries, photo_desc, photo_labels, ids):
     return hits, len(ids)
 
 
-def link_scores(left, right, ids, norms=False):
-    """Mated and non-mated linkage scores between two dicts id -> vectors (k, p)."""
-    mated, non = [], []
-    for i in ids:
-        for j in ids:
-            a, b = left[i], right[j]
-            if norms:
-                s = -np.abs(np.linalg.norm(a, axis=1)[:, None]
-                            - np.linalg.norm(b, axis=1)[None]).min()
-            else:
-                s = -np.sqrt(np.maximum((a * a).sum(1)[:, None] + (b * b).sum(1)
-                                        - 2 * a @ b.T, 0)).min()
-            (mated if i == j else non).append(s)
-    return np.array(mated), np.array(non)
-
-
-def d_sys(pairs):
-    """D<->sys of pooled (mated, non-mated) score lists, and the estimator's floor."""
-    from ssgallery.biometrics.metrics import linkability
-
-    mated = np.concatenate([m for m, _ in pairs])
-    non = np.concatenate([n for _, n in pairs])
-    rng = np.random.default_rng(0)
-    half = rng.permutation(non)
-    null = linkability(half[:len(mated)], half[len(mated):])
-    return linkability(mated, non), null
-
-
 def _dlib():
     from ssgallery.matchers.deep import DlibMatcher
 
@@ -212,77 +179,6 @@ def _dlib():
 
 def _descriptors(dlib, images):
     return dlib.transform(np.asarray(images, dtype=np.float32))
-
-
-def _space(gal, Z, kind):
-    """Vectors an attacker compares: rendered pixels (eigenface) or Z itself."""
-    if kind == "eigenface":
-        return _render(gal.plain, Z).reshape(len(Z), -1)
-    return np.asarray(Z)
-
-
-def _isometry(gal, version=2, key=None):
-    """A keyed map z -> stored under a random key (a wrong key, or another deployment's):
-    per-client isometries (version 2) or one for the gallery (version 1, the first
-    scheme). ``map(Z, offsets, inverse=False)`` over the gallery's clients in id order."""
-    from ssgallery.formats.protect import TemplateMap, new_protection
-
-    Z, _ = gal.stacked(system=True)
-    record, tmap = new_protection(gal.plain, os.urandom(32) if key is None else key, Z)
-    if version == 1:
-        tmap = TemplateMap(dict(record, version=1), tmap._seed)
-    return lambda Z, offsets, inverse=False: tmap._apply(gal.ids, Z, offsets, inverse)
-
-
-def _arms(gal, Z, offsets, kind):
-    """Per client, what each attack compares (see the module docstring): positive
-    prototypes in the attacker's space, their norms' source, their offsets from the
-    gallery's centroid, and the client's own prototypes (for their distance)."""
-    centroid = Z.mean(0)
-    own = {c: Z[offsets[k]:offsets[k + 1]] for k, c in enumerate(gal.ids)}
-    return {"distance": {c: _space(gal, gal.positive(c, own[c]), kind) for c in gal.ids},
-            "norms": {c: gal.positive(c, own[c]) for c in gal.ids},
-            "centroid": {c: gal.positive(c, own[c]) - centroid for c in gal.ids},
-            "intra": {c: np.linalg.norm(own[c][:1] - own[c][1:2], axis=1)[:, None]
-                      for c in gal.ids}}
-
-
-ARMS = ("distance", "norms", "centroid", "intra")
-# per scheme version, arms whose scores are the same under every key (what its isometries
-# keep: the client's own distances; with one isometry per gallery also the distances
-# from the centroid): pooling copies of one run only sharpens the estimator's bins
-# (min(n / 10, 100)) on the same N mated scores, which inflates D<->sys; one run it is
-KEY_INVARIANT = {2: ("intra",), 1: ("centroid", "intra")}
-
-
-def _link(left, right, ids):
-    """{arm: (mated, non-mated)} between the `_arms` of two galleries."""
-    return {arm: link_scores(left[arm], right[arm], ids, norms=arm != "distance")
-            for arm in ARMS}
-
-
-def linkability_rows(A, B, Ap, Bp, Bp1, kind, key_pairs):
-    """D<->sys per arm: plain, protected under one key, under two keys (pooled over
-    ``key_pairs``), and the first scheme under two keys; the floor; mated scores."""
-    ids = A.ids
-    za, oa = A.stacked(system=True)
-    zb, ob = B.stacked(system=True)
-    stored = lambda g: _arms(g, *g.stacked(), kind)
-    out = {"plain": _link(_arms(A, za, oa, kind), _arms(B, zb, ob, kind), ids),
-           "same key": _link(stored(Ap), stored(Bp1), ids)}
-    pooled = {2: [_link(stored(Ap), stored(Bp), ids)], 1: []}
-    for i in range(key_pairs):
-        for version in (2, 1) if i else (1,):
-            ma, mb = _isometry(A, version), _isometry(B, version)
-            pooled[version].append(_link(_arms(A, ma(za, oa), oa, kind),
-                                         _arms(B, mb(zb, ob), ob, kind), ids))
-    row = {k: {arm: d_sys([v[arm]]) for arm in ARMS} for k, v in out.items()}
-    for version, runs in pooled.items():
-        row[f"two keys v{version}"] = {
-            arm: d_sys([r[arm] for r in (runs[:1] if arm in KEY_INVARIANT[version] else runs)])
-            for arm in ARMS}
-    row["mated"] = sum(len(r["distance"][0]) for r in pooled[2])
-    return row
 
 
 def accuracy(plain, prot, photos, labels):
@@ -335,8 +231,8 @@ def run_set(name, kind, args, work):
 
     # replay
     if kind == "eigenface":
-        plain_r = {c: _render(A.plain, A.positive(c)) for c in ids}
-        prot_r = {c: _render(Ap.plain, Ap.positive(c)) for c in ids}  # no key: as stored
+        plain_r = {c: render(A.plain, A.positive(c)) for c in ids}
+        prot_r = {c: render(Ap.plain, Ap.positive(c)) for c in ids}  # no key: as stored
         row["replay plain"] = replay(A, plain_r, None)
         row["replay protected"] = replay(Ap, prot_r, None)
     else:
@@ -345,7 +241,7 @@ def run_set(name, kind, args, work):
 
     # re-identification
     stored, offsets = Ap.stacked()
-    wrong = _isometry(Ap)(stored, offsets, inverse=True)  # undone with a wrong key
+    wrong = isometry(Ap)(stored, offsets, inverse=True)  # undone with a wrong key
     guessed = {c: wrong[offsets[k]:offsets[k + 1]] for k, c in enumerate(ids)}
     queries = {}
     for label, Zs in (("plain", None), ("protected, no key", {}),
@@ -354,7 +250,7 @@ def run_set(name, kind, args, work):
         for c in ids:
             gal = A if Zs is None else Ap
             Z = gal.positive(c, Zs.get(c) if Zs else None)
-            q[c] = _descriptors(dlib, _render(gal.plain, Z)) if kind == "eigenface" else Z
+            q[c] = _descriptors(dlib, render(gal.plain, Z)) if kind == "eigenface" else Z
         queries[label] = rank1(q, photo_desc, labels, ids)
     row["reid"] = queries
 
@@ -416,75 +312,6 @@ def startup(row, work, runs):
     med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
            for k, v in times.items()}
     return med
-
-
-def _fmt_pair(pair):
-    return f"{100 * pair[0]:.1f} / {100 * pair[1]:.1f}"
-
-
-def _fmt_rank(hits_n):
-    hits, n = hits_n
-    lo, hi = clopper_pearson(hits, n)
-    return f"{100 * hits / n:.1f} ({100 * lo:.1f}-{100 * hi:.1f})"
-
-
-def _arms_cell(link, key):
-    return " / ".join(f"{link[key][arm][0]:.3f}" for arm in ARMS)
-
-
-LINK_TARGET = 0.05  # D<->sys between two keys, every arm (issue 23)
-
-
-def worst_arm(row):
-    """One line: the protected gallery's most linkable arm under two keys, vs the target."""
-    link = row["link"]["two keys v2"]
-    arm = max(ARMS, key=lambda a: link[a][0])
-    met = "met" if link[arm][0] <= LINK_TARGET else "MISSED"
-    one = " (one pair: the same under every key)" if arm in KEY_INVARIANT[2] else ""
-    return (f"- {row['set']}: worst arm under two keys: {arm}{one}, D<->sys "
-            f"{link[arm][0]:.3f} (floor {link[arm][1]:.3f}); target <= {LINK_TARGET}: {met}")
-
-
-def report(rows, med, load):
-    head = ["set", "N", "replay plain % (clients / prototypes)", "replay protected %",
-            "rank-1 plain % (95 % CI)", "rank-1 protected, no key %",
-            "rank-1 protected, wrong key %", "chance %"]
-    table1 = [[r["set"], r["N"], _fmt_pair(r["replay plain"]), _fmt_pair(r["replay protected"]),
-               _fmt_rank(r["reid"]["plain"]), _fmt_rank(r["reid"]["protected, no key"]),
-               _fmt_rank(r["reid"]["protected, wrong key"]), f"{100 / r['N']:.1f}"]
-              for r in rows]
-    arms = " / ".join(ARMS)
-    head2 = ["set", f"D<->sys plain ({arms})", f"protected, same key ({arms})",
-             f"protected, two keys ({arms})", f"first scheme, two keys ({arms})",
-             "null floor (two keys)", "mated scores pooled"]
-    table2 = [[r["set"], _arms_cell(r["link"], "plain"), _arms_cell(r["link"], "same key"),
-               _arms_cell(r["link"], "two keys v2"), _arms_cell(r["link"], "two keys v1"),
-               f"{r['link']['two keys v2']['distance'][1]:.3f}", r["link"]["mated"]]
-              for r in rows]
-    head3 = ["set", "max |score diff|", "identical verdicts",
-             "mean client EER plain / protected %"]
-    table3 = []
-    for r in rows:
-        diff, same, e0, e1 = r["accuracy"]
-        table3.append([r["set"], f"{diff:.1e}", str(same), f"{100 * e0:.2f} / {100 * e1:.2f}"])
-    text = "\n\n".join(markdown_table(h, t) for h, t in
-                       ((head, table1), (head2, table2), (head3, table3)))
-    text += "\n\n" + "\n".join(worst_arm(r) for r in rows)
-    if med:
-        galleries = [name for verb, name in med if verb == "verify"]
-        rows3 = []
-        for name in galleries:
-            cells = [name]
-            for verb in ("verify", "identify"):
-                (w, c), (w0, c0) = med[verb, name], med[verb, "plain"]
-                cells += [f"{w * 1000:.0f}", f"{w / w0:.3f}", f"{c * 1000:.0f}", f"{c / c0:.3f}"]
-            rows3.append(cells)
-        head4 = [f"start-up ({rows[0]['set']}, N = {rows[0]['N']}, load {load})"]
-        for verb in ("verify", "identify"):
-            head4 += [f"{verb} wall ms", "x plain", f"{verb} CPU ms", "x plain"]
-        text += "\n\n" + markdown_table(head4, rows3)
-    print(text)
-    return text
 
 
 def main():
