@@ -1,6 +1,9 @@
 """Daily use without surprises: what a user met running the commands by hand (session
 16): each case as the user ran it, and what they expect instead."""
 
+from pathlib import Path
+
+import numpy as np
 from helpers import invoked
 
 
@@ -37,3 +40,25 @@ def test_a_background_folder_that_is_not_there_is_named_as_a_folder(tmp_path, mo
             f"{faces}: no subject folder named nobg for --background (nor a folder of that "
             f"name)")
     assert not (tmp_path / "e.h5").exists()
+
+
+def test_roc_json_says_where_it_wrote_the_report(tmp_path):
+    """``roc --json`` printed summary.json alone: not where the report was (the text
+    output's 'wrote to DIR: ...' line). It now carries ``files``, the path of each file
+    written; the rest is summary.json as written."""
+    import json
+
+    rng = np.random.default_rng(0)
+    scores = tmp_path / "svm.r0.txt"
+    scores.write_text("".join(
+        f"c{c} {who} {who}/{k}.png {rng.normal(1 if who == f'c{c}' else -1):.4f}\n"
+        for c in range(4) for who in (f"c{c}", "x", "y") for k in range(3)))
+    out = invoked(["roc", "--scores", scores, "-o", tmp_path / "rep", "--json", "-q"])
+    assert out["exit_code"] == 0, out["output"]
+    printed = json.loads(out["stdout"])
+    files = printed.pop("files")
+    assert files["summary"] == str(tmp_path / "rep" / "summary.json")
+    assert files["curves"] == str(tmp_path / "rep" / "curves.csv")
+    assert files["scores"] == []  # --scores: the inputs, never written again
+    assert all(Path(p).is_file() for k, p in files.items() if k != "scores")
+    assert printed == json.loads(Path(files["summary"]).read_text())

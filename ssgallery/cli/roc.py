@@ -106,7 +106,8 @@ def _parse_methods(ctx, param, value):
 @click.option("--no-plot", is_flag=True, help="Do not draw the plots.")
 @click.option("--force", is_flag=True, help="Replace report files that were not written by "
               "ssgallery roc (never a folder, a device, a store or a gallery).")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON: "
+              "summary.json with 'files', the path of each file written.")
 @click.option("--wide", is_flag=True, help="Print every convention (averaged-curve and "
               "global-threshold EER and FRR, FAR 0.1 %, fit time, failures to acquire); the "
               "default table fits 100 columns. summary.json always has them all.")
@@ -164,10 +165,21 @@ def command(paths, scores, no_plot, as_json, wide, quiet, **options):
     with reporting(quiet) as progress:
         result = roc(inputs, protocol, report, progress=progress)
     if as_json:
-        with open(result["files"]["summary"], encoding="utf-8") as handle:
-            click.echo(handle.read().rstrip())
+        click.echo(_with_files(result))
     else:
         _echo(result, report.out_dir, wide, quiet)
+
+
+def _with_files(result):
+    """``--json``: summary.json as roc wrote it, with ``files``, where it wrote each file
+    of the report (``summary``, ``curves``, the plots, ``scores``: a list)."""
+    import json
+
+    from ssgallery import jsontext
+
+    with open(result["files"]["summary"], encoding="utf-8") as handle:
+        summary = json.load(handle)
+    return jsontext.dumps(dict(summary, files=result["files"]), indent=2)
 
 
 def _echo(result, out_dir, wide=False, quiet=False):
