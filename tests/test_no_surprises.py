@@ -62,3 +62,20 @@ def test_roc_json_says_where_it_wrote_the_report(tmp_path):
     assert files["scores"] == []  # --scores: the inputs, never written again
     assert all(Path(p).is_file() for k, p in files.items() if k != "scores")
     assert printed == json.loads(Path(files["summary"]).read_text())
+
+
+def test_compress_s_table_says_what_each_column_is(sample_store, tmp_path):
+    """compress printed its table (threshold, FRR, CV FRR, SVM #SVs, SVM CV FRR, vs SVM)
+    with no word on what the columns are; one line under it now says."""
+    out = invoked(["compress", "--store", sample_store["store"], "-o", tmp_path / "g.h5",
+                   "--m", "1", "--clients", "c01"])
+    assert out["exit_code"] == 0, out["output"]
+    lines = out["stdout"].splitlines()
+    assert lines[0].split()[:3] == ["client", "m", "threshold"] and lines[2].startswith("c01")
+    assert lines[3] == (
+        "threshold: accept when g(x) >= it; FRR: held-out genuine images rejected at it; "
+        "CV FRR: at a cross-validated threshold of the client's own; SVM #SVs, SVM CV FRR: "
+        "its full SVM's; vs SVM: share of held-out genuine-impostor pairs misranked beyond "
+        "the SVM")
+    for column in ("threshold", "FRR", "CV FRR", "SVM #SVs", "SVM CV FRR", "vs SVM"):
+        assert column in lines[0] and column in lines[3]

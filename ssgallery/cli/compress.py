@@ -227,6 +227,7 @@ def _echo(summary):
     """The summary of a run for the terminal (stdout): the clients' table, the gallery's
     line, its calibration and 1:N operating point."""
     click.echo(client_table(summary.clients))
+    click.echo(TABLE_LEGEND)
     n = len(summary.clients)
     if summary.kept or summary.resumed:
         click.echo(f"trained {len(summary.trained)} client(s); kept {len(summary.kept)} from "
@@ -307,6 +308,13 @@ def _warn_clients(clients, what, advice=None):
 
 def _pct(value):
     return None if value is None else f"{100 * value:.0f}%"
+
+
+# one line under the table, as long as the gallery's lines after it
+TABLE_LEGEND = ("threshold: accept when g(x) >= it; FRR: held-out genuine images rejected at "
+                "it; CV FRR: at a cross-validated threshold of the client's own; SVM #SVs, "
+                "SVM CV FRR: its full SVM's; vs SVM: share of held-out genuine-impostor pairs "
+                "misranked beyond the SVM")
 
 
 def client_table(rows):
