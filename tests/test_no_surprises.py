@@ -79,3 +79,26 @@ def test_compress_s_table_says_what_each_column_is(sample_store, tmp_path):
         "the SVM")
     for column in ("threshold", "FRR", "CV FRR", "SVM #SVs", "SVM CV FRR", "vs SVM"):
         assert column in lines[0] and column in lines[3]
+
+
+def test_verify_and_identify_print_the_same_score(sample_gallery_3):
+    """verify --json said 1.2510149259554577 and identify --json 1.2510149259554595 for
+    the same probe and client: identify printed the stacked index's sums, verify the
+    record's. Both print the record's now, digit for digit, on one probe and on a batch
+    (the same probes in the same order)."""
+    import json
+
+    from ssgallery.datasets import sample_faces_path
+
+    gallery = sample_gallery_3["gallery"]
+    probes = sorted(str(p) for p in (sample_faces_path().parent / "probes").glob("*.png"))
+    for batch in ([probes[0]], probes):
+        found = json.loads(invoked(["identify", *batch, "--gallery", gallery, "--top", "3",
+                                    "--json"])["stdout"])
+        for client in ("c01", "c02", "c03"):
+            said = json.loads(invoked(["verify", *batch, "--claim", client, "--gallery",
+                                       gallery, "--json"])["stdout"])
+            for verdict, search in zip(said["results"], found["results"]):
+                (candidate,) = [c for c in search["candidates"] if c["client"] == client]
+                assert candidate["score"] == verdict["score"], (client, verdict["probe"])
+                assert candidate["verified"] == verdict["accept"]

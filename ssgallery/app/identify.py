@@ -102,31 +102,34 @@ class Decisions(NamedTuple):
     limit: np.ndarray
 
 
-def decision_values(index, scores, point=None):
+def decision_values(index, scores, point=None, columns=None):
     """The `Decisions` of a batch of searches.
 
     Parameters
     ----------
     index : SearchIndex
     scores : ndarray, shape (n, N)
-        Raw scores g_k(x).
+        Raw scores g_k(x) (of the clients ``columns`` of the index, when given).
     point : dict, optional
         The operating point (`ssgallery.app.open_set.resolve`) that decides each
         candidate's ``threshold`` and ``passes``, and with ``score`` "centred" the
         ranking (on ``(g - mean) / scale``); default (or ``kind`` "verification") each
         client's own threshold on its raw score, Z-normalised ranking.
+    columns : list of int, optional
+        The index's clients ``scores`` are of; default every client.
 
     Returns
     -------
     Decisions
     """
     scores = np.asarray(scores, dtype=float)
+    k = slice(None) if columns is None else np.asarray(columns)
     centred = point is not None and point.get("score") == "centred"
-    ranked = (scores - index.norm_mean) / point["scale"] if centred \
-        else index.normalize(scores)
+    ranked = (scores - index.norm_mean[k]) / point["scale"] if centred \
+        else index.normalize(scores, columns)
     one = point is not None and point["kind"] != "verification"
-    value, limit = (ranked, np.full(index.n_clients, point["threshold"])) if one \
-        else (scores, index.threshold)
+    value, limit = (ranked, np.full(scores.shape[1], point["threshold"])) if one \
+        else (scores, index.threshold[k])
     return Decisions(scores, ranked, value, limit)
 
 
@@ -328,17 +331,26 @@ class Records:
             self.models.update(read)
         return {c: self.models[c] for c in client_ids}
 
-    def verified(self, client_id, features):
-        """``verify``'s decision for a claim of ``client_id`` on probes (n, d) in the
-        matcher space: g(x) >= threshold of the client's record, shape (n,)."""
+    def scores(self, client_id, features, rows):
+        """``verify``'s scores of a claim of ``client_id`` by the probes ``rows`` of a
+        batch (features (n, d) in the matcher space): g(x) of the client's record, shape
+        (len(rows),), computed as ``verify`` computes them
+        (`ssgallery.app.verify.score_features`), so both print the same digits (the
+        stacked index's block, `SearchIndex.decision_function`, sums in another order).
+        An RBF record scores the whole batch, as ``verify`` does (BLAS sums a block of
+        probes in an order of its own); a matcher's own similarity (a program) only the
+        probes asked for."""
+        from ssgallery.app.verify import score_features
+
         model = self.get([client_id])[client_id]
-        g = model.decision_function(features, model.similarity_function(self.matcher))
-        return g >= model.threshold
+        if model.similarity.get("kind") == "rbf":
+            return score_features(model, self.matcher, features)[rows]
+        return score_features(model, self.matcher, features[rows])
 
 
 def _search(records, probes, images, sizes, top, point, open_set, progress):
     """IdentifyResults of one batch of probes (images (k, H, W)). A candidate passes only
-    when its record would also accept the probe in ``verify`` (`Records.verified`)."""
+    when its record would also accept the probe in ``verify`` (`_verify_candidates`)."""
     from ssgallery.app.verify import failures_to_acquire
     from ssgallery.matchers.base import transform_in_chunks
 
@@ -353,7 +365,7 @@ def _search(records, probes, images, sizes, top, point, open_set, progress):
         decisions = decision_values(index, scores, point)  # once: ranking and ties
         ranked = rank_clients(index, decisions, top)
         ties = tie_at_top(index, decisions, open_set)
-        _verify_candidates(records, features, ranked)
+        _verify_candidates(records, features, ranked, point)
         for i, candidates, tie in zip(np.flatnonzero(~fta), ranked, ties):
             best = candidates[0]
             found = best.client if tie is None and (not open_set or best.passes) else None
@@ -362,21 +374,28 @@ def _search(records, probes, images, sizes, top, point, open_set, progress):
     return results
 
 
-def _verify_candidates(records, features, ranked):
-    """Check every reported candidate's record against the index and keep ``passes``
-    only where ``verify`` would accept the probe for that client too."""
+def _verify_candidates(records, features, ranked, point):
+    """Give every reported candidate its record's figures, as ``verify`` gives them:
+    ``score`` its record's g(x) (`Records.scores`, the record checked against the index),
+    ``ranking_score`` and ``passes`` from that score, and ``passes`` only where
+    ``verify`` would accept the probe for that client too (``verified``). The index's
+    block only ranked them."""
     wanted = {}
     for i, candidates in enumerate(ranked):
         for c in candidates:
             wanted.setdefault(c.client, []).append(i)
     records.get(list(wanted))
     for client, rows in wanted.items():
-        accepted = dict(zip(rows, records.verified(client, features[rows])))
-        for i in rows:
+        g = records.scores(client, features, rows)
+        threshold = records.get([client])[client].threshold
+        _, mine, value, limit = decision_values(records.index, g[:, None], point,
+                                                [records.row[client]])
+        for j, i in enumerate(rows):
             for c in ranked[i]:
                 if c.client == client:
-                    c.verified = bool(accepted[i])
-                    c.passes = bool(c.passes and c.verified)
+                    c.score, c.ranking_score = float(g[j]), float(mine[j, 0])
+                    c.verified = bool(g[j] >= threshold)
+                    c.passes = bool(value[j, 0] >= limit[0] and c.verified)
 
 
 __all__ = ["Candidate", "Decisions", "IdentifyResult", "Records", "decision_values",

@@ -142,9 +142,16 @@ def score_images(model, images, progress=None):
     step per image mapped to the matcher space (`transform_in_chunks`)."""
     from ssgallery.matchers.base import transform_in_chunks
 
-    matcher = model.matcher
-    features = transform_in_chunks(matcher, np.asarray(images, dtype=np.float32),
+    features = transform_in_chunks(model.matcher, np.asarray(images, dtype=np.float32),
                                    progress=progress)
+    return score_features(model, model.matcher, features)
+
+
+def score_features(model, matcher, features):
+    """g(x) of probes (n, d) in ``matcher``'s space for a client's record, shape (n,):
+    the one computation of a score ``verify`` and ``identify`` print (identify's stacked
+    index only ranks the clients). Its last digits depend on the batch (BLAS sums a
+    block of probes in an order of its own), never on the command."""
     return model.decision_function(features, model.similarity_function(matcher))
 
 

@@ -57,7 +57,8 @@ def command(ctx, probes, gallery, top, open_set, fpir, threshold, verification_t
     "ranking: centred"), set by compress so that about a fraction --target-fpir of
     strangers' searches return someone; --fpir, --threshold or
     --verification-thresholds choose another (each implies --open-set). The output and
-    --json name the operating point used.
+    --json name the operating point used. A candidate's score is its record's, as
+    verify prints it for the same probes (digit for digit).
     Two or more clients sharing the best score (with --open-set: at or above the
     operating point) are a tie, in the closed set too: the probe is unknown, "UNKNOWN
     (tie between c01 and c02 at +S: not identified)" (--csv column and --json key

@@ -90,11 +90,13 @@ class SearchIndex:
             self._cached_columns = (gamma, (self.prototypes ** 2).sum(1), np.isfinite(gamma))
         return self._cached_columns
 
-    def normalize(self, scores):
-        """Z-normalised scores (n, N); raw scores when some client has no normalisation."""
+    def normalize(self, scores, columns=None):
+        """Z-normalised scores (n, N); raw scores when some client has no normalisation.
+        ``columns``: the clients (index rows) ``scores`` are of, default every client."""
         if not self.normalized:
             return np.asarray(scores, dtype=float)
-        return (np.asarray(scores, dtype=float) - self.norm_mean) / self.norm_std
+        k = slice(None) if columns is None else np.asarray(columns)
+        return (np.asarray(scores, dtype=float) - self.norm_mean[k]) / self.norm_std[k]
 
 
 def build_index(models):
