@@ -9,7 +9,8 @@
 - ``--jobs 2`` vs ``--jobs 1`` and a Dask LocalCluster (2 single-threaded worker
   processes) vs serial, same clients, same galleries;
 - ``verify`` start-up on a 10,000-client gallery vs a 20-client one, and ``info`` on it
-  (galleries of random valid models written with write_gallery: no training);
+  (galleries of random valid models written with write_gallery: no training)
+  (both: benchmarks/_scale_parallel.py);
 - accuracy with vs without the cap: mean client EER of the compressed models (m = 2) on
   held-out images, synthetic and LFW (eigenface, dlib), paired over seeds
   (benchmarks/_scale_accuracy.py).
@@ -22,7 +23,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,21 +33,14 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 from _results import archive_tree, markdown_table, write_page
 from _scale_accuracy import describe, paired, run_accuracy, uncapped_spread
+from _scale_parallel import parallel_ratios, startup
 from _scale_regimes import cli_run, regime_rows, run_regimes
-from identify import fake_models
 
-from ssgallery.app.compress import CompressOptions, CompressRun, compress
 from ssgallery.app.enroll import enroll
 from ssgallery.app.training_sets import DEFAULT_MAX_IMPOSTORS
 from ssgallery.datasets import lfw_path
-from ssgallery.formats.gallery import read_gallery, write_gallery
-from ssgallery.images.synth import client_names, face_image, write_sample_data
+from ssgallery.images.synth import client_names, write_sample_data
 
-BIN = Path(sys.executable).parent
-# OpenBLAS sums in an order that depends on memory alignment, which differs between
-# processes, and the learner carries the last-bit differences up to its convergence
-# tolerance: galleries are compared to this tolerance relative to each array's scale
-SAME_TOL = 1e-4
 FIT_IDENTITIES = 200  # the eigenface basis is fitted on these; the rest join with --add
 LOG = []
 
@@ -128,87 +121,14 @@ def _per_client_rows(pc, sizes):
     return rows
 
 
-def parallel_ratios(store, clients, tmp):
-    opts = CompressOptions(m=2)
-    t0 = time.perf_counter()
-    compress(store, Path(tmp) / "j1.h5", opts, CompressRun(clients=clients, jobs=1))
-    serial = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    compress(store, Path(tmp) / "j2.h5", opts, CompressRun(clients=clients, jobs=2))
-    jobs2 = time.perf_counter() - t0
-    from distributed import LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster:
-        t0 = time.perf_counter()
-        compress(store, Path(tmp) / "dask.h5", opts,
-                 CompressRun(clients=clients, scheduler=cluster.scheduler_address))
-        dask = time.perf_counter() - t0
-    same = all(_same(Path(tmp) / "j1.h5", Path(tmp) / f) for f in ("j2.h5", "dask.h5"))
-    say(f"{len(clients)} clients: serial {serial:.1f} s, --jobs 2 {jobs2:.1f} s "
-        f"({serial / jobs2:.2f}x), Dask 2 workers {dask:.1f} s ({serial / dask:.2f}x); "
-        f"galleries equal to {SAME_TOL:g} of scale: {same}")
-    return serial, jobs2, dask, same
-
-
-def _same(a, b):
-    ga, gb = read_gallery(a, arrays=True), read_gallery(b, arrays=True)
-    def close(a, b):
-        return np.allclose(a, b, rtol=0, atol=SAME_TOL * max(np.max(np.abs(b)), 1e-300))
-
-    return sorted(ga.clients) == sorted(gb.clients) and all(
-        close(ga.clients[c].prototypes, gb.clients[c].prototypes)
-        and close(ga.clients[c].beta, gb.clients[c].beta)
-        and close(ga.clients[c].threshold, gb.clients[c].threshold) for c in ga.clients)
-
-
-def startup(tmp, n_big, runs=5):
-    """verify start-up (20 vs n_big clients) and info on n_big: median wall seconds."""
-    from PIL import Image
-
-    from ssgallery.matchers.eigenface import EigenfaceMatcher
-
-    images = np.stack([face_image(0, i, k) for i in range(40) for k in range(5)]).astype(float)
-    matcher = EigenfaceMatcher().fit(images)
-    probe = Path(tmp) / "probe.png"
-    Image.fromarray(face_image(0, 3, 7)).save(probe)
-    rng = np.random.default_rng(0)
-    walls, t_write = {}, 0.0
-    for n in (20, n_big):
-        path = Path(tmp) / f"g{n}.h5"
-        t0 = time.perf_counter()
-        write_gallery(path, matcher_name="eigenface", matcher_config=matcher.get_config(),
-                      matcher_state=matcher.get_state(), image_shape=images.shape[1:],
-                      clients=fake_models(n, 2, matcher, rng))
-        t_write = time.perf_counter() - t0
-        walls[n] = _median_wall([str(BIN / "ssgallery"), "verify", str(probe), "--gallery",
-                                 str(path), "--claim", "id00007"], runs, ok=(0, 1))
-    info = _median_wall([str(BIN / "ssgallery"), "info", "--gallery",
-                         str(Path(tmp) / f"g{n_big}.h5")], 3)
-    say(f"verify start-up: {walls[n_big]:.3f} s with {n_big:,} clients vs {walls[20]:.3f} s "
-        f"with 20 ({walls[n_big] / walls[20]:.2f}x); info on {n_big:,} clients {info:.2f} s "
-        f"(gallery of random valid models written in {t_write:.0f} s)")
-    return walls[20], walls[n_big], info
-
-
-def _median_wall(argv, runs, ok=(0,)):
-    walls = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        r = subprocess.run(argv, capture_output=True, text=True, check=False)
-        walls.append(time.perf_counter() - t0)
-        if r.returncode not in ok:
-            raise SystemExit(f"{argv[1]} failed: {r.stderr.strip()[-300:]}")
-    return float(np.median(walls))
-
-
 def _parallel_rows(args, pc, tmp):
     par = pc.get(args.parallel_identities)
     if par is None:
         store, names, _, _ = synth_store(tmp, args.parallel_identities)
     else:
         store, names = par["store"], par["names"]
-    serial, jobs2, dask, same = parallel_ratios(store, names[:args.parallel_clients], tmp)
+    serial, jobs2, dask, same = parallel_ratios(store, names[:args.parallel_clients], tmp,
+                                                say=say)
     return [[(f"--jobs 2 vs --jobs 1, {args.parallel_clients} clients of "
               f"{args.parallel_identities:,} identities"),
              f"{jobs2:.1f} s vs {serial:.1f} s = {serial / jobs2:.2f}x", ">= 1.7x"],
@@ -218,7 +138,7 @@ def _parallel_rows(args, pc, tmp):
 
 
 def _startup_rows(args, pc, tmp):
-    v20, vbig, info = startup(tmp, args.big_gallery)
+    v20, vbig, info = startup(tmp, args.big_gallery, say=say)
     return [[f"verify start-up, {args.big_gallery:,} vs 20 clients",
              f"{vbig:.3f} s vs {v20:.3f} s = {vbig / v20:.2f}x", "<= 1.1x"],
             [f"info on {args.big_gallery:,} clients", f"{info:.2f} s", "< 2 s"]]
