@@ -193,3 +193,63 @@ def test_frr_record_has_the_interval_by_client_and_merges_an_update():
                                              "kn": 1, "nn": 2}}])
 def test_a_malformed_recorded_interval_reads_as_unknown(value):
     assert clustered_sums(value) is None
+
+
+@pytest.mark.parametrize(("field", "edit", "problem"), [
+    ("far_by_person", {"kk": 1e300}, "far_by_person sums: kk 1e+300 is above kn ("),
+    ("far_by_person", {"k": float("nan")},
+     "far_by_person sums: k must be a finite number >= 0, got float nan"),
+    ("far_by_person", {"clusters": 0}, "far_by_person sums: no cluster, but counts above 0"),
+    ("frr_by_client", "x", "frr_by_client sums: expected an object, got str 'x'")],
+    ids=["kk-1e300", "k-nan", "no-cluster", "frr-text"])
+def test_recorded_sums_no_counts_give_are_refused_on_read(sample_gallery_3, tmp_path, field,
+                                                          edit, problem):
+    """A gallery's recorded interval sums were checked only for k <= n: a hand-edited kk
+    of 1e300 printed 'design effect 2658...(300 digits).00' and a 0-100 % interval,
+    exit 0, and NaN or a string read as no interval (main: exit 0). Now the sums are held
+    to what counts can give (formats.interval_sums.sums_problem) where the record is
+    read (info, compress --update; verify and identify do not read it): one line naming
+    the file, exit 2."""
+    import json
+
+    import h5py
+    from helpers import copied, invoked, rehash_gallery
+
+    from ssgallery.formats.interval_sums import SUM_KEYS
+
+    gallery = copied(sample_gallery_3["gallery"], tmp_path, "g.h5")
+    with h5py.File(gallery, "a") as f:
+        cal = json.loads(f.attrs["calibration"])
+        assert set(cal[field]["sums"]) == set(SUM_KEYS)  # what compress wrote
+        cal[field] = edit if isinstance(edit, str) else \
+            dict(cal[field], sums=dict(cal[field]["sums"], **edit))
+        f.attrs["calibration"] = json.dumps(cal)
+    rehash_gallery(gallery)
+    for command in (["info", "--gallery", gallery], ["info", "--gallery", gallery, "--json"]):
+        out = invoked(command)
+        assert out["exit_code"] == 2, out["output"]
+        assert out["stderr"].startswith(f"ssgallery: error: {gallery}: corrupt gallery "
+                                        f"header: calibration: {problem}"), out["stderr"]
+        assert out["stderr"].count("\n") == 1
+
+
+def test_sums_problem_accepts_every_sum_of_counts():
+    """Every sum of per-cluster counts (0 <= k_i <= n_i, integer or fractional) passes
+    sums_problem's bounds; sums that break one bound by a little are refused."""
+    from ssgallery.formats.interval_sums import sums_problem
+
+    rng = np.random.default_rng(7)
+    for _ in range(3000):
+        n = rng.integers(1, 40, rng.integers(0, 25)).astype(float)
+        n = n if rng.random() < 0.7 else n * rng.random(n.size) + 1e-3
+        k = np.minimum(n, np.floor(rng.random(n.size) * (n + 1)))
+        k = {0: k, 1: n, 2: 0 * n}.get(int(rng.integers(0, 5)), k)  # all-or-none too
+        assert sums_problem(cluster_sums(k, n)) is None, (k, n)
+    s = cluster_sums([3, 0, 1], [3, 2, 2])  # k 4 n 7 kk 10 kn 11 nn 17
+    assert sums_problem(dict(s, kk=11.5)) == "kk 11.5 is above kn (11)"
+    assert sums_problem(dict(s, nn=50.0)) == "nn 50 is above n² (49)"
+    assert sums_problem(dict(s, kk=5.0)) == "kk 5 is below k² / clusters (5.333)"
+    assert sums_problem(dict(s, clusters=0)) == "no cluster, but counts above 0"
+    assert sums_problem(dict(s, clusters=2.0)) == \
+        "clusters must be a whole number, and n below 2**53"
+    assert sums_problem(dict(s, k=True)).startswith("k must be a finite number >= 0")

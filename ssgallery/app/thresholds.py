@@ -215,17 +215,15 @@ def _people(results, clients, labels):
 
 def clustered_sums(value):
     """The per-cluster sums of a recorded interval by cluster (``far_by_person``,
-    ``frr_by_client``: data from a file, `ssgallery.biometrics.calibration.clustered_record`)
-    when they are well formed: `ssgallery.biometrics.intervals.SUM_KEYS`, finite numbers
-    >= 0, ``clusters`` whole, ``k`` <= ``n``; else None (unknown, as in galleries
-    written before it)."""
-    from ssgallery.biometrics.intervals import SUM_KEYS
+    ``frr_by_client``: `ssgallery.biometrics.calibration.clustered_record`) when they
+    are sums that counts can give (`ssgallery.formats.interval_sums.sums_problem`; a
+    gallery's record is refused on read otherwise,
+    `ssgallery.formats.gallery.header_records.header_calibration`); else None
+    (unknown, as in galleries written before it)."""
+    from ssgallery.formats.interval_sums import SUM_KEYS, sums_problem
 
     sums = value.get("sums") if isinstance(value, dict) else None
-    if not isinstance(sums, dict) or not all(is_real(sums.get(k)) and np.isfinite(sums[k])
-                                             and sums[k] >= 0 for k in SUM_KEYS):
-        return None
-    if not is_int(sums["clusters"]) or sums["k"] > sums["n"]:
+    if sums is None or sums_problem(sums) is not None:
         return None
     return {k: sums[k] for k in SUM_KEYS}
 

@@ -21,10 +21,10 @@ update's.
 
 import numpy as np
 
+from ssgallery.formats.interval_sums import SUM_KEYS
+
 __all__ = ["SUM_KEYS", "beta_interval", "clopper_pearson", "cluster_sums",
            "clustered_interval", "design_effect", "merged_sums", "sums_interval"]
-
-SUM_KEYS = ("clusters", "k", "n", "kk", "kn", "nn")
 
 
 def beta_interval(k, n, level=0.95):

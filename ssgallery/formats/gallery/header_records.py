@@ -101,6 +101,7 @@ def header_calibration(header, clients, path=None):
             raise TypeError("not a calibration record")
         if not _calibration_ok(cal):
             raise ValueError("inconsistent counts or values")
+        _clustered_ok(cal)
     except (ValueError, TypeError, RecursionError) as exc:  # nested past the stack
         raise FormatError(f"corrupt gallery header: {CALIBRATION_ATTR}: {exc}",
                           path=path) from None
@@ -110,6 +111,26 @@ def header_calibration(header, clients, path=None):
     if cal.get("frr_worst"):
         cal["frr_worst"] = [w for w in cal["frr_worst"] if w[0] in kept]
     return cal
+
+
+CLUSTERED = ("far_by_person", "frr_by_client")  # a calibration's intervals by cluster
+
+
+def _clustered_ok(cal):
+    """Refuse (ValueError naming it) an interval by cluster of ``cal`` (`CLUSTERED`:
+    absent or null in records written before it) that is not an object whose ``sums``
+    counts can give (`ssgallery.formats.interval_sums.sums_problem`): ``info`` prints the
+    interval and its design effect from them."""
+    from ssgallery.formats.interval_sums import sums_problem
+
+    for field in CLUSTERED:
+        value = cal.get(field)
+        if value is None:
+            continue
+        why = sums_problem(value.get("sums")) if isinstance(value, dict) else \
+            f"expected an object, got {shown(value, typed=True)}"
+        if why is not None:
+            raise ValueError(f"{field} sums: {why}")
 
 
 def _calibration_ok(cal):
