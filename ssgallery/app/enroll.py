@@ -9,7 +9,7 @@ from ssgallery.errors import InputError, naming, option
 from ssgallery.formats.integrity import reads_key_files
 from ssgallery.formats.store import EnrollmentStore
 from ssgallery.learn.threads import single_threaded_blas
-from ssgallery.matchers.base import transform_in_chunks
+from ssgallery.matchers.base import fit_matcher, transform_in_chunks
 from ssgallery.progress import as_progress
 from ssgallery.tables import counted, listed
 
@@ -182,7 +182,7 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, ke
     # few hundred images spins its threads when the other core is busy
     with naming(faces_dir), single_threaded_blas():  # naming: which images are identical
         with progress.phase(f"fitting the {matcher} matcher", 1, "fits"):
-            instance.fit(src.images)
+            fit_matcher(instance, src.images, src.labels)
             progress.advance()
         candidate.matcher_config = instance.get_config()
         candidate.matcher_state = instance.get_state()

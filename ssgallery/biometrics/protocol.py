@@ -29,7 +29,7 @@ from ssgallery.biometrics.protocol_options import (  # noqa: F401  (public here 
 from ssgallery.biometrics.scores import Scores
 from ssgallery.errors import InputError
 from ssgallery.learn.defaults import DEFAULT_M
-from ssgallery.matchers.base import face_check, transform_in_chunks
+from ssgallery.matchers.base import face_check, fit_matcher, transform_in_chunks
 from ssgallery.progress import as_progress
 
 
@@ -300,7 +300,8 @@ def _split_tables(split, data, matcher, specs, options, run):
     identification = options.identification
     with progress.phase(f"{step}fitting the {getattr(matcher, 'name', '')} matcher", 1,
                         "fits"):
-        matcher = matcher.fit(images[split.train_indices()])  # training images only
+        matcher = fit_matcher(matcher, images[split.train_indices()],  # training only
+                              labels[split.train_indices()])
         progress.advance()
     sim = matcher.similarity()
     needed = np.concatenate([split.train_indices(), split.impostors]

@@ -69,6 +69,11 @@ class Matcher:
     #: ``similarity().has_gradient``.
     black_box = False
 
+    #: Whether ``fit`` takes ``groups=``, the person of each training image (`fit_matcher`):
+    #: eigenface calibrates its failure-to-acquire limits on people held out, the faces
+    #: a stranger's probe is like.
+    fit_takes_groups = False
+
     def fit(self, images):
         """Fit on training images, shape (n, H, W), float on [0, 255]. Returns self."""
         raise NotImplementedError
@@ -198,6 +203,15 @@ def transform_in_chunks(matcher, images, chunk=64, progress=None,
             parts.append(matcher.transform(images[start:start + chunk]))
             progress.advance(len(parts[-1]))
     return np.concatenate(parts)
+
+
+def fit_matcher(matcher, images, groups):
+    """``matcher.fit(images)``, given ``groups`` (the person of each image, shape (n,))
+    when its class takes them (`Matcher.fit_takes_groups`; a plug-in without the
+    attribute does not). Returns the fitted matcher."""
+    if getattr(matcher, "fit_takes_groups", False):
+        return matcher.fit(images, groups=groups)
+    return matcher.fit(images)
 
 
 def face_check(matcher, images):

@@ -19,7 +19,10 @@ error) relative to its own contrast, so that uniform, black, white and noise ima
 distance in face space (DIFS, the Mahalanobis norm of its coefficients), so that
 images inside face space but far beyond any face are refused. Both limits are
 calibrated at fit time on held-out training images (k-fold PCA refits: training
-images' own DFFS is several times smaller than a new face's), times a margin.
+images' own DFFS is several times smaller than a new face's), times a margin; the
+folds hold out people when ``fit`` has them (``groups``), so the limits cover a face
+face space was not fitted on, as a stranger's is (folds of images measure only how a
+person's own images differ: on a set of little variation they refused strangers).
 """
 
 import numpy as np
@@ -68,6 +71,18 @@ def _shares(ratio, d):
                 and (ratio <= 1).all() and ratio.sum() <= 1 + 1e-9)
 
 
+def _quality_folds(idx, groups):
+    """The held-out folds (rows of ``idx``) of the failure-to-acquire calibration:
+    folds of people when ``groups`` (the person of each image) names two or more
+    (module docstring), else folds of images."""
+    people = None if groups is None else np.asarray(groups).astype(str)[idx]
+    if people is None or len(set(people.tolist())) < 2:
+        return np.array_split(idx, min(QUALITY_FOLDS, len(idx)))
+    order = list(dict.fromkeys(people.tolist()))  # first seen in the seeded permutation
+    return [idx[np.isin(people, part)]
+            for part in np.array_split(np.array(order), min(QUALITY_FOLDS, len(order)))]
+
+
 class EigenfaceMatcher(Matcher):
     """PCA (eigenfaces) + RBF similarity s(x, z) = exp(−γ ||x − z||²).
 
@@ -102,6 +117,7 @@ class EigenfaceMatcher(Matcher):
     """
 
     FTA_STATE = ("max_relative_dffs", "max_difs")  # `Matcher.FTA_STATE`
+    fit_takes_groups = True  # `Matcher.fit_takes_groups`
 
     name = "eigenface"
 
@@ -141,13 +157,18 @@ class EigenfaceMatcher(Matcher):
         return X.reshape(len(X), -1)
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, images):
-        """Fit the PCA basis on training images (n, H, W), pixels on [0, 255]."""
+    def fit(self, images, groups=None):
+        """Fit the PCA basis on training images (n, H, W), pixels on [0, 255].
+
+        ``groups`` (n,), the person of each image when known: the failure-to-acquire
+        limits are then calibrated on people held out (`_quality_folds`)."""
         self._check_params()
         X = self._check_images(images, fitted=False)
         n = len(X)
         if n < 2:
             raise InputError(f"eigenface: need at least 2 training images, got {n}")
+        if groups is not None and len(groups) != n:
+            raise InputError(f"eigenface: {len(groups)} groups for {n} training images")
         self.image_shape = tuple(int(s) for s in np.shape(images)[1:])
         mean, var, Vt = _pca(X)
         d = self._n_kept(var)
@@ -164,7 +185,7 @@ class EigenfaceMatcher(Matcher):
         self.scale_ = float(np.sqrt(self.explained_variance_.mean()))
         self.n_samples_fit_ = n
         self.gamma_ = self._resolve_gamma(lambda: self.transform(images))
-        self._fit_quality(X)
+        self._fit_quality(X, groups)
         return self
 
     def _n_kept(self, var):
@@ -182,12 +203,13 @@ class EigenfaceMatcher(Matcher):
         d = int(np.searchsorted(np.cumsum(var / var.sum()), float(self.variance) - 1e-12) + 1)
         return min(d, rank)
 
-    def _fit_quality(self, X):
+    def _fit_quality(self, X, groups=None):
         """The failure-to-acquire limits ``max_relative_dffs_`` and ``max_difs_`` from
-        k-fold held-out training images (at most QUALITY_MAX_IMAGES, seeded)."""
+        k-fold held-out training images (at most QUALITY_MAX_IMAGES, seeded; folds of
+        `_quality_folds`)."""
         idx = np.random.default_rng(0).permutation(len(X))[:QUALITY_MAX_IMAGES]
         relative, difs = [], []
-        for fold in np.array_split(idx, min(QUALITY_FOLDS, len(idx))):
+        for fold in _quality_folds(idx, groups):
             rest = np.setdiff1d(idx, fold)
             mean, var, Vt = _pca(X[rest])
             keep = min(self.n_components_, int(np.sum(var > var[0] * 1e-10)))
