@@ -73,29 +73,43 @@ def is_default(options):
     return all(options.get(k, "auto" if k == "init" else None) == v for k, v in lib.items())
 
 
+def faces_digest(images, labels):
+    """SHA-256 (hex) of a data set's images and labels: a cached set is reused only for
+    the same faces (sample_data was redrawn once under an unchanged name)."""
+    from ssgallery.formats.integrity import array_digest
+
+    return array_digest(np.asarray(images)) + array_digest(np.asarray(labels).astype(str))
+
+
 def cached_set(data, matcher, variants, args, cache):
     """run_set's result, read from OUT/<set>.json when a run with the same variants,
-    repetitions and seed is there (``--reuse``), else run and written there."""
+    repetitions and seed on the same faces (`faces_digest`) is there (``--reuse``), else
+    run and written there."""
     path = OUT / f"{data}-{matcher}-r{args.repetitions}-s{args.seed}.json"
     wanted = {v: VARIANTS[v][1] for v in variants}
+    images, labels = load_set(data)
+    faces = faces_digest(images, labels)
     if args.reuse and path.exists():
         saved = json.loads(path.read_text())
-        if all(saved["options"].get(v) == o for v, o in wanted.items()):
+        if saved.get("faces") == faces and all(saved["options"].get(v) == o
+                                               for v, o in wanted.items()):
             deltas = {v: {int(m): d for m, d in saved["deltas"][v].items()} for v in variants}
             return deltas, saved["svm"], saved["wall"], saved["commit"]
-    deltas, svm, wall = run_set(data, matcher, variants, args, cache)
+        print(f"{path.name}: other variants or other faces; measuring again", file=sys.stderr)
+    deltas, svm, wall = run_set((images, labels), matcher, variants, args, cache)
     OUT.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"options": wanted, "deltas": deltas, "svm": svm, "wall": wall,
-                                "commit": git_commit()}, indent=1))
+    path.write_text(json.dumps({"options": wanted, "faces": faces, "deltas": deltas,
+                                "svm": svm, "wall": wall, "commit": git_commit()}, indent=1))
     return deltas, svm, wall, git_commit()
 
 
-def run_set(data, matcher, variants, args, cache):
-    """{variant: {m: SSVM - SVM mean client EER}}, SVM mean client EER, wall seconds."""
+def run_set(faces, matcher, variants, args, cache):
+    """{variant: {m: SSVM - SVM mean client EER}}, SVM mean client EER, wall seconds;
+    ``faces``: (images, labels) of the set."""
     from ssgallery.biometrics.evaluation import evaluate
     from ssgallery.biometrics.protocol import ProtocolOptions, run_protocol
 
-    images, labels = load_set(data)
+    images, labels = faces
     if matcher == "dlib" and cache.exists():
         from ssgallery.matchers import deep
 
@@ -123,7 +137,8 @@ def main(argv=None):
     ap.add_argument("--cache", default=str(LFW_OUT / "dlib_descriptors.npz"))
     ap.add_argument("--reuse", action="store_true",
                     help="take a data set's figures from out/defaults/ when a run with the "
-                         "same variants, repetitions and seed is there")
+                         "same variants, repetitions and seed on the same faces is there "
+                         "(the page names the commit each set was measured at)")
     ap.add_argument("--no-page", action="store_true")
     args = ap.parse_args(argv)
     variants = args.variants.split(",")
@@ -164,7 +179,10 @@ every column. Data: AT&T (40 x 10), the synthetic sample data (`sample_data/face
 LFW (158 people); matchers with their defaults. lam relative (`lam_scale="gram"`)
 multiplies lam by the mean diagonal of the weighted, centred similarity Gram of the
 training points (`ssgallery.learn.supersparse.similarity_scale`, about 0.05 for
-eigenface RBF on AT&T, so relative 2e-3 is the old absolute 1e-4 there).
+eigenface RBF on AT&T, so relative 2e-3 is the old absolute 1e-4 there). With
+`--reuse` a set's figures come from an earlier run on the same faces (the same images
+and labels: `faces_digest`) with the same variants, repetitions and seed: the last
+printed line names the commit each set was measured at.
 Variants:
 """
 

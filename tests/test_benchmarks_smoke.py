@@ -8,6 +8,7 @@ into a temporary folder: its page must be written there, and neither ``docs/`` n
 script gets through. Scripts that read AT&T or LFW are marked slow (CI runs them).
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -174,3 +175,33 @@ def test_paper_lfw_dlibbox_continues_where_its_time_budget_stopped_it(tmp_path, 
     table = lambda text: text[text.index("arm "):text.index("worst clients")]
     assert table(again) == table(measured)  # the same rows, read back
     assert (pages / "paper_lfw_dlibbox.md").is_file()
+
+
+def test_defaults_reuses_a_set_only_measured_on_the_same_faces(tmp_path):
+    """benchmarks/defaults.py --reuse took a set's figures from out/defaults/ whatever
+    faces they were measured on (sample_data was redrawn under the same name): a cache
+    without the faces' digest, or with another, is measured again; one with the same
+    faces is read back."""
+    out = tmp_path / "bench_out"
+    env = dict(os.environ, OMP_NUM_THREADS="1", SSGALLERY_BENCH_OUT=str(out))
+    planted = out / "defaults" / "sample-eigenface-r1-s0.json"
+    planted.parent.mkdir(parents=True)
+    planted.write_text(json.dumps({
+        "options": {"rel-2e-3": {"lam": 2e-3, "lam_scale": "gram", "n_init": 1}},
+        "deltas": {"rel-2e-3": {"2": 0.0, "3": 0.0}}, "svm": 0.5, "wall": 1.0,
+        "commit": "0ld0ld0"}))
+
+    def run():
+        r = subprocess.run([sys.executable, str(BENCH / "defaults.py"), "--sets",
+                            "sample:eigenface", "--variants", "rel-2e-3", "--repetitions",
+                            "1", "--jobs", "1", "--reuse", "--no-page", "--cache",
+                            str(tmp_path / "none.npz")], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=600, check=False)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return r.stdout, r.stderr
+
+    first, said = run()
+    assert "0ld0ld0" not in first and "50.00" not in first
+    assert "sample-eigenface-r1-s0.json: other variants or other faces" in said
+    again, said = run()
+    assert again.splitlines()[:3] == first.splitlines()[:3] and "measuring again" not in said
