@@ -301,14 +301,22 @@ def _roc_refuses_in_one_line(path, named, message, out):
      "bad score metadata: client 'a': threshold must be a finite number or null"),
     ({"clients": {"a": {"matches": -5}}},
      "bad score metadata: client 'a': matches must be a non-negative finite number"),
+    ({"clients": {"a": {"matches": 1e308}, "b": {"matches": 2}}},
+     ("bad score metadata: client 'a': matches must be a non-negative finite number below "
+     "2**53 or null, got float 1e+308")),
+    ({"clients": {"a": {"fit_seconds": 1e308}, "b": {"fit_seconds": 1e308}}},
+     ("bad score metadata: client 'a': fit_seconds must be a non-negative finite number "
+     "below 2**53 or null, got float 1e+308")),
     ("fifo", "score metadata is a FIFO (named pipe), expected a regular file"),
     ("/dev/zero", "score metadata is a character device, expected a regular file"),
 ])
 def test_a_score_files_side_car_is_checked_input(tmp_path, sidecar, message):
     """A score file's side-car was read unbounded and used unchecked: a FIFO hung roc, a
     link to /dev/zero read until memory ran out, and a value of another type was an
-    internal error (m 'abc': ValueError, exit 4), or was used (matches -5). Now it is
-    one line naming the side-car, exit 2, nothing written."""
+    internal error (m 'abc': ValueError, exit 4), or was used (matches -5; matches or
+    fit_seconds 1e308: numpy's 'RuntimeWarning: overflow encountered' on stderr, a mean of
+    3.3e307 matches per claim, exit 0). Now it is one line naming the side-car, exit 2,
+    nothing written."""
     path = tmp_path / "s.txt"
     path.write_text("a a p1 0.9\na b p2 0.1\nb b p3 0.8\nb a p4 0.2\n")
     side = tmp_path / "s.txt.json"

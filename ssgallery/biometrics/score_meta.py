@@ -14,7 +14,9 @@ from ssgallery.safeio import MAX_TEXT_BYTES, read_regular
 
 MAGIC = "ssgallery-scores"  # the format of a side-car (and of an older file's '#' line)
 SIDECAR_VERSION = 2  # the side-car's format_version, the newest this code reads
-NON_NEGATIVE = ("matches", "fit_seconds")  # per-client values that count something
+# per-client values that count something: >= 0 and below EXACT_INT (their means and
+# spreads over clients are summed: 1e308 overflowed there, numpy's warning on stderr)
+NON_NEGATIVE = ("matches", "fit_seconds")
 
 
 def float_or_none(value):
@@ -102,11 +104,13 @@ def _client_values(client, info, where):
         if value is None or (isinstance(value, float) and math.isnan(value)):  # not known
             out[key] = None
             continue
-        if not is_finite_real(value) or (key in NON_NEGATIVE and value < 0):
+        if not is_finite_real(value) or (key in NON_NEGATIVE
+                                         and not 0 <= value < EXACT_INT):
             sign = "a non-negative " if key in NON_NEGATIVE else "a "
+            below = " below 2**53" if key in NON_NEGATIVE else ""
             raise InputError(f"bad score metadata: client {shown(client)}: {key} must be "
-                             f"{sign}finite number or null, got {shown(value, typed=True)}",
-                             path=where)
+                             f"{sign}finite number{below} or null, got "
+                             f"{shown(value, typed=True)}", path=where)
         out[key] = float(value)
     return out
 
