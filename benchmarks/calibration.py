@@ -21,10 +21,16 @@ repetitions); target FAR 0.1 %: <= 0.3 % on the 400-identity synthetic set
 (`ssgallery synth`, 10 images each: 100 enrolled clients, 300 people unseen, so that
 0.1 % is resolved per client; fewer clients than half keep its compress affordable).
 
+Small galleries (docs/operating-points.md): ``--enrolled 3`` (5, 10) enrols that many
+clients; ``--background K`` also enrols K of the other subjects as background
+(impostor-only, `enroll --background`), who are then not among the strangers. Run them
+with ``SSGALLERY_BENCH_OUT`` set to another folder: results.json keeps one entry per data
+set.
+
 Usage::
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/calibration.py \
-        [--datasets att,lfw,synth400] [--repetitions 5]
+        [--datasets att,lfw,synth400] [--repetitions 5] [--enrolled N] [--background K]
 """
 
 import argparse
@@ -96,12 +102,13 @@ def enrol_split(subjects, n_enrolled, n_train, rng, work):
     return chosen
 
 
-def _rates(table, clients, thresholds):
-    """Mean over clients of FAR (unseen subjects' claims only) and FRR at per-client
-    thresholds, and the pooled accepted / impostor-claim counts."""
+def _rates(table, clients, thresholds, seen=()):
+    """Mean over clients of FAR (unseen subjects' claims only: neither ``clients`` nor
+    the background subjects ``seen``) and FRR at per-client thresholds, and the pooled
+    accepted / impostor-claim counts."""
     far, frr, acc, n_imp = [], [], 0, 0
     genuine = table.claimed == table.real
-    unseen = ~np.isin(table.real, clients)
+    unseen = ~np.isin(table.real, [*clients, *seen])
     for c, t in zip(clients, thresholds):
         mine = table.claimed == c
         imp, gen = table.score[mine & unseen], table.score[mine & genuine]
@@ -126,6 +133,18 @@ def _mode_thresholds(summary, order, far, labels):
             for mode in MODES}
 
 
+def _background(subjects, chosen, k, rng, work):
+    """``k`` of the subjects not enrolled (drawn with ``rng`` after the split) linked as
+    work/background/<subject>/ for ``enroll --background``: impostors at compress time,
+    never counted as strangers. Returns their names."""
+    names = [str(s) for s in rng.choice(sorted(set(subjects) - chosen), size=k,
+                                        replace=False)] if k else []
+    for s in names:
+        (work / "background").mkdir(exist_ok=True)
+        (work / "background" / s).symlink_to(work / "probes" / s)
+    return names
+
+
 def run_repetition(subjects, matcher, targets, args, rep, enrolled=None):
     from ssgallery.app.compress import CompressOptions, compress
     from ssgallery.app.enroll import enroll
@@ -135,9 +154,11 @@ def run_repetition(subjects, matcher, targets, args, rep, enrolled=None):
     rng = np.random.default_rng(1000 * args.seed + rep)
     with tempfile.TemporaryDirectory(prefix="ssg-cal-") as tmp:
         work = Path(tmp)
-        enrol_split(subjects, args.enrolled or enrolled or len(subjects) // 2, args.train_images,
-               rng, work)
-        enroll(work / "train", work / "e.h5", matcher=matcher, warn=lambda m: None)
+        chosen = enrol_split(subjects, args.enrolled or enrolled or len(subjects) // 2,
+                             args.train_images, rng, work)
+        background = _background(subjects, chosen, args.background, rng, work)
+        enroll(work / "train", work / "e.h5", matcher=matcher, warn=lambda m: None,
+               background=work / "background" if background else None)
         t0 = time.perf_counter()
         summary = compress(work / "e.h5", work / "g.h5",
                            CompressOptions(m=args.m, seed=rep, target_far=targets[0]))
@@ -158,7 +179,7 @@ def run_repetition(subjects, matcher, targets, args, rep, enrolled=None):
         modes = {"client-v0": _mode_thresholds(old, order, far, labels)["client"]
                  if old is not None else modes["client"], **modes}
         for label, (t, info) in modes.items():
-            a_far, a_frr, acc, n_imp = _rates(table, order, t)
+            a_far, a_frr, acc, n_imp = _rates(table, order, t, background)
             out["results"][f"{far:g}/{label}"] = {
                 "target_far": far, "mode": label, "far": a_far, "frr": a_frr,
                 "accepted": acc, "impostor_claims": n_imp,
@@ -212,6 +233,9 @@ def main(argv=None):
     parser.add_argument("--repetitions", type=int, default=None,
                         help="[5 for att/lfw, 1 for synth400]")
     parser.add_argument("--enrolled", type=int, default=None, help="[half of the subjects]")
+    parser.add_argument("--background", type=int, default=0,
+                        help="unseen subjects enrolled as background (impostor-only), "
+                             "left out of the strangers [0]")
     parser.add_argument("--train-images", type=int, default=5)
     parser.add_argument("--m", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)

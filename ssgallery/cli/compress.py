@@ -19,6 +19,7 @@ from ssgallery.app.training_sets import IMPOSTOR_MODES
 from ssgallery.biometrics.calibration import THRESHOLD_MODES
 from ssgallery.cli.operating import (
     calibration_line,
+    few_people_warning,
     frr_warning,
     open_set_line,
     open_set_warning,
@@ -84,7 +85,9 @@ def _int_or_auto(lowest):
               help="znorm-global: Z-norm each client on its held-out impostor scores, then "
               "one threshold on all clients' pooled scores; client: each client's own "
               "held-out impostors; shrink: the client's normalised threshold half-way to "
-              "the global one. See docs/operating-points.md.")
+              "the global one. Thresholds rest on impostor people (the other clients and "
+              "the background): below 20, no mode keeps the target FAR and compress warns "
+              "(enroll --background). See docs/operating-points.md.")
 @click.option("--refit-matcher/--no-refit-matcher", default=DEFAULT.refit_matcher,
               show_default=True,
               help="Refit a matcher that learns from images (eigenface) on each "
@@ -258,6 +261,7 @@ def _warnings(summary, guard_gap):
     if open_set_warning(summary):
         warn(open_set_warning(summary))
     for advice in (unresolved_warning(summary.calibration),
+                   few_people_warning(summary.calibration),
                    frr_warning(summary.calibration, summary.matcher)):
         if advice:
             warn(advice)

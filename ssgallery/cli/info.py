@@ -5,7 +5,13 @@ import os
 import click
 
 from ssgallery import jsontext
-from ssgallery.cli.operating import calibration_line, frr_warning, open_set_line, unresolved_warning
+from ssgallery.cli.operating import (
+    calibration_line,
+    few_people_warning,
+    frr_warning,
+    open_set_line,
+    unresolved_warning,
+)
 from ssgallery.cli.options import (
     contract_line,
     key_file_option,
@@ -76,6 +82,7 @@ def _print_gallery(g):
 def _warn_gallery(g):
     """The gallery summary's warnings (stderr), with or without --json or --quiet."""
     for advice in (unresolved_warning(g.get("calibration"), command="info"),
+                   few_people_warning(g.get("calibration")),
                    frr_warning(g.get("calibration"), g["matcher"], command="info")):
         if advice:
             warn(advice)

@@ -8,6 +8,11 @@ from ssgallery.errors import printable
 from ssgallery.tables import counted
 
 HIGH_FRR = 0.2  # an expected FRR from which compress and info warn
+# impostor people behind the thresholds below which compress and info warn: on AT&T (20
+# clients, no background, 20 people in the pool) the target FAR 1 % held for people never
+# seen; with 3, 5 and 10 it did not, or only at 45-84 % FRR (docs/operating-points.md,
+# "Small galleries")
+MIN_IMPOSTOR_PEOPLE = 20
 
 
 def _num(value):
@@ -162,6 +167,37 @@ def unresolved_warning(cal, command="compress"):
             f"{_people(u)}{_unresolved_far(u)}; raise {option} (at least 4 impostor "
             "images per client, of as many people as there are) or enrol more people "
             "(enroll --background)")
+
+
+def few_people_warning(cal):
+    """The warning ``compress`` and ``info`` give when the thresholds rest on the held-out
+    scores of fewer than `MIN_IMPOSTOR_PEOPLE` impostor people (the clusters of the
+    record's ``far_by_person``): too few for the target FAR to hold for new people,
+    whatever the expected FAR says; the remedy is more people, not another threshold mode.
+    None otherwise, and when the record has no interval by person or its clients'
+    expected FAR is already not estimated (`unresolved_warning` says so), or every
+    client's thresholds are on training scores (compress's warning and the expected FAR
+    say so)."""
+    from ssgallery.app.thresholds import clustered_sums, training_share, unresolved_record
+
+    cal = cal or {}
+    sums = clustered_sums(cal.get("far_by_person"))
+    if sums is None or unresolved_record(cal.get("unresolved")) is not None or \
+            training_share(cal.get("training_clients"), cal.get("clients")) == "all":
+        return None
+    people = int(sums["clusters"])
+    if people >= MIN_IMPOSTOR_PEOPLE:
+        return None
+    return (f"the thresholds rest on the impostor scores of only "
+            f"{counted(people, 'impostor person', 'impostor people')} (fewer than "
+            f"{MIN_IMPOSTOR_PEOPLE}): too few for a target FAR of "
+            f"{100 * (_num(cal.get('target_far')) or 0):g}% to hold for new people, "
+            "whatever the expected FAR says (at target 1%, AT&T galleries of 3, 5 and 10 "
+            "clients accepted 9.9%, 0.2% and 1.5% of strangers' claims and rejected 25%, "
+            "84% and 45% of genuine ones; another --threshold-mode does not help: "
+            "docs/operating-points.md, small galleries); enrol people who will never be "
+            f"clients as impostors (enroll --background, {MIN_IMPOSTOR_PEOPLE - people} more "
+            "people at least) and compress again")
 
 
 def _share_rejected(frr):
