@@ -121,3 +121,37 @@ def test_file_format_of_a_fifo_is_a_clear_error_not_a_hang(tmp_path, unix_socket
     assert _within(10, lambda: file_format(encrypted)) == "ssgallery-gallery"
     assert _within(10, lambda: file_format(plain)) is None
     assert _within(10, lambda: file_format(tmp_path / "missing")) is None
+
+
+def test_a_store_reopened_for_its_rows_never_waits_on_a_fifo(tmp_path):
+    """compress reads a large store's rows by reopening it (`StoreImages`), through the
+    seal's opener, which opened the path with a blocking open(): a FIFO put at the
+    store's path while a run read it hung the run for ever (as did `check_seal` and
+    `encryption.decrypt` given such a path). The seal's and the encryption's openers
+    open as the first read does now (`ssgallery.formats.readonly.opened`): one line
+    naming the store."""
+    from helpers import make_faces
+
+    from ssgallery.app.enroll import enroll
+    from ssgallery.formats.encryption import decrypt
+    from ssgallery.formats.seal import check_seal
+    from ssgallery.formats.store import load_store
+
+    path = tmp_path / "s.h5"
+    enroll(make_faces(str(tmp_path / "faces"), n_clients=2, n_images=3, seed=1), path)
+    store = load_store(path, images=False)
+    assert store.images[0:1].shape[0] == 1
+    os.mkfifo(tmp_path / "fifo")
+    os.replace(tmp_path / "fifo", path)
+    expected = "not a regular file, expected an {} file"
+    try:
+        for read, kind in ((lambda: store.images[0:1], "ssgallery enrollment store"),
+                           (lambda: check_seal(path, "store"), "store"),
+                           (lambda: decrypt(path, "store", None, b"k" * 32), "store")):
+            with pytest.raises(FormatError) as refused:
+                _within(10, read)
+            assert str(refused.value) == f"{path}: " + expected.format(kind)
+    finally:  # a reader still blocked in open() (the old code) gets its writer and ends
+        for _ in range(3):
+            with contextlib.suppress(OSError):
+                os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))

@@ -44,7 +44,7 @@ import re
 
 from ssgallery.errors import FormatError, InputError, SsgalleryError, option
 from ssgallery.formats.integrity import PRIVACY_KEY_ENV, FileKey, KeyNeeded, checked_key
-from ssgallery.formats.readonly import ReadOnlyFile
+from ssgallery.formats.readonly import ReadOnlyFile, opened
 from ssgallery.safeio import file_kind, open_regular
 
 MAGIC = b"SSGALLERY-ENCRYPTED 1\n"
@@ -257,12 +257,10 @@ class _Container:
 
 def _open(path, kind, fmt, key, handle=None):
     """``(handle, its _Container)``: ``handle`` (already open on the file ``path``
-    names), else ``path`` opened; closed on any error."""
-    if handle is None:
-        try:
-            handle = open(path, "rb", buffering=0)  # noqa: SIM115 (closed by the caller)
-        except OSError as exc:
-            raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
+    names), else ``path`` opened (`ssgallery.formats.readonly.opened`: never waiting on a
+    FIFO); closed on any error."""
+    if handle is None:  # never waiting on a FIFO, a regular file by its descriptor
+        handle = opened(path, kind)[0]
     try:
         return handle, _Container(handle, path, kind, fmt, key)
     except OSError as exc:

@@ -70,34 +70,15 @@ def hdf5_image(path, userblock_size=0, fmt=None, privacy_key=None):
         handle.writelines(pieces)
 
 
-def _opened(path, kind, hint):
-    """``path`` opened once for reading (an unbuffered binary file) and its ``fstat``:
-    `ssgallery.safeio.open_regular` (read-only, never waiting on a FIFO, a regular file
-    by its descriptor: what is checked is what is then read). `FormatError` otherwise."""
-    import stat
-
-    from ssgallery.safeio import open_regular
-
-    try:
-        fd, st = open_regular(path)  # a folder or a socket is never opened
-    except FileNotFoundError:
-        raise FormatError(f"no such {kind}{hint}", path=path) from None
-    except OSError as exc:
-        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
-    if fd is None:
-        what = "is a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        raise FormatError(f"{what}, expected an {kind} file", path=path)
-    return open(fd, "rb", buffering=0), st
-
-
 def _source(path, kind, hint, fmt, lazy, privacy_key, facts):
     """What ``h5py.File`` opens for `open_checked`, over one open of ``path``: the
     plaintext of an encrypted file (decrypted in memory), else the sealed file (checked
     per chunk read when ``lazy``, else whole, before HDF5 parses it). Fills ``facts``."""
     from ssgallery.formats import encryption
+    from ssgallery.formats.readonly import opened
     from ssgallery.formats.seal import SealedFile
 
-    handle, st = _opened(path, kind, hint)
+    handle, st = opened(path, kind, hint)
     try:
         head = os.pread(handle.fileno(), len(encryption.MAGIC), 0)
     except OSError as exc:

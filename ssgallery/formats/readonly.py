@@ -1,12 +1,34 @@
 """`ReadOnlyFile`: the file object ``h5py.File`` reads a checked file through (a sealed
 file, `ssgallery.formats.seal.SealedFile`; an encrypted one,
-`ssgallery.formats.encryption.EncryptedFile`): position, seeking and closing, once.
+`ssgallery.formats.encryption.EncryptedFile`): position, seeking and closing, once; and
+`opened`, how such a file is opened by its name.
 
 Standard library only (on the ``verify`` path).
 """
 
 import io
 import os
+import stat
+
+from ssgallery.errors import FormatError
+from ssgallery.safeio import open_regular
+
+
+def opened(path, kind, hint=""):
+    """``path`` opened once for reading (an unbuffered binary file) and its ``fstat``:
+    `ssgallery.safeio.open_regular` (read-only, never waiting on a FIFO, a regular file
+    by its descriptor: what is checked is what is then read). `FormatError` otherwise,
+    naming the file as a ``kind`` (``hint``: what to do about a missing one)."""
+    try:
+        fd, st = open_regular(path)  # a folder or a socket is never opened
+    except FileNotFoundError:
+        raise FormatError(f"no such {kind}{hint}", path=path) from None
+    except OSError as exc:
+        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
+    if fd is None:
+        what = "is a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise FormatError(f"{what}, expected an {kind} file", path=path)
+    return open(fd, "rb", buffering=0), st
 
 
 class ReadOnlyFile(io.RawIOBase):

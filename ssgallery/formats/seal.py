@@ -36,7 +36,7 @@ import os
 import re
 
 from ssgallery.errors import FormatError
-from ssgallery.formats.readonly import ReadOnlyFile
+from ssgallery.formats.readonly import ReadOnlyFile, opened
 
 USERBLOCK = 1 << 15
 TABLE = 256
@@ -152,12 +152,10 @@ class _Seal:
 
 def _open(path, kind, handle=None):
     """``(handle, its _Seal)``: ``handle`` (an unbuffered binary file already open on
-    the file ``path`` names), else ``path`` opened; closed on any error."""
-    if handle is None:
-        try:
-            handle = open(path, "rb", buffering=0)  # noqa: SIM115 (closed by the caller)
-        except OSError as exc:
-            raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
+    the file ``path`` names), else ``path`` opened (`ssgallery.formats.readonly.opened`:
+    never waiting on a FIFO); closed on any error."""
+    if handle is None:  # never waiting on a FIFO, a regular file by its descriptor
+        handle = opened(path, kind)[0]
     try:
         return handle, _Seal(handle, path, kind)
     except OSError as exc:
