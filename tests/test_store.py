@@ -439,3 +439,26 @@ def test_an_edited_store_read_by_a_worker_is_one_line(tmp_path):
         handle.write(bytes([byte ^ 1]))
     with pytest.raises(FormatError, match=r"s\.h5: corrupt .*do not match its seal"):
         list(run_jobs(_row_sum, [slice(0, 4), slice(4, 8)], n_jobs=2, shared=store.images))
+
+
+def test_a_lazily_read_store_saves_as_it_was_read(tmp_path):
+    """EnrollmentStore.save of a store read with images=False (its rows on disk, a
+    StoreImages) raised AttributeError: 'StoreImages' object has no attribute 'size'
+    (no command reached it: enroll --add saves a StackedImages). Now it writes the same
+    store, reading the rows a slice at a time, to another file or over the one it reads
+    from, and reads its rows from the file written from then on."""
+    faces = make_faces(str(tmp_path / "f"), n_clients=2, n_images=3, seed=1)
+    path, copy = tmp_path / "s.h5", tmp_path / "copy.h5"
+    enroll(faces, path)
+    whole = load_store(path)
+    for target in (copy, path):
+        store = load_store(path, images=False)
+        store.save(target)
+        assert store.path == os.fspath(target)
+        np.testing.assert_array_equal(store.images[0:6], whole.images)
+        again = load_store(target)
+        np.testing.assert_array_equal(again.images, whole.images)
+        assert again.fingerprint == whole.fingerprint
+        assert again.images.dtype == np.float32 and again.sha256 == whole.sha256
+    with h5py.File(copy, "r") as f:
+        assert f["images"].dtype == np.uint8  # 8-bit pixels stay 8-bit, as enroll wrote them

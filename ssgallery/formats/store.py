@@ -157,7 +157,9 @@ class EnrollmentStore:
         with ``force`` when it is not an ssgallery file (never a gallery: see
         `ssgallery.formats.atomic.check_writable`). With ``privacy_key`` (bytes) the
         file is encrypted in memory before it is written
-        (`ssgallery.formats.encryption`).
+        (`ssgallery.formats.encryption`). A store whose rows are read on demand
+        (`StoreImages`, `StackedImages`) is written a slice at a time, also over the file
+        it reads from, and reads its rows from the file written from then on.
         """
         import h5py
 
@@ -309,8 +311,8 @@ def _write_images(f, images, dtype):
 
 def _is_8bit(images, chunk=1024):
     """True when every pixel is an integer on [0, 255] (checked ``chunk`` images at a
-    time: no full-size temporary)."""
-    if not images.size:
+    time: no full-size temporary; an array, a `StoreImages` or a `StackedImages`)."""
+    if not int(np.prod(images.shape)):
         return False
     for i in range(0, len(images), chunk):
         block = images[i:i + chunk]
