@@ -197,15 +197,20 @@ def _check_calibration_inputs(result, target_far, refuse):
     """The threshold and the Z-norm training derives from the held-out impostor scores
     (`ssgallery.app.client_training.train_client`) must be theirs: the calibration
     sets the final threshold from the scores and the Z-norm, so a threshold checked on
-    its own would not be the one the gallery gets."""
+    its own would not be the one the gallery gets. Scores whose Z-norm overflows (finite
+    ones of 1e308: numpy's warning on the terminal) are refused first."""
     from ssgallery.app.client_training import threshold_at_far
     from ssgallery.biometrics.heldout import znorm_parameters
 
     impostor = result.heldout["impostor"]
+    with np.errstate(over="ignore", invalid="ignore"):  # refused below, not a warning
+        own = znorm_parameters(impostor)
+    if not (np.isfinite(own["mean"]) and np.isfinite(own["std"])):
+        refuse("held-out impostor scores whose mean or spread overflows a float")
     if result.threshold != threshold_at_far(impostor, target_far):
         refuse(f"threshold {result.threshold:.6g} is not that of its held-out impostor "
                f"scores at the target FAR")
-    norm, own = result.normalization, znorm_parameters(impostor)
+    norm = result.normalization
     values = [norm.get(k) for k in ("mean", "std")] if isinstance(norm, dict) else []
     if len(values) != 2 or set(norm) != set(own) or norm["kind"] != "znorm" \
             or norm["n"] != own["n"] \

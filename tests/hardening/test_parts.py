@@ -397,3 +397,28 @@ def test_a_part_of_another_run_with_a_provenance_not_an_object_is_a_bad_part(sit
     shown = PartsFolder(gallery)._shown("c01")
     assert said == [(f"{shown}: unreadable (TypeError: meta or its provenance is not a JSON "
                      "object); a bad part: client 'c01' is trained again")]
+
+
+def test_held_out_scores_whose_spread_overflows_are_a_bad_part(site, tmp_path):
+    """A part whose held-out impostor scores are finite but of 1e308 (its threshold that of
+    those scores at the target FAR): compress --resume computed their Z-norm to compare
+    with the part's and numpy printed 'RuntimeWarning: overflow encountered in square'
+    and a line of its source on stderr before calling it a bad part. Now the part is bad
+    for that reason, in one warning line, and its client trained again."""
+    impostor = np.array([1e308, -1e308, 0.5])
+    part = _forged(site, heldout={"impostor": impostor, "genuine": np.array([1.0]),
+                                  "impostor_row": np.array([5, 10, 11])},
+                   threshold=threshold_at_far(impostor, OPTIONS.target_far),
+                   normalization={"kind": "znorm", "mean": 0.1, "std": 1.0, "n": 3})
+    gallery = tmp_path / "g.h5"
+    _plant(site, gallery, part)
+    pool = Workers(timeout=120)
+    try:
+        r = pool.run(["compress", "--store", site["root"] / "e.h5", "-o", gallery,
+                      "--resume", *ARGS])
+    finally:
+        pool.close()
+    assert r.get("code") == 0, r
+    assert "held-out impostor scores whose mean or spread overflows a float; a bad part: " \
+           "client 'c01' is trained again" in r["stderr"], r["stderr"]
+    assert "Warning:" not in r["stderr"] and "_methods.py" not in r["stderr"], r["stderr"]
