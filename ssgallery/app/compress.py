@@ -38,6 +38,7 @@ from ssgallery.app.compress_plan import (  # noqa: F401  (FEATURE_BUDGET, CHUNK:
     client_jobs,
     prepare,
     setup_blocks,
+    unseen_accepts,
 )
 from ssgallery.app.open_set import fill_spreads, operating_point
 from ssgallery.app.options import CompressOptions, CompressRun
@@ -85,6 +86,7 @@ class CompressSummary:
     open_set_dropped: bool = False  # the updated gallery's point could not be kept
     worse_than_svm: list = None  # clients whose held-out teacher_gap exceeds GUARD_GAP
     not_held_out: list = None  # clients thresholded on training scores despite --cv-folds
+    unseen: dict = None  # their thresholds on the store's people they never trained on
     off_scale: dict = None  # client -> [accepted, impostors]: held-out scores off its scale
     spread_borrowed: list = None  # clients without an impostor spread (`fill_spreads`)
 
@@ -230,6 +232,8 @@ def _locked_run(plan, options, paths, run, secrets):
     borrowed = fill_spreads(results, kept)
     point = operating_point(results, plan.store.labels, options.target_fpir, kept,
                             previous_point, gallery_path)
+    unseen = options.cv_folds and unseen_accepts(plan, results, [
+        c for c in todo if _not_held_out(results[c])])  # what their thresholds accept
     dead = _write(plan, gallery_path, store_path, results, (calibration, point), run.force,
                   (key, privacy_key))
     parts.remove()
@@ -237,7 +241,8 @@ def _locked_run(plan, options, paths, run, secrets):
                     {"trained": todo, "kept": kept, "resumed": resumed,
                      "calibration": calibration, "open_set": point,
                      "open_set_dropped": previous_point is not None and point is None,
-                     "never_accepting": dead, "spread_borrowed": borrowed})
+                     "never_accepting": dead, "spread_borrowed": borrowed,
+                     "unseen": unseen or None})
 
 
 def _train(plan, run, todo, committed, results):

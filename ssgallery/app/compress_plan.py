@@ -11,11 +11,17 @@ import numpy as np
 from ssgallery.app.client_training import ClientJob, threshold_folds
 from ssgallery.app.fold_spaces import FoldSpaces, learns_from_images, shared_folds, subject_order
 from ssgallery.app.options import CompressOptions, resolve_between, resolve_training
-from ssgallery.app.training_sets import cohort_distances, subject_means, training_rows
+from ssgallery.app.training_sets import (
+    client_rng,
+    cohort_distances,
+    subject_means,
+    training_rows,
+)
 from ssgallery.errors import InputError, SsgalleryError, option
 from ssgallery.learn.supersparse import resolve_init
 from ssgallery.tables import did_you_mean
 
+UNSEEN_SAMPLE = 600  # store images of unseen people scored per client (`unseen_accepts`)
 FEATURE_BUDGET = 256 * 2**20  # bytes: features of every image kept in memory below this
 CHUNK = 1024  # images per read/transform chunk
 
@@ -177,6 +183,40 @@ def _share_folds(plan, clients, progress):
         for key in shared:
             plan.fold_spaces.share([key])
             progress.advance()
+
+
+def unseen_accepts(plan, results, clients):
+    """What the thresholds of ``clients`` (trained by this run, thresholded on their
+    training scores: nothing held out) do to the store's people their models never
+    trained on: each final model scored on the store's images of the subjects outside
+    its training rows (at most `UNSEEN_SAMPLE` per client, a seeded sample) and counted
+    at its threshold. The matcher's basis (eigenface) has seen those images, so new
+    people fare no better. ``{"accepted", "images", "people", "clients"}`` (people: the
+    distinct subjects scored; clients: how many had any), or None when none had any."""
+    o = plan.options
+    index = {s: i for i, s in enumerate(plan.subjects)}
+    accepted = images = measured = 0
+    people = set()
+    for client in clients:
+        rows, _ = training_rows(plan.codes, index[client], client_id=client,
+                                max_impostors=o.max_impostors, impostors=o.impostors,
+                                seed=o.seed, subject_distance=plan.distance)
+        unseen = np.flatnonzero(~np.isin(plan.codes, plan.codes[rows]))
+        if unseen.size == 0:
+            continue
+        if unseen.size > UNSEEN_SAMPLE:
+            unseen = np.sort(client_rng(o.seed, client).choice(unseen, UNSEEN_SAMPLE,
+                                                               replace=False))
+        r = results[client]
+        g = plan.similarity(np.asarray(_block(plan, unseen), dtype=float),
+                            r.prototypes) @ r.beta + r.intercept
+        accepted, images = accepted + int(np.sum(g >= r.threshold)), images + unseen.size
+        people.update(np.unique(plan.codes[unseen]).tolist())
+        measured += 1
+    if not measured:
+        return None
+    return {"accepted": accepted, "images": images, "people": len(people),
+            "clients": measured}
 
 
 def client_jobs(plan, clients):

@@ -144,7 +144,10 @@ def _int_or_auto(lowest):
               "images (0 = all). Galleries of up to K + 1 people's images are not capped.")
 @click.option("--impostors", type=click.Choice(IMPOSTOR_MODES), default=DEFAULT.impostors,
               show_default=True, help="Which impostors when capped: a seeded sample "
-              "stratified over subjects, or the subjects nearest to the client.")
+              "stratified over subjects, or the subjects nearest to the client. A cap "
+              "that leaves one impostor person holds nothing out: the threshold is on "
+              "training scores, and compress says what it accepts of the store's other "
+              "people.")
 @click.option("--jobs", type=int, default=1, show_default=True, metavar="N",
               help="Train clients in N local processes (-1: one per core).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
@@ -275,9 +278,9 @@ def _warnings(summary, guard_gap):
                   "iterations (--max-iter) or --guard")
     _warn_clients(summary.not_held_out, "set their thresholds on training scores, with "
                   "too few impostor people or own images to hold out (the expected FAR and "
-                  "1:N FPIR are optimistic)", "raise --max-impostors, use --impostors sample "
-                  "or enrol more people (enroll --background); a client needs at least 2 "
-                  "images of its own to hold one out")
+                  f"1:N FPIR are not estimates{_unseen_note(summary)})", "raise "
+                  "--max-impostors, use --impostors sample or enrol more people (enroll "
+                  "--background); a client needs at least 2 images of its own to hold one out")
     _warn_clients(list(summary.off_scale or {}), "thresholded on their training scores "
                   "(held-out scores off their scale; FAR optimistic, see "
                   "docs/operating-points.md)")
@@ -285,6 +288,21 @@ def _warnings(summary, guard_gap):
     if summary.basis_stale:
         warn("the store's matcher basis is stale (clients were added with --add); re-run "
              "enroll without --add to refit it")
+
+
+def _unseen_note(summary):
+    """``: measured on ...``: what the thresholds of the clients thresholded on training
+    scores accept of the store's people their models never trained on
+    (`ssgallery.app.compress_plan.unseen_accepts`), beside the target; empty when
+    nothing was measured."""
+    u = summary.unseen
+    if not u:
+        return ""
+    return (f"; measured on the store's images of people their models never trained on "
+            f"({u['people']} people, {u['clients']} clients), their thresholds accept "
+            f"{u['accepted']} of {u['images']} ({100 * u['accepted'] / u['images']:.1f}% "
+            f"against a target of {100 * summary.target_far:g}%): expect strangers to be "
+            "accepted at a rate of that order, not at the target")
 
 
 def _warn_spread(summary):
