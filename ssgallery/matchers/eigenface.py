@@ -31,56 +31,19 @@ from ssgallery.checks import is_finite_real
 from ssgallery.errors import InputError, SsgalleryError
 from ssgallery.learn.similarity import RBFSimilarity, median_gamma
 from ssgallery.matchers.base import Matcher, rbf_gamma
+from ssgallery.matchers.eigenface_space import (  # noqa: F401 (re-exported)
+    DIFS_MARGIN,
+    QUALITY_FOLDS,
+    QUALITY_MAX_IMAGES,
+    RELATIVE_DFFS_CAP,
+    RELATIVE_DFFS_MARGIN,
+    face_space_distances,
+    pca,
+    quality_limits,
+    shares,
+)
 
-# Failure-to-acquire calibration (see the module docstring); margins chosen by
-# measurement on AT&T and the sample data (docs/security.md gives the command).
-QUALITY_FOLDS = 5
-QUALITY_MAX_IMAGES = 600
-RELATIVE_DFFS_MARGIN = 1.25
-RELATIVE_DFFS_CAP = 0.95  # 90 % of the probe's contrast energy outside face space
-DIFS_MARGIN = 1.5
 TRANSFORM_CHUNK = 1024  # images per block in transform: bounds its float64 temporaries
-
-
-def _pca(X):
-    """Mean (p,), variances (r,) and axes (r, p) of the rows of X (n, p)."""
-    mean = X.mean(0)
-    # SVD of the (n, p) centred data; n << p for faces, so this is the cheap side.
-    _, s, Vt = np.linalg.svd(X - mean, full_matrices=False)
-    return mean, s ** 2 / max(len(X) - 1, 1), Vt
-
-
-def face_space_distances(X, mean, components, variance):
-    """Per row of X (n, p): DFFS relative to the row's contrast (RMS residual / pixel
-    standard deviation; inf for a uniform image) and DIFS (RMS of the coefficients
-    in units of their training standard deviations). Two arrays of shape (n,)."""
-    Xc = X - mean
-    Z = Xc @ components.T
-    dffs = np.sqrt(np.mean((Xc - Z @ components) ** 2, axis=1))
-    contrast = X.std(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        relative = np.where(contrast > 1e-6, dffs / contrast, np.inf)
-    difs = np.sqrt(np.mean(Z ** 2 / variance, axis=1))
-    return relative, difs
-
-
-def _shares(ratio, d):
-    """A stored ``explained_variance_ratio`` as a fit gives it: (d,) shares in (0, 1]
-    summing to at most 1 (up to rounding)."""
-    return bool(ratio.shape == (d,) and np.isfinite(ratio).all() and (ratio > 0).all()
-                and (ratio <= 1).all() and ratio.sum() <= 1 + 1e-9)
-
-
-def _quality_folds(idx, groups):
-    """The held-out folds (rows of ``idx``) of the failure-to-acquire calibration:
-    folds of people when ``groups`` (the person of each image) names two or more
-    (module docstring), else folds of images."""
-    people = None if groups is None else np.asarray(groups).astype(str)[idx]
-    if people is None or len(set(people.tolist())) < 2:
-        return np.array_split(idx, min(QUALITY_FOLDS, len(idx)))
-    order = list(dict.fromkeys(people.tolist()))  # first seen in the seeded permutation
-    return [idx[np.isin(people, part)]
-            for part in np.array_split(np.array(order), min(QUALITY_FOLDS, len(order)))]
 
 
 class EigenfaceMatcher(Matcher):
@@ -161,7 +124,8 @@ class EigenfaceMatcher(Matcher):
         """Fit the PCA basis on training images (n, H, W), pixels on [0, 255].
 
         ``groups`` (n,), the person of each image when known: the failure-to-acquire
-        limits are then calibrated on people held out (`_quality_folds`)."""
+        limits are then calibrated on people held out
+        (`ssgallery.matchers.eigenface_space.quality_folds`)."""
         self._check_params()
         X = self._check_images(images, fitted=False)
         n = len(X)
@@ -170,7 +134,7 @@ class EigenfaceMatcher(Matcher):
         if groups is not None and len(groups) != n:
             raise InputError(f"eigenface: {len(groups)} groups for {n} training images")
         self.image_shape = tuple(int(s) for s in np.shape(images)[1:])
-        mean, var, Vt = _pca(X)
+        mean, var, Vt = pca(X)
         d = self._n_kept(var)
         ratio = var / var.sum()
         Vt = Vt[:d]
@@ -204,27 +168,11 @@ class EigenfaceMatcher(Matcher):
         return min(d, rank)
 
     def _fit_quality(self, X, groups=None):
-        """The failure-to-acquire limits ``max_relative_dffs_`` and ``max_difs_`` from
-        k-fold held-out training images (at most QUALITY_MAX_IMAGES, seeded; folds of
-        `_quality_folds`)."""
-        idx = np.random.default_rng(0).permutation(len(X))[:QUALITY_MAX_IMAGES]
-        relative, difs = [], []
-        for fold in _quality_folds(idx, groups):
-            rest = np.setdiff1d(idx, fold)
-            mean, var, Vt = _pca(X[rest])
-            keep = min(self.n_components_, int(np.sum(var > var[0] * 1e-10)))
-            if keep >= 1:
-                r, f = face_space_distances(X[fold], mean, Vt[:keep], var[:keep])
-                relative.append(r)
-                difs.append(f)
-        difs.append(face_space_distances(X, self.mean_, self.components_,
-                                         self.explained_variance_)[1])
-        relative = np.concatenate(relative) if relative else np.empty(0)
-        relative = relative[np.isfinite(relative)]  # a uniform training image says nothing
-        self.max_relative_dffs_ = float(min(RELATIVE_DFFS_MARGIN * relative.max(),
-                                            RELATIVE_DFFS_CAP)) if relative.size \
-            else RELATIVE_DFFS_CAP
-        self.max_difs_ = float(DIFS_MARGIN * np.max(np.concatenate(difs)))
+        """The failure-to-acquire limits ``max_relative_dffs_`` and ``max_difs_``
+        (`ssgallery.matchers.eigenface_space.quality_limits`)."""
+        self.max_relative_dffs_, self.max_difs_ = quality_limits(
+            X, groups, self.n_components_, self.mean_, self.components_,
+            self.explained_variance_)
         self.quality_threshold_ = 1.0
 
     def quality(self, images):
@@ -372,7 +320,7 @@ class EigenfaceMatcher(Matcher):
             problem = "a mean image outside the pixel range"
         elif not (self.explained_variance_ > 0).all():  # a fit keeps variances > 0 only
             problem = "explained variances that are not positive"
-        elif ratio_stored and not _shares(self.explained_variance_ratio_, len(V)):
+        elif ratio_stored and not shares(self.explained_variance_ratio_, len(V)):
             problem = ("explained variance ratios that are not one share of the variance "
                        "per component (in (0, 1], summing to at most 1)")
         else:
