@@ -350,3 +350,33 @@ def test_written_paths_records_replacements(tmp_path):
     assert written_paths() == [str(tmp_path / "a.txt")]
     forget_written()
     assert written_paths() == []
+
+
+def test_a_gallery_of_a_newer_version_is_never_replaced(enrolled, tmp_path):
+    """compress looked at an existing gallery's format tag only: one of a newer
+    format_version, which this ssgallery refuses to read ('format version 99 is newer
+    than this ssgallery supports'), was replaced without --force, exit 0 (main). Now it
+    is kept, even forced, as enroll keeps a newer store (its reader refuses it): one
+    line naming the file, exit 2, the file unchanged."""
+    import h5py
+    import numpy as np
+    from helpers import rehash_gallery, rehash_store
+
+    store, gallery = enrolled
+    for path, rehash in ((store, rehash_store), (gallery, rehash_gallery)):
+        with h5py.File(path, "a") as f:
+            f.attrs["format_version"] = np.int64(99)
+        rehash(path)
+    store_bytes, gallery_bytes = store.read_bytes(), gallery.read_bytes()
+    fresh = tmp_path / "e2.h5"
+    assert _run("enroll", tmp_path / "faces", "--store", fresh)[0] == 0
+    for args, path, kind, newest in (
+            (["compress", "--store", fresh, "-o", gallery, "--m", 1, "--cv-folds", 0],
+             gallery, "gallery", 3),
+            (["enroll", tmp_path / "faces", "--store", store], store, "enrollment store", 2)):
+        for force in ([], ["--force"]):
+            line = (f"ssgallery: error: {path}: an ssgallery {kind} of format version 99, "
+                    f"newer than this ssgallery reads ({newest}); refusing to replace it, "
+                    "even forced (upgrade ssgallery, or choose another name)\n")
+            assert _run(*args, *force) == (2, line)
+    assert store.read_bytes() == store_bytes and gallery.read_bytes() == gallery_bytes

@@ -5,6 +5,10 @@ only; imports nothing of the package."""
 
 KIND_LABELS = {"ssgallery-enrollment": "an ssgallery enrollment store",
                "ssgallery-gallery": "an ssgallery gallery"}
+# the newest format_version of each that this code reads and writes (the readers' and
+# writers' FORMAT_VERSION; a writer never replaces a newer file it could not read)
+NEWEST_VERSIONS = {"ssgallery-enrollment": 2,
+                   "ssgallery-gallery": 3}  # 3: uint8 prototypes
 # said when one of the two is given for the other: which command writes which
 ROLES = "enroll writes a store, compress turns it into a gallery"
 
@@ -27,4 +31,4 @@ def other_kind(kind, fmt, found, encrypted=False):
     return f"not an {kind} ({what}, expected '{fmt}')"
 
 
-__all__ = ["KIND_LABELS", "ROLES", "kind_label", "other_kind"]
+__all__ = ["KIND_LABELS", "NEWEST_VERSIONS", "ROLES", "kind_label", "other_kind"]

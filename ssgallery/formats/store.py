@@ -44,10 +44,11 @@ from ssgallery.formats.hdf5 import (
     write_header,
     write_state,
 )
+from ssgallery.formats.kinds import NEWEST_VERSIONS
 from ssgallery.formats.store_checks import check_pixels, store_problem, string_list
 
 FORMAT = "ssgallery-enrollment"
-FORMAT_VERSION = 2
+FORMAT_VERSION = NEWEST_VERSIONS[FORMAT]  # the newest this code reads and writes
 KIND = "ssgallery enrollment store"
 _OPEN = {"hint": " (run 'ssgallery enroll FACES_DIR' first)",
          "rewrite": "re-run 'ssgallery enroll FACES_DIR' to write it"}

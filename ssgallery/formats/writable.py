@@ -18,9 +18,10 @@ import contextlib
 import os
 import stat
 
+from ssgallery.checks import is_int
 from ssgallery.errors import FormatError, SsgalleryError
 from ssgallery.formats.integrity import KeyNeeded
-from ssgallery.formats.kinds import kind_label
+from ssgallery.formats.kinds import NEWEST_VERSIONS, kind_label
 from ssgallery.safeio import file_kind, open_regular
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -46,6 +47,7 @@ class Existing:
     def __init__(self, path):
         self.path, self.fd, self.mode, self.regular, self._format = (path, None, None,
                                                                      False, False)
+        self._version = None
         with contextlib.suppress(OSError):
             self.fd, st = open_regular(path)
             self.mode, self.regular = st.st_mode, self.fd is not None
@@ -90,18 +92,27 @@ class Existing:
     def format(self):
         """`hdf5_format` of this open file (looked at once)."""
         if self._format is False:
-            self._format = _format_of(self)
+            self._format, self._version = _format_of(self)
         return self._format
+
+    def format_version(self):
+        """The ``format_version`` of this open file, an int, when it is a sealed ssgallery
+        HDF5 file that records one as a writer does; None otherwise (an encrypted file:
+        its header names no version; read without the key)."""
+        self.format()
+        return self._version
 
 
 def _format_of(existing):
+    """``(format, format_version)`` of an open file (`Existing.format`,
+    `Existing.format_version`)."""
     from ssgallery.formats.encryption import HEADER, header_format
     from ssgallery.formats.seal import SealedFile
 
     head = existing.head(HEADER)
     encrypted = header_format(head)
     if encrypted is not None or not head:
-        return encrypted
+        return encrypted, None
     try:
         import h5py
 
@@ -110,10 +121,12 @@ def _format_of(existing):
         with sealed:
             sealed.check_all()  # HDF5 never parses an unchecked byte
             with h5py.File(sealed, "r") as f:
-                value = f.attrs.get("format", "")
+                value, version = f.attrs.get("format", ""), f.attrs.get("format_version")
     except (SsgalleryError, OSError, RuntimeError, ValueError, TypeError, KeyError):
-        return None
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        return None, None
+    version = int(version) if is_int(version) else None  # a writer's int64 attribute
+    return (value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value),
+            version)
 
 
 def hdf5_format(path):
@@ -212,7 +225,9 @@ def _check_output(path, existing, kind, force):
 
 def _check_format(path, existing, kind, force, encrypted):
     """`check_writable` for a format tag: the existing file carries it (and stays
-    encrypted if it was), or is forced and is no other ssgallery file."""
+    encrypted if it was, and is of no newer version than this code reads: one written
+    by a newer ssgallery is never replaced, even forced), or is forced and is no other
+    ssgallery file."""
     from ssgallery.formats.encryption import HEADER, header_format
 
     found = existing.format()
@@ -221,6 +236,12 @@ def _check_format(path, existing, kind, force, encrypted):
             raise KeyNeeded("is encrypted; writing it again without the privacy key would "
                             "leave it in plaintext: give the key ({key}), or remove it "
                             "first", path=path)
+        version, newest = existing.format_version(), NEWEST_VERSIONS.get(kind)
+        if None not in (version, newest) and version > newest:  # as enroll's reader does
+            raise FormatError(f"{kind_label(kind)} of format version {version}, newer than "
+                              f"this ssgallery reads ({newest}); refusing to replace it, "
+                              "even forced (upgrade ssgallery, or choose another name)",
+                              path=path)
         return found
     if found and found.startswith("ssgallery"):
         raise FormatError(f"not {kind_label(kind)} but {kind_label(found)}; refusing to "

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ssgallery.formats.kinds import NEWEST_VERSIONS
+
 FORMAT = "ssgallery-gallery"
-FORMAT_VERSION = 3  # the newest this code reads and writes (3: uint8 prototypes)
+FORMAT_VERSION = NEWEST_VERSIONS[FORMAT]  # the newest this code reads and writes (3: uint8)
 OLDEST_VERSION = 2  # the oldest it reads (1 had no digest); see ssgallery.formats.prototypes
 KIND = "ssgallery gallery"
 
