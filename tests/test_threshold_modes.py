@@ -49,8 +49,10 @@ def test_global_mode_keeps_its_promise_on_unseen_impostors(synth_split, tmp_path
         assert row["threshold"] == pytest.approx(n["mean"] + n["std"] * cal["global_threshold"])
     far, n = _unseen_far(tmp_path / "g.h5", root, clients)
     # target 0.05; before the pool left one person out (halves of alternate scores,
-    # the same people in both): 0.0709 (between 0: 0.0675)
-    assert n == 2016 and far == pytest.approx(0.0531, abs=0.002)
+    # the same people in both): 0.0709 (between 0: 0.0675); 0.0531 while some strangers'
+    # faces failed to acquire (the face-space limits calibrated on held-out images, not
+    # people: counted as rejections)
+    assert n == 2016 and far == pytest.approx(0.0561, abs=0.002)
     compress(root / "e.h5", tmp_path / "v0.h5",
              CompressOptions(target_far=0.05, threshold_mode="client", refit_matcher=False))
     far_v0, _ = _unseen_far(tmp_path / "v0.h5", root, clients)
