@@ -187,3 +187,43 @@ def test_explained_variances_a_fit_cannot_give_are_refused(sample_gallery_3, tmp
     assert out["stderr"].startswith(f"ssgallery: error: {gallery}: bad matcher state for "
                                     f"'eigenface': eigenface: matcher state has {problem}")
     assert out["stderr"].count("\n") == 1 and out["stdout"] == "", out["output"]
+
+
+def _open_set_edited(src, tmp_path, edit):
+    """A copy of ``src`` whose 1:N record ``edit`` changed, digests made to match."""
+    import json
+
+    gallery = copied(src, tmp_path, "g.h5")
+    with h5py.File(gallery, "a") as f:
+        record = json.loads(f.attrs["open_set"])
+        edit(record)
+        f.attrs["open_set"] = json.dumps(record)
+    rehash_gallery(gallery)
+    return gallery
+
+
+OPEN_SET_CASES = {
+    "scale-tiny": lambda r: r.update(scale=1e-308),
+}
+
+
+@pytest.mark.parametrize("case", list(OPEN_SET_CASES))
+def test_a_1n_record_compress_cannot_write_is_refused(sample_gallery_3, tmp_path, case):
+    """Values of the 1:N record no compress writes were read: a scale of 1e-308 (> 0)
+    made identify --open-set print numpy's 'RuntimeWarning: invalid value encountered in
+    subtract' from ssgallery/biometrics/ties.py and centred scores of +inf and of 300
+    digits (exit 1; roc --gallery warned of overflow too); pooled_scale never writes one
+    below 1e-12. Now identify and info refuse the record: one line, exit 2."""
+    import os
+
+    from ssgallery.datasets import sample_faces_path
+
+    gallery = _open_set_edited(sample_gallery_3["gallery"], tmp_path, OPEN_SET_CASES[case])
+    folder = os.path.join(sample_faces_path(), "c01")
+    probe = os.path.join(folder, min(os.listdir(folder)))
+    for args in (["identify", "--gallery", gallery, "--open-set", probe],
+                 ["info", "--gallery", gallery]):
+        out = invoked(args)
+        assert out["exit_code"] == 2, out["output"]
+        assert out["stderr"] == (f"ssgallery: error: {gallery}: corrupt gallery header: "
+                                 "open_set: inconsistent curve or values\n"), out["output"]

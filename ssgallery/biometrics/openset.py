@@ -38,6 +38,7 @@ from ssgallery.biometrics.openset_tail import (
 )
 from ssgallery.biometrics.ties import tie_tolerance
 from ssgallery.errors import InputError
+from ssgallery.formats.gallery.header_records import SCALE_FLOOR
 
 __all__ = ["MARGIN_SPREAD", "TAIL_MIN_FPIR", "fpir_at", "is_extrapolated", "merge_curves",
            "pooled_scale", "pooled_spreads", "search_curve", "spread_measured",
@@ -62,7 +63,7 @@ def pooled_scale(stds):
     v = np.asarray(stds, dtype=float) ** 2
     if v.size == 0 or not np.all(np.isfinite(v)):
         raise InputError("no finite impostor-score spread to scale the 1:N scores with")
-    return float(max(np.sqrt(v.mean()), 1e-12))
+    return float(max(np.sqrt(v.mean()), SCALE_FLOOR))
 
 
 # The std a client takes when no client of its gallery measured one: the unit of the

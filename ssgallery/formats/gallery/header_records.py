@@ -173,6 +173,9 @@ def _calibration_ok(cal):
 
 
 OPEN_SET_ATTR = "open_set"
+# The smallest 1:N scale compress writes (`ssgallery.biometrics.openset.pooled_scale`'s
+# floor); a record's below it is refused
+SCALE_FLOOR = 1e-12
 OPEN_SET_KIND = "top-candidate-centred"
 _CURVE_KEYS = ("thresholds", "hazard", "hazard_low", "hazard_high")
 
@@ -272,7 +275,9 @@ def header_open_set(header, clients, path=None):
     FormatError
         A record that is not a well-formed operating point: a threshold curve whose
         thresholds are not finite and increasing, or whose hazards are negative or
-        increasing, or a non-finite threshold, or a scale <= 0, or fewer than 1 client,
+        increasing, or a non-finite threshold, or a scale below `SCALE_FLOOR` (1e-12,
+        below which no compress writes one: 1e-308 made identify's centred scores +inf,
+        numpy's warnings on stderr), or fewer than 1 client,
         or a value that `_record_ok` refuses: a number or count of the wrong type
         (strings, booleans, fractions of clients), an FPIR or interval outside [0, 1],
         hazard bounds < 0 or NaN, a curve of hazard 0 at its lowest threshold, a start
@@ -300,7 +305,7 @@ def header_open_set(header, clients, path=None):
                 or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0)
                 or np.any(np.isnan(h)) or np.any(h < 0) or np.any(np.diff(h) > 0)
                 or not np.all(np.isfinite(numbers)) or not 0 < numbers[1] < 1
-                or numbers[3] <= 0
+                or not numbers[3] >= SCALE_FLOOR
                 or int(rec["clients"]) < 1
                 or not 1 <= int(rec.get("measured_clients", 1)) <= int(rec["clients"])
                 or not _record_ok(rec, curve)):
