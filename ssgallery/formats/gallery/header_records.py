@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 
-from ssgallery.checks import is_finite_real, is_int, shown, stored_flag
+from ssgallery.checks import EXACT_INT, is_finite_real, is_int, shown, stored_flag
 from ssgallery.errors import FormatError
 from ssgallery.formats.hdf5 import attr_str
 from ssgallery.tables import counted
@@ -187,8 +187,9 @@ def _real(value, low=-np.inf, high=np.inf):
 
 
 def _count(value, low=1):
-    """A whole JSON number >= ``low`` (not a boolean)."""
-    return is_int(value) and value >= low
+    """A whole JSON number >= ``low`` and below 2**53 (not a boolean; the integers a float
+    holds exactly, as every JSON count read: `ssgallery.checks.EXACT_INT`)."""
+    return is_int(value) and low <= value < EXACT_INT
 
 
 def _tail_ok(tail):
