@@ -215,7 +215,9 @@ def _record_ok(rec, curve):
     (hazard > 0: a curve of hazard 0 would read 0 % FPIR everywhere) and whose hazard
     bounds are >= 0, the extrapolated tail starting on the curve and T on it only when
     the record says so (`_on_tail_ok`), a boolean resolved, ``training_clients`` (absent
-    when every search is held out) a whole number from 1 to the clients measured."""
+    when every search is held out) a whole number from 1 to the clients measured, the
+    curve's ``interval_people`` (absent when its interval is not by probe person) a
+    whole number (-3, 1e308 or "x" read as "counted as independent" before)."""
     t, h = curve["thresholds"], curve["hazard"]
     ci = rec.get("expected_fpir_ci")
     above = rec["curve"].get("extrapolated_above", t[-1])
@@ -226,6 +228,7 @@ def _record_ok(rec, curve):
             and _count(rec.get("searches"), 0) and _count(rec.get("blocks", 1))
             and _count(rec.get("measured_clients", 1))
             and _count(rec.get("training_clients", 1))
+            and _count(rec["curve"].get("interval_people", 0), 0)
             and rec.get("training_clients", 1) <= rec.get("measured_clients", rec["clients"])
             and isinstance(rec.get("resolved"), bool)
             and isinstance(rec.get("extrapolated", False), bool)
