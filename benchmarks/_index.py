@@ -158,6 +158,17 @@ def _inside(text, pool="person"):
     return ", ".join(f"{d} {a} / {b} of {n}" for d, a, n, b in lines)
 
 
+def _frr_inside(text):
+    """``synth a / b of n, att ...``: the strangers page's runs whose fresh genuine FRR
+    lies inside the interval counting claims and inside the one by client."""
+    lines = re.findall(r"^- (\S+): the fresh genuine FRR inside the interval counting "
+                       r"claims in (\d+) of (\d+) runs .* by client in (\d+) of", text,
+                       re.MULTILINE)
+    if not lines:
+        raise Missing("no FRR coverage lines")
+    return ", ".join(f"{d} {a} / {b} of {n}" for d, a, n, b in lines)
+
+
 _PERSON = {"run": "0", "pool": "`person`"}
 _HALVES = {"run": "0", "pool": "`halves`"}
 _XDOMAIN = {"run": "0", "matcher": "eigenface", "background": "none",
@@ -186,7 +197,8 @@ HEADLINES = {
         f"{cell(t, 'synth', '[95 % by impostor person] (design effect; info)', where=_PERSON)}"
         "; halves, before: "
         f"{cell(t, 'synth', 'measured FAR % [95 % over people]', where=_HALVES)} %); "
-        f"inside the interval counting claims / by person (runs): {_inside(t)}"),
+        f"inside the interval counting claims / by person (runs): {_inside(t)}; "
+        f"FRR on fresh genuine images inside claims / by client: {_frr_inside(t)}"),
     "strangers_xdomain": lambda t: (
         "AT&T strangers on 20 LFW clients, eigenface, run 0, target 1 %: "
         f"{cell(t, 'lfw-att', 'measured FAR % [95 % over people]', where=_XDOMAIN)} % "
