@@ -380,3 +380,53 @@ def test_a_gallery_of_a_newer_version_is_never_replaced(enrolled, tmp_path):
                     "even forced (upgrade ssgallery, or choose another name)\n")
             assert _run(*args, *force) == (2, line)
     assert store.read_bytes() == store_bytes and gallery.read_bytes() == gallery_bytes
+
+
+_AT_RENAME = []  # the audit hook's one job: [(target, command, results)] while armed
+
+
+def _run_at_rename(event, args):
+    if event != "os.rename" or not _AT_RENAME:
+        return
+    target, command, results = _AT_RENAME[0]
+    if os.fspath(args[1]) == target and not results:
+        results.append(subprocess.run(command, capture_output=True, text=True, check=False,
+                                      env=dict(os.environ, SSGALLERY_LOCK_TIMEOUT="1")))
+
+
+def test_a_report_file_never_replaces_a_store_written_after_its_check(tmp_path):
+    """roc's report files were written without the output's lock: checked writable (no file
+    there), then written to a temporary file and renamed. A second process, enroll writing
+    a store at that path meanwhile (it takes the lock: nobody held it), wrote its store
+    (exit 0), and the report's rename then replaced it: the store enroll had just reported
+    written was gone, replaced by a file of another kind, which no writer may overwrite.
+    roc's report files (summary.json, curves.csv, the plots) now hold the output's lock
+    from their check to their rename, as stores and galleries do: the other writer waits
+    for it (here: times out after 1 s, exit 2). The second process is real, started by an
+    audit hook at the rename of roc's summary.json (no code of ssgallery replaced)."""
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    make_faces(tmp_path / "faces", n_clients=3, n_images=5)
+    scores = tmp_path / "s.txt"
+    scores.write_text("a a p1 0.9\na b p2 0.1\nb b p3 0.8\nb a p4 0.2\n")
+    target = tmp_path / "out" / "summary.json"
+    command = [sys.executable, "-m", "ssgallery", "enroll", str(tmp_path / "faces"),
+               "--store", str(target), "-q"]
+    results = []
+    if _run_at_rename not in _AT_RENAME:
+        sys.addaudithook(_run_at_rename)
+    _AT_RENAME[:] = [(os.path.realpath(target), command, results)]
+    try:
+        roc = CliRunner().invoke(main, ["roc", "--scores", str(scores), "-o",
+                                        str(tmp_path / "out"), "--no-plot", "-q"])
+    finally:
+        _AT_RENAME.clear()
+    (enrolled,) = results
+    assert roc.exit_code == 0, roc.output
+    store_there = target.read_bytes()[:1] != b"{"
+    assert enrolled.returncode != 0 or store_there, \
+        "enroll said it wrote the store, and roc's summary.json replaced it"
+    assert enrolled.returncode == 2 and "another ssgallery run" in enrolled.stderr, \
+        enrolled.stderr

@@ -220,7 +220,7 @@ def roc_dev_eval(dev_scores, eval_scores, report=None):
                "methods": results}
     path = os.fspath(out / "summary.json")
     write_text_atomic(path, jsontext.dumps(summary, indent=2) + "\n", has_prefix(SUMMARY_HEAD),
-                      report.force)
+                      report.force, lock=True)
     return {"results": results, "files": {"summary": path, "scores": []}, "source": source,
             "mode": "dev-eval", "config": summary["config"]}
 

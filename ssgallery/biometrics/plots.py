@@ -55,7 +55,7 @@ def save_figure(fig, path, force=False):
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)
-    write_bytes_atomic(path, buf.getvalue(), PNG, force)
+    write_bytes_atomic(path, buf.getvalue(), PNG, force, lock=True)
 
 
 def _low_end(resolution):

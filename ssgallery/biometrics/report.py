@@ -304,9 +304,9 @@ def write_report(out_dir, tables, summaries, *, mode="protocol", source="", conf
         summary["identification"] = identification
     files["summary"] = os.fspath(out / "summary.json")
     write_text_atomic(files["summary"], jsontext.dumps(summary, indent=2) + "\n", SUMMARY,
-                      force)
+                      force, lock=True)  # locked: checked and renamed as one writer
     files["curves"] = os.fspath(out / "curves.csv")
-    write_text_atomic(files["curves"], format_curves(summaries), CURVES, force)
+    write_text_atomic(files["curves"], format_curves(summaries), CURVES, force, lock=True)
     if searches:
         files.update(write_identification(out, searches, identification, plot=plot,
                                           force=force))

@@ -214,8 +214,10 @@ def atomic_path(path, kind=None, force=False, lock=False, encrypted=None):
     """
     shown = os.fspath(path)
     target = os.path.realpath(shown)
-    with output_lock(shown) if lock else contextlib.nullcontext():
+    if lock:  # a missing folder or a file of another kind: refused before any lock file
         check_writable(shown, kind, force, encrypted)
+    with output_lock(shown) if lock else contextlib.nullcontext():
+        check_writable(shown, kind, force, encrypted)  # under the lock: what is replaced
         remove_stale_temporaries(target)
         tmp = None
         try:
@@ -236,15 +238,18 @@ def atomic_path(path, kind=None, force=False, lock=False, encrypted=None):
             raise
 
 
-def write_bytes_atomic(path, data, kind=None, force=False):
-    """Write ``data`` (bytes) to ``path`` atomically."""
-    with atomic_path(path, kind, force) as tmp, open(tmp, "wb") as handle:
+def write_bytes_atomic(path, data, kind=None, force=False, lock=False):
+    """Write ``data`` (bytes) to ``path`` atomically; with ``lock``, holding the output's
+    lock from the check to the rename (see `atomic_path`: roc's report files, one of
+    which, written without it, replaced a store another process wrote at the path
+    between its check and its rename)."""
+    with atomic_path(path, kind, force, lock=lock) as tmp, open(tmp, "wb") as handle:
         handle.write(data)
 
 
-def write_text_atomic(path, text, kind=None, force=False):
-    """Write ``text`` (str, UTF-8) to ``path`` atomically."""
-    write_bytes_atomic(path, text.encode("utf-8"), kind, force)
+def write_text_atomic(path, text, kind=None, force=False, lock=False):
+    """Write ``text`` (str, UTF-8) to ``path`` atomically (see `write_bytes_atomic`)."""
+    write_bytes_atomic(path, text.encode("utf-8"), kind, force, lock)
 
 
 def write_in_folder(folder_fd, name, data, shown):
