@@ -44,6 +44,8 @@ MARK = re.compile(r"(<!-- doc-output: (?P<name>[\w-]+)[^>]*-->\n)(?P<body>.*?)"
 VOLATILE = [
     (re.compile(r"created \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+\-]\d\d:\d\d"), "created <time>"),
     (re.compile(r"(?m)(  +)\d+\.\d\d$"), r"\1<fit s>"),  # roc --wide's last column
+    # the scratch folder, named in full where a gallery's header names its store
+    (re.compile(r"/\S*/demo_out/"), "<scratch>/demo_out/"),
 ]
 
 # The Makefile's demo commands, in order: the comment shown beside each and how its
@@ -77,6 +79,9 @@ EXTRA = {
         "lines": r"^(thresholds|expected FRR|1:N search|ssgallery: warning)"})],
     "roc-wide": [("ssgallery roc --scores report/scores/*.txt --wide -o wide",
                   {"lines": r"^(?!wrote to)"})],
+    "roc-training-probes": [
+        ("ssgallery roc --gallery gallery.h5 --probes ../sample_data/faces -o training_report",
+         {"lines": r"^(ssgallery: warning|identification |method |-------|gallery )"})],
     "identify": [("ssgallery identify ../sample_data/probes/*.png --top 3 --open-set",
                   {"head": 14}),
                  ("echo $?", {})],
