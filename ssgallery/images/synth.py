@@ -10,8 +10,9 @@ sensor noise. Pure numpy + PIL; `ssgallery.images.face_drawing` draws the faces.
 ``variation`` scales every per-image variation around its middle, with the same
 random draws (1: the default set, the same pixels as before the option; 0: every image
 of a person alike but for closed eyes). For eigenfaces the default set is deliberately
-harder than AT&T; the committed ``sample_data/`` is seed 0 at `SAMPLE_VARIATION`, the
-variation whose sets come nearest AT&T (benchmarks/sample_difficulty.py).
+harder than AT&T; the committed ``sample_data/`` is seed 0 at `SAMPLE_VARIATION`, chosen
+as the variation whose sets came nearest AT&T (benchmarks/sample_difficulty.py prints
+the one its rule picks now beside it).
 
 ``ssgallery synth OUT --identities 20 --images 10 --seed 0 --probes 2`` (the command
 line) writes ``OUT/faces/c01..c20/01.png..10.png`` (the layout ``ssgallery enroll`` reads),
