@@ -8,7 +8,8 @@ compute the features once in chunks and build each client's bounded job
 jobs on a backend (`ssgallery.app.parallel.run_jobs`: this process, ``jobs`` local
 processes or a Dask cluster; `ssgallery.app.client_training.train_job`), commit each
 finished client to ``<gallery>.parts/`` (`ssgallery.app.parts`), then assemble and
-write the gallery once, atomically (`_write`). Only this process writes files.
+write the gallery once, atomically (`ssgallery.app.compress_write.write_compressed`).
+Only this process writes files.
 
 Resumable: after Ctrl-C, SIGKILL or a lost worker, ``CompressRun(resume=True)`` reuses the committed
 parts whose store fingerprint and options match and trains only the missing clients.
@@ -20,8 +21,6 @@ names the stale clients, and it names the clients it trains again for other opti
 
 import os
 from dataclasses import dataclass
-
-import numpy as np
 
 from ssgallery.app.client_result import encode_result
 from ssgallery.app.client_training import (  # noqa: F401  (threshold_*, ClientJob: public here)
@@ -40,13 +39,14 @@ from ssgallery.app.compress_plan import (  # noqa: F401  (FEATURE_BUDGET, CHUNK:
     setup_blocks,
     unseen_accepts,
 )
+from ssgallery.app.compress_write import write_compressed
 from ssgallery.app.open_set import fill_spreads, operating_point
 from ssgallery.app.options import CompressOptions, CompressRun
 from ssgallery.app.parallel import run_jobs
 from ssgallery.app.parts import PartsFolder, options_digest, run_key
 from ssgallery.app.thresholds import apply, calibrate
 from ssgallery.app.update import kept_from_gallery, warn_retrained
-from ssgallery.errors import NotRenderableError, SsgalleryError, signals_received
+from ssgallery.errors import SsgalleryError, signals_received
 from ssgallery.formats.integrity import reads_key_files
 from ssgallery.learn.supersparse import resolve_init  # noqa: F401  (public here)
 from ssgallery.learn.threads import single_threaded_blas
@@ -92,68 +92,6 @@ class CompressSummary:
 
     def to_dict(self):
         return {k: v for k, v in self.__dict__.items() if k != "heldout"}
-
-
-def _rendered(matcher, prototypes):
-    """Prototypes drawn as uint8 images (m, H, W) for ``show``; None for a matcher whose
-    space cannot be drawn (deep descriptors)."""
-    try:
-        return np.clip(np.round(matcher.render(prototypes)), 0, 255).astype(np.uint8)
-    except NotRenderableError:
-        return None
-
-
-def _model(plan, result):
-    """A `ClientModel` from a result (prototype images rendered here, if drawable; its
-    Z-norm std floored, `ssgallery.formats.gallery.checks.std_floor`)."""
-    from ssgallery.formats.gallery import ClientModel
-    from ssgallery.formats.gallery.checks import floor_normalization
-
-    images = _rendered(plan.matcher, result.prototypes)
-    model = ClientModel(client_id=result.client, prototypes=result.prototypes,
-                        beta=result.beta, intercept=result.intercept,
-                        threshold=result.threshold, similarity=plan.similarity.params(),
-                        provenance=result.provenance, prototype_images=images,
-                        normalization=result.normalization)
-    model.normalization = floor_normalization(model, plan.matcher)
-    return model
-
-
-def _write(plan, gallery_path, store_path, results, recorded, force=False,
-           keys=(None, None)):
-    """Assemble the models (sorted by client id), protect their templates when asked
-    (`ssgallery.formats.protect`), write the gallery atomically (signed and encrypted
-    with ``keys`` = (signing key, privacy key)); returns the ids of the clients that can
-    never accept a probe. ``recorded``: the threshold calibration and the 1:N operating
-    point (None: not recorded)."""
-    from ssgallery import jsontext
-    from ssgallery.formats.gallery import never_accepting, write_gallery
-    from ssgallery.formats.hdf5 import state_digest
-
-    store, (key, privacy_key) = plan.store, keys
-    calibration, point = recorded
-    models = [_model(plan, results[c]) for c in sorted(results)]
-    extra = {} if point is None else {"open_set": jsontext.dumps(point, sort_keys=True)}
-    if plan.options.protect_templates:
-        from ssgallery.formats.protect import ATTR, new_protection, protect_models
-
-        record, tmap = new_protection(plan.matcher, privacy_key,
-                                      np.concatenate([m.prototypes for m in models]))
-        models = protect_models(models, tmap)
-        extra[ATTR] = jsontext.dumps(record, sort_keys=True)
-    write_gallery(gallery_path, matcher_name=store.matcher_name,
-                  matcher_config=store.matcher_config, matcher_state=store.matcher_state,
-                  image_shape=store.image_shape, clients=models, key=key,
-                  privacy_key=privacy_key,
-                  attrs={**extra, "target_far": plan.options.target_far,
-                         "store": os.path.abspath(store_path),
-                         "store_fingerprint": store.fingerprint,
-                         "matcher_digest": state_digest(store.matcher_state),
-                         "basis_stale": bool(store.basis_stale),
-                         "threshold_mode": calibration["mode"],
-                         "calibration": jsontext.dumps(calibration, sort_keys=True)},
-                  force=force)
-    return never_accepting(models, plan.matcher)
 
 
 @single_threaded_blas()
@@ -234,8 +172,8 @@ def _locked_run(plan, options, paths, run, secrets):
                             previous_point, gallery_path)
     unseen = options.cv_folds and unseen_accepts(plan, results, [
         c for c in todo if _not_held_out(results[c])])  # what their thresholds accept
-    dead = _write(plan, gallery_path, store_path, results, (calibration, point), run.force,
-                  (key, privacy_key))
+    dead = write_compressed(plan, gallery_path, store_path, results, (calibration, point),
+                            run.force, (key, privacy_key))
     parts.remove()
     return _summary(plan, run, (store_path, gallery_path), results,
                     {"trained": todo, "kept": kept, "resumed": resumed,
