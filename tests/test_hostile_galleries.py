@@ -235,3 +235,19 @@ def test_a_1n_record_compress_cannot_write_is_refused(sample_gallery_3, tmp_path
         assert out["exit_code"] == 2, out["output"]
         assert out["stderr"] == (f"ssgallery: error: {gallery}: corrupt gallery header: "
                                  "open_set: inconsistent curve or values\n"), out["output"]
+
+
+def test_info_refuses_the_1n_threshold_identify_refuses(sample_gallery_3, tmp_path):
+    """A 1:N record whose threshold (-1e308) would identify every probe some client ranks
+    first was refused by identify, but info, the check before deploying, printed it
+    ('1:N search: threshold -1e+308 on the best centred score ...', exit 0). One check
+    now (formats.gallery.checks.check_open_set_threshold), in both: identify's line,
+    exit 2."""
+    gallery = _open_set_edited(sample_gallery_3["gallery"], tmp_path,
+                               lambda r: r.update(threshold=-1e308))
+    out = invoked(["info", "--gallery", gallery])
+    assert out["exit_code"] == 2, out["output"]
+    assert out["stderr"].startswith(f"ssgallery: error: {gallery}: refused: the gallery's 1:N "
+                                    "threshold -1e+308 would accept every probe client "), \
+        out["stderr"]
+    assert out["stderr"].count("\n") == 1 and out["stdout"] == "", out["output"]

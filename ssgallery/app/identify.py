@@ -75,30 +75,18 @@ def operating_point(header, index, open_set, fpir=None, threshold=None,
     that client ranks first: refused, as `ssgallery.formats.gallery.check_model`
     refuses such a verification threshold."""
     from ssgallery.app.open_set import read_record, resolve
+    from ssgallery.formats.gallery.checks import check_open_set_threshold
 
     record = read_record(header, [str(c) for c in index.client_ids], path)
     if not open_set:
         verification, fpir, threshold = True, None, None
     if record is not None:  # the record is data: checked whatever the mode
-        _check_open_set_threshold(index, record["threshold"], record["scale"], matcher, path)
+        check_open_set_threshold(index, record["threshold"], record["scale"], matcher, path)
     point = resolve(record, index.n_clients, fpir=fpir, threshold=threshold,
                     verification=verification, path=path)
     if point["kind"] == "fpir":  # also T read from the record's curve (--fpir)
-        _check_open_set_threshold(index, point["threshold"], point["scale"], matcher, path)
+        check_open_set_threshold(index, point["threshold"], point["scale"], matcher, path)
     return point
-
-
-def _check_open_set_threshold(index, threshold, scale, matcher, path):
-    from ssgallery.errors import FormatError, printable
-    from ssgallery.formats.gallery.checks import index_score_range
-
-    lowest = (index_score_range(index, matcher)[0] - index.norm_mean) / float(scale)
-    k = int(np.argmax(np.nan_to_num(lowest, nan=-np.inf)))
-    if np.isfinite(lowest[k]) and float(threshold) <= lowest[k]:
-        raise FormatError(f"refused: the gallery's 1:N threshold {float(threshold):.6g} "
-                          f"would accept every probe client '{printable(index.client_ids[k])}'"
-                          f" ranks first (lowest possible centred score {lowest[k]:.6g})",
-                          path=path)
 
 
 @reads_key_files()

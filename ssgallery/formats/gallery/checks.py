@@ -231,3 +231,25 @@ def check_index(index, matcher, path=None):
                           f"{std[k]:.3g} below {NORM_STD_FLOOR:g} of its score span (or a "
                           f"mean without a std): its normalised scores would outrank every "
                           f"other client's", path=path)
+
+
+def check_open_set_threshold(index, threshold, scale, matcher, path=None):
+    """Refuse a 1:N threshold (a gallery's ``open_set`` record, or one read from its
+    curve) at or below some client's lowest possible centred score ((g_min - mean) /
+    ``scale``, `index_score_range`): it would identify every probe that client ranks
+    first, as a verification threshold at or below the lowest score would accept every
+    probe (`check_model`). ``identify`` checks it whatever its mode, and ``info`` (the
+    check before deploying; it printed such a record, exit 0).
+
+    Raises
+    ------
+    FormatError
+        One line naming the file, the threshold and the client.
+    """
+    lowest = (index_score_range(index, matcher)[0] - index.norm_mean) / float(scale)
+    k = int(np.argmax(np.nan_to_num(lowest, nan=-np.inf)))
+    if np.isfinite(lowest[k]) and float(threshold) <= lowest[k]:
+        raise FormatError(f"refused: the gallery's 1:N threshold {float(threshold):.6g} "
+                          f"would accept every probe client '{printable(index.client_ids[k])}'"
+                          f" ranks first (lowest possible centred score {lowest[k]:.6g})",
+                          path=path)

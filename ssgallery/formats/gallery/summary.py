@@ -16,6 +16,7 @@ from ssgallery.formats.gallery.checked_reads import (
     read_stacked,
     state_bytes,
 )
+from ssgallery.formats.gallery.checks import check_open_set_threshold
 from ssgallery.formats.gallery.header_records import (  # noqa: F401  (public here too)
     CALIBRATION_ATTR,
     OPEN_SET_ATTR,
@@ -69,6 +70,9 @@ def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
     distinct_keys(key, privacy_key)
     header, config, index, built, state, provenance, size = _read_summary(path, svm,
                                                                           privacy_key, key)
+    open_set = header_open_set(header, index.client_ids, path)
+    if open_set is not None and index.n_clients:  # identify's refusal: the deploy check
+        check_open_set_threshold(index, open_set["threshold"], open_set["scale"], built, path)
     d = int(index.prototypes.shape[1]) if index.n_clients else None
     itemsize = np.dtype(index.prototype_dtype).itemsize
     rows = [_summary_row(cid, int(m), d, float(t), provenance.get(cid), itemsize)
@@ -85,7 +89,7 @@ def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
             "image_shape": h.get("image_shape"), "target_far": h.get("target_far"),
             "threshold_mode": h.get("threshold_mode", "client"),
             "calibration": header_calibration(h, index.client_ids, path),
-            "open_set": header_open_set(h, index.client_ids, path),
+            "open_set": open_set,
             "basis_stale": h.get("basis_stale", False),  # a bool: checked by open_verified
             "store_fingerprint": h.get("store_fingerprint"),  # the store compressed
             "file_bytes": size, "matcher_state_bytes": state_bytes(state),
