@@ -71,3 +71,48 @@ def test_the_rule_counts_people_not_scores():
     # every client on training scores: compress and the expected FAR already say so
     assert few_people_warning(cal | {"clients": 3, "training_clients": 3}) is None
     assert FEW in few_people_warning(cal | {"clients": 3, "training_clients": 1})
+
+
+def test_an_update_counts_the_store_s_people_once(tmp_path):
+    """compress --update adds its clients' impostor people to the record's as other
+    people (the record keeps sums, not names: its interval counts the blocks apart), so
+    c01-c03 compressed and c04 added and updated read '6 impostor people' where the
+    store holds 4, and 12 people so built read 22 and were never warned about. The
+    record now keeps the people it rests on (``impostor_people``: at most the store's
+    subjects), and the warning counts them."""
+    faces = _faces(tmp_path, ["c01", "c02", "c03"])
+    _run("enroll", faces, "--store", tmp_path / "e.h5", "-q")
+    _run("compress", "--store", tmp_path / "e.h5", "-o", tmp_path / "g.h5", "--m", "1", "-q")
+    (faces / "c04").symlink_to(sample_faces_path() / "c04")
+    _run("enroll", faces, "--store", tmp_path / "e.h5", "--add", "-q")
+    res = _run("compress", "--store", tmp_path / "e.h5", "-o", tmp_path / "g.h5", "--m", "1",
+               "--update")
+    lines = [ln for ln in res.stderr.splitlines() if FEW in ln]
+    assert len(lines) == 1 and f"{FEW} 4 impostor people (fewer than 20)" in lines[0], lines
+    assert "(enroll --background, 16 more people at least)" in lines[0], lines
+    info = _run("info", "--gallery", tmp_path / "g.h5")
+    assert [ln for ln in info.stderr.splitlines() if FEW in ln] == lines
+
+
+def test_a_recorded_people_count_no_compress_writes_is_refused(tmp_path):
+    """``impostor_people`` is read by info's warning: an edited unsigned gallery's -1,
+    'x' or 1e300 is refused on read (one line, exit 2), as the record's other counts."""
+    import json
+
+    import h5py
+    from helpers import rehash_gallery
+
+    faces = _faces(tmp_path, ["c01", "c02", "c03"])
+    _run("enroll", faces, "--store", tmp_path / "e.h5", "-q")
+    _run("compress", "--store", tmp_path / "e.h5", "-o", tmp_path / "g.h5", "--m", "1", "-q")
+    with h5py.File(tmp_path / "g.h5") as f:
+        assert json.loads(f.attrs["calibration"])["impostor_people"] == 3
+    for value in (-1, "x", 1e300):
+        with h5py.File(tmp_path / "g.h5", "a") as f:
+            cal = json.loads(f.attrs["calibration"])
+            f.attrs["calibration"] = json.dumps(dict(cal, impostor_people=value))
+        rehash_gallery(tmp_path / "g.h5")
+        res = CliRunner().invoke(main, ["info", "--gallery", str(tmp_path / "g.h5")])
+        assert res.exit_code == 2, res.output
+        assert res.stderr == (f"ssgallery: error: {tmp_path / 'g.h5'}: corrupt gallery header: "
+                              "calibration: inconsistent counts or values\n"), res.stderr

@@ -136,11 +136,38 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
               if known else None, "far_by_person": merged_record(by_person) if known else None,
               "clients": len(results),
               "training_clients": int(training), "unresolved": unresolved}
+    if record["far_by_person"] is not None:
+        record["impostor_people"] = impostor_people(record["far_by_person"], labels)
     if unknown:
         record["counts_unknown"] = True
     frr = frr_record(client_frr(results, thresholds, new),
                      None if old is None else {} if unknown else old)
     return thresholds, record | frr
+
+
+def impostor_people(far_by_person, labels=None):
+    """How many people the thresholds' impostor scores are of: the clusters of the
+    interval by person (``far_by_person``, `merged_record`), at most the store's
+    subjects (``labels``: the subject of each of its images). An update's record adds
+    its clients' people to the kept record's as other people (it keeps sums, not names),
+    so one person counted in both blocks is counted twice there; no person is outside
+    the store, which only grows (enroll --add).
+
+    Parameters
+    ----------
+    far_by_person : dict
+        The record's ``far_by_person`` (with ``sums``).
+    labels : array_like, optional
+        The store's subject of each image.
+
+    Returns
+    -------
+    int
+    """
+    people = int(far_by_person["sums"]["clusters"])
+    if labels is not None and len(labels):
+        people = min(people, int(np.unique(np.asarray(labels).astype(str)).size))
+    return people
 
 
 def counts_inseparable(previous, kept):
@@ -339,6 +366,6 @@ def apply(results, thresholds, mode):
 
 
 __all__ = ["HIGH_CLIENT_FRR", "WORST", "apply", "calibrate", "client_frr", "clustered_sums",
-           "counts_inseparable", "fitted_note", "frr_record", "merge_unresolved",
-           "merged_record", "on_training_scores", "previous_calibration", "training_share",
-           "unresolved_record"]
+           "counts_inseparable", "fitted_note", "frr_record", "impostor_people",
+           "merge_unresolved", "merged_record", "on_training_scores", "previous_calibration",
+           "training_share", "unresolved_record"]

@@ -3,7 +3,7 @@ points: its thresholds and their expected FAR and FRR (`calibration_line`,
 `unresolved_warning`, `frr_warning`) and its 1:N search threshold (`open_set_line`,
 `open_set_warning`), read from the records the gallery keeps."""
 
-from ssgallery.checks import is_finite_real
+from ssgallery.checks import is_finite_real, is_int
 from ssgallery.errors import printable
 from ssgallery.tables import counted
 
@@ -171,8 +171,9 @@ def unresolved_warning(cal, command="compress"):
 
 def few_people_warning(cal):
     """The warning ``compress`` and ``info`` give when the thresholds rest on the held-out
-    scores of fewer than `MIN_IMPOSTOR_PEOPLE` impostor people (the clusters of the
-    record's ``far_by_person``): too few for the target FAR to hold for new people,
+    scores of fewer than `MIN_IMPOSTOR_PEOPLE` impostor people (the record's
+    ``impostor_people``, `ssgallery.app.thresholds.impostor_people`; in a record written
+    before it, the clusters of its ``far_by_person``): too few for the target FAR to hold for new people,
     whatever the expected FAR says; the remedy is more people, not another threshold mode.
     None otherwise, and when the record has no interval by person or its clients'
     expected FAR is already not estimated (`unresolved_warning` says so), or every
@@ -185,7 +186,9 @@ def few_people_warning(cal):
     if sums is None or unresolved_record(cal.get("unresolved")) is not None or \
             training_share(cal.get("training_clients"), cal.get("clients")) == "all":
         return None
-    people = int(sums["clusters"])
+    people = cal.get("impostor_people")  # an update's blocks, each person once
+    if not is_int(people) or people < 0:
+        people = int(sums["clusters"])  # a record written before it
     if people >= MIN_IMPOSTOR_PEOPLE:
         return None
     return (f"the thresholds rest on the impostor scores of only "

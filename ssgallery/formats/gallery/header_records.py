@@ -140,7 +140,8 @@ def _calibration_ok(cal):
     of ``genuine`` whole numbers >= 0 (a count of no more than its total) or both None
     (and None when ``counts_unknown``, a boolean), rates and their intervals in [0, 1]
     or None, ``clients`` >= 0, ``training_clients``, ``frr_high_clients`` and the
-    whole ``clients`` of ``unresolved`` no more than it (the rest of ``unresolved`` is
+    whole ``clients`` of ``unresolved`` no more than it, ``impostor_people`` a whole
+    number >= 0 (the rest of ``unresolved`` is
     read as unknown when malformed, `ssgallery.app.thresholds.unresolved_record`),
     ``frr_worst`` a list of ``[client, FRR]`` with FRR in (0, 1]."""
     n = cal.get("clients")
@@ -166,6 +167,7 @@ def _calibration_ok(cal):
             and (n is None or _count(n, 0))
             and all(cal.get(k) is None or _count(cal[k], 0) and cal[k] <= most
                     for k in ("training_clients", "frr_high_clients"))
+            and (cal.get("impostor_people") is None or _count(cal["impostor_people"], 0))
             and not (is_int(unresolved) and unresolved > most)
             and isinstance(worst, list)
             and all(isinstance(w, list) and len(w) == 2 and isinstance(w[0], str)
