@@ -110,6 +110,15 @@ def demo_figures(name, faces, work):
     return default
 
 
+def fresh_rates(claims, threshold):
+    """(genuine claims rejected, strangers' claims accepted), lists of bool, of score
+    file rows (claimed, real, probe, score) at the clients' ``threshold``; a score
+    ``nan`` (a failure to acquire) is a rejection, as roc counts it."""
+    genuine = [not float(s) >= threshold[c] for c, r, _, s in claims if c == r]
+    stranger = [float(s) >= threshold[c] for c, r, _, s in claims if r.startswith("zz")]
+    return genuine, stranger
+
+
 def fresh_check(name, seed, variation, summary, work, identities):
     """Part 3: new images of the gallery's clients and never-enrolled people, scored at
     its stored thresholds."""
@@ -134,8 +143,7 @@ def fresh_check(name, seed, variation, summary, work, identities):
     threshold = {r["client"]: r["threshold"] for r in summary["clients"]}
     claims = [line.split() for line in scores.read_text().splitlines()
               if line and not line.startswith("#")]
-    genuine = [float(s) < threshold[c] for c, r, _, s in claims if c == r]
-    stranger = [float(s) >= threshold[c] for c, r, _, s in claims if r.startswith("zz")]
+    genuine, stranger = fresh_rates(claims, threshold)
     print(f"{name:<22}  {100 * summary['calibration']['expected_frr']:>12.1f}  "
           f"{100 * np.mean(genuine):>6.1f} ({sum(genuine)} of {len(genuine)})  "
           f"{100 * np.mean(stranger):>6.2f} ({sum(stranger)} of {len(stranger)})", flush=True)

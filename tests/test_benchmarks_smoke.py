@@ -205,3 +205,15 @@ def test_defaults_reuses_a_set_only_measured_on_the_same_faces(tmp_path):
     assert "sample-eigenface-r1-s0.json: other variants or other faces" in said
     again, said = run()
     assert again.splitlines()[:3] == first.splitlines()[:3] and "measuring again" not in said
+
+
+def test_sample_difficulty_counts_a_failure_to_acquire_as_a_rejection(monkeypatch):
+    """sample_difficulty.py part 3's measured FRR counted a genuine claim scored nan (a
+    failure to acquire) as not rejected (nan < threshold is false); roc counts it as a
+    rejection."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    from sample_difficulty import fresh_rates
+
+    claims = [("c01", "c01", "a", "nan"), ("c01", "c01", "b", "1.0"),
+              ("c01", "zz00", "c", "nan"), ("c01", "zz00", "d", "0.7")]
+    assert fresh_rates(claims, {"c01": 0.5}) == ([True, False], [False, True])
