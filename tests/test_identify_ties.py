@@ -134,3 +134,13 @@ def test_the_tie_rule_counts_scores_within_float_rounding():
     assert ident.search_best(S[2:4]).tolist() == [-np.inf, 0.6]
     fpir, fnir, t = ident.det_curve(S, true)
     assert fpir.max() == 0.5 and t[0] == 0.6 and fnir[0] == 1 / 3
+
+
+def test_the_open_set_option_s_help_says_a_closed_set_tie_is_no_match():
+    """--open-set's help said the closed set gives '(default: closed set, always a best
+    match)', false since closed-set ties identify nobody (e49a9d1): it says so now."""
+    out = invoked(["identify", "--help"])["stdout"]
+    text = " ".join(out.split())
+    assert "always a best match" not in text
+    assert "(default: closed set, the best match unless two or more clients tie for it)" \
+        in text

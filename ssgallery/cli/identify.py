@@ -26,7 +26,8 @@ from ssgallery.tables import signed
               help="Candidates shown per probe.")
 @click.option("--open-set", is_flag=True, help="Say 'unknown' when the best candidate does "
               "not pass the gallery's 1:N threshold, set by compress at its --target-fpir "
-              "(default: closed set, always a best match).")
+              "(default: closed set, the best match unless two or more clients tie for "
+              "it).")
 @click.option("--fpir", type=float, default=None, metavar="F",
               help="Open set at this FPIR (false alarms per stranger's search) instead of "
                    "the gallery's target: the threshold for its N clients from compress's "
