@@ -105,7 +105,7 @@ def rank_clients(index, decisions, top):
     scores, ranked, value, limit = decisions
     top = min(int(top), index.n_clients)
     # candidates listed in client order within a tie (stable sort on the negated scores);
-    # in the open set a tie identifies nobody (tie_at_top)
+    # a tie at the top identifies nobody, in the closed set too (tie_at_top)
     order = np.argsort(-ranked, axis=1, kind="stable")[:, :top]
     out = []
     for i, row in enumerate(order):
