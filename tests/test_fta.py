@@ -216,3 +216,19 @@ def test_dlib_quality_threshold_rule():
     assert quality_threshold([FALLBACK_QUALITY] * 2 + [0.5]) == FALLBACK_QUALITY
     assert quality_threshold([FALLBACK_QUALITY] * 2 + detected[:2]) == DETECT_FLOOR
     assert FALLBACK_QUALITY < DETECT_FLOOR <= 0
+
+
+def test_a_plugin_without_render_compresses_without_images():
+    """A plug-in that defines no render is a matcher whose prototypes are not drawn:
+    compress's drawing step gives None (as for dlib), not NotImplementedError (an
+    internal error after every client was trained)."""
+    from ssgallery.app.compress_write import rendered
+    from ssgallery.errors import NotRenderableError
+    from ssgallery.matchers.base import Matcher
+
+    class Plain(Matcher):
+        name = "plain"
+
+    assert rendered(Plain(), np.zeros((2, 4))) is None
+    with pytest.raises(NotRenderableError, match="plain matcher draws no prototypes"):
+        Plain().render(np.zeros((2, 4)))

@@ -102,8 +102,14 @@ class Matcher:
         (scalars or arrays of shape (d,)). The default: no box."""
 
     def render(self, Z):
-        """Prototypes (m, d) in the matcher space back to images (m, H, W), float [0, 255]."""
-        raise NotImplementedError
+        """Prototypes (m, d) in the matcher space back to images (m, H, W), float [0, 255].
+
+        Optional: the default raises `ssgallery.errors.NotRenderableError`, so a plug-in
+        without it compresses like a deep matcher (no images for ``show``)."""
+        from ssgallery.errors import NotRenderableError
+
+        raise NotRenderableError(f"the {self.name} matcher draws no prototypes (it defines "
+                                 "no render)")
 
     # -- failure to acquire (optional; defaults: no measure, every image acquired) -----
     quality_threshold_ = None
