@@ -19,9 +19,9 @@ def test_enroll_fits_the_matcher_with_one_blas_thread(faces_factory, tmp_path, m
     seen = []
     real_fit = EigenfaceMatcher.fit
 
-    def fit_and_record(self, images):  # the real fit; records the threads it ran with
+    def fit_and_record(self, images, groups=None):  # the real fit; records its threads
         seen.append(_blas_threads())
-        return real_fit(self, images)
+        return real_fit(self, images, groups=groups)
 
     monkeypatch.setattr(EigenfaceMatcher, "fit", fit_and_record)
     faces = faces_factory(n_clients=3, n_images=4)
