@@ -15,6 +15,18 @@ def store(tmp_path):
     return path
 
 
+def _refused_before_training(store, tmp_path, message):
+    """info and compress on ``store`` both refuse it in the one line ``message`` (after
+    'ssgallery: error: STORE: '), exit 2, and compress writes no gallery."""
+    for args in (["info", "--store", store],
+                 ["compress", "--store", store, "-o", tmp_path / "g.h5", "--m", "1",
+                  "--cv-folds", "0", "-q"]):
+        out = invoked(args)
+        assert (out["exit_code"], out["stderr"]) == (
+            2, f"ssgallery: error: {store}: {message}\n"), out["output"]
+    assert not (tmp_path / "g.h5").exists()
+
+
 def test_an_rbf_gamma_beyond_any_width_is_refused(store, tmp_path):
     """An eigenface state (or option) gamma of 1e308 is finite and > 0, so it was read,
     and compress ended in 'internal error: ValueError: array must not contain infs or
@@ -24,15 +36,8 @@ def test_an_rbf_gamma_beyond_any_width_is_refused(store, tmp_path):
     with h5py.File(store, "a") as f:
         f["matcher"].attrs["gamma"] = 1e308
     rehash_store(store)
-    for args in (["info", "--store", store],
-                 ["compress", "--store", store, "-o", tmp_path / "g.h5", "--m", "1",
-                  "--cv-folds", "0", "-q"]):
-        out = invoked(args)
-        assert out["exit_code"] == 2, out["output"]
-        assert out["stderr"] == (f"ssgallery: error: {store}: bad matcher state for "
-                                 "'eigenface': eigenface: gamma must be at most 1e+100, got "
-                                 "1e+308\n")
-    assert not (tmp_path / "g.h5").exists()
+    _refused_before_training(store, tmp_path, "bad matcher state for 'eigenface': "
+                             "eigenface: gamma must be at most 1e+100, got 1e+308")
     out = invoked(["enroll", tmp_path / "faces", "--store", tmp_path / "o.h5", "-O",
                    "gamma=1e308", "-q"])
     assert out["exit_code"] == 2, out["output"]
@@ -74,14 +79,8 @@ def test_cached_features_of_another_dimension_are_refused_before_any_work(store,
         del f["features"]
         f["features"] = np.zeros((n, 5))
     rehash_store(store)
-    line = (f"ssgallery: error: {store}: corrupt ssgallery enrollment store: cached features "
-            f"of dimension 5, the matcher's is {d}\n")
-    for args in (["info", "--store", store],
-                 ["compress", "--store", store, "-o", tmp_path / "g.h5", "--m", "1",
-                  "--cv-folds", "0", "-q"]):
-        out = invoked(args)
-        assert (out["exit_code"], out["stderr"]) == (2, line), out["output"]
-    assert not (tmp_path / "g.h5").exists()
+    _refused_before_training(store, tmp_path, "corrupt ssgallery enrollment store: cached "
+                             f"features of dimension 5, the matcher's is {d}")
 
 
 @pytest.mark.parametrize(("value", "found"), [("[1, 2]", "list [1, 2]"),
@@ -120,14 +119,8 @@ def test_pixels_off_the_grey_scale_are_refused(store, tmp_path, dtype, value, fo
         del f["images"]
         f.create_dataset("images", data=images, chunks=(1,) + images.shape[1:])
     rehash_store(store)
-    for args in (["info", "--store", store],
-                 ["compress", "--store", store, "-o", tmp_path / "g.h5", "--m", "1",
-                  "--cv-folds", "0", "-q"]):
-        out = invoked(args)
-        assert out["exit_code"] == 2, out["output"]
-        assert out["stderr"] == (f"ssgallery: error: {store}: corrupt ssgallery enrollment "
-                                 f"store: pixels outside [0, 255] (found {found})\n")
-    assert not (tmp_path / "g.h5").exists()
+    _refused_before_training(store, tmp_path, "corrupt ssgallery enrollment store: pixels "
+                             f"outside [0, 255] (found {found})")
 
 
 @pytest.mark.parametrize(("digest", "found"), [
