@@ -100,9 +100,18 @@ def test_seen():
     key = [k for k in fixtures if k.endswith("::data")][0]
     assert [k.split("::")[-1] for k in fixtures[key]["uses"]] == ["expensive"]
     first, second = (tiers._seen["tests"][f"test_x.py::test_{n}"] for n in ("first", "second"))
-    assert tiers._cost(first, fixtures) == tiers._cost(second, fixtures) > 0.3
-    # the second test pays as the first, whatever the machine's speed (heavy or not)
+    # the second test pays for the same set-ups as the first: the same records, exactly
+    # (not their rounded CPU sums: the tests' own milliseconds differ from run to run)
+    paid = tiers._used(first, fixtures)
+    assert tiers._used(second, fixtures) == paid
+    cost = sum(f["cpu"] for f in paid)
+    assert cost > 0.3
+    # and so gets the same markers: with the threshold at half the set-up's measured cost,
+    # both are heavy whatever the machine's speed or load (expensive alone costs about
+    # HEAVY_CPU_S here, so at the real threshold a few ms could tip one test over it)
+    tiers.HEAVY_CPU_S = cost / 2
     assert tiers.measured_markers(second, fixtures) == tiers.measured_markers(first, fixtures)
+    assert "heavy" in tiers.measured_markers(second, fixtures)
 """
 
 
