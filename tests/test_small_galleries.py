@@ -79,7 +79,8 @@ def test_an_update_counts_the_store_s_people_once(tmp_path):
     c01-c03 compressed and c04 added and updated read '6 impostor people' where the
     store holds 4, and 12 people so built read 22 and were never warned about. The
     record now keeps the people it rests on (``impostor_people``: at most the store's
-    subjects), and the warning counts them."""
+    subjects), and the warning counts them; so does info's interval by person, which
+    said '6 impostor people' after the warning's 4."""
     faces = _faces(tmp_path, ["c01", "c02", "c03"])
     _run("enroll", faces, "--store", tmp_path / "e.h5", "-q")
     _run("compress", "--store", tmp_path / "e.h5", "-o", tmp_path / "g.h5", "--m", "1", "-q")
@@ -92,6 +93,11 @@ def test_an_update_counts_the_store_s_people_once(tmp_path):
     assert "(enroll --background, 16 more people at least)" in lines[0], lines
     info = _run("info", "--gallery", tmp_path / "g.h5")
     assert [ln for ln in info.stderr.splitlines() if FEW in ln] == lines
+    # info's interval by person named the same people as 6 (its clusters: the blocks
+    # apart); it names them once, and how its interval counted them
+    line = next(ln for ln in info.stdout.splitlines() if "by impostor person" in ln)
+    assert "by impostor person: 4 impostor people (counted as 6: --update's blocks " \
+        "apart), design effect" in line, line
 
 
 def test_a_recorded_people_count_no_compress_writes_is_refused(tmp_path):

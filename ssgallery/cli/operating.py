@@ -66,8 +66,21 @@ def _by_cluster(cal, key):
     if sums is None or sums["n"] <= 0:
         return None
     low, high, d = sums_interval(sums)
-    return (f"{100 * low:.2f}-{100 * high:.2f}% by {unit}: "
-            f"{counted(sums['clusters'], unit, units)}, design effect {d:.2f}")
+    groups = counted(sums["clusters"], unit, units)
+    if key == "expected_far" and people_count(cal, sums) != sums["clusters"]:
+        groups = (f"{counted(people_count(cal, sums), unit, units)} (counted as "
+                  f"{sums['clusters']}: --update's blocks apart)")
+    return f"{100 * low:.2f}-{100 * high:.2f}% by {unit}: {groups}, design effect {d:.2f}"
+
+
+def people_count(cal, sums):
+    """How many impostor people a calibration record's thresholds rest on, each once:
+    its ``impostor_people`` (`ssgallery.app.thresholds.impostor_people`: after
+    ``compress --update`` fewer than the interval's clusters, which count the update's
+    blocks apart); in a record written before it, the clusters of its interval by
+    person (``sums``, `ssgallery.app.thresholds.clustered_sums` of ``far_by_person``)."""
+    people = cal.get("impostor_people")
+    return people if is_int(people) and people >= 0 else int(sums["clusters"])
 
 
 def _people(u):
@@ -171,10 +184,9 @@ def unresolved_warning(cal, command="compress"):
 
 def few_people_warning(cal):
     """The warning ``compress`` and ``info`` give when the thresholds rest on the held-out
-    scores of fewer than `MIN_IMPOSTOR_PEOPLE` impostor people (the record's
-    ``impostor_people``, `ssgallery.app.thresholds.impostor_people`; in a record written
-    before it, the clusters of its ``far_by_person``): too few for the target FAR to hold for new people,
-    whatever the expected FAR says; the remedy is more people, not another threshold mode.
+    scores of fewer than `MIN_IMPOSTOR_PEOPLE` impostor people (`people_count`): too few
+    for the target FAR to hold for new people, whatever the expected FAR says; the remedy
+    is more people, not another threshold mode.
     None otherwise, and when the record has no interval by person or its clients'
     expected FAR is already not estimated (`unresolved_warning` says so), or every
     client's thresholds are on training scores (compress's warning and the expected FAR
@@ -186,9 +198,7 @@ def few_people_warning(cal):
     if sums is None or unresolved_record(cal.get("unresolved")) is not None or \
             training_share(cal.get("training_clients"), cal.get("clients")) == "all":
         return None
-    people = cal.get("impostor_people")  # an update's blocks, each person once
-    if not is_int(people) or people < 0:
-        people = int(sums["clusters"])  # a record written before it
+    people = people_count(cal, sums)
     if people >= MIN_IMPOSTOR_PEOPLE:
         return None
     return (f"the thresholds rest on the impostor scores of only "
