@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ssgallery.app.client_training import ClientJob, threshold_folds
+from ssgallery.app.compress_write import client_model
 from ssgallery.app.fold_spaces import FoldSpaces, learns_from_images, shared_folds, subject_order
 from ssgallery.app.options import CompressOptions, resolve_between, resolve_training
 from ssgallery.app.training_sets import (
@@ -17,6 +18,7 @@ from ssgallery.app.training_sets import (
     subject_means,
     training_rows,
 )
+from ssgallery.app.verify import score_features
 from ssgallery.errors import InputError, SsgalleryError, option
 from ssgallery.learn.supersparse import resolve_init
 from ssgallery.tables import did_you_mean
@@ -191,8 +193,10 @@ def unseen_accepts(plan, results, clients):
     trained on: each final model scored on the store's images of the subjects outside
     its training rows (at most `UNSEEN_SAMPLE` per client, a seeded sample) and counted
     at its threshold. The matcher's basis (eigenface) has seen those images, so new
-    people fare no better. ``{"accepted", "images", "people", "clients"}`` (people: the
-    distinct subjects scored; clients: how many had any), or None when none had any."""
+    people fare no better. Each score is the gallery record's, as ``verify`` computes
+    it (`ssgallery.app.verify.score_features`). ``{"accepted", "images", "people",
+    "clients"}`` (people: the distinct subjects scored; clients: how many had any), or
+    None when none had any."""
     o = plan.options
     index = {s: i for i, s in enumerate(plan.subjects)}
     accepted = images = measured = 0
@@ -207,10 +211,9 @@ def unseen_accepts(plan, results, clients):
         if unseen.size > UNSEEN_SAMPLE:
             unseen = np.sort(client_rng(o.seed, client).choice(unseen, UNSEEN_SAMPLE,
                                                                replace=False))
-        r = results[client]
-        g = plan.similarity(np.asarray(_block(plan, unseen), dtype=float),
-                            r.prototypes) @ r.beta + r.intercept
-        accepted, images = accepted + int(np.sum(g >= r.threshold)), images + unseen.size
+        model = client_model(plan, results[client], drawn=False)
+        g = score_features(model, plan.matcher, _block(plan, unseen))  # verify's score
+        accepted, images = accepted + int(np.sum(g >= model.threshold)), images + unseen.size
         people.update(np.unique(plan.codes[unseen]).tolist())
         measured += 1
     if not measured:

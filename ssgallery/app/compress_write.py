@@ -20,13 +20,13 @@ def rendered(matcher, prototypes):
         return None
 
 
-def client_model(plan, result):
-    """A `ClientModel` from a result (prototype images rendered here, if drawable; its
-    Z-norm std floored, `ssgallery.formats.gallery.checks.std_floor`)."""
+def client_model(plan, result, drawn=True):
+    """A `ClientModel` from a result (prototype images rendered here if ``drawn`` and
+    drawable; its Z-norm std floored, `ssgallery.formats.gallery.checks.std_floor`)."""
     from ssgallery.formats.gallery import ClientModel
     from ssgallery.formats.gallery.checks import floor_normalization
 
-    images = rendered(plan.matcher, result.prototypes)
+    images = rendered(plan.matcher, result.prototypes) if drawn else None
     model = ClientModel(client_id=result.client, prototypes=result.prototypes,
                         beta=result.beta, intercept=result.intercept,
                         threshold=result.threshold, similarity=plan.similarity.params(),
