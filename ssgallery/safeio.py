@@ -25,6 +25,37 @@ MAX_TEXT_BYTES = 64 * MiB  # a probe list or score file
 OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
+def file_name(path, error=InputError):
+    """``os.fspath(path)``, refused in one line when no file can have that name.
+
+    The one check of a name before ssgallery stats, opens, resolves or writes it: a NUL
+    character cannot be in a file name, and ``os.stat``, ``os.open`` and
+    ``os.path.realpath`` raise a bare ``ValueError`` on one. argv cannot carry it, but a
+    name read from data can (a claims or probe list, a ``Path`` a library caller built
+    from a CSV, a JSON string's ``\\u0000``).
+
+    Parameters
+    ----------
+    path : str, bytes or os.PathLike
+    error : type
+        The `ssgallery.errors.SsgalleryError` subclass to raise.
+
+    Returns
+    -------
+    str or bytes
+
+    Raises
+    ------
+    error
+        ``<name>: the name holds a NUL character, which no file name can``.
+    """
+    name = os.fspath(path)
+    if ("\0" if isinstance(name, str) else b"\0") in name:
+        shown = name if isinstance(name, str) else name.decode("utf-8", "replace")
+        raise error("the name holds a NUL character, which no file name can", path=shown)
+    return name
+
+
 def file_kind(mode):
     """What a file of ``mode`` (an ``st_mode``) is, as a message names a file that is
     not a regular one: "a folder", "a FIFO (named pipe)", "a character device", "a
@@ -63,10 +94,10 @@ def open_regular(path):
     ------
     OSError
         As ``os.stat`` or ``os.open`` raise it (`FileNotFoundError` for a missing file).
-    ValueError
-        A name ``os.stat`` refuses (a NUL character).
+    InputError
+        A name no file can have (`file_name`).
     """
-    st = os.stat(path)
+    st = os.stat(file_name(path))
     if not stat.S_ISREG(st.st_mode):
         return None, st
     fd = os.open(path, OPEN_FLAGS)
@@ -98,13 +129,15 @@ def read_regular(path, what, max_bytes, error=InputError, missing=None):
     Raises
     ------
     error
-        Missing, not a regular file, unreadable, or larger than ``max_bytes``.
+        Missing, not a regular file, unreadable, or larger than ``max_bytes``; a name
+        no file can have (`file_name`).
     """
+    file_name(path, error)
     try:
         fd, st = open_regular(path)
     except FileNotFoundError:
         raise error(missing or f"no such {what}", path=path) from None
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         raise error(f"cannot read {what} ({getattr(exc, 'strerror', None) or exc})",
                     path=path) from None
     if fd is None:

@@ -27,6 +27,7 @@ from ssgallery.biometrics.scores import (
 )
 from ssgallery.errors import InputError, option, printable
 from ssgallery.formats.atomic import check_writable, has_prefix, write_text_atomic
+from ssgallery.safeio import file_name
 from ssgallery.tables import DASH, counted
 from ssgallery.tables import format_table as format_rows
 
@@ -340,7 +341,7 @@ def check_report(out, score_files, search_files, plot=True, force=False):
     plot, force : bool
         As `write_report`'s.
     """
-    out = Path(out)
+    out = Path(file_name(out))  # a NUL character: one line, not pathlib's ValueError
     searches = bool(search_files)
     checks = [(out / "summary.json", SUMMARY), (out / "curves.csv", CURVES)]
     if plot and pyplot() is not None:

@@ -55,7 +55,7 @@ from ssgallery.biometrics.score_meta import (
 from ssgallery.errors import InputError
 from ssgallery.formats.atomic import check_writable, has_prefix, write_text_atomic
 from ssgallery.formats.writable import Existing
-from ssgallery.safeio import MAX_TEXT_BYTES
+from ssgallery.safeio import MAX_TEXT_BYTES, file_name
 
 
 def method_label(method, m):
@@ -282,7 +282,7 @@ def read_score_files(paths):
     for p in paths:
         if os.fspath(p).endswith(".json") and os.fspath(p)[:-5] in given:
             continue  # the side-car of a score file given too (a shell glob)
-        key = os.path.realpath(p)
+        key = os.path.realpath(file_name(p))
         if any(key == okey for okey, _, _ in files.values()):
             raise InputError("score file given twice: each file is one repetition", path=p)
         t = read_scores(p)  # bounded and checked before its bytes are hashed

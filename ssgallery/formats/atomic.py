@@ -36,7 +36,7 @@ from ssgallery.formats.writable import (  # noqa: F401  (public here too)
     has_prefix,
     hdf5_format,
 )
-from ssgallery.safeio import env_seconds
+from ssgallery.safeio import env_seconds, file_name
 
 TMP_MARK = ".ssgallery-tmp-"
 LOCK_TIMEOUT_ENV = "SSGALLERY_LOCK_TIMEOUT"
@@ -56,7 +56,7 @@ def lock_path(path):
     """``.<name>.lock`` beside the target of ``path`` (symlinks resolved): hidden, as it
     stays after the run (filelock keeps a Unix lock file: removing its name would let
     a waiter and a newcomer hold two different files at once)."""
-    folder, name = os.path.split(os.path.realpath(os.fspath(path)))
+    folder, name = os.path.split(os.path.realpath(file_name(path)))
     return os.path.join(folder, f".{name}.lock")
 
 
@@ -212,7 +212,7 @@ def atomic_path(path, kind=None, force=False, lock=False, encrypted=None):
     lock : bool
         Hold the output's lock (`lock_path`) while writing (stores and galleries).
     """
-    shown = os.fspath(path)
+    shown = file_name(path)
     target = os.path.realpath(shown)
     if lock:  # a missing folder or a file of another kind: refused before any lock file
         check_writable(shown, kind, force, encrypted)

@@ -22,7 +22,7 @@ from ssgallery.checks import is_int
 from ssgallery.errors import FormatError, SsgalleryError
 from ssgallery.formats.integrity import KeyNeeded
 from ssgallery.formats.kinds import NEWEST_VERSIONS, kind_label
-from ssgallery.safeio import file_kind, open_regular
+from ssgallery.safeio import file_kind, file_name, open_regular
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -192,7 +192,7 @@ def _place(path):
     """``(os.stat(path) or None when missing, the symlink-resolved target)``; raises
     unless a file can be written there (not a folder, in a writable folder)."""
     try:
-        st = os.stat(path)  # follows a symlink: the target is what would be replaced
+        st = os.stat(file_name(path))  # follows a symlink: the target is what would be replaced
     except FileNotFoundError:
         st = None
     except OSError as exc:

@@ -31,6 +31,7 @@ from ssgallery.errors import InputError, SsgalleryError, option
 from ssgallery.formats.atomic import write_text_atomic
 from ssgallery.images.face_drawing import HEIGHT, WIDTH, render_face  # noqa: F401  (public here too)
 from ssgallery.progress import as_progress
+from ssgallery.safeio import file_name
 
 DEFAULT_SEED = 0
 DEFAULT_VARIATION = 1.0
@@ -285,7 +286,7 @@ def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2
     _check_counts(identities, images, probes)
     jobs_int("jobs", jobs)
     variation = non_negative("variation", variation)
-    out = Path(out)
+    out = Path(file_name(out))  # a NUL character: one line, not pathlib's ValueError
     if out.exists() and not out.is_dir():
         raise InputError("exists and is not a folder", path=out)
     targets = [out / "faces", out / "probes"]
