@@ -9,6 +9,31 @@ from PIL import Image
 from ssgallery.progress import Progress
 
 
+def old_tree(where, commit):
+    """The ``ssgallery`` package of ``commit`` (``git archive``, as
+    benchmarks/_results.archive_tree) in ``where``/old_tree, and a runner of its command
+    line in ``where`` (``run(*args)``: asserts exit 0, returns the completed process):
+    files written by the code of another time."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    tree = Path(where) / "old_tree"
+    tree.mkdir()
+    archive = subprocess.run(["git", "-C", str(repo), "archive", commit, "ssgallery"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+
+    def run(*args):
+        res = subprocess.run([sys.executable, "-m", "ssgallery", *map(str, args)],
+                             env=dict(os.environ, PYTHONPATH=str(tree)), cwd=where,
+                             capture_output=True, text=True, timeout=600, check=False)
+        assert res.returncode == 0, res.stderr
+        return res
+    return run
+
+
 def in_ci():
     """True when running in CI (``CI`` set to anything but empty/"0"/"false"/"no")."""
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")

@@ -326,40 +326,17 @@ def test_update_re_derives_the_threshold_for_the_grown_gallery(tmp_path):
 OLD = "4b80f8a"  # main before compress --target-fpir (32631fa)
 
 
-def _old_tree(where):
-    """The ``ssgallery`` package of commit `OLD` (``git archive``, as
-    benchmarks/_results.archive_tree) and a runner of its command line."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    repo = Path(__file__).resolve().parents[1]
-    tree = where / "old_tree"
-    tree.mkdir()
-    archive = subprocess.run(["git", "-C", str(repo), "archive", OLD, "ssgallery"],
-                             check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-
-    def run(*args):
-        res = subprocess.run([sys.executable, "-m", "ssgallery", *map(str, args)],
-                             env=dict(os.environ, PYTHONPATH=str(tree)), cwd=where,
-                             capture_output=True, text=True, timeout=600, check=False)
-        assert res.returncode == 0, res.stderr
-    return run
-
-
 def test_update_of_a_gallery_written_before_the_operating_point(tmp_path):
     """A gallery written by the code before --target-fpir (its clients carry no held-out
     searches) still takes --update: the new clients' held-out searches set the 1:N point
     for every client, with a warning; an update that trains nobody records none, with a
     warning, and identify --open-set then says how to get one."""
-    from helpers import growing_faces
+    from helpers import growing_faces, old_tree
 
     from ssgallery.formats.gallery import read_gallery, read_search
     from ssgallery.formats.store import load_store
 
-    old_cli = _old_tree(tmp_path)
+    old_cli = old_tree(tmp_path, OLD)
     add = growing_faces(str(tmp_path))
     store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
     old_cli("enroll", tmp_path / "faces", "--store", store)

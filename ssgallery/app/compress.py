@@ -72,6 +72,7 @@ class CompressSummary:
     target_far: float
     clients: list  # one dict per client: id, m, threshold, svm_n_support, ...
     basis_stale: bool = False
+    fta_folds: str = None  # the store's matcher's `Matcher.fta_folds_`
     trained: list = None  # clients trained by this run (the others were resumed or kept)
     kept: list = None  # clients copied from the existing gallery (update)
     resumed: list = None  # clients read from committed parts (resume)
@@ -242,6 +243,7 @@ def _summary(plan, run, paths, results, done):
                                                      "cpu_seconds": results[c].cpu_seconds}
                                     for c in order],
                            basis_stale=bool(plan.store.basis_stale), jobs=run.jobs,
+                           fta_folds=getattr(plan.matcher, "fta_folds_", None),
                            scheduler=run.scheduler,
                            program_runs=_program_runs(plan.matcher, run.jobs, run.scheduler),
                            threshold_mode=plan.options.threshold_mode,

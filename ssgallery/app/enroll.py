@@ -176,7 +176,8 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, ke
                                 matcher_state=_contract_state(instance))
     old = src.old
     if old is not None and old.fingerprint == candidate.fingerprint \
-            and (key is None or old.encrypted):  # (a key: kept encrypted)
+            and (key is None or old.encrypted) \
+            and not _unrecorded_limits(old):  # (a key: kept encrypted)
         return _summary(old, store_path, changed=False, new_clients=[])
     # one BLAS thread, as in training (ssgallery.learn.threads): a multi-threaded SVD of a
     # few hundred images spins its threads when the other core is busy
@@ -217,6 +218,17 @@ def _built(cls, matcher, options):
         return cls(**options)
     except TypeError as exc:
         raise InputError(f"bad option for matcher '{matcher}': {exc}") from None
+
+
+def _unrecorded_limits(store):
+    """True when ``store``'s failure-to-acquire limits were fitted before stores recorded
+    what their folds held out (`ssgallery.matchers.Matcher.fta_folds_`): enrolling the
+    same faces again then refits them instead of keeping the store (``info`` and
+    ``compress`` name that command)."""
+    from ssgallery.matchers import get_matcher_class
+
+    return bool(getattr(get_matcher_class(store.matcher_name), "fit_takes_groups", False)
+                and getattr(store.matcher(), "fta_folds_", None) == "unrecorded")
 
 
 def _contract_state(matcher):

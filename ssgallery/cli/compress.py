@@ -29,6 +29,7 @@ from ssgallery.cli.options import (
     key_file_option,
     matcher_cmd_option,
     privacy_key_option,
+    unrecorded_fta_warning,
     warn,
 )
 from ssgallery.cli.progress import quiet_option, reporting
@@ -288,6 +289,8 @@ def _warnings(summary, guard_gap):
     if summary.basis_stale:
         warn("the store's matcher basis is stale (clients were added with --add); re-run "
              "enroll without --add to refit it")
+    if unrecorded_fta_warning(summary.store, summary.fta_folds):
+        warn(unrecorded_fta_warning(summary.store, summary.fta_folds))
 
 
 def _unseen_note(summary):

@@ -17,6 +17,7 @@ from ssgallery.cli.options import (
     key_file_option,
     matcher_line,
     privacy_key_option,
+    unrecorded_fta_warning,
     warn,
 )
 from ssgallery.cli.progress import quiet_option
@@ -135,6 +136,12 @@ def _print_store(s):
     _echo_contract(s)
 
 
+def _warn_store(s):
+    """The store summary's warning (stderr), with or without --json or --quiet."""
+    if unrecorded_fta_warning(s["path"], s.get("fta_folds")):
+        warn(unrecorded_fta_warning(s["path"], s["fta_folds"]))
+
+
 def _echo_contract(summary):
     """The line of what the file records of its matcher program's contract, if any."""
     if contract_line(summary.get("matcher_contract")):
@@ -212,6 +219,8 @@ def command(gallery, store, svm, client_id, as_json, quiet, key_file, privacy_ke
         click.echo(jsontext.dumps(out, indent=2))
         if "gallery" in out:  # its warnings (stderr), as without --json
             _warn_gallery(out["gallery"])
+        if "store" in out:
+            _warn_store(out["store"])
         _warn_pairing(out)
         return
     if "gallery" in out:
@@ -223,4 +232,5 @@ def command(gallery, store, svm, client_id, as_json, quiet, key_file, privacy_ke
         if "gallery" in out or "client" in out:
             click.echo()
         _print_store(out["store"])
+        _warn_store(out["store"])
     _warn_pairing(out)

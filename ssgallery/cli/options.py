@@ -154,6 +154,20 @@ def matcher_line(name, settings, dimension):
     return printable(f"matcher: {name} ({shown}), d = {dimension}")  # a file's text
 
 
+def unrecorded_fta_warning(store, folds):
+    """The warning ``info`` and ``compress`` give of a store whose failure-to-acquire
+    limits were fitted before stores recorded what their folds held out
+    (`ssgallery.matchers.Matcher.fta_folds_` ``"unrecorded"``), with the command that
+    refits them; None otherwise."""
+    if folds != "unrecorded":
+        return None
+    return (f"{os.fspath(store)}: its failure-to-acquire limits were fitted before stores "
+            "recorded how (those enrolled before 2026-11-28 fitted them on held-out "
+            "images, which refuse some strangers' faces as not a face: verify exit 3 "
+            "instead of 1); enrol its faces again, without --add, to refit them on "
+            f"held-out people: ssgallery enroll FACES_DIR --store {shlex.quote(os.fspath(store))}")
+
+
 def contract_line(contract):
     """``program contract: KIND, symmetric, range [lo, hi], ...; digest 0123456789ab...``:
     what a store or gallery records of its matcher program's ``--describe`` contract

@@ -393,5 +393,5 @@ def store_summary(path, privacy_key=None):
             "matcher_settings": matcher.settings(), "dimension": dim,
             "matcher_contract": matcher.recorded_contract(),
             "basis_stale": store.basis_stale, "stale_clients": store.stale_clients,
-            "file_bytes": store.file_bytes,
+            "fta_folds": matcher.fta_folds_, "file_bytes": store.file_bytes,
             "fingerprint": store.fingerprint}

@@ -73,6 +73,12 @@ class Matcher:
     #: eigenface calibrates its failure-to-acquire limits on people held out, the faces
     #: a stranger's probe is like.
     fit_takes_groups = False
+    #: What the held-out folds of the failure-to-acquire calibration held out, for a
+    #: matcher that calibrates it so (eigenface): ``"people"``, ``"images"`` (no person
+    #: known, or one), or ``"unrecorded"`` (a state written before 2026-11-28, when stores
+    #: began to record it: limits of that time were fitted on held-out images, see
+    #: docs/security.md); None for every other matcher.
+    fta_folds_ = None
 
     def fit(self, images):
         """Fit on training images, shape (n, H, W), float on [0, 255]. Returns self."""

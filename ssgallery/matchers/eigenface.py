@@ -43,7 +43,27 @@ from ssgallery.matchers.eigenface_space import (  # noqa: F401 (re-exported)
     shares,
 )
 
+FTA_FOLDS = ("people", "images")  # what the failure-to-acquire folds held out
 TRANSFORM_CHUNK = 1024  # images per block in transform: bounds its float64 temporaries
+
+
+def _folds_state(folds):
+    """``{"fta_folds": folds}`` when the limits' folds are known (``"people"``,
+    ``"images"``); nothing for a state read from a file that did not record them."""
+    return {"fta_folds": folds} if folds in FTA_FOLDS else {}
+
+
+def _stored_folds(value):
+    """What a file's ``fta_folds`` says the limits' folds held out: ``"people"`` or
+    ``"images"``, ``"unrecorded"`` when absent (written before 2026-11-28, when stores
+    began to record it); anything else is refused (`SsgalleryError`)."""
+    if value is None:
+        return "unrecorded"
+    if isinstance(value, np.ndarray) and value.shape == ():  # np.savez's copy of a state
+        value = value.item()
+    if not (isinstance(value, str) and value in FTA_FOLDS):
+        raise SsgalleryError("eigenface: fta_folds must be 'people' or 'images'")
+    return value
 
 
 class EigenfaceMatcher(Matcher):
@@ -168,9 +188,10 @@ class EigenfaceMatcher(Matcher):
         return min(d, rank)
 
     def _fit_quality(self, X, groups=None):
-        """The failure-to-acquire limits ``max_relative_dffs_`` and ``max_difs_``
+        """The failure-to-acquire limits ``max_relative_dffs_`` and ``max_difs_``, and
+        ``fta_folds_``, what their folds held out
         (`ssgallery.matchers.eigenface_space.quality_limits`)."""
-        self.max_relative_dffs_, self.max_difs_ = quality_limits(
+        self.max_relative_dffs_, self.max_difs_, self.fta_folds_ = quality_limits(
             X, groups, self.n_components_, self.mean_, self.components_,
             self.explained_variance_)
         self.quality_threshold_ = 1.0
@@ -261,7 +282,7 @@ class EigenfaceMatcher(Matcher):
                 "image_shape": np.asarray(self.image_shape, dtype=np.int64),
                 "n_samples_fit": int(self.n_samples_fit_),
                 "max_relative_dffs": float(self.max_relative_dffs_),
-                "max_difs": float(self.max_difs_)}
+                "max_difs": float(self.max_difs_), **_folds_state(self.fta_folds_)}
 
     @classmethod
     def from_state(cls, config, state):
@@ -288,6 +309,7 @@ class EigenfaceMatcher(Matcher):
                     raise SsgalleryError("eigenface: failure-to-acquire limits must be "
                                          "positive and finite")
                 self.quality_threshold_ = 1.0
+                self.fta_folds_ = _stored_folds(state.get("fta_folds"))
         except KeyError as exc:
             raise SsgalleryError(f"eigenface: matcher state lacks '{exc.args[0]}'") from None
         d, p = self.components_.shape if self.components_.ndim == 2 else (0, -1)

@@ -46,26 +46,29 @@ def shares(ratio, d):
 
 
 def quality_folds(idx, groups):
-    """The held-out folds (rows of ``idx``) of the failure-to-acquire calibration:
-    folds of people when ``groups`` (the person of each image) names two or more
-    (`ssgallery.matchers.eigenface`'s docstring), else folds of images."""
+    """The held-out folds (rows of ``idx``) of the failure-to-acquire calibration and
+    what they hold out: folds of people (``"people"``) when ``groups`` (the person of
+    each image) names two or more (`ssgallery.matchers.eigenface`'s docstring), else
+    folds of images (``"images"``)."""
     people = None if groups is None else np.asarray(groups).astype(str)[idx]
     if people is None or len(set(people.tolist())) < 2:
-        return np.array_split(idx, min(QUALITY_FOLDS, len(idx)))
+        return np.array_split(idx, min(QUALITY_FOLDS, len(idx))), "images"
     order = list(dict.fromkeys(people.tolist()))  # first seen in the seeded permutation
-    return [idx[np.isin(people, part)]
-            for part in np.array_split(np.array(order), min(QUALITY_FOLDS, len(order)))]
+    return [idx[np.isin(people, part)] for part in
+            np.array_split(np.array(order), min(QUALITY_FOLDS, len(order)))], "people"
 
 
 def quality_limits(X, groups, d, mean_, components_, variance_):
-    """The failure-to-acquire limits ``(max_relative_dffs, max_difs)`` of a matcher
-    fitted on the rows of ``X`` (n, p) with ``d`` components (``mean_``,
+    """The failure-to-acquire limits ``(max_relative_dffs, max_difs, folds)`` of a
+    matcher fitted on the rows of ``X`` (n, p) with ``d`` components (``mean_``,
     ``components_``, ``variance_``): from k-fold held-out training images (at most
     `QUALITY_MAX_IMAGES`, seeded; folds of `quality_folds`, ``groups`` the person of
-    each row or None), times their margins."""
+    each row or None), times their margins; ``folds`` is what the folds held out
+    (``"people"`` or ``"images"``)."""
     idx = np.random.default_rng(0).permutation(len(X))[:QUALITY_MAX_IMAGES]
     relative, difs = [], []
-    for fold in quality_folds(idx, groups):
+    folds, held_out = quality_folds(idx, groups)
+    for fold in folds:
         rest = np.setdiff1d(idx, fold)
         mean, var, Vt = pca(X[rest])
         keep = min(d, int(np.sum(var > var[0] * 1e-10)))
@@ -79,4 +82,4 @@ def quality_limits(X, groups, d, mean_, components_, variance_):
     max_relative_dffs = float(min(RELATIVE_DFFS_MARGIN * relative.max(),
                                   RELATIVE_DFFS_CAP)) if relative.size \
         else RELATIVE_DFFS_CAP
-    return max_relative_dffs, float(DIFS_MARGIN * np.max(np.concatenate(difs)))
+    return max_relative_dffs, float(DIFS_MARGIN * np.max(np.concatenate(difs))), held_out
