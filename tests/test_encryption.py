@@ -428,7 +428,7 @@ def test_roc_takes_the_privacy_key_file_its_refusal_names(stores, tmp_path):
     # the probes are the encrypted store's own images: found with the key, one line
     assert result.exit_code == 0 and result.stderr.count("\n") == 1, result.output
     assert result.stderr.startswith("ssgallery: warning: 36 of 36 probes in ") and \
-        f"images of {root / 'enc.h5'}, the store it was compressed from" in result.stderr
+        f"training images in {root / 'enc.h5'}, the store it was compressed from" in result.stderr
     assert result.stdout.startswith("method ")
     scores = sorted(str(p) for p in (tmp_path / "g1" / "scores").glob("*.txt"))
     result = runner.invoke(main, ["roc", "--scores", *scores, "--no-plot", "-q", "-o",

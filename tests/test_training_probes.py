@@ -12,8 +12,9 @@ import shutil
 from helpers import invoked
 
 from ssgallery.datasets import sample_faces_path
+from ssgallery.formats.gallery import read_gallery
 
-WARNED = "was trained on"
+WARNED = "were trained on"
 
 
 def _roc(gallery, probes, out):
@@ -26,10 +27,11 @@ def test_roc_on_the_enrolled_images_says_the_figures_are_optimistic(sample_galle
                                                                     sample_store, tmp_path):
     gallery, faces = sample_gallery_3["gallery"], sample_faces_path()
     lines = _roc(gallery, faces, tmp_path / "r")
-    expected = (f"ssgallery: warning: 200 of 200 probes in {faces} are images {gallery} "
-                f"was trained on (the same bytes as images of {sample_store['store']}, the "
-                "store it was compressed from): its models were fitted to these very images, "
-                "so the figures are optimistic; evaluate on images that were not enrolled")
+    expected = (f"ssgallery: warning: 200 of 200 probes in {faces} are images {gallery}'s "
+                "models were trained on (the same bytes as their training images in "
+                f"{sample_store['store']}, the store it was compressed from): its models were "
+                "fitted to these very images, so the figures are optimistic; evaluate on "
+                "images that were not enrolled")
     assert lines == [expected], lines
     # images that were never enrolled: nothing to say
     probes = tmp_path / "probes"
@@ -52,3 +54,37 @@ def test_a_gallery_whose_store_is_gone_is_not_checked(tmp_path):
     assert len(_roc(tmp_path / "g.h5", faces, tmp_path / "r")) == 1
     (tmp_path / "e.h5").unlink()  # the training host's store is not on this host
     assert _roc(tmp_path / "g.h5", faces, tmp_path / "r2") == []
+
+
+def test_only_the_images_the_models_trained_on_are_counted(tmp_path):
+    """The count was of every image of the store (d6d92bb): c01 alone compressed
+    (--clients) from a store of 4 people with --max-impostors 5 trains on its 10 images and
+    5 impostor images, yet roc on the 40 enrolled images said '40 of 40'; the 25 the cap
+    left out were never a training image of the gallery. And clients an --update kept from
+    an earlier version of the store (enroll --add since): their rows in this one cannot be
+    told, and the line says they are not counted."""
+    faces = tmp_path / "faces"
+    faces.mkdir()
+    for client in ("c01", "c02", "c03", "c04"):
+        (faces / client).symlink_to(sample_faces_path() / client)
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+    compress = ["compress", "--store", store, "-o", gallery, "--m", "1", "--max-impostors",
+                "5", "--seed", "3", "-q"]
+    assert invoked(["enroll", faces, "--store", store, "-q"])["exit_code"] == 0
+    assert invoked([*compress, "--clients", "c01"])["exit_code"] == 0
+    p = read_gallery(gallery).clients["c01"].provenance
+    assert p["impostors_capped"] and p["n_genuine"] + p["n_impostor"] == 15
+    lines = _roc(gallery, faces, tmp_path / "r")
+    assert len(lines) == 1 and lines[0].startswith(
+        f"ssgallery: warning: 15 of 40 probes in {faces} are images {gallery}'s models were "
+        f"trained on (the same bytes as their training images in {store}, the store it was "
+        "compressed from): "), lines
+    (faces / "c05").symlink_to(sample_faces_path() / "c05")
+    assert invoked(["enroll", faces, "--store", store, "--add", "-q"])["exit_code"] == 0
+    assert invoked([*compress, "--clients", "c01,c05", "--update"])["exit_code"] == 0
+    lines = _roc(gallery, faces, tmp_path / "r2")
+    assert len(lines) == 1 and lines[0].startswith(
+        f"ssgallery: warning: 15 of 50 probes in {faces} are images {gallery}'s models were "
+        f"trained on (the same bytes as their training images in {store}, the store it was "
+        "compressed from; not counted: the training images of 1 client, which cannot be "
+        "told (trained on an earlier version of the store, "), lines

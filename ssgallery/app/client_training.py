@@ -85,7 +85,7 @@ def client_provenance(job, fit):
             "svm_n_free": int(svm.n_free_), "svm_C_passed": [float(c) for c in svm.C_passed_],
             "svm_threshold": fit.svm_threshold,
             "n_genuine": int(np.sum(job.y > 0)), "n_impostor": int(np.sum(job.y < 0)),
-            "impostors_capped": bool(job.capped),
+            "impostors_capped": bool(job.capped), "seed": int(o.seed),
             "threshold_method": f"{k}-fold CV, impostors held out by subject" if k
             else "training scores", **fit.cv}
 

@@ -60,13 +60,19 @@ def score_gallery(gallery_path, probes_dir, warn=None, key_file=None, matcher_cm
 
 
 def training_probes(info, faces, privacy_key=None):
-    """How many of the probes ``faces`` are images the gallery ``info`` was trained on:
-    the same bytes (sha256) as an image of the store its header names (``store``),
-    when that file is there and still the store it was compressed from
-    (``store_fingerprint``). ``(count, store path)``, or None when it cannot be told
-    (no such store, another enrollment, an encrypted one without its key, unreadable)."""
+    """How many of the probes ``faces`` are images the gallery ``info``'s models trained
+    on: the same bytes (sha256) as a training image of some client's model
+    (`ssgallery.app.training_sets.trained_rows`: its own images and its impostors, every
+    stored image or the cap's sample) in the store its header names (``store``), when
+    that file is there and still the store it was compressed from
+    (``store_fingerprint``). Images of that store no model trained on (people left out
+    by ``--max-impostors``, a client's images when no model took them as impostors) are
+    not counted. ``(count, store path, clients whose training images cannot be told)``,
+    or None when none can be told (no such store, another enrollment, an encrypted one
+    without its key, unreadable, no client's rows known)."""
     import os
 
+    from ssgallery.app.training_sets import trained_rows
     from ssgallery.errors import SsgalleryError
     from ssgallery.formats.store import load_store
 
@@ -75,12 +81,15 @@ def training_probes(info, faces, privacy_key=None):
         return None
     try:
         store = load_store(path, images=False, privacy_key=privacy_key)
+        if store.fingerprint != info.header.get("store_fingerprint"):
+            return None
+        rows, unknown = trained_rows(store, info.clients, info.matcher)
     except SsgalleryError:
         return None
-    if store.fingerprint != info.header.get("store_fingerprint"):
+    if len(unknown) == len(info.clients):
         return None
-    seen = set(store.sha256)
-    return sum(h in seen for h in faces.sha256), path
+    seen = set(np.asarray(store.sha256)[rows].tolist())
+    return sum(h in seen for h in faces.sha256), path, unknown
 
 
 def _warn_training_probes(info, faces, paths, privacy_key, warn):
@@ -88,16 +97,22 @@ def _warn_training_probes(info, faces, paths, privacy_key, warn):
     (`training_probes`): the figures on them are optimistic."""
     from ssgallery.errors import printable
     from ssgallery.images.ingest import default_warn
+    from ssgallery.tables import counted
 
     found = training_probes(info, faces, privacy_key)
     if found is None or not found[0]:
         return
     gallery, probes = (printable(str(p)) for p in paths)
+    untold = found[2]
     (warn or default_warn)(
-        f"{found[0]} of {len(faces)} probes in {probes} are images {gallery} was trained "
-        f"on (the same bytes as images of {printable(found[1])}, the store it was "
-        "compressed from): its models were fitted to these very images, so the figures "
-        "are optimistic; evaluate on images that were not enrolled")
+        f"{found[0]} of {len(faces)} probes in {probes} are images {gallery}'s models were "
+        f"trained on (the same bytes as their training images in {printable(found[1])}, "
+        "the store it was compressed from"
+        + (f"; not counted: the training images of {counted(len(untold), 'client')}, "
+           "which cannot be told (trained on an earlier version of the store, or impostors "
+           "sampled by a gallery written before 2026-11-28)" if untold else "")
+        + "): its models were fitted to these very images, so the figures are optimistic; "
+        "evaluate on images that were not enrolled")
 
 
 def probe_features(info, probes_dir, ids, warn, progress):

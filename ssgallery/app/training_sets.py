@@ -113,3 +113,56 @@ def cohort_distances(means):
         return np.sqrt(np.maximum(sq + sq[client] - 2.0 * means @ means[client], 0.0))
 
     return distances
+
+
+def trained_rows(store, models, matcher=None):
+    """The store rows a gallery's models trained on, as `training_rows` chose them for
+    each client (its own images and its impostors: every row, or the cap's sample).
+
+    A client's rows are known when its provenance names this very store
+    (``store_fingerprint``: not an earlier one an ``--update`` kept it from) and, capped
+    (``impostors_capped``), the ``seed`` of the sample (recorded since 2026-11-28) and,
+    for ``"cohort"``, the subjects' distances in the matcher space (from ``matcher``'s
+    features of the store); and when they are as many as it trained on (``n_genuine`` +
+    ``n_impostor``).
+
+    Parameters
+    ----------
+    store : EnrollmentStore
+        The store the gallery was compressed from.
+    models : dict
+        Client id -> its model (with ``provenance``), the gallery's clients.
+    matcher : Matcher, optional
+        The gallery's matcher (a ``"cohort"`` client's distances; None: such a client's
+        rows are not known).
+
+    Returns
+    -------
+    rows : ndarray of int64, increasing
+        Every row some known client trained on.
+    unknown : list of str
+        The clients whose rows are not known.
+    """
+    subjects, codes = np.unique(np.asarray(store.labels).astype(str), return_inverse=True)
+    index = {s: i for i, s in enumerate(subjects)}
+    trained, unknown, distance = np.zeros(len(codes), bool), [], None
+    for client, model in models.items():
+        p = model.provenance or {}
+        capped, cohort = bool(p.get("impostors_capped")), p.get("impostors") == "cohort"
+        if p.get("store_fingerprint") != store.fingerprint or client not in index or \
+                (capped and not isinstance(p.get("seed"), int)) or \
+                (capped and cohort and matcher is None):
+            unknown.append(client)
+            continue
+        if capped and cohort and distance is None:
+            features = np.asarray(store.matcher_features(matcher), dtype=float)
+            distance = cohort_distances(subject_means(codes, [(0, features)]))
+        rows, _ = training_rows(codes, index[client], client_id=client,
+                                max_impostors=p.get("max_impostors") if capped else None,
+                                impostors=p.get("impostors", "sample"), seed=p.get("seed", 0),
+                                subject_distance=distance)
+        if len(rows) != p.get("n_genuine", -1) + p.get("n_impostor", -1):
+            unknown.append(client)
+            continue
+        trained[rows] = True
+    return np.flatnonzero(trained).astype(np.int64), unknown
