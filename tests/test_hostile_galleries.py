@@ -206,6 +206,7 @@ OPEN_SET_CASES = {
     "scale-tiny": lambda r: r.update(scale=1e-308),
     "blocks-1e18": lambda r: r.update(blocks=10 ** 18),
     "search-size-1e18": lambda r: r.update(search_size=10 ** 18),
+    "search-size-above-clients": lambda r: r.update(search_size=r["clients"] + 1),
     "interval-people-negative": lambda r: r["curve"].update(interval_people=-3),
     "interval-people-text": lambda r: r["curve"].update(interval_people="x"),
 }
@@ -221,7 +222,10 @@ def test_a_1n_record_compress_cannot_write_is_refused(sample_gallery_3, tmp_path
     ('200 held-out searches of 1000000000000000000 clients', exit 0): a JSON count is
     below 2**53, as everywhere else. The curve's interval_people of -3 or "x" made info
     say the FPIR interval was 'counted as independent' (a malformed record taken as an
-    old one). Now identify and info refuse the record: one line, exit 2."""
+    old one). A search_size above the gallery's clients (4 in a 3-client gallery: no
+    search covers more clients than there are) was read too ('200 held-out searches of
+    4 clients', info exit 0, identify exit 0). Now identify and info refuse the record:
+    one line, exit 2."""
     import os
 
     from ssgallery.datasets import sample_faces_path

@@ -219,7 +219,12 @@ def _record_ok(rec, curve):
     the record says so (`_on_tail_ok`), a boolean resolved, ``training_clients`` (absent
     when every search is held out) a whole number from 1 to the clients measured, the
     curve's ``interval_people`` (absent when its interval is not by probe person) a
-    whole number (-3, 1e308 or "x" read as "counted as independent" before)."""
+    whole number (-3, 1e308 or "x" read as "counted as independent" before), and a
+    ``search_size`` (the clients each held-out search covers, the smallest over an
+    update's blocks) of no more than the gallery's clients: every writer measures it on
+    some of them, and an update keeps a curve only when it keeps every client it pooled
+    (`ssgallery.app.open_set`), so a larger one is an edit (info printed it, identify and
+    ``--update`` used the record)."""
     t, h = curve["thresholds"], curve["hazard"]
     ci = rec.get("expected_fpir_ci")
     above = rec["curve"].get("extrapolated_above", t[-1])
@@ -227,6 +232,7 @@ def _record_ok(rec, curve):
             and _real(rec.get("target_fpir"), 0.0, 1.0) and _real(rec.get("expected_fpir"), 0.0, 1.0)
             and isinstance(ci, list) and len(ci) == 2 and all(_real(v, 0.0, 1.0) for v in ci)
             and all(_count(rec.get(k)) for k in ("clients", "search_size"))
+            and rec["search_size"] <= rec["clients"]  # a search covers no more clients
             and _count(rec.get("searches"), 0) and _count(rec.get("blocks", 1))
             and _count(rec.get("measured_clients", 1))
             and _count(rec.get("training_clients", 1))
