@@ -59,16 +59,17 @@ def file_name(path, error=InputError):
 def file_kind(mode):
     """What a file of ``mode`` (an ``st_mode``) is, as a message names a file that is
     not a regular one: "a folder", "a FIFO (named pipe)", "a character device", "a
-    block device", "a socket", else "not a regular file"."""
+    block device", "a socket", "a symbolic link" (a name looked at without following
+    it: ``open_regular(..., dir_fd=...)``), else "not a regular file"."""
     for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
         if test(mode):
             return name
     return "not a regular file"
 
 
-def open_regular(path):
+def open_regular(path, dir_fd=None):
     """``path`` opened once for reading if it is a regular file: ``(fd, st)``.
 
     The one way ssgallery opens a file it reads by name: checked with ``os.stat`` first
@@ -81,6 +82,11 @@ def open_regular(path):
     Parameters
     ----------
     path : str or Path
+    dir_fd : int, optional
+        An open folder that ``path`` (a name in it) is looked up in; a symbolic link is
+        then never followed: it is looked at, not through (``st`` says what it is, no
+        descriptor), and one swapped in after the look is not opened (``O_NOFOLLOW``:
+        ``OSError``). Compress's parts folder (`ssgallery.app.parts`).
 
     Returns
     -------
@@ -97,10 +103,11 @@ def open_regular(path):
     InputError
         A name no file can have (`file_name`).
     """
-    st = os.stat(file_name(path))
+    follow = dir_fd is None
+    st = os.stat(file_name(path), dir_fd=dir_fd, follow_symlinks=follow)
     if not stat.S_ISREG(st.st_mode):
         return None, st
-    fd = os.open(path, OPEN_FLAGS)
+    fd = os.open(path, OPEN_FLAGS | (0 if follow else os.O_NOFOLLOW), dir_fd=dir_fd)
     try:
         st = os.fstat(fd)
     except BaseException:

@@ -155,3 +155,39 @@ def test_a_store_reopened_for_its_rows_never_waits_on_a_fifo(tmp_path):
         for _ in range(3):
             with contextlib.suppress(OSError):
                 os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def test_a_compress_part_is_opened_by_the_one_opener(tmp_path):
+    """The parts folder (`ssgallery.app.parts`) had two openers of its own (O_NOFOLLOW in
+    the folder's descriptor) beside `open_regular`, and named what it refused its own
+    way: a FIFO part was 'not a regular file', a link 'cannot open it (Too many levels
+    of symbolic links; ...)'. It opens through `open_regular(name, dir_fd=folder)` now:
+    a link is looked at, never followed, and named as every input is."""
+    from ssgallery.app.parts import BadPart, PartsFolder
+
+    parts = PartsFolder(tmp_path / "g.h5")
+    os.mkdir(parts.path, 0o700)
+    victim = tmp_path / "victim.npz"
+    victim.write_bytes(b"precious")
+    for client, make, kind in (("c01", lambda p: os.symlink(victim, p), "a symbolic link"),
+                               ("c02", os.mkfifo, "a FIFO (named pipe)")):
+        make(parts._shown(client))
+        with pytest.raises(BadPart) as refused:
+            _within(10, lambda c=client: parts.read_any(c))
+        assert str(refused.value) == f"{parts._shown(client)}: is {kind}, expected a " \
+            "regular file (never followed or opened)"
+    folder = os.open(parts.path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.symlink(victim, os.path.join(parts.path, "link"))
+        fd, st = open_regular("link", dir_fd=folder)
+        assert fd is None and file_kind(st.st_mode) == "a symbolic link"
+        os.symlink(os.path.join("..", victim.name), os.path.join(parts.path, "relative"))
+        fd, st = open_regular("relative", dir_fd=folder)
+        assert fd is None and file_kind(st.st_mode) == "a symbolic link"
+        os.link(victim, os.path.join(parts.path, "regular"))
+        fd, st = open_regular("regular", dir_fd=folder)
+        assert os.read(fd, 20) == b"precious" and not os.get_inheritable(fd)
+        os.close(fd)
+    finally:
+        os.close(folder)
+    assert victim.read_bytes() == b"precious"

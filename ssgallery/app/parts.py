@@ -12,7 +12,8 @@ the rest.
 
 Parts are input like any file (issue 20): the folder must be a real folder owned by
 this user and writable by nobody else, and is used through a descriptor opened without
-following a symbolic link; a part is a regular file (``O_NOFOLLOW``, no FIFO) of at
+following a symbolic link; a part is a regular file (opened as every input is,
+`ssgallery.safeio.open_regular` in that folder: never through a link, never a FIFO) of at
 most `MAX_PART_BYTES`, an uncompressed ``.npz`` read with ``allow_pickle=False``;
 with the host's signing key it carries an HMAC-SHA256 that must verify (with the
 privacy key it is also encrypted and authenticated, `ssgallery.formats.encryption`).
@@ -27,7 +28,6 @@ import hmac
 import json
 import os
 import shutil
-import stat
 
 from ssgallery.app.client_result import (  # noqa: F401  (public here too)
     MAX_PART_BYTES,
@@ -37,6 +37,7 @@ from ssgallery.app.client_result import (  # noqa: F401  (public here too)
     encode_result,
 )
 from ssgallery.errors import InputError, SsgalleryError, option
+from ssgallery.safeio import file_kind, open_regular
 
 PART_MAGIC = b"ssgallery-part 2\n"
 UNSIGNED = b"-" * 64
@@ -145,8 +146,7 @@ class PartsFolder:
             return None
         shown = self._shown(client)
         try:
-            fd = os.open(self._name(client), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-                         | getattr(os, "O_CLOEXEC", 0), dir_fd=folder)
+            fd, st = open_regular(self._name(client), dir_fd=folder)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -154,12 +154,13 @@ class PartsFolder:
                           "followed)", path=shown) from None
         finally:
             os.close(folder)
+        if fd is None:
+            raise BadPart(f"is {file_kind(st.st_mode)}, expected a regular file (never "
+                          "followed or opened)", path=shown)
         handle = os.fdopen(fd, "rb", buffering=0)
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_PART_BYTES + (1 << 20):
+        if st.st_size > MAX_PART_BYTES + (1 << 20):
             handle.close()
-            raise BadPart("not a regular file" if not stat.S_ISREG(st.st_mode) else
-                          f"{st.st_size} bytes, more than a part holds", path=shown)
+            raise BadPart(f"{st.st_size} bytes, more than a part holds", path=shown)
         head = os.pread(fd, 64, 0)
         if is_encrypted(head):
             return decrypt_open(handle, shown, "compress part", self.FORMAT,
@@ -277,12 +278,13 @@ def _encrypted_entry(folder, name):
     from ssgallery.formats.encryption import is_encrypted
 
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-                     | getattr(os, "O_CLOEXEC", 0), dir_fd=folder)
+        fd, _ = open_regular(name, dir_fd=folder)
     except OSError:
         return False
+    if fd is None:
+        return False
     try:
-        return stat.S_ISREG(os.fstat(fd).st_mode) and is_encrypted(os.pread(fd, 64, 0))
+        return is_encrypted(os.pread(fd, 64, 0))
     finally:
         os.close(fd)
 
