@@ -292,6 +292,16 @@ HEADLINES = {
         + ", peak RSS "
         + cell(t, "refit vs --no-refit-matcher, 100 identities: peak RSS", "value")),
     "sample_difficulty": lambda t: _sample_difficulty(t),
+    "small_galleries": lambda t: (
+        "strangers' claims accepted at target FAR 1 % (znorm-global), AT&T: 3 clients "
+        + cell(t, "3", "strangers' claims accepted % (mean ± sd)",
+               where={"background": "0", "mode": "`znorm-global`"})
+        + " %, 3 + 17 background people "
+        + cell(t, "3", "strangers' claims accepted % (mean ± sd)",
+               where={"background": "17", "mode": "`znorm-global`"})
+        + " %, 20 clients "
+        + cell(t, "20", "strangers' claims accepted % (mean ± sd)",
+               where={"background": "0", "mode": "`znorm-global`"}) + " %"),
     "solvers": lambda t: (
         "varpro vs Algorithm 1 (m = 1, class init): "
         + grab(t, r"^\s+1 varpro\s+class\s+\S+\s+\S+\s+\d+\s+(\S+)")

@@ -21,11 +21,10 @@ repetitions); target FAR 0.1 %: <= 0.3 % on the 400-identity synthetic set
 (`ssgallery synth`, 10 images each: 100 enrolled clients, 300 people unseen, so that
 0.1 % is resolved per client; fewer clients than half keep its compress affordable).
 
-Small galleries (docs/operating-points.md): ``--enrolled 3`` (5, 10) enrols that many
-clients; ``--background K`` also enrols K of the other subjects as background
-(impostor-only, `enroll --background`), who are then not among the strangers. Run them
-with ``SSGALLERY_BENCH_OUT`` set to another folder: results.json keeps one entry per data
-set.
+``--enrolled N`` enrols that many clients; ``--background K`` also enrols K of the other
+subjects as background (impostor-only, `enroll --background`), who are then not among
+the strangers. The small galleries of docs/operating-points.md (3, 5, 10 clients, with
+and without background) are benchmarks/small_galleries.py's page, one command.
 
 Usage::
 
@@ -145,7 +144,9 @@ def _background(subjects, chosen, k, rng, work):
     return names
 
 
-def run_repetition(subjects, matcher, targets, args, rep, enrolled=None):
+def run_repetition(subjects, matcher, targets, args, rep, enrolled=None, v0=True):
+    """One repetition's rates per target FAR and mode (module docstring); ``v0``:
+    also compress as before threshold modes (the `client-v0` row)."""
     from ssgallery.app.compress import CompressOptions, compress
     from ssgallery.app.enroll import enroll
     from ssgallery.app.roc import score_gallery
@@ -166,7 +167,7 @@ def run_repetition(subjects, matcher, targets, args, rep, enrolled=None):
         table = score_gallery(work / "g.h5", work / "probes", warn=lambda m: None)
         labels = np.asarray(load_store(work / "e.h5", images=False).labels).astype(str)
         old = None
-        if matcher != "dlib":  # before threshold modes: every fold on the store's matcher
+        if matcher != "dlib" and v0:  # before threshold modes: every fold on the store's matcher
             old = compress(work / "e.h5", work / "g0.h5",
                            CompressOptions(m=args.m, seed=rep, target_far=targets[0],
                                            threshold_mode="client", refit_matcher=False))
@@ -177,7 +178,7 @@ def run_repetition(subjects, matcher, targets, args, rep, enrolled=None):
     for far in targets:
         modes = _mode_thresholds(summary, order, far, labels)
         modes = {"client-v0": _mode_thresholds(old, order, far, labels)["client"]
-                 if old is not None else modes["client"], **modes}
+                 if old is not None else modes["client"], **modes} if v0 else modes
         for label, (t, info) in modes.items():
             a_far, a_frr, acc, n_imp = _rates(table, order, t, background)
             out["results"][f"{far:g}/{label}"] = {
@@ -198,10 +199,10 @@ def aggregate(reps):
             v = np.array([x[f] for x in vals])
             row[f], row[f + "_sd"] = float(v.mean()), float(v.std())
         rows.append(row)
-    for row in rows:
-        base = next(r for r in rows if r["target_far"] == row["target_far"]
-                    and r["mode"] == "client-v0")
-        row["frr_cost_pp"] = 100 * (row["frr"] - base["frr"])
+    for row in rows:  # no client-v0 row (run_repetition's v0=False): no cost
+        base = next((r for r in rows if r["target_far"] == row["target_far"]
+                     and r["mode"] == "client-v0"), None)
+        row["frr_cost_pp"] = None if base is None else 100 * (row["frr"] - base["frr"])
     return rows
 
 

@@ -85,6 +85,8 @@ CASES = {
         "--parallel-clients", "2", "--big-gallery", "30", "--acc-identities", "12",
         "--acc-clients", "2", "--acc-sets", "synthetic", "--acc-seeds", "0,1",
         "--acc-impostors", "sample,cohort", "--acc-caps", "30", "--page", "smoke"], None),
+    "small_galleries": ("small_galleries", lambda tmp, data: [
+        "--regimes", "3,2+1", "--repetitions", "1", "--train-images", "2"], "att"),
     "strangers": ("strangers", lambda tmp, data: [
         "--datasets", "synth", "--repetitions", "1", "--identities", "4", "--strangers", "3",
         "--fresh", "2", "--page"], None),
