@@ -82,6 +82,10 @@ EXTRA = {
     "roc-training-probes": [
         ("ssgallery roc --gallery gallery.h5 --probes ../sample_data/faces -o training_report",
          {"lines": r"^(ssgallery: warning|identification |method |-------|gallery )"})],
+    "small-gallery": [  # one line: tests/test_doc_examples.py runs each in a fresh folder
+        (("ssgallery enroll ../sample_data/faces --clients c01,c02,c03 --store few.h5 -q && "
+          "ssgallery compress --store few.h5 -o few_gallery.h5 --m 2 -q"),
+         {"lines": r"^ssgallery: warning: the thresholds rest"})],
     "identify": [("ssgallery identify ../sample_data/probes/*.png --top 3 --open-set",
                   {"head": 14}),
                  ("echo $?", {})],

@@ -8,10 +8,9 @@ from ssgallery.errors import printable
 from ssgallery.tables import counted
 
 HIGH_FRR = 0.2  # an expected FRR from which compress and info warn
-# impostor people behind the thresholds below which compress and info warn: on AT&T (20
-# clients, no background, 20 people in the pool) the target FAR 1 % held for people never
-# seen; with 3, 5 and 10 it did not, or only at 45-84 % FRR (docs/operating-points.md,
-# "Small galleries")
+# impostor people behind the thresholds below which compress and info warn: the smallest
+# pool of docs/benchmarks/small_galleries.md (AT&T) on which the target FAR held for
+# people never seen (docs/operating-points.md, "Small galleries")
 MIN_IMPOSTOR_PEOPLE = 20
 
 
@@ -205,9 +204,8 @@ def few_people_warning(cal):
             f"{counted(people, 'impostor person', 'impostor people')} (fewer than "
             f"{MIN_IMPOSTOR_PEOPLE}): too few for a target FAR of "
             f"{100 * (_num(cal.get('target_far')) or 0):g}% to hold for new people, "
-            "whatever the expected FAR says (at target 1%, AT&T galleries of 3, 5 and 10 "
-            "clients accepted 9.9%, 0.2% and 1.5% of strangers' claims and rejected 25%, "
-            "84% and 45% of genuine ones; another --threshold-mode does not help: "
+            "whatever the expected FAR says, and another --threshold-mode does not help "
+            "(measured on AT&T: docs/benchmarks/small_galleries.md; "
             "docs/operating-points.md, small galleries); enrol people who will never be "
             f"clients as impostors (enroll --background, {MIN_IMPOSTOR_PEOPLE - people} more "
             "people at least) and compress again")
