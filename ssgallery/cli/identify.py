@@ -94,19 +94,23 @@ def command(ctx, probes, gallery, top, open_set, fpir, threshold, verification_t
             key_file=key_file, matcher_cmd=matcher_cmd, progress=progress,
             privacy_key_file=privacy_key_file)
     status = exit_status(results)
-    if as_json:
-        from ssgallery import jsontext
-
-        n_fta = sum(r.failed_to_acquire for r in results)  # as verify --json says them
-        click.echo(jsontext.dumps({"gallery": gallery, "ranking": ranking, "open_set": open_set,
-                               "operating_point": point, "all_identified": status == 0,
-                               "failures_to_acquire": n_fta, "exit_status": status,
-                               "results": [r.to_dict() for r in results]}, indent=2))
-    elif as_csv:
-        click.echo(_csv(results, ranking, point))
-    else:
-        click.echo(_format(results, ranking, point, open_set))
+    click.echo(_json(gallery, results, (ranking, point, open_set), status) if as_json else
+               _csv(results, ranking, point) if as_csv else
+               _format(results, ranking, point, open_set))
     ctx.exit(status)
+
+
+def _json(gallery, results, search, status):
+    """The --json output; ``search``: the ranking, the operating point and whether the
+    set is open."""
+    from ssgallery import jsontext
+
+    ranking, point, open_set = search
+    n_fta = sum(r.failed_to_acquire for r in results)  # as verify --json says them
+    return jsontext.dumps({"gallery": gallery, "ranking": ranking, "open_set": open_set,
+                           "operating_point": point, "all_identified": status == 0,
+                           "failures_to_acquire": n_fta, "exit_status": status,
+                           "results": [r.to_dict() for r in results]}, indent=2)
 
 
 CLOSED_SET = ("closed set: every probe is identified as its best candidate (unless two or "

@@ -79,7 +79,7 @@ def command(ctx, probes, claim, claims_file, gallery, list_file, strict, as_json
                               "privacy_key_file": privacy_key_file}))
     if claim is None:
         raise click.UsageError("missing option '--claim' (or --claims FILE)")
-    from ssgallery.app.verify import FTA, exit_status, verify
+    from ssgallery.app.verify import exit_status, verify
 
     paths = probe_paths(probes, list_file)
     with reporting(quiet) as progress:
@@ -87,23 +87,32 @@ def command(ctx, probes, claim, claims_file, gallery, list_file, strict, as_json
                          matcher_cmd=matcher_cmd, progress=progress,
                          privacy_key_file=privacy_key_file)
     status = exit_status(results)
+    click.echo(_output(gallery, claim, results, status, "json" if as_json else
+                       "csv" if as_csv else "text"))
+    ctx.exit(status)
+
+
+def _output(gallery, claim, results, status, kind):
+    """What verify prints of the ``results`` of one ``claim``: ``kind`` "json", "csv" or
+    "text" (a line per probe, and a count when there are several)."""
+    from ssgallery.app.verify import FTA
+
     n_fta = sum(r.status == FTA for r in results)
-    if as_json:
+    if kind == "json":
         from ssgallery import jsontext
 
-        click.echo(jsontext.dumps({"gallery": gallery, "claim": claim,
+        return jsontext.dumps({"gallery": gallery, "claim": claim,
                                "all_accepted": status == 0, "failures_to_acquire": n_fta,
                                "exit_status": status,
-                               "results": [r.to_dict() for r in results]}, indent=2))
-    elif as_csv:
-        click.echo(csv_text(FIELDS, [[getattr(r, f) for f in FIELDS] for r in results]))
-    else:
-        click.echo(_lines(results, with_claim=False))
-        if len(results) > 1:
-            n_acc = sum(r.accept for r in results)
-            fta = f", {n_fta} failed to acquire" if n_fta else ""
-            click.echo(f"claim {printable(claim)}: {n_acc} of {len(results)} accepted{fta}")
-    ctx.exit(status)
+                               "results": [r.to_dict() for r in results]}, indent=2)
+    if kind == "csv":
+        return csv_text(FIELDS, [[getattr(r, f) for f in FIELDS] for r in results])
+    text = _lines(results, with_claim=False)
+    if len(results) > 1:
+        n_acc = sum(r.accept for r in results)
+        fta = f", {n_fta} failed to acquire" if n_fta else ""
+        text += f"\nclaim {printable(claim)}: {n_acc} of {len(results)} accepted{fta}"
+    return text
 
 
 def _claims(gallery, claims_file, strict, as_json, as_csv, quiet, host):
