@@ -88,7 +88,7 @@ def per_client(tmp, sizes, n_clients):
                  f"no enroll --add (all {n} identities in the basis)")
         say(f"{n} identities: synth {t_synth:.1f} s ({n * 6} images), compress of "
             f"{n_clients} clients: {np.mean(secs):.3f} CPU s/client training, wall {wall:.1f} s, "
-            f"peak RSS {rss:.0f} MiB, {n_impostor} impostors/client "
+            f"peak RSS {rss:.0f} MiB, {n_impostor} impostor images/client "
             f"({out[n]['regime']}); {added}")
         rows.append(n)
     return out

@@ -102,3 +102,21 @@ def test_verify_and_identify_print_the_same_score(sample_gallery_3):
                 (candidate,) = [c for c in search["candidates"] if c["client"] == client]
                 assert candidate["score"] == verdict["score"], (client, verdict["probe"])
                 assert candidate["verified"] == verdict["accept"]
+
+
+def test_info_says_what_a_client_s_impostor_count_counts(sample_gallery_3):
+    """``info --client c01`` printed ``n_impostor: 190`` beside ``impostors: sample``: 190
+    read as impostors (people), when it counts the other people's images the client
+    trained on (19 people here). The count says its unit now; --json keeps the key."""
+    import json
+
+    gallery = sample_gallery_3["gallery"]
+    text = invoked(["info", "--gallery", gallery, "--client", "c01"])["stdout"]
+    prov = json.loads(invoked(["info", "--gallery", gallery, "--client", "c01",
+                               "--json"])["stdout"])["client"]["provenance"]
+    n = prov["n_impostor"]
+    assert n == 190 and prov["n_genuine"] == 10
+    assert f"  n_impostor: {n} (other people's images the client trained on)\n" in text
+    assert "  n_genuine: 10 (the client's own training images)\n" in text
+    assert f"  max_impostors: {prov['max_impostors']} (at most this many impostor images " \
+        "per client, 0: no cap)\n" in text

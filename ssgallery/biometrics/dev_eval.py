@@ -47,7 +47,8 @@ def choose_threshold(neg, pos, criterion="eer", far=None):
 
 def rates_at(neg, pos, threshold):
     """FAR, FRR, HTER at a threshold with failures to acquire (NaN) counted as rejected
-    attempts, and the FTA rates (bob.measure's convention), as a dict."""
+    attempts, and the FTA rates (bob.measure's convention), as a dict; ``n_impostor``
+    and ``n_genuine`` count claims (scores), not images or people."""
     acc = np.sum(neg[np.isfinite(neg)] >= threshold)
     rej = np.sum(pos[np.isfinite(pos)] < threshold) + np.sum(~np.isfinite(pos))
     far, frr = float(acc / neg.size), float(rej / pos.size)

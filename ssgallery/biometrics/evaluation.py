@@ -308,7 +308,9 @@ def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0, progress=None):
         ``frr_at_far_01pct_averaged_curve``, ``frr_at_far_1pct_global_threshold``,
         ``frr_at_far_01pct_global_threshold`` (None where not resolved; ``notes`` says
         why); ``matches_mean``, ``matches_std``, ``fit_seconds_mean``, ``n_genuine``,
-        ``n_impostor``, ``impostors_per_client_min``, ``fta_genuine``,
+        ``n_impostor`` (claims, summed over repetitions: a probe image counts once per
+        client it claims), ``impostors_per_client_min`` (the fewest impostor claims of a
+        client), ``fta_genuine``,
         ``fta_impostor``, ``far_at_stored_thresholds`` / ``frr_at_stored_thresholds``
         (gallery mode, else None: means over clients), ``far_at_stored_thresholds_worst``
         / ``frr_at_stored_thresholds_worst`` (the clients with the highest FAR / FRR

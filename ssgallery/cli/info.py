@@ -121,7 +121,14 @@ def _print_client(r):
     if r["provenance"]:
         click.echo("provenance (how it was trained):")
     for key, value in sorted(r["provenance"].items()):
-        click.echo(printable(f"  {key}: {value}"))
+        unit = PROVENANCE_UNITS.get(key) if isinstance(value, int) else None
+        click.echo(printable(f"  {key}: {value}" + (f" ({unit})" if unit else "")))
+
+
+# what a provenance count counts (the keys stay as --json prints them): images, not people
+PROVENANCE_UNITS = {"n_genuine": "the client's own training images",
+                    "n_impostor": "other people's images the client trained on",
+                    "max_impostors": "at most this many impostor images per client, 0: no cap"}
 
 
 def _print_store(s):
