@@ -70,20 +70,27 @@ def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
     distinct_keys(key, privacy_key)
     header, config, index, built, state, provenance, size = _read_summary(path, svm,
                                                                           privacy_key, key)
-    open_set = header_open_set(header, index.client_ids, path)
+    return {"path": path, **_described(header, config, index, built, path),
+            "file_bytes": size, "matcher_state_bytes": state_bytes(state),
+            **_sizes(index, provenance, svm), **signature_fields(header, key)}
+
+
+def _dimension(index):
+    """The prototypes' dimension (None in a gallery without clients)."""
+    return int(index.prototypes.shape[1]) if index.n_clients else None
+
+
+def _described(h, config, index, built, path):
+    """`gallery_summary`'s fields of the header (``h``), the matcher (``built``) and the
+    operating points the header records, the 1:N threshold checked as ``identify``
+    checks it (the deploy check)."""
+    open_set = header_open_set(h, index.client_ids, path)
     if open_set is not None and index.n_clients:  # identify's refusal: the deploy check
         check_open_set_threshold(index, open_set["threshold"], open_set["scale"], built, path)
-    d = int(index.prototypes.shape[1]) if index.n_clients else None
-    itemsize = np.dtype(index.prototype_dtype).itemsize
-    rows = [_summary_row(cid, int(m), d, float(t), provenance.get(cid), itemsize)
-            for cid, m, t in zip(index.client_ids, np.diff(index.offsets), index.threshold)]
-    total = sum(r["bytes"] for r in rows)
-    total_svm = sum(r["svm_bytes"] or 0 for r in rows) if svm else None
-    h = header
-    return {"path": path, "format": h.get("format"), "format_version": h.get("format_version"),
+    return {"format": h.get("format"), "format_version": h.get("format_version"),
             "tool_version": h.get("tool_version"), "created": h.get("created"),
             "matcher": h["matcher"], "matcher_config": config,
-            "matcher_settings": built.settings(), "dimension": d,
+            "matcher_settings": built.settings(), "dimension": _dimension(index),
             "matcher_contract": built.recorded_contract(),
             "prototype_dtype": index.prototype_dtype,
             "image_shape": h.get("image_shape"), "target_far": h.get("target_far"),
@@ -91,12 +98,21 @@ def gallery_summary(path, *, svm=False, privacy_key=None, key=None):
             "calibration": header_calibration(h, index.client_ids, path),
             "open_set": open_set,
             "basis_stale": h.get("basis_stale", False),  # a bool: checked by open_verified
-            "store_fingerprint": h.get("store_fingerprint"),  # the store compressed
-            "file_bytes": size, "matcher_state_bytes": state_bytes(state),
-            "n_clients": len(rows), "clients": rows, "bytes_total": total,
+            "store_fingerprint": h.get("store_fingerprint")}  # the store compressed
+
+
+def _sizes(index, provenance, svm):
+    """`gallery_summary`'s client rows (`_summary_row`, from the stacked index and, with
+    ``svm``, each client's ``provenance``) and their totals."""
+    itemsize = np.dtype(index.prototype_dtype).itemsize
+    rows = [_summary_row(cid, int(m), _dimension(index), float(t), provenance.get(cid),
+                         itemsize)
+            for cid, m, t in zip(index.client_ids, np.diff(index.offsets), index.threshold)]
+    total = sum(r["bytes"] for r in rows)
+    total_svm = sum(r["svm_bytes"] or 0 for r in rows) if svm else None
+    return {"n_clients": len(rows), "clients": rows, "bytes_total": total,
             "svm_compared": bool(svm), "svm_bytes_total": total_svm,
-            "ratio": total_svm / total if total and total_svm else None,
-            **signature_fields(header, key)}
+            "ratio": total_svm / total if total and total_svm else None}
 
 
 def _read_summary(path, svm, privacy_key, key):
