@@ -295,3 +295,37 @@ def opens_of(path, swap_in=None, after=0):
         yield seen
     finally:
         _OPENS.clear()
+
+
+_AT_RENAME = []  # the rename hook's one job: [(target, command, results)] while armed
+
+
+def _run_at_rename(event, args):
+    if event != "os.rename" or not _AT_RENAME:
+        return
+    target, command, results = _AT_RENAME[0]
+    if os.fspath(args[1]) == target and not results:
+        import subprocess
+
+        results.append(subprocess.run(command, capture_output=True, text=True, check=False,
+                                      env=dict(os.environ, SSGALLERY_LOCK_TIMEOUT="1")))
+
+
+@contextlib.contextmanager
+def run_at_rename(target, command):
+    """Run ``command`` (a real process, ``$SSGALLERY_LOCK_TIMEOUT`` 1 s) once, when a
+    file is renamed onto ``target`` inside the block: the moment between a writer's
+    check of its output and its rename, by an audit hook (``sys.addaudithook``,
+    installed once per process; no code of ssgallery replaced). Yields the list that
+    receives its ``subprocess.CompletedProcess``."""
+    import sys
+
+    if not getattr(_run_at_rename, "installed", False):
+        sys.addaudithook(_run_at_rename)
+        _run_at_rename.installed = True
+    results = []
+    _AT_RENAME[:] = [(os.path.realpath(target), command, results)]
+    try:
+        yield results
+    finally:
+        _AT_RENAME.clear()

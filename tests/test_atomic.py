@@ -10,7 +10,7 @@ import time
 
 import filelock
 import pytest
-from helpers import make_faces
+from helpers import make_faces, run_at_rename
 
 from ssgallery.errors import SsgalleryError
 from ssgallery.formats.atomic import (
@@ -382,18 +382,6 @@ def test_a_gallery_of_a_newer_version_is_never_replaced(enrolled, tmp_path):
     assert store.read_bytes() == store_bytes and gallery.read_bytes() == gallery_bytes
 
 
-_AT_RENAME = []  # the audit hook's one job: [(target, command, results)] while armed
-
-
-def _run_at_rename(event, args):
-    if event != "os.rename" or not _AT_RENAME:
-        return
-    target, command, results = _AT_RENAME[0]
-    if os.fspath(args[1]) == target and not results:
-        results.append(subprocess.run(command, capture_output=True, text=True, check=False,
-                                      env=dict(os.environ, SSGALLERY_LOCK_TIMEOUT="1")))
-
-
 def test_a_report_file_never_replaces_a_store_written_after_its_check(tmp_path):
     """roc's report files were written without the output's lock: checked writable (no file
     there), then written to a temporary file and renamed. A second process, enroll writing
@@ -414,15 +402,9 @@ def test_a_report_file_never_replaces_a_store_written_after_its_check(tmp_path):
     target = tmp_path / "out" / "summary.json"
     command = [sys.executable, "-m", "ssgallery", "enroll", str(tmp_path / "faces"),
                "--store", str(target), "-q"]
-    results = []
-    if _run_at_rename not in _AT_RENAME:
-        sys.addaudithook(_run_at_rename)
-    _AT_RENAME[:] = [(os.path.realpath(target), command, results)]
-    try:
+    with run_at_rename(target, command) as results:
         roc = CliRunner().invoke(main, ["roc", "--scores", str(scores), "-o",
                                         str(tmp_path / "out"), "--no-plot", "-q"])
-    finally:
-        _AT_RENAME.clear()
     (enrolled,) = results
     assert roc.exit_code == 0, roc.output
     store_there = target.read_bytes()[:1] != b"{"

@@ -94,7 +94,8 @@ def test_save_montage_writes_atomically(tmp_path):
         assert img.format == "PNG" and img.mode == "RGB"
     save_montage(tmp_path / "p.jpg", protos(1), [0.5])
     assert Image.open(tmp_path / "p.jpg").format == "JPEG"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.jpg", "p.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".p.jpg.lock", ".p.png.lock",
+                                                          "p.jpg", "p.png"]  # no temporary
 
 
 def test_save_montage_errors(tmp_path):

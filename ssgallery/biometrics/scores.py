@@ -53,7 +53,7 @@ from ssgallery.biometrics.score_meta import (
     sidecar_meta,
 )
 from ssgallery.errors import InputError
-from ssgallery.formats.atomic import check_writable, has_prefix, write_text_atomic
+from ssgallery.formats.atomic import check_writable, has_prefix, lock_path, write_text_atomic
 from ssgallery.formats.writable import Existing
 from ssgallery.safeio import MAX_TEXT_BYTES, file_name
 
@@ -197,9 +197,12 @@ def check_scores_writable(path, force=False):
 def write_scores(path, table, force=False):
     """Write one 4-column score file and its side-car ``<path>.json``, atomically; an
     existing file is replaced only when it is a score file (side-car) written by
-    ssgallery, or with ``force``."""
-    write_text_atomic(path, format_scores(table), _is_score_file, force)
-    write_text_atomic(sidecar_path(path), format_sidecar(table), _is_sidecar, force)
+    ssgallery, or with ``force``. Each is written under its output lock (a hidden
+    ``.<name>.lock`` beside it, which no shell glob of the folder names): another writer
+    waits, then finds a score file."""
+    write_text_atomic(path, format_scores(table), _is_score_file, force, lock=True)
+    write_text_atomic(sidecar_path(path), format_sidecar(table), _is_sidecar, force,
+                      lock=True)
 
 
 def _read_sidecar(path):
@@ -268,7 +271,9 @@ def read_score_files(paths):
 
     Two files with identical scores are two repetitions when their side-cars name two
     repetitions of one method (a run whose repetitions drew the same split, on a small
-    data set: ``roc`` writes them, ``roc --scores`` reads them back).
+    data set: ``roc`` writes them, ``roc --scores`` reads them back). The side-car of a
+    file given too, and the output lock of one (`ssgallery.formats.atomic.lock_path`,
+    hidden: in a listing of the whole folder, never in a shell glob), are skipped.
 
     Raises
     ------
@@ -279,9 +284,12 @@ def read_score_files(paths):
     """
     tables, seen, files = [], set(), {}
     given = {os.fspath(p) for p in paths}
+    locks = {lock_path(file_name(q)) for p in given for q in (p, sidecar_path(p))}
     for p in paths:
         if os.fspath(p).endswith(".json") and os.fspath(p)[:-5] in given:
             continue  # the side-car of a score file given too (a shell glob)
+        if os.path.realpath(file_name(p)) in locks:
+            continue  # the lock of one given too (`ls -A`, `find -type f`: it is hidden)
         key = os.path.realpath(file_name(p))
         if any(key == okey for okey, _, _ in files.values()):
             raise InputError("score file given twice: each file is one repetition", path=p)

@@ -159,6 +159,6 @@ def save_montage(path, images, beta, title=None, force=False, **kwargs):
     kind = has_prefix(*SIGNATURES[fmt]) if fmt in SIGNATURES else _not_replaceable
     check_writable(path, kind, force)  # before drawing
     img = prototype_montage(images, beta, title=title, **kwargs)
-    with atomic_path(path, kind, force) as tmp:
+    with atomic_path(path, kind, force, lock=True) as tmp:  # another writer waits
         img.save(tmp, format=fmt)
     return path

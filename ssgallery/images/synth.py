@@ -28,7 +28,7 @@ import numpy as np
 
 from ssgallery.checks import jobs_int, non_negative
 from ssgallery.errors import InputError, SsgalleryError, option
-from ssgallery.formats.atomic import write_text_atomic
+from ssgallery.formats.atomic import check_writable, has_prefix, output_lock, write_text_atomic
 from ssgallery.images.face_drawing import HEIGHT, WIDTH, render_face  # noqa: F401  (public here too)
 from ssgallery.progress import as_progress
 from ssgallery.safeio import file_name
@@ -281,7 +281,10 @@ def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2
 
     The two folders are built beside their final place and renamed into it, so a crash
     never leaves a half-written set. An existing non-empty set is replaced only when
-    ``force``. Returns the list of written files (Paths).
+    ``force``; an existing ``attributes.csv`` or ``README.txt`` only when synth wrote it
+    (`TEXT_KINDS`), or with ``force``, never a store or a gallery. The run holds the
+    output lock of ``out`` and of each text file (`ssgallery.formats.atomic.output_lock`):
+    another writer waits. Returns the list of written files (Paths).
     """
     _check_counts(identities, images, probes)
     jobs_int("jobs", jobs)
@@ -289,12 +292,45 @@ def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2
     out = Path(file_name(out))  # a NUL character: one line, not pathlib's ValueError
     if out.exists() and not out.is_dir():
         raise InputError("exists and is not a folder", path=out)
-    targets = [out / "faces", out / "probes"]
-    for t in targets:
+    out.mkdir(parents=True, exist_ok=True)
+    with output_lock(out):  # one writer of the set: another synth waits, then checks
+        _check_set(out, force)
+        written = _write_folders(out, identities, images, seed, probes, jobs, age,
+                                 progress, variation)
+        command = (f"ssgallery synth {out.name} --identities {identities} "
+                   f"--images {images} --seed {seed} --probes {probes}" + " --age" * bool(age)
+                   + (f" --variation {variation:g}" if variation != DEFAULT_VARIATION else ""))
+        texts = {"attributes.csv": attributes_csv(identities, images, seed, age, variation),
+                 "README.txt": README.format(command=command, identities=identities,
+                                             images=images, variation=variation)}
+        for name, text in texts.items():
+            write_text_atomic(out / name, text, TEXT_KINDS[name], force, lock=True)
+            written.append(out / name)
+    return written
+
+
+# what synth writes beside the folders, told by their first bytes: an existing file is
+# replaced when it is one of them, any other only with force (never a store or gallery)
+TEXT_KINDS = {"attributes.csv": has_prefix(b"path,identity,"),
+              "README.txt": has_prefix(README.split("\n", 1)[0].encode())}
+
+
+def _check_set(out, force):
+    """Refuse, before anything is rendered, a non-empty ``faces/`` or ``probes/`` of
+    ``out`` (unless ``force``) and an ``attributes.csv`` or ``README.txt`` that synth
+    may not replace (`TEXT_KINDS`; `ssgallery.formats.atomic.check_writable`)."""
+    for t in (out / "faces", out / "probes"):
         if t.exists() and any(t.iterdir()) and not force:
             raise InputError(f"already exists and is not empty (use {option('force')} to "
                              "replace it)", path=t)
-    out.mkdir(parents=True, exist_ok=True)
+    for name, kind in TEXT_KINDS.items():
+        check_writable(out / name, kind, force)
+
+
+def _write_folders(out, identities, images, seed, probes, jobs, age, progress, variation):
+    """``out/faces`` and ``out/probes``, built beside their final place and renamed into
+    it; the list of written files."""
+    targets = [out / "faces", out / "probes"]
     tmp = {t: out / f".{t.name}.tmp" for t in targets}
     for d in tmp.values():
         shutil.rmtree(d, ignore_errors=True)
@@ -316,15 +352,6 @@ def write_sample_data(out, identities=20, images=10, seed=DEFAULT_SEED, probes=2
     finally:
         for d in tmp.values():
             shutil.rmtree(d, ignore_errors=True)
-    command = (f"ssgallery synth {out.name} --identities {identities} "
-               f"--images {images} --seed {seed} --probes {probes}" + " --age" * bool(age)
-               + (f" --variation {variation:g}" if variation != DEFAULT_VARIATION else ""))
-    write_text_atomic(out / "attributes.csv",
-                      attributes_csv(identities, images, seed, age, variation))
-    written.append(out / "attributes.csv")
-    write_text_atomic(out / "README.txt", README.format(
-        command=command, identities=identities, images=images, variation=variation))
-    written.append(out / "README.txt")
     return written
 
 
