@@ -44,7 +44,7 @@ import re
 
 from ssgallery.errors import FormatError, InputError, SsgalleryError, option
 from ssgallery.formats.integrity import PRIVACY_KEY_ENV, FileKey, KeyNeeded, checked_key
-from ssgallery.formats.readonly import ReadOnlyFile, opened
+from ssgallery.formats.readonly import ReadOnlyFile, with_header
 from ssgallery.safeio import file_kind, open_regular
 
 MAGIC = b"SSGALLERY-ENCRYPTED 1\n"
@@ -255,22 +255,6 @@ class _Container:
                               path=path) from None
 
 
-def _open(path, kind, fmt, key, handle=None):
-    """``(handle, its _Container)``: ``handle`` (already open on the file ``path``
-    names), else ``path`` opened (`ssgallery.formats.readonly.opened`: never waiting on a
-    FIFO); closed on any error."""
-    if handle is None:  # never waiting on a FIFO, a regular file by its descriptor
-        handle = opened(path, kind)[0]
-    try:
-        return handle, _Container(handle, path, kind, fmt, key)
-    except OSError as exc:
-        handle.close()
-        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
-    except BaseException:
-        handle.close()
-        raise
-
-
 def decrypt(path, kind, fmt, key, handle=None):
     """The whole plaintext of an encrypted file, every chunk authenticated before this
     returns, as a read-only file object (an `EncryptedFile` holding every chunk: one
@@ -320,7 +304,8 @@ class EncryptedFile(ReadOnlyFile):
     """
 
     def __init__(self, path, kind, fmt=None, key=None, handle=None):
-        handle, self._box = _open(path, kind, fmt, key, handle)
+        handle, self._box = with_header(path, kind,
+                                        lambda h: _Container(h, path, kind, fmt, key), handle)
         super().__init__(path, kind, handle, self._box.length)
         self._plain = {}
 

@@ -1,7 +1,8 @@
 """`ReadOnlyFile`: the file object ``h5py.File`` reads a checked file through (a sealed
 file, `ssgallery.formats.seal.SealedFile`; an encrypted one,
-`ssgallery.formats.encryption.EncryptedFile`): position, seeking and closing, once; and
-`opened`, how such a file is opened by its name.
+`ssgallery.formats.encryption.EncryptedFile`): position, seeking and closing, once;
+`opened`, how such a file is opened by its name, and `with_header`, how either reads
+its header from that open.
 
 Standard library only (on the ``verify`` path).
 """
@@ -29,6 +30,24 @@ def opened(path, kind, hint=""):
         what = "is a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
         raise FormatError(f"{what}, expected an {kind} file", path=path)
     return open(fd, "rb", buffering=0), st
+
+
+def with_header(path, kind, read, handle=None):
+    """``(handle, read(handle))``: ``handle`` (an unbuffered binary file already open on
+    the file ``path`` names), else ``path`` `opened`, and what ``read`` makes of its
+    header (a seal, `ssgallery.formats.seal`; an encrypted container,
+    `ssgallery.formats.encryption`); ``handle`` is closed on any error, an ``OSError``
+    raised as `FormatError` naming the file as a ``kind``."""
+    if handle is None:  # never waiting on a FIFO, a regular file by its descriptor
+        handle = opened(path, kind)[0]
+    try:
+        return handle, read(handle)
+    except OSError as exc:
+        handle.close()
+        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
+    except BaseException:
+        handle.close()
+        raise
 
 
 class ReadOnlyFile(io.RawIOBase):

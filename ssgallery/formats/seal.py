@@ -36,7 +36,7 @@ import os
 import re
 
 from ssgallery.errors import FormatError
-from ssgallery.formats.readonly import ReadOnlyFile, opened
+from ssgallery.formats.readonly import ReadOnlyFile, with_header
 
 USERBLOCK = 1 << 15
 TABLE = 256
@@ -150,22 +150,6 @@ class _Seal:
             raise SealMismatch(kind, start, start + len(data) - 1, path)
 
 
-def _open(path, kind, handle=None):
-    """``(handle, its _Seal)``: ``handle`` (an unbuffered binary file already open on
-    the file ``path`` names), else ``path`` opened (`ssgallery.formats.readonly.opened`:
-    never waiting on a FIFO); closed on any error."""
-    if handle is None:  # never waiting on a FIFO, a regular file by its descriptor
-        handle = opened(path, kind)[0]
-    try:
-        return handle, _Seal(handle, path, kind)
-    except OSError as exc:
-        handle.close()
-        raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
-    except BaseException:
-        handle.close()
-        raise
-
-
 def check_seal(path, kind="ssgallery file"):
     """Raise `FormatError` (one line naming the file) unless ``path`` carries a
     valid seal: the right magic and layout, the recorded length and the digest of every
@@ -207,7 +191,7 @@ class SealedFile(ReadOnlyFile):
     """
 
     def __init__(self, path, kind="ssgallery file", checked=None, handle=None):
-        handle, self._seal = _open(path, kind, handle)
+        handle, self._seal = with_header(path, kind, lambda h: _Seal(h, path, kind), handle)
         super().__init__(path, kind, handle, self._seal.block + self._seal.length)
         self._checked = set()
         if checked is not None:
