@@ -307,12 +307,40 @@ def test_a_side_car_of_another_version_is_refused(tmp_path, version, refusal):
         "exit_code"] == 0
 
 
-@pytest.mark.parametrize("version", [3, "2"])
+def test_a_newer_side_car_is_never_replaced_even_forced(tmp_path):
+    """A side-car of a newer format_version was replaced with --force (the documented way,
+    exit 0), while a newer store or gallery is refused even forced (3c03fc0): one rule
+    now, `writable.refuse_newer` over `kinds.NEWEST_VERSIONS` (the side-car's version is
+    in that list): this ssgallery cannot read it, so it cannot tell what replacing it
+    loses. The side-car and the score file it describes are kept, forced or not."""
+    from ssgallery.biometrics.scores import check_scores_writable
+    from ssgallery.errors import FormatError
+
+    path = tmp_path / "ssvm-m2.r0.txt"
+    write_scores(path, _table())
+    side = tmp_path / "ssvm-m2.r0.txt.json"
+    edited = json.dumps(dict(json.loads(side.read_text()), format_version=3))
+    side.write_text(edited)
+    scores = path.read_text()
+    refusal = (f"{os.path.realpath(side)}: an ssgallery score side-car of format version 3, "
+               "newer than this ssgallery reads (2); refusing to replace it, even forced "
+               "(upgrade ssgallery, or choose another name)")
+    for write in (lambda: check_scores_writable(path), lambda: write_scores(path, _table(1)),
+                  lambda: check_scores_writable(path, force=True),
+                  lambda: write_scores(path, _table(1), force=True)):
+        with pytest.raises(FormatError) as raised:
+            write()
+        assert str(raised.value) == refusal
+        assert side.read_text() == edited and path.read_text() == scores
+
+
+@pytest.mark.parametrize("version", ["2"])
 def test_a_side_car_it_would_refuse_is_never_replaced(tmp_path, version):
     """Two recognisers of "our side-car": the writers' took any side-car with the format
-    tag as ours, so ``roc`` replaced one of a newer format_version (or a malformed one)
-    that `read_scores` refuses, silently. Now both use `score_meta.sidecar_meta`: such a
-    file is refused as not an output of this kind, unless forced, and left as it was."""
+    tag as ours, so ``roc`` replaced a malformed one that `read_scores` refuses,
+    silently. Now both use `score_meta.sidecar_version`: such a file is refused as not
+    an output of this kind, unless forced, and left as it was (a newer one even forced:
+    `test_a_newer_side_car_is_never_replaced_even_forced`)."""
     from ssgallery.biometrics.scores import check_scores_writable
     from ssgallery.errors import SsgalleryError
 

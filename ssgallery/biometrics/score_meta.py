@@ -10,10 +10,12 @@ import math
 
 from ssgallery.checks import EXACT_INT, is_finite_real, is_int, shown
 from ssgallery.errors import InputError
+from ssgallery.formats.kinds import NEWEST_VERSIONS
 from ssgallery.safeio import MAX_TEXT_BYTES, read_regular
 
 MAGIC = "ssgallery-scores"  # the format of a side-car (and of an older file's '#' line)
-SIDECAR_VERSION = 2  # the side-car's format_version, the newest this code reads
+# the side-car's format_version, the newest this code reads (and writes): the one list
+SIDECAR_VERSION = NEWEST_VERSIONS[MAGIC]
 # per-client values that count something: >= 0 and below EXACT_INT (their means and
 # spreads over clients are summed: 1e308 overflowed there, numpy's warning on stderr)
 NON_NEGATIVE = ("matches", "fit_seconds")
@@ -46,9 +48,10 @@ def read_sidecar(side, magic):
 
 
 def sidecar_meta(data, magic, side):
-    """The bytes ``data`` of the side-car ``side`` as a dict: what `read_sidecar` reads,
-    and the one test of "a side-car of ours" (`ssgallery.biometrics.scores`' writers
-    replace only a file this accepts: one it would refuse is never overwritten).
+    """The bytes ``data`` of the side-car ``side`` as a dict: what `read_sidecar` reads
+    (`sidecar_version`, and a version no newer than `SIDECAR_VERSION`;
+    `ssgallery.biometrics.scores`' writers replace only a side-car `sidecar_version`
+    accepts, and never a newer one, even forced).
 
     Parameters
     ----------
@@ -68,6 +71,19 @@ def sidecar_meta(data, magic, side):
         Not JSON, not an object of format ``magic``, a ``format_version`` that is no
         integer >= 1 or newer than `SIDECAR_VERSION`.
     """
+    meta, version = sidecar_version(data, magic, side)
+    if version > SIDECAR_VERSION:
+        raise InputError(f"score metadata format version {version} is newer than this "
+                         f"ssgallery reads ({SIDECAR_VERSION}); upgrade ssgallery", path=side)
+    return meta
+
+
+def sidecar_version(data, magic, side):
+    """``(meta, format_version)`` of the side-car bytes ``data``, whatever the version
+    (`sidecar_meta` refuses a newer one; a writer refuses to replace one,
+    `ssgallery.formats.writable.refuse_newer`). `InputError` ``bad score metadata
+    (...)`` for what is no side-car of format ``magic``, or a ``format_version`` that
+    is no integer >= 1 (absent, in a hand-written one: `SIDECAR_VERSION`)."""
     try:
         meta = json.loads(data.decode("utf-8"))
         if not isinstance(meta, dict) or meta.get("format") != magic:
@@ -78,10 +94,7 @@ def sidecar_meta(data, magic, side):
                              f"{shown(version, typed=True)}")
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise InputError(f"bad score metadata ({str(exc)[:200]})", path=side) from None
-    if version > SIDECAR_VERSION:
-        raise InputError(f"score metadata format version {version} is newer than this "
-                         f"ssgallery reads ({SIDECAR_VERSION}); upgrade ssgallery", path=side)
-    return meta
+    return meta, int(version)
 
 
 def _whole(name, value, low, where):

@@ -50,11 +50,11 @@ from ssgallery.biometrics.score_meta import (
     SIDECAR_VERSION,
     float_or_none,
     read_sidecar,
-    sidecar_meta,
+    sidecar_version,
 )
 from ssgallery.errors import InputError
 from ssgallery.formats.atomic import check_writable, has_prefix, lock_path, write_text_atomic
-from ssgallery.formats.writable import Existing
+from ssgallery.formats.writable import Existing, refuse_newer
 from ssgallery.safeio import MAX_TEXT_BYTES, file_name
 
 
@@ -165,15 +165,18 @@ def _is_sidecar(existing):
     """Whether the open file ``existing`` (`ssgallery.formats.writable.Existing`) is a
     score file side-car of ours: a regular file of at most
     `ssgallery.safeio.MAX_TEXT_BYTES` that `read_scores` would read
-    (`ssgallery.biometrics.score_meta.sidecar_meta`). One it would refuse (another
-    format, a newer ``format_version``) is not replaced unless forced."""
+    (`ssgallery.biometrics.score_meta.sidecar_version`). One of another format or a
+    malformed one is not replaced unless forced; one of a newer ``format_version`` never,
+    even forced (`ssgallery.formats.writable.refuse_newer`, the rule of stores and
+    galleries: `FormatError`), nor the score file it describes (`_is_score_file`)."""
     data = existing.read(MAX_TEXT_BYTES)
     if data is None:
         return False
     try:
-        sidecar_meta(data, MAGIC, existing.path)
+        _, version = sidecar_version(data, MAGIC, existing.path)
     except InputError:
         return False
+    refuse_newer(MAGIC, version, existing.path)
     return True
 
 

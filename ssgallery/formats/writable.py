@@ -223,6 +223,27 @@ def _check_output(path, existing, kind, force):
                              "replace it unless forced", path=path)
 
 
+def refuse_newer(fmt, version, path):
+    """The one rule for a file a newer ssgallery wrote: an existing file of the format
+    ``fmt`` (a store, a gallery, a score side-car) whose ``version`` is newer than this
+    code reads (`ssgallery.formats.kinds.NEWEST_VERSIONS`) is never replaced, even
+    forced: this code cannot read it, so it cannot tell what replacing it loses.
+
+    Raises
+    ------
+    FormatError
+        ``<path>: an ssgallery gallery of format version 9, newer than this ssgallery
+        reads (3); refusing to replace it, even forced (...)``. Nothing for a version
+        that is None (not found) or not newer.
+    """
+    newest = NEWEST_VERSIONS.get(fmt)
+    if None not in (version, newest) and version > newest:
+        raise FormatError(f"{kind_label(fmt)} of format version {version}, newer than "
+                          f"this ssgallery reads ({newest}); refusing to replace it, "
+                          "even forced (upgrade ssgallery, or choose another name)",
+                          path=path)
+
+
 def _check_format(path, existing, kind, force, encrypted):
     """`check_writable` for a format tag: the existing file carries it (and stays
     encrypted if it was, and is of no newer version than this code reads: one written
@@ -236,12 +257,7 @@ def _check_format(path, existing, kind, force, encrypted):
             raise KeyNeeded("is encrypted; writing it again without the privacy key would "
                             "leave it in plaintext: give the key ({key}), or remove it "
                             "first", path=path)
-        version, newest = existing.format_version(), NEWEST_VERSIONS.get(kind)
-        if None not in (version, newest) and version > newest:  # as enroll's reader does
-            raise FormatError(f"{kind_label(kind)} of format version {version}, newer than "
-                              f"this ssgallery reads ({newest}); refusing to replace it, "
-                              "even forced (upgrade ssgallery, or choose another name)",
-                              path=path)
+        refuse_newer(kind, existing.format_version(), path)  # as enroll's reader does
         return found
     if found and found.startswith("ssgallery"):
         raise FormatError(f"not {kind_label(kind)} but {kind_label(found)}; refusing to "
