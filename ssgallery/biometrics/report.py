@@ -187,7 +187,7 @@ def format_table(summaries, wide=False):
         legend.append(f"{option('wide')}: every convention, the fit time and failures to acquire "
                       "(all in summary.json).")
     lines = [_wrapped([f"{DASH}: {n}" for n in notes]),
-             _wrapped(_vs_svm(summaries), break_on_hyphens=False),  # method names: svm-sel
+             _wrapped(vs_svm_lines(summaries), break_on_hyphens=False),  # method names: svm-sel
              _wrapped(_worst_at_thresholds(summaries), break_on_hyphens=False),
              _wrapped(legend)]
     return text + "\n" + "\n".join(line for line in lines if line)
@@ -215,7 +215,7 @@ def _worst_at_thresholds(summaries):
     return lines
 
 
-def _vs_svm(summaries):
+def vs_svm_lines(summaries):
     """The line naming, per method, its client models far above the same client's SVM
     (``vs_svm``, `ssgallery.biometrics.client_gaps`), the lines counting those not
     compared, and one saying why a method has none compared when no count does (its
