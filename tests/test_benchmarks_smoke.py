@@ -126,6 +126,11 @@ def _snapshot(*folders):
             for folder in folders if folder.is_dir() for p in folder.rglob("*") if p.is_file()}
 
 
+# what a page must show besides its means: the client models a mean can hide
+PER_CLIENT = {"paper_att": "client models more than 5 points above the EER",
+              "paper_lfw": "client models more than 5 points above the EER",
+              "scale": "client models more than 5 points worse"}
+
 PARAMS = [pytest.param(name, page, args, data, marks=[pytest.mark.slow] if data else [],
                        id=name) for name, (page, args, data) in sorted(CASES.items())]
 
@@ -145,6 +150,7 @@ def test_benchmark_runs_on_tiny_sizes(request, tmp_path, name, page, args, data)
     assert r.returncode in (0, 1), r.stderr[-3000:]  # 1: a benchmark whose targets MISS
     assert " failed: " not in r.stdout, r.stdout[-3000:]  # scale.py reports failed stages
     assert (pages / f"{page}.md").is_file(), (r.stdout[-2000:], r.stderr[-2000:])
+    assert PER_CLIENT.get(name, "") in (pages / f"{page}.md").read_text()
     assert (pages / "index.md").is_file()
     assert _snapshot(REPO / "docs", BENCH / "out") == before
 
