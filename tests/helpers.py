@@ -56,6 +56,34 @@ def synthetic_images(n_subjects=8, per=7, shape=(12, 10), noise=30.0, seed=0):
     return np.array(images, dtype=np.float32), np.array(labels)
 
 
+def smooth_images(n=6, shape=(16, 12), seed=0):
+    """Smooth random 8-bit images (integers on [0, 255]), shape (n, H, W)."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(n, shape[0] // 4, shape[1] // 4))
+    imgs = np.kron(base, np.ones((4, 4))) + 0.3 * rng.normal(size=(n,) + shape)
+    imgs = (imgs - imgs.min()) / (imgs.max() - imgs.min()) * 255
+    return np.round(imgs)
+
+
+@contextlib.contextmanager
+def l1_matcher(n=30, seed=1):
+    """The L1 example program (tests/matchers/serve_mad.py, a real process) through the
+    external contract, fitted on ``smooth_images(n, seed=seed)``: ``(matcher, its
+    similarity, the images' features)``; closed on leaving."""
+    import sys
+
+    from ssgallery.matchers.external import ExternalMatcher
+
+    imgs = smooth_images(n, seed=seed)
+    program = [sys.executable, os.path.join(os.path.dirname(__file__), "matchers",
+                                            "serve_mad.py")]
+    matcher = ExternalMatcher(program).fit(imgs)
+    try:
+        yield matcher, matcher.similarity(), matcher.transform(imgs)
+    finally:
+        matcher.close()
+
+
 def make_faces(root, n_clients=5, n_images=6, seed=0, shape=(32, 24), prefix="c"):
     """Tiny synthetic face folders ROOT/<prefix>NN/*.png: each identity is a fixed 8x6
     block pattern, each image adds pixel noise. Separable, deterministic."""

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import smooth_images
 
 from ssgallery.errors import MatcherError
 from ssgallery.matchers import get_matcher_class
@@ -21,17 +22,8 @@ FOREIGN = [sys.executable, str(HERE / "clipped_corr.py")]
 HOSTILE = [sys.executable, str(HERE / "hostile.py")]
 
 
-def faces(n=6, shape=(16, 12), seed=0):
-    """Smooth random 8-bit images (integers on [0, 255])."""
-    rng = np.random.default_rng(seed)
-    base = rng.normal(size=(n, shape[0] // 4, shape[1] // 4))
-    imgs = np.kron(base, np.ones((4, 4))) + 0.3 * rng.normal(size=(n,) + shape)
-    imgs = (imgs - imgs.min()) / (imgs.max() - imgs.min()) * 255
-    return np.round(imgs)
-
-
 def fitted(command, images=None, **kw):
-    return ExternalMatcher(command, **kw).fit(faces() if images is None else images)
+    return ExternalMatcher(command, **kw).fit(smooth_images() if images is None else images)
 
 
 def test_registered_under_external():
@@ -39,7 +31,7 @@ def test_registered_under_external():
 
 
 def test_foreign_distance_matcher_contract():
-    imgs = faces()
+    imgs = smooth_images()
     m = fitted(FOREIGN, imgs)
     assert m.describe() == {"kind": "distance", "symmetric": False, "range": [0.0, 1.0],
                             "quality": False}
@@ -59,7 +51,7 @@ def test_foreign_distance_matcher_contract():
 
 
 def test_one_run_per_call_and_cache_of_unchanged_pairs():
-    imgs = faces()
+    imgs = smooth_images()
     m = fitted(FOREIGN, imgs)
     sim, X = m.similarity(), m.transform(imgs)
     calls = m.n_calls_
@@ -78,7 +70,7 @@ def test_one_run_per_call_and_cache_of_unchanged_pairs():
 
 
 def test_prototypes_travel_as_float_npy():
-    imgs = faces()
+    imgs = smooth_images()
     m = fitted(FOREIGN, imgs)
     wiggle = 0.4 * np.where(np.indices(imgs.shape[1:]).sum(0) % 2, 1.0, -1.0)
     z = np.clip(imgs[:1] + wiggle, 0, 255)  # rounds back to imgs[0]
@@ -87,7 +79,7 @@ def test_prototypes_travel_as_float_npy():
 
 
 def test_state_round_trip_rebuilds_the_program(tmp_path):
-    imgs = faces()
+    imgs = smooth_images()
     m = fitted(FOREIGN, imgs, cache_dir=str(tmp_path / "cache"))
     X = m.transform(imgs)
     S = m.similarity()(X[:2], X)
@@ -115,7 +107,7 @@ def test_an_answer_cache_it_cannot_trust_or_use_is_refused_in_one_line(tmp_path)
 
     from ssgallery.errors import InputError
 
-    imgs = faces()
+    imgs = smooth_images()
     folder = tmp_path / "cache"
     m = fitted(FOREIGN, imgs, cache_dir=str(folder))
     X = m.transform(imgs)
@@ -152,7 +144,7 @@ def test_an_answer_cache_it_cannot_trust_or_use_is_refused_in_one_line(tmp_path)
 
 
 def test_verify_sends_probe_and_prototypes_in_one_call():
-    imgs = faces()
+    imgs = smooth_images()
     m = fitted(FOREIGN, imgs)
     calls = m.n_calls_
     probe, prototypes = m.transform(imgs[:1]), m.transform(imgs[1:6]) + 0.5
@@ -165,7 +157,7 @@ def test_strange_paths_and_program_location(tmp_path):
     folder.mkdir()
     prog = folder / "clipped corr;rm -rf x.py"
     shutil.copy(HERE / "clipped_corr.py", prog)
-    imgs = faces(3)
+    imgs = smooth_images(3)
     paths = []
     for i, name in enumerate(["a b.pgm", "it's.pgm", 'say "hi"; ls.pgm']):
         paths.append(folder / f"{i} {name}")
@@ -184,7 +176,7 @@ def test_temporary_folder_with_spaces(tmp_path, monkeypatch):
     tmp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     m = fitted(FOREIGN)
-    S = m.similarity()(m.transform(faces(2)), m.transform(faces(2)) + 0.5)
+    S = m.similarity()(m.transform(smooth_images(2)), m.transform(smooth_images(2)) + 0.5)
     assert S.shape == (2, 2) and list(tmp.iterdir()) == []
 
 
@@ -207,7 +199,7 @@ def test_hanging_matcher_is_killed_with_its_children(tmp_path, monkeypatch):
     m = fitted(HOSTILE + ["hang"], timeout_base=1.0, timeout_per_pair=0.0)
     with pytest.raises(MatcherError, match=r"hostile\.py hang timed out after 1 s and was killed "
                        r"\(timeout_base 1 s \+ timeout_per_pair 0 s x 12 pairs: "):
-        m.similarity()(m.transform(faces(4)), m.transform(faces(3)) + 0.5)
+        m.similarity()(m.transform(smooth_images(4)), m.transform(smooth_images(3)) + 0.5)
     pgid, pid, _child = map(int, pidfile.read_text().split())
     assert pgid == pid  # its own process group, not ours
     assert pgid != os.getpgid(0)
@@ -225,7 +217,7 @@ def test_hanging_matcher_is_killed_with_its_children(tmp_path, monkeypatch):
 def test_misbehaving_matchers_give_one_clear_line(mode, message):
     m = fitted(HOSTILE + [mode])
     with pytest.raises(MatcherError, match=message) as info:
-        m.similarity()(m.transform(faces()), m.transform(faces(2)) + 0.5)
+        m.similarity()(m.transform(smooth_images()), m.transform(smooth_images(2)) + 0.5)
     text = str(info.value)
     assert "\n" not in text and "hostile.py" in text
 
@@ -233,7 +225,7 @@ def test_misbehaving_matchers_give_one_clear_line(mode, message):
 def test_garbage_matrix_names_the_token():
     m = fitted(HOSTILE + ["garbage"])
     with pytest.raises(MatcherError, match=r"non-number 'hello'"):
-        m.score_images(faces(2), faces(2))
+        m.score_images(smooth_images(2), smooth_images(2))
 
 
 def test_bad_describe():
@@ -262,7 +254,7 @@ def test_shape_mismatch_is_an_input_error():
 
 
 def test_readme_example_matcher():
-    imgs = faces(4)
+    imgs = smooth_images(4)
     m = fitted([sys.executable, str(HERE / "example_mad.py")], imgs)
     assert m.get_state()["conversion"] == "exp(-d/scale)"
     X = m.transform(imgs)
@@ -286,7 +278,7 @@ def test_sigterm_cleans_up_like_ctrl_c(tmp_path):
 
     faces_dir = tmp_path / "faces"
     for c in range(2):
-        for i, img in enumerate(faces(3, seed=c)):
+        for i, img in enumerate(smooth_images(3, seed=c)):
             (faces_dir / f"c{c}").mkdir(parents=True, exist_ok=True)
             write_pgm(faces_dir / f"c{c}" / f"{i}.pgm", img)
     store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
@@ -334,7 +326,7 @@ def test_persistent_mode_starts_the_program_once(tmp_path, monkeypatch):
     served = fitted(SERVE_MAD)  # fitting: one scoring call (the distance scale), one quality
     oneshot = fitted(SERVE_MAD, serve=False)
     log.unlink()
-    X = faces(5, seed=1).reshape(5, -1)
+    X = smooth_images(5, seed=1).reshape(5, -1)
     sims = [served.similarity()(X[i:i + 2], X) for i in range(3)]
     assert served.n_calls_ == 2 + 3 and served.n_starts_ == 1
     for i, S in enumerate(sims):
