@@ -4,6 +4,8 @@ on a pipe, nothing when quiet or when a phase is short."""
 import io
 import re
 
+import numpy as np
+
 from ssgallery.cli.progress import Reporter, _clock, _rate
 from ssgallery.progress import NO_PROGRESS, Progress, as_progress
 
@@ -172,8 +174,39 @@ def test_roc_reports_every_phase_from_the_first(faces_factory, tmp_path):
         "repetition 1/2: training clients 3/3",
         "repetition 2/2: fitting the eigenface matcher 1/1 fits",
         "repetition 2/2: training clients 3/3",
-        "evaluating (curves, bootstrap over clients) 2/2 methods",
+        "evaluating svm: client curves 6/6 clients",
+        "evaluating svm: figures, bootstrap over clients 205/205 steps",
+        "evaluating ssvm m=2: client curves 6/6 clients",
+        "evaluating ssvm m=2: figures, bootstrap over clients 205/205 steps",
+        "evaluating: client models against svm's 2/2 methods",
         "evaluating identification 1/1 steps",
         "writing the report 1/1 reports"]
     assert "EER % [95% CI]" in res.stdout and "ssgallery:" not in res.stdout
     assert max(len(line) for line in res.stdout.splitlines()) <= 100  # both tables, notes
+
+
+def test_roc_scores_reports_reading_and_every_bootstrap_draw(tmp_path):
+    """roc --scores of a file of 20,000 clients (500,000 claims: about a minute) said
+    nothing until 'evaluating (curves, bootstrap over clients) 1/1 methods', its one
+    step: reading the file, every client's curve and the 200 bootstrap draws were one
+    silent stretch. Now each has its steps: lines read, clients, repetitions and draws."""
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    rng = np.random.default_rng(0)
+    lines = [f"c{c} c{c if k < 2 else (c + k) % 30} p{c}_{k} {rng.normal():.4f}"
+             for c in range(30) for k in range(12)]
+    (tmp_path / "s.txt").write_text("\n".join(lines) + "\n")
+    res = CliRunner().invoke(main, ["roc", "--scores", str(tmp_path / "s.txt"), "--no-plot",
+                                    "-o", str(tmp_path / "r")],
+                             env={"SSGALLERY_PROGRESS_INTERVAL": "0"})
+    assert res.exit_code == 0, res.output
+    steps = [line.split(": ", 2)[2].split(" (")[0] for line in res.stderr.splitlines()
+             if "%)" in line]
+    assert steps[0] == "reading s.txt 360/360"  # one step per 10,000 lines, and the rest
+    curves = [s for s in steps if s.startswith("evaluating s: client curves ")]
+    assert curves == [f"evaluating s: client curves {i}/30" for i in range(1, 31)]
+    figures = [s for s in steps if s.startswith("evaluating s: figures, bootstrap ")]
+    assert figures == [f"evaluating s: figures, bootstrap over clients {i}/203"
+                       for i in range(1, 204)]  # 1 repetition (2), the averaged curve, 200 draws

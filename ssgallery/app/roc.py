@@ -186,8 +186,9 @@ def roc_gallery(gallery, probes, report=None, *, key_file=None, matcher_cmd=None
 
 
 def roc_scores(scores, report=None, *, progress=None):
-    """Recompute every figure from score files (4-column, 5-column or bob CSV)."""
-    tables = sorted(read_score_files(scores), key=_method_order)
+    """Recompute every figure from score files (4-column, 5-column or bob CSV);
+    ``progress``: reading each file, then the evaluation and the report."""
+    tables = sorted(read_score_files(scores, progress), key=_method_order)
     source = ", ".join(os.fspath(s) for s in scores)
     return _report(tables, report if report is not None else ReportOptions(), "scores",
                    source, {}, progress)

@@ -78,26 +78,33 @@ def claims_by_client(table):
             zip(clients, ends, np.bincount(code, minlength=len(clients)))}
 
 
-def client_curves(table):
+def client_curves(table, progress=None, by_client=None):
     """Per claimed client: (client, far, frr) of its own threshold sweep.
 
-    Clients without a genuine or without an impostor claim are left out.
+    Clients without a genuine or without an impostor claim are left out. ``progress``:
+    one step per claimed client (of the caller's phase); ``by_client``: the table's
+    `claims_by_client`, when already computed.
     """
     out = []
+    progress = as_progress(progress)
     genuine = table.claimed == table.real
-    for c, rows in claims_by_client(table).items():
+    by_client = claims_by_client(table) if by_client is None else by_client
+    for c, rows in by_client.items():
         mine = genuine[rows]
         curve = fta_curve(table.score[rows[~mine]], table.score[rows[mine]])
         if curve is not None:
             out.append((c, *curve))
+        progress.advance()
     return out
 
 
-def client_sweeps(table):
+def client_sweeps(table, progress=None, by_client=None):
     """Per claimed client: (client, far, frr, EER) of its own threshold sweep
     (`client_curves` with each curve's EER), computed once for every figure that needs
-    them (`evaluate_method`, `client_eers`)."""
-    return [(c, far, frr, metrics.curve_eer(far, frr)) for c, far, frr in client_curves(table)]
+    them (`evaluate_method`, `client_eers`). ``progress``, ``by_client``: see
+    `client_curves`."""
+    return [(c, far, frr, metrics.curve_eer(far, frr))
+            for c, far, frr in client_curves(table, progress, by_client)]
 
 
 def client_eers(tables, sweeps=None):
@@ -144,11 +151,13 @@ def _repetition_figures(t, sweep):
     return out
 
 
-def _bootstrap(reps, n_boot, seed):
+def _bootstrap(reps, n_boot, seed, progress=None):
     """95 % intervals over clients: resample the clients of each repetition (with
     replacement, seeded), recompute each convention's EER, average over repetitions.
-    ``reps``: per repetition (curves, genuine/impostor score arrays per client)."""
+    ``reps``: per repetition (curves, genuine/impostor score arrays per client);
+    ``progress``: one step per draw (of the caller's phase)."""
     rng = np.random.default_rng(seed)
+    progress = as_progress(progress)
     draws = {"eer_client_mean": [], "eer_averaged_curve": [], "eer_global_threshold": []}
     reps = [(Staircases(curves), client_eers, PooledClaims(negs, poss))
             for curves, client_eers, negs, poss in reps]
@@ -162,6 +171,7 @@ def _bootstrap(reps, n_boot, seed):
             per["eer_global_threshold"].append(metrics.curve_eer(*pooled.curve(weights)))
         for k, values in draws.items():
             values.append(np.mean(per[k]))
+        progress.advance()
     return {f"{k}_ci95": [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))]
             for k, v in draws.items()}
 
@@ -224,18 +234,26 @@ def _worst_at_thresholds(at_t, rate):
     return named[:WORST_AT_THRESHOLDS]
 
 
-def evaluate_method(group, grid, n_boot=N_BOOT, seed=0, sweeps=None):
+def evaluate_method(group, grid, n_boot=N_BOOT, seed=0, sweeps=None, progress=None):
     """Figures of one method (its tables of every repetition); see `evaluate`.
     ``sweeps``: each table's `client_sweeps`, in the order of ``group``, when already
-    computed (`evaluate` computes them once for these figures and `client_eers`)."""
+    computed (`evaluate` computes them once for these figures and `client_eers`);
+    ``progress``: a phase of two steps per repetition, one for the averaged curve and
+    one per bootstrap draw."""
     reps, boot_in, all_curves, matches, seconds, at_t = [], [], [], [], [], []
     n_gen = n_imp = fta_gen = fta_imp = 0
     min_imp_client, imp_per_rep = None, None
     sweeps = [client_sweeps(t) for t in group] if sweeps is None else sweeps
+    shown = as_progress(progress)
+    shown.start(f"evaluating {group[0].label}: figures, bootstrap over clients",
+                2 * len(group) + 1 + n_boot, "steps")
     for t, sweep in sorted(zip(group, sweeps), key=lambda ts: ts[0].repetition):
+        shown.advance()
         if not sweep:
+            shown.advance()
             continue
         reps.append(_repetition_figures(t, sweep))
+        shown.advance()
         curves = [(a, b) for _, a, b, _ in sweep]
         negs, poss = _per_client_scores(t, [c for c, _, _, _ in sweep])
         boot_in.append((curves, np.array([e for _, _, _, e in sweep]), negs, poss))
@@ -256,13 +274,15 @@ def evaluate_method(group, grid, n_boot=N_BOOT, seed=0, sweeps=None):
         raise InputError(f"method '{group[0].label}': no client has both genuine and "
                          f"impostor claims; nothing to evaluate")
     _, frr = metrics.average_curves(all_curves, grid)
+    shown.advance()
     out = {"method": group[0].method, "m": group[0].m, "label": group[0].label,
            "repetitions": len(reps), "clients": len(all_curves)}
     for key in ("eer_client_mean", "eer_averaged_curve", "eer_global_threshold"):
         out[key], out[key + "_std"] = _mean_std([r[key] for r in reps])
     out["eer_averaged_curve_per_repetition"] = [r["eer_averaged_curve"] for r in reps]
     if n_boot:
-        out.update(_bootstrap(boot_in, n_boot, seed))
+        out.update(_bootstrap(boot_in, n_boot, seed, shown))
+    shown.end()
     for name, far in OPERATING_POINTS:
         out[f"frr_at_far_{name}_averaged_curve"] = metrics.grid_frr_at(grid, frr, far)
         key = f"frr_at_far_{name}_global_threshold"
@@ -295,7 +315,10 @@ def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0, progress=None):
     seed : int
         Seed of the bootstrap.
     progress : ssgallery.progress.Progress, optional
-        One step per method.
+        Two phases per method: its client curves (one step per client of each
+        repetition), then its figures (`evaluate_method`: two steps per repetition, one
+        for the averaged curve, one per bootstrap draw); then, when ``svm`` ran, one
+        phase comparing each method's client models with the SVMs (a step per method).
 
     Returns
     -------
@@ -324,13 +347,22 @@ def evaluate(tables, grid=None, n_boot=N_BOOT, seed=0, progress=None):
     groups = group_by_method(tables)
     out = []
     sweeps = {}
-    with progress.phase("evaluating (curves, bootstrap over clients)", len(groups),
-                        "methods"):
-        for key, group in groups.items():
-            sweeps[key] = [client_sweeps(t) for t in group]
-            out.append(evaluate_method(group, grid, n_boot, seed, sweeps[key]))
-            progress.advance()
-    gaps = compare_with_reference({k: client_eers(g, sweeps[k]) for k, g in groups.items()})
+    for key, group in groups.items():
+        by_client = [claims_by_client(t) for t in group]
+        with progress.phase(f"evaluating {group[0].label}: client curves",
+                            sum(len(rows) for rows in by_client), "clients"):
+            sweeps[key] = [client_sweeps(t, progress, rows)
+                           for t, rows in zip(group, by_client)]
+        out.append(evaluate_method(group, grid, n_boot, seed, sweeps[key], progress))
+    gaps = {}
+    if any(method == REFERENCE for method, _ in groups):  # else nothing to compare
+        with progress.phase(f"evaluating: client models against {REFERENCE}'s",
+                            len(groups), "methods"):
+            eers = {}
+            for k, g in groups.items():
+                eers[k] = client_eers(g, sweeps[k])
+                progress.advance()
+        gaps = compare_with_reference(eers)
     for summary, key in zip(out, groups):
         if key in gaps:
             summary[f"vs_{REFERENCE}"] = gaps[key]

@@ -6,6 +6,7 @@ are percent-decoded as ssgallery encodes them; a line of spaces is skipped, a cl
 two lines, a line of another width, a score that is no number or infinite is one line
 naming the file and the line."""
 
+import os
 import re
 from urllib.parse import unquote
 
@@ -15,6 +16,9 @@ from ssgallery.biometrics.score_meta import MAGIC, float_or_none
 from ssgallery.checks import shown
 from ssgallery.errors import InputError
 from ssgallery.formats.textfile import read_lines
+from ssgallery.progress import as_progress
+
+STEP_LINES = 10_000  # lines per progress step of a score file being read
 
 
 def _dec(field):
@@ -86,13 +90,22 @@ def _blank(text):
     return not text.strip(" \t\r")
 
 
-def read_text_rows(path):
+def _reading(path, lines, progress):
+    """The phase of reading the score file ``path`` of ``lines`` lines (`STEP_LINES`
+    per step: a file of millions of claims says how far it is)."""
+    name = os.path.basename(os.fspath(path))
+    return as_progress(progress).phase(f"reading {name}", len(lines), "lines")
+
+
+def read_text_rows(path, progress=None):
     """The claims of a 4- or 5-column text score file.
 
     Parameters
     ----------
     path : str
         The score file (read bounded: `ssgallery.formats.textfile.read_lines`).
+    progress : ssgallery.progress.Progress, optional
+        A phase of one step per line read.
 
     Returns
     -------
@@ -111,32 +124,37 @@ def read_text_rows(path):
         no number or infinite, a ``#`` line that is no older ssgallery metadata.
     """
     rows, meta, clients, ncol, seen = [], {}, {}, None, {}
-    for lineno, line in enumerate(read_lines(path, "score file"), 1):
-        text = line.strip(" \t\r")
-        if _blank(text):
-            continue
-        if text.startswith("#"):
-            _legacy_header(text[1:].strip(), meta, clients, lineno, path)
-            continue
-        fields = _FIELD_SEP.split(text)
-        if ncol is None and len(fields) in (4, 5):
-            ncol = len(fields)
-        if len(fields) != ncol:
-            raise InputError(f"line {lineno}: expected {ncol or 4} columns (claimed_id "
-                             f"{'model_label ' if ncol == 5 else ''}real_id probe_label "
-                             f"score), got {len(fields)}", path=path)
-        real, probe = (fields[1], fields[2]) if ncol == 4 else (fields[2], fields[3])
-        _once(seen, (_dec(fields[0]), fields[1] if ncol == 5 else "", _dec(probe), _dec(real)),
-              lineno, path)
-        rows.append((_dec(fields[0]), _dec(real), _dec(probe),
-                     _score(fields[-1], lineno, path)))
+    lines = read_lines(path, "score file")
+    with _reading(path, lines, progress) as shown:
+        for lineno, line in enumerate(lines, 1):
+            if lineno % STEP_LINES == 0:
+                shown.advance(STEP_LINES)
+            text = line.strip(" \t\r")
+            if _blank(text):
+                continue
+            if text.startswith("#"):
+                _legacy_header(text[1:].strip(), meta, clients, lineno, path)
+                continue
+            fields = _FIELD_SEP.split(text)
+            if ncol is None and len(fields) in (4, 5):
+                ncol = len(fields)
+            if len(fields) != ncol:
+                raise InputError(f"line {lineno}: expected {ncol or 4} columns (claimed_id "
+                                 f"{'model_label ' if ncol == 5 else ''}real_id probe_label "
+                                 f"score), got {len(fields)}", path=path)
+            real, probe = (fields[1], fields[2]) if ncol == 4 else (fields[2], fields[3])
+            _once(seen, (_dec(fields[0]), fields[1] if ncol == 5 else "", _dec(probe),
+                         _dec(real)), lineno, path)
+            rows.append((_dec(fields[0]), _dec(real), _dec(probe),
+                         _score(fields[-1], lineno, path)))
+        shown.advance(len(lines) % STEP_LINES)
     return rows, meta, clients
 
 
 CSV_REQUIRED = ("bio_ref_subject_id", "probe_subject_id", "score")
 
 
-def read_csv_rows(path):
+def read_csv_rows(path, progress=None):
     """The claims of a score file in bob's CSV format
     (``bob.bio.base.pipelines.CSVScoreWriter``).
 
@@ -145,6 +163,8 @@ def read_csv_rows(path):
     path : str
         The score file: a header line with at least `CSV_REQUIRED`; ``probe_key`` (or
         ``probe_reference_id``) names the probe when present, else its row number.
+    progress : ssgallery.progress.Progress, optional
+        A phase of one step per line read.
 
     Returns
     -------
@@ -168,8 +188,19 @@ def read_csv_rows(path):
         raise InputError(f"not a bob CSV score file: no column {', '.join(missing)} in the "
                          f"header line", path=path)
     rows, seen, width = [], {}, len(reader.fieldnames)
+    with _reading(path, lines, progress) as shown:
+        _csv_rows(reader, path, rows, seen, width, shown)
+    return rows, {}, {}
+
+
+def _csv_rows(reader, path, rows, seen, width, shown):
+    """`read_csv_rows`'s rows, read into ``rows``; ``shown``: one step per line."""
+    done = 1  # the header line
     for row in reader:
         lineno = reader.line_num  # csv skips empty lines: a count would name another
+        if lineno - done >= STEP_LINES:
+            shown.advance(lineno - done)
+            done = lineno
         if list(row.values())[1:] == [None] * (width - 1) and _blank(row[reader.fieldnames[0]]):
             continue  # a line of spaces: one field of spaces, as the text format skips it
         got = sum(v is not None for k, v in row.items() if k is not None)
@@ -181,4 +212,4 @@ def read_csv_rows(path):
                      row["probe_subject_id"]), lineno, path)
         rows.append((row["bio_ref_subject_id"], row["probe_subject_id"], probe,
                      _score(row["score"] or "", lineno, path)))
-    return rows, {}, {}
+    shown.advance(reader.line_num - done)

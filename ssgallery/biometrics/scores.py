@@ -213,8 +213,9 @@ def _read_sidecar(path):
     return read_sidecar(side, MAGIC) if os.path.lexists(side) else None
 
 
-def read_scores(path):
-    """Read a score file (4-column, 5-column or bob CSV) and its side-car, if any.
+def read_scores(path, progress=None):
+    """Read a score file (4-column, 5-column or bob CSV) and its side-car, if any;
+    ``progress``: a phase of one step per line.
 
     Returns
     -------
@@ -232,7 +233,8 @@ def read_scores(path):
     """
     path = os.fspath(path)
     is_csv = ".csv" in Path(path).suffixes
-    rows, meta, clients = read_csv_rows(path) if is_csv else read_text_rows(path)
+    rows, meta, clients = read_csv_rows(path, progress) if is_csv \
+        else read_text_rows(path, progress)
     name = Path(path).name
     for suffix in (".txt", ".scores", ".csv"):
         name = name.removesuffix(suffix)
@@ -246,7 +248,8 @@ def read_scores(path):
     method, m, rep, clients = checked_meta(meta, clients, method, m, rep, where)
     if not rows:
         raise InputError("score file has no scores", path=path)
-    claimed, real, probe, score = zip(*rows)
+    claimed, real, probe, score = ([row[k] for row in rows] for k in range(4))  # not
+    # zip(*rows): 1.6 s for 1.25 million claims, against 0.4
     return Scores(method, m, rep, np.array(claimed), np.array(real), np.array(probe),
                   np.array(score, dtype=float), clients)
 
@@ -269,8 +272,9 @@ def _named_repetition(path, table):
     return (table.method, table.m, table.repetition)
 
 
-def read_score_files(paths):
-    """Read several score files; files of one method get distinct repetitions.
+def read_score_files(paths, progress=None):
+    """Read several score files; files of one method get distinct repetitions;
+    ``progress``: a phase per file, one step per line.
 
     Two files with identical scores are two repetitions when their side-cars name two
     repetitions of one method (a run whose repetitions drew the same split, on a small
@@ -296,7 +300,7 @@ def read_score_files(paths):
         key = os.path.realpath(file_name(p))
         if any(key == okey for okey, _, _ in files.values()):
             raise InputError("score file given twice: each file is one repetition", path=p)
-        t = read_scores(p)  # bounded and checked before its bytes are hashed
+        t = read_scores(p, progress)  # bounded and checked before its bytes are hashed
         digest = _digest(p) if os.path.isfile(p) else key
         named = _named_repetition(p, t)
         for other, (_, odigest, onamed) in files.items():
