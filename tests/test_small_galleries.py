@@ -128,3 +128,30 @@ def test_a_recorded_people_count_no_compress_writes_is_refused(tmp_path):
         assert res.exit_code == 2, res.output
         assert res.stderr == (f"ssgallery: error: {tmp_path / 'g.h5'}: corrupt gallery header: "
                               "calibration: inconsistent counts or values\n"), res.stderr
+
+
+def test_a_people_count_above_the_interval_s_people_is_refused(tmp_path):
+    """A whole ``impostor_people`` above the people its interval by person counts (the
+    clusters of ``far_by_person``, never fewer: an update counts its blocks apart) was
+    read: 1000 in a 3-person gallery made info print '1000 impostor people (counted as
+    3 ...)' and silenced the small-gallery warning (main: exit 0, no warning). Now
+    refused on read, naming both counts, exit 2; 3 (what compress wrote) still reads."""
+    import json
+
+    import h5py
+    from helpers import rehash_gallery
+
+    faces = _faces(tmp_path, ["c01", "c02", "c03"])
+    _run("enroll", faces, "--store", tmp_path / "e.h5", "-q")
+    _run("compress", "--store", tmp_path / "e.h5", "-o", tmp_path / "g.h5", "--m", "1", "-q")
+    assert FEW in _run("info", "--gallery", tmp_path / "g.h5").stderr
+    with h5py.File(tmp_path / "g.h5", "a") as f:
+        cal = json.loads(f.attrs["calibration"])
+        assert cal["far_by_person"]["sums"]["clusters"] == 3
+        f.attrs["calibration"] = json.dumps(dict(cal, impostor_people=1000))
+    rehash_gallery(tmp_path / "g.h5")
+    res = CliRunner().invoke(main, ["info", "--gallery", str(tmp_path / "g.h5")])
+    assert res.exit_code == 2, res.output
+    assert res.stderr == (f"ssgallery: error: {tmp_path / 'g.h5'}: corrupt gallery header: "
+                          "calibration: impostor_people 1000 is more than the 3 people "
+                          "far_by_person counts\n"), res.stderr

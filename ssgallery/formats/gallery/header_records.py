@@ -120,7 +120,12 @@ def _clustered_ok(cal):
     """Refuse (ValueError naming it) an interval by cluster of ``cal`` (`CLUSTERED`:
     absent or null in records written before it) that is not an object whose ``sums``
     counts can give (`ssgallery.formats.interval_sums.sums_problem`): ``info`` prints the
-    interval and its design effect from them."""
+    interval and its design effect from them; and an ``impostor_people`` (a whole number
+    >= 0: `_calibration_ok`) above the people ``far_by_person`` counts (its clusters,
+    which an update counts block by block: never fewer,
+    `ssgallery.app.thresholds.impostor_people`) or without one: 10**6 was printed by
+    info ('1000000 impostor people (counted as 20 ...)') and silenced the small-gallery
+    warning."""
     from ssgallery.formats.interval_sums import sums_problem
 
     for field in CLUSTERED:
@@ -131,6 +136,12 @@ def _clustered_ok(cal):
             f"expected an object, got {shown(value, typed=True)}"
         if why is not None:
             raise ValueError(f"{field} sums: {why}")
+    people, far = cal.get("impostor_people"), cal.get("far_by_person")
+    clusters = far["sums"]["clusters"] if far is not None else None
+    if people is not None and (clusters is None or people > clusters):  # whole, >= 0
+        raise ValueError(f"impostor_people {people} is more than the {clusters} people "
+                         "far_by_person counts" if clusters is not None else
+                         "impostor_people without far_by_person, whose people it counts")
 
 
 def _calibration_ok(cal):
