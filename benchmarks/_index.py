@@ -199,6 +199,12 @@ HEADLINES = {
         f"{cell(t, 'synth', 'measured FAR % [95 % over people]', where=_HALVES)} %); "
         f"inside the interval counting claims / by person (runs): {_inside(t)}; "
         f"FRR on fresh genuine images inside claims / by client: {_frr_inside(t)}"),
+    "frr_heldout": lambda t: (
+        "AT&T, 10 galleries pooled, FRR % at the stored thresholds: compress's expected "
+        f"{cell(t, 'att', 'expected (compress) [95 % by client]', where={'run': 'all'})}, "
+        "the same held-out images out of the basis "
+        f"{cell(t, 'att', 'out of the basis [95 % by client]', where={'run': 'all'})}, "
+        f"the shipped models on new images {cell(t, 'att', 'shipped, new', where={'run': 'all'})}"),
     "strangers_xdomain": lambda t: (
         "AT&T strangers on 20 LFW clients, eigenface, run 0, target 1 %: "
         f"{cell(t, 'lfw-att', 'measured FAR % [95 % over people]', where=_XDOMAIN)} % "

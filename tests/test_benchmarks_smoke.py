@@ -87,6 +87,9 @@ CASES = {
         "--acc-impostors", "sample,cohort", "--acc-caps", "30", "--page", "smoke"], None),
     "small_galleries": ("small_galleries", lambda tmp, data: [
         "--regimes", "3,2+1", "--repetitions", "1", "--train-images", "2"], "att"),
+    "frr_heldout": ("frr_heldout", lambda tmp, data: [
+        "--datasets", "synth", "--repetitions", "1", "--identities", "4", "--fresh", "2",
+        "--page"], None),
     "strangers": ("strangers", lambda tmp, data: [
         "--datasets", "synth", "--repetitions", "1", "--identities", "4", "--strangers", "3",
         "--fresh", "2", "--page"], None),

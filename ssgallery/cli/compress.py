@@ -245,7 +245,7 @@ def _echo(summary):
                f"{counted(mean_m, 'prototype', shown=f'{mean_m:.3g}')} per client on average "
                f"(the full SVMs: {mean_sv:.1f} support vectors), target FAR "
                f"{summary.target_far:g}")
-    click.echo(calibration_line(summary.calibration))
+    click.echo(calibration_line(summary.calibration, summary.matcher))
     click.echo(open_set_line(summary.open_set))
 
 

@@ -56,7 +56,7 @@ def _print_gallery(g):
     click.echo(f"{matcher_line(g['matcher'], g['matcher_settings'], dim)}, shared state "
                f"{_size(g['matcher_state_bytes'])}; target FAR {target}")
     _echo_contract(g)
-    click.echo(calibration_line(g.get("calibration")))
+    click.echo(calibration_line(g.get("calibration"), g["matcher"]))
     click.echo(open_set_line(g.get("open_set")))
     rows = [[printable(r["client"]), r["m"], r["bytes"], r["svm_n_support"],
              r["svm_bytes"] or None, None if r["ratio"] is None else f"{r['ratio']:.1f}x",

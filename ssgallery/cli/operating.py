@@ -12,6 +12,10 @@ HIGH_FRR = 0.2  # an expected FRR from which compress and info warn
 # pool of docs/benchmarks/small_galleries.md (AT&T) on which the target FAR held for
 # people never seen (docs/operating-points.md, "Small galleries")
 MIN_IMPOSTOR_PEOPLE = 20
+# compress's expected FRR and the share of new genuine images the shipped models reject,
+# pooled over 10 AT&T galleries of eigenface (docs/benchmarks/frr_heldout.md): the
+# held-out images lie in the basis (`in_basis_note`)
+FRR_IN_BASIS = (37.9, 20.9)
 
 
 def _num(value):
@@ -123,11 +127,12 @@ def _expected_far(cal):
             f"scores counted, of {_people(u)}{_unresolved_far(u)}")
 
 
-def calibration_line(cal):
+def calibration_line(cal, matcher=None):
     """``thresholds: MODE; expected FAR x% (95% Clopper-Pearson a-b%, k of n held-out
     impostor scores)`` from a gallery's calibration record (None: not recorded), and on
-    a second line the expected FRR at those thresholds, when recorded; ``not known``
-    when the record's counts are (``counts_unknown``,
+    a second line the expected FRR at those thresholds, when recorded (with
+    `in_basis_note` for a ``matcher`` name whose basis holds the held-out images);
+    ``not known`` when the record's counts are (``counts_unknown``,
     `ssgallery.app.thresholds.counts_inseparable`)."""
     if not cal:
         return "thresholds: client (per-client; no expected FAR recorded)"
@@ -143,7 +148,34 @@ def calibration_line(cal):
     text += f"; expected FAR {far}{_fitted(cal)}" if far else "; no expected FAR recorded"
     frr = _rate(cal, "expected_frr", "rejected", "genuine", "genuine")
     return text + (f"\nexpected FRR at these thresholds {frr}{_fitted(cal, True)}"
-                   if frr else "")
+                   f"{in_basis_note(cal, matcher)}" if frr else "")
+
+
+def in_basis_note(cal, matcher):
+    """The note of an expected FRR counted on held-out genuine images that lie in the
+    matcher's basis: a matcher that learns from images (``matcher``, its name: eigenface's
+    PCA, fitted at enroll on every stored image) was fitted to them, not to new images,
+    and on AT&T its fold models rejected them far more often than new images
+    (docs/benchmarks/frr_heldout.md); "" for another matcher, or when every client's
+    scores are training scores (`_fitted` says so)."""
+    from ssgallery.app.fold_spaces import learns_from_images
+    from ssgallery.app.thresholds import training_share
+    from ssgallery.errors import SsgalleryError
+    from ssgallery.matchers import get_matcher_class
+
+    if matcher is None or training_share(cal.get("training_clients"),
+                                         cal.get("clients")) == "all":
+        return ""
+    try:
+        learns = learns_from_images(get_matcher_class(matcher))
+    except SsgalleryError:  # a plug-in not installed here: nothing known of its basis
+        return ""
+    if not learns:
+        return ""
+    return (f"; new images may be rejected less often: the held-out ones lie in the "
+            f"{printable(matcher)} basis, fitted with them (AT&T: "
+            f"{FRR_IN_BASIS[0]}% expected, {FRR_IN_BASIS[1]}% of new images rejected; "
+            f"synthetic faces: no difference; docs/operating-points.md)")
 
 
 def _fitted(cal, genuine=False):
