@@ -18,12 +18,17 @@ calibrated with the same mode and target FAR; otherwise every client has to be
 compressed again.
 """
 
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from ssgallery.app.training_scores import (  # public here too
+    fitted_note,
+    on_training_scores,
+    training_share,
+)
 from ssgallery.checks import is_int, is_real
 from ssgallery.errors import InputError, option
-from ssgallery.tables import counted
 
 WORST = 5  # clients named by the FRR record
 HIGH_CLIENT_FRR = 0.5  # a client that rejects at least half of its own held-out images
@@ -93,37 +98,78 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
         counts and ``unresolved`` are then None, unknown), and the FRR counts
         (`frr_record`).
     """
-    from ssgallery.biometrics.calibration import calibrate_thresholds, clopper_pearson
-
     kept = set(kept)
     new = [c for c in sorted(results) if c not in kept]
-    counts = {"accepted": 0, "impostors": 0, "global_threshold": None}
-    unresolved, unknown, old, by_person = None, False, None, []
-    if kept:  # a gallery without counts leaves the estimate unknown
-        _check_update(mode, target_far, previous, path)
-        old = previous[1] or {}
-        unknown = counts_inseparable(old, kept)
-        counts = {k: None if unknown and k != "global_threshold" else old.get(k)
-                  for k in counts}
-        unresolved = None if unknown else unresolved_record(old.get("unresolved"))
-        by_person.append(None if unknown else clustered_sums(old.get("far_by_person")))
+    tally = _kept_tally(kept, mode, target_far, previous, path)
     thresholds = {c: float(results[c].threshold) for c in kept}
     if new:
-        t, info = calibrate_thresholds([results[c].heldout["impostor"] for c in new],
-                                       [results[c].normalization for c in new], target_far,
-                                       mode, global_threshold=counts["global_threshold"],
-                                       people=_people(results, new, labels),
-                                       held_out=[not on_training_scores(results[c])
-                                                 for c in new])
-        thresholds.update({c: float(v) for c, v in zip(new, t)})
-        counts["global_threshold"] = info["global_threshold"]
-        if counts["accepted"] is not None:
-            counts["accepted"] += info["accepted"]
-            counts["impostors"] += info["impostors"]
-        if not unknown:
-            unresolved = merge_unresolved(unresolved, info["unresolved"])
-        by_person.append((info["far_by_person"] or {}).get("sums"))
-    # the kept ones by their provenance
+        thresholds.update(_calibrate_new(results, new, mode, target_far, labels, tally))
+    frr = frr_record(client_frr(results, thresholds, new),
+                     None if tally.old is None else {} if tally.unknown else tally.old)
+    return thresholds, _record(results, mode, target_far, labels, tally) | frr
+
+
+@dataclass
+class _Tally:
+    """What `calibrate` adds up over the kept clients (an update's record) and the new
+    ones: the FAR counts and global T, ``unresolved``, the blocks of the interval by
+    person; ``unknown``: the kept record's counts cannot be separated
+    (`counts_inseparable`); ``old``: that record (None without kept clients)."""
+
+    counts: dict = field(default_factory=lambda: {"accepted": 0, "impostors": 0,
+                                                  "global_threshold": None})
+    unresolved: dict = None
+    unknown: bool = False
+    old: dict = None
+    by_person: list = field(default_factory=list)
+
+
+def _kept_tally(kept, mode, target_far, previous, path):
+    """The `_Tally` of the clients an update keeps (checked against the existing
+    gallery's mode and target, `_check_update`); an empty one without kept clients. A
+    gallery without counts leaves the estimate unknown."""
+    tally = _Tally()
+    if not kept:
+        return tally
+    _check_update(mode, target_far, previous, path)
+    old = previous[1] or {}
+    unknown = counts_inseparable(old, kept)
+    tally.counts = {k: None if unknown and k != "global_threshold" else old.get(k)
+                    for k in tally.counts}
+    tally.unresolved = None if unknown else unresolved_record(old.get("unresolved"))
+    tally.by_person.append(None if unknown else clustered_sums(old.get("far_by_person")))
+    tally.unknown, tally.old = unknown, old
+    return tally
+
+
+def _calibrate_new(results, new, mode, target_far, labels, tally):
+    """The thresholds of the ``new`` clients (the kept ones' global T when there are
+    any), their counts added to ``tally``."""
+    from ssgallery.biometrics.calibration import calibrate_thresholds
+
+    counts = tally.counts
+    t, info = calibrate_thresholds([results[c].heldout["impostor"] for c in new],
+                                   [results[c].normalization for c in new], target_far,
+                                   mode, global_threshold=counts["global_threshold"],
+                                   people=_people(results, new, labels),
+                                   held_out=[not on_training_scores(results[c])
+                                             for c in new])
+    counts["global_threshold"] = info["global_threshold"]
+    if counts["accepted"] is not None:
+        counts["accepted"] += info["accepted"]
+        counts["impostors"] += info["impostors"]
+    if not tally.unknown:
+        tally.unresolved = merge_unresolved(tally.unresolved, info["unresolved"])
+    tally.by_person.append((info["far_by_person"] or {}).get("sums"))
+    return {c: float(v) for c, v in zip(new, t)}
+
+
+def _record(results, mode, target_far, labels, tally):
+    """The calibration record of `calibrate` but its FRR counts, from the ``tally`` of
+    every client (the kept ones by their provenance)."""
+    from ssgallery.biometrics.calibration import clopper_pearson
+
+    counts = tally.counts
     training = sum(on_training_scores(r) for r in results.values())
     known = counts["accepted"] is not None and counts["impostors"]
     far = counts["accepted"] / counts["impostors"] if known else None
@@ -133,16 +179,15 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
               "expected_far": far,
               "expected_far_ci": list(clopper_pearson(counts["accepted"],
                                                       counts["impostors"]))
-              if known else None, "far_by_person": merged_record(by_person) if known else None,
+              if known else None,
+              "far_by_person": merged_record(tally.by_person) if known else None,
               "clients": len(results),
-              "training_clients": int(training), "unresolved": unresolved}
+              "training_clients": int(training), "unresolved": tally.unresolved}
     if record["far_by_person"] is not None:
         record["impostor_people"] = impostor_people(record["far_by_person"], labels)
-    if unknown:
+    if tally.unknown:
         record["counts_unknown"] = True
-    frr = frr_record(client_frr(results, thresholds, new),
-                     None if old is None else {} if unknown else old)
-    return thresholds, record | frr
+    return record
 
 
 def impostor_people(far_by_person, labels=None):
@@ -183,52 +228,6 @@ def counts_inseparable(previous, kept):
     n = previous.get("clients")
     return previous.get("counts_unknown") is True or \
         (is_int(n) and n != len(kept))
-
-
-def training_share(training, clients):
-    """Whose scores a figure counted on the scores of ``clients`` clients, ``training``
-    of them on training scores (`on_training_scores`), are: the one rule of every line
-    that says "training" or "held-out" (`fitted_note`, ``info``'s counts,
-    `ssgallery.app.open_set.searches_kind`).
-
-    Parameters
-    ----------
-    training, clients : int or None
-        As a record holds them (``training_clients``; ``clients`` None when not
-        recorded).
-
-    Returns
-    -------
-    str
-        ``"all"`` (every client's: ``training`` >= ``clients``), ``"some"`` (also when
-        ``clients`` is not known: not every one can be said) or ``"none"`` (``training``
-        not a whole number > 0).
-    """
-    if not is_int(training) or training <= 0:
-        return "none"
-    return "all" if is_int(clients) and training >= clients else "some"
-
-
-def fitted_note(training, clients, what, outcome, fitted="reject those very people"):
-    """``; every client's <what> are training scores (nothing held out): not an estimate,
-    <outcome> more often than it says (the models were fitted to <fitted>)`` for a figure
-    counted on the scores of ``clients`` clients, ``training`` of them on training
-    scores (`training_share`); "" when none is."""
-    share = training_share(training, clients)
-    if share == "none":
-        return ""
-    whose = "every client's" if share == "all" else \
-        f"{training} of the {clients} clients'" if is_int(clients) else \
-        f"{counted(training, 'client')}'"
-    return (f"; {whose} {what} are training scores (nothing held out): not an estimate, "
-            f"{outcome} more often than it says (the models were fitted to {fitted})")
-
-
-def on_training_scores(result):
-    """Whether a client result's held-out scores are training scores (``--cv-folds 0``,
-    nothing to hold out, or off scale: its provenance's ``threshold_folds`` is 0), for
-    its share of the expected FAR and of the 1:N point's searches."""
-    return (result.provenance or {}).get("threshold_folds") == 0
 
 
 def _people(results, clients, labels):
