@@ -172,13 +172,25 @@ def command(paths, scores, no_plot, as_json, wide, quiet, **options):
 
 def _with_files(result):
     """``--json``: summary.json as roc wrote it, with ``files``, where it wrote each file
-    of the report (``summary``, ``curves``, the plots, ``scores``: a list)."""
+    of the report (``summary``, ``curves``, the plots, ``scores``: a list). The file is
+    read back as any input is (`ssgallery.safeio.read_regular`: a regular file of at most
+    `ssgallery.safeio.MAX_TEXT_BYTES`, never a FIFO waited on) and must be a JSON object
+    of roc's: whoever can write the report folder can swap it after roc renamed it."""
     import json
 
     from ssgallery import jsontext
+    from ssgallery.errors import FormatError
+    from ssgallery.safeio import MAX_TEXT_BYTES, read_regular
 
-    with open(result["files"]["summary"], encoding="utf-8") as handle:
-        summary = json.load(handle)
+    path = result["files"]["summary"]
+    data = read_regular(path, "report summary", MAX_TEXT_BYTES, error=FormatError)
+    why = "not a summary written by ssgallery roc"
+    try:
+        summary = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        summary, why = None, str(exc)[:200]
+    if not isinstance(summary, dict) or summary.get("tool") != "ssgallery roc":
+        raise FormatError(f"changed since roc wrote it ({why})", path=path)
     return jsontext.dumps(dict(summary, files=result["files"]), indent=2)
 
 
