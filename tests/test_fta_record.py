@@ -4,8 +4,8 @@ Eigenface calibrates its limits on held-out folds; before 644eeb4 the folds held
 images, which refused some strangers' faces as not a face, and since then people. A
 store's record did not say which (same format version, same state keys), so a store
 enrolled before then could not be told apart: stores now record it (``fta_folds`` in the
-matcher state), and ``info`` and ``compress`` say of a store without the record, in one
-line, how to refit its limits.
+matcher state), and ``info`` and ``compress`` say of a store without the record (and
+``info`` of a gallery compressed from one), in one line, how to refit its limits.
 """
 
 import json
@@ -19,7 +19,7 @@ from ssgallery.errors import SsgalleryError
 from ssgallery.formats.store import load_store
 from ssgallery.matchers.eigenface import EigenfaceMatcher
 
-WARNING = "its failure-to-acquire limits were fitted before stores recorded how"
+WARNING = "failure-to-acquire limits were fitted before stores recorded how"
 
 
 def _warnings(res):
@@ -33,7 +33,7 @@ def test_a_store_enrolled_before_the_record_is_named_with_the_command_that_refit
     store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
     old_tree(tmp_path, commit)("enroll", faces, "--store", store, "-q")
     old_limits = load_store(store, images=False).matcher_state["max_relative_dffs"]
-    line = (f"ssgallery: warning: {store}: {WARNING} (those enrolled before 2026-11-28 "
+    line = (f"ssgallery: warning: {store}: its {WARNING} (those enrolled before 2026-11-28 "
             "fitted them on held-out images, which refuse some strangers' faces as not a "
             "face: verify exit 3 instead of 1); enrol its faces again, without --add, to "
             f"refit them on held-out people: ssgallery enroll FACES_DIR --store {store}")
@@ -46,11 +46,17 @@ def test_a_store_enrolled_before_the_record_is_named_with_the_command_that_refit
                           "--cv-folds", "2", "-q"])
     assert compressed["exit_code"] == 0 and _warnings(compressed) == [line], \
         compressed["output"]
+    # the gallery carries the store's limits: info on it says so, and to compress again
+    shown = invoked(["info", "--gallery", gallery])
+    assert _warnings(shown) == [line.replace(f"{store}: its", f"{gallery}: its store's")
+                                + ", and compress again"], shown["output"]
     # the command it names: the limits refitted, recorded, no warning
     assert invoked(["enroll", faces, "--store", store, "-q"])["exit_code"] == 0
     shown = invoked(["info", "--store", store, "--json"])
     assert json.loads(shown["stdout"])["store"]["fta_folds"] == "people"
     assert _warnings(shown) == []
+    invoked(["compress", "--store", store, "-o", gallery, "--m", "1", "--cv-folds", "2", "-q"])
+    assert _warnings(invoked(["info", "--gallery", gallery])) == []
     refit = load_store(store, images=False).matcher_state["max_relative_dffs"]
     assert (refit != old_limits) == (commit == "5cd4b9b")  # folds of images -> of people
 

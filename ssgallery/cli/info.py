@@ -89,6 +89,8 @@ def _warn_gallery(g):
             warn(advice)
     if g["basis_stale"]:
         warn("compressed from a store whose matcher basis was stale")
+    if unrecorded_fta_warning(g.get("store"), g.get("fta_folds"), gallery=g["path"]):
+        warn(unrecorded_fta_warning(g.get("store"), g["fta_folds"], gallery=g["path"]))
 
 
 def _warn_pairing(out):

@@ -154,18 +154,22 @@ def matcher_line(name, settings, dimension):
     return printable(f"matcher: {name} ({shown}), d = {dimension}")  # a file's text
 
 
-def unrecorded_fta_warning(store, folds):
-    """The warning ``info`` and ``compress`` give of a store whose failure-to-acquire
-    limits were fitted before stores recorded what their folds held out
+def unrecorded_fta_warning(store, folds, gallery=None):
+    """The warning ``info`` and ``compress`` give of a store (or of a ``gallery``
+    compressed from it, which carries its matcher state) whose failure-to-acquire limits
+    were fitted before stores recorded what their folds held out
     (`ssgallery.matchers.Matcher.fta_folds_` ``"unrecorded"``), with the command that
     refits them; None otherwise."""
     if folds != "unrecorded":
         return None
-    return (f"{os.fspath(store)}: its failure-to-acquire limits were fitted before stores "
-            "recorded how (those enrolled before 2026-11-28 fitted them on held-out "
-            "images, which refuse some strangers' faces as not a face: verify exit 3 "
-            "instead of 1); enrol its faces again, without --add, to refit them on "
-            f"held-out people: ssgallery enroll FACES_DIR --store {shlex.quote(os.fspath(store))}")
+    store = shlex.quote(os.fspath(store or "STORE"))
+    whose = f"{os.fspath(gallery)}: its store's" if gallery else f"{store}: its"
+    return (f"{whose} failure-to-acquire limits were fitted before stores recorded how "
+            "(those enrolled before 2026-11-28 fitted them on held-out images, which "
+            "refuse some strangers' faces as not a face: verify exit 3 instead of 1); "
+            "enrol its faces again, without --add, to refit them on held-out people: "
+            f"ssgallery enroll FACES_DIR --store {store}"
+            + (", and compress again" if gallery else ""))
 
 
 def contract_line(contract):

@@ -98,6 +98,8 @@ def _described(h, config, index, built, path):
             "calibration": header_calibration(h, index.client_ids, path),
             "open_set": open_set,
             "basis_stale": h.get("basis_stale", False),  # a bool: checked by open_verified
+            "fta_folds": built.fta_folds_,  # `ssgallery.matchers.Matcher.fta_folds_`
+            "store": h.get("store"),  # the path compressed from
             "store_fingerprint": h.get("store_fingerprint")}  # the store compressed
 
 
