@@ -194,3 +194,19 @@ def test_cli_enroll_compress_verify(lfw, tmp_path):
     assert r.stderr.rstrip().endswith(
         f"'ssgallery info --gallery {gallery} --client {claim}' shows its model")
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output
+
+
+def test_enroll_reports_each_image_the_dlib_fit_describes(faces_factory, tmp_path):
+    """enroll --matcher dlib on 20 LFW people (560 images with 20 background people)
+    printed 'reading images 560/560', then nothing for 91 s, then 'fitting the dlib
+    matcher 1/1 fits': the fit describes every image (detector, landmarks, descriptor)
+    as one step. Its phase counts images now, one step per image described."""
+    faces = faces_factory(n_clients=3, n_images=3)
+    res = CliRunner().invoke(main, ["enroll", faces, "--matcher", "dlib", "--store",
+                                    str(tmp_path / "e.h5")],
+                             env={"SSGALLERY_PROGRESS_INTERVAL": "0"})
+    assert res.exit_code == 0, res.output
+    fit = [line.split(": ", 2)[2].split(" (")[0] for line in res.stderr.splitlines()
+           if "fitting the dlib matcher" in line]
+    assert fit[:9] == [f"fitting the dlib matcher {i}/9" for i in range(1, 10)]
+    assert fit[-1].startswith("fitting the dlib matcher 9/9 images in ")

@@ -182,9 +182,7 @@ def _enroll_fresh(src, store_path, matcher, matcher_options, progress, force, ke
     # one BLAS thread, as in training (ssgallery.learn.threads): a multi-threaded SVD of a
     # few hundred images spins its threads when the other core is busy
     with naming(faces_dir), single_threaded_blas():  # naming: which images are identical
-        with progress.phase(f"fitting the {matcher} matcher", 1, "fits"):
-            fit_matcher(instance, src.images, src.labels)
-            progress.advance()
+        fit_matcher(instance, src.images, src.labels, progress)
         candidate.matcher_config = instance.get_config()
         candidate.matcher_state = instance.get_state()
         # computed once, here

@@ -298,11 +298,9 @@ def _split_tables(split, data, matcher, specs, options, run):
     images, labels, probe_labels = data
     progress, step, private = run
     identification = options.identification
-    with progress.phase(f"{step}fitting the {getattr(matcher, 'name', '')} matcher", 1,
-                        "fits"):
-        matcher = fit_matcher(matcher, images[split.train_indices()],  # training only
-                              labels[split.train_indices()])
-        progress.advance()
+    matcher = fit_matcher(matcher, images[split.train_indices()],  # training only
+                          labels[split.train_indices()], progress,
+                          f"{step}fitting the {getattr(matcher, 'name', '')} matcher")
     sim = matcher.similarity()
     needed = np.concatenate([split.train_indices(), split.impostors]
                             + [split.genuine[c] for c in split.enrolled])

@@ -73,6 +73,9 @@ class Matcher:
     #: eigenface calibrates its failure-to-acquire limits on people held out, the faces
     #: a stranger's probe is like.
     fit_takes_groups = False
+    #: Whether ``fit`` takes ``progress=`` and advances it one step per training image
+    #: (`fit_matcher`): a fit that computes a descriptor per image (dlib) says how far it is.
+    fit_takes_progress = False
     #: What the held-out folds of the failure-to-acquire calibration held out, for a
     #: matcher that calibrates it so (eigenface): ``"people"``, ``"images"`` (no person
     #: known, or one), or ``"unrecorded"`` (a state written before 2026-11-28, when stores
@@ -217,13 +220,26 @@ def transform_in_chunks(matcher, images, chunk=64, progress=None,
     return np.concatenate(parts)
 
 
-def fit_matcher(matcher, images, groups):
+def fit_matcher(matcher, images, groups, progress=None, label=None):
     """``matcher.fit(images)``, given ``groups`` (the person of each image, shape (n,))
     when its class takes them (`Matcher.fit_takes_groups`; a plug-in without the
-    attribute does not). Returns the fitted matcher."""
-    if getattr(matcher, "fit_takes_groups", False):
-        return matcher.fit(images, groups=groups)
-    return matcher.fit(images)
+    attribute does not), in a phase ``label`` (default: fitting the NAME matcher) of
+    ``progress``: one step per image for a matcher whose fit reports them
+    (`Matcher.fit_takes_progress`), else one step. Returns the fitted matcher."""
+    from ssgallery.progress import as_progress
+
+    progress = as_progress(progress)
+    kwargs = {"groups": groups} if getattr(matcher, "fit_takes_groups", False) else {}
+    per_image = bool(getattr(matcher, "fit_takes_progress", False))
+    label = label or f"fitting the {getattr(matcher, 'name', '')} matcher"
+    with progress.phase(label, len(images) if per_image else 1,
+                        "images" if per_image else "fits"):
+        if per_image:
+            kwargs["progress"] = progress
+        fitted = matcher.fit(images, **kwargs)
+        if not per_image:
+            progress.advance()
+    return fitted
 
 
 def face_check(matcher, images):

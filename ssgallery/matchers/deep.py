@@ -193,8 +193,9 @@ class DlibMatcher(Matcher):
         h, w = img.shape
         return np.asarray(Image.fromarray(img).resize((w * f, h * f), Image.BILINEAR))
 
-    def describe(self, images, descriptors=True):
-        """Descriptors and quality of images (n, H, W) in one pass.
+    def describe(self, images, descriptors=True, progress=None):
+        """Descriptors and quality of images (n, H, W) in one pass; ``progress``: one
+        step per image (of the caller's phase).
 
         Each image's result is cached for the life of the process, keyed by its pixels
         (``fit`` then ``transform`` of the same images, or the repetitions of ``roc``,
@@ -222,6 +223,8 @@ class DlibMatcher(Matcher):
             if descriptors:
                 D[i] = hit[0]
             q[i] = hit[1]
+            if progress is not None:
+                progress.advance()
         return D, q
 
     def _describe_one(self, models, img, descriptor):
@@ -236,9 +239,11 @@ class DlibMatcher(Matcher):
         return np.asarray(recogniser.compute_face_descriptor(chip), dtype=np.float64), quality
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, images):
+    fit_takes_progress = True  # `Matcher.fit_takes_progress`: a descriptor per image
+
+    def fit(self, images, progress=None):
         """Fit on training images (n, H, W), pixels on [0, 255]: γ, quality threshold,
-        model digests. Returns self."""
+        model digests; ``progress``: one step per image described. Returns self."""
         self._check_params()
         g = self._gamma_value()
         U = self._check_images(images)
@@ -248,7 +253,7 @@ class DlibMatcher(Matcher):
         self.model_sha256_ = dict(model_digests())
         self.dlib_version_ = str(import_dlib().__version__)
         self._models_checked = True
-        D, q = self.describe(U)
+        D, q = self.describe(U, progress=progress)
         if g is None:
             g = 1.0 / DIM if self.gamma == "paper" else median_gamma(D)
         self.gamma_ = float(g)
