@@ -258,6 +258,12 @@ HEADLINES = {
         f"{cell(t, 'L1 example', 'starts/client one-shot')} vs "
         f"{cell(t, 'L1 example', 'starts/client serve')}; speed-up "
         f"{cell(t, 'L1 example', 'speed-up')}"),
+    "fta": lambda t: (
+        "impostor claims failing to acquire (eigenface, roc): AT&T "
+        + cell(t, "AT&T, 5 repetitions, 20 clients x 5 training images",
+               "impostor FTA % (claims)") + ", sample_data "
+        + cell(t, "sample_data (`synth --seed 0 --variation 0.55`), 5 repetitions",
+               "impostor FTA % (claims)")),
     "identify": lambda t: (
         f"rank-1, AT&T: SSVM m = 2 {cell(t, 'AT&T, eigenface', 'rank-1 % SSVM m=2')} % vs "
         f"SVM {cell(t, 'AT&T, eigenface', 'rank-1 % SVM')} % with "

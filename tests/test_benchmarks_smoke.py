@@ -37,6 +37,7 @@ CASES = {
         "--jobs", "1", "--cache", str(tmp / "none.npz")], None),
     "dlib_fta": ("dlib_fta", lambda tmp, data: [
         "--repetitions", "1", "--no-att", "--people", "4", "--cache", ""], "lfw"),
+    "fta": ("fta", lambda tmp, data: ["--sets", "sample", "--repetitions", "1"], None),
     "ebgm_tail": ("ebgm_tail", lambda tmp, data: [
         "--subjects", "6", "--repetitions", "1", "--clients", "1", "--starts", "2",
         "--max-iter", "1", "--tail-iter", "2", "--tail-gap", "-100"], "att"),
