@@ -37,8 +37,8 @@ SETS = {  # name: (label, face folder as docs/security.md's command names it)
     "att": ("AT&T, 5 repetitions, 20 clients x 5 training images", "ATT_DIR"),
     "sample": ("sample_data (`synth --seed 0 --variation 0.55`), 5 repetitions",
                "sample_data/faces"),
-    "synth-v1": ("`synth --seed 0` (variation 1, sample_data before 2f21ea4), 5 repetitions",
-                 "its `faces/`"),
+    "synth-v1": (("`synth synth_v1 --seed 0` (variation 1, sample_data before 2f21ea4), "
+                  "5 repetitions"), "synth_v1/faces"),
 }
 
 
