@@ -205,6 +205,12 @@ HEADLINES = {
         "the same held-out images out of the basis "
         f"{cell(t, 'att', 'out of the basis [95 % by client]', where={'run': 'all'})}, "
         f"the shipped models on new images {cell(t, 'att', 'shipped, new', where={'run': 'all'})}"),
+    "strangers_twoway": lambda t: "; ".join(
+        f"{d}: stranger FAR inside by person {a} of {n}, by person and client {b} of {n} "
+        f"(mean width {wa} vs {wb} points)" for d, a, n, wa, b, wb in re.findall(
+            r"^- (\S+): the measured FAR inside the interval by impostor person (\d+) of "
+            r"(\d+) .*?mean width (\S+) points\), by person and client (\d+) of \d+ "
+            r"\(.*?mean width (\S+) points\)", t, re.MULTILINE)) or None,
     "strangers_xdomain": lambda t: (
         "AT&T strangers on 20 LFW clients, eigenface, run 0, target 1 %: "
         f"{cell(t, 'lfw-att', 'measured FAR % [95 % over people]', where=_XDOMAIN)} % "

@@ -164,6 +164,7 @@ def run_one(dataset, run, args):
         if label == "person":  # what compress stored
             stored = [table.clients[c]["threshold"] for c in order]
             assert np.allclose(t, stored), "the benchmark's thresholds are not compress's"
+            twoway = _twoway(held, people, order, info)
         genuine = [np.asarray(h["genuine"], dtype=float) for h in held]
         rejected = sum(int(np.sum(~(g >= tc))) for g, tc in zip(genuine, t))
         out["rows"][label] = {"T": info["global_threshold"],
@@ -174,7 +175,21 @@ def run_one(dataset, run, args):
                               "design_effect": info["far_by_person"]["design_effect"],
                               **_measure(table, order, t, summary.target_far,
                                          [h["impostor"] for h in held])}
+    out["rows"]["person"]["twoway_ci"], out["rows"]["person"]["twoway_d"] = twoway
     return out
+
+
+def _twoway(held, people, clients, info):
+    """The interval of the pool compress ships clustered by person and client
+    (`_strangers_twoway.twoway_interval`), from the same accepts as ``info``'s."""
+    from _strangers_twoway import twoway_interval
+
+    from ssgallery.biometrics.calibration import cross_normalised
+
+    hits = [cross_normalised(h["impostor"], who) >= info["global_threshold"]
+            for h, who in zip(held, people)]
+    assert sum(int(x.sum()) for x in hits) == info["accepted"], "not compress's accepts"
+    return twoway_interval(hits, people, clients)
 
 
 def _inside(m, key):

@@ -91,6 +91,9 @@ CASES = {
     "frr_heldout": ("frr_heldout", lambda tmp, data: [
         "--datasets", "synth", "--repetitions", "1", "--identities", "4", "--fresh", "2",
         "--page"], None),
+    "strangers_twoway": ("strangers_twoway", lambda tmp, data: [
+        "--datasets", "synth", "--repetitions", "1", "--identities", "4", "--strangers", "3",
+        "--fresh", "2", "--page"], None),
     "strangers": ("strangers", lambda tmp, data: [
         "--datasets", "synth", "--repetitions", "1", "--identities", "4", "--strangers", "3",
         "--fresh", "2", "--page"], None),
