@@ -319,34 +319,11 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
     total = int(sum(np.size(s) for s in impostors))
     people = people if people is not None else [None] * len(impostors)
     if mode == "client":
-        t = np.array([metrics.threshold_at_far(s, target_far) for s in impostors])
-        hits = [np.asarray(s) >= tc for s, tc in zip(impostors, t)]
-        fitted = [np.floor(target_far * np.size(s) + 1e-9) == 0 for s in impostors]
+        t, hits, fitted = _client_thresholds(impostors, target_far)
     else:
-        if cross_fit is None:
-            z = [(np.asarray(s, dtype=float) - n["mean"]) / n["std"]
-                 for s, n in zip(impostors, normalizations)]
-        else:
-            z = [cross_normalised(s, who if cross_fit == "person" else None)
-                 for s, who in zip(impostors, people)]
-        fitted = [not cross_fittable(np.size(s)) for s in impostors]
-        big_t = _gap_threshold(np.concatenate(z), target_far) if global_threshold is None \
-            else float(global_threshold)
-        mu = np.array([n["mean"] for n in normalizations], dtype=float)
-        sd = np.array([n["std"] for n in normalizations], dtype=float)
-        if mode == "znorm-global":
-            tz = np.full(len(z), big_t)
-        else:
-            own = np.array([_gap_threshold(s, target_far) for s in z])
-            tz = shrink_weight * own + (1.0 - shrink_weight) * big_t
-        t = mu + sd * tz
-        # constant impostor scores (std at its floor) give no scale to normalise with:
-        # such a client keeps its own threshold
-        flat = constant_spread(sd, mu)
-        if flat.any():
-            t[flat] = [metrics.threshold_at_far(s, target_far)
-                       for s, f in zip(impostors, flat) if f]
-        hits = [zc >= tc for zc, tc in zip(z, tz)]
+        t, hits, fitted, big_t = _normalised_thresholds(
+            impostors, normalizations, target_far, mode, (shrink_weight, cross_fit),
+            global_threshold, people)
     accepted = int(sum(np.sum(h) for h in hits))
     return t, {"mode": mode, "target_far": float(target_far),
                "global_threshold": None if big_t is None else float(big_t),
@@ -356,6 +333,49 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
                if all(who is not None for who in people) else None,
                "unresolved": _unresolved(impostors, hits, people, fitted,
                                          held_out or [True] * len(impostors))}
+
+
+def _client_thresholds(impostors, target_far):
+    """``client`` mode of `calibrate_thresholds`: each client's threshold at the target
+    on its own scores; ``(thresholds, hits per client, fitted per client)`` (fitted:
+    fewer than 1 / target_far scores, the threshold above all of them)."""
+    t = np.array([metrics.threshold_at_far(s, target_far) for s in impostors])
+    hits = [np.asarray(s) >= tc for s, tc in zip(impostors, t)]
+    fitted = [np.floor(target_far * np.size(s) + 1e-9) == 0 for s in impostors]
+    return t, hits, fitted
+
+
+def _normalised_thresholds(impostors, normalizations, target_far, mode, how,
+                           global_threshold, people):
+    """The normalised modes of `calibrate_thresholds` (``how``: its ``shrink_weight``
+    and ``cross_fit``): the pool's cross-fitted scores, T at the target on them (or the
+    ``global_threshold`` given), each client's normalised threshold and raw one;
+    ``(thresholds, hits on the cross-fitted scores, fitted per client, T)``."""
+    shrink_weight, cross_fit = how
+    if cross_fit is None:
+        z = [(np.asarray(s, dtype=float) - n["mean"]) / n["std"]
+             for s, n in zip(impostors, normalizations)]
+    else:
+        z = [cross_normalised(s, who if cross_fit == "person" else None)
+             for s, who in zip(impostors, people)]
+    fitted = [not cross_fittable(np.size(s)) for s in impostors]
+    big_t = _gap_threshold(np.concatenate(z), target_far) if global_threshold is None \
+        else float(global_threshold)
+    mu = np.array([n["mean"] for n in normalizations], dtype=float)
+    sd = np.array([n["std"] for n in normalizations], dtype=float)
+    if mode == "znorm-global":
+        tz = np.full(len(z), big_t)
+    else:
+        own = np.array([_gap_threshold(s, target_far) for s in z])
+        tz = shrink_weight * own + (1.0 - shrink_weight) * big_t
+    t = mu + sd * tz
+    # constant impostor scores (std at its floor) give no scale to normalise with:
+    # such a client keeps its own threshold
+    flat = constant_spread(sd, mu)
+    if flat.any():
+        t[flat] = [metrics.threshold_at_far(s, target_far)
+                   for s, f in zip(impostors, flat) if f]
+    return t, [zc >= tc for zc, tc in zip(z, tz)], fitted, big_t
 
 
 __all__ = ["DEFAULT_THRESHOLD_MODE", "THRESHOLD_MODES", "accepts_too_many",
