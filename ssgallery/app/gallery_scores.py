@@ -109,8 +109,9 @@ def _warn_training_probes(info, faces, paths, privacy_key, warn):
         f"trained on (the same bytes as their training images in {printable(found[1])}, "
         "the store it was compressed from"
         + (f"; not counted: the training images of {counted(len(untold), 'client')}, "
-           "which cannot be told (trained on an earlier version of the store, or impostors "
-           "sampled by a gallery written before 2026-11-28)" if untold else "")
+           "which cannot be told (trained on an earlier version of the store, impostors "
+           "sampled by a gallery written before 2026-11-28, or a provenance that does not "
+           "record them)" if untold else "")
         + "): its models were fitted to these very images, so the figures are optimistic; "
         "evaluate on images that were not enrolled")
 

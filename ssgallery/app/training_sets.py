@@ -148,10 +148,9 @@ def trained_rows(store, models, matcher=None):
     trained, unknown, distance = np.zeros(len(codes), bool), [], None
     for client, model in models.items():
         p = model.provenance or {}
-        capped, cohort = bool(p.get("impostors_capped")), p.get("impostors") == "cohort"
+        capped, cohort = p.get("impostors_capped"), p.get("impostors") == "cohort"
         if p.get("store_fingerprint") != store.fingerprint or client not in index or \
-                (capped and not isinstance(p.get("seed"), int)) or \
-                (capped and cohort and matcher is None):
+                not _recorded_rows(p) or (capped and cohort and matcher is None):
             unknown.append(client)
             continue
         if capped and cohort and distance is None:
@@ -166,3 +165,19 @@ def trained_rows(store, models, matcher=None):
             continue
         trained[rows] = True
     return np.flatnonzero(trained).astype(np.int64), unknown
+
+
+def _recorded_rows(p):
+    """Whether a provenance (data from a gallery file) holds what `trained_rows` redraws
+    a client's rows from, of the types compress writes: ``impostors_capped`` a bool
+    (absent: not capped, as before it was recorded), ``n_genuine`` and ``n_impostor``
+    whole numbers >= 0 and, capped, ``impostors`` one of `IMPOSTOR_MODES`,
+    ``max_impostors`` a whole number >= 1 and the sample's ``seed``."""
+    from ssgallery.checks import is_bool, is_int
+
+    counts = all(is_int(p.get(k)) and p[k] >= 0 for k in ("n_genuine", "n_impostor"))
+    if not (counts and is_bool(p.get("impostors_capped", False))):
+        return False
+    return not p.get("impostors_capped", False) or (
+        p.get("impostors", "sample") in IMPOSTOR_MODES and is_int(p.get("max_impostors"))
+        and p["max_impostors"] >= 1 and is_int(p.get("seed")))
