@@ -120,3 +120,23 @@ def test_info_says_what_a_client_s_impostor_count_counts(sample_gallery_3):
     assert "  n_genuine: 10 (the client's own training images)\n" in text
     assert f"  max_impostors: {prov['max_impostors']} (at most this many impostor images " \
         "per client, 0: no cap)\n" in text
+
+
+def test_a_probe_scores_the_same_alone_and_in_any_batch(sample_gallery_3):
+    """The same probe and client printed different last digits alone and in a batch
+    (sample gallery, c01: 1.2973133232754832 alone, 1.297313323275485 beside one other
+    probe, 1.2973133232754863 in a batch of 8): one BLAS product over the batch sums in
+    an order that depends on the batch's size. Each probe is summed as it would be alone
+    now: bit-identical alone and in batches of 2 to 50, whatever comes before it."""
+    from ssgallery.app.verify import verify
+    from ssgallery.datasets import sample_faces_path
+
+    gallery = sample_gallery_3["gallery"]
+    faces = sample_faces_path()
+    probes = sorted(str(p) for p in faces.glob("c0[1-5]/*"))[:40] + sorted(
+        str(p) for p in (faces.parent / "probes").glob("*.png"))
+    for client in ("c01", "c03"):
+        alone = [verify(gallery, [p], client)[0].score for p in probes]
+        for start, size in ((0, 2), (0, 3), (1, 5), (0, 8), (3, 17), (0, 33), (0, 50)):
+            batch = [r.score for r in verify(gallery, probes[start:start + size], client)]
+            assert batch == alone[start:start + size], (client, start, size)

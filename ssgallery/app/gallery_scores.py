@@ -153,7 +153,7 @@ def probe_features(info, probes_dir, ids, warn, progress):
     kwargs = {} if warn is None else {"warn": warn}
     faces = load_faces(probes_dir, size=(w, h), progress=progress, input_options=False,
                        **kwargs)
-    feats = transform_in_chunks(info.matcher, faces.images, progress=progress)
+    feats = transform_in_chunks(info.matcher, faces.images, progress=progress, each=True)
     fta = failures_to_acquire(info.matcher, faces.images)[0]  # scored NaN: rejected
     if not set(faces.labels.astype(str)) & set(ids):
         raise InputError(f"no probe subject folder matches a gallery client (gallery: "

@@ -214,7 +214,7 @@ def _search(records, probes, images, sizes, top, point, open_set, progress):
                for p, why in zip(probes, reasons)]
     if not fta.all():
         features = transform_in_chunks(matcher, np.asarray(images[~fta], dtype=np.float32),
-                                       progress=progress)
+                                       progress=progress, each=True)
         scores = index.decision_function(features, matcher.similarity())
         decisions = decision_values(index, scores, point)  # once: ranking and ties
         ranked = rank_clients(index, decisions, top)

@@ -143,15 +143,17 @@ def score_images(model, images, progress=None):
     from ssgallery.matchers.base import transform_in_chunks
 
     features = transform_in_chunks(model.matcher, np.asarray(images, dtype=np.float32),
-                                   progress=progress)
+                                   progress=progress, each=True)
     return score_features(model, model.matcher, features)
 
 
 def score_features(model, matcher, features):
     """g(x) of probes (n, d) in ``matcher``'s space for a client's record, shape (n,):
     the one computation of a score ``verify`` and ``identify`` print (identify's stacked
-    index only ranks the clients). Its last digits depend on the batch (BLAS sums a
-    block of probes in an order of its own), never on the command."""
+    index only ranks the clients). Given features from ``transform_in_chunks(...,
+    each=True)``, a probe's score is the same to the last digit alone and in any batch
+    (each probe is summed as it would be alone:
+    `ssgallery.formats.gallery.model.ClientModel.decision_function`)."""
     return model.decision_function(features, model.similarity_function(matcher))
 
 

@@ -17,6 +17,21 @@ Two gradient entry points, both vectorised over all (i, j):
 import numpy as np
 
 
+def rowwise_matmul(A, B):
+    """``A @ B`` for A (n, k) and B (k, m) or (k,), each row of the result computed as
+    that row alone would be: one (1, k) @ B product per row (numpy's stacked matmul),
+    so its digits never depend on the other rows. One gemm over a block of rows sums in
+    an order of its own that depends on the block's size (and a single row goes through
+    gemv): a probe's score would change in its last digits with the batch it came in.
+    Slower than one gemm when n and k are large: for what ``verify`` prints, not for
+    training."""
+    A = np.asarray(A, dtype=float)
+    B = np.asarray(B, dtype=float)
+    if B.ndim == 1:
+        return np.matmul(A[:, None, :], B[:, None])[:, 0, 0]
+    return np.matmul(A[:, None, :], B)[:, 0, :]
+
+
 class Similarity:
     """Base class. Subclasses implement `__call__` and, if they can, `gradient`.
 
@@ -55,17 +70,25 @@ class RBFSimilarity(Similarity):
     ----------
     gamma : float
         Kernel width, > 0.
+    rowwise : bool
+        Compute each row of ``S`` as that row alone would be (`rowwise_matmul`): the
+        scores ``verify`` prints, whatever the batch. Default: one gemm (training).
     """
 
     has_gradient = True
 
-    def __init__(self, gamma=1.0):
+    def __init__(self, gamma=1.0, rowwise=False):
         self.gamma = float(gamma)
+        self.rowwise = bool(rowwise)
 
     def sq_distances(self, X, Z):
         X = np.asarray(X, dtype=float)
         Z = np.asarray(Z, dtype=float)
-        D = (X * X).sum(1)[:, None] + (Z * Z).sum(1)[None, :] - 2.0 * X @ Z.T
+        if self.rowwise:
+            xx = np.matmul(X[:, None, :], X[:, :, None])[:, 0, 0]  # each row's x.x alone
+            D = xx[:, None] + (Z * Z).sum(1)[None, :] - 2.0 * rowwise_matmul(X, Z.T)
+        else:
+            D = (X * X).sum(1)[:, None] + (Z * Z).sum(1)[None, :] - 2.0 * X @ Z.T
         return np.maximum(D, 0.0)
 
     def __call__(self, X, Z):

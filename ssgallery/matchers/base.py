@@ -102,6 +102,14 @@ class Matcher:
         """Map images (n, H, W) to the matcher space, shape (n, d)."""
         raise NotImplementedError
 
+    def transform_each(self, images):
+        """`transform` with each image's features computed as they would be for that
+        image alone, so that the score ``verify`` prints for a probe does not depend on
+        the batch it came in (one BLAS product over a batch sums in an order of its
+        own). Optional: the default is ``transform``, right for a matcher that maps
+        each image by itself (dlib, an external program's pixels)."""
+        return self.transform(images)
+
     def similarity(self):
         """The `ssgallery.learn.similarity.Similarity` on the matcher space."""
         raise NotImplementedError
@@ -190,10 +198,11 @@ class Matcher:
 
 
 def transform_in_chunks(matcher, images, chunk=64, progress=None,
-                        label="computing features"):
+                        label="computing features", each=False):
     """``matcher.transform(images)`` computed ``chunk`` images at a time, one progress
     step per image (phase ``label``): a descriptor that takes a fraction of a second per
-    face (dlib) reports as it goes.
+    face (dlib) reports as it goes. With ``each``, `Matcher.transform_each` (a matcher
+    without it: ``transform``): the features of the probes whose scores are printed.
 
     Parameters
     ----------
@@ -209,13 +218,15 @@ def transform_in_chunks(matcher, images, chunk=64, progress=None,
     from ssgallery.progress import as_progress
 
     progress = as_progress(progress)
+    transform = getattr(matcher, "transform_each", matcher.transform) if each \
+        else matcher.transform
     n = len(images)
     if n <= chunk:
-        return matcher.transform(images[:n])
+        return transform(images[:n])
     parts = []
     with progress.phase(label, n, "images"):
         for start in range(0, n, chunk):
-            parts.append(matcher.transform(images[start:start + chunk]))
+            parts.append(transform(images[start:start + chunk]))
             progress.advance(len(parts[-1]))
     return np.concatenate(parts)
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from ssgallery.checks import is_finite_real
 from ssgallery.errors import InputError, SsgalleryError
-from ssgallery.learn.similarity import RBFSimilarity, median_gamma
+from ssgallery.learn.similarity import RBFSimilarity, median_gamma, rowwise_matmul
 from ssgallery.matchers.base import Matcher, rbf_gamma
 from ssgallery.matchers.eigenface_space import (  # noqa: F401 (re-exported)
     DIFS_MARGIN,
@@ -233,17 +233,24 @@ class EigenfaceMatcher(Matcher):
         return EigenfaceRefits(cls, config, images)
 
     # ------------------------------------------------------------------ the contract
-    def transform(self, images):
+    def transform(self, images, each=False):
         """PCA coefficients of images (n, H, W), scaled; shape (n, d), float64.
 
         Projected ``TRANSFORM_CHUNK`` images at a time, so the float64 temporaries stay
-        bounded whatever n (a 60,000-image store is 2.5 GB as float32 pixels)."""
+        bounded whatever n (a 60,000-image store is 2.5 GB as float32 pixels); with
+        ``each``, image by image (`transform_each`)."""
         self._check_fitted()
         if np.ndim(images) == 3 and len(images) > TRANSFORM_CHUNK:
-            return np.concatenate([self.transform(images[i:i + TRANSFORM_CHUNK])
+            return np.concatenate([self.transform(images[i:i + TRANSFORM_CHUNK], each)
                                    for i in range(0, len(images), TRANSFORM_CHUNK)])
         X = self._check_images(images) - self.mean_  # never in place: X may be the input
-        return (X @ self.components_.T.astype(np.float64)) / self.scale_
+        product = rowwise_matmul if each else np.matmul
+        return product(X, self.components_.T.astype(np.float64)) / self.scale_
+
+    def transform_each(self, images):
+        """`transform`, each image projected as it would be alone
+        (`ssgallery.learn.similarity.rowwise_matmul`): the features ``verify`` scores."""
+        return self.transform(images, each=True)
 
     def similarity(self):
         """RBF similarity on the PCA coefficients with the fitted ``gamma_``."""

@@ -61,17 +61,23 @@ class ClientModel:
         return len(self.beta)
 
     def similarity_function(self, matcher):
-        """The similarity the model was trained with, on ``matcher``'s space."""
+        """The similarity the model was trained with, on ``matcher``'s space (an RBF's
+        rows computed one probe at a time: `decision_function`)."""
         if self.similarity.get("kind") == "rbf":
             from ssgallery.learn.similarity import RBFSimilarity
 
-            return RBFSimilarity(self.similarity["gamma"])
+            return RBFSimilarity(self.similarity["gamma"], rowwise=True)
         return matcher.similarity()
 
     def decision_function(self, features, similarity):
-        """g(x) for features (n, d) in the matcher space, shape (n,). m matches per probe."""
+        """g(x) for features (n, d) in the matcher space, shape (n,). m matches per probe.
+        Each probe's g(x) is summed as it would be alone
+        (`ssgallery.learn.similarity.rowwise_matmul`): its digits do not depend on the
+        other probes of the batch."""
+        from ssgallery.learn.similarity import rowwise_matmul
+
         S = similarity(np.asarray(features, dtype=float), self.prototypes)
-        return S @ self.beta + self.intercept
+        return rowwise_matmul(S, self.beta) + self.intercept
 
     def normalize(self, scores):
         """Normalised scores (Z-norm: (g - mean) / std), shape of ``scores``.
