@@ -140,3 +140,32 @@ def test_a_probe_scores_the_same_alone_and_in_any_batch(sample_gallery_3):
         for start, size in ((0, 2), (0, 3), (1, 5), (0, 8), (3, 17), (0, 33), (0, 50)):
             batch = [r.score for r in verify(gallery, probes[start:start + size], client)]
             assert batch == alone[start:start + size], (client, start, size)
+
+
+def test_verify_asks_the_matcher_for_a_probe_s_quality_once(sample_gallery_3):
+    """verify's failure-to-acquire check asked an eigenface matcher for every probe's
+    quality twice (face_check called ``quality``, then the default ``is_face``, which
+    computes it again): a fifth of verify's batch time on the sample gallery. A matcher
+    whose is_face is the default is asked once; the verdicts are the default rule's."""
+    from ssgallery.app.verify import load_client
+    from ssgallery.datasets import sample_faces_path
+    from ssgallery.images.ingest import load_image_list
+    from ssgallery.matchers.base import face_check
+    from ssgallery.matchers.eigenface import EigenfaceMatcher
+
+    class Counted(EigenfaceMatcher):  # a plug-in that counts what it is asked
+        asked = 0
+
+        def quality(self, images):
+            Counted.asked += len(images)
+            return super().quality(images)
+
+    matcher = load_client(sample_gallery_3["gallery"], "c01").matcher
+    counted = Counted()
+    counted.__dict__.update(matcher.__dict__)
+    probes = sorted(str(p) for p in (sample_faces_path().parent / "probes").glob("*.png"))
+    images = load_image_list(probes, size=(92, 112))
+    ok, quality = face_check(counted, images)
+    assert Counted.asked == len(probes) == 10
+    assert list(ok) == list(matcher.is_face(images)) and list(quality) == list(
+        matcher.quality(images))

@@ -256,10 +256,16 @@ def fit_matcher(matcher, images, groups, progress=None, label=None):
 def face_check(matcher, images):
     """(is_face (n,) bool, quality (n,) float) of images (n, H, W) for any matcher:
     one without `Matcher.quality` / `Matcher.is_face` (a duck-typed
-    plug-in) acquires every image, quality NaN."""
+    plug-in) acquires every image, quality NaN. A matcher whose ``is_face`` is the
+    default (``quality >= quality_threshold_``) is asked for the quality once."""
     n = len(images)
     quality = getattr(matcher, "quality", None)
     is_face = getattr(matcher, "is_face", None)
     q = np.full(n, np.nan) if quality is None else np.asarray(quality(images), dtype=float)
-    ok = np.ones(n, dtype=bool) if is_face is None else np.asarray(is_face(images), dtype=bool)
+    if is_face is not None and getattr(type(matcher), "is_face", None) is Matcher.is_face:
+        threshold = matcher.quality_threshold_  # the default's rule, on the quality above
+        ok = np.ones(n, dtype=bool) if threshold is None else q >= threshold
+    else:
+        ok = np.ones(n, dtype=bool) if is_face is None else np.asarray(is_face(images),
+                                                                       dtype=bool)
     return ok, q
