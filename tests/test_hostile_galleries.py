@@ -114,6 +114,44 @@ def test_weights_whose_scores_overflow_are_refused(sample_gallery_3, tmp_path, b
     assert out["stderr"].count("\n") == 1 and out["stdout"] == "", out["output"]
 
 
+@pytest.mark.parametrize("command", ["verify", "info-client"])
+def test_weights_far_beyond_the_impostor_spread_are_refused_as_identify_refuses(
+        sample_gallery_3, tmp_path, command):
+    """Weights of 1e300 (record and index alike, digests made to match: the range of g(x)
+    a float, so not the overflow above) were read by verify, a 301-digit score and
+    ACCEPT for every probe (exit 0), and by info --client (exit 0), while identify and
+    info --gallery refused the same client (its index row's Z-norm std below 1e-6 of its
+    score span: check_index). One rule
+    now, the floor compress writes (floor_normalization), in check_model too: one line
+    naming the client, exit 2."""
+    import os
+
+    from ssgallery.datasets import sample_faces_path
+
+    gallery = copied(sample_gallery_3["gallery"], tmp_path, "g.h5")
+    beta = [1e300, 1e300]
+    with h5py.File(gallery, "a") as f:
+        f["clients/c01/beta"][...] = beta
+        offsets = f["index/offsets"][()]
+        row = list(f["index/client_ids"][()].astype(str)).index("c01")
+        stacked = f["index/beta"][()]
+        stacked[offsets[row]:offsets[row + 1]] = beta
+        f["index/beta"][...] = stacked
+    rehash_gallery(gallery)
+    folder = os.path.join(sample_faces_path(), "c05")
+    probe = os.path.join(folder, min(os.listdir(folder)))
+    args = ["verify", "--gallery", gallery, "--claim", "c01", probe] if command == "verify" \
+        else ["info", "--gallery", gallery, "--client", "c01"]
+    out = invoked(args)
+    assert out["exit_code"] == 2, out["output"]
+    assert out["stderr"].startswith(f"ssgallery: error: {gallery}: refused: client 'c01' has "
+                                    "a Z-norm std "), out["stderr"]
+    assert out["stderr"].endswith(" below 1e-06 of its score span 2e+300: weights far beyond "
+                                  "its impostor scores' spread, which compress never "
+                                  "writes\n"), out["stderr"]
+    assert out["stdout"] == "", out["output"]
+
+
 @pytest.mark.parametrize(("images", "found"), [
     (np.zeros((2, 10, 10), np.uint8), "uint8 (2, 10, 10)"),
     (np.zeros((2, 1, 300_000), np.uint8), "uint8 (2, 1, 300000)"),

@@ -46,7 +46,9 @@ def check_model(model, matcher, path=None):
     beta of 1e308 an edit put there, are refused before any score), and a threshold
     strictly inside the range of g(x) = sum_j beta_j s(x, z_j) + b (Eq. 1) that the
     similarity's bounds allow: at or below the lowest possible score every probe would
-    be accepted, above the highest none.
+    be accepted, above the highest none; and a Z-norm std of at least `NORM_STD_FLOOR`
+    of that range, the floor compress writes and `check_index` holds the search index
+    to (`_check_std_floor`: weights edited far beyond the client's impostor scores).
 
     Raises
     ------
@@ -79,11 +81,27 @@ def check_model(model, matcher, path=None):
         raise FormatError(f"{who} has weights whose scores overflow: |beta| up to "
                           f"{np.abs(beta).max():.3g}, b {b:.3g} (its range of g(x) is beyond "
                           "the largest float)", path=path)
+    _check_std_floor(model, span, who, path)
     if t <= g_min:
         raise FormatError(f"{who} would accept every probe (threshold {t:.6g} <= lowest "
                           f"possible score {g_min:.6g})", path=path)
     # A threshold above the highest possible score rejects everyone: fail-safe, so it is
     # read (verify says REJECT) and compress warns about it (never_accepting).
+
+
+def _check_std_floor(model, span, who, path):
+    """Refuse a Z-norm std below `NORM_STD_FLOOR` of the client's score span (up to
+    rounding), as `check_index` refuses the search index's row: compress floors it
+    there (`floor_normalization`), so a smaller one means weights edited far beyond the
+    client's impostor-score spread (a beta of 1e300 gave verify a 301-digit score and
+    ACCEPT for every probe, while identify refused the same client)."""
+    norm = model.normalization
+    std = norm.get("std") if isinstance(norm, dict) and norm.get("kind") == "znorm" else None
+    if is_finite_real(std) and np.isfinite(span) \
+            and std < NORM_STD_FLOOR * span * (1 - 1e-9):
+        raise FormatError(f"{who} has a Z-norm std {std:.3g} below {NORM_STD_FLOOR:g} of its "
+                          f"score span {span:.3g}: weights far beyond its impostor scores' "
+                          "spread, which compress never writes", path=path)
 
 
 def check_images(model, image_shape, path=None):
