@@ -1,6 +1,6 @@
 """What every EBGM benchmark shares (paper_att_ebgm.py, which re-exports these, and
 ebgm_office, ebgm_swaps, ebgm_tail, ebgm_detect, blackbox_small): AT&T's faces
-(`load_att`), the cache options (`add_cache_flags`), the run's jets folder
+(`load_att`), comma lists of numbers (`int_list`), the cache options (`add_cache_flags`), the run's jets folder
 (`jets_folder`) and, per repetition, the split and ``ssgallery-ebgm`` fitted on its
 training images (`ebgm_repetitions`)."""
 
@@ -25,6 +25,11 @@ def load_att(root, subjects=40):
                 images.append(np.asarray(img.convert("L"), dtype=float))
             labels.append(f"s{s}")
     return np.stack(images), np.array(labels)
+
+
+def int_list(text):
+    """A comma list of whole numbers (``"0,3"``: ``[0, 3]``), an argparse ``type``."""
+    return [int(s) for s in text.split(",")]
 
 
 def add_cache_flags(ap):

@@ -42,6 +42,7 @@ import os
 import tempfile
 
 import numpy as np
+from _ebgm_data import int_list
 from _results import docstring, printed, write_page
 from ebgm_office import cut_galleries
 from ebgm_swaps import frr_line
@@ -104,11 +105,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--matchers", default="ebgm,dlib", help="a comma list: ebgm,dlib")
     ap.add_argument("--repetitions", type=int, default=5, help="EBGM repetitions per seed")
-    ap.add_argument("--seed", type=lambda v: [int(s) for s in v.split(",")], default=[0],
+    ap.add_argument("--seed", type=int_list, default=[0],
                     help="EBGM protocol seed(s), a comma list: 0,3")
-    ap.add_argument("--dlib-seed", type=lambda v: [int(s) for s in v.split(",")],
+    ap.add_argument("--dlib-seed", type=int_list,
                     default=[0], help="LFW protocol seed(s), one repetition each")
-    ap.add_argument("--sizes", type=lambda v: [int(s) for s in v.split(",")],
+    ap.add_argument("--sizes", type=int_list,
                     default=[2, 3], help="people per gallery, a comma list")
     ap.add_argument("--subjects", type=int, default=40, help="AT&T's first N subjects")
     ap.add_argument("--faces", default=None, help="LFW folder [ssgallery.datasets.lfw_path]")

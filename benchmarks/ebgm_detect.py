@@ -59,6 +59,7 @@ reach.
 import argparse
 
 import numpy as np
+from _ebgm_data import int_list
 from _ebgm_mirror import mirror_images
 from _results import docstring, printed, write_page
 from paper_att_ebgm import add_cache_flags, ebgm_command, jets_folder, load_att
@@ -209,7 +210,7 @@ def report(rows, args, seed):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repetitions", type=int, default=5)
-    ap.add_argument("--seed", type=lambda v: [int(s) for s in v.split(",")], default=[0],
+    ap.add_argument("--seed", type=int_list, default=[0],
                     help="protocol seed(s), a comma list: 0,3,4")
     ap.add_argument("--subjects", type=int, default=40, help="AT&T's first N subjects")
     ap.add_argument("--clients", type=int, default=None, help="only the first N per repetition")

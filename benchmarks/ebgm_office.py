@@ -31,6 +31,7 @@ import argparse
 from dataclasses import replace
 
 import numpy as np
+from _ebgm_data import int_list
 from _results import docstring, printed, write_page
 from ebgm_swaps import frr_line, rate_model
 from ebgm_tail import paired, summary
@@ -104,9 +105,9 @@ def report(rows, label):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repetitions", type=int, default=5)
-    ap.add_argument("--seed", type=lambda v: [int(s) for s in v.split(",")], default=[0],
+    ap.add_argument("--seed", type=int_list, default=[0],
                     help="protocol seed(s), a comma list: 0,3")
-    ap.add_argument("--sizes", type=lambda v: [int(s) for s in v.split(",")],
+    ap.add_argument("--sizes", type=int_list,
                     default=[2, 4, 10, 20], help="people per gallery, a comma list")
     ap.add_argument("--subjects", type=int, default=40, help="AT&T's first N subjects")
     add_cache_flags(ap)

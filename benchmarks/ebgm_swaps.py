@@ -45,6 +45,7 @@ target: within 1.5 points of the SVM).
 import argparse
 
 import numpy as np
+from _ebgm_data import int_list
 from _results import docstring, printed, write_page
 from ebgm_tail import client_eer, paired, summary
 from paper_att_ebgm import add_cache_flags, ebgm_repetitions, jets_folder, load_att
@@ -128,9 +129,9 @@ def run(args, images, labels, seed, jets):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repetitions", type=int, default=5)
-    ap.add_argument("--seed", type=lambda v: [int(s) for s in v.split(",")], default=[0],
+    ap.add_argument("--seed", type=int_list, default=[0],
                     help="protocol seed(s), a comma list: 0,3")
-    ap.add_argument("--rounds", type=lambda v: [int(s) for s in v.split(",")],
+    ap.add_argument("--rounds", type=int_list,
                     default=[1, 3, 10], help="swap_rounds values, a comma list")
     ap.add_argument("--subjects", type=int, default=40, help="AT&T's first N subjects")
     ap.add_argument("--m", type=int, default=5)

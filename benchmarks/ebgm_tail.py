@@ -83,10 +83,9 @@ column, 100 pairs, per run).
 """
 
 import argparse
-import shutil
-import tempfile
 
 import numpy as np
+from _ebgm_data import int_list
 from _ebgm_mirror import mirror_images, mirrored_fit
 from _ebgm_stability import stability_report, teacher_stability
 from _ebgm_starts import (
@@ -101,7 +100,7 @@ from _ebgm_starts import (
     start_only,
 )
 from _results import docstring, printed, write_page
-from paper_att_ebgm import add_cache_flags, ebgm_command, load_att
+from paper_att_ebgm import add_cache_flags, ebgm_command, jets_folder, load_att
 
 from ssgallery.biometrics.protocol import make_splits
 from ssgallery.datasets import att_faces_path
@@ -215,7 +214,7 @@ def summary(rows, keys, label):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repetitions", type=int, default=5)
-    ap.add_argument("--seed", type=lambda v: [int(s) for s in v.split(",")], default=[0],
+    ap.add_argument("--seed", type=int_list, default=[0],
                     help="protocol seed(s), a comma list: 0,1")
     ap.add_argument("--subjects", type=int, default=40, help="AT&T's first N subjects")
     ap.add_argument("--m", type=int, default=5)
@@ -232,17 +231,13 @@ def main():
     add_cache_flags(ap)
     args = ap.parse_args()
     images, labels = load_att(att_faces_path(), args.subjects)
-    jets = args.jets_cache or tempfile.mkdtemp(prefix="ebgm-jets-")
     seeds, sweep = args.seed, args.sweeps
-    try:
+    with jets_folder(args) as jets:
         for k, seed in enumerate(seeds):
             args.seed, args.sweeps = seed, sweep and k == 0  # suspect 4: first seed only
             splits = make_splits(labels, n_train=5, repetitions=args.repetitions, seed=seed)
             rows = run(args, images, labels, splits, jets)
             report(rows, args, seed)
-    finally:
-        if not args.jets_cache:
-            shutil.rmtree(jets, ignore_errors=True)
 
 
 def report(rows, args, seed):

@@ -89,9 +89,7 @@ reported then count only the program runs the cache did not answer.
 """
 
 import argparse
-import shutil
 import sys
-import tempfile
 import time
 from types import SimpleNamespace
 
@@ -338,18 +336,14 @@ def main():
     splits = make_splits(labels, n_train=5, repetitions=args.repetitions, seed=args.seed)
     results = {"svm": [], "ssvm": [], SWAP: [], SWAP_UNMOVED: [], MIRROR: [], "svm-sel": [],
                "svm-red": [], **{name: [] for name in GUARD_ARMS}, COMPRESS_SWAP: []}
-    cache = args.jets_cache or tempfile.mkdtemp(prefix="ebgm-jets-")
     red_error = None
     print(f"AT&T + ssgallery-ebgm: {args.repetitions} repetition(s) (seed {args.seed}), m = {args.m}, solver "
           f"{args.solver}, max_iter {args.max_iter}, eta {args.eta}, lambda {args.lam:g}, "
           f"init {args.init}, repulsion {not args.no_repulsion}, "
           f"refresh every {args.refresh_every}", flush=True)
-    try:
+    with jets_folder(args) as cache:
         for split in splits:
             red_error = repetition(args, split, images, labels, results, cache) or red_error
-    finally:
-        if not args.jets_cache:
-            shutil.rmtree(cache, ignore_errors=True)
     print()
     for name, rows in results.items():
         if rows:
