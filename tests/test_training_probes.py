@@ -88,3 +88,43 @@ def test_only_the_images_the_models_trained_on_are_counted(tmp_path):
         f"trained on (the same bytes as their training images in {store}, the store it was "
         "compressed from; not counted: the training images of 1 client, which cannot be "
         "told (trained on an earlier version of the store, "), lines
+
+
+def test_enrolled_images_no_model_trained_on_are_named_as_the_basis_s(tmp_path):
+    """An image of the store that no model trained on is still one the eigenface basis
+    was fitted on (enroll fits it on every stored image), and such images score unlike
+    new ones (docs/benchmarks/frr_heldout.md). roc said nothing of them (690e43d counts
+    the training images only): c01 compressed with --max-impostors 2 from a store of 4
+    people trains on one image of 2 of the 3 others, and a probe folder of the third
+    one's 10 images (and 10 never enrolled) drew no word. Now the line names them, and their count beside the
+    training images'."""
+    import shutil
+
+    faces = tmp_path / "faces"
+    faces.mkdir()
+    for client in ("c01", "c02", "c03", "c04"):
+        (faces / client).symlink_to(sample_faces_path() / client)
+    store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
+    assert invoked(["enroll", faces, "--store", store, "-q"])["exit_code"] == 0
+    assert invoked(["compress", "--store", store, "-o", gallery, "--m", "1", "--clients",
+                    "c01", "--max-impostors", "2", "-q"])["exit_code"] == 0
+    lines = _roc(gallery, faces, tmp_path / "r")
+    assert len(lines) == 1 and (
+        f"12 of 40 probes in {faces} are images {gallery}'s models were trained on ") in \
+        lines[0] and ("so the figures are optimistic; 28 more are images the eigenface "
+                      f"basis of {gallery} was fitted on, which score unlike new images") \
+        in lines[0], lines
+    said = []
+    for other in ("c02", "c03", "c04"):  # its images, claimed as c01's
+        probes = tmp_path / f"as_c01_{other}"
+        shutil.copytree(sample_faces_path() / other, probes / "c01")
+        shutil.copytree(sample_faces_path() / "c05", probes / "c05")  # never enrolled
+        res = invoked(["roc", "--gallery", gallery, "--probes", probes, "-o",
+                       tmp_path / f"r_{other}"])
+        assert res["exit_code"] == 0, res["output"]
+        said += [ln for ln in res["stderr"].splitlines() if "of 20 probes" in ln]
+    unsampled = [ln for ln in said if ln.startswith("ssgallery: warning: 10 of 20 probes")]
+    assert len(said) == 3 and len(unsampled) == 1, said
+    assert (f"are images the eigenface basis of {gallery} was fitted on (the same bytes as "
+            f"images of {store}, the store it was compressed from; no model of it trained "
+            "on them), which score unlike new images") in unsampled[0], unsampled
