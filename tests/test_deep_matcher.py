@@ -210,3 +210,24 @@ def test_enroll_reports_each_image_the_dlib_fit_describes(faces_factory, tmp_pat
            if "fitting the dlib matcher" in line]
     assert fit[:9] == [f"fitting the dlib matcher {i}/9" for i in range(1, 10)]
     assert fit[-1].startswith("fitting the dlib matcher 9/9 images in ")
+
+
+def test_dlib_features_of_a_batch_report_every_few_images(faces_factory):
+    """identify on 405 LFW probes with a dlib gallery printed 'computing features 64/253'
+    every 8 s (a step per 64 images, at about 8 images/s), and a batch of at most 64
+    probes (verify, identify) nothing at all for up to 8 s. dlib's features are computed
+    4 images per call (DlibMatcher.transform_chunk), each call a step of 4 images."""
+    import io
+
+    from ssgallery.cli.progress import Reporter
+    from ssgallery.images.ingest import load_faces
+    from ssgallery.matchers.base import transform_in_chunks
+
+    images = load_faces(faces_factory(n_clients=2, n_images=5), size=(24, 32)).images
+    matcher = DlibMatcher().fit(images)
+    out = io.StringIO()
+    features = transform_in_chunks(matcher, images, progress=Reporter(
+        "t", file=out, interval=0, delay=0), each=True)
+    assert np.array_equal(features, matcher.transform(images))
+    steps = [line.split()[4] for line in out.getvalue().splitlines()]
+    assert steps == ["4/10", "8/10", "10/10", "10/10"]  # the last: the closing line

@@ -76,6 +76,10 @@ class Matcher:
     #: Whether ``fit`` takes ``progress=`` and advances it one step per training image
     #: (`fit_matcher`): a fit that computes a descriptor per image (dlib) says how far it is.
     fit_takes_progress = False
+    #: Images per ``transform`` call when a command reports progress (`transform_in_chunks`,
+    #: a step per image after each call): a matcher that takes a fraction of a second per
+    #: image (dlib) sets fewer, so that a batch of probes never goes silent for long.
+    transform_chunk = 64
     #: What the held-out folds of the failure-to-acquire calibration held out, for a
     #: matcher that calibrates it so (eigenface): ``"people"``, ``"images"`` (no person
     #: known, or one), or ``"unrecorded"`` (a state written before 2026-11-28, when stores
@@ -197,11 +201,12 @@ class Matcher:
         from a gallery are plausible in this matcher's space. Default: nothing."""
 
 
-def transform_in_chunks(matcher, images, chunk=64, progress=None,
+def transform_in_chunks(matcher, images, chunk=None, progress=None,
                         label="computing features", each=False):
-    """``matcher.transform(images)`` computed ``chunk`` images at a time, one progress
-    step per image (phase ``label``): a descriptor that takes a fraction of a second per
-    face (dlib) reports as it goes. With ``each``, `Matcher.transform_each` (a matcher
+    """``matcher.transform(images)`` computed ``chunk`` images at a time (default: the
+    matcher's `Matcher.transform_chunk`, else 64), one progress step per image (phase
+    ``label``): a descriptor that takes a fraction of a second per face (dlib) reports
+    as it goes. With ``each``, `Matcher.transform_each` (a matcher
     without it: ``transform``): the features of the probes whose scores are printed.
 
     Parameters
@@ -218,6 +223,7 @@ def transform_in_chunks(matcher, images, chunk=64, progress=None,
     from ssgallery.progress import as_progress
 
     progress = as_progress(progress)
+    chunk = chunk or int(getattr(matcher, "transform_chunk", 64))
     transform = getattr(matcher, "transform_each", matcher.transform) if each \
         else matcher.transform
     n = len(images)
