@@ -152,6 +152,38 @@ def test_weights_far_beyond_the_impostor_spread_are_refused_as_identify_refuses(
     assert out["stdout"] == "", out["output"]
 
 
+@pytest.mark.parametrize("kind", ["gallery", "store"])
+def test_a_face_limit_above_every_fit_s_cap_is_refused(sample_gallery_3, sample_store,
+                                                       tmp_path, kind):
+    """The eigenface failure-to-acquire limit max_relative_dffs is capped at 0.95 by every
+    fit (RELATIVE_DFFS_CAP, since failure to acquire exists), but a file's was read up
+    to any finite number: 1e308 edited into an unsigned gallery (digests made to match)
+    made verify score a random-noise image (REJECT, exit 1) that the gallery as written
+    refuses as no face (FAILURE-TO-ACQUIRE, exit 3); a store's is copied into every
+    gallery compressed from it. Now one line naming the file, exit 2."""
+    from helpers import rehash_store
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    noise = tmp_path / "noise.png"
+    Image.fromarray((rng.random((112, 92)) * 255).astype(np.uint8)).save(noise)
+    src = sample_gallery_3["gallery"] if kind == "gallery" else sample_store["store"]
+    path = copied(src, tmp_path, f"{kind}.h5")
+    args = ["verify", "--gallery", path, "--claim", "c01", noise] if kind == "gallery" \
+        else ["info", "--store", path]
+    if kind == "gallery":
+        assert invoked(args)["exit_code"] == 3  # as written: no face
+    with h5py.File(path, "a") as f:
+        f["matcher"].attrs["max_relative_dffs"] = 1e308
+    (rehash_gallery if kind == "gallery" else rehash_store)(path)
+    out = invoked(args)
+    assert out["exit_code"] == 2, out["output"]
+    assert out["stderr"] == (f"ssgallery: error: {path}: bad matcher state for 'eigenface': "
+                             "eigenface: the failure-to-acquire limit max_relative_dffs "
+                             "1e+308 is above 0.95, where every fit caps it (it would "
+                             "acquire images that are no face)\n"), out["stderr"]
+
+
 @pytest.mark.parametrize(("images", "found"), [
     (np.zeros((2, 10, 10), np.uint8), "uint8 (2, 10, 10)"),
     (np.zeros((2, 1, 300_000), np.uint8), "uint8 (2, 1, 300000)"),

@@ -315,6 +315,12 @@ class EigenfaceMatcher(Matcher):
                 if not (0 < self.max_relative_dffs_ < np.inf and 0 < self.max_difs_ < np.inf):
                     raise SsgalleryError("eigenface: failure-to-acquire limits must be "
                                          "positive and finite")
+                if self.max_relative_dffs_ > RELATIVE_DFFS_CAP:  # the fit caps it there
+                    raise SsgalleryError(f"eigenface: the failure-to-acquire limit "
+                                         f"max_relative_dffs {self.max_relative_dffs_:.3g} is "
+                                         f"above {RELATIVE_DFFS_CAP:g}, where every fit "
+                                         "caps it (it would acquire images that are no "
+                                         "face)")
                 self.quality_threshold_ = 1.0
                 self.fta_folds_ = _stored_folds(state.get("fta_folds"))
         except KeyError as exc:
