@@ -169,3 +169,30 @@ def test_verify_asks_the_matcher_for_a_probe_s_quality_once(sample_gallery_3):
     assert Counted.asked == len(probes) == 10
     assert list(ok) == list(matcher.is_face(images)) and list(quality) == list(
         matcher.quality(images))
+
+
+def test_compress_s_resume_hint_names_the_key_it_signed_with(sample_store, tmp_path):
+    """Ctrl-C in 'compress -o g.h5 --key-file k' said "'ssgallery compress -o g.h5
+    --resume' with the same other options continues": run as printed, it wrote an
+    unsigned gallery (exit 0) that verify --key-file then refused. --resume compares
+    the training options, not the host's key files and program: the hint names them."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    key, gallery = tmp_path / "k.key", tmp_path / "g.h5"
+    key.write_bytes(bytes(range(32)))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ssgallery", "compress", "--store", sample_store["store"],
+         "-o", str(gallery), "--key-file", str(key), "--clients", "c01,c02,c03,c04"],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        env=dict(os.environ, SSGALLERY_PROGRESS_INTERVAL="0"))
+    for line in proc.stderr:
+        if "training clients 1/4" in line:
+            proc.send_signal(signal.SIGINT)
+            break
+    said = proc.stderr.read()
+    assert proc.wait() != 0
+    assert (f"'ssgallery compress --store {sample_store['store']} -o {gallery} --key-file "
+            f"{key} --resume' with the same other options continues") in said, said

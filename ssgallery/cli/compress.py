@@ -221,8 +221,8 @@ def command(store, gallery, as_json, quiet, **options):
         try:
             summary = compress(store, gallery, training, run)
         except CompressInterrupted as exc:
-            raise KeyboardInterrupt(f"{exc}; '{_resume_command(store, gallery)}' with the "
-                                    "same other options continues") from None
+            raise KeyboardInterrupt(f"{exc}; '{_resume_command(store, gallery, options)}' "
+                                    "with the same other options continues") from None
     if as_json:
         click.echo(jsontext.dumps(summary.to_dict(), indent=2))
     elif not quiet:
@@ -249,14 +249,25 @@ def _echo(summary):
     click.echo(open_set_line(summary.open_set))
 
 
-def _resume_command(store, gallery):
+# what this host brought to the run: --resume's options check does not see them (they are
+# no training option), so a resume without them would silently write another gallery
+# (unsigned, unencrypted) or fail to find the matcher program
+HOST_OPTIONS = (("key_file", "--key-file"), ("privacy_key_file", "--privacy-key-file"),
+                ("matcher_cmd", "--matcher-cmd"))
+
+
+def _resume_command(store, gallery, options=None):
     """The command that resumes an interrupted run, its store and gallery named unless
-    they are the defaults: ``compress --resume`` alone would resume ``gallery.h5``."""
+    they are the defaults (``compress --resume`` alone would resume ``gallery.h5``), and
+    the host's options the run was given (`HOST_OPTIONS`)."""
     import shlex
 
     words = ["ssgallery", "compress"]
     words += ["--store", os.fspath(store)] if store != "enrollment.h5" else []
     words += ["-o", os.fspath(gallery)] if gallery != "gallery.h5" else []
+    for name, flag in HOST_OPTIONS:
+        if (options or {}).get(name) is not None:
+            words += [flag, os.fspath(options[name])]
     return shlex.join([*words, "--resume"])
 
 
