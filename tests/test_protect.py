@@ -1,6 +1,7 @@
 """Renewable, unlinkable templates (issue 23 item 3): a keyed orthogonal rotation of the
 matcher space applied to prototypes and probes alike. Real galleries, real CLI."""
 
+import json
 import os
 
 import numpy as np
@@ -104,6 +105,21 @@ def test_without_the_key_or_with_another_one_it_is_one_line(galleries, tmp_path)
     # info needs no key for protected templates (it scores nothing)
     result = runner.invoke(main, ["info", "--gallery", str(root / "protected.h5")])
     assert result.exit_code == 0 and "5 clients" in result.output, result.output
+
+
+def test_info_reads_a_protected_gallery_with_or_without_the_privacy_key(galleries):
+    """info scores nothing, so it needs no key; its summary's matcher facts (fta_folds,
+    abd386d) are read in the clear, as the plain gallery's, with the key or without."""
+    root, key, _ = galleries
+    runner = CliRunner()
+    plain = json.loads(runner.invoke(main, ["info", "--gallery", str(root / "plain.h5"),
+                                            "--json"]).stdout)["gallery"]
+    for extra in ([], ["--privacy-key-file", str(key)]):
+        result = runner.invoke(main, ["info", "--gallery", str(root / "protected.h5"),
+                                      "--json", *extra])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["gallery"]["fta_folds"] == plain["fta_folds"]
+        assert plain["fta_folds"] in ("people", "images")
 
 
 def test_show_draws_protected_prototypes_only_with_the_key(galleries, tmp_path):

@@ -221,6 +221,12 @@ class UnkeyedMatcher:
         its settings are."""
         return self.inner.recorded_contract()
 
+    @property
+    def fta_folds_(self):
+        """What the folds of the matcher's failure-to-acquire limits held out
+        (`ssgallery.matchers.Matcher.fta_folds_`), in the clear as its settings are."""
+        return self.inner.fta_folds_
+
     def __getattr__(self, name):
         raise _needs_key(self.path)
 
