@@ -72,4 +72,24 @@ def as_progress(progress):
     return NO_PROGRESS if progress is None else progress
 
 
-__all__ = ["NO_PROGRESS", "Progress", "as_progress"]
+class _Prefixed(Progress):
+    def __init__(self, inner, prefix):
+        self.inner, self.prefix = inner, prefix
+
+    def start(self, label, total, unit=""):
+        self.inner.start(self.prefix + label, total, unit)
+
+    def advance(self, n=1):
+        self.inner.advance(n)
+
+    def end(self):
+        self.inner.end()
+
+
+def prefixed(progress, prefix):
+    """``progress`` with ``prefix`` before the label of every phase it starts (a part of
+    a longer run says which: ``"probes 257-405 of 405: "``); None stays None."""
+    return None if progress is None else _Prefixed(progress, prefix)
+
+
+__all__ = ["NO_PROGRESS", "Progress", "as_progress", "prefixed"]

@@ -210,3 +210,28 @@ def test_roc_scores_reports_reading_and_every_bootstrap_draw(tmp_path):
     figures = [s for s in steps if s.startswith("evaluating s: figures, bootstrap ")]
     assert figures == [f"evaluating s: figures, bootstrap over clients {i}/203"
                        for i in range(1, 204)]  # 1 repetition (2), the averaged curve, 200 draws
+
+
+def test_a_run_of_several_batches_names_the_batch_of_each_phase(sample_gallery_3, tmp_path):
+    """identify (and verify) on 783 probes printed 'reading probes 1/256', 'computing
+    features 64/251', then again '1/256', '64/255': each batch of 256 probes starts its
+    phases from 0 and no line said there were 783. With more than one batch, each
+    phase's label names its batch's probes and the total."""
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+    from ssgallery.datasets import sample_faces_path
+
+    faces = sorted(str(p) for p in sample_faces_path().glob("*/*.png"))
+    listing = tmp_path / "probes.txt"
+    listing.write_text("\n".join((faces * 2)[:300]) + "\n")
+    for command in (["verify", "--claim", "c01"], ["identify"]):
+        res = CliRunner().invoke(main, [*command, "--list", str(listing), "--gallery",
+                                        sample_gallery_3["gallery"], "--json"],
+                                 env={"SSGALLERY_PROGRESS_INTERVAL": "0"})
+        assert res.exit_code in (0, 1), res.output
+        closing = [line.split(": ", 2)[2].rsplit(" ", 2)[0] for line in res.stderr.splitlines()
+                   if re.search(r" in \d+:\d\d:\d\d$", line)]
+        assert closing == ["probes 1-256 of 300: reading probes 256/256 images",
+                           "probes 1-256 of 300: computing features 256/256 images",
+                           "probes 257-300 of 300: reading probes 44/44 images"], command

@@ -146,10 +146,10 @@ def identify(gallery_path, probes, *, top=5, open_set=False, fpir=None, threshol
                                 verification_thresholds, os.fspath(gallery_path), matcher)
         records = Records(index, matcher, read, os.fspath(gallery_path))
         results = []
-        for start, images, sizes in probe_batches(probes, header["image_shape"], strict,
-                                                  warn, progress):
+        for start, images, sizes, shown in probe_batches(probes, header["image_shape"],
+                                                         strict, warn, progress):
             results += _search(records, probes[start:start + len(images)], images, sizes,
-                               top, point, open_set, progress)
+                               top, point, open_set, shown)
     ranking = "centred" if point.get("score") == "centred" else \
         ("znorm" if index.normalized else "raw")
     return results, ranking, point

@@ -201,12 +201,12 @@ def verify(gallery_path, probes, claim, *, strict=False, warn=None, key_file=Non
     model = load_client(gallery_path, claim, key_file=key_file, matcher_cmd=matcher_cmd,
                         privacy_key_file=privacy_key_file, warn=warn)
     out = []
-    for start, images, sizes in probe_batches(probes, model.header["image_shape"], strict,
-                                              warn, progress):
+    for start, images, sizes, shown in probe_batches(probes, model.header["image_shape"],
+                                                     strict, warn, progress):
         fta, quality, reasons = failures_to_acquire(model.matcher, images, sizes)
         scores = np.full(len(images), np.nan)
         if not fta.all():
-            scores[~fta] = score_images(model, images[~fta], progress)
+            scores[~fta] = score_images(model, images[~fta], shown)
         for p, s, bad, q, why in zip(probes[start:], scores, fta, quality, reasons):
             status = FTA if bad else (ACCEPT if s >= model.threshold else REJECT)
             out.append(VerifyResult(probe=p, claim=claim, score=None if bad else float(s),
@@ -220,18 +220,25 @@ BATCH = 256  # probe images read, mapped and scored at once (verify, identify)
 
 
 def probe_batches(probes, image_shape, strict=False, warn=None, progress=None):
-    """Yield ``(start, images (k, H, W), sizes (k, 2))`` for ``probes[start:start + k]``,
-    `BATCH` files at a time, each brought to ``image_shape`` (H, W) as
-    `ssgallery.images.ingest.load_image_list` does: memory does not grow with the
-    number of probes."""
+    """Yield ``(start, images (k, H, W), sizes (k, 2), progress)`` for
+    ``probes[start:start + k]``, `BATCH` files at a time, each brought to
+    ``image_shape`` (H, W) as `ssgallery.images.ingest.load_image_list` does: memory
+    does not grow with the number of probes. Of more than one batch, each batch's
+    ``progress`` names its probes before every phase (``probes 257-405 of 405: reading
+    probes``): a batch's phases start again from 0, the name says which batch it is."""
     from ssgallery.images.ingest import default_warn, load_image_list
+    from ssgallery.progress import prefixed
 
     h, w = (int(v) for v in image_shape)
-    for start in range(0, len(probes), BATCH):
-        images, sizes = load_image_list(probes[start:start + BATCH], size=(w, h),
-                                        strict=strict, warn=warn or default_warn,
-                                        return_sizes=True, progress=progress)
-        yield start, images, sizes
+    n = len(probes)
+    for start in range(0, n, BATCH):
+        end = min(start + BATCH, n)
+        shown = progress if n <= BATCH else prefixed(progress,
+                                                      f"probes {start + 1}-{end} of {n}: ")
+        images, sizes = load_image_list(probes[start:end], size=(w, h), strict=strict,
+                                        warn=warn or default_warn, return_sizes=True,
+                                        progress=shown)
+        yield start, images, sizes, shown
 
 
 def exit_status(results):
