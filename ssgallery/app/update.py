@@ -24,7 +24,6 @@ def kept_from_gallery(plan, gallery_path, key=None, privacy_key=None, warn=None)
     from ssgallery.app.open_set import read_record
     from ssgallery.app.thresholds import previous_calibration
     from ssgallery.formats.gallery import read_gallery
-    from ssgallery.formats.hdf5 import state_digest
 
     if not os.path.exists(gallery_path):  # nothing to keep, no calibration, no 1:N point:
         from ssgallery.images.ingest import default_warn  # said, as --resume without parts
@@ -42,13 +41,7 @@ def kept_from_gallery(plan, gallery_path, key=None, privacy_key=None, warn=None)
                          path=gallery_path)
     enrolled = set(plan.store.clients)
     ours = [c for c in old.clients if c in enrolled]
-    if old.header.get("matcher_digest") != state_digest(plan.store.matcher_state) \
-            or old.matcher_name != plan.store.matcher_name:
-        shown = ", ".join(sorted(ours)[:10]) + (f", ... ({len(ours)} in all)"
-                                                if len(ours) > 10 else "")
-        raise InputError("the matcher basis changed since the gallery was written; stale "
-                         f"clients: {shown or 'none'}: compress them all again",
-                         path=gallery_path)
+    _check_same_matcher(old, plan, ours, gallery_path)
     digest = options_digest(plan.options)
     kept = {}
     warn_retrained({c: old.clients[c] for c in ours if c in plan.todo and
@@ -67,6 +60,44 @@ def kept_from_gallery(plan, gallery_path, key=None, privacy_key=None, warn=None)
             kept[c].row = checked_row(kept[c], gallery_path)
     return kept, (previous_calibration(old.header, list(old.clients), gallery_path),
                   read_record(old.header, list(old.clients), gallery_path))
+
+
+def _check_same_matcher(old, plan, ours, gallery_path):
+    """Refuse an update whose store's matcher state is not the gallery ``old``'s: one
+    line naming what changed, the failure-to-acquire limits only (`_limits_only`: the
+    store enrolled again to refit them) or the basis (``ours``: the stale clients)."""
+    from ssgallery.formats.hdf5 import state_digest
+
+    if old.header.get("matcher_digest") == state_digest(plan.store.matcher_state) \
+            and old.matcher_name == plan.store.matcher_name:
+        return
+    if _limits_only(old, plan):
+        raise InputError("the matcher's failure-to-acquire limits changed since the "
+                         "gallery was written (its store was enrolled again: the basis is "
+                         "the same, the limits refitted); its clients keep the old limits: "
+                         f"compress every client again, without {option('update')}",
+                         path=gallery_path)
+    shown = ", ".join(sorted(ours)[:10]) + (f", ... ({len(ours)} in all)"
+                                            if len(ours) > 10 else "")
+    raise InputError("the matcher basis changed since the gallery was written; stale "
+                     f"clients: {shown or 'none'}: compress them all again",
+                     path=gallery_path)
+
+
+def _limits_only(old, plan):
+    """Whether the gallery ``old``'s matcher state and its store's differ only in the
+    failure-to-acquire limits (`ssgallery.matchers.Matcher.FTA_STATE`, eigenface's) and
+    their record (``fta_folds``, `ssgallery.matchers.Matcher.fta_folds_`), refitted when
+    the store is enrolled again, not in the basis its clients' models live in."""
+    from ssgallery.formats.hdf5 import state_digest
+
+    limits = getattr(type(plan.matcher), "FTA_STATE", ())
+    if not limits or old.matcher_name != plan.store.matcher_name:
+        return False
+    keys = (*limits, "fta_folds")
+    basis = [state_digest({k: v for k, v in state.items() if k not in keys})
+             for state in (old.matcher_state, plan.store.matcher_state)]
+    return basis[0] == basis[1]
 
 
 def warn_retrained(models, options, where, warn, what="", verb="keep", store=None):
