@@ -9,6 +9,8 @@ since the gallery was written; stale clients: c00, c01, c02, c03: compress them 
 again", which the basis had not. Now it names what changed and how to compress again.
 """
 
+import re
+
 from helpers import invoked, make_faces, old_tree
 
 
@@ -48,3 +50,13 @@ def test_an_update_after_a_new_basis_still_says_the_basis_changed(tmp_path):
     assert res["exit_code"] == 2, res["output"]
     assert "the matcher basis changed since the gallery was written; stale clients: " \
         "c00, c01, c02, c03: compress them all again" in res["stderr"], res["stderr"]
+
+
+def test_enroll_s_help_says_when_enrolling_the_same_folder_again_rewrites_the_store():
+    """Its help said 'Re-running on the same folder changes nothing.', false since
+    94c6f0f for a store of unrecorded limits (the refit rewrites it)."""
+    out = invoked(["enroll", "--help"])["stdout"]
+    shown = " ".join(re.sub(r"-\n\s*", "-", out).split())  # click wraps at a hyphen too
+    assert "Re-running on the same folder changes nothing, except in a store whose " \
+        "failure-to-acquire limits were fitted before stores recorded how (info and " \
+        "compress say so): they are fitted again." in shown, shown

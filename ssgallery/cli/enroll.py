@@ -153,7 +153,8 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
     The store (HDF5) keeps the normalised images, client ids, each file's path and
     sha256, and the fitted matcher (PCA basis for eigenface). It stays on the training
     host; `ssgallery compress` turns it into a gallery. Re-running on the same folder
-    changes nothing.
+    changes nothing, except in a store whose failure-to-acquire limits were fitted
+    before stores recorded how (info and compress say so): they are fitted again.
 
     \b
     Examples:
