@@ -3,6 +3,7 @@ FAR (held-out genuine scores against the final thresholds), the per-client FRR, 
 warning of compress and info when it is high."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -191,3 +192,17 @@ def test_an_eigenface_gallery_s_expected_frr_says_its_held_out_images_lie_in_the
     for matcher in ("dlib", "external", "not-installed", None):
         assert "basis" not in calibration_line(cal, matcher), matcher
     assert "basis" not in calibration_line(cal | {"training_clients": 20}, "eigenface")
+
+
+def test_the_basis_note_quotes_the_frr_heldout_page():
+    """The FRR note's AT&T figures (`FRR_IN_BASIS`) are the page's pooled AT&T row
+    (docs/benchmarks/frr_heldout.md: compress's expected FRR, and the shipped models'
+    FRR on new images): a re-run of benchmarks/frr_heldout.py that moves them fails here
+    until the message quotes the page again."""
+    from ssgallery.cli.operating import FRR_IN_BASIS
+
+    page = (Path(__file__).parents[1] / "docs" / "benchmarks" / "frr_heldout.md").read_text()
+    row = next(ln for ln in page.splitlines() if ln.startswith("| att | all |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    figure = lambda cell: float(cell.split()[0])
+    assert (figure(cells[2]), figure(cells[-1])) == FRR_IN_BASIS, row
