@@ -35,8 +35,10 @@ def test_a_store_enrolled_before_the_record_is_named_with_the_command_that_refit
     old_limits = load_store(store, images=False).matcher_state["max_relative_dffs"]
     line = (f"ssgallery: warning: {store}: its {WARNING} (those enrolled before 2026-11-28 "
             "fitted them on held-out images, which refuse some strangers' faces as not a "
-            "face: verify exit 3 instead of 1); enrol its faces again, without --add, to "
-            f"refit them on held-out people: ssgallery enroll FACES_DIR --store {store}")
+            "face: verify exit 3 instead of 1); enrol its faces again, without --add and "
+            "with the options it was enrolled with (--clients, --background, the "
+            "matcher's), to refit them on held-out people: ssgallery enroll FACES_DIR "
+            f"--store {store} [OPTIONS]")
     shown = invoked(["info", "--store", store])
     assert shown["exit_code"] == 0 and _warnings(shown) == [line], shown["output"]
     as_json = invoked(["info", "--store", store, "--json"])
@@ -49,7 +51,8 @@ def test_a_store_enrolled_before_the_record_is_named_with_the_command_that_refit
     # the gallery carries the store's limits: info on it says so, and to compress again
     shown = invoked(["info", "--gallery", gallery])
     assert _warnings(shown) == [line.replace(f"{store}: its", f"{gallery}: its store's")
-                                + ", and compress again"], shown["output"]
+                                + ", then compress every client again (not --update)"], \
+        shown["output"]
     # the command it names: the limits refitted, recorded, no warning
     assert invoked(["enroll", faces, "--store", store, "-q"])["exit_code"] == 0
     shown = invoked(["info", "--store", store, "--json"])

@@ -167,9 +167,10 @@ def unrecorded_fta_warning(store, folds, gallery=None):
     return (f"{whose} failure-to-acquire limits were fitted before stores recorded how "
             "(those enrolled before 2026-11-28 fitted them on held-out images, which "
             "refuse some strangers' faces as not a face: verify exit 3 instead of 1); "
-            "enrol its faces again, without --add, to refit them on held-out people: "
-            f"ssgallery enroll FACES_DIR --store {store}"
-            + (", and compress again" if gallery else ""))
+            "enrol its faces again, without --add and with the options it was enrolled "
+            "with (--clients, --background, the matcher's), to refit them on held-out "
+            f"people: ssgallery enroll FACES_DIR --store {store} [OPTIONS]"
+            + (", then compress every client again (not --update)" if gallery else ""))
 
 
 def contract_line(contract):
