@@ -209,6 +209,18 @@ def growing_faces(root, n_first=6, n_total=8, seed=9):
     return lambda: copy(range(n_first, n_total))
 
 
+def gallery_arrays(path):
+    """Every client's arrays and numeric attrs of a gallery, for exact comparison."""
+    import h5py
+
+    out = {}
+    with h5py.File(path, "r") as f:
+        for cid, g in f["clients"].items():
+            out[cid] = {k: g[k][()] for k in g} | {
+                k: g.attrs[k] for k in ("intercept", "threshold")}
+    return out
+
+
 def assert_rounding_equal(actual, desired, tol=1e-9, err_msg=""):
     """Equal but for floating-point rounding: |a - d| <= tol * max|d| elementwise.
 
