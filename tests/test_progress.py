@@ -235,3 +235,25 @@ def test_a_run_of_several_batches_names_the_batch_of_each_phase(sample_gallery_3
         assert closing == ["probes 1-256 of 300: reading probes 256/256 images",
                            "probes 1-256 of 300: computing features 256/256 images",
                            "probes 257-300 of 300: reading probes 44/44 images"], command
+
+
+def test_a_long_step_in_compiled_code_still_prints_a_line():
+    """enroll on LFW (2,169 images, eigenface) printed 'reading images 2169/2169', then
+    nothing for 32 s: the PCA's SVD and the failure-to-acquire folds are one step, in
+    LAPACK. A step that advances nothing still shows its phase: a heartbeat prints the
+    phase's line on a pipe every interval (and draws the bar on a terminal)."""
+    import time
+
+    out = io.StringIO()
+    reporter = Reporter("enroll", file=out, terminal=False, interval=0.05, delay=0.05)
+    reporter.start("fitting the eigenface matcher", 1, "fits")
+    deadline = time.monotonic() + 10
+    while not out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the step runs: no advance
+    assert out.getvalue().splitlines()[:1] == [
+        "ssgallery: enroll: fitting the eigenface matcher 0/1 (0%)"]
+    reporter.advance()
+    reporter.end()
+    reporter.close()
+    assert out.getvalue().splitlines()[-1].startswith(
+        "ssgallery: enroll: fitting the eigenface matcher 1/1 fits in")

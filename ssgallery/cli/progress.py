@@ -9,6 +9,8 @@ this module shows them on stderr:
 - on a pipe or a log file, one plain line every `INTERVAL` seconds while a phase runs
   (``ssgallery: enroll: reading images 1200/1853 (65%), 41.2 images/s, ETA 0:00:15``)
   and a closing line for a phase that printed one;
+- both also while a step runs long without advancing (an SVD, in LAPACK): a heartbeat
+  thread draws the bar, or prints the phase's line, as a step would;
 - nothing with ``--quiet``.
 
 ``$SSGALLERY_PROGRESS_INTERVAL`` (seconds) overrides `INTERVAL` and `DELAY` (``0``: a
@@ -24,6 +26,7 @@ Usage in a command::
 
 import contextlib
 import sys
+import threading
 import time
 
 import click
@@ -85,27 +88,62 @@ class Reporter(Progress):
         self.interval = interval if interval is not None else (INTERVAL if env is None else env)
         self.delay = delay if delay is not None else (DELAY if env is None else env)
         self.label = None
+        self._lock = threading.RLock()  # the steps and the heartbeat draw one at a time
+        self._stop, self._beat = threading.Event(), None
 
     # ----------------------------------------------------------------- the phase
     def start(self, label, total, unit=""):
-        self.end()
-        self.label, self.total, self.unit = label, max(int(total), 0), unit
-        self.done = self.shown = 0
-        self.began = self.last = time.monotonic()
-        self.bar = None
-        self.lines = 0
+        with self._lock:
+            self.end()
+            self.label, self.total, self.unit = label, max(int(total), 0), unit
+            self.done = self.shown = 0
+            self.began = self.last = time.monotonic()
+            self.bar = None
+            self.lines = 0
+        self._heartbeat()
 
     def advance(self, n=1):
-        if self.label is None:
-            return
-        self.done += n
-        now = time.monotonic()
-        if self.terminal:
-            self._draw(now)
-        elif now - self.last >= self.interval:
-            self._line(now)
+        with self._lock:
+            if self.label is None:
+                return
+            self.done += n
+            now = time.monotonic()
+            if self.terminal:
+                self._draw(now)
+            elif now - self.last >= self.interval:
+                self._line(now)
 
     def end(self):
+        with self._lock:
+            self._end()
+
+    def close(self):
+        """Stop the heartbeat (`reporting` does, on the way out)."""
+        self._stop.set()
+
+    def _heartbeat(self):
+        """A step that runs long in compiled code (an SVD, a plot) advances nothing: a
+        daemon thread draws the phase as the steps would, the bar after `DELAY` on a
+        terminal and a line every `INTERVAL` on a pipe (none with an interval of 0)."""
+        period = self.delay if self.terminal else self.interval
+        if self._beat is not None or not period or period <= 0:
+            return
+
+        def beat():
+            while not self._stop.wait(period):
+                with self._lock:
+                    if self.label is None:
+                        continue
+                    now = time.monotonic()
+                    if self.terminal:
+                        self._draw(now)
+                    elif now - self.last >= self.interval:
+                        self._line(now)
+
+        self._beat = threading.Thread(target=beat, name="ssgallery-progress", daemon=True)
+        self._beat.start()
+
+    def _end(self):
         if self.label is None:
             return
         now = time.monotonic()
@@ -181,6 +219,7 @@ def reporting(quiet=False, name=None):
         yield reporter
     finally:
         reporter.end()
+        reporter.close()
 
 
 __all__ = ["Reporter", "quiet_option", "reporting"]
