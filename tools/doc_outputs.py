@@ -89,6 +89,10 @@ EXTRA = {
     "identify": [("ssgallery identify ../sample_data/probes/*.png --top 3 --open-set",
                   {"head": 14}),
                  ("echo $?", {})],
+    "identify-stranger": [("ssgallery identify ../sample_data/probes/unknown*.png --open-set",
+                           {}),
+                          ("ssgallery verify ../sample_data/probes/unknown2_*.png --claim c13",
+                           {})],
 }
 
 
