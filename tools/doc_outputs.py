@@ -90,8 +90,6 @@ EXTRA = {
                   {"head": 14}),
                  ("echo $?", {})],
     "identify-stranger": [("ssgallery identify ../sample_data/probes/unknown*.png --open-set",
-                           {}),
-                          ("ssgallery verify ../sample_data/probes/unknown2_*.png --claim c13",
                            {})],
 }
 
