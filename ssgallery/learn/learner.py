@@ -269,7 +269,7 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         ``beta_`` and ``intercept_`` back in the units of y (``y_mean``, ``y_scale``)."""
         (Z, beta, b, omega, n_iter, path), start, Z0 = best
         self.initial_prototypes_ = Z0
-        self.prototypes_ = Z
+        self.prototypes_ = _dead_at_start(Z, beta, Z0)
         self.beta_ = np.asarray(beta, dtype=float) * y_scale
         self.intercept_ = float(b) * y_scale + y_mean
         self.objective_ = float(omega)
@@ -288,6 +288,26 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "prototypes_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self.similarity_(X, self.prototypes_) @ self.beta_ + self.intercept_
+
+
+# |beta_k| below this share of the largest |beta|: a prototype with no say in g(x)
+DEAD_BETA = 1e-100
+
+
+def _dead_at_start(Z, beta, Z0):
+    """``Z`` (m, d) with each prototype of no weight (|beta_k| <= `DEAD_BETA` max |beta|)
+    back at its start ``Z0``. Eq. 1 gives such a prototype no say, so nothing holds it
+    where the data are: the repulsion term alone can throw it far outside the images'
+    space (eigenface: beyond the ball `check_prototypes` allows, and compress refused
+    its own model). Its start is a training row; g(x) moves by at most |beta_k| times
+    the similarity's range."""
+    weight = np.abs(np.asarray(beta, dtype=float))
+    dead = weight <= DEAD_BETA * weight.max() if weight.size and weight.max() > 0 else []
+    if not np.any(dead):
+        return Z
+    Z = np.array(Z, dtype=float)
+    Z[dead] = Z0[dead]
+    return Z
 
 
 def _start_weights(u, candidates):
