@@ -80,6 +80,19 @@ def test_a_template_protection_record_nested_past_the_stack_is_one_line(sample_g
     assert not (tmp_path / "c.png").exists()
 
 
+def _edit_c01_beta(gallery, beta):
+    """Client c01's beta set to ``beta`` in its record and its search-index row alike,
+    the digests made to match (an unsigned gallery edited by hand)."""
+    with h5py.File(gallery, "a") as f:
+        f["clients/c01/beta"][...] = beta
+        offsets = f["index/offsets"][()]
+        row = list(f["index/client_ids"][()].astype(str)).index("c01")
+        stacked = f["index/beta"][()]
+        stacked[offsets[row]:offsets[row + 1]] = beta
+        f["index/beta"][...] = stacked
+    rehash_gallery(gallery)
+
+
 @pytest.mark.parametrize("beta", [[1e308, 1e308], [1e308, -1e308]], ids=["sum", "span"])
 @pytest.mark.parametrize("command", ["verify", "identify"])
 def test_weights_whose_scores_overflow_are_refused(sample_gallery_3, tmp_path, beta, command):
@@ -95,14 +108,7 @@ def test_weights_whose_scores_overflow_are_refused(sample_gallery_3, tmp_path, b
     from ssgallery.datasets import sample_faces_path
 
     gallery = copied(sample_gallery_3["gallery"], tmp_path, "g.h5")
-    with h5py.File(gallery, "a") as f:
-        f["clients/c01/beta"][...] = beta
-        offsets = f["index/offsets"][()]
-        row = list(f["index/client_ids"][()].astype(str)).index("c01")
-        stacked = f["index/beta"][()]
-        stacked[offsets[row]:offsets[row + 1]] = beta
-        f["index/beta"][...] = stacked
-    rehash_gallery(gallery)
+    _edit_c01_beta(gallery, beta)
     folder = os.path.join(sample_faces_path(), "c01")
     probe = os.path.join(folder, min(os.listdir(folder)))
     args = ["--gallery", gallery, probe] + (["--claim", "c01"] if command == "verify" else [])
@@ -130,14 +136,7 @@ def test_weights_far_beyond_the_impostor_spread_are_refused_as_identify_refuses(
 
     gallery = copied(sample_gallery_3["gallery"], tmp_path, "g.h5")
     beta = [1e300, 1e300]
-    with h5py.File(gallery, "a") as f:
-        f["clients/c01/beta"][...] = beta
-        offsets = f["index/offsets"][()]
-        row = list(f["index/client_ids"][()].astype(str)).index("c01")
-        stacked = f["index/beta"][()]
-        stacked[offsets[row]:offsets[row + 1]] = beta
-        f["index/beta"][...] = stacked
-    rehash_gallery(gallery)
+    _edit_c01_beta(gallery, beta)
     folder = os.path.join(sample_faces_path(), "c05")
     probe = os.path.join(folder, min(os.listdir(folder)))
     args = ["verify", "--gallery", gallery, "--claim", "c01", probe] if command == "verify" \
