@@ -256,18 +256,25 @@ def rank_agreement(runs, label="person"):
     return out
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_options(doc, page, repetitions):
+    """The parser of a script that runs `run_one` (this one, strangers_twoway.py): its
+    data sets and sizes, ``--repetitions`` (default ``repetitions``) and ``--page`` (it
+    writes docs/benchmarks/<page>.md); ``doc`` is the script's docstring."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--datasets", default="synth,att")
-    parser.add_argument("--repetitions", type=int, default=4)
+    parser.add_argument("--repetitions", type=int, default=repetitions)
     parser.add_argument("--identities", type=int, default=20, help="synth: enrolled")
     parser.add_argument("--strangers", type=int, default=300, help="synth: strangers")
     parser.add_argument("--att-enrolled", type=int, default=20)
     parser.add_argument("--fresh", type=int, default=10,
                         help="synth: new genuine images per client")
     parser.add_argument("--page", action="store_true",
-                        help="write docs/benchmarks/strangers.md")
-    args = parser.parse_args(argv)
+                        help=f"write docs/benchmarks/{page}.md")
+    return parser
+
+
+def main(argv=None):
+    args = run_options(__doc__, "strangers", 4).parse_args(argv)
     _results()
     runs = []
     for dataset in [d for d in args.datasets.split(",") if d]:

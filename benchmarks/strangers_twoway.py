@@ -14,7 +14,6 @@ Usage::
         [--datasets synth,att] [--repetitions 10] [--page]
 """
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -60,27 +59,16 @@ def summary(runs, pct):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", default="synth,att")
-    parser.add_argument("--repetitions", type=int, default=10)
-    parser.add_argument("--identities", type=int, default=20, help="synth: enrolled")
-    parser.add_argument("--strangers", type=int, default=300, help="synth: strangers")
-    parser.add_argument("--att-enrolled", type=int, default=20)
-    parser.add_argument("--fresh", type=int, default=10,
-                        help="synth: new genuine images per client")
-    parser.add_argument("--page", action="store_true",
-                        help="write docs/benchmarks/strangers_twoway.md")
-    args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
     import _results as r
     import strangers
 
-    sargs = argparse.Namespace(identities=args.identities, strangers=args.strangers,
-                               att_enrolled=args.att_enrolled, fresh=args.fresh)
+    args = strangers.run_options(__doc__, "strangers_twoway", 10).parse_args(argv)
+
     runs = []
     for dataset in [d for d in args.datasets.split(",") if d]:
         for run in range(args.repetitions):
-            runs.append(strangers.run_one(dataset, run, sargs))
+            runs.append(strangers.run_one(dataset, run, args))
             m = runs[-1]["rows"]["person"]
             print(f"{dataset} run {run}: {m['accepted']}/{m['claims']}, by person "
                   f"{m['person_ci']}, two-way {m['twoway_ci']}", file=sys.stderr, flush=True)
