@@ -2,6 +2,7 @@
 identify nobody, in ``identify`` (text, --csv, --json) and in ``roc --gallery``'s
 identification figures alike (`ssgallery.biometrics.identification.tied_at_top`)."""
 
+import csv
 import dataclasses
 import json
 import shutil
@@ -19,12 +20,13 @@ from ssgallery.formats.gallery.write import write_gallery
 PROBES = sample_faces_path().parent / "probes"
 
 
-def _twins(src, dst, twin="c01", of="c02"):
+def _twins(src, dst, twin="c01", of="c02", name=None):
     """``src`` written again by the gallery writer (digests, index and all) with client
-    ``twin``'s model replaced by a copy of ``of``'s: every search ties them."""
+    ``twin``'s model replaced by a copy of ``of``'s (named ``name``, else ``twin``):
+    every search ties them."""
     g = read_gallery(src, arrays=True, matcher=True, images=True)
     attrs = {k: v for k, v in g.header.items() if k not in WRITER_ATTRS}
-    models = [dataclasses.replace(g.clients[of], client_id=twin) if cid == twin else m
+    models = [dataclasses.replace(g.clients[of], client_id=name or twin) if cid == twin else m
               for cid, m in g.clients.items()]
     write_gallery(dst, matcher_name=g.matcher_name, matcher_config=g.matcher_config,
                   matcher_state=g.matcher_state, image_shape=g.header["image_shape"],
@@ -65,6 +67,25 @@ def test_a_tie_at_the_top_identifies_nobody_in_text_csv_and_json(twins):
     for claim in ("c01", "c02"):
         assert invoked(["verify", probe, "--claim", claim, "--gallery", gallery])[
             "exit_code"] == 0
+
+
+@pytest.mark.parametrize("name", ['a;b', 'x"y;z'])
+def test_ids_holding_the_csv_list_separator_read_back_as_one_id(sample_gallery_3, tmp_path,
+                                                                 name):
+    """A client id may hold ';' (a folder 'a;b' enrolls): identify --csv's candidates and
+    tie columns quote it (csv module rules), so they read back as the JSON's ids, not as
+    'a', 'b' and c02 (main joined them bare)."""
+    gallery = _twins(sample_gallery_3["gallery"], tmp_path / "g.h5", name=name)
+    probe = str(PROBES / "c02_genuine_1.png")
+    args = ["identify", probe, "--gallery", gallery, "--top", "3"]
+    res = invoked(args + ["--json"])
+    want = json.loads(res["stdout"])["results"][0]
+    assert sorted(want["tie"]) == sorted([name, "c02"]), res["output"]
+    res = invoked(args + ["--csv"])
+    assert res["exit_code"] == 1, res["output"]  # the tie's unknown
+    (row,) = csv.DictReader(res["stdout"].splitlines())
+    read = [next(csv.reader([row[k]], delimiter=";")) for k in ("candidates", "tie")]
+    assert read == [[c["client"] for c in want["candidates"]], want["tie"]], row
 
 
 def test_a_tie_identifies_nobody_in_the_closed_set_too(twins):

@@ -5,6 +5,7 @@ error (the rule of ``verify``)."""
 import click
 
 from ssgallery.cli.options import (
+    csv_list,
     csv_text,
     key_file_option,
     matcher_cmd_option,
@@ -66,7 +67,8 @@ def command(ctx, probes, gallery, top, open_set, fpir, threshold, verification_t
     'tie': the tied ids), as roc's CMC counts it against the mate.
     A probe that is not a usable face is a FAILURE-TO-ACQUIRE and is never searched.
     --csv prints one line per probe: its status (identified, unknown,
-    failure-to-acquire), the best candidate's scores and the top K client ids, the
+    failure-to-acquire), the best candidate's scores and the top K client ids
+    (';'-separated; an id holding ';' or '"' is quoted as CSV quotes a field), the
     operating point's kind (fpir, threshold: on the ranking's score, ranking_score;
     verification: on the raw score) and the tie. The column and JSON key 'normalized' are the
     deprecated name of ranking_score.
@@ -152,9 +154,10 @@ CSV_FIELDS = ("probe", "status", "identified", "client", "score", "normalized", 
 def _csv(results, ranking, point):
     """One CSV line per probe: status, the best candidate (client, raw score, the
     ranking's score as ``normalized``, its deprecated name, and the operating point's
-    threshold), the ranking, the candidates' ids (best first, ';'-separated), the
-    operating point's kind, the ranking's score as ``ranking_score`` and, last, the
-    clients tied at the best score (``tie``, ';'-separated: the probe is unknown)."""
+    threshold), the ranking, the candidates' ids (best first, ';'-separated by
+    `csv_list`: an id holding ';' is quoted), the operating point's kind, the ranking's
+    score as ``ranking_score`` and, last, the clients tied at the best score (``tie``,
+    ';'-separated likewise: the probe is unknown)."""
     rows = []
     for r in results:
         best = r.candidates[0] if r.candidates else None
@@ -162,7 +165,6 @@ def _csv(results, ranking, point):
                   "identified" if r.identified is not None else "unknown")
         rows.append([r.probe, status, r.identified, best and best.client,
                      best and best.score, best and best.ranking_score, best and best.threshold,
-                     ranking, ";".join(c.client for c in r.candidates) or None, r.reason,
-                     point["kind"], best and best.ranking_score,
-                     ";".join(r.tie) if r.tie else None])
+                     ranking, csv_list([c.client for c in r.candidates]), r.reason,
+                     point["kind"], best and best.ranking_score, csv_list(r.tie)])
     return csv_text(CSV_FIELDS, rows)

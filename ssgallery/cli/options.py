@@ -196,6 +196,22 @@ def contract_line(contract):
                      "describe itself with it)")
 
 
+def csv_list(values):
+    """``values`` as one CSV field of ``;``-separated items, quoted as the csv module
+    quotes (an item holding ``;`` or ``"`` between double quotes, its quotes doubled), so
+    that ``next(csv.reader([field], delimiter=";"))`` reads the very items back (a client
+    id may hold ``;``: `ssgallery.formats.hdf5.client_id_problem`); None when empty.
+    Items without either character are joined as they are."""
+    import csv
+    import io
+
+    if not values:
+        return None
+    out = io.StringIO()
+    csv.writer(out, delimiter=";", lineterminator="").writerow(values)
+    return out.getvalue()
+
+
 def csv_text(head, rows):
     """CSV text (header line, then ``rows``); every field printable (`printable`), None
     empty, floats in full precision."""
