@@ -196,3 +196,22 @@ def test_compress_s_resume_hint_names_the_key_it_signed_with(sample_store, tmp_p
     assert proc.wait() != 0
     assert (f"'ssgallery compress --store {sample_store['store']} -o {gallery} --key-file "
             f"{key} --resume' with the same other options continues") in said, said
+
+
+def test_a_probe_s_quality_is_the_same_alone_and_in_any_batch(sample_gallery_3):
+    """verify --json's ``quality`` of a probe changed in its last digits with the batch
+    it came in (its score no longer did, 1de8670): the eigenface DFFS and DIFS projected
+    the batch with one BLAS product. Each probe is projected as it would be alone now:
+    its quality alone and in a batch of 8 are equal to the last bit."""
+    from ssgallery.app.verify import verify
+    from ssgallery.datasets import sample_faces_path
+
+    gallery = sample_gallery_3["gallery"]
+    faces = sample_faces_path()
+    probes = sorted(str(p) for p in faces.glob("c0[1-5]/*"))[:40] + sorted(
+        str(p) for p in (faces.parent / "probes").glob("*.png"))
+    alone = [verify(gallery, [p], "c01")[0].quality for p in probes]
+    assert all(q is not None for q in alone)
+    for start, size in ((0, 8), (1, 8), (3, 17), (0, 50)):
+        batch = [r.quality for r in verify(gallery, probes[start:start + size], "c01")]
+        assert batch == alone[start:start + size], (start, size)

@@ -65,7 +65,7 @@ def failures_to_acquire(matcher, images, sizes=None):
     """
     from ssgallery.matchers.base import face_check
 
-    ok, quality = face_check(matcher, images)
+    ok, quality = face_check(matcher, images, each=True)
     fta = ~ok
     limit = getattr(matcher, "quality_threshold_", None)
     reasons = [None if not bad else f"not a face for the {matcher.name} matcher" + (

@@ -143,6 +143,13 @@ class Matcher:
         higher is more face-like; NaN where the matcher has no measure (the default)."""
         return np.full(len(images), np.nan)
 
+    def quality_each(self, images):
+        """`quality` with each image's computed as it would be for that image alone (as
+        `transform_each`), so that the quality ``verify --json`` prints and the
+        failure-to-acquire verdict do not depend on the batch. Optional: the default is
+        ``quality``."""
+        return self.quality(images)
+
     def is_face(self, images):
         """Whether each image (n, H, W) is acquired (a usable face), shape (n,), bool.
         A probe that is not is a failure to acquire: never scored, never accepted.
@@ -259,13 +266,17 @@ def fit_matcher(matcher, images, groups, progress=None, label=None):
     return fitted
 
 
-def face_check(matcher, images):
+def face_check(matcher, images, each=False):
     """(is_face (n,) bool, quality (n,) float) of images (n, H, W) for any matcher:
     one without `Matcher.quality` / `Matcher.is_face` (a duck-typed
     plug-in) acquires every image, quality NaN. A matcher whose ``is_face`` is the
-    default (``quality >= quality_threshold_``) is asked for the quality once."""
+    default (``quality >= quality_threshold_``) is asked for the quality once. With
+    ``each``, `Matcher.quality_each` where the matcher has it: each image's quality
+    as it would be alone (what verify and identify print and decide on)."""
     n = len(images)
     quality = getattr(matcher, "quality", None)
+    if each:
+        quality = getattr(matcher, "quality_each", quality)
     is_face = getattr(matcher, "is_face", None)
     q = np.full(n, np.nan) if quality is None else np.asarray(quality(images), dtype=float)
     if is_face is not None and getattr(type(matcher), "is_face", None) is Matcher.is_face:

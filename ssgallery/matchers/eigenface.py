@@ -196,19 +196,25 @@ class EigenfaceMatcher(Matcher):
             self.explained_variance_)
         self.quality_threshold_ = 1.0
 
-    def quality(self, images):
+    def quality(self, images, each=False):
         """Face-likeness of images (n, H, W), shape (n,): min(max_relative_dffs_ /
         relative DFFS, max_difs_ / DIFS); 0 for a uniform image, >= 1 is a face
-        (`is_face`), NaN for a matcher from a file without the limits."""
+        (`is_face`), NaN for a matcher from a file without the limits; with ``each``,
+        each image's as it would be alone (`quality_each`)."""
         self._check_fitted()
         X = self._check_images(images)
         if self.quality_threshold_ is None:
             return np.full(len(X), np.nan)
         relative, difs = face_space_distances(X, self.mean_.astype(np.float64),
                                               self.components_.astype(np.float64),
-                                              self.explained_variance_)
+                                              self.explained_variance_, each)
         with np.errstate(divide="ignore"):
             return np.minimum(self.max_relative_dffs_ / relative, self.max_difs_ / difs)
+
+    def quality_each(self, images):
+        """`quality`, each image projected as it would be alone
+        (`ssgallery.learn.similarity.rowwise_matmul`): what ``verify --json`` prints."""
+        return self.quality(images, each=True)
 
     def _resolve_gamma(self, training_features):
         """gamma_; ``training_features()`` (the projected training images) is called only

@@ -24,13 +24,19 @@ def pca(X):
     return mean, s ** 2 / max(len(X) - 1, 1), Vt
 
 
-def face_space_distances(X, mean, components, variance):
+def face_space_distances(X, mean, components, variance, each=False):
     """Per row of X (n, p): DFFS relative to the row's contrast (RMS residual / pixel
     standard deviation; inf for a uniform image) and DIFS (RMS of the coefficients
-    in units of their training standard deviations). Two arrays of shape (n,)."""
+    in units of their training standard deviations). Two arrays of shape (n,). With
+    ``each``, every row is projected as it would be alone
+    (`ssgallery.learn.similarity.rowwise_matmul`): its distances do not depend on the
+    other rows to the last bit."""
+    from ssgallery.learn.similarity import rowwise_matmul
+
+    product = rowwise_matmul if each else np.matmul
     Xc = X - mean
-    Z = Xc @ components.T
-    dffs = np.sqrt(np.mean((Xc - Z @ components) ** 2, axis=1))
+    Z = product(Xc, components.T)
+    dffs = np.sqrt(np.mean((Xc - product(Z, components)) ** 2, axis=1))
     contrast = X.std(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.where(contrast > 1e-6, dffs / contrast, np.inf)
