@@ -184,6 +184,11 @@ def _sample_difficulty(t):
 
 
 HEADLINES = {
+    "client_far": lambda t: "; ".join(
+        f"{d}: {bad} clients accept strangers above 2 x target, {hit} named by their "
+        f"held-out interval ({fine} named wrongly)" for d, bad, hit, fine in re.findall(
+            r"^- (\S+): (\d+) over-acceptors .*?interval rule names \d+ \((\d+) "
+            r"over-acceptors, (\d+) fine\)", t, re.MULTILINE)) or None,
     "calibration": lambda t: (
         "achieved FAR at target 1 % on unseen impostors, AT&T: "
         f"{cell(t, 'att', 'achieved FAR % (mean ± sd)', where={'mode': '`znorm-global`'})} % "

@@ -32,6 +32,9 @@ CASES = {
     "calibration": ("calibration", lambda tmp, data: [
         "--datasets", "att", "--repetitions", "1", "--enrolled", "3", "--train-images", "2",
         "--page"], "att"),
+    "client_far": ("client_far", lambda tmp, data: [
+        "--datasets", "synth", "--repetitions", "1", "--identities", "4", "--strangers", "3",
+        "--page"], None),
     "defaults": ("defaults", lambda tmp, data: [
         "--sets", "sample:eigenface", "--variants", "rel-2e-3", "--repetitions", "1",
         "--jobs", "1", "--cache", str(tmp / "none.npz")], None),

@@ -165,6 +165,10 @@ def test_calibration_records_the_far_interval_by_impostor_person():
     assert clustered_sums(rec) == rec["sums"]
     # people unknown: no interval by person is claimed (not the scores' as the people's)
     assert calibrate_thresholds(scores, norms, 0.03)[1]["far_by_person"] is None
+    # per client, the same accepts: each client's sums by its own impostor people
+    mine = info["by_client"]
+    assert len(mine) == 10 and all(m["clusters"] == 30 and m["n"] == 120 for m in mine)
+    assert sum(m["k"] for m in mine) == info["accepted"]
 
 
 def test_frr_record_has_the_interval_by_client_and_merges_an_update():

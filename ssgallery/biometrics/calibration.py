@@ -308,7 +308,10 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
         not an estimate: normalised in sample (fewer than 4 scores,
         `cross_fittable`) in the normalised modes, fewer than 1 / target_far scores
         (the threshold above all of them) in ``client``; their expected FAR is
-        `people_bound`'s, by impostor person, when their scores are held out.
+        `people_bound`'s, by impostor person, when their scores are held out;
+        ``by_client``: per client, the `person_sums` of its own accepted scores (the
+        same accepts, its impostor people the clusters), for each client's FAR and
+        interval (`ssgallery.biometrics.intervals.sums_interval`).
     """
     if mode not in THRESHOLD_MODES:
         raise ValueError(f"unknown threshold mode {mode!r}; choose from "
@@ -332,7 +335,8 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
                "far_by_person": clustered_record(person_sums(hits, people))
                if all(who is not None for who in people) else None,
                "unresolved": _unresolved(impostors, hits, people, fitted,
-                                         held_out or [True] * len(impostors))}
+                                         held_out or [True] * len(impostors)),
+               "by_client": [person_sums([h], [who]) for h, who in zip(hits, people)]}
 
 
 def _client_thresholds(impostors, target_far):
