@@ -183,6 +183,69 @@ def test_a_face_limit_above_every_fit_s_cap_is_refused(sample_gallery_3, sample_
                              "acquire images that are no face)\n"), out["stderr"]
 
 
+def _far_in_face_space(matcher, path):
+    """An image (saved as ``path``) inside ``matcher``'s face space but beyond its DIFS
+    limit: the mean moved along the last component to 1.5 times the limit."""
+    from PIL import Image
+
+    var, axis = matcher.explained_variance_[-1], matcher.components_[-1].astype(np.float64)
+    t = 1.5 * matcher.max_difs_ * np.sqrt(len(matcher.explained_variance_))
+    x = np.round(np.clip(matcher.mean_ + t * np.sqrt(var) * axis, 0, 255))
+    Image.fromarray(x.reshape(matcher.image_shape).astype(np.uint8)).save(path)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["gallery", "store"])
+def test_a_face_distance_limit_above_any_image_s_is_refused(sample_gallery_3, sample_store,
+                                                            tmp_path, kind):
+    """max_difs (the eigenface limit on the distance in face space) had no cap, 501bdef
+    left it: 1e308 edited into an unsigned gallery made verify score an image far out
+    along the last component (REJECT, exit 1) that the gallery
+    as written refuses as no face (FAILURE-TO-ACQUIRE, exit 3); in a store (info --store
+    exit 0) it is copied into every gallery compressed from it. Every fit caps it at
+    difs_ceiling, above which no image of the pixel range is refused for its DIFS."""
+    from helpers import rehash_store
+
+    from ssgallery.formats.gallery.read import read_gallery
+
+    src = sample_gallery_3["gallery"] if kind == "gallery" else sample_store["store"]
+    path = copied(src, tmp_path, f"{kind}.h5")
+    args = ["info", "--store", path]
+    if kind == "gallery":
+        far = _far_in_face_space(read_gallery(path, matcher=True).matcher, tmp_path / "f.png")
+        args = ["verify", "--gallery", path, "--claim", "c01", far]
+        assert invoked(args)["exit_code"] == 3  # as written: no face
+    with h5py.File(path, "a") as f:
+        f["matcher"].attrs["max_difs"] = 1e308
+    (rehash_gallery if kind == "gallery" else rehash_store)(path)
+    out = invoked(args)
+    assert out["exit_code"] == 2, out["output"]
+    assert out["stderr"].startswith(
+        f"ssgallery: error: {path}: bad matcher state for 'eigenface': eigenface: matcher "
+        "state has a failure-to-acquire limit max_difs 1e+308 above "), out["stderr"]
+    assert out["stderr"].endswith(", the largest distance in face space of any image, where "
+                                  "every fit caps it (it would acquire images far from every "
+                                  "face)\n"), out["stderr"]
+
+
+def test_the_face_distance_ceiling_bounds_every_image_and_every_fit():
+    """difs_ceiling is above the DIFS of the pixel box's corners and of random images,
+    and a fit's max_difs is at most it (the cap a stored limit is held to)."""
+    from ssgallery.matchers.eigenface import EigenfaceMatcher
+    from ssgallery.matchers.eigenface_space import difs_ceiling, face_space_distances
+
+    rng = np.random.default_rng(3)
+    faces = rng.normal(128, 20, (30, 12, 10)).clip(0, 255)
+    m = EigenfaceMatcher().fit(faces, groups=np.repeat(np.arange(6), 5))
+    top = difs_ceiling(m.mean_, m.explained_variance_)
+    mean = m.mean_.astype(np.float64)
+    corners = np.where(mean < 127.5, 255.0, 0.0)[None] * (rng.random((50, mean.size)) < 0.9)
+    images = np.concatenate([corners, rng.random((50, mean.size)) * 255])
+    difs = face_space_distances(images, mean, m.components_.astype(np.float64),
+                                m.explained_variance_)[1]
+    assert difs.max() <= top and m.max_difs_ <= top
+
+
 @pytest.mark.parametrize(("images", "found"), [
     (np.zeros((2, 10, 10), np.uint8), "uint8 (2, 10, 10)"),
     (np.zeros((2, 1, 300_000), np.uint8), "uint8 (2, 1, 300000)"),

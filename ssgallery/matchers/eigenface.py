@@ -37,6 +37,7 @@ from ssgallery.matchers.eigenface_space import (  # noqa: F401 (re-exported)
     QUALITY_MAX_IMAGES,
     RELATIVE_DFFS_CAP,
     RELATIVE_DFFS_MARGIN,
+    difs_ceiling,
     face_space_distances,
     pca,
     quality_limits,
@@ -347,7 +348,8 @@ class EigenfaceMatcher(Matcher):
     def _check_state(self, ratio_stored=True):
         """Values a fit can produce: finite, mean on the pixel scale, explained variances
         > 0 (DIFS divides by them: a negative one made every probe's quality NaN, a zero
-        one 0, every probe a failure to acquire) and their ratios, when ``ratio_stored``
+        one 0, every probe a failure to acquire), a ``max_difs_`` limit at most
+        `difs_ceiling` and the variances' ratios, when ``ratio_stored``
         (files written before them hold none: NaN), shares of the total,
         orthonormal axes (row norms and V Vᵀ r ≈ r for a fixed generic r: O(d p), not
         O(d² p))."""
@@ -361,6 +363,11 @@ class EigenfaceMatcher(Matcher):
             problem = "a mean image outside the pixel range"
         elif not (self.explained_variance_ > 0).all():  # a fit keeps variances > 0 only
             problem = "explained variances that are not positive"
+        elif getattr(self, "max_difs_", 0) > (1 + 1e-9) * (  # the fit caps it there
+                top := difs_ceiling(self.mean_, self.explained_variance_)):
+            problem = (f"a failure-to-acquire limit max_difs {self.max_difs_:.3g} above "
+                       f"{top:.3g}, the largest distance in face space of any image, where "
+                       "every fit caps it (it would acquire images far from every face)")
         elif ratio_stored and not shares(self.explained_variance_ratio_, len(V)):
             problem = ("explained variance ratios that are not one share of the variance "
                        "per component (in (0, 1], summing to at most 1)")

@@ -44,6 +44,18 @@ def face_space_distances(X, mean, components, variance, each=False):
     return relative, difs
 
 
+def difs_ceiling(mean, variance):
+    """The largest DIFS (`face_space_distances`) an image of pixels on [0, 255] can have
+    in the face space of ``mean`` (p,) and ``variance`` (d,), or a little more: its
+    distance from the mean is at most the pixel box's farthest corner's, its
+    coefficients' norm at most that distance (orthonormal axes), each divided by at least
+    the smallest variance. A ``max_difs`` above it refuses no image for its DIFS:
+    `quality_limits` caps the limit there, and a stored one above it is no fit's."""
+    mean = np.asarray(mean, dtype=np.float64)
+    far = np.linalg.norm(np.maximum(mean, 255.0 - mean))
+    return float(far / np.sqrt(len(variance) * np.min(variance)))
+
+
 def shares(ratio, d):
     """A stored ``explained_variance_ratio`` as a fit gives it: (d,) shares in (0, 1]
     summing to at most 1 (up to rounding)."""
@@ -69,8 +81,9 @@ def quality_limits(X, groups, d, mean_, components_, variance_):
     matcher fitted on the rows of ``X`` (n, p) with ``d`` components (``mean_``,
     ``components_``, ``variance_``): from k-fold held-out training images (at most
     `QUALITY_MAX_IMAGES`, seeded; folds of `quality_folds`, ``groups`` the person of
-    each row or None), times their margins; ``folds`` is what the folds held out
-    (``"people"`` or ``"images"``)."""
+    each row or None), times their margins (the first capped at `RELATIVE_DFFS_CAP`,
+    the second at `difs_ceiling`); ``folds`` is what the folds held out (``"people"`` or
+    ``"images"``)."""
     idx = np.random.default_rng(0).permutation(len(X))[:QUALITY_MAX_IMAGES]
     relative, difs = [], []
     folds, held_out = quality_folds(idx, groups)
@@ -88,4 +101,5 @@ def quality_limits(X, groups, d, mean_, components_, variance_):
     max_relative_dffs = float(min(RELATIVE_DFFS_MARGIN * relative.max(),
                                   RELATIVE_DFFS_CAP)) if relative.size \
         else RELATIVE_DFFS_CAP
-    return max_relative_dffs, float(DIFS_MARGIN * np.max(np.concatenate(difs))), held_out
+    max_difs = min(DIFS_MARGIN * np.max(np.concatenate(difs)), difs_ceiling(mean_, variance_))
+    return max_relative_dffs, float(max_difs), held_out
