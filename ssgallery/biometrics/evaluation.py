@@ -234,15 +234,49 @@ def _worst_at_thresholds(at_t, rate):
     return named[:WORST_AT_THRESHOLDS]
 
 
+def _claim_figures(used):
+    """The claims behind a method's figures, over the repetitions it has client curves
+    in (``used``: (table, its clients' impostor scores) pairs, in repetition order):
+    ``(figures, imp_per_rep)``, figures the summary's ``matches_mean`` ... ``fta_impostor``
+    keys (in their order) and ``imp_per_rep`` the fewest impostor claims of a repetition."""
+    n_gen = n_imp = fta_gen = fta_imp = 0
+    matches, seconds = [], []
+    for t, _ in used:
+        genuine = t.claimed == t.real
+        n_gen, n_imp = n_gen + int(genuine.sum()), n_imp + int((~genuine).sum())
+        fta_gen += int(np.sum(np.isnan(t.score[genuine])))
+        fta_imp += int(np.sum(np.isnan(t.score[~genuine])))
+        for info in t.clients.values():
+            matches.append(info.get("matches"))
+            seconds.append(info.get("fit_seconds"))
+    m_mean, m_std = _mean_std(matches)
+    figures = {
+        "matches_mean": m_mean, "matches_std": m_std, "fit_seconds_mean": _mean_std(seconds)[0],
+        "n_genuine": n_gen, "n_impostor": n_imp,
+        "impostors_per_client_min": min(min(len(n) for n in negs) for _, negs in used),
+        "fta_genuine": fta_gen / n_gen if n_gen else 0.0,
+        "fta_impostor": fta_imp / n_imp if n_imp else 0.0}
+    return figures, min(sum(len(n) for n in negs) for _, negs in used)
+
+
+def _at_stored_thresholds(used):
+    """Gallery mode: the mean FAR and FRR over clients at their stored thresholds and
+    the worst clients there (`_stored_thresholds`, `_worst_at_thresholds`); None each
+    without stored thresholds."""
+    at_t = [c for t, _ in used for c in _stored_thresholds(t)]
+    return {**{f"{rate}_at_stored_thresholds": float(np.mean([c[rate][2] for c in at_t]))
+               if at_t else None for rate in ("far", "frr")},
+            **{f"{rate}_at_stored_thresholds_worst": _worst_at_thresholds(at_t, rate)
+               for rate in ("far", "frr")}}
+
+
 def evaluate_method(group, grid, n_boot=N_BOOT, seed=0, sweeps=None, progress=None):
     """Figures of one method (its tables of every repetition); see `evaluate`.
     ``sweeps``: each table's `client_sweeps`, in the order of ``group``, when already
     computed (`evaluate` computes them once for these figures and `client_eers`);
     ``progress``: a phase of two steps per repetition, one for the averaged curve and
     one per bootstrap draw."""
-    reps, boot_in, all_curves, matches, seconds, at_t = [], [], [], [], [], []
-    n_gen = n_imp = fta_gen = fta_imp = 0
-    min_imp_client, imp_per_rep = None, None
+    reps, boot_in, all_curves, used = [], [], [], []
     sweeps = [client_sweeps(t) for t in group] if sweeps is None else sweeps
     shown = as_progress(progress)
     shown.start(f"evaluating {group[0].label}: figures, bootstrap over clients",
@@ -258,18 +292,7 @@ def evaluate_method(group, grid, n_boot=N_BOOT, seed=0, sweeps=None, progress=No
         negs, poss = _per_client_scores(t, [c for c, _, _, _ in sweep])
         boot_in.append((curves, np.array([e for _, _, _, e in sweep]), negs, poss))
         all_curves.extend(curves)
-        genuine = t.claimed == t.real
-        n_gen, n_imp = n_gen + int(genuine.sum()), n_imp + int((~genuine).sum())
-        fta_gen += int(np.sum(np.isnan(t.score[genuine])))
-        fta_imp += int(np.sum(np.isnan(t.score[~genuine])))
-        smallest = min(len(n) for n in negs)
-        min_imp_client = smallest if min_imp_client is None else min(min_imp_client, smallest)
-        imp_per_rep = sum(len(n) for n in negs) if imp_per_rep is None \
-            else min(imp_per_rep, sum(len(n) for n in negs))
-        for info in t.clients.values():
-            matches.append(info.get("matches"))
-            seconds.append(info.get("fit_seconds"))
-        at_t.extend(_stored_thresholds(t))
+        used.append((t, negs))
     if not all_curves:
         raise InputError(f"method '{group[0].label}': no client has both genuine and "
                          f"impostor claims; nothing to evaluate")
@@ -287,18 +310,9 @@ def evaluate_method(group, grid, n_boot=N_BOOT, seed=0, sweeps=None, progress=No
         out[f"frr_at_far_{name}_averaged_curve"] = metrics.grid_frr_at(grid, frr, far)
         key = f"frr_at_far_{name}_global_threshold"
         out[key] = _mean_std([r[key] for r in reps])[0]
-    out["notes"] = _resolution(out, min_imp_client, imp_per_rep)
-    m_mean, m_std = _mean_std(matches)
-    out.update({
-        "matches_mean": m_mean, "matches_std": m_std, "fit_seconds_mean": _mean_std(seconds)[0],
-        "n_genuine": n_gen, "n_impostor": n_imp, "impostors_per_client_min": min_imp_client,
-        "fta_genuine": fta_gen / n_gen if n_gen else 0.0,
-        "fta_impostor": fta_imp / n_imp if n_imp else 0.0,
-        **{f"{rate}_at_stored_thresholds": float(np.mean([c[rate][2] for c in at_t]))
-           if at_t else None for rate in ("far", "frr")},
-        **{f"{rate}_at_stored_thresholds_worst": _worst_at_thresholds(at_t, rate)
-           for rate in ("far", "frr")},
-        "far_grid": grid, "frr": frr})
+    claims, imp_per_rep = _claim_figures(used)
+    out["notes"] = _resolution(out, claims["impostors_per_client_min"], imp_per_rep)
+    out.update({**claims, **_at_stored_thresholds(used), "far_grid": grid, "frr": frr})
     return out
 
 
