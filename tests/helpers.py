@@ -2,11 +2,16 @@
 
 import contextlib
 import os
+import stat
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 from ssgallery.progress import Progress
+
+# the example matcher program of the docs (mean absolute difference), a Python script
+EXAMPLE_MAD = Path(__file__).resolve().parent / "matchers" / "example_mad.py"
 
 
 def old_tree(where, commit):
@@ -98,6 +103,15 @@ def make_faces(root, n_clients=5, n_images=6, seed=0, shape=(32, 24), prefix="c"
             Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(
                 os.path.join(folder, f"{i}.png"))
     return root
+
+
+def write_program(path, text, executable=True):
+    """A matcher program at ``path`` (a pathlib.Path): ``text`` (its first line is the #!
+    line, if any), executable by its owner unless ``executable`` is false."""
+    path.write_text(text, encoding="utf-8")
+    if executable:
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
 
 
 def heavy_imports(code):
