@@ -79,7 +79,7 @@ def add_clients(src, store_path, progress, key):
     when it learns from images (a PCA basis; not a pretrained descriptor or an external
     program, `ssgallery.matchers.base.Matcher.learns_from_images`). ``src`` holds the new
     subjects' images only; the old ones stay on disk until the new store is written
-    (`ssgallery.formats.store.StackedImages`).
+    (`ssgallery.formats.store_rows.StackedImages`).
 
     Returns
     -------
@@ -88,7 +88,7 @@ def add_clients(src, store_path, progress, key):
     new_clients : list of str
     """
     from ssgallery.app.fold_spaces import learns_from_images
-    from ssgallery.formats.store import StackedImages
+    from ssgallery.formats.store_rows import StackedImages
     from ssgallery.matchers import get_matcher_class
 
     old, new_images = src.old, src.images

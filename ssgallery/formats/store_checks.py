@@ -18,7 +18,7 @@ def store_problem(store, strs):
     ----------
     store : EnrollmentStore
         As `ssgallery.formats.store.load_store` built it: images an array or a
-        `ssgallery.formats.store.StoreImages` (checked chunk by chunk unless 8-bit).
+        `ssgallery.formats.store_rows.StoreImages` (checked chunk by chunk unless 8-bit).
     strs : dict of str to list of str
         The string datasets as read (labels, paths, sha256, roots, clients, background).
 
