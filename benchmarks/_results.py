@@ -32,6 +32,7 @@ import contextlib
 import datetime
 import io
 import itertools
+import json
 import os
 import platform
 import re
@@ -146,6 +147,16 @@ def docstring(doc):
     plain text, not markdown)."""
     body = doc.split("\n", 1)[1].strip("\n") if "\n" in doc else ""
     return f"```text\n{body}\n```" if body.strip() else ""
+
+
+def save_results(name, data):
+    """Write ``data`` as indented JSON to ``OUT/<name>/results.json`` (`OUT`:
+    ``benchmarks/out`` or ``$SSGALLERY_BENCH_OUT``), making the folder; returns the path."""
+    out = OUT / name
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "results.json"
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return path
 
 
 def write_page(name, title, table_markdown="", notes="", command=None, output=None,

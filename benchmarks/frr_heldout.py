@@ -32,7 +32,6 @@ Usage::
 """
 
 import argparse
-import json
 import sys
 import tempfile
 from dataclasses import replace
@@ -232,9 +231,7 @@ def main(argv=None):
                 f"{k} {_cell(v)}" for k, v in x["counts"].items())
                 + f" (largest score gap to compress's {x['gap']:.4f})", file=sys.stderr,
                 flush=True)
-    out = r.OUT / "frr_heldout"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(runs, indent=1) + "\n")
+    r.save_results("frr_heldout", runs)
     if args.page:
         rows = [[x["dataset"], str(x["run"]),
                  *(_cell(x["counts"][k], x["by_client"].get(k)) for k in COLUMNS)]

@@ -26,7 +26,6 @@ Usage::
 """
 
 import argparse
-import json
 import sys
 from argparse import Namespace
 
@@ -84,9 +83,7 @@ def main(argv=None):
     faces = calibration._faces_dir("att", None)
     subjects = calibration.face_subjects(faces, args.train_images + 1)
     results = [run_regime(subjects, n, k, args) for n, k in regimes(args.regimes)]
-    out = _results.OUT / "small_galleries"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    _results.save_results("small_galleries", results)
     notes = (f"AT&T ({len(subjects)} subjects), target FAR {_results.pct(TARGET, 0)} %, "
              f"{args.repetitions} repetition(s) per regime, m = {args.m}, "
              f"{args.train_images} training images per client.\n\n"

@@ -50,7 +50,6 @@ Usage::
 """
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -286,9 +285,7 @@ def main(argv=None):
                 f"{k} {v['accepted']}/{v['claims']}" for k, v in m.items())
                 + f", fresh genuine rejected {frr['rejected']}/{frr['claims']}",
                 file=sys.stderr, flush=True)
-    out = _results().OUT / "strangers"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(runs, indent=1) + "\n")
+    _results().save_results("strangers", runs)
     if args.page:
         from _strangers_frr import FRR_HEAD, frr_coverage, frr_row
         from _strangers_frr import __doc__ as frr_doc

@@ -14,7 +14,6 @@ Usage::
         [--datasets synth,att] [--repetitions 10] [--page]
 """
 
-import json
 import sys
 from pathlib import Path
 
@@ -72,9 +71,7 @@ def main(argv=None):
             m = runs[-1]["rows"]["person"]
             print(f"{dataset} run {run}: {m['accepted']}/{m['claims']}, by person "
                   f"{m['person_ci']}, two-way {m['twoway_ci']}", file=sys.stderr, flush=True)
-    out = r.OUT / "strangers_twoway"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(runs, indent=1) + "\n")
+    r.save_results("strangers_twoway", runs)
     if args.page:
         r.write_page("strangers_twoway", "Strangers: the FAR interval by person and client",
                      r.markdown_table(HEAD, [_row(x, r.pct) for x in runs]) + "\n\n"

@@ -38,7 +38,6 @@ Usage::
 """
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -252,9 +251,7 @@ def main(argv=None):
     results = _strangers()._results()
     runs = [r for matcher in args.matchers.split(",") if matcher
             for run in range(args.repetitions) for r in run_one(run, matcher, args)]
-    out = results.OUT / "strangers_xdomain"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(runs, indent=1) + "\n")
+    results.save_results("strangers_xdomain", runs)
     if args.page:
         results.write_page("strangers_xdomain",
                            "Strangers from another domain: AT&T faces on an LFW gallery",
