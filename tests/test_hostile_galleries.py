@@ -80,9 +80,10 @@ def test_a_template_protection_record_nested_past_the_stack_is_one_line(sample_g
     assert not (tmp_path / "c.png").exists()
 
 
-def _edit_c01_beta(gallery, beta):
+def _edit_c01_beta(gallery, beta, znorm=True):
     """Client c01's beta set to ``beta`` in its record and its search-index row alike,
-    the digests made to match (an unsigned gallery edited by hand)."""
+    the digests made to match (an unsigned gallery edited by hand); without ``znorm``,
+    its Z-norm deleted from both too."""
     with h5py.File(gallery, "a") as f:
         f["clients/c01/beta"][...] = beta
         offsets = f["index/offsets"][()]
@@ -90,6 +91,12 @@ def _edit_c01_beta(gallery, beta):
         stacked = f["index/beta"][()]
         stacked[offsets[row]:offsets[row + 1]] = beta
         f["index/beta"][...] = stacked
+        if not znorm:
+            del f["clients/c01"].attrs["normalization"]
+            for key in ("norm_mean", "norm_std"):
+                values = f["index"][key][()]
+                values[row] = np.nan
+                f["index"][key][...] = values
     rehash_gallery(gallery)
 
 
@@ -148,6 +155,35 @@ def test_weights_far_beyond_the_impostor_spread_are_refused_as_identify_refuses(
     assert out["stderr"].endswith(" below 1e-06 of its score span 2e+300: weights far beyond "
                                   "its impostor scores' spread, which compress never "
                                   "writes\n"), out["stderr"]
+    assert out["stdout"] == "", out["output"]
+
+
+@pytest.mark.parametrize("command", ["verify", "identify", "info-client"])
+def test_weights_beyond_the_training_objective_are_refused_without_a_z_norm(
+        sample_gallery_3, tmp_path, command):
+    """The Z-norm floor above bounds a client's weights only when its record has a Z-norm:
+    with the Z-norm deleted (record and index row) beside weights of 1e300, verify
+    printed a 301-digit score and ACCEPT for another person's face (exit 0), identify
+    named c01 first (exit 0) and info --client read it (exit 0). The provenance's
+    training objective bounds them (Eq. 2: omega >= lambda_abs beta'beta): one line
+    naming the client, exit 2."""
+    import os
+
+    from ssgallery.datasets import sample_faces_path
+
+    gallery = copied(sample_gallery_3["gallery"], tmp_path, "g.h5")
+    _edit_c01_beta(gallery, [1e300, 1e300], znorm=False)
+    folder = os.path.join(sample_faces_path(), "c05")
+    probe = os.path.join(folder, min(os.listdir(folder)))
+    args = {"verify": ["verify", "--gallery", gallery, "--claim", "c01", probe],
+            "identify": ["identify", "--gallery", gallery, probe],
+            "info-client": ["info", "--gallery", gallery, "--client", "c01"]}[command]
+    out = invoked(args)
+    assert out["exit_code"] == 2, out["output"]
+    assert out["stderr"] == (f"ssgallery: error: {gallery}: refused: client 'c01' has "
+                             "weights beyond its training objective: ||beta|| 1.41e+300 > "
+                             "sqrt(omega / lambda_abs) 10.3 (Eq. 2), which compress never "
+                             "writes\n"), out["stderr"]
     assert out["stdout"] == "", out["output"]
 
 

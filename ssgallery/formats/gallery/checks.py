@@ -3,6 +3,8 @@ values cannot come from ``compress``, is refused (`check_model`); one that can a
 probe is reported (`never_accepting`). The stacked search index is held to the same
 rules, row by row (`check_index`), and a Z-norm std has a floor (`std_floor`)."""
 
+import math
+
 import numpy as np
 
 from ssgallery.checks import EXACT_INT, is_finite_real, is_int
@@ -48,7 +50,9 @@ def check_model(model, matcher, path=None):
     similarity's bounds allow: at or below the lowest possible score every probe would
     be accepted, above the highest none; and a Z-norm std of at least `NORM_STD_FLOOR`
     of that range, the floor compress writes and `check_index` holds the search index
-    to (`_check_std_floor`: weights edited far beyond the client's impostor scores).
+    to (`_check_std_floor`: weights edited far beyond the client's impostor scores), and
+    weights within the training objective the provenance records
+    (`_check_objective_bound`, with or without a Z-norm).
 
     Raises
     ------
@@ -82,6 +86,7 @@ def check_model(model, matcher, path=None):
                           f"{np.abs(beta).max():.3g}, b {b:.3g} (its range of g(x) is beyond "
                           "the largest float)", path=path)
     _check_std_floor(model, span, who, path)
+    _check_objective_bound(model, who, path)
     if t <= g_min:
         raise FormatError(f"{who} would accept every probe (threshold {t:.6g} <= lowest "
                           f"possible score {g_min:.6g})", path=path)
@@ -102,6 +107,25 @@ def _check_std_floor(model, span, who, path):
         raise FormatError(f"{who} has a Z-norm std {std:.3g} below {NORM_STD_FLOOR:g} of its "
                           f"score span {span:.3g}: weights far beyond its impostor scores' "
                           "spread, which compress never writes", path=path)
+
+
+def _check_objective_bound(model, who, path):
+    """Refuse weights the client's recorded training cannot have given: its objective
+    Omega = sum_i u_i (g(x_i) - y_i)^2 + lambda beta'beta (Eq. 2, ``eq:objective``) is
+    at least lambda beta'beta, so ||beta|| <= sqrt(``omega`` / ``lambda_abs``) (both in
+    the provenance; up to rounding). The bound a record without a Z-norm has
+    (`_check_std_floor` needs one): beta of 1e300 there made verify print a 301-digit
+    score and ACCEPT every probe. A provenance without both numbers is not checked."""
+    prov = model.provenance if isinstance(model.provenance, dict) else {}
+    omega, lam = prov.get("omega"), prov.get("lambda_abs")
+    if not (is_finite_real(omega) and is_finite_real(lam) and lam > 0):
+        return
+    norm = math.hypot(*np.asarray(model.beta, dtype=np.float64).tolist())  # no overflow
+    most = math.sqrt(max(omega, 0.0) / lam)
+    if not norm <= most * (1 + 1e-9):
+        raise FormatError(f"{who} has weights beyond its training objective: ||beta|| "
+                          f"{norm:.3g} > sqrt(omega / lambda_abs) {most:.3g} (Eq. 2), which "
+                          "compress never writes", path=path)
 
 
 def check_images(model, image_shape, path=None):
