@@ -180,9 +180,35 @@ def test_roc_reports_every_phase_from_the_first(faces_factory, tmp_path):
         "evaluating ssvm m=2: figures, bootstrap over clients 205/205 steps",
         "evaluating: client models against svm's 2/2 methods",
         "evaluating identification 1/1 steps",
-        "writing the report 1/1 reports"]
+        "writing the report 10/10 files"]  # 4 score files, summary, curves, 4 searches
     assert "EER % [95% CI]" in res.stdout and "ssgallery:" not in res.stdout
     assert max(len(line) for line in res.stdout.splitlines()) <= 100  # both tables, notes
+
+
+def test_roc_reports_every_file_of_the_report_it_writes(faces_factory, tmp_path):
+    """roc's 'writing the report' was one step (5.7 s on LFW under load, the plots among
+    it: only the heartbeat spoke). It is a step per file now, each plot a file: on a pipe
+    a line per step, in the order the files are written, and the files are there."""
+    from click.testing import CliRunner
+
+    from ssgallery.cli import main
+
+    faces = faces_factory(n_clients=6, n_images=6)
+    out = tmp_path / "r"
+    res = CliRunner().invoke(main, ["roc", faces, "--repetitions", "1", "--methods", "svm",
+                                    "-o", str(out)],
+                             env={"SSGALLERY_PROGRESS_INTERVAL": "0"})
+    assert res.exit_code == 0, res.output
+    steps = [line.split(": ", 2)[2].split(" (")[0] for line in res.stderr.splitlines()
+             if "writing the report" in line]
+    # svm's score file, summary.json, curves.csv, its search file, cmc, det of the
+    # searches, roc, det, scores
+    assert steps == [f"writing the report {i}/9" for i in range(1, 10)] + [
+        steps[-1]], steps
+    assert steps[-1].startswith("writing the report 9/9 files in ")
+    for name in ("summary.json", "curves.csv", "roc.png", "det.png", "scores.png",
+                 "cmc.png", "det_identification.png"):
+        assert (out / name).is_file(), name
 
 
 def test_roc_scores_reports_reading_and_every_bootstrap_draw(tmp_path):

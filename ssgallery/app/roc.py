@@ -55,12 +55,9 @@ def _report(tables, report, mode, source, config, progress=None, n_boot=200):
         with progress.phase("evaluating identification", 1, "steps"):
             found = evaluate_identification(searches)
             progress.advance()
-    with progress.phase("writing the report", 1, "reports"):
-        files = writer.write_report(report.out_dir, tables, summaries, mode=mode,
-                                    source=source, config=config, plot=report.plot,
-                                    warn=report.warn, identification=found,
-                                    force=report.force)
-        progress.advance()
+    files = writer.write_report(report.out_dir, tables, summaries, mode=mode, source=source,
+                                config=config, plot=report.plot, warn=report.warn,
+                                identification=found, force=report.force, progress=progress)
     return {"summaries": summaries, "identification": found, "files": files,
             "source": source, "mode": mode, "config": config}
 
