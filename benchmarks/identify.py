@@ -179,7 +179,8 @@ def measured_svs():
     return round(np.mean(counts))
 
 
-def main(argv=None):
+def _parse(argv):
+    """The command line."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="100,1000,10000")
     ap.add_argument("--m", type=int, default=2)
@@ -191,7 +192,11 @@ def main(argv=None):
     ap.add_argument("--faces", default=None,
                     help="face folder of the accuracy rows and the eigenface space [AT&T]")
     ap.add_argument("--cold-runs", type=int, default=5, help="runs of each cold start")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    args = _parse(argv)
     acc_head = ["data, matcher", "rank-1 % SVM", "rank-1 % SSVM m=2", "difference (pp)",
                 "evaluations/search SVM", "evaluations/search SSVM", "ratio"]
     acc = accuracy_rows(args)

@@ -26,7 +26,8 @@ from _results import OUT as BENCH_OUT
 from _results import text_table, write_page
 
 
-def main(argv=None):
+def _parse(argv):
+    """The command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--faces", default=None, help="AT&T folder [ssgallery.datasets]")
     parser.add_argument("--repetitions", type=int, default=5)
@@ -38,7 +39,11 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("-o", "--out", default=str(BENCH_OUT / "paper_att"))
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = _parse(argv)
 
     from ssgallery.biometrics.evaluation import evaluate
     from ssgallery.biometrics.protocol import ProtocolOptions, run_protocol

@@ -226,7 +226,6 @@ def client_arms(args, rep, client, results):
     training rows, fitted matcher, similarity and features): each arm's row is added to
     ``results`` and the client's line printed. Returns (the compress --guard arm's job,
     the client's svm row, the svm-red error or None)."""
-    from ssgallery.learn.baselines import SVMRed, SVMSel
     from ssgallery.learn.supersparse import SuperSparseDistiller
     from ssgallery.learn.teacher import SimilaritySVM
 
@@ -278,15 +277,24 @@ def client_arms(args, rep, client, results):
            images[split.impostors])
     if args.no_baselines:
         return job, results["svm"][-1], None
+    return job, results["svm"][-1], baseline_arms(args, matcher, svm, X[tr], y, record)
+
+
+def baseline_arms(args, matcher, svm, X, y, record):
+    """The paper's baselines at the same m from the client's ``svm``, trained on ``X``,
+    ``y``: svm-sel and svm-red, a row each through ``record`` (`client_arms`'). Returns
+    svm-red's error, or None."""
+    from ssgallery.learn.baselines import SVMRed, SVMSel
+
     with training_cost(matcher) as cost:
-        sel = SVMSel(n_prototypes=args.m).fit(X[tr], y, teacher=svm)
+        sel = SVMSel(n_prototypes=args.m).fit(X, y, teacher=svm)
     record("svm-sel", sel, args.m, cost)
     try:
-        red = SVMRed(n_prototypes=args.m).fit(X[tr], y, teacher=svm)
+        red = SVMRed(n_prototypes=args.m).fit(X, y, teacher=svm)
         record("svm-red", red, args.m)
     except Exception as exc:  # noqa: BLE001 - reported, it is the point
-        return job, results["svm"][-1], f"{type(exc).__name__}: {exc}"
-    return job, results["svm"][-1], None
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def repetition(args, split, images, labels, results, cache):

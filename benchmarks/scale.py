@@ -198,7 +198,8 @@ STAGES = {"regimes": _regime_rows, "parallel": _parallel_rows, "startup": _start
           "accuracy": _accuracy_rows}
 
 
-def main(argv=None):
+def _parse(argv):
+    """The command line; ``--quick`` sets its small sizes here."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="100,500,2000", help="identities (6 images each)")
     ap.add_argument("--clients", type=int, default=20, help="clients timed per size")
@@ -237,14 +238,19 @@ def main(argv=None):
                          "stage runs; a partial run writes a page only when named)")
     ap.add_argument("--quick", action="store_true", help="small sizes; no page written")
     args = ap.parse_args(argv)
-    stages = args.stages.split(",")
-    partial = set(stages) != {"per_client", *STAGES}
     if args.quick:
         args.sizes, args.clients, args.parallel_clients = "100,300", 6, 8
         args.regime_clients = 4
         args.big_gallery, args.acc_identities, args.acc_clients, args.lfw_clients = \
             500, 60, 10, 10
         args.acc_seeds = "0"
+    return args
+
+
+def main(argv=None):
+    args = _parse(argv)
+    stages = args.stages.split(",")
+    partial = set(stages) != {"per_client", *STAGES}
     sizes = [int(s) for s in args.sizes.split(",")]
     tmp = tempfile.mkdtemp(prefix="ssgallery-scale-")
     rows = []
