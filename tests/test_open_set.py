@@ -292,17 +292,12 @@ def test_update_re_derives_the_threshold_for_the_grown_gallery(tmp_path):
     s = compress(store, gallery, opts, CompressRun(update=True))
     assert s.trained == ["c06", "c07"] and s.open_set["clients"] == 8
     labels = load_store(store, images=False).labels
-    new = []
     assert s.open_set["scale"] == first["scale"]  # the gallery keeps its 1:N scale
-    for c in ("c06", "c07"):
-        rows = s.heldout[c]["impostor_row"].astype(int)
-        new.append((openset.subject_out_normalised(s.heldout[c]["impostor"], labels[rows],
-                                                   first["scale"]), rows))
     merged = openset.merge_curves([
         dict(first["curve"], clients=6, search_size=first["search_size"],
              searches=first["searches"]),
-        openset.search_curve(np.concatenate([z for z, _ in new]),
-                             np.concatenate([r for _, r in new]), 2)])
+        openset.search_curve(*_heldout_searches(s, ("c06", "c07"), labels, first["scale"]),
+                             2)])
     t, resolved = openset.threshold_at_fpir(merged, 0.2)
     assert s.open_set["threshold"] == t and s.open_set["resolved"] == resolved
     assert s.open_set["searches"] == merged["searches"] and s.open_set["blocks"] == 2
@@ -321,6 +316,17 @@ def test_update_re_derives_the_threshold_for_the_grown_gallery(tmp_path):
     s = compress(store, gallery, opts, CompressRun(update=True))
     assert s.trained == [] and len(s.kept) == 8 and s.open_set is None
     assert "open_set" not in read_search(gallery)[2]
+
+
+def _heldout_searches(s, clients, labels, scale):
+    """The held-out searches of ``clients`` in compress summary ``s`` as compress pools
+    them: (each impostor score normalised subject-out on ``scale``, its store row)."""
+    z, rows = [], []
+    for c in clients:
+        r = s.heldout[c]["impostor_row"].astype(int)
+        z.append(openset.subject_out_normalised(s.heldout[c]["impostor"], labels[r], scale))
+        rows.append(r)
+    return np.concatenate(z), np.concatenate(rows)
 
 
 OLD = "4b80f8a"  # main before compress --target-fpir (32631fa)
@@ -365,13 +371,7 @@ def test_update_of_a_gallery_written_before_the_operating_point(tmp_path):
     stds = [now[c].normalization["std"] for c in sorted(now)]
     assert rec["scale"] == pytest.approx(openset.pooled_scale(stds), rel=1e-12)
     labels = load_store(store, images=False).labels
-    z, rows = [], []
-    for c in s.trained:
-        r = s.heldout[c]["impostor_row"].astype(int)
-        z.append(openset.subject_out_normalised(s.heldout[c]["impostor"], labels[r],
-                                                rec["scale"]))
-        rows.append(r)
-    curve = openset.search_curve(np.concatenate(z), np.concatenate(rows), 8)
+    curve = openset.search_curve(*_heldout_searches(s, s.trained, labels, rec["scale"]), 8)
     assert (rec["threshold"], rec["resolved"]) == openset.threshold_at_fpir(curve, 0.2)
     assert json.loads(read_search(gallery)[2]["open_set"]) == rec
     probe = min((tmp_path / "faces" / "c01").iterdir())  # in the old basis
@@ -388,7 +388,15 @@ def test_update_of_a_gallery_written_before_the_operating_point(tmp_path):
     assert "measured on 2 of the 8 clients" in res.stdout
     again = compress(store, gallery, opts, CompressRun(update=True)).open_set
     assert again["measured_clients"] == 2 and again["threshold"] == rec["threshold"]
-    # nothing to train: no point, a warning, and identify --open-set says what to do
+    _nothing_to_train_records_no_point(tmp_path, probe)
+
+
+def _nothing_to_train_records_no_point(tmp_path, probe):
+    """`test_update_of_a_gallery_written_before_the_operating_point`'s last part: the old
+    store and gallery (e0.h5, g0.h5) updated with nothing to train record no 1:N point,
+    with a warning, and identify --open-set says what to do."""
+    from ssgallery.formats.gallery import read_search
+
     res = CliRunner().invoke(main, ["compress", "--store", str(tmp_path / "e0.h5"), "-o",
                                     str(tmp_path / "g0.h5"), "--m", "1", "--cv-folds", "2",
                                     "--between", "0", "--update"])
