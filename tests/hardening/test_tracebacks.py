@@ -94,6 +94,64 @@ def _libtiff_files(face, folder):
     return good, cut
 
 
+def _size_cases(judge, pool, site, tmp_path):
+    """An image size and an m too large to hold: one line naming the value."""
+    root, faces = site["root"], site["faces"]
+    judge("enroll --size 20000x20000",
+          pool.run(["enroll", faces, "--store", tmp_path / "big.h5", "--size",
+                    "20000x20000", "-q"]), "20000x20000")
+    judge("compress --m 100000",
+          pool.run(["compress", "--store", root / "e.h5", "-o", tmp_path / "g.h5",
+                    "--m", "100000", "-q"]), f"{root / 'e.h5'}: --m = 100000")
+
+
+def _corrupt_store_cases(judge, pool, site, tmp_path):
+    """Each of `STORE_EDITS` (digests made to match), through compress and info."""
+    for name in STORE_EDITS:
+        store = tmp_path / f"{name.replace('/', '_').replace(' ', '_')}.h5"
+        shutil.copy(site["root"] / "e.h5", store)
+        with h5py.File(store, "a") as f:
+            _store_edit(f, name)
+        rehash_store(store)
+        for args in (["compress", "--store", store, "-o", tmp_path / "g.h5", "--m", "1",
+                      "--cv-folds", "0", "-q"], ["info", "--store", store]):
+            judge(f"{name}: {args[0]}", pool.run(args), f"{store}: corrupt")
+
+
+def _client_dataset_cases(judge, pool, site, tmp_path):
+    """A gallery's client group replaced by a dataset, through verify, info and roc."""
+    faces = site["faces"]
+    gallery = tmp_path / "dataset-client.h5"
+    shutil.copy(site["root"] / "g.h5", gallery)
+    with h5py.File(gallery, "a") as f:
+        del f["clients/c01"]
+        f["clients/c01"] = np.zeros(3)
+    rehash_gallery(gallery)
+    probe = os.path.join(faces, "c01", "0.png")
+    for args in (["verify", probe, "--claim", "c01", "--gallery", gallery, "-q"],
+                 ["info", "--svm", "--gallery", gallery],
+                 ["roc", "--gallery", gallery, "--probes", faces, "-o", tmp_path / "rg",
+                  "--no-plot"]):
+        judge(f"client group a dataset: {args[0]}", pool.run(args),
+              f"{gallery}: corrupt file: /clients/c01 is a dataset")
+
+
+def _identical_images_cases(judge, pool, site, tmp_path):
+    """A face folder whose images are all the same one, through enroll and roc."""
+    same = tmp_path / "same"
+    for client in ("a", "b", "c", "d"):
+        (same / client).mkdir(parents=True)
+        for i in range(3):
+            shutil.copy(os.path.join(site["faces"], "c01", "0.png"),
+                        same / client / f"{i}.png")
+    judge("all training images identical",
+          pool.run(["enroll", same, "--store", tmp_path / "same.h5", "-q"]),
+          f"{same}: eigenface: training images are all identical")
+    judge("roc on identical images",
+          pool.run(["roc", same, "-o", tmp_path / "r", "--no-plot", "--train-images",
+                    "1", "--repetitions", "1", "--enrolled", "2"]), f"{same}: ")
+
+
 def test_clean_lines_for_the_listed_inputs(site, tmp_path):
     root, faces = site["root"], site["faces"]
     counts = {"cases": 0, "clean outcomes": 0, "exit 4": 0, "extra stderr lines": 0,
@@ -114,45 +172,9 @@ def test_clean_lines_for_the_listed_inputs(site, tmp_path):
 
     pool = Workers()
     try:
-        judge("enroll --size 20000x20000",
-              pool.run(["enroll", faces, "--store", tmp_path / "big.h5", "--size",
-                        "20000x20000", "-q"]), "20000x20000")
-        judge("compress --m 100000",
-              pool.run(["compress", "--store", root / "e.h5", "-o", tmp_path / "g.h5",
-                        "--m", "100000", "-q"]), f"{root / 'e.h5'}: --m = 100000")
-        for name in STORE_EDITS:
-            store = tmp_path / f"{name.replace('/', '_').replace(' ', '_')}.h5"
-            shutil.copy(root / "e.h5", store)
-            with h5py.File(store, "a") as f:
-                _store_edit(f, name)
-            rehash_store(store)
-            for args in (["compress", "--store", store, "-o", tmp_path / "g.h5", "--m", "1",
-                          "--cv-folds", "0", "-q"], ["info", "--store", store]):
-                judge(f"{name}: {args[0]}", pool.run(args), f"{store}: corrupt")
-        gallery = tmp_path / "dataset-client.h5"  # a client group replaced by a dataset
-        shutil.copy(root / "g.h5", gallery)
-        with h5py.File(gallery, "a") as f:
-            del f["clients/c01"]
-            f["clients/c01"] = np.zeros(3)
-        rehash_gallery(gallery)
-        probe = os.path.join(faces, "c01", "0.png")
-        for args in (["verify", probe, "--claim", "c01", "--gallery", gallery, "-q"],
-                     ["info", "--svm", "--gallery", gallery],
-                     ["roc", "--gallery", gallery, "--probes", faces, "-o", tmp_path / "rg",
-                      "--no-plot"]):
-            judge(f"client group a dataset: {args[0]}", pool.run(args),
-                  f"{gallery}: corrupt file: /clients/c01 is a dataset")
-        same = tmp_path / "same"
-        for client in ("a", "b", "c", "d"):
-            (same / client).mkdir(parents=True)
-            for i in range(3):
-                shutil.copy(os.path.join(faces, "c01", "0.png"), same / client / f"{i}.png")
-        judge("all training images identical",
-              pool.run(["enroll", same, "--store", tmp_path / "same.h5", "-q"]),
-              f"{same}: eigenface: training images are all identical")
-        judge("roc on identical images",
-              pool.run(["roc", same, "-o", tmp_path / "r", "--no-plot", "--train-images",
-                        "1", "--repetitions", "1", "--enrolled", "2"]), f"{same}: ")
+        for cases in (_size_cases, _corrupt_store_cases, _client_dataset_cases,
+                      _identical_images_cases):
+            cases(judge, pool, site, tmp_path)
         from PIL import Image
 
         good, cut = _libtiff_files(Image.open(os.path.join(faces, "c01", "0.png")), tmp_path)
