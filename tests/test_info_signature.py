@@ -148,7 +148,8 @@ def test_a_key_file_that_is_a_folder_is_named(site, tmp_path, command, flag):
     r = _run(*args[command], flag, tmp_path)
     assert r.exit_code == 2, r.output
     what = "privacy key file" if flag == "--privacy-key-file" else "key file"
-    assert r.stderr == f"ssgallery: error: {tmp_path}: {what} is not a regular file\n", r.stderr
+    assert r.stderr == (f"ssgallery: error: {tmp_path}: {what} is a folder, expected a "
+                        "regular file\n"), r.stderr
     assert not (tmp_path / "p.png").exists()
 
 

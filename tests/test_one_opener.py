@@ -48,11 +48,14 @@ def test_a_key_file_that_is_a_socket_is_not_a_regular_file(unix_socket):
     """A key file was opened without a look first: a socket named as the key file was
     'cannot read the key file (No such device or address)' (the open's ENXIO), where a
     FIFO or a device was 'is not a regular file'. The one opener looks first: every
-    special file is refused alike, without being opened."""
+    special file is refused alike, without being opened, and named as every input is
+    (`ssgallery.safeio.file_kind`: 'is a socket, expected a regular file'; keys.py
+    worded it its own way, 'is not a regular file', until 2026-11-28)."""
     for load, what in ((load_key, "key file"), (load_privacy_key, "privacy key file")):
         with pytest.raises(SsgalleryError) as refused:
             load(str(unix_socket))
-        assert str(refused.value) == f"{unix_socket}: {what} is not a regular file"
+        assert str(refused.value) == f"{unix_socket}: {what} is a socket, expected a " \
+            "regular file"  # named as every input is (safeio.file_kind)
 
 
 def test_open_regular_opens_only_a_regular_file(tmp_path, unix_socket):
@@ -129,7 +132,9 @@ def test_a_store_reopened_for_its_rows_never_waits_on_a_fifo(tmp_path):
     store's path while a run read it hung the run for ever (as did `check_seal` and
     `encryption.decrypt` given such a path). The seal's and the encryption's openers
     open as the first read does now (`ssgallery.formats.readonly.opened`): one line
-    naming the store."""
+    naming the store, and what it is as every input is named
+    (`ssgallery.safeio.file_kind`; it said 'not a regular file, expected an store
+    file' in words of its own until 2026-11-28)."""
     from helpers import make_faces
 
     from ssgallery.app.enroll import enroll
@@ -143,7 +148,7 @@ def test_a_store_reopened_for_its_rows_never_waits_on_a_fifo(tmp_path):
     assert store.images[0:1].shape[0] == 1
     os.mkfifo(tmp_path / "fifo")
     os.replace(tmp_path / "fifo", path)
-    expected = "not a regular file, expected an {} file"
+    expected = "{} is a FIFO (named pipe), expected a regular file"  # safeio.file_kind
     try:
         for read, kind in ((lambda: store.images[0:1], "ssgallery enrollment store"),
                            (lambda: check_seal(path, "store"), "store"),

@@ -12,7 +12,7 @@ import contextlib
 import os
 
 from ssgallery.errors import FormatError, SsgalleryError, option
-from ssgallery.safeio import env_text, open_regular
+from ssgallery.safeio import env_text, file_kind, open_regular
 
 KEY_ENV = "SSGALLERY_KEY_FILE"
 
@@ -49,7 +49,8 @@ def load_key(key_file=None, env=KEY_ENV, what="key file"):
         raise SsgalleryError(f"cannot read the {what} ({exc.strerror})", path=key_file) \
             from None
     if fd is None:  # a FIFO, a device, a socket, a folder: never opened
-        raise SsgalleryError(f"{what} is not a regular file", path=key_file)
+        raise SsgalleryError(f"{what} is {file_kind(st.st_mode)}, expected a regular file",
+                             path=key_file)
     with os.fdopen(fd, "rb") as handle:
         key = handle.read(MAX_KEY_BYTES + 1)
     problem = key_problem(key, read_to=MAX_KEY_BYTES + 1)

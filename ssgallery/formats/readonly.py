@@ -9,10 +9,9 @@ Standard library only (on the ``verify`` path).
 
 import io
 import os
-import stat
 
 from ssgallery.errors import FormatError
-from ssgallery.safeio import open_regular
+from ssgallery.safeio import file_kind, open_regular
 
 
 def opened(path, kind, hint=""):
@@ -26,9 +25,9 @@ def opened(path, kind, hint=""):
         raise FormatError(f"no such {kind}{hint}", path=path) from None
     except OSError as exc:
         raise FormatError(f"cannot read the {kind} ({exc.strerror})", path=path) from None
-    if fd is None:
-        what = "is a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        raise FormatError(f"{what}, expected an {kind} file", path=path)
+    if fd is None:  # named as every input is (`ssgallery.safeio.file_kind`)
+        raise FormatError(f"{kind} is {file_kind(st.st_mode)}, expected a regular file",
+                          path=path)
     return open(fd, "rb", buffering=0), st
 
 
