@@ -2,8 +2,9 @@
 user gets them wrong, through the command line with real programs (tiny scripts in
 tmp_path): ``-O command``, ``-O cache_dir`` and the [external] table of
 $SSGALLERY_CONFIG. Each mistake is one line naming the option and the problem, exit 2,
-no traceback and no store or gallery written, or (an option with no effect) one warning
-(docs/external-matcher.md). The program itself named or built wrong:
+no traceback and no store or gallery written, or (an option with no effect:
+--matcher-cmd for a file whose matcher runs no program, -O command over the host's
+program) one warning (docs/external-matcher.md). The program itself named or built wrong:
 tests/test_matcher_mistakes.py."""
 
 import sys
@@ -11,11 +12,13 @@ import sys
 import pytest
 from click.testing import CliRunner
 from helpers import EXAMPLE_MAD as MAD
-from helpers import make_faces, write_program
+from helpers import invoked, make_faces, write_program
 
 from ssgallery.cli import main
+from ssgallery.datasets import sample_faces_path
 
 MAD_TEXT = MAD.read_text(encoding="utf-8")
+PROBE = sample_faces_path().parent / "probes" / "c01_genuine_1.png"
 
 
 @pytest.fixture(scope="module")
@@ -233,3 +236,138 @@ def test_a_nul_character_in_the_command_or_the_cache_folder_is_refused(faces, tm
     assert not gallery.exists() and not (tmp_path / "g.h5.parts").exists()
     with pytest.raises(InputError, match=r"^external matcher option cache_dir holds a NUL "):
         ExternalMatcher(command=[str(prog)], cache_dir="a\0b")
+
+
+IGNORED = ("ssgallery: warning: --matcher-cmd is ignored: {path} uses the eigenface "
+           "matcher, which runs no program (--matcher-cmd names an external matcher's)")
+
+FOLDER_IGNORED = ("ssgallery: warning: --matcher-cmd is ignored: roc on a faces folder ({path}) "
+                  "runs the eigenface matcher, which runs no program; to measure the external "
+                  "matcher, enroll {path} with --matcher-cmd and run roc on the store")
+
+
+def _warned(out, path, expected=IGNORED):
+    """``out`` ended as it would without --matcher-cmd, with one warning that names it
+    (and the command's own warnings, if any)."""
+    assert out["exit_code"] in (0, 1), out["output"]
+    named = [line for line in out["stderr"].splitlines() if "--matcher-cmd" in line]
+    assert named == [expected.format(path=path)], out["stderr"]
+
+
+@pytest.mark.parametrize("args", [
+    ["verify", PROBE, "--claim", "c01"],
+    ["identify", PROBE],
+    ["roc", "--probes", sample_faces_path(), "--no-plot", "-q"]])
+def test_matcher_cmd_on_a_gallery_that_runs_no_program_is_named(sample_gallery_3, tmp_path,
+                                                                 args):
+    """verify, identify and roc --gallery read an eigenface gallery with
+    ``--matcher-cmd PROG`` as without it, without a word: the option was dropped."""
+    gallery = sample_gallery_3["gallery"]
+    if args[0] == "roc":
+        args = args + ["--gallery", gallery, "-o", tmp_path / "report"]
+    else:
+        args = args + ["--gallery", gallery, "-q"]
+    _warned(invoked(args + ["--matcher-cmd", "no-such-matcher --model x"]), gallery)
+
+
+def test_matcher_cmd_with_verify_claims_is_named_once(sample_gallery_3, tmp_path):
+    claims = tmp_path / "claims.txt"
+    claims.write_text(f"{PROBE} c01\n{PROBE} c02\n")
+    gallery = sample_gallery_3["gallery"]
+    _warned(invoked(["verify", "--claims", claims, "--gallery", gallery, "-q",
+                     "--matcher-cmd", "no-such-matcher"]), gallery)
+
+
+def test_matcher_cmd_on_a_store_that_runs_no_program_is_named(tmp_path):
+    """compress and roc on an eigenface store: the same warning, naming the store; roc
+    on a faces folder (eigenface) says how an external matcher is measured (main said
+    'FACES uses the eigenface matcher', as if a folder chose one, and not how)."""
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=5, shape=(16, 12))
+    store = tmp_path / "s.h5"
+    assert invoked(["enroll", faces, "--store", store, "-q"])["exit_code"] == 0
+    _warned(invoked(["compress", "--store", store, "-o", tmp_path / "g.h5", "--m", "1",
+                     "--clients", "c00", "--target-far", "0.2", "-q",
+                     "--matcher-cmd", "no-such-matcher"]), store)
+    _warned(invoked(["roc", "--store", store, "--repetitions", "1", "--methods", "ssvm",
+                     "--m", "1", "--enrolled", "2", "--train-images", "3", "--no-plot",
+                     "--no-identification", "-q", "-o", tmp_path / "report",
+                     "--matcher-cmd", "no-such-matcher"]), store)
+    _warned(invoked(["roc", faces, "--repetitions", "1", "--methods", "ssvm", "--m", "1",
+                     "--enrolled", "2", "--train-images", "3", "--no-plot",
+                     "--no-identification", "-q", "-o", tmp_path / "report2",
+                     "--matcher-cmd", "no-such-matcher"]), faces, FOLDER_IGNORED)
+
+
+def test_the_hosts_matcher_program_from_the_environment_is_not_named(sample_gallery_3,
+                                                                      monkeypatch):
+    """$SSGALLERY_MATCHER_CMD names the host's program for every external gallery: a
+    gallery of another matcher says nothing about it."""
+    monkeypatch.setenv("SSGALLERY_MATCHER_CMD", "no-such-matcher")
+    out = invoked(["verify", PROBE, "--claim", "c01", "--gallery", sample_gallery_3["gallery"],
+                   "-q"])
+    assert out["exit_code"] in (0, 1) and out["stderr"] == "", out["output"]
+
+
+def test_o_command_over_a_different_hosts_program_is_named(tmp_path, monkeypatch):
+    """'enroll --matcher external -O command=PROG' with $SSGALLERY_MATCHER_CMD naming
+    another program ran PROG without a word (-O command is --matcher-cmd's other spelling
+    at enroll, and wins over the variable): one warning names the program used and the
+    one left out; none when both name the same program."""
+    import json
+    import os
+    import shlex
+    import sys
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=2, n_images=2, shape=(16, 12))
+    program = [sys.executable, os.path.join(os.path.dirname(__file__), "matchers",
+                                            "clipped_corr.py")]
+    args = ["enroll", faces, "--matcher", "external", "-O", f"command={json.dumps(program)}"]
+    monkeypatch.setenv("SSGALLERY_MATCHER_CMD", "no-such-matcher --model x")
+    out = invoked(args + ["--store", tmp_path / "e.h5"])
+    assert out["exit_code"] == 0, out["output"]
+    warning = (f"ssgallery: warning: the external matcher program is -O command's "
+               f"({shlex.join(program)}), not the one $SSGALLERY_MATCHER_CMD names "
+               "(no-such-matcher --model x)")
+    assert out["stderr"].splitlines() == [warning], out["stderr"]
+    monkeypatch.setenv("SSGALLERY_MATCHER_CMD", shlex.join(program))
+    out = invoked(args + ["--store", tmp_path / "e2.h5"])
+    assert out["exit_code"] == 0 and out["stderr"] == "", out["output"]
+    monkeypatch.delenv("SSGALLERY_MATCHER_CMD")
+    config = tmp_path / "config.toml"
+    config.write_text('[external]\ncommand = "other-matcher"\n')
+    monkeypatch.setenv("SSGALLERY_CONFIG", str(config))
+    out = invoked(args + ["--store", tmp_path / "e3.h5"])
+    assert out["exit_code"] == 0, out["output"]
+    assert out["stderr"].endswith(f", not the one {config} names (other-matcher)\n"), \
+        out["stderr"]
+
+
+def test_o_command_naming_the_hosts_program_by_another_path_is_not_warned(
+        tmp_path, monkeypatch):
+    """91cef5a warned whenever -O command's words differed from $SSGALLERY_MATCHER_CMD's:
+    the same program and script named by a relative path, or by its name on $PATH, was
+    'not the one $SSGALLERY_MATCHER_CMD names'. Words naming the same file agree; another
+    argument is still named."""
+    import json
+    import os
+    import shlex
+    import shutil
+    import sys
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=2, n_images=2, shape=(16, 12))
+    shutil.copy(os.path.join(os.path.dirname(__file__), "matchers", "clipped_corr.py"),
+                tmp_path / "m.py")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep
+                       + os.environ.get("PATH", ""))
+    given = [sys.executable, "m.py"]  # relative script, the interpreter's full path
+    args = ["enroll", faces, "--matcher", "external", "-O", f"command={json.dumps(given)}"]
+    monkeypatch.setenv("SSGALLERY_MATCHER_CMD", shlex.join(
+        [os.path.basename(sys.executable), str(tmp_path / "m.py")]))
+    out = invoked(args + ["--store", tmp_path / "e.h5"])
+    assert out["exit_code"] == 0 and out["stderr"] == "", out["output"]
+    monkeypatch.setenv("SSGALLERY_MATCHER_CMD", shlex.join(
+        [sys.executable, str(tmp_path / "m.py"), "--model", "x"]))
+    out = invoked(args + ["--store", tmp_path / "e2.h5"])
+    assert out["exit_code"] == 0, out["output"]
+    assert "not the one $SSGALLERY_MATCHER_CMD names" in out["stderr"], out["stderr"]
