@@ -4,7 +4,8 @@ committed part (`ssgallery.app.parts`) or a Dask worker's result.
 Both are data (issue 20): `check_result` refuses, with one line naming where the result
 came from, anything the training code of this host could not have produced: another
 client, arrays of the wrong kind or shape, non-finite values, prototypes implausible in
-the matcher space or a threshold that accepts every probe (the gallery's own
+the matcher space, a threshold that accepts every probe or weights beyond the
+training objective its provenance records (the gallery's own
 `ssgallery.formats.gallery.check_model`), held-out scores that are not the three finite
 1-D arrays training returns (``impostor`` scores, at least one, their store rows, and
 ``genuine`` scores; none longer than the store), a threshold and a Z-norm that are not
@@ -130,8 +131,8 @@ def check_result(result, client, context, where):
     result.row = _summary_row(result, refuse)
     model = ClientModel(client_id=client, prototypes=result.prototypes, beta=result.beta,
                         intercept=float(result.intercept), threshold=float(result.threshold),
-                        similarity=similarity.params(), provenance={})
-    check_model(model, matcher, where)
+                        similarity=similarity.params(), provenance=result.provenance)
+    check_model(model, matcher, where)  # its weights within its objective too
 
 
 def check_calibrated(results, clients, context, where):

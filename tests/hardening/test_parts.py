@@ -422,3 +422,30 @@ def test_held_out_scores_whose_spread_overflows_are_a_bad_part(site, tmp_path):
     assert "held-out impostor scores whose mean or spread overflows a float; a bad part: " \
            "client 'c01' is trained again" in r["stderr"], r["stderr"]
     assert "Warning:" not in r["stderr"] and "_methods.py" not in r["stderr"], r["stderr"]
+
+
+def test_weights_beyond_the_part_s_own_objective_are_a_bad_part(site, tmp_path):
+    """A part whose weights its own provenance's training objective cannot have given
+    (beta 1e6 beside omega 1 and lambda_abs 1e-4: ||beta|| <= 100, Eq. 2) passed the
+    result checks (they built the model without its provenance) and was written into
+    the gallery, where every reader refuses the client since the record check
+    (`ssgallery.formats.gallery.checks`): compress --resume said nothing, exit 0.
+    The part is checked as a gallery's record is: a bad part, its client trained again,
+    and the gallery it writes is read."""
+    part = _forged(site, beta=np.array([1e6]),
+                   provenance=dict(PROVENANCE, lambda_abs=1e-4))
+    gallery = tmp_path / "g.h5"
+    _plant(site, gallery, part)
+    pool = Workers(timeout=120)
+    try:
+        r = pool.run(["compress", "--store", site["root"] / "e.h5", "-o", gallery,
+                      "--resume", *ARGS])
+        verdict = pool.run(["verify", site["impostor"], "--claim", "c01", "--gallery",
+                            gallery, "-q"])
+    finally:
+        pool.close()
+    assert r.get("code") == 0, r
+    assert "has weights beyond its training objective: ||beta|| 1e+06 > sqrt(omega / " \
+           "lambda_abs) 100 (Eq. 2)" in r["stderr"], r["stderr"]
+    assert "client 'c01' is trained again" in r["stderr"], r["stderr"]
+    assert verdict.get("code") == 1, verdict
