@@ -10,6 +10,7 @@ themselves are unchanged. The warning cites the benchmark page and types none of
 figures (it carried AT&T's, typed by hand from private runs).
 """
 
+import json
 import re
 
 from click.testing import CliRunner
@@ -86,24 +87,41 @@ def test_an_update_counts_the_store_s_people_once(tmp_path):
     store holds 4, and 12 people so built read 22 and were never warned about. The
     record now keeps the people it rests on (``impostor_people``: at most the store's
     subjects), and the warning counts them; so does info's interval by person, which
-    said '6 impostor people' after the warning's 4."""
+    said '6 impostor people' after the warning's 4. The record now names its people
+    (by ids, the same after enroll --add: tests/test_update_people.py), so the interval
+    counts them once too; a record written before the ids is still counted block by
+    block, and info says so."""
+    import h5py
+    from helpers import rehash_gallery
+
     faces = _faces(tmp_path, ["c01", "c02", "c03"])
     _run("enroll", faces, "--store", tmp_path / "e.h5", "-q")
     _run("compress", "--store", tmp_path / "e.h5", "-o", tmp_path / "g.h5", "--m", "1", "-q")
+    (tmp_path / "old.h5").write_bytes((tmp_path / "g.h5").read_bytes())
+    with h5py.File(tmp_path / "old.h5", "a") as f:  # as written before the ids
+        cal = json.loads(f.attrs["calibration"])
+        del cal["far_by_person"]["people"]
+        f.attrs["calibration"] = json.dumps(cal)
+    rehash_gallery(tmp_path / "old.h5")
     (faces / "c04").symlink_to(sample_faces_path() / "c04")
     _run("enroll", faces, "--store", tmp_path / "e.h5", "--add", "-q")
-    res = _run("compress", "--store", tmp_path / "e.h5", "-o", tmp_path / "g.h5", "--m", "1",
-               "--update")
-    lines = [ln for ln in res.stderr.splitlines() if FEW in ln]
-    assert len(lines) == 1 and f"{FEW} 4 impostor people (fewer than 20)" in lines[0], lines
-    assert "(enroll --background, 16 more people at least)" in lines[0], lines
-    info = _run("info", "--gallery", tmp_path / "g.h5")
-    assert [ln for ln in info.stderr.splitlines() if FEW in ln] == lines
-    # info's interval by person named the same people as 6 (its clusters: the blocks
-    # apart); it names them once, and how its interval counted them
-    line = next(ln for ln in info.stdout.splitlines() if "by impostor person" in ln)
-    assert "by impostor person: 4 impostor people (counted as 6: --update's blocks " \
-        "apart), design effect" in line, line
+    # named: c01-c03 are the impostor people of every score (c04 was no one's impostor
+    # when c01-c03 were trained); before the ids: 4, the store's subjects, of 6 clusters
+    for name, people, counted in (("g.h5", 3, ""),
+                                  ("old.h5", 4, " (counted as 6: --update's blocks apart)")):
+        res = _run("compress", "--store", tmp_path / "e.h5", "-o", tmp_path / name, "--m",
+                   "1", "--update")
+        lines = [ln for ln in res.stderr.splitlines() if FEW in ln]
+        assert len(lines) == 1 and f"{FEW} {people} impostor people (fewer than 20)" in \
+            lines[0], lines
+        assert f"(enroll --background, {20 - people} more people at least)" in lines[0], lines
+        info = _run("info", "--gallery", tmp_path / name)
+        assert [ln for ln in info.stderr.splitlines() if FEW in ln] == lines
+        # info's interval by person named the same people as 6 (its clusters: the blocks
+        # apart); it names them once, and how its interval counted them
+        line = next(ln for ln in info.stdout.splitlines() if "by impostor person" in ln)
+        assert f"by impostor person: {people} impostor people{counted}, design effect" in \
+            line, line
 
 
 def test_a_recorded_people_count_no_compress_writes_is_refused(tmp_path):

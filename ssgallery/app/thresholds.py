@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ssgallery.app.impostor_people import kept_block, merged_by_person, new_block
 from ssgallery.app.training_scores import (  # public here too
     fitted_note,
     on_training_scores,
@@ -57,7 +58,8 @@ def _check_update(mode, target_far, previous, path):
                          f"{old['target_far']:g}, not {target_far:g}: {redo}", path=path)
 
 
-def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labels=None):
+def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labels=None,
+              ids=None):
     """Thresholds of every client and the calibration to record.
 
     Parameters
@@ -77,6 +79,10 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
         The store's subject of each row: the people behind each client's impostor
         scores (``heldout["impostor_row"]``), for ``unresolved`` (default: each score a
         person).
+    ids : dict of str to str, optional
+        An id per subject that names no one (`ssgallery.app.impostor_people.person_ids`):
+        the interval by person then keeps each person's counts under it, so that an
+        update counts a person in both blocks once.
 
     Returns
     -------
@@ -86,7 +92,8 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
         ``client``), ``accepted``, ``impostors``, ``expected_far`` and
         ``expected_far_ci`` (None when copied clients have no recorded counts; the
         scores counted as independent trials), ``far_by_person`` (the interval with the
-        impostor person as the trial: `merged_record`; None when copied clients have
+        impostor person as the trial: `ssgallery.app.impostor_people.merged_by_person`,
+        with its ``people`` when ``ids`` are given; None when copied clients have
         none recorded),
         ``clients``, ``training_clients`` (clients whose scores are training scores:
         nothing could be held out, or they were off scale; the copied ones by their
@@ -103,7 +110,8 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
     tally = _kept_tally(kept, mode, target_far, previous, path)
     thresholds = {c: float(results[c].threshold) for c in kept}
     if new:
-        thresholds.update(_calibrate_new(results, new, mode, target_far, labels, tally))
+        thresholds.update(_calibrate_new(results, new, mode, target_far, (labels, ids),
+                                         tally))
     frr = frr_record(client_frr(results, thresholds, new),
                      None if tally.old is None else {} if tally.unknown else tally.old)
     return thresholds, _record(results, mode, target_far, labels, tally) | frr
@@ -137,16 +145,19 @@ def _kept_tally(kept, mode, target_far, previous, path):
     tally.counts = {k: None if unknown and k != "global_threshold" else old.get(k)
                     for k in tally.counts}
     tally.unresolved = None if unknown else unresolved_record(old.get("unresolved"))
-    tally.by_person.append(None if unknown else clustered_sums(old.get("far_by_person")))
+    record = old.get("far_by_person")
+    tally.by_person.append(None if unknown else kept_block(record, clustered_sums(record)))
     tally.unknown, tally.old = unknown, old
     return tally
 
 
-def _calibrate_new(results, new, mode, target_far, labels, tally):
+def _calibrate_new(results, new, mode, target_far, people, tally):
     """The thresholds of the ``new`` clients (the kept ones' global T when there are
-    any), their counts added to ``tally``."""
+    any), their counts added to ``tally``; ``people``: the store's ``labels`` and
+    ``ids`` (`calibrate`)."""
     from ssgallery.biometrics.calibration import calibrate_thresholds
 
+    labels, ids = people
     counts = tally.counts
     t, info = calibrate_thresholds([results[c].heldout["impostor"] for c in new],
                                    [results[c].normalization for c in new], target_far,
@@ -160,7 +171,7 @@ def _calibrate_new(results, new, mode, target_far, labels, tally):
         counts["impostors"] += info["impostors"]
     if not tally.unknown:
         tally.unresolved = merge_unresolved(tally.unresolved, info["unresolved"])
-    tally.by_person.append((info["far_by_person"] or {}).get("sums"))
+    tally.by_person.append(new_block(info, ids))
     return {c: float(v) for c, v in zip(new, t)}
 
 
@@ -180,7 +191,7 @@ def _record(results, mode, target_far, labels, tally):
               "expected_far_ci": list(clopper_pearson(counts["accepted"],
                                                       counts["impostors"]))
               if known else None,
-              "far_by_person": merged_record(tally.by_person) if known else None,
+              "far_by_person": _far_by_person(tally.by_person) if known else None,
               "clients": len(results),
               "training_clients": int(training), "unresolved": tally.unresolved}
     if record["far_by_person"] is not None:
@@ -190,13 +201,27 @@ def _record(results, mode, target_far, labels, tally):
     return record
 
 
+def _far_by_person(blocks):
+    """The interval by impostor person of the blocks of `calibrate` (the kept record's
+    and the new clients'): each person once when every block names its people
+    (`merged_by_person`), else the blocks as disjoint people (`merged_record`); None
+    when a block has none (unknown)."""
+    if not blocks or any(b is None for b in blocks):
+        return None
+    if all(b["people"] is not None for b in blocks):
+        return merged_by_person(blocks)
+    return merged_record([b["sums"] for b in blocks])
+
+
 def impostor_people(far_by_person, labels=None):
     """How many people the thresholds' impostor scores are of: the clusters of the
-    interval by person (``far_by_person``, `merged_record`), at most the store's
-    subjects (``labels``: the subject of each of its images). An update's record adds
-    its clients' people to the kept record's as other people (it keeps sums, not names),
-    so one person counted in both blocks is counted twice there; no person is outside
-    the store, which only grows (enroll --add).
+    interval by person (``far_by_person``,
+    `ssgallery.app.impostor_people.merged_by_person`), at most the store's subjects
+    (``labels``: the subject of each of its images). An update whose blocks name their
+    people counts each once; one that adds to a record written before the ids adds its
+    clients' people to the kept record's as other people (sums, not people), so one
+    person counted in both blocks is counted twice there; no person is outside the
+    store, which only grows (enroll --add).
 
     Parameters
     ----------
@@ -256,9 +281,10 @@ def clustered_sums(value):
 
 def merged_record(blocks):
     """One interval by cluster from the `clustered_sums` of blocks of disjoint clusters
-    (an update: the copied clients' record and the new clients'; for impostor people,
-    who are claimed against both blocks, taken as disjoint: see docs/operating-points.md);
-    None when a block has none (unknown) or there is no trial."""
+    (an update: the copied clients' record and the new clients'; clients are; impostor
+    people, who are claimed against both blocks, are taken as disjoint here only when a
+    block does not name them: `ssgallery.app.impostor_people.merged_by_person`); None
+    when a block has none (unknown) or there is no trial."""
     from ssgallery.biometrics.calibration import clustered_record
     from ssgallery.biometrics.intervals import merged_sums
 

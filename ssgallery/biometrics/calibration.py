@@ -31,7 +31,12 @@ import numpy as np
 
 from ssgallery.biometrics import metrics
 from ssgallery.biometrics.heldout import floored_std
-from ssgallery.biometrics.intervals import clopper_pearson, cluster_sums, sums_interval
+from ssgallery.biometrics.intervals import (  # person_*: re-exported
+    clopper_pearson,
+    person_counts,
+    person_sums,
+    sums_interval,
+)
 from ssgallery.errors import InputError
 
 THRESHOLD_MODES = ("client", "znorm-global", "shrink")
@@ -125,45 +130,6 @@ def clustered_record(sums):
         return None
     low, high, d = sums_interval(sums)
     return {"ci": [low, high], "design_effect": d, "sums": dict(sums)}
-
-
-def person_sums(hits, people):
-    """`ssgallery.biometrics.intervals.cluster_sums` of accepted impostor scores by
-    impostor person: one person's scores against every client form one cluster.
-
-    Parameters
-    ----------
-    hits : list of array_like of bool
-        Per client, whether each impostor score is accepted, shape (n_c,).
-    people : list of array_like or None
-        Per client, the person of each score; every entry None: no person is known, and
-        each score is a person of its own (the plain interval of the scores).
-
-    Returns
-    -------
-    dict
-        The sums (`ssgallery.biometrics.intervals.cluster_sums`).
-
-    Raises
-    ------
-    ValueError
-        The people of some clients but not all: the scores of the others may be the same
-        people's, so counting each as a person of its own would claim more people than
-        were seen (an interval too narrow, named by person). Give every client's people,
-        or none.
-    """
-    hits = [np.asarray(h, dtype=bool).ravel() for h in hits]
-    unknown = [who is None for who in people]
-    if any(unknown) and not all(unknown):
-        raise ValueError(f"impostor people given for {unknown.count(False)} of "
-                         f"{len(unknown)} clients: give every client's people, or none")
-    if all(unknown):  # each score a person of its own
-        flat = np.concatenate(hits) if hits else np.zeros(0, dtype=bool)
-        return cluster_sums(flat, np.ones(flat.size))
-    who = [np.asarray(w).astype(str).ravel() for w in people]
-    names, code = np.unique(np.concatenate(who), return_inverse=True)
-    return cluster_sums(np.bincount(code, np.concatenate(hits), minlength=names.size),
-                        np.bincount(code, minlength=names.size))
 
 
 def _gap_threshold(scores, far):
@@ -309,7 +275,9 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
         `cross_fittable`) in the normalised modes, fewer than 1 / target_far scores
         (the threshold above all of them) in ``client``; their expected FAR is
         `people_bound`'s, by impostor person, when their scores are held out;
-        ``by_client``: per client, the `person_sums` of its own accepted scores (the
+        ``person_counts``: `person_counts` (None without every client's people), what
+        ``far_by_person`` sums; ``by_client``: per client, the `person_sums` of its
+        own accepted scores (the
         same accepts, its impostor people the clusters), for each client's FAR and
         interval (`ssgallery.biometrics.intervals.sums_interval`).
     """
@@ -333,6 +301,8 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
                "accepted": accepted, "impostors": total, "expected_far": accepted / total,
                "expected_far_ci": list(clopper_pearson(accepted, total)),
                "far_by_person": clustered_record(person_sums(hits, people))
+               if all(who is not None for who in people) else None,
+               "person_counts": person_counts(hits, people)
                if all(who is not None for who in people) else None,
                "unresolved": _unresolved(impostors, hits, people, fitted,
                                          held_out or [True] * len(impostors)),
@@ -384,5 +354,5 @@ def _normalised_thresholds(impostors, normalizations, target_far, mode, how,
 
 __all__ = ["DEFAULT_THRESHOLD_MODE", "THRESHOLD_MODES", "accepts_too_many",
            "calibrate_thresholds", "clopper_pearson", "clustered_record", "cross_fittable",
-           "cross_normalised", "people_bound", "person_sums", "subject_out_fittable",
-           "subject_out_normalised"]
+           "cross_normalised", "people_bound", "person_counts", "person_sums",
+           "subject_out_fittable", "subject_out_normalised"]

@@ -16,7 +16,7 @@ clustered binary data", *Biometrics* 48(2):577-585) do for tests of clustered
 proportions. The design effect is estimated from the spread of the per-cluster counts
 around the pooled rate (`design_effect`), from sums that blocks of disjoint clusters can
 add (`cluster_sums`, `merged_sums`), so that a gallery's record can be combined with an
-update's.
+update's; impostor scores are clustered by person with `person_counts` / `person_sums`.
 """
 
 import numpy as np
@@ -24,7 +24,8 @@ import numpy as np
 from ssgallery.formats.interval_sums import SUM_KEYS
 
 __all__ = ["SUM_KEYS", "beta_interval", "clopper_pearson", "cluster_sums",
-           "clustered_interval", "design_effect", "merged_sums", "sums_interval"]
+           "clustered_interval", "design_effect", "merged_sums", "person_counts",
+           "person_sums", "sums_interval"]
 
 
 def beta_interval(k, n, level=0.95):
@@ -91,6 +92,69 @@ def merged_sums(*blocks):
     """`cluster_sums` of several blocks taken as disjoint clusters (their sum)."""
     return {key: (int if key == "clusters" else float)(sum(b[key] for b in blocks))
             for key in SUM_KEYS}
+
+
+def person_sums(hits, people):
+    """`ssgallery.biometrics.intervals.cluster_sums` of accepted impostor scores by
+    impostor person: one person's scores against every client form one cluster.
+
+    Parameters
+    ----------
+    hits : list of array_like of bool
+        Per client, whether each impostor score is accepted, shape (n_c,).
+    people : list of array_like or None
+        Per client, the person of each score; every entry None: no person is known, and
+        each score is a person of its own (the plain interval of the scores).
+
+    Returns
+    -------
+    dict
+        The sums (`ssgallery.biometrics.intervals.cluster_sums`).
+
+    Raises
+    ------
+    ValueError
+        The people of some clients but not all: the scores of the others may be the same
+        people's, so counting each as a person of its own would claim more people than
+        were seen (an interval too narrow, named by person). Give every client's people,
+        or none.
+    """
+    hits = [np.asarray(h, dtype=bool).ravel() for h in hits]
+    unknown = [who is None for who in people]
+    if any(unknown) and not all(unknown):
+        raise ValueError(f"impostor people given for {unknown.count(False)} of "
+                         f"{len(unknown)} clients: give every client's people, or none")
+    if all(unknown):  # each score a person of its own
+        flat = np.concatenate(hits) if hits else np.zeros(0, dtype=bool)
+        return cluster_sums(flat, np.ones(flat.size))
+    return cluster_sums(*person_counts(hits, people)[1:])
+
+
+def person_counts(hits, people):
+    """Per impostor person: accepted scores and scores, over every client (the clusters
+    of `person_sums`).
+
+    Parameters
+    ----------
+    hits : list of array_like of bool
+        Per client, whether each impostor score is accepted.
+    people : list of array_like
+        Per client, the person of each score (every client's).
+
+    Returns
+    -------
+    names : ndarray of str, shape (G,)
+        The people, sorted.
+    k, n : ndarray of shape (G,)
+        Accepted scores and scores of each.
+    """
+    hits = [np.asarray(h, dtype=bool).ravel() for h in hits]
+    who = [np.asarray(w).astype(str).ravel() for w in people]
+    names, code = np.unique(np.concatenate(who) if who else np.zeros(0, str),
+                            return_inverse=True)
+    return (names, np.bincount(code, np.concatenate(hits) if hits else None,
+                               minlength=names.size).astype(int),
+            np.bincount(code, minlength=names.size))
 
 
 def design_effect(sums):

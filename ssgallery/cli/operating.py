@@ -80,10 +80,12 @@ def _by_cluster(cal, key):
 
 def people_count(cal, sums):
     """How many impostor people a calibration record's thresholds rest on, each once:
-    its ``impostor_people`` (`ssgallery.app.thresholds.impostor_people`: after
-    ``compress --update`` fewer than the interval's clusters, which count the update's
-    blocks apart); in a record written before it, the clusters of its interval by
-    person (``sums``, `ssgallery.app.thresholds.clustered_sums` of ``far_by_person``)."""
+    its ``impostor_people`` (`ssgallery.app.thresholds.impostor_people`: fewer than the
+    interval's clusters only after ``compress --update`` of a record that did not name
+    its people, whose blocks the interval counts apart,
+    `ssgallery.app.impostor_people`); in a record written before it, the clusters of its
+    interval by person (``sums``, `ssgallery.app.thresholds.clustered_sums` of
+    ``far_by_person``)."""
     people = cal.get("impostor_people")
     return people if is_int(people) and people >= 0 else int(sums["clusters"])
 

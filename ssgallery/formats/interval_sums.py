@@ -1,12 +1,17 @@
 """The sums a recorded interval by cluster keeps (``far_by_person``, ``frr_by_client`` in
 a gallery's calibration record; `ssgallery.biometrics.intervals.cluster_sums` writes
 them, `ssgallery.biometrics.intervals.design_effect` reads them), and what sums a file
-may hold (`sums_problem`): checked where a record is read, below the layers that use
+may hold (`sums_problem`) and the per-person counts beside them (``far_by_person``'s
+``people``, `people_problem`): checked where a record is read, below the layers that use
 them."""
+
+import re
 
 from ssgallery.checks import EXACT_INT, is_finite_real, is_int, shown
 
-__all__ = ["SUM_KEYS", "sums_problem"]
+PERSON_ID = re.compile(r"[0-9a-f]{32}")  # `ssgallery.app.impostor_people.person_ids`'s
+
+__all__ = ["SUM_KEYS", "people_problem", "sums_problem"]
 
 SUM_KEYS = ("clusters", "k", "n", "kk", "kn", "nn")
 
@@ -53,4 +58,31 @@ def sums_problem(sums):
                                      ("nn", nn, "n² / clusters", n * n / max(g, 1))):
         if over(bound, value):
             return f"{name} {value:.4g} is below {what} ({bound:.4g})"
+    return None
+
+
+def people_problem(people, sums):
+    """What makes ``people`` (data from a file: the ``[id, k, n]`` of each impostor
+    person of an interval by person, `ssgallery.app.impostor_people`) not the counts
+    its ``sums`` (checked: `sums_problem`) were made of, or None: a list of one entry per
+    cluster, each a 32-hex-digit id (distinct) with whole counts 0 <= k <= n, 1 <= n <
+    2**53, whose `ssgallery.biometrics.intervals.cluster_sums` are ``sums`` (within float
+    rounding). ``compress --update`` adds a kept record's people to its own by id."""
+    g = sums["clusters"]
+    if not isinstance(people, list) or len(people) != g:
+        return f"people must be a list of {g} [id, k, n], one per cluster"
+    for entry in people:
+        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)
+                and PERSON_ID.fullmatch(entry[0]) and is_int(entry[1]) and is_int(entry[2])
+                and 0 <= entry[1] <= entry[2] and 1 <= entry[2] < EXACT_INT):
+            return (f"people: {shown(entry, typed=True)} is not [id (32 hex digits), k, n] "
+                    "with 0 <= k <= n and n >= 1")
+    if len({e[0] for e in people}) != len(people):
+        return "people: an id given twice"
+    k, n = [e[1] for e in people], [e[2] for e in people]
+    counted = {"k": sum(k), "n": sum(n), "kk": sum(a * a for a in k),
+               "kn": sum(a * b for a, b in zip(k, n)), "nn": sum(b * b for b in n)}
+    for key, value in counted.items():
+        if abs(value - float(sums[key])) > 1e-9 * max(1.0, value):
+            return f"people give {key} {value:.6g}, the sums {float(sums[key]):.6g}"
     return None

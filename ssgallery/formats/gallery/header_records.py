@@ -120,13 +120,15 @@ def _clustered_ok(cal):
     """Refuse (ValueError naming it) an interval by cluster of ``cal`` (`CLUSTERED`:
     absent or null in records written before it) that is not an object whose ``sums``
     counts can give (`ssgallery.formats.interval_sums.sums_problem`): ``info`` prints the
-    interval and its design effect from them; and an ``impostor_people`` (a whole number
+    interval and its design effect from them; per-person counts (``people``, absent in
+    records written before them) that are not what the sums were made of
+    (`ssgallery.formats.interval_sums.people_problem`): ``--update`` adds them; and an ``impostor_people`` (a whole number
     >= 0: `_calibration_ok`) above the people ``far_by_person`` counts (its clusters,
     which an update counts block by block: never fewer,
     `ssgallery.app.thresholds.impostor_people`) or without one: 10**6 was printed by
     info ('1000000 impostor people (counted as 20 ...)') and silenced the small-gallery
     warning."""
-    from ssgallery.formats.interval_sums import sums_problem
+    from ssgallery.formats.interval_sums import people_problem, sums_problem
 
     for field in CLUSTERED:
         value = cal.get(field)
@@ -136,6 +138,10 @@ def _clustered_ok(cal):
             f"expected an object, got {shown(value, typed=True)}"
         if why is not None:
             raise ValueError(f"{field} sums: {why}")
+        why = None if value.get("people") is None else people_problem(value["people"],
+                                                                       value["sums"])
+        if why is not None:
+            raise ValueError(f"{field}: {why}")
     people, far = cal.get("impostor_people"), cal.get("far_by_person")
     clusters = far["sums"]["clusters"] if far is not None else None
     if people is not None and (clusters is None or people > clusters):  # whole, >= 0

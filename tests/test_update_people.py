@@ -1,0 +1,143 @@
+"""``compress --update`` and the interval by impostor person: one person, once.
+
+The calibration record kept the interval's sums only, so an update added its new
+clients' impostor people to the kept record's as other people: a person claimed against
+both blocks counted twice, the interval too narrow, and info said "4 impostor people
+(counted as 6: --update's blocks apart)" (7202653). The record now keeps each person's
+counts under an id that names no one (`ssgallery.app.impostor_people`), and an update
+adds them by person: the interval of one compress of every client. A record written
+before the ids is still counted block by block, and says so.
+"""
+
+import json
+
+import h5py
+import pytest
+from helpers import invoked, rehash_gallery
+
+from ssgallery.datasets import sample_faces_path
+
+CLIENTS = ["c01", "c02", "c03", "c04"]
+BACKGROUND = ["c05", "c06", "c07", "c08", "c09", "c10"]
+
+
+def _ok(*args):
+    res = invoked([str(a) for a in args])
+    assert res["exit_code"] == 0, res["output"]
+    return res
+
+
+def _calibration(gallery):
+    with h5py.File(gallery, "r") as f:
+        return json.loads(f.attrs["calibration"])
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """The sample faces: 4 clients and 6 background people, one store."""
+    root = tmp_path_factory.mktemp("people")
+    _ok("enroll", sample_faces_path(), "--clients", ",".join(CLIENTS), "--background",
+        ",".join(BACKGROUND), "--store", root / "e.h5", "-q")
+    return root
+
+
+def _galleries(root, mode):
+    """(updated, whole): c01-c02 compressed then ``--update`` to every client, and one
+    compress of every client, both in threshold mode ``mode`` (at a target FAR that 90
+    impostor scores per client resolve)."""
+    args = ["compress", "--store", root / "e.h5", "--m", "1", "--threshold-mode", mode,
+            "--target-far", "0.05", "-q"]
+    updated, whole = root / f"up-{mode}.h5", root / f"all-{mode}.h5"
+    _ok(*args, "-o", updated, "--clients", "c01,c02")
+    _ok(*args, "-o", updated, "--update")
+    _ok(*args, "-o", whole)
+    return updated, whole
+
+
+def _by_person_line(gallery):
+    info = _ok("info", "--gallery", gallery)["stdout"]
+    return next(ln for ln in info.splitlines() if "by impostor person" in ln)
+
+
+def test_an_update_counts_each_impostor_person_once_as_one_compress(store):
+    """c01-c02 compressed, then --update to c01-c04 (the same store, the same 10 people):
+    on main the interval counted 20 people (each block's 10 apart) and info said '10
+    impostor people (counted as 20: --update's blocks apart)'. With per-client
+    thresholds (``client``: each client's threshold its own, the same in both runs) the
+    update's interval by person, its people and its counts are one compress's, to the
+    last bit."""
+    updated, whole = _galleries(store, "client")
+    up, one = _calibration(updated), _calibration(whole)
+    assert up["far_by_person"] == one["far_by_person"]
+    assert up["far_by_person"]["sums"]["clusters"] == 10 == len(up["far_by_person"]["people"])
+    assert (up["impostor_people"], up["accepted"], up["impostors"]) == \
+        (one["impostor_people"], one["accepted"], one["impostors"]) == \
+        (10, one["accepted"], one["impostors"])
+    line = _by_person_line(updated)
+    assert "by impostor person: 10 impostor people, design effect" in line, line
+    assert "counted as" not in line and line == _by_person_line(whole)
+    # the ids name no one: no background subject's name is in the record
+    text = json.dumps(up)
+    assert not any(f'"{name}"' in text for name in BACKGROUND), text
+
+
+def test_an_update_at_the_kept_threshold_counts_the_same_people(store):
+    """In a global mode the new clients are set at the kept gallery's T, not at the T of
+    one compress of every client, so their accepts differ: the exact relation is that
+    the update's interval is by the same people, each with the same scores (one
+    compress's ids and n per person), and its accepts are its own counts."""
+    updated, whole = _galleries(store, "znorm-global")
+    up, one = _calibration(updated), _calibration(whole)
+    people = up["far_by_person"]["people"]
+    assert [[p, n] for p, _, n in people] == \
+        [[p, n] for p, _, n in one["far_by_person"]["people"]]
+    assert up["far_by_person"]["sums"]["clusters"] == up["impostor_people"] == 10
+    assert sum(k for _, k, _ in people) == up["accepted"]
+    assert sum(n for _, _, n in people) == up["impostors"] == one["impostors"]
+    line = _by_person_line(updated)
+    assert "by impostor person: 10 impostor people, design effect" in line, line
+
+
+def test_a_kept_record_without_people_is_counted_block_by_block(store, tmp_path):
+    """A gallery written before the ids keeps sums only: its update adds the new
+    clients' people as other people, and info says how the interval counted them."""
+    gallery = tmp_path / "g.h5"
+    args = ["compress", "--store", store / "e.h5", "--m", "1", "-q", "-o", gallery]
+    _ok(*args, "--clients", "c01,c02")
+    with h5py.File(gallery, "a") as f:
+        cal = json.loads(f.attrs["calibration"])
+        del cal["far_by_person"]["people"]
+        f.attrs["calibration"] = json.dumps(cal)
+    rehash_gallery(gallery)
+    _ok(*args, "--update")
+    cal = _calibration(gallery)
+    assert "people" not in cal["far_by_person"]
+    assert cal["far_by_person"]["sums"]["clusters"] == 20 and cal["impostor_people"] == 10
+    line = _by_person_line(gallery)
+    assert "by impostor person: 10 impostor people (counted as 20: --update's blocks " \
+        "apart), design effect" in line, line
+
+
+@pytest.mark.parametrize("edit, why", [
+    (lambda p: p[0].__setitem__(2, p[0][2] + 1), "people give n "),
+    (lambda p: p[1].__setitem__(0, p[0][0]), "people: an id given twice"),
+    (lambda p: p[0].__setitem__(0, "c05"), "is not [id (32 hex digits), k, n]"),
+    (lambda p: p.pop(), "people must be a list of 10 [id, k, n], one per cluster"),
+], ids=["counts", "twice", "name", "missing"])
+def test_recorded_people_that_are_not_the_sums_are_refused(store, tmp_path, edit, why):
+    """``compress --update`` adds the kept record's people: an edited unsigned gallery's
+    counts that are not the counts its sums were made of, an id twice or a name instead
+    of an id are refused on read (one line, exit 2; on main: read, exit 0)."""
+    gallery = tmp_path / "g.h5"
+    _ok("compress", "--store", store / "e.h5", "--m", "1", "-q", "-o", gallery, "--clients",
+        "c01,c02")
+    with h5py.File(gallery, "a") as f:
+        cal = json.loads(f.attrs["calibration"])
+        edit(cal["far_by_person"]["people"])
+        f.attrs["calibration"] = json.dumps(cal)
+    rehash_gallery(gallery)
+    res = invoked(["info", "--gallery", str(gallery)])
+    assert res["exit_code"] == 2, res["output"]
+    assert res["stderr"].startswith(f"ssgallery: error: {gallery}: corrupt gallery header: "
+                                    "calibration: far_by_person: "), res["stderr"]
+    assert why in res["stderr"] and len(res["stderr"].splitlines()) == 1, res["stderr"]
