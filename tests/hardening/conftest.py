@@ -12,6 +12,14 @@ import time
 
 import pytest
 
+ENV = dict(os.environ, OMP_NUM_THREADS="1")  # a program's: one BLAS thread
+
+
+def cli(*args):
+    """The command line as a program: ``python -m ssgallery ARGS`` (paths as text)."""
+    return [sys.executable, "-m", "ssgallery", *map(str, args)]
+
+
 WORKER = r"""
 import json, sys
 from click.testing import CliRunner

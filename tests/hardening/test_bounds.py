@@ -11,14 +11,13 @@ import time
 import h5py
 import psutil
 import pytest
-from conftest import clean_error, report
+from conftest import ENV, clean_error, report
 from helpers import make_faces, reseal
 
 from ssgallery.app.compress import compress
 from ssgallery.app.enroll import enroll
 from ssgallery.app.options import CompressOptions
 
-ENV = dict(os.environ, OMP_NUM_THREADS="1")
 SPARSE = 840_000_000  # float64 elements: 6.7 GB that the file never stores
 RSS = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "

@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import clean_error, report
+from conftest import ENV, clean_error, report
 from helpers import make_faces
 
 MATCHERS = Path(__file__).resolve().parents[1] / "matchers"
-ENV = dict(os.environ, OMP_NUM_THREADS="1")
 RSS = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
        "sys.exit(r.returncode)")

@@ -11,18 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import clean_error, report
+from conftest import ENV, clean_error, cli, report
 from helpers import make_faces
 
 from ssgallery.formats.atomic import TMP_MARK
 from ssgallery.formats.store import load_store
 
 MATCHERS = Path(__file__).resolve().parents[1] / "matchers"
-ENV = dict(os.environ, OMP_NUM_THREADS="1")
-
-
-def _cli(*args):
-    return [sys.executable, "-m", "ssgallery", *map(str, args)]
 
 
 # 130, or death by the signal itself (Python re-raises an interrupt it could not finish
@@ -64,11 +59,11 @@ def test_signals_at_random_moments_of_enroll(tmp_path):
     old_faces = make_faces(str(tmp_path / "old"), n_clients=3, n_images=4, seed=1)
     new_faces = make_faces(str(tmp_path / "new"), n_clients=4, n_images=4, seed=2)
     store = tmp_path / "e.h5"
-    assert subprocess.run(_cli("enroll", old_faces, "--store", store), env=ENV,
+    assert subprocess.run(cli("enroll", old_faces, "--store", store), env=ENV,
                           capture_output=True, check=False).returncode == 0
     original = store.read_bytes()
     t0 = time.monotonic()
-    subprocess.run(_cli("enroll", new_faces, "--store", tmp_path / "probe.h5"), env=ENV,
+    subprocess.run(cli("enroll", new_faces, "--store", tmp_path / "probe.h5"), env=ENV,
                    capture_output=True, check=False)
     duration = time.monotonic() - t0
     rng = np.random.default_rng(11)
@@ -76,7 +71,7 @@ def test_signals_at_random_moments_of_enroll(tmp_path):
     broken = []
     for trial in range(8):
         store.write_bytes(original)
-        proc = subprocess.Popen(_cli("enroll", new_faces, "--store", store), env=ENV,
+        proc = subprocess.Popen(cli("enroll", new_faces, "--store", store), env=ENV,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(float(rng.uniform(0.3, 1.1)) * duration)
         proc.send_signal(signal.SIGTERM if trial % 2 == 0 else signal.SIGINT)
@@ -103,7 +98,7 @@ def test_signal_at_every_moment_of_the_writer(tmp_path, name):
     new_faces = make_faces(str(tmp_path / "new"), n_clients=4, n_images=3, seed=2)
     store = tmp_path / "out" / "e.h5"
     store.parent.mkdir()
-    assert subprocess.run(_cli("enroll", old_faces, "--store", store), env=ENV,
+    assert subprocess.run(cli("enroll", old_faces, "--store", store), env=ENV,
                           capture_output=True, check=False).returncode == 0
     r = subprocess.run([sys.executable, str(Path(__file__).with_name("interrupt_moments.py")),
                         name, str(store), new_faces], env=ENV, capture_output=True, text=True,
@@ -131,11 +126,11 @@ def test_concurrent_writers(tmp_path):
     Two `compress` runs on one gallery: both succeed, the gallery is whole."""
     base = make_faces(str(tmp_path / "base"), n_clients=3, n_images=4)
     store = tmp_path / "e.h5"
-    assert subprocess.run(_cli("enroll", base, "--store", store), env=ENV,
+    assert subprocess.run(cli("enroll", base, "--store", store), env=ENV,
                           capture_output=True, check=False).returncode == 0
     folders = [make_faces(str(tmp_path / f"new{i}"), n_clients=1, n_images=4, seed=10 + i,
                           prefix=f"n{i}_") for i in range(4)]
-    procs = [subprocess.Popen(_cli("enroll", f, "--add", "--store", store), env=ENV,
+    procs = [subprocess.Popen(cli("enroll", f, "--add", "--store", store), env=ENV,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
              for f in folders]
     codes = [p.wait(timeout=300) for p in procs]
@@ -143,13 +138,13 @@ def test_concurrent_writers(tmp_path):
     clients = set(load_store(store).clients)
     added = sum(f"n{i}_00" in clients for i in range(4))
     gallery = tmp_path / "g.h5"
-    procs = [subprocess.Popen(_cli("compress", "--store", store, "-o", gallery, "--m", 1,
+    procs = [subprocess.Popen(cli("compress", "--store", store, "-o", gallery, "--m", 1,
                                    "--cv-folds", 0, "--max-iter", 3, "--seed", s), env=ENV,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
              for s in (0, 1)]
     compress_codes = [p.wait(timeout=300) for p in procs]
     errors += [p.stderr.read() for p in procs]
-    info = subprocess.run(_cli("info", "--gallery", gallery), env=ENV, capture_output=True,
+    info = subprocess.run(cli("info", "--gallery", gallery), env=ENV, capture_output=True,
                           check=False)
     report("concurrent writers", {"enroll --add runs": 4, "landed": added,
                                   "compress runs": 2,
@@ -178,7 +173,7 @@ def test_concurrent_compress_runs_take_turns(tmp_path):
 
     faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=4)
     store, gallery = tmp_path / "e.h5", tmp_path / "g.h5"
-    assert subprocess.run(_cli("enroll", faces, "--store", store), env=ENV,
+    assert subprocess.run(cli("enroll", faces, "--store", store), env=ENV,
                           capture_output=True, check=False).returncode == 0
     errs = [tmp_path / f"{s}.err" for s in (0, 1)]
     with output_lock(gallery):  # another run writing the gallery
@@ -186,7 +181,7 @@ def test_concurrent_compress_runs_take_turns(tmp_path):
         for s, err in zip((0, 1), errs):
             with open(err, "w") as handle:
                 procs.append(subprocess.Popen(
-                    _cli("compress", "--store", store, "-o", gallery, "--m", 1, "--cv-folds",
+                    cli("compress", "--store", store, "-o", gallery, "--m", 1, "--cv-folds",
                          0, "--max-iter", 3, "--seed", s), env=ENV,
                     stdout=subprocess.DEVNULL, stderr=handle))
         waited = [_wait_for(err, "another ssgallery run is writing it") for err in errs]
@@ -197,7 +192,7 @@ def test_concurrent_compress_runs_take_turns(tmp_path):
     assert waited == [True, True] and running == [True, True], messages
     assert not parts_made
     assert codes == [0, 0], messages
-    info = subprocess.run(_cli("info", "--gallery", gallery), env=ENV, capture_output=True,
+    info = subprocess.run(cli("info", "--gallery", gallery), env=ENV, capture_output=True,
                           check=False)
     assert info.returncode == 0, info.stderr
     assert not os.path.exists(f"{gallery}.parts") and _leftovers(tmp_path) == []
@@ -213,13 +208,13 @@ def test_hostile_matchers(tmp_path, mode):
     pidfile = tmp_path / "pids"
     env = dict(ENV, HOSTILE_PIDFILE=str(pidfile))
     store = tmp_path / "e.h5"
-    r = subprocess.run(_cli("enroll", faces, "--store", store, "--matcher-cmd", cmd,
+    r = subprocess.run(cli("enroll", faces, "--store", store, "--matcher-cmd", cmd,
                             "-O", "timeout_base=3", "-O", "timeout_per_pair=0"),
                        env=env, capture_output=True, text=True, timeout=120, check=False)
     t0 = time.monotonic()
     if mode != "bad_describe":  # --describe answers well: the damage comes at scoring
         assert r.returncode == 0, r.stderr
-        r = subprocess.run(_cli("compress", "--store", store, "-o", tmp_path / "g.h5",
+        r = subprocess.run(cli("compress", "--store", store, "-o", tmp_path / "g.h5",
                                 "--matcher-cmd", cmd, "--m", 1, "--cv-folds", 0,
                                 "--max-iter", 1), env=env, capture_output=True, text=True,
                            timeout=120, check=False)
