@@ -4,7 +4,7 @@ import os
 from dataclasses import dataclass
 
 from ssgallery.app.enroll_add import add_clients, unused_cache_dir
-from ssgallery.app.enroll_sources import read_sources, resolve_names
+from ssgallery.app.enroll_sources import read_sources, resolve_names, shared_images
 from ssgallery.errors import InputError, naming, option
 from ssgallery.formats.integrity import reads_key_files
 from ssgallery.formats.store import EnrollmentStore
@@ -112,6 +112,7 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher=None, matcher_optio
                             skip_bad=skip_bad, size=size, min_images=min_images, warn=warn,
                             progress=progress, force=force, key=key,
                             asked=(matcher, matcher_options, matcher_cmd))
+        _warn_shared(src, store_path, add, warn or default_warn)
         if add:
             store, new = add_clients(src, store_path, progress, key)
             return _summary(store or src.old, store_path, changed=store is not None,
@@ -126,6 +127,27 @@ def enroll(faces_dir, store_path="enrollment.h5", *, matcher=None, matcher_optio
             f"{listed(summary.dropped_clients, 5)} ({option('add')} adds clients to a store "
             "instead)")
     return summary
+
+
+def _warn_shared(src, store_path, add, warn):
+    """Warn when two subjects of the store to write hold byte-identical image files
+    (`shared_images`; with ``add``, the store's rows too): compress would take each
+    one's faces for impostors of the other, so a client among them rejects its own
+    faces and the thresholds the clients share rise, while compress's warnings can only
+    blame the matcher or the impostors."""
+    labels, shas, paths = list(src.labels), list(src.shas), list(src.paths)
+    if add:
+        labels, shas, paths = (list(src.old.labels) + labels, list(src.old.sha256) + shas,
+                               list(src.old.paths) + paths)
+    pairs = shared_images(labels, shas, paths)
+    if not pairs:
+        return
+    named = "; ".join(f"{a} and {b} hold {counted(n, 'identical image file')} ({pa} is {pb})"
+                      for a, b, n, pa, pb in pairs[:3])
+    more = f"; {counted(len(pairs) - 3, 'more pair')} of subjects" if len(pairs) > 3 else ""
+    warn(f"{os.fspath(store_path)}: {named}{more}: one person under two ids? compress "
+         "takes each one's faces for impostors of the other: a client among them rejects "
+         "its own faces, and the thresholds every client shares rise; enrol each person once")
 
 
 def _named_program(matcher, options, matcher_cmd, add):

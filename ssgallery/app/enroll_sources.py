@@ -161,6 +161,35 @@ def _background_names(background, subjects):
     return _split_names(background)
 
 
+def shared_images(labels, shas, paths):
+    """The pairs of subjects that hold byte-identical image files (the same SHA-256 under
+    two ids: one person's folder copied under another name, or into the background).
+
+    Parameters
+    ----------
+    labels, shas, paths : sequences of str
+        The subject, file digest and path of every image row.
+
+    Returns
+    -------
+    list of tuple
+        ``(a, b, n, path_a, path_b)`` per pair of subjects ``a`` < ``b``: ``n`` digests
+        they share and one file of each with the first of them; most shared first.
+    """
+    holders = {}  # digest -> {subject: its first path}
+    for label, sha, path in zip(map(str, labels), map(str, shas), map(str, paths)):
+        holders.setdefault(sha, {}).setdefault(label, path)
+    pairs = {}
+    for sha, held in holders.items():
+        subjects = sorted(held)
+        for i, a in enumerate(subjects):
+            for b in subjects[i + 1:]:
+                n, first = pairs.get((a, b), (0, (held[a], held[b])))
+                pairs[(a, b)] = (n + 1, first)
+    return [(a, b, n, pa, pb) for (a, b), (n, (pa, pb))
+            in sorted(pairs.items(), key=lambda item: (-item[1][0], item[0]))]
+
+
 def read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, min_images,
                   warn, progress, force, key, asked=(None, None, None)):
     """The shared front of both modes: old store, images (clients + background);
