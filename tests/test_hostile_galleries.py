@@ -187,6 +187,38 @@ def test_weights_beyond_the_training_objective_are_refused_without_a_z_norm(
     assert out["stdout"] == "", out["output"]
 
 
+@pytest.mark.parametrize("command", ["verify", "identify"])
+def test_a_record_with_nothing_that_bounds_its_weights_is_refused(sample_gallery_3, tmp_path,
+                                                                  command):
+    """The training-objective bound above needs omega and lambda_abs in the provenance:
+    with them deleted too (and the Z-norm, beside weights of 1e300), verify printed a
+    301-digit score and ACCEPT for another person's face (exit 0) and identify named c01
+    first (exit 0). Every compress since 2026-11-26 writes one or the other: a record
+    with neither is refused where it is read, one line naming the client, exit 2."""
+    import json
+    import os
+
+    from ssgallery.datasets import sample_faces_path
+
+    gallery = copied(sample_gallery_3["gallery"], tmp_path, "g.h5")
+    with h5py.File(gallery, "a") as f:
+        group = f["clients/c01"]
+        provenance = json.loads(group.attrs["provenance"])
+        for key in ("omega", "lambda_abs"):
+            del provenance[key]
+        group.attrs["provenance"] = json.dumps(provenance)
+    _edit_c01_beta(gallery, [1e300, 1e300], znorm=False)  # digests made to match
+    folder = os.path.join(sample_faces_path(), "c05")
+    probe = os.path.join(folder, min(os.listdir(folder)))
+    args = ["--gallery", gallery, probe] + (["--claim", "c01"] if command == "verify" else [])
+    out = invoked([command] + args)
+    assert out["exit_code"] == 2, out["output"]
+    assert out["stderr"] == (f"ssgallery: error: {gallery}: refused: client 'c01' has nothing "
+                             "that bounds its weights: neither a Z-norm nor its training "
+                             "objective (omega, lambda_abs in its provenance), one of which "
+                             "every compress since 2026-11-26 writes\n"), out["stderr"]
+
+
 @pytest.mark.parametrize("kind", ["gallery", "store"])
 def test_a_face_limit_above_every_fit_s_cap_is_refused(sample_gallery_3, sample_store,
                                                        tmp_path, kind):

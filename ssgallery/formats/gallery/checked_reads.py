@@ -16,6 +16,7 @@ from ssgallery.formats.gallery.checks import (
     check_index,
     check_model,
     check_normalization,
+    objective_bound,
 )
 from ssgallery.formats.gallery.header_records import gallery_header
 from ssgallery.formats.gallery.model import OLDEST_VERSION, ClientModel, model_bytes
@@ -53,6 +54,11 @@ def _model_from(client_id, arrays, attrs, path, version):
     if not isinstance(model.similarity, dict) or not isinstance(model.provenance, dict):
         raise FormatError(f"corrupt gallery: client '{client_id}': similarity and provenance "
                           "must be JSON objects", path=path)
+    if (model.normalization or {}).get("kind") != "znorm"             and objective_bound(model.provenance) is None:
+        raise FormatError(f"refused: client '{printable(client_id)}' has nothing that bounds "
+                          "its weights: neither a Z-norm nor its training objective (omega, "
+                          "lambda_abs in its provenance), one of which every compress since "
+                          "2026-11-26 writes", path=path)
     return model
 
 

@@ -116,16 +116,25 @@ def _check_objective_bound(model, who, path):
     the provenance; up to rounding). The bound a record without a Z-norm has
     (`_check_std_floor` needs one): beta of 1e300 there made verify print a 301-digit
     score and ACCEPT every probe. A provenance without both numbers is not checked."""
-    prov = model.provenance if isinstance(model.provenance, dict) else {}
-    omega, lam = prov.get("omega"), prov.get("lambda_abs")
-    if not (is_finite_real(omega) and is_finite_real(lam) and lam > 0):
+    most = objective_bound(model.provenance)
+    if most is None:
         return
     norm = math.hypot(*np.asarray(model.beta, dtype=np.float64).tolist())  # no overflow
-    most = math.sqrt(max(omega, 0.0) / lam)
     if not norm <= most * (1 + 1e-9):
         raise FormatError(f"{who} has weights beyond its training objective: ||beta|| "
                           f"{norm:.3g} > sqrt(omega / lambda_abs) {most:.3g} (Eq. 2), which "
                           "compress never writes", path=path)
+
+
+def objective_bound(provenance):
+    """The largest ||beta|| a client's recorded training allows, sqrt(``omega`` /
+    ``lambda_abs``) (`_check_objective_bound`), or None when ``provenance`` lacks either
+    number (finite, ``lambda_abs`` > 0)."""
+    prov = provenance if isinstance(provenance, dict) else {}
+    omega, lam = prov.get("omega"), prov.get("lambda_abs")
+    if not (is_finite_real(omega) and is_finite_real(lam) and lam > 0):
+        return None
+    return math.sqrt(max(omega, 0.0) / lam)
 
 
 def check_images(model, image_shape, path=None):
