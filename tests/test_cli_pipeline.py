@@ -237,12 +237,20 @@ def test_show(data):
 
 
 def test_help_of_every_command():
-    """Every registered command (new ones included) has --help with examples; the ones
+    """Every registered command (new ones included) has --help with examples and names
+    its exit statuses (only verify's and identify's did: a script calling enroll,
+    compress, info, roc, show or synth had to find them in the main help); the ones
     whose output scripts read have --json."""
+    import re
+
     assert {"enroll", "compress", "verify", "info", "show", "roc", "synth"} <= set(main.commands)
     for cmd in main.commands:
         r = CliRunner().invoke(main, [cmd, "--help"])
         assert r.exit_code == 0 and "Examples:" in r.stdout, cmd
+        text = " ".join(r.stdout.split())
+        statuses = re.search(r"Exit status: (.*?\.) ", text)
+        assert statuses, (cmd, text)
+        assert all(f"{n} " in statuses[1] for n in (0, 2, 4)), (cmd, statuses[1])
         if cmd != "synth":  # synth writes a folder of images, nothing to parse
             assert "--json" in r.stdout, cmd
 

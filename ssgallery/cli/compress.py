@@ -198,6 +198,10 @@ def command(store, gallery, as_json, quiet, **options):
     committed to GALLERY.parts/ meanwhile (--resume).
     Each client trains on its own images and at most --max-impostors others.
 
+    Exit status: 0 gallery written (warnings aside), 2 input or usage error (one line
+    on stderr; the gallery is left as it was), 4 internal error, 130 interrupted (the
+    gallery as it was; the finished clients are kept for --resume).
+
     \b
     Examples:
       ssgallery compress                       # enrollment.h5 -> gallery.h5 (m = 2; 5 external)

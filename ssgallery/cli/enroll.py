@@ -156,6 +156,10 @@ def command(faces_dir, store, matcher, matcher_cmd, variance, gamma, matcher_opt
     changes nothing, except in a store whose failure-to-acquire limits were fitted
     before stores recorded how (info and compress say so): they are fitted again.
 
+    Exit status: 0 enrolled (warnings aside), 2 input or usage error (one line on
+    stderr; the store is left as it was), 4 internal error, 130 interrupted (the
+    store as it was).
+
     \b
     Examples:
       ssgallery enroll faces/

@@ -73,7 +73,8 @@ def command(ctx, probes, gallery, top, open_set, fpir, threshold, verification_t
     verification: on the raw score) and the tie. The column and JSON key 'normalized' are the
     deprecated name of ranking_score.
     Exit status: 0 every probe identified, 1 some unknown (a tie, or with --open-set
-    below the operating point), 3 none unknown but some failed to acquire, 2 error.
+    below the operating point), 3 none unknown but some failed to acquire, 2 input
+    error (bad probe, edited or unsigned gallery), 4 internal error.
 
     \b
     Examples:

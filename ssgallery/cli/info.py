@@ -191,6 +191,9 @@ def command(gallery, store, svm, client_id, as_json, quiet, key_file, privacy_ke
     with verify's line and status (2), and the summary says "signature: checked".
     Without a key a signed gallery's signature is not checked, and the summary says so.
 
+    Exit status: 0 summarised (warnings aside), 2 input error (a missing, foreign,
+    corrupt, edited or unsigned file: one line on stderr), 4 internal error.
+
     \b
     Examples:
       ssgallery info

@@ -138,6 +138,10 @@ def command(paths, scores, no_plot, as_json, wide, quiet, **options):
     --scores reads 4-column, 5-column and bob CSV (*.csv) score files; NaN scores are
     failures to acquire. --dev-scores/--eval-scores: threshold on dev, rates on eval.
 
+    Exit status: 0 report written (warnings aside), 2 input or usage error (one line
+    on stderr; a report file it may not replace is refused before any training), 4
+    internal error, 130 interrupted (the files already replaced are named).
+
     \b
     Examples:
       ssgallery roc faces/ --m 2 -o report/

@@ -44,6 +44,10 @@ def command(claim, output, gallery, scale, force, as_json, quiet, key_file, priv
     it is an image of its format (PNG, JPEG, GIF, BMP, TIFF or WebP); any other file,
     an image of another format (.ppm, .pdf, ...) included, only with --force.
 
+    Exit status: 0 image written, 2 input or usage error (unknown claim, a gallery
+    that fails its checks, an output it may not replace: one line on stderr, nothing
+    written), 4 internal error.
+
     \b
     Examples:
       ssgallery show --claim c03                      # writes prototypes_c03.png

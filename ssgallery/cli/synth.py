@@ -40,6 +40,9 @@ def command(out, identities, images, seed, probes, jobs, age, variation, force, 
     identities that are not enrolled (unknownJ_K.png). OUT/attributes.csv records each
     face image's continuous ground truth (lighting, exposure, ... and age with --age).
 
+    Exit status: 0 written, 2 input or usage error (one line on stderr), 4 internal
+    error, 130 interrupted.
+
     \b
     Examples:
       ssgallery synth faces_demo                       # 20 identities x 10 images
