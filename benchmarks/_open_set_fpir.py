@@ -13,24 +13,30 @@ import _results
 import numpy as np
 from calibration import enrol_split
 
-MATCHERS = {"att": "eigenface", "lfw": "dlib", "synth": "eigenface"}
+MATCHERS = {"att": "eigenface", "lfw": "dlib", "synth": "eigenface",
+            "lfw-eigenface": "eigenface"}  # the last: LFW's faces (open_set_strangers.py)
 
 
 def _rates(results, probes, clients):
     """Achieved FPIR and FNIR of one identify run, the search counts and the worst
     cases: the client that draws the most false alarms, the stranger (person) whose
-    images are returned most often, the client whose mated searches fail most."""
+    images are returned most often, the client whose mated searches fail most; and per
+    stranger (``strangers``: person -> [searches, {client returned: searches}],
+    benchmarks/_open_set_strangers.py)."""
     subject = [Path(p).parent.name for p in probes]
     drawn, fooled, seen, missed, mated = (Counter() for _ in range(5))
+    returned = {}
     for r, s in zip(results, subject):
         if s in clients:
             mated[s] += 1
             missed[s] += r.identified != s  # unknown, another client or a failure to acquire
         else:
             seen[s] += 1
+            returned.setdefault(s, Counter())
             if r.identified is not None:
                 drawn[r.identified] += 1
                 fooled[s] += 1
+                returned[s][r.identified] += 1
     fp, fn = sum(drawn.values()), sum(missed.values())
     n_non, n_mated = sum(seen.values()), sum(mated.values())
     client = max(sorted(drawn), key=drawn.get, default=None)
@@ -41,7 +47,9 @@ def _rates(results, probes, clients):
             "worst_client": [client, drawn[client] if client else 0],
             "worst_stranger": [person, fooled[person], seen[person]],
             "worst_client_fnir": [miss, missed[miss], mated[miss]],
-            "clients_missing_half": sum(2 * missed[c] >= mated[c] for c in mated)}
+            "clients_missing_half": sum(2 * missed[c] >= mated[c] for c in mated),
+            "strangers": {p: [seen[p], dict(sorted(returned[p].items()))]
+                          for p in sorted(seen)}}
 
 
 def gallery_clients(size, subjects, args):
@@ -68,7 +76,8 @@ def run_fpir(name, size, rep, subjects, args):
         seconds = time.perf_counter() - t0
         probes = sorted(str(p) for d in (work / "probes").iterdir() for p in d.iterdir())
         out = {"repetition": rep, "clients": n, "compress_seconds": seconds,
-               "record": {k: v for k, v in summary.open_set.items() if k != "curve"}}
+               "record": {k: v for k, v in summary.open_set.items() if k != "curve"}
+               | {"interval_people": summary.open_set["curve"].get("interval_people")}}
         for arm, kwargs in (("operating point", {}),
                             ("verification thresholds", {"verification_thresholds": True})):
             results, _, _ = identify(work / "g.h5", probes, top=1, open_set=True,
