@@ -286,6 +286,13 @@ HEADLINES = {
             "arm": "operating point"}) + " % at the 1:N operating point (target 1 %) vs "
         + cell(t, "lfw (dlib) all", "achieved FPIR % (mean ± sd)", where={
             "arm": "verification thresholds"}) + " % with the verification thresholds"),
+    "open_set_strangers": lambda t: (
+        "AT&T eigenface, 30 clients: FPIR the strangers met inside / below / above the "
+        "interval info prints "
+        + cell(t, "att (eigenface) all", "achieved inside / below / above the interval")
+        + " splits; people identified in any split "
+        + cell(t, "att (eigenface) all",
+               "people identified in any split / strangers in any split")),
     "paper_att": _paper_att,
     "paper_att_ebgm": lambda t: (
         "AT&T, EBGM, m = 5: EER SSVM " + grab(t, r"^ssvm\s+EER\s+([\d.]+ %)") + " vs SVM "

@@ -91,8 +91,10 @@ def stranger_rows(key, reps, worst=3):
 
 
 COVER_HEAD = [
-    "data set (matcher)", "clients", "splits", ("expected FPIR % (mean) [printed 95 % "
-    "interval, mean]"), "achieved FPIR % median / 90th percentile / max",
+    "data set (matcher)", "clients", "splits",
+    "printed interval: by probe person (people, mean) / the tail's (extrapolated)",
+    ("expected FPIR % (mean) [printed 95 % interval, mean]"),
+    "achieved FPIR % median / 90th percentile / max",
     "achieved inside / below / above the interval",
     "above: one stranger >= half of the false positives",
     "above: inside without that stranger",
@@ -106,7 +108,13 @@ def cover_rows(key, reps):
     above = [f for f in facts if f["where"] == "above"]
     fpir = np.array([f["fpir"] for f in facts])
     ci = np.mean([f["ci"] for f in facts], axis=0)
+    tail = sum(bool(r["record"].get("extrapolated")) for r in reps)
+    people = [r["record"].get("interval_people") for r in reps
+              if not r["record"].get("extrapolated")]
+    people = [p for p in people if p]
     return [[key, str(reps[0]["clients"]), str(len(reps)),
+             (f"{len(people)} ({np.mean(people):.0f})" if people else "0")
+             + f" / {tail}",
              f"{pct(np.mean([f['expected'] for f in facts]))} [{pct(ci[0])}, {pct(ci[1])}]",
              " / ".join(pct(v) for v in (np.median(fpir), np.quantile(fpir, 0.9),
                                          fpir.max())),

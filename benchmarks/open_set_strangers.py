@@ -107,7 +107,8 @@ def run(args):
                 op = reps[-1]["operating point"]
                 print(f"{key} split {rep}: {op['false_positives']} / {op['non_mated']}",
                       file=sys.stderr, flush=True)
-            results[key] = {"runs": reps, "seconds": time.perf_counter() - t0}
+            results[key] = {"runs": reps, "seconds": time.perf_counter() - t0,
+                            "commit": _results.git_commit()}
         _dlib_cache(name, args, save=True)
     return results
 
@@ -126,7 +127,8 @@ def write(results):
                                               for r in miss_rows(k, reps[k])])]
     notes = ("**What to expect.**\n\n" + "\n".join(expect_line(k, reps[k]) for k in keys)
              + "\n\n**Runs.**\n\n"
-             + "\n".join(f"- `{k}`: {len(reps[k])} splits, {results[k]['seconds']:.0f} s; "
+             + "\n".join(f"- `{k}`: {len(reps[k])} splits at `{results[k]['commit']}`, "
+                         f"{results[k]['seconds']:.0f} s; "
                          f"mean achieved FPIR of the first 3 splits {first_mean(reps[k], 3)} "
                          f"%, of the first 5 {first_mean(reps[k], 5)} % (open_set.md's "
                          "repetitions: the same seeds)" for k in keys)

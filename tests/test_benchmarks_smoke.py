@@ -65,6 +65,9 @@ CASES = {
         "--stages", "fpir,protocol,between,cost", "--between-runs", "1",
         "--cost-clients", "30", "--cost-runs", "1",
         "--baseline", "HEAD", "--page"], None),
+    "open_set_strangers": ("open_set_strangers", lambda tmp, data: [
+        "--datasets", "synth", "--sizes", "6", "--repetitions", "2", "--train-images", "3",
+        "--page"], None),
     "paper_att": ("paper_att", lambda tmp, data: [
         "--faces", _faces(tmp), "--repetitions", "1", "--enrolled", "3", "--m", "1,2",
         "--methods", "svm,ssvm", "--no-nystrom", "--jobs", "1", "-o", str(tmp / "out")],
@@ -137,7 +140,8 @@ def _snapshot(*folders):
 
 
 # what a page must show besides its means: the client models a mean can hide
-PER_CLIENT = {"paper_att": "client models more than 5 points above the EER",
+PER_CLIENT = {"open_set_strangers": "strangers identified per split",
+              "paper_att": "client models more than 5 points above the EER",
               "paper_lfw": "client models more than 5 points above the EER",
               "scale": "client models more than 5 points worse"}
 
@@ -235,3 +239,32 @@ def test_sample_difficulty_counts_a_failure_to_acquire_as_a_rejection(monkeypatc
     claims = [("c01", "c01", "a", "nan"), ("c01", "c01", "b", "1.0"),
               ("c01", "zz00", "c", "nan"), ("c01", "zz00", "d", "0.7")]
     assert fresh_rates(claims, {"c01": 0.5}) == ([True, False], [False, True])
+
+
+def test_open_set_strangers_counts_each_stranger_and_where_the_split_falls(monkeypatch):
+    """open_set_strangers.py's tables from two constructed splits: a stranger returned
+    in 4 of its 10 searches and again in the next split is a repeat offender, named with
+    the clients it was returned as; the first split's FPIR (5 of 20) lies above its
+    interval and stays above without that stranger (1 of 10)."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    from _open_set_strangers import cover_rows, miss_rows, split_facts, stranger_rows
+
+    def split(rep, strangers, ci):
+        return {"repetition": rep, "clients": 3,
+                "record": {"expected_fpir": 0.01, "expected_fpir_ci": ci},
+                "operating point": {"strangers": strangers}}
+
+    reps = [split(0, {"x": [10, {"c1": 3, "c2": 1}], "y": [10, {"c3": 1}]}, [0.001, 0.03]),
+            split(1, {"x": [10, {"c1": 1}], "z": [10, {}]}, [0.0, 0.1])]
+    first = split_facts(reps[0])
+    assert (first["fp"], first["searches"], first["top"], first["top_hits"]) == (5, 20, "x", 4)
+    assert (first["where"], first["without_top"]) == ("above", "above")
+    assert split_facts(reps[1])["where"] == "inside"
+    row = stranger_rows("d", reps)[0]
+    assert row[3:] == ["15.00 (6 / 40)", "1.5 of 2 (2)", "2 / 3", "5 / 6", "1 / 2",
+                       ("x: 5 / 20 (2 of 2 splits; as c1 x4, c2 x1); "
+                       "y: 1 / 10 (1 of 1 splits; as c3 x1)")]
+    assert cover_rows("d", reps)[0][6:] == ["1 / 0 / 1", "1 of 1", "0 of 1", "1"]
+    (miss,) = miss_rows("d", reps)
+    assert miss[2] == "0" and miss[5] == ("x x4 (c1 x3, c2 x1; identified in 2 of its 2 "
+                                          "splits); y x1 (c3 x1; identified in 1 of its 1 splits)")
