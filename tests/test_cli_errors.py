@@ -257,6 +257,13 @@ def test_bad_probes(tmp_path, built):
         _fails(command + ["--list", str(listing), "--gallery", str(tmp_path / "none.h5")],
                f"{listing}: line 2: no such file c01.png; paths are read from the current "
                f"folder, not the list's: {tmp_path / 'probes_list' / 'c01.png'} exists")
+    # a listed path of 100,000 characters (no file can have it) was echoed whole: a
+    # 100 KB error line (a list of 64 MiB, 64 MiB); its first 200 characters now
+    listing.write_text("a" * 100_000 + "\n")
+    line = _fails(["verify", "--claim", "c01", "--list", str(listing), "--gallery",
+                   str(tmp_path / "none.h5")],
+                  f"{listing}: line 1: no such file {'a' * 200}... (100000 characters)")
+    assert len(line) < 1000, len(line)
     # a folder of probes (verify probes/, identify probes/): how to give its images, said
     # before the gallery is read (was: 'probes: image is a folder, expected a regular file')
     folder = tmp_path / "probes"
