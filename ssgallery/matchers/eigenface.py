@@ -43,28 +43,14 @@ from ssgallery.matchers.eigenface_space import (  # noqa: F401 (re-exported)
     quality_limits,
     shares,
 )
+from ssgallery.matchers.eigenface_state import (  # noqa: F401 (FTA_FOLDS re-exported)
+    FTA_FOLDS,
+    folds_state,
+    state_problem,
+    stored_limits,
+)
 
-FTA_FOLDS = ("people", "images")  # what the failure-to-acquire folds held out
 TRANSFORM_CHUNK = 1024  # images per block in transform: bounds its float64 temporaries
-
-
-def _folds_state(folds):
-    """``{"fta_folds": folds}`` when the limits' folds are known (``"people"``,
-    ``"images"``); nothing for a state read from a file that did not record them."""
-    return {"fta_folds": folds} if folds in FTA_FOLDS else {}
-
-
-def _stored_folds(value):
-    """What a file's ``fta_folds`` says the limits' folds held out: ``"people"`` or
-    ``"images"``, ``"unrecorded"`` when absent (written before 2026-11-28, when stores
-    began to record it); anything else is refused (`SsgalleryError`)."""
-    if value is None:
-        return "unrecorded"
-    if isinstance(value, np.ndarray) and value.shape == ():  # np.savez's copy of a state
-        value = value.item()
-    if not (isinstance(value, str) and value in FTA_FOLDS):
-        raise SsgalleryError("eigenface: fta_folds must be 'people' or 'images'")
-    return value
 
 
 class EigenfaceMatcher(Matcher):
@@ -296,7 +282,7 @@ class EigenfaceMatcher(Matcher):
                 "image_shape": np.asarray(self.image_shape, dtype=np.int64),
                 "n_samples_fit": int(self.n_samples_fit_),
                 "max_relative_dffs": float(self.max_relative_dffs_),
-                "max_difs": float(self.max_difs_), **_folds_state(self.fta_folds_)}
+                "max_difs": float(self.max_difs_), **folds_state(self.fta_folds_)}
 
     @classmethod
     def from_state(cls, config, state):
@@ -316,20 +302,10 @@ class EigenfaceMatcher(Matcher):
             self.gamma_ = float(np.asarray(state["gamma"]))
             self.image_shape = tuple(int(s) for s in np.asarray(state["image_shape"]))
             self.n_samples_fit_ = int(np.asarray(state.get("n_samples_fit", 0)))
-            if "max_relative_dffs" in state:  # files before failure to acquire: no limits
-                self.max_relative_dffs_ = float(np.asarray(state["max_relative_dffs"]))
-                self.max_difs_ = float(np.asarray(state["max_difs"]))
-                if not (0 < self.max_relative_dffs_ < np.inf and 0 < self.max_difs_ < np.inf):
-                    raise SsgalleryError("eigenface: failure-to-acquire limits must be "
-                                         "positive and finite")
-                if self.max_relative_dffs_ > RELATIVE_DFFS_CAP:  # the fit caps it there
-                    raise SsgalleryError(f"eigenface: the failure-to-acquire limit "
-                                         f"max_relative_dffs {self.max_relative_dffs_:.3g} is "
-                                         f"above {RELATIVE_DFFS_CAP:g}, where every fit "
-                                         "caps it (it would acquire images that are no "
-                                         "face)")
+            limits = stored_limits(state)  # None: files before failure to acquire
+            if limits is not None:
+                self.max_relative_dffs_, self.max_difs_, self.fta_folds_ = limits
                 self.quality_threshold_ = 1.0
-                self.fta_folds_ = _stored_folds(state.get("fta_folds"))
         except KeyError as exc:
             raise SsgalleryError(f"eigenface: matcher state lacks '{exc.args[0]}'") from None
         d, p = self.components_.shape if self.components_.ndim == 2 else (0, -1)
@@ -346,38 +322,9 @@ class EigenfaceMatcher(Matcher):
         return self
 
     def _check_state(self, ratio_stored=True):
-        """Values a fit can produce: finite, mean on the pixel scale, explained variances
-        > 0 (DIFS divides by them: a negative one made every probe's quality NaN, a zero
-        one 0, every probe a failure to acquire), a ``max_difs_`` limit at most
-        `difs_ceiling` and the variances' ratios, when ``ratio_stored``
-        (files written before them hold none: NaN), shares of the total,
-        orthonormal axes (row norms and V Vᵀ r ≈ r for a fixed generic r: O(d p), not
-        O(d² p))."""
-        V = self.components_
-        problem = None
-        if not (np.isfinite(self.scale_) and np.isfinite(self.gamma_)
-                and np.isfinite(self.explained_variance_).all()
-                and np.isfinite(V).all() and np.isfinite(self.mean_).all()):
-            problem = "NaN or infinite values"
-        elif self.mean_.min() < -1.0 or self.mean_.max() > 256.0:
-            problem = "a mean image outside the pixel range"
-        elif not (self.explained_variance_ > 0).all():  # a fit keeps variances > 0 only
-            problem = "explained variances that are not positive"
-        elif getattr(self, "max_difs_", 0) > (1 + 1e-9) * (  # the fit caps it there
-                top := difs_ceiling(self.mean_, self.explained_variance_)):
-            problem = (f"a failure-to-acquire limit max_difs {self.max_difs_:.3g} above "
-                       f"{top:.3g}, the largest distance in face space of any image, where "
-                       "every fit caps it (it would acquire images far from every face)")
-        elif ratio_stored and not shares(self.explained_variance_ratio_, len(V)):
-            problem = ("explained variance ratios that are not one share of the variance "
-                       "per component (in (0, 1], summing to at most 1)")
-        else:
-            norms = np.sqrt(np.einsum("ij,ij->i", V, V, dtype=np.float64))
-            r = np.cos(2.399963 * np.arange(1, len(V) + 1))  # golden angle: no numpy.random
-            back = V @ (V.T @ r.astype(np.float32)).astype(np.float64)
-            if np.abs(norms - 1).max() > 1e-3 or np.linalg.norm(back - r) > \
-                    1e-3 * np.linalg.norm(r):
-                problem = "principal axes that are not orthonormal"
+        """Values a fit can produce (`ssgallery.matchers.eigenface_state.state_problem`);
+        ``ratio_stored``: the file holds the variances' ratios. Raises `SsgalleryError`."""
+        problem = state_problem(self, ratio_stored)
         if problem:
             raise SsgalleryError(f"eigenface: matcher state has {problem}")
 
