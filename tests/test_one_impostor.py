@@ -12,14 +12,21 @@ import json
 import h5py
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from helpers import copied, invoked, rehash_gallery
 
 from ssgallery import jsontext
+from ssgallery.app.enroll import enroll
 from ssgallery.biometrics import openset
+from ssgallery.cli import main
 from ssgallery.datasets import sample_faces_path
 
 FACES = sample_faces_path()
 PROBES = FACES.parent / "probes"
+
+
+def _identify(*args):
+    return CliRunner().invoke(main, ["identify", *map(str, args)])
 
 
 def strict(text):
@@ -255,3 +262,37 @@ def test_an_update_of_a_tied_gallery_can_be_read(sample_store, tmp_path):
     assert stored["thresholds"] == curve["thresholds"]
     probes = sorted(str(p) for p in PROBES.glob("*.png"))
     assert run("identify", *probes, "--gallery", gallery, "--open-set")["exit_code"] == 0
+
+
+def test_one_impostor_per_client_sets_a_readable_point_without_a_warning(tmp_path):
+    """compress --max-impostors 1: each client's threshold comes from its one training
+    impostor score (no threshold CV with one impostor subject), centred on itself: every
+    1:N search scores 0. The curve is +inf at and below 0 and 0 above (before: a numpy
+    RuntimeWarning, np.geomspace from +inf); T sits above every search, unresolved, and
+    identify reads the record."""
+    import warnings
+
+    from helpers import make_faces
+
+    faces = make_faces(str(tmp_path / "faces"), n_clients=4, n_images=5)
+    enroll(faces, tmp_path / "e.h5")
+    args = ["compress", "--store", str(tmp_path / "e.h5"), "-o", str(tmp_path / "g.h5"),
+            "--max-impostors", "1"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = CliRunner().invoke(main, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    point = json.loads(res.stdout)["open_set"]
+    # +inf where every search passes, written as null (standard JSON has no Infinity)
+    assert point["curve"]["hazard"] == [None, 0.0] and point["search_size"] == 1
+    assert point["threshold"] == pytest.approx(1e-9) and not point["resolved"]
+    assert point["expected_fpir"] == 0.0
+    # no search passes: the spread between the probes' people cannot be seen, and the
+    # interval takes the people as the trials (0 of them pass, 4 clients)
+    people = point["curve"]["interval_people"]
+    assert people < point["searches"]
+    assert point["expected_fpir_ci"][1] == pytest.approx(1 - 0.025 ** (4 / people))
+    res = _identify(tmp_path / "faces" / "c01" / "0.png", "--gallery", tmp_path / "g.h5",
+                    "--open-set", "--json")
+    assert res.exit_code in (0, 1), res.output  # the record is read (not corrupt)
+    assert json.loads(res.stdout)["operating_point"]["threshold"] == pytest.approx(1e-9)
