@@ -6,7 +6,10 @@ both blocks counted twice, the interval too narrow, and info said "4 impostor pe
 (counted as 6: --update's blocks apart)" (7202653). The record now keeps each person's
 counts under an id that names no one (`ssgallery.app.impostor_people`), and an update
 adds them by person: the interval of one compress of every client. A record written
-before the ids is still counted block by block, and says so.
+before the ids is still counted block by block, and says so. The ids are salted per
+gallery (a random salt, kept by --update): two galleries share no id, even trained
+against the same background files (review25: unsalted, a public background set's people
+were the same ids in every site's gallery).
 """
 
 import json
@@ -32,6 +35,22 @@ def _calibration(gallery):
         return json.loads(f.attrs["calibration"])
 
 
+def _by_subject(root, cal):
+    """The record's people by store subject: each id computed again from the store's
+    files and the record's salt (what only the store's holder can do)."""
+    from ssgallery.app.impostor_people import person_ids
+    from ssgallery.formats.store import load_store
+
+    store = load_store(root / "e.h5", images=False)
+    far = cal["far_by_person"]
+    names = {i: s for s, i in person_ids(store.labels, store.sha256, far["salt"]).items()}
+    return {names[p]: [k, n] for p, k, n in far["people"]}
+
+
+def _interval(cal):
+    return {k: cal["far_by_person"][k] for k in ("ci", "design_effect", "sums")}
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     """The sample faces: 4 clients and 6 background people, one store."""
@@ -49,7 +68,9 @@ def _galleries(root, mode):
             "--target-far", "0.05", "-q"]
     updated, whole = root / f"up-{mode}.h5", root / f"all-{mode}.h5"
     _ok(*args, "-o", updated, "--clients", "c01,c02")
+    first = _calibration(updated)["far_by_person"]["salt"]
     _ok(*args, "-o", updated, "--update")
+    assert _calibration(updated)["far_by_person"]["salt"] == first  # kept: ids still match
     _ok(*args, "-o", whole)
     return updated, whole
 
@@ -68,7 +89,8 @@ def test_an_update_counts_each_impostor_person_once_as_one_compress(store):
     last bit."""
     updated, whole = _galleries(store, "client")
     up, one = _calibration(updated), _calibration(whole)
-    assert up["far_by_person"] == one["far_by_person"]
+    assert _interval(up) == _interval(one)
+    assert _by_subject(store, up) == _by_subject(store, one)  # person by person
     assert up["far_by_person"]["sums"]["clusters"] == 10 == len(up["far_by_person"]["people"])
     assert (up["impostor_people"], up["accepted"], up["impostors"]) == \
         (one["impostor_people"], one["accepted"], one["impostors"]) == \
@@ -76,9 +98,13 @@ def test_an_update_counts_each_impostor_person_once_as_one_compress(store):
     line = _by_person_line(updated)
     assert "by impostor person: 10 impostor people, design effect" in line, line
     assert "counted as" not in line and line == _by_person_line(whole)
-    # the ids name no one: no background subject's name is in the record
+    # the ids name no one: no background subject's name is in the record; and two
+    # galleries of the same people share no id (each its own salt)
     text = json.dumps(up)
     assert not any(f'"{name}"' in text for name in BACKGROUND), text
+    assert up["far_by_person"]["salt"] != one["far_by_person"]["salt"]
+    assert not {p for p, _, _ in up["far_by_person"]["people"]} & \
+        {p for p, _, _ in one["far_by_person"]["people"]}
 
 
 def test_an_update_at_the_kept_threshold_counts_the_same_people(store):
@@ -89,8 +115,8 @@ def test_an_update_at_the_kept_threshold_counts_the_same_people(store):
     updated, whole = _galleries(store, "znorm-global")
     up, one = _calibration(updated), _calibration(whole)
     people = up["far_by_person"]["people"]
-    assert [[p, n] for p, _, n in people] == \
-        [[p, n] for p, _, n in one["far_by_person"]["people"]]
+    assert {s: n for s, (_, n) in _by_subject(store, up).items()} == \
+        {s: n for s, (_, n) in _by_subject(store, one).items()}
     assert up["far_by_person"]["sums"]["clusters"] == up["impostor_people"] == 10
     assert sum(k for _, k, _ in people) == up["accepted"]
     assert sum(n for _, _, n in people) == up["impostors"] == one["impostors"]
@@ -98,15 +124,18 @@ def test_an_update_at_the_kept_threshold_counts_the_same_people(store):
     assert "by impostor person: 10 impostor people, design effect" in line, line
 
 
-def test_a_kept_record_without_people_is_counted_block_by_block(store, tmp_path):
-    """A gallery written before the ids keeps sums only: its update adds the new
-    clients' people as other people, and info says how the interval counted them."""
+@pytest.mark.parametrize("written_before", ["people", "salt"])
+def test_a_kept_record_without_people_is_counted_block_by_block(store, tmp_path,
+                                                                 written_before):
+    """A gallery written before the ids keeps sums only (before the salt, c7a8e11:
+    unsalted ids, which no new id matches): its update adds the new clients' people as
+    other people, and info says how the interval counted them."""
     gallery = tmp_path / "g.h5"
     args = ["compress", "--store", store / "e.h5", "--m", "1", "-q", "-o", gallery]
     _ok(*args, "--clients", "c01,c02")
     with h5py.File(gallery, "a") as f:
         cal = json.loads(f.attrs["calibration"])
-        del cal["far_by_person"]["people"]
+        del cal["far_by_person"][written_before]
         f.attrs["calibration"] = json.dumps(cal)
     rehash_gallery(gallery)
     _ok(*args, "--update")
@@ -123,17 +152,22 @@ def test_a_kept_record_without_people_is_counted_block_by_block(store, tmp_path)
     (lambda p: p[1].__setitem__(0, p[0][0]), "people: an id given twice"),
     (lambda p: p[0].__setitem__(0, "c05"), "is not [id (32 hex digits), k, n]"),
     (lambda p: p.pop(), "people must be a list of 10 [id, k, n], one per cluster"),
-], ids=["counts", "twice", "name", "missing"])
+    (None, "salt must be 32 hex digits, got str 'x'"),
+], ids=["counts", "twice", "name", "missing", "salt"])
 def test_recorded_people_that_are_not_the_sums_are_refused(store, tmp_path, edit, why):
     """``compress --update`` adds the kept record's people: an edited unsigned gallery's
-    counts that are not the counts its sums were made of, an id twice or a name instead
-    of an id are refused on read (one line, exit 2; on main: read, exit 0)."""
+    counts that are not the counts its sums were made of, an id twice, a name instead
+    of an id or a salt that is not one are refused on read (one line, exit 2; on main:
+    read, exit 0)."""
     gallery = tmp_path / "g.h5"
     _ok("compress", "--store", store / "e.h5", "--m", "1", "-q", "-o", gallery, "--clients",
         "c01,c02")
     with h5py.File(gallery, "a") as f:
         cal = json.loads(f.attrs["calibration"])
-        edit(cal["far_by_person"]["people"])
+        if edit is None:
+            cal["far_by_person"]["salt"] = "x"
+        else:
+            edit(cal["far_by_person"]["people"])
         f.attrs["calibration"] = json.dumps(cal)
     rehash_gallery(gallery)
     res = invoked(["info", "--gallery", str(gallery)])

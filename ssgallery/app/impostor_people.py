@@ -4,12 +4,15 @@ blocks (the kept clients and the new ones) once, as one compress of every client
 
 The record keeps each person's counts (``people``: ``[id, k, n]``, accepted scores
 and scores over the clients) under an id that names no one: `person_ids`, a digest of
-the digests of the person's enrolled image files (the store's ``sha256``), the same in
-every compress of one store and after ``enroll --add`` (which appends new subjects and
-leaves the others' images as they were). The gallery never holds the store's subject
-names of its impostor people; only someone holding a person's very image files can tell
-whose id it is. A block without ids (a record written before them) is added as
-disjoint people, as before (`ssgallery.app.thresholds.merged_record`). The record is
+the gallery's random ``salt`` (`new_salt`, recorded beside the people, kept by every
+``--update`` of the gallery so that its ids still match), the subject and the digests of
+the subject's enrolled image files (the store's ``sha256``; ``enroll --add`` appends
+subjects and leaves the others' as they were). Two galleries never share an id, even
+when trained against the same background files; the gallery never holds its impostor
+people's names, but whoever holds the gallery and a person's very image files and
+folder name (a public set's, say) can compute that person's id in it. A block without
+ids (a record written before them, or one whose ids were not salted, c7a8e11) is added
+as disjoint people, as before (`ssgallery.app.thresholds.merged_record`). The record is
 checked on read (`ssgallery.formats.interval_sums.people_problem`).
 """
 
@@ -17,14 +20,23 @@ import hashlib
 
 import numpy as np
 
-__all__ = ["kept_block", "merged_by_person", "new_block", "person_ids"]
+__all__ = ["impostor_people", "kept_block", "kept_salt", "merged_by_person", "new_block", "new_salt",
+           "person_ids"]
 
-PERSON_ID = "ssgallery-impostor-person-1"  # the digest's domain: never another digest's
+PERSON_ID = "ssgallery-impostor-person-2"  # the digest's domain: never another digest's
 
 
-def person_ids(labels, sha256):
+def new_salt():
+    """A new gallery's salt of its impostor people's ids: 32 random hex digits."""
+    import secrets
+
+    return secrets.token_hex(16)
+
+
+def person_ids(labels, sha256, salt):
     """An id per subject of a store that names no one: the first 32 hex digits of the
-    sha256 of `PERSON_ID` and the sorted sha256 digests of the subject's image files.
+    sha256 of `PERSON_ID`, the gallery's ``salt``, the subject and the sorted sha256
+    digests of its image files.
 
     Parameters
     ----------
@@ -32,18 +44,19 @@ def person_ids(labels, sha256):
         The subject of each store image.
     sha256 : sequence of str, shape (n,)
         The sha256 of each image's file.
+    salt : str
+        The gallery's (`new_salt`; an update's: the kept record's).
 
     Returns
     -------
     dict of str to str or None
-        Subject -> id; None when two subjects share one (the same files enrolled under
-        two names: their people could not be told apart).
+        Subject -> id; None when two share one (never seen: 128 bits).
     """
     files = {}
     for label, digest in zip(map(str, labels), map(str, sha256)):
         files.setdefault(label, []).append(digest)
-    ids = {label: hashlib.sha256("\n".join([PERSON_ID, *sorted(d)]).encode()).hexdigest()[:32]
-           for label, d in files.items()}
+    ids = {label: hashlib.sha256("\n".join([PERSON_ID, salt, label, *sorted(d)]).encode())
+           .hexdigest()[:32] for label, d in files.items()}
     return ids if len(set(ids.values())) == len(ids) else None
 
 
@@ -63,20 +76,29 @@ def new_block(info, ids):
 def kept_block(record, sums):
     """The block of the clients an update keeps: the gallery's ``far_by_person`` (checked
     on read: `ssgallery.formats.interval_sums.people_problem`) and its ``sums``
-    (`ssgallery.app.thresholds.clustered_sums`); None without sums (unknown)."""
+    (`ssgallery.app.thresholds.clustered_sums`); None without sums (unknown). Its
+    ``people`` are None (counted apart) when they have no ``salt`` (c7a8e11's)."""
     if sums is None:
         return None
-    people = record.get("people")
-    return {"sums": sums,
+    people = record.get("people") if record.get("salt") is not None else None
+    return {"sums": sums, "salt": record.get("salt"),
             "people": None if people is None else {p: [k, n] for p, k, n in people}}
 
 
-def merged_by_person(blocks):
+def kept_salt(blocks):
+    """The salt of an update's kept block that names its people (its ids are salted
+    with it: the new clients' must be too), else None (a new one: `new_salt`)."""
+    return next((b["salt"] for b in blocks
+                 if b is not None and b["people"] is not None), None)
+
+
+def merged_by_person(blocks, salt):
     """One interval by impostor person from blocks that name their people (`new_block`,
-    `kept_block`): each person's counts added over the blocks (one person once, as one
-    compress of every client counts them), recorded with them (``people``, sorted by
-    id); None when there is no trial. (Blocks that do not name them are added as
-    disjoint people: `ssgallery.app.thresholds.merged_record`.)"""
+    `kept_block`, their ids salted with ``salt``): each person's counts added over the
+    blocks (one person once, as one compress of every client counts them), recorded
+    with them (``people``, sorted by id) and the ``salt``; None when there is no trial.
+    (Blocks that do not name them are added as disjoint people:
+    `ssgallery.app.thresholds.merged_record`.)"""
     from ssgallery.biometrics.calibration import clustered_record
     from ssgallery.biometrics.intervals import cluster_sums
 
@@ -91,4 +113,32 @@ def merged_by_person(blocks):
     record = clustered_record(cluster_sums(k, n))
     if record is not None:
         record["people"] = [[p, *people[p]] for p in order]
+        record["salt"] = salt
     return record
+
+
+def impostor_people(far_by_person, labels=None):
+    """How many people the thresholds' impostor scores are of: the clusters of the
+    interval by person (``far_by_person``,
+    `ssgallery.app.impostor_people.merged_by_person`), at most the store's subjects
+    (``labels``: the subject of each of its images). An update whose blocks name their
+    people counts each once; one that adds to a record written before the ids adds its
+    clients' people to the kept record's as other people (sums, not people), so one
+    person counted in both blocks is counted twice there; no person is outside the
+    store, which only grows (enroll --add).
+
+    Parameters
+    ----------
+    far_by_person : dict
+        The record's ``far_by_person`` (with ``sums``).
+    labels : array_like, optional
+        The store's subject of each image.
+
+    Returns
+    -------
+    int
+    """
+    people = int(far_by_person["sums"]["clusters"])
+    if labels is not None and len(labels):
+        people = min(people, int(np.unique(np.asarray(labels).astype(str)).size))
+    return people

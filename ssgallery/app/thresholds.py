@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ssgallery.app.impostor_people import kept_block, merged_by_person, new_block
+from ssgallery.app.impostor_people import (  # impostor_people: public here too
+    impostor_people,
+    kept_block,
+    kept_salt,
+    merged_by_person,
+    new_block,
+    new_salt,
+    person_ids,
+)
 from ssgallery.app.training_scores import (  # public here too
     fitted_note,
     on_training_scores,
@@ -59,7 +67,7 @@ def _check_update(mode, target_far, previous, path):
 
 
 def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labels=None,
-              ids=None):
+              files=None):
     """Thresholds of every client and the calibration to record.
 
     Parameters
@@ -79,8 +87,9 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
         The store's subject of each row: the people behind each client's impostor
         scores (``heldout["impostor_row"]``), for ``unresolved`` (default: each score a
         person).
-    ids : dict of str to str, optional
-        An id per subject that names no one (`ssgallery.app.impostor_people.person_ids`):
+    files : sequence of str, optional
+        The store's sha256 of each row's file: with ``labels``, an id per subject that
+        names no one, salted per gallery (`ssgallery.app.impostor_people.person_ids`):
         the interval by person then keeps each person's counts under it, so that an
         update counts a person in both blocks once.
 
@@ -93,7 +102,8 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
         ``expected_far_ci`` (None when copied clients have no recorded counts; the
         scores counted as independent trials), ``far_by_person`` (the interval with the
         impostor person as the trial: `ssgallery.app.impostor_people.merged_by_person`,
-        with its ``people`` when ``ids`` are given; None when copied clients have
+        with its ``people`` and ``salt`` when ``files`` are given; None when copied
+        clients have
         none recorded),
         ``clients``, ``training_clients`` (clients whose scores are training scores:
         nothing could be held out, or they were off scale; the copied ones by their
@@ -108,6 +118,8 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
     kept = set(kept)
     new = [c for c in sorted(results) if c not in kept]
     tally = _kept_tally(kept, mode, target_far, previous, path)
+    tally.salt = kept_salt(tally.by_person) or new_salt()  # the kept ids' salt, or new
+    ids = None if files is None or labels is None else person_ids(labels, files, tally.salt)
     thresholds = {c: float(results[c].threshold) for c in kept}
     if new:
         thresholds.update(_calibrate_new(results, new, mode, target_far, (labels, ids),
@@ -130,6 +142,7 @@ class _Tally:
     unknown: bool = False
     old: dict = None
     by_person: list = field(default_factory=list)
+    salt: str = None
 
 
 def _kept_tally(kept, mode, target_far, previous, path):
@@ -191,7 +204,8 @@ def _record(results, mode, target_far, labels, tally):
               "expected_far_ci": list(clopper_pearson(counts["accepted"],
                                                       counts["impostors"]))
               if known else None,
-              "far_by_person": _far_by_person(tally.by_person) if known else None,
+              "far_by_person": _far_by_person(tally.by_person, tally.salt)
+              if known else None,
               "clients": len(results),
               "training_clients": int(training), "unresolved": tally.unresolved}
     if record["far_by_person"] is not None:
@@ -201,43 +215,16 @@ def _record(results, mode, target_far, labels, tally):
     return record
 
 
-def _far_by_person(blocks):
+def _far_by_person(blocks, salt):
     """The interval by impostor person of the blocks of `calibrate` (the kept record's
-    and the new clients'): each person once when every block names its people
-    (`merged_by_person`), else the blocks as disjoint people (`merged_record`); None
-    when a block has none (unknown)."""
+    and the new clients'): each person once when every block names its people, by ids
+    salted with ``salt`` (`merged_by_person`), else the blocks as disjoint people
+    (`merged_record`); None when a block has none (unknown)."""
     if not blocks or any(b is None for b in blocks):
         return None
     if all(b["people"] is not None for b in blocks):
-        return merged_by_person(blocks)
+        return merged_by_person(blocks, salt)
     return merged_record([b["sums"] for b in blocks])
-
-
-def impostor_people(far_by_person, labels=None):
-    """How many people the thresholds' impostor scores are of: the clusters of the
-    interval by person (``far_by_person``,
-    `ssgallery.app.impostor_people.merged_by_person`), at most the store's subjects
-    (``labels``: the subject of each of its images). An update whose blocks name their
-    people counts each once; one that adds to a record written before the ids adds its
-    clients' people to the kept record's as other people (sums, not people), so one
-    person counted in both blocks is counted twice there; no person is outside the
-    store, which only grows (enroll --add).
-
-    Parameters
-    ----------
-    far_by_person : dict
-        The record's ``far_by_person`` (with ``sums``).
-    labels : array_like, optional
-        The store's subject of each image.
-
-    Returns
-    -------
-    int
-    """
-    people = int(far_by_person["sums"]["clusters"])
-    if labels is not None and len(labels):
-        people = min(people, int(np.unique(np.asarray(labels).astype(str)).size))
-    return people
 
 
 def counts_inseparable(previous, kept):

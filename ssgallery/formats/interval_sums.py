@@ -61,13 +61,17 @@ def sums_problem(sums):
     return None
 
 
-def people_problem(people, sums):
+def people_problem(people, sums, salt=None):
     """What makes ``people`` (data from a file: the ``[id, k, n]`` of each impostor
     person of an interval by person, `ssgallery.app.impostor_people`) not the counts
     its ``sums`` (checked: `sums_problem`) were made of, or None: a list of one entry per
     cluster, each a 32-hex-digit id (distinct) with whole counts 0 <= k <= n, 1 <= n <
     2**53, whose `ssgallery.biometrics.intervals.cluster_sums` are ``sums`` (within float
-    rounding). ``compress --update`` adds a kept record's people to its own by id."""
+    rounding); the ids' ``salt`` 32 hex digits (None: ids of c7a8e11, unsalted, which no
+    update adds by person). ``compress --update`` adds a kept record's people to its own
+    by id."""
+    if salt is not None and not (isinstance(salt, str) and PERSON_ID.fullmatch(salt)):
+        return f"salt must be 32 hex digits, got {shown(salt, typed=True)}"
     g = sums["clusters"]
     if not isinstance(people, list) or len(people) != g:
         return f"people must be a list of {g} [id, k, n], one per cluster"

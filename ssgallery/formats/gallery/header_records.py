@@ -138,8 +138,8 @@ def _clustered_ok(cal):
             f"expected an object, got {shown(value, typed=True)}"
         if why is not None:
             raise ValueError(f"{field} sums: {why}")
-        why = None if value.get("people") is None else people_problem(value["people"],
-                                                                       value["sums"])
+        why = None if value.get("people") is None else people_problem(
+            value["people"], value["sums"], value.get("salt"))
         if why is not None:
             raise ValueError(f"{field}: {why}")
     people, far = cal.get("impostor_people"), cal.get("far_by_person")
