@@ -19,6 +19,13 @@ MIN_IMPOSTOR_PEOPLE = 20
 FRR_IN_BASIS = (37.9, 20.9)
 FRR_SYNTHETIC = (45.5, 44.5)
 
+# what the expected FPIR does not promise each stranger (docs/identification.md, "A
+# rate over strangers' searches"; measured in docs/benchmarks/open_set_strangers.md)
+PER_STRANGER = ("; a rate over many strangers' searches, not a bound for each stranger: "
+                "one who looks like a client can be returned in many of their searches, "
+                "and a few strangers then meet an FPIR above this interval "
+                "(docs/benchmarks/open_set_strangers.md)")
+
 
 def _num(value):
     """A finite float from a calibration record (data from a file: `is_finite_real`),
@@ -294,7 +301,8 @@ def frr_warning(cal, matcher, command="compress"):
 def open_set_line(rec):
     """``1:N search: threshold T on the best centred score at target FPIR f for N
     clients; expected FPIR x% (95% Clopper-Pearson a-b%, n held-out searches of k
-    clients)`` from a gallery's open-set record (None: not recorded)."""
+    clients)`` from a gallery's open-set record (None: not recorded), and what that
+    rate does not promise each stranger (`PER_STRANGER`)."""
     from ssgallery.app.open_set import (
         beyond_end,
         measured_note,
@@ -333,7 +341,9 @@ def open_set_line(rec):
                  + "), not measured")
     elif not rec["resolved"]:
         text += "; too few searches to resolve the target: threshold above every one"
-    return text + beyond_end(rec) + measured_note(rec) + training_note(rec)
+    return (text + beyond_end(rec) + measured_note(rec) + training_note(rec)
+            + PER_STRANGER)
+
 
 
 def open_set_warning(summary):
