@@ -52,6 +52,7 @@ def prepare(store_path, gallery_path, options, run, privacy_key=None):
     the clients, resolve the matcher, check that protected templates can be written."""
     from ssgallery.formats.atomic import check_writable
     from ssgallery.formats.gallery import FORMAT
+    from ssgallery.formats.hdf5 import comma_hint
     from ssgallery.formats.store import load_store
 
     store = load_store(store_path, images=False, privacy_key=privacy_key)
@@ -64,7 +65,8 @@ def prepare(store_path, gallery_path, options, run, privacy_key=None):
         hint = did_you_mean(unknown[:5], store.clients)
         raise SsgalleryError(f"not an enrolled client: {', '.join(unknown[:5])}"
                              + (f"; {hint}" if hint else "")
-                             + f" (enrolled: {shown})", path=store_path)
+                             + f" (enrolled: {shown})" + comma_hint(store.clients),
+                             path=store_path)
     if not todo:
         raise InputError("the store has no enrolled client to compress", path=store_path)
     _check_m(options.m, len(store.labels), store_path)

@@ -10,6 +10,7 @@ import numpy as np
 
 from ssgallery.app.enroll_add import kept_matcher
 from ssgallery.errors import FormatError, InputError, option
+from ssgallery.formats.hdf5 import comma_hint, split_ids
 from ssgallery.formats.store import EnrollmentStore, load_store
 from ssgallery.tables import did_you_mean
 
@@ -18,7 +19,7 @@ def _split_names(value):
     if value is None:
         return None
     if isinstance(value, str):
-        value = value.split(",")
+        return split_ids(value)
     return [v.strip() for v in value if v and v.strip()]
 
 
@@ -131,7 +132,8 @@ def resolve_names(faces_dir, clients, background):
         if missing:
             hint = did_you_mean(missing[:5], subjects)
             raise InputError(f"no {what.format(', '.join(missing[:5]))}"
-                             + (f"; {hint}" if hint else ""), path=faces_dir)
+                             + (f"; {hint}" if hint else "") + comma_hint(subjects),
+                             path=faces_dir)
     if clients is None:
         clients = [s for s in subjects if s not in bg_names]
     overlap = sorted(set(clients) & set(bg_names))

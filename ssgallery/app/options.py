@@ -236,9 +236,12 @@ class CompressOptions(_Options):
 
 
 def _clients(name, value):
-    """None (every enrolled client), a list, or ``"a,b,c"``."""
+    """None (every enrolled client), a list, or ``"a,b,c"`` (a comma inside an id
+    written ``\\,``: `ssgallery.formats.hdf5.split_ids`)."""
     if isinstance(value, str):
-        value = [c.strip() for c in value.split(",") if c.strip()]
+        from ssgallery.formats.hdf5 import split_ids
+
+        value = split_ids(value)
     return None if value is None else list(value)
 
 

@@ -102,7 +102,8 @@ def _int_or_auto(lowest):
               help="Initial prototypes. auto: 'class' (by class weight) for eigenface, "
                    "'genuine' (m-1 on the client's own images) for black-box matchers.")
 @click.option("--clients", default=None, metavar="A,B,...",
-              help="Compress only these enrolled clients [all].")
+              help="Compress only these enrolled clients [all]; a comma inside an id is "
+              "written '\\,' (--clients 'doe\\, jane,c01').")
 @click.option("--cv-folds", type=click.IntRange(min=0), default=DEFAULT.cv_folds,
               show_default=True,
               help="Folds of the threshold CV; 0 = thresholds on training scores (faster, "

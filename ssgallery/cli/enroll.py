@@ -123,10 +123,12 @@ def _external_command(matcher, matcher_cmd, options, add):
               callback=_parse_options, help="Any matcher option (repeatable), VALUE read as JSON "
               "(finite numbers only) else as text, e.g. -O serve=false.")
 @click.option("--clients", default=None, metavar="A,B,...",
-              help="Enrol only these client folders [all but the background].")
+              help="Enrol only these client folders [all but the background]; a comma "
+              "inside a name is written '\\,' (--clients 'doe\\, jane,c01').")
 @click.option("--background", default=None, metavar="DIR|A,B,...",
               help="Impostor-only subjects: a folder DIR/<subject>/* (a value with a '/' "
-              "is always a folder) or subject folder names of FACES_DIR.")
+              "is always a folder) or subject folder names of FACES_DIR (a comma inside "
+              "a name: '\\,').")
 @click.option("--add", is_flag=True,
               help="Add new clients to an existing store without refitting the matcher: "
               "the store's matcher and its options are kept (options given with --add are "

@@ -297,6 +297,38 @@ def client_id_problem(name):
     return None
 
 
+def split_ids(text):
+    """The client ids of a comma-separated ``--clients``/``--background`` value.
+
+    A comma inside an id is written ``\\,`` (``--clients 'doe\\, jane,c01'``): no id
+    holds a backslash (`client_id_problem`), so the escape is never ambiguous. Each id
+    is stripped of surrounding white space; empty ones are dropped.
+
+    Parameters
+    ----------
+    text : str
+        The value as typed.
+
+    Returns
+    -------
+    list of str
+    """
+    import re
+
+    pieces = [p.replace("\\,", ",") for p in re.split(r"(?<!\\),", text)]
+    return [p.strip() for p in pieces if p.strip()]
+
+
+def comma_hint(known):
+    """``"; a comma inside an id is written '\\,' ..."`` when one of the ``known`` ids holds
+    a comma (a value naming it unescaped was split), else ``""``."""
+    held = next((c for c in known if "," in str(c)), None)
+    if held is None:
+        return ""
+    typed = str(held).replace(",", "\\,")
+    return f"; a comma inside an id is written '\\,' (e.g. '{typed}')"
+
+
 def state_digest(state):
     """SHA-256 hex of a matcher state dict (arrays by dtype, shape and bytes; other values
     as JSON): equal digests = the same matcher basis (``compress --update`` compares the
