@@ -87,8 +87,8 @@ def run_one(dataset, run, args):
     """Per client of one run: held-out accepts, people and interval; stranger accepts."""
     from ssgallery.app.compress import CompressOptions, compress
     from ssgallery.app.roc import score_gallery
-    from ssgallery.biometrics.calibration import calibrate_thresholds, cross_fittable
-    from ssgallery.biometrics.intervals import sums_interval
+    from ssgallery.biometrics.calibration import calibrate_thresholds
+    from ssgallery.biometrics.intervals import person_sums, sums_interval
     from ssgallery.formats.store import load_store
 
     with tempfile.TemporaryDirectory(prefix="ssg-clientfar-") as tmp:
@@ -109,11 +109,12 @@ def run_one(dataset, run, args):
     for c, tc, h, sums in zip(order, t, held, info["by_client"]):
         mine = stranger & (table.claimed == c)
         acc = table.score[mine] >= tc  # NaN (failure to acquire): rejected
+        fitted = sums is None  # its threshold sits on the very scores counted
+        sums = person_sums([[]], [[]]) if fitted else sums
         low, high, _ = sums_interval(sums)
         rows.append({"client": c, "held_k": int(sums["k"]), "held_n": int(sums["n"]),
                      "held_people": sums["clusters"], "low": low, "high": high,
-                     "counted": c not in (summary.not_held_out or ())
-                     and cross_fittable(len(h["impostor"])),
+                     "counted": c not in (summary.not_held_out or ()) and not fitted,
                      "k": int(acc.sum()), "n": int(acc.size),
                      "people_accepted": int(np.unique(table.real[mine][acc]).size)})
     return {"dataset": dataset, "run": run, "target_far": summary.target_far,
@@ -201,11 +202,17 @@ def summary_lines(runs, min_accepts):
                           for x in mine for r in x["clients"]])
         rho = spearmanr(*pairs.T).statistic
         models = len(pairs)
+        counted = [r for x in mine for r in x["clients"] if r["counted"]]
+        low, high = (np.median([r[k] for r in counted]) for k in ("low", "high"))
         lines.append(f"- {d}: {bad} over-acceptors among {models} client models "
                      f"({len(mine)} runs); "
                      + "; ".join(f"{rule} rule names {n} ({r} over-acceptors, {f} fine), "
                                  f"misses {m}" for rule, (n, r, f, m) in zip(RULES, total))
-                     + f"; Spearman {rho:+.2f} between held-out and stranger FAR")
+                     + f"; Spearman {rho:+.2f} between held-out and stranger FAR; a "
+                     f"client's 95 % interval by person: median [{_pct(low)}, {_pct(high)}] %"
+                     + ("; no client's interval lies wholly above the target (the rule "
+                        "compress and info apply): too few held-out scores per client to "
+                        "name one" if total[1][0] == 0 else ""))
     return lines
 
 

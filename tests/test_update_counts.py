@@ -297,7 +297,8 @@ def test_a_calibration_record_of_another_gallery_is_refused_by_every_reader(
     # every count of clients within the 1 (since the person-out pooled T, 2 of the 3
     # reject half their images, and unresolved may count all 3): only the number differs
     for patch, refusal in (({"clients": 1, "training_clients": 1, "frr_high_clients": 1,
-                             "unresolved": None},
+                             "unresolved": None, "far_clients": 1, "far_high_clients": 0,
+                             "far_worst": cal["far_worst"][:1]},
                             f"{what} for 1 client in a gallery of 3"),
                            ({"clients": 20}, f"{what} for 20 clients in a gallery of 3")):
         _rehashed(gallery, "calibration", cal | patch)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ssgallery.app.client_far import client_far, far_record
 from ssgallery.app.impostor_people import (  # impostor_people: public here too
     impostor_people,
     kept_block,
@@ -112,8 +113,8 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
         `ssgallery.biometrics.calibration.calibrate_thresholds`; None: none or unknown),
         ``counts_unknown`` (True, only when an update copies some but not all of the
         clients the existing record counted, `counts_inseparable`: the FAR and FRR
-        counts and ``unresolved`` are then None, unknown), and the FRR counts
-        (`frr_record`).
+        counts and ``unresolved`` are then None, unknown), the FRR counts
+        (`frr_record`) and the per-client FAR (`ssgallery.app.client_far.far_record`).
     """
     kept = set(kept)
     new = [c for c in sorted(results) if c not in kept]
@@ -124,17 +125,19 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
     if new:
         thresholds.update(_calibrate_new(results, new, mode, target_far, (labels, ids),
                                          tally))
-    frr = frr_record(client_frr(results, thresholds, new),
-                     None if tally.old is None else {} if tally.unknown else tally.old)
-    return thresholds, _record(results, mode, target_far, labels, tally) | frr
+    previous = None if tally.old is None else {} if tally.unknown else tally.old
+    return thresholds, (_record(results, mode, target_far, labels, tally)
+                        | frr_record(client_frr(results, thresholds, new), previous)
+                        | far_record(tally.by_client, target_far, previous))
 
 
 @dataclass
 class _Tally:
     """What `calibrate` adds up over the kept clients (an update's record) and the new
     ones: the FAR counts and global T, ``unresolved``, the blocks of the interval by
-    person; ``unknown``: the kept record's counts cannot be separated
-    (`counts_inseparable`); ``old``: that record (None without kept clients)."""
+    person, the new clients' own counts (``by_client``, `client_far`); ``unknown``: the
+    kept record's counts cannot be separated (`counts_inseparable`); ``old``: that
+    record (None without kept clients)."""
 
     counts: dict = field(default_factory=lambda: {"accepted": 0, "impostors": 0,
                                                   "global_threshold": None})
@@ -143,6 +146,7 @@ class _Tally:
     old: dict = None
     by_person: list = field(default_factory=list)
     salt: str = None
+    by_client: dict = field(default_factory=dict)
 
 
 def _kept_tally(kept, mode, target_far, previous, path):
@@ -172,12 +176,12 @@ def _calibrate_new(results, new, mode, target_far, people, tally):
 
     labels, ids = people
     counts = tally.counts
+    held_out = [not on_training_scores(results[c]) for c in new]
     t, info = calibrate_thresholds([results[c].heldout["impostor"] for c in new],
                                    [results[c].normalization for c in new], target_far,
                                    mode, global_threshold=counts["global_threshold"],
-                                   people=_people(results, new, labels),
-                                   held_out=[not on_training_scores(results[c])
-                                             for c in new])
+                                   people=_people(results, new, labels), held_out=held_out)
+    tally.by_client.update(client_far(new, info["by_client"], held_out))
     counts["global_threshold"] = info["global_threshold"]
     if counts["accepted"] is not None:
         counts["accepted"] += info["accepted"]

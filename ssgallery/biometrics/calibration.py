@@ -279,7 +279,10 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
         ``far_by_person`` sums; ``by_client``: per client, the `person_sums` of its
         own accepted scores (the
         same accepts, its impostor people the clusters), for each client's FAR and
-        interval (`ssgallery.biometrics.intervals.sums_interval`).
+        interval (`ssgallery.biometrics.intervals.sums_interval`); None for a client
+        whose threshold was fitted on the scores counted (``unresolved``), and for
+        every client in ``client`` mode (each threshold sits at the target on the
+        client's own scores: its count is floor(F n) by construction).
     """
     if mode not in THRESHOLD_MODES:
         raise ValueError(f"unknown threshold mode {mode!r}; choose from "
@@ -306,7 +309,8 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
                if all(who is not None for who in people) else None,
                "unresolved": _unresolved(impostors, hits, people, fitted,
                                          held_out or [True] * len(impostors)),
-               "by_client": [person_sums([h], [who]) for h, who in zip(hits, people)]}
+               "by_client": [None if f or mode == "client" else person_sums([h], [who])
+                             for h, who, f in zip(hits, people, fitted)]}
 
 
 def _client_thresholds(impostors, target_far):

@@ -25,6 +25,7 @@ from ssgallery.cli.operating import (
     open_set_warning,
     unresolved_warning,
 )
+from ssgallery.cli.operating_far import far_warning
 from ssgallery.cli.options import (
     key_file_option,
     matcher_cmd_option,
@@ -282,7 +283,8 @@ def _warnings(summary, guard_gap):
         warn(open_set_warning(summary))
     for advice in (unresolved_warning(summary.calibration),
                    few_people_warning(summary.calibration),
-                   frr_warning(summary.calibration, summary.matcher)):
+                   frr_warning(summary.calibration, summary.matcher),
+                   far_warning(summary.calibration)):
         if advice:
             warn(advice)
     _warn_clients(summary.never_accepting, "can never be accepted (threshold above the "

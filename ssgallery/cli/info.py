@@ -12,6 +12,7 @@ from ssgallery.cli.operating import (
     open_set_line,
     unresolved_warning,
 )
+from ssgallery.cli.operating_far import far_warning
 from ssgallery.cli.options import (
     contract_line,
     key_file_option,
@@ -84,7 +85,8 @@ def _warn_gallery(g):
     """The gallery summary's warnings (stderr), with or without --json or --quiet."""
     for advice in (unresolved_warning(g.get("calibration"), command="info"),
                    few_people_warning(g.get("calibration")),
-                   frr_warning(g.get("calibration"), g["matcher"], command="info")):
+                   frr_warning(g.get("calibration"), g["matcher"], command="info"),
+                   far_warning(g.get("calibration"))):
         if advice:
             warn(advice)
     if g["basis_stale"]:

@@ -1,6 +1,7 @@
 """The lines and warnings ``compress`` and ``info`` give of a gallery's operating
 points: its thresholds and their expected FAR and FRR (`calibration_line`,
-`unresolved_warning`, `frr_warning`) and its 1:N search threshold (`open_set_line`,
+`unresolved_warning`, `frr_warning`; per client: `ssgallery.cli.operating_far`) and its
+1:N search threshold (`open_set_line`,
 `open_set_warning`), read from the records the gallery keeps."""
 
 from ssgallery.checks import is_finite_real, is_int

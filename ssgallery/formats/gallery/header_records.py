@@ -11,6 +11,7 @@ import numpy as np
 
 from ssgallery.checks import EXACT_INT, is_finite_real, is_int, shown, stored_flag
 from ssgallery.errors import FormatError
+from ssgallery.formats.gallery.client_far_checks import client_far_problem, far_worst_clients
 from ssgallery.formats.hdf5 import attr_str
 from ssgallery.tables import counted
 
@@ -89,8 +90,11 @@ def header_calibration(header, clients, path=None):
     Raises
     ------
     FormatError
-        Not a JSON object with a string ``mode``, or a value `_calibration_ok` refuses;
-        or a record of another gallery (`_describes_gallery`).
+        Not a JSON object with a string ``mode``, or a value `_calibration_ok` refuses,
+        or per-client FAR fields
+        `ssgallery.formats.gallery.client_far_checks.client_far_problem` refuses; or a
+        record of another gallery (`_describes_gallery`: its number of clients, a
+        ``far_worst`` client it does not hold).
     """
     raw = header.get(CALIBRATION_ATTR)
     if raw is None:
@@ -102,11 +106,14 @@ def header_calibration(header, clients, path=None):
         if not _calibration_ok(cal):
             raise ValueError("inconsistent counts or values")
         _clustered_ok(cal)
+        why = client_far_problem(cal)
+        if why is not None:
+            raise ValueError(why)
     except (ValueError, TypeError, RecursionError) as exc:  # nested past the stack
         raise FormatError(f"corrupt gallery header: {CALIBRATION_ATTR}: {exc}",
                           path=path) from None
     held = [str(c) for c in clients]
-    _describes_gallery(CALIBRATION_ATTR, cal, (), held, path)
+    _describes_gallery(CALIBRATION_ATTR, cal, far_worst_clients(cal), held, path)
     kept = frozenset(held)
     if cal.get("frr_worst"):
         cal["frr_worst"] = [w for w in cal["frr_worst"] if w[0] in kept]
@@ -360,7 +367,7 @@ def _measured_ok(rec):
 
 
 _RECORDS = {OPEN_SET_ATTR: ("a 1:N operating point", "measured on"),
-            CALIBRATION_ATTR: ("a threshold calibration", None)}  # names no client
+            CALIBRATION_ATTR: ("a threshold calibration", "naming")}  # its far_worst
 
 
 def _describes_gallery(attr, rec, named, clients, path):
