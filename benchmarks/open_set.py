@@ -219,7 +219,13 @@ def _parse(argv):
     parser.add_argument("--cost-runs", type=int, default=5)
     parser.add_argument("--page", action="store_true",
                         help="write docs/benchmarks/open_set.md after each part")
-    args = parser.parse_args(argv)
+    return with_out(parser.parse_args(argv))
+
+
+def with_out(args):
+    """``args`` with ``out`` (this script's folder under `_results.OUT`, made) and, when
+    ``--dlib-cache`` is not given, the dlib cache's path in it (shared with
+    open_set_strangers.py)."""
     args.out = _results.OUT / "open_set"
     args.out.mkdir(parents=True, exist_ok=True)
     if args.dlib_cache is None:

@@ -55,7 +55,7 @@ from _open_set_strangers import (
     stranger_rows,
 )
 from calibration import face_subjects
-from open_set import _dlib_cache, _faces_dir
+from open_set import _dlib_cache, _faces_dir, with_out
 
 
 def _repetitions(text, names):
@@ -83,12 +83,7 @@ def _parse(argv):
                              "[OUT/open_set/dlib.npz, open_set.py's]")
     parser.add_argument("--page", action="store_true",
                         help="write docs/benchmarks/open_set_strangers.md")
-    args = parser.parse_args(argv)
-    args.out = _results.OUT / "open_set"
-    args.out.mkdir(parents=True, exist_ok=True)
-    if args.dlib_cache is None:
-        args.dlib_cache = str(args.out / "dlib.npz")
-    return args
+    return with_out(parser.parse_args(argv))
 
 
 def run(args):
