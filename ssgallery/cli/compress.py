@@ -76,7 +76,9 @@ def _int_or_auto(lowest):
 @click.option("--target-far", type=click.FloatRange(0, 1, max_open=True),
               default=DEFAULT.target_far, show_default=True,
               help="False acceptance rate the thresholds aim at on people never seen at "
-              "compress time.")
+              "compress time, on average over clients; compress warns naming a client "
+              "whose own held-out impostors show more (their 95% interval by person "
+              "wholly above it: docs/operating-points.md, per client).")
 @click.option("--target-fpir", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=DEFAULT.target_fpir, show_default=True,
               help="1:N search (identify --open-set): the fraction of strangers' searches "
