@@ -153,8 +153,10 @@ def test_weights_far_beyond_the_impostor_spread_are_refused_as_identify_refuses(
     assert out["stderr"].startswith(f"ssgallery: error: {gallery}: refused: client 'c01' has "
                                     "a Z-norm std "), out["stderr"]
     assert out["stderr"].endswith(" below 1e-06 of its score span 2e+300: weights far beyond "
-                                  "its impostor scores' spread, which compress never "
-                                  "writes\n"), out["stderr"]
+                                  "its impostor scores' spread, which compress has not "
+                                  "written since 2026-11-26 (2e8eaa3): an edit, or an older "
+                                  "gallery; compress again with this version (every client: "
+                                  "--update refuses it too)\n"), out["stderr"]
     assert out["stdout"] == "", out["output"]
 
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ssgallery.checks import EXACT_INT, is_finite_real, is_int
-from ssgallery.errors import FormatError, SsgalleryError, printable
+from ssgallery.errors import FormatError, SsgalleryError, option, printable
 from ssgallery.matchers.base import MAX_GAMMA
 
 STD_SOURCES = ("pooled", "margin")  # a borrowed spread (`ssgallery.app.open_set.fill_spreads`)
@@ -104,9 +104,29 @@ def _check_std_floor(model, span, who, path):
     std = norm.get("std") if isinstance(norm, dict) and norm.get("kind") == "znorm" else None
     if is_finite_real(std) and np.isfinite(span) \
             and std < NORM_STD_FLOOR * span * (1 - 1e-9):
+        why = _older_floor(std) or ("weights far beyond its impostor scores' spread, which "
+                                    f"compress has not written since {FLOORED_SINCE}: an "
+                                    f"edit, or an older gallery; {COMPRESS_AGAIN}")
         raise FormatError(f"{who} has a Z-norm std {std:.3g} below {NORM_STD_FLOOR:g} of its "
-                          f"score span {span:.3g}: weights far beyond its impostor scores' "
-                          "spread, which compress never writes", path=path)
+                          f"score span {span:.3g}: {why}", path=path)
+
+
+OLD_STD_FLOOR = 1e-12  # the std compress wrote before FLOORED_SINCE for a spread of 0
+FLOORED_SINCE = "2026-11-26 (2e8eaa3)"  # since then compress floors it (`floor_normalization`)
+COMPRESS_AGAIN = (f"compress again with this version (every client: {option('update')} "
+                  "refuses it too)")
+
+
+def _older_floor(std):
+    """Why a refused Z-norm std of `OLD_STD_FLOOR` is there (None for another std): the
+    floor ``compress`` wrote before `FLOORED_SINCE` for a client whose held-out impostor
+    scores had no spread (``--max-impostors 1``: one score), since refused by every
+    reader (its normalised scores reach 1e12); the remedy."""
+    if abs(std - OLD_STD_FLOOR) > 1e-9 * OLD_STD_FLOOR:
+        return None
+    return (f"the floor ssgallery wrote before {FLOORED_SINCE} for a client whose held-out "
+            f"impostor scores had no spread (e.g. {option('max_impostors')} 1), which would "
+            f"put its normalised scores near 1e12: {COMPRESS_AGAIN}")
 
 
 def _check_objective_bound(model, who, path):
@@ -277,11 +297,13 @@ def check_index(index, matcher, path=None):
                                                               != np.isfinite(std)))
     if bad.size:
         k = bad[0]
+        older = _older_floor(float(std[k])) if np.isfinite(std[k]) else None
+        why = (f": {older}" if older else " (or a mean without a std): its normalised "
+               "scores would outrank every other client's")
         raise FormatError(f"refused: the search index's row of client "
                           f"'{printable(str(index.client_ids[k]))}' has a Z-norm std "
-                          f"{std[k]:.3g} below {NORM_STD_FLOOR:g} of its score span (or a "
-                          f"mean without a std): its normalised scores would outrank every "
-                          f"other client's", path=path)
+                          f"{std[k]:.3g} below {NORM_STD_FLOOR:g} of its score span{why}",
+                          path=path)
 
 
 def check_open_set_threshold(index, threshold, scale, matcher, path=None):
