@@ -176,6 +176,20 @@ def external_built(built_once):
 
 
 @pytest.fixture(scope="session")
+def scale_store(built_once):
+    """10 synthetic clients x 5 images (``helpers.make_faces``, seed 3) enrolled: the
+    store's path (tests/test_scale.py, tests/test_resume.py). Built once per run. Read
+    only."""
+    def build(root):
+        from ssgallery.app.enroll import enroll
+
+        enroll(make_faces(str(root / "faces"), n_clients=10, n_images=5, seed=3),
+               root / "e.h5")
+
+    return built_once("scale-store", build)[0] / "e.h5"
+
+
+@pytest.fixture(scope="session")
 def synth_split_built(built_once):
     """Synthetic faces (``write_sample_data``: 40 identities x 6 images, seed 1): the first
     12 enrolled with 5 images each (``train/``, ``e.h5``); their 6th image and every image

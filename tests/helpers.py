@@ -280,6 +280,38 @@ class RecordProgress(Progress):
         return sum(e[2] for e in self.events if e[0] == "advance" and e[1] == label)
 
 
+def unsalted(record):
+    """A gallery's calibration record (JSON text) as two galleries of the same training
+    share it: far_by_person's random salt dropped and its people's salted ids (3e6c86e)
+    left out, their (accepted, claims) counts sorted."""
+    import json
+
+    rec = json.loads(record)
+    people = rec.get("far_by_person")
+    if isinstance(people, dict):
+        people.pop("salt", None)
+        people["people"] = sorted([k, n] for _, k, n in people.get("people", []))
+    return rec
+
+
+def assert_same_gallery(a, b, rounding=False):
+    """Same clients, calibration (but its salt, `unsalted`) and arrays: identical, or with
+    ``rounding`` equal but for floating-point rounding (`assert_rounding_equal`)."""
+    import h5py
+
+    A, B = gallery_arrays(a), gallery_arrays(b)
+    assert sorted(A) == sorted(B)
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:  # one calibration over all clients
+        assert fa.attrs["threshold_mode"] == fb.attrs["threshold_mode"]
+        assert unsalted(fa.attrs["calibration"]) == unsalted(fb.attrs["calibration"])
+    for cid in A:
+        for key in A[cid]:
+            if rounding:
+                assert_rounding_equal(A[cid][key], B[cid][key], tol=1e-4, err_msg=f"{cid}/{key}")
+            else:
+                np.testing.assert_array_equal(A[cid][key], B[cid][key], err_msg=f"{cid}/{key}")
+
+
 def copied(src, dst_folder, name):
     """``src`` copied to ``dst_folder / name`` (a path string); nothing when ``src`` is
     missing (a failed build: the test then reports the command's error)."""
