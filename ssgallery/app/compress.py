@@ -90,6 +90,9 @@ class CompressSummary:
     unseen: dict = None  # their thresholds on the store's people they never trained on
     off_scale: dict = None  # client -> [accepted, impostors]: held-out scores off its scale
     spread_borrowed: list = None  # clients without an impostor spread (`fill_spreads`)
+    capped: list = None  # clients trained on at most --max-impostors of their impostors
+    impostors: str = None  # --impostors: which impostors when the cap bites
+    max_impostors: int = None
 
     def to_dict(self):
         return {k: v for k, v in self.__dict__.items() if k != "heldout"}
@@ -255,7 +258,10 @@ def _summary(plan, run, paths, results, done):
                                          and _not_held_out(results[c])],
                            off_scale={c: results[c].provenance["cv_off_scale"] for c in order
                                       if results[c].provenance.get("cv_off_scale")},
-                           **done)
+                           capped=[c for c in order
+                                   if results[c].provenance.get("impostors_capped")],
+                           impostors=plan.options.impostors,
+                           max_impostors=plan.options.max_impostors, **done)
 
 
 def _not_held_out(result):

@@ -290,9 +290,7 @@ def _warnings(summary, guard_gap):
         if advice:
             warn(advice)
     _warn_clients(summary.never_accepting, "can never be accepted (threshold above the "
-                  "highest score their model gives)", "try more impostors (--max-impostors, "
-                  "--impostors sample) or a higher --target-far (a lower threshold; now "
-                  f"{summary.target_far})")
+                  "highest score their model gives)", _never_accepted_advice(summary))
     _warn_clients(summary.worse_than_svm, f"rank held-out images much worse than their SVM "
                   f"('vs SVM' above {guard_gap:g}: share of genuine-impostor pairs misranked "
                   f"beyond the SVM's)", "try more prototypes (--m, --m auto), more "
@@ -311,6 +309,19 @@ def _warnings(summary, guard_gap):
              "enroll without --add to refit it")
     if unrecorded_fta_warning(summary.store, summary.fta_folds):
         warn(unrecorded_fta_warning(summary.store, summary.fta_folds))
+
+
+def _never_accepted_advice(summary):
+    """What can lower the thresholds of the clients that can never be accepted: a higher
+    --target-far; more impostors only when some of them trained on a capped sample
+    (--max-impostors; --impostors sample when the cap took the nearest subjects): with
+    every impostor already in, neither option changes anything."""
+    target = f"a higher --target-far (a lower threshold; now {summary.target_far})"
+    if not set(summary.never_accepting or ()) & set(summary.capped or ()):
+        return f"try {target}"
+    sample = "; --impostors sample" if summary.impostors == "cohort" else ""
+    return (f"try more impostors (--max-impostors, now {summary.max_impostors}{sample}) or "
+            f"{target}")
 
 
 def _unseen_note(summary):
