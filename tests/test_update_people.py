@@ -7,9 +7,9 @@ both blocks counted twice, the interval too narrow, and info said "4 impostor pe
 counts under an id that names no one (`ssgallery.app.impostor_people`), and an update
 adds them by person: the interval of one compress of every client. A record written
 before the ids is still counted block by block, and says so. The ids are salted per
-gallery (a random salt, kept by --update): two galleries share no id, even trained
-against the same background files (review25: unsalted, a public background set's people
-were the same ids in every site's gallery).
+store (kept by --update): the galleries of two stores share no id, even trained against
+the same background files (review25: unsalted, a public background set's people were the
+same ids in every site's gallery).
 """
 
 import json
@@ -89,6 +89,7 @@ def test_an_update_counts_each_impostor_person_once_as_one_compress(store):
     last bit."""
     updated, whole = _galleries(store, "client")
     up, one = _calibration(updated), _calibration(whole)
+    assert up["far_by_person"] == one["far_by_person"]  # one store: the same salt, ids
     assert _interval(up) == _interval(one)
     assert _by_subject(store, up) == _by_subject(store, one)  # person by person
     assert up["far_by_person"]["sums"]["clusters"] == 10 == len(up["far_by_person"]["people"])
@@ -98,13 +99,24 @@ def test_an_update_counts_each_impostor_person_once_as_one_compress(store):
     line = _by_person_line(updated)
     assert "by impostor person: 10 impostor people, design effect" in line, line
     assert "counted as" not in line and line == _by_person_line(whole)
-    # the ids name no one: no background subject's name is in the record; and two
-    # galleries of the same people share no id (each its own salt)
+    # the ids name no one: no background subject's name is in the record
     text = json.dumps(up)
     assert not any(f'"{name}"' in text for name in BACKGROUND), text
-    assert up["far_by_person"]["salt"] != one["far_by_person"]["salt"]
-    assert not {p for p, _, _ in up["far_by_person"]["people"]} & \
-        {p for p, _, _ in one["far_by_person"]["people"]}
+
+
+def test_the_galleries_of_two_stores_share_no_id(tmp_path):
+    """Two sites, other clients, the same background files (review25's case: unsalted,
+    both galleries carried the same 10 ids): each store salts its own."""
+    ids = []
+    for clients in (CLIENTS[:2], CLIENTS[2:]):
+        root = tmp_path / clients[0]
+        _ok("enroll", sample_faces_path(), "--clients", ",".join(clients), "--background",
+            ",".join(BACKGROUND), "--store", root / "e.h5", "-q")
+        _ok("compress", "--store", root / "e.h5", "--m", "1", "-q", "-o", root / "g.h5")
+        far = _calibration(root / "g.h5")["far_by_person"]
+        assert set(_by_subject(root, {"far_by_person": far})) >= set(BACKGROUND)
+        ids.append({p for p, _, _ in far["people"]})
+    assert len(ids[0]) == len(ids[1]) == 8 and not ids[0] & ids[1]  # 2 clients + 6
 
 
 def test_an_update_at_the_kept_threshold_counts_the_same_people(store):

@@ -40,6 +40,7 @@ from ssgallery.app.compress_plan import (  # noqa: F401  (FEATURE_BUDGET, CHUNK:
     unseen_accepts,
 )
 from ssgallery.app.compress_write import write_compressed
+from ssgallery.app.impostor_people import new_salt
 from ssgallery.app.open_set import fill_spreads, operating_point
 from ssgallery.app.options import CompressOptions, CompressRun
 from ssgallery.app.parallel import run_jobs
@@ -168,7 +169,8 @@ def _locked_run(plan, options, paths, run, secrets):
     _train(plan, run, todo, (parts, keys), results)
     mode = options.threshold_mode
     thresholds, calibration = calibrate(results, mode, options.target_far, kept, previous,
-                                        gallery_path, plan.store.labels, plan.store.sha256)
+                                        gallery_path, plan.store.labels, plan.store.sha256,
+                                        new_salt(plan.store.fingerprint))
     apply(results, thresholds, mode)
     _check_calibrated(plan, run, (parts.path, resumed, gallery_path), results, todo)
     borrowed = fill_spreads(results, kept)

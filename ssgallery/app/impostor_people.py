@@ -4,11 +4,11 @@ blocks (the kept clients and the new ones) once, as one compress of every client
 
 The record keeps each person's counts (``people``: ``[id, k, n]``, accepted scores
 and scores over the clients) under an id that names no one: `person_ids`, a digest of
-the gallery's random ``salt`` (`new_salt`, recorded beside the people, kept by every
-``--update`` of the gallery so that its ids still match), the subject and the digests of
+the gallery's ``salt`` (`new_salt`, from the store's content, recorded beside the
+people, kept by every ``--update`` of the gallery so that its ids still match), the subject and the digests of
 the subject's enrolled image files (the store's ``sha256``; ``enroll --add`` appends
-subjects and leaves the others' as they were). Two galleries never share an id, even
-when trained against the same background files; the gallery never holds its impostor
+subjects and leaves the others' as they were). Galleries of two stores never share an
+id, even when trained against the same background files; the gallery never holds its impostor
 people's names, but whoever holds the gallery and a person's very image files and
 folder name (a public set's, say) can compute that person's id in it. A block without
 ids (a record written before them, or one whose ids were not salted, c7a8e11) is added
@@ -26,11 +26,14 @@ __all__ = ["impostor_people", "kept_block", "kept_salt", "merged_by_person", "ne
 PERSON_ID = "ssgallery-impostor-person-2"  # the digest's domain: never another digest's
 
 
-def new_salt():
-    """A new gallery's salt of its impostor people's ids: 32 random hex digits."""
-    import secrets
-
-    return secrets.token_hex(16)
+def new_salt(fingerprint):
+    """A new gallery's salt of its impostor people's ids: 32 hex digits of the sha256 of
+    `PERSON_ID` and the store's ``fingerprint`` (its content,
+    `ssgallery.formats.store.EnrollmentStore.fingerprint`), so that one store compressed
+    twice gives the same gallery and two stores (other clients, the same background
+    files) share no id. The fingerprint is in the gallery in clear (``store_fingerprint``):
+    a random salt would link no less between galleries of one store."""
+    return hashlib.sha256(f"{PERSON_ID}\nsalt\n{fingerprint}".encode()).hexdigest()[:32]
 
 
 def person_ids(labels, sha256, salt):

@@ -29,7 +29,6 @@ from ssgallery.app.impostor_people import (  # impostor_people: public here too
     kept_salt,
     merged_by_person,
     new_block,
-    new_salt,
     person_ids,
 )
 from ssgallery.app.training_scores import (  # public here too
@@ -68,7 +67,7 @@ def _check_update(mode, target_far, previous, path):
 
 
 def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labels=None,
-              files=None):
+              files=None, salt=None):
     """Thresholds of every client and the calibration to record.
 
     Parameters
@@ -93,6 +92,9 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
         names no one, salted per gallery (`ssgallery.app.impostor_people.person_ids`):
         the interval by person then keeps each person's counts under it, so that an
         update counts a person in both blocks once.
+    salt : str, optional
+        The ids' salt of a new gallery (`ssgallery.app.impostor_people.new_salt`); an
+        update keeps the kept record's.
 
     Returns
     -------
@@ -119,8 +121,9 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
     kept = set(kept)
     new = [c for c in sorted(results) if c not in kept]
     tally = _kept_tally(kept, mode, target_far, previous, path)
-    tally.salt = kept_salt(tally.by_person) or new_salt()  # the kept ids' salt, or new
-    ids = None if files is None or labels is None else person_ids(labels, files, tally.salt)
+    tally.salt = kept_salt(tally.by_person) or salt  # the kept ids' salt, or the new one
+    ids = None if files is None or labels is None or tally.salt is None else \
+        person_ids(labels, files, tally.salt)
     thresholds = {c: float(results[c].threshold) for c in kept}
     if new:
         thresholds.update(_calibrate_new(results, new, mode, target_far, (labels, ids),
