@@ -1,0 +1,79 @@
+"""Figures the docs quote from a benchmark page are the page's.
+
+Numbers in the README and docs come from the pages under docs/benchmarks/
+(docs/contributing.md); a page is rewritten whenever its script runs, a sentence that
+quotes it is not. Each test reads a page's table and puts its figures into the phrases
+that quote them: a re-run that moves a figure fails here until the sentence says what
+the page shows (d112fe1 does the same for the FRR note's figures).
+"""
+
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def _text(name):
+    """A docs page with its line breaks and runs of spaces as single spaces."""
+    return " ".join((DOCS / name).read_text("utf-8").split())
+
+
+def _calibration():
+    """docs/benchmarks/calibration.md's table: (data set, target FAR, mode) -> the row's
+    cells by column name (a "mean ± sd" cell gives its mean, and its sd under the column's
+    name + " sd")."""
+    lines = (DOCS / "benchmarks" / "calibration.md").read_text("utf-8").splitlines()
+    table = [ln for ln in lines if ln.startswith("| ")]
+    head = [c.strip() for c in table[0].strip("|").split("|")]
+    rows = {}
+    for line in table[1:]:
+        cells = dict(zip(head, (c.strip() for c in line.strip("|").split("|")), strict=True))
+        key = (cells[head[0]], cells["target FAR"], cells["mode"].strip("`"))
+        rows[key] = {name: cell.split(" ± ")[0] for name, cell in cells.items()}
+        rows[key].update({name + " sd": cell.split(" ± ")[1] for name, cell in cells.items()
+                          if " ± " in cell})
+    return rows
+
+
+FAR, FRR, EXPECTED = "achieved FAR % (mean ± sd)", "FRR %", "expected FAR %"
+
+# docs page, phrase with {} for each figure, then the figures' (set, target, mode, column)
+CALIBRATION_QUOTES = [
+    ("operating-points.md",
+     "at F = 1 % on AT&T (eigenface) {} % of unseen impostors are accepted",
+     [("att", "1.0 %", "znorm-global", FAR)]),
+    ("operating-points.md",
+     "`client` {} %, `shrink` {} %, per-client thresholds without the refits {} %), at {} % FRR",
+     [("att", "1.0 %", m, FAR) for m in ("client", "shrink", "client-v0")]
+     + [("att", "1.0 %", "znorm-global", FRR)]),
+    ("operating-points.md", "against {} %; on LFW (dlib)", [("att", "1.0 %", "client-v0", FRR)]),
+    ("operating-points.md",
+     ("on LFW (dlib) {} % at F = 1 % and {} % at F = 0.1 % (`client` {} %, `shrink` {} %), at "
+     "{} % and {} % FRR"),
+     [("lfw", "1.0 %", "znorm-global", FAR), ("lfw", "0.1 %", "znorm-global", FAR),
+      ("lfw", "0.1 %", "client", FAR), ("lfw", "0.1 %", "shrink", FAR),
+      ("lfw", "1.0 %", "znorm-global", FRR), ("lfw", "0.1 %", "znorm-global", FRR)]),
+    ("operating-points.md",
+     "one repetition) {} % at F = 0.1 % (`client` {} %), at a high FRR ({} %)",
+     [("synth400", "0.1 %", "znorm-global", FAR), ("synth400", "0.1 %", "client", FAR),
+      ("synth400", "0.1 %", "znorm-global", FRR)]),
+    ("operating-points.md", "(`client`'s is {} % at 1 % on AT&T)",
+     [("att", "1.0 %", "client", EXPECTED)]),
+    ("operating-points.md", "0.1 % on both sets measured there (`shrink` {} % on LFW)",
+     [("lfw", "0.1 %", "shrink", FAR)]),
+    ("scale.md",
+     ("[calibration page](benchmarks/calibration.md) measures {} +- {} % (`client` {} %, "
+     "without refits {} %)"),
+     [("att", "1.0 %", "znorm-global", FAR), ("att", "1.0 %", "znorm-global", FAR + " sd"),
+      ("att", "1.0 %", "client", FAR), ("att", "1.0 %", "client-v0", FAR)]),
+]
+
+
+@pytest.mark.parametrize("page, phrase, figures", CALIBRATION_QUOTES,
+                         ids=[f"{q[0][:-3]}-{i}" for i, q in enumerate(CALIBRATION_QUOTES)])
+def test_the_calibration_page_s_figures_are_quoted_as_measured(page, phrase, figures):
+    rows = _calibration()
+    values = [rows[key[:3]][key[3]] for key in figures]
+    shown = [f"{float(v):.0f}" if v in ("0.00", "0.0") else v for v in values]
+    assert phrase.format(*shown) in _text(page), phrase.format(*values)
