@@ -58,15 +58,21 @@ def test_far_record_names_only_clients_whose_interval_lies_above_the_target():
     # kept clients whose counts are unknown (a record written before them): unknown
     assert far_record({"new": spread}, 0.01, previous={}) == {
         "far_clients": None, "far_high_clients": None, "far_worst": []}
-    # nobody above the target: no warning
+    # nobody above the target: no warning; nor when a count says so but no entry's
+    # interval (computed again from its sums) does (before: 'the worst 0, ;')
     assert far_warning({"target_far": 0.01} | far_record({"fine": fine}, 0.01)) is None
+    assert far_warning({"target_far": 0.01} | far_record({"fine": fine}, 0.01)
+                       | {"far_high_clients": 1}) is None
 
 
 def test_a_record_with_a_lying_per_client_far_count_is_refused(sample_gallery_3,
                                                                sample_store, tmp_path):
     """The per-client FAR fields are data from a file, checked on read by every reader
     of the record (info, info --json, compress --update): counts no more than their
-    totals, sums that counts give, clients the gallery holds."""
+    totals, sums that counts give, clients the gallery holds. trust19's pass over
+    dacd83c: far_high_clients 3 with far_worst [] made info warn 'the worst 0, ;'
+    (exit 0), far_high_clients 0 beside an entry above the target was silent, and an
+    entry of n 2**52 scores in a gallery of 570 was named and carried by --update."""
     gallery = copied(sample_gallery_3["gallery"], str(tmp_path), "g.h5")
     cal = _calibration(gallery)
     assert cal["far_clients"] == 3 and cal["far_high_clients"] == 0
@@ -74,17 +80,26 @@ def test_a_record_with_a_lying_per_client_far_count_is_refused(sample_gallery_3,
     readers = [["info", "--gallery", gallery], ["info", "--gallery", gallery, "--json"],
                ["compress", "--store", sample_store["store"], "-o", gallery, "--update",
                 "--m", "2", "--clients", "c01,c02,c03,c04", "-q"]]
+    rest = cal["far_worst"][1:]
+
+    def first(**change):  # the worst entry edited, the others as written
+        return {"far_worst": [entry | change, *rest]}
+
+    many = {"clusters": 400, "k": 0.0, "n": 400.0, "kk": 0.0, "kn": 0.0, "nn": 400.0}
     lies = [({"far_high_clients": 4}, "far_high_clients 4 is more than far_clients 3"),
             ({"far_clients": 5, "far_high_clients": 1}, "far_clients 5 is more than the 3"),
-            ({"far_clients": 1}, "far_worst must be a list of at most far_clients (1)"),
+            ({"far_clients": 2}, "far_worst must be a list of 2 entries (far_clients 2"),
             ({"far_clients": "3"}, "far_clients and far_high_clients must be whole"),
             ({"far_clients": None}, "far_clients and far_high_clients must be whole"),
-            ({"far_worst": [entry | {"sums": entry["sums"] | {"k": 1e6}}]},
-             "far_worst: sums: k 1e+06 is above n"),
-            ({"far_worst": [entry | {"ci": [0.5, 0.9]}]}, "far_worst: ci must be"),
-            ({"far_worst": [entry, entry]}, "far_worst names a client twice"),
-            ({"far_worst": [entry | {"client": "c09"}]},
-             "naming client 'c09', which the gallery does not hold")]
+            (first(sums=entry["sums"] | {"k": 1e6}), "far_worst: sums: k 1e+06 is above n"),
+            (first(sums={**many, "clusters": 1, "n": 4e6, "nn": 1.6e13}, ci=[0.0, 0.5]),
+             f"far_worst: sums: n 4e+06 is more than the {cal['impostors']} impostor"),
+            (first(sums=many, ci=[0.0, 0.5]), "far_worst: sums: 400 people, more than the"),
+            (first(ci=[0.5, 0.9]), "far_worst: ci must be"),
+            ({"far_worst": [entry, entry, *rest[1:]]}, "far_worst names a client twice"),
+            ({"far_high_clients": 1},
+             "far_worst holds 0 clients above the target where far_high_clients 1 says 1"),
+            (first(client="c09"), "naming client 'c09', which the gallery does not hold")]
     for patch, why in lies:
         _rehashed(gallery, cal | patch)
         for args in readers:

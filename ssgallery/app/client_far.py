@@ -17,8 +17,7 @@ excess its data shows, and most clients that accept strangers too often are not 
 """
 
 from ssgallery.checks import is_int
-
-WORST = 5  # clients named by the record (as the FRR record's frr_worst)
+from ssgallery.formats.gallery.client_far_checks import FAR_WORST as WORST  # as frr_worst
 
 
 def client_far(clients, by_client, held_out):

@@ -30,6 +30,8 @@ def far_warning(cal):
             named.append(f"{printable(e['client'])} ({100 * k / n:.1f}%, 95% {100 * low:.1f}-"
                          f"{100 * up:.1f}%: {k:g} of {n:g} scores of "
                          f"{counted(people, 'person', 'people')})")
+    if not named:  # a record whose intervals say otherwise than its count: nobody
+        return None
     who = f"the worst {len(named)}, " if high > len(named) else ""
     return (f"{high} of {counted(cal.get('far_clients'), 'client')} "
             f"{'accepts its' if high == 1 else 'accept their'} own "

@@ -3,10 +3,14 @@
 (`ssgallery.app.client_far.far_record` writes them; absent in galleries written before
 them, which read as unknown)."""
 
+import itertools
+
 from ssgallery.checks import EXACT_INT, is_finite_real, is_int, shown
 from ssgallery.formats.interval_sums import sums_problem
 
-__all__ = ["client_far_problem", "far_worst_clients"]
+__all__ = ["FAR_WORST", "client_far_problem", "far_worst_clients"]
+
+FAR_WORST = 5  # the clients a record's far_worst holds (as many as it counts, at most)
 
 
 def _count(value):
@@ -19,12 +23,15 @@ def client_far_problem(cal):
 
     The rules: ``far_clients`` and ``far_high_clients`` both whole numbers >= 0 (or both
     null: unknown, with no ``far_worst``), ``far_high_clients`` <= ``far_clients`` <=
-    ``clients``; ``far_worst`` a list of at most ``far_clients`` entries, each an
-    object with a ``client`` id (distinct), ``sums`` that per-person counts give
-    (`ssgallery.formats.interval_sums.sums_problem`, at least one score), a
-    ``design_effect`` >= 1 and a ``ci`` [low, high] in [0, 1] around its rate k / n.
-    Readers compute the interval again from the ``sums``
-    (`ssgallery.biometrics.intervals.sums_interval`); ``ci`` is kept for the eye.
+    ``clients``; ``far_worst`` a list of min(``far_clients``, `FAR_WORST`) entries,
+    each an object with a ``client`` id (distinct), ``sums`` that per-person counts
+    give (`ssgallery.formats.interval_sums.sums_problem`, at least one score, no more
+    than the record's ``impostors`` and its people no more than ``far_by_person``'s
+    when known), a ``design_effect`` >= 1 and a ``ci`` [low, high] in [0, 1] around
+    its rate k / n; the entries in descending order of ``ci``'s low end, and as many
+    of them above ``target_far`` as ``far_high_clients`` says (all of those, at most
+    `FAR_WORST`). Readers name clients from the interval computed again from the
+    ``sums`` (`ssgallery.biometrics.intervals.sums_interval`).
 
     Returns
     -------
@@ -42,14 +49,32 @@ def client_far_problem(cal):
     if high > counted or (is_int(clients) and counted > clients):
         return (f"far_high_clients {high} is more than far_clients {counted}" if high > counted
                 else f"far_clients {counted} is more than the {clients} clients")
-    if not isinstance(worst, list) or len(worst) > counted:
-        return f"far_worst must be a list of at most far_clients ({counted}) entries"
+    if not isinstance(worst, list) or len(worst) != min(counted, FAR_WORST):
+        return (f"far_worst must be a list of {min(counted, FAR_WORST)} entries (far_clients "
+                f"{counted}, at most {FAR_WORST})")
     for entry in worst:
-        why = _entry_problem(entry)
+        why = _entry_problem(entry) or _bounds_problem(entry["sums"], cal)
         if why is not None:
             return f"far_worst: {why}"
     if len({e["client"] for e in worst}) != len(worst):
         return "far_worst names a client twice"
+    lows = [e["ci"][0] for e in worst]
+    above = sum(low > cal.get("target_far", 0) for low in lows)
+    if any(a < b for a, b in itertools.pairwise(lows)) or above != min(high, len(worst)):
+        return (f"far_worst holds {above} clients above the target where far_high_clients "
+                f"{high} says {min(high, len(worst))} (in descending order of their low end)")
+    return None
+
+
+def _bounds_problem(sums, cal):
+    """An entry's ``sums`` beyond the record's totals: more scores than ``impostors``,
+    more people than ``far_by_person`` counts (when they are known), or None."""
+    total, people = cal.get("impostors"), (cal.get("far_by_person") or {}).get("sums")
+    if is_int(total) and sums["n"] > total:
+        return f"sums: n {sums['n']:g} is more than the {total} impostor scores counted"
+    if isinstance(people, dict) and sums["clusters"] > people["clusters"]:
+        return (f"sums: {sums['clusters']} people, more than the {people['clusters']} "
+                "far_by_person counts")
     return None
 
 
