@@ -7,6 +7,7 @@ that quote them: a re-run that moves a figure fails here until the sentence says
 the page shows (d112fe1 does the same for the FRR note's figures).
 """
 
+import re
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,36 @@ def test_the_calibration_page_s_figures_are_quoted_as_measured(page, phrase, fig
     values = [rows[key[:3]][key[3]] for key in figures]
     shown = [f"{float(v):.0f}" if v in ("0.00", "0.0") else v for v in values]
     assert phrase.format(*shown) in _text(page), phrase.format(*values)
+
+
+def _twoway():
+    """docs/benchmarks/strangers_twoway.md's lines under its table, per data set: the runs
+    inside each interval and its mean width (``p`` by impostor person, ``pc`` by person
+    and client), and the two-way design effects of its runs."""
+    page = (DOCS / "benchmarks" / "strangers_twoway.md").read_text("utf-8")
+    out = {}
+    for name, p_in, p_w, pc_in, pc_w in re.findall(
+            r"^- (\w+): the measured FAR inside the interval by impostor person (\d+) of 10 "
+            r"\([^;]*; mean width ([\d.]+) points\), by person and client (\d+) of 10 "
+            r"\([^;]*; mean width ([\d.]+) points\)", page, re.MULTILINE):
+        out[name] = {"p_in": p_in, "p_w": p_w, "pc_in": pc_in, "pc_w": pc_w}
+    rows = [ln.strip("|").split("|") for ln in page.splitlines()
+            if ln.startswith(("| synth", "| att"))]
+    out["d_one"] = sum(re.search(r"\(([\d.]+)\)", r[5]).group(1) == "1.00" for r in rows)
+    out["runs"] = len(rows)
+    return out
+
+
+def test_operating_points_quotes_the_two_way_interval_page():
+    """docs/operating-points.md's sentence on clustering by client too quotes
+    docs/benchmarks/strangers_twoway.md: the mean widths, the runs whose two-way design
+    effect is 1.00, and the runs each interval holds."""
+    w = _twoway()
+    s, a = w["synth"], w["att"]
+    assert s["pc_in"] == s["p_in"]  # "for both"
+    phrase = (f"(mean width {s['pc_w']} against {s['p_w']} points on the synthetic galleries, "
+              f"{a['pc_w']} against {a['p_w']} on AT&T; design effect 1.00 in {w['d_one']} of "
+              f"{w['runs']} runs) and holds the strangers' FAR no more often ({s['pc_in']} of "
+              f"10 synthetic runs for both, {a['pc_in']} of 10 AT&T runs against {a['p_in']} "
+              f"of 10)")
+    assert phrase in _text("operating-points.md"), phrase
