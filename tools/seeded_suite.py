@@ -18,9 +18,10 @@ command's stdout, stderr and exit status are files beside what it wrote. Usage::
 
 ``compare`` counts the files that are byte-identical and those equal once what differs
 between two runs of the same code is masked (`masked`): a creation time, the output
-folder's own name, JSON keys naming seconds, roc's ``fit s/client`` column and, in
-HDF5 files, the ``created``/``digest``/``hmac`` attributes (every dataset and other
-attribute is compared). Two runs of one commit give no differing file. About two
+folder's own name, JSON keys naming seconds, a calibration record's random salt and
+the people ids salted with it (their counts are compared), roc's ``fit s/client``
+column and, in HDF5 files, the ``created``/``digest``/``hmac`` attributes (every
+dataset and other attribute is compared). Two runs of one commit give no differing file. About two
 minutes on two idle cores.
 """
 
@@ -122,11 +123,35 @@ def run(out, src):
 ISO_TIME = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(\+00:00|Z)?")
 
 
-def _without_seconds(value):
+SALTED_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def _stable(value):
+    """``value`` (parsed JSON) without what two runs of one commit differ in: keys naming
+    seconds, a calibration record's random ``salt`` and its people's salted ids (a
+    ``people`` list of [id, accepted, claims]: the counts, sorted)."""
     if isinstance(value, dict):
-        return {k: _without_seconds(v) for k, v in value.items() if "seconds" not in k}
+        return {k: (sorted([n, c] for _, n, c in v) if k == "people" and _salted(v)
+                    else _stable(v))
+                for k, v in value.items() if "seconds" not in k and k != "salt"}
     if isinstance(value, list):
-        return [_without_seconds(v) for v in value]
+        return [_stable(v) for v in value]
+    return value
+
+
+def _salted(people):
+    return isinstance(people, list) and all(
+        isinstance(p, list) and len(p) == 3 and isinstance(p[0], str)
+        and SALTED_ID.fullmatch(p[0]) for p in people)
+
+
+def _json_text(value):
+    """An attribute's value, a JSON object's text made `_stable`."""
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            return _stable(json.loads(value))
+        except ValueError:
+            pass
     return value
 
 
@@ -141,7 +166,7 @@ def _hdf5_content(path, folder):
     def add(name, obj):
         for key, value in sorted(obj.attrs.items()):
             if key not in ("created", "digest", "hmac"):
-                out.append(repr((name, key, np.asarray(value).tolist())))
+                out.append(repr((name, key, _json_text(np.asarray(value).tolist()))))
         if isinstance(obj, h5py.Dataset):
             data = np.asarray(obj[()])
             out.append(repr((name, str(obj.dtype), obj.shape,
@@ -163,8 +188,8 @@ def masked(x, y, a, b, suffix):
     if x == y:
         return "a creation time or the folder's name"
     try:
-        same = _without_seconds(json.loads(x)) == _without_seconds(json.loads(y))
-        return "JSON but seconds" if same else None
+        same = _stable(json.loads(x)) == _stable(json.loads(y))
+        return "JSON but seconds and salt" if same else None
     except ValueError:
         pass
     lines = [[ln.rsplit(None, 1)[0] if ln.strip() else ln for ln in v.decode().splitlines()]
