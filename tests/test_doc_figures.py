@@ -111,3 +111,21 @@ def test_operating_points_quotes_the_two_way_interval_page():
               f"10 synthetic runs for both, {a['pc_in']} of 10 AT&T runs against {a['p_in']} "
               f"of 10)")
     assert phrase in _text("operating-points.md"), phrase
+
+
+def test_the_held_out_frr_page_s_pooled_at_t_row_is_quoted_as_measured():
+    """docs/operating-points.md and docs/getting-started.md quote
+    docs/benchmarks/frr_heldout.md's pooled AT&T row: compress's expected FRR, the shipped
+    models' on new images, the fold models' on new images and on the held-out images out
+    of the basis (the FRR note of compress and info is tied to the same row by
+    tests/test_operating_cost.py)."""
+    page = (DOCS / "benchmarks" / "frr_heldout.md").read_text("utf-8")
+    row = next(ln for ln in page.splitlines() if ln.startswith("| att | all |"))
+    cells = [c.strip().split()[0] for c in row.strip("|").split("|")]
+    expected, out_of_basis, fold_new, shipped = cells[2], cells[3], cells[4], cells[7]
+    assert (f"compress's expected FRR was {expected} %, the shipped models rejected "
+            f"{shipped} % of the new images. The fold models themselves rejected only "
+            f"{fold_new} % of the new images, and {out_of_basis} % of the very images they "
+            f"held out") in _text("operating-points.md"), row
+    assert (f"{expected} % expected where they rejected {shipped} % of the clients' new "
+            f"images") in _text("getting-started.md"), row
