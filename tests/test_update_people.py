@@ -187,3 +187,42 @@ def test_recorded_people_that_are_not_the_sums_are_refused(store, tmp_path, edit
     assert res["stderr"].startswith(f"ssgallery: error: {gallery}: corrupt gallery header: "
                                     "calibration: far_by_person: "), res["stderr"]
     assert why in res["stderr"] and len(res["stderr"].splitlines()) == 1, res["stderr"]
+
+
+def test_an_interval_far_from_its_record_s_counts_or_a_lone_bad_salt_is_refused(store,
+                                                                             tmp_path):
+    """trust19's hostile pass: every person's k set to n, the sums made to match them,
+    read as 'expected FAR 0.9% (... 78.20-100.00% by impostor person ...; 5 of 560
+    held-out impostor scores)', exit 0, and --update merged it into the next gallery;
+    and a salt without people was never checked. The sums add up to the record's own
+    pooled counts (k of n: accepted of impostors; for the FRR, rejected of genuine), and
+    a salt is checked with or without people: each refused on read, one line, exit 2."""
+    from ssgallery.biometrics.intervals import cluster_sums
+
+    gallery = tmp_path / "g.h5"
+    _ok("compress", "--store", store / "e.h5", "--m", "1", "-q", "-o", gallery)
+    original = gallery.read_bytes()
+
+    def everyone_accepted(far):
+        far["people"] = [[p, n, n] for p, _, n in far["people"]]
+        far["sums"] = cluster_sums(*zip(*[(k, n) for _, k, n in far["people"]]))
+
+    def lone_salt(far):
+        del far["people"]
+        far["salt"] = 12345
+
+    cal = _calibration(gallery)
+    n = cal["impostors"]
+    far_off = f"far_by_person sums: k {n} of n {n}, where the record counts {cal['accepted']} of {n}"
+    for edit, why in ((everyone_accepted, far_off),
+                      (lone_salt, "far_by_person: salt must be 32 hex digits, got int 12345")):
+        gallery.write_bytes(original)
+        with h5py.File(gallery, "a") as f:
+            cal = json.loads(f.attrs["calibration"])
+            edit(cal["far_by_person"])
+            f.attrs["calibration"] = json.dumps(cal)
+        rehash_gallery(gallery)
+        res = invoked(["info", "--gallery", str(gallery)])
+        assert res["exit_code"] == 2, res["output"]
+        assert res["stderr"] == (f"ssgallery: error: {gallery}: corrupt gallery header: "
+                                 f"calibration: {why}\n"), res["stderr"]

@@ -67,11 +67,14 @@ def people_problem(people, sums, salt=None):
     its ``sums`` (checked: `sums_problem`) were made of, or None: a list of one entry per
     cluster, each a 32-hex-digit id (distinct) with whole counts 0 <= k <= n, 1 <= n <
     2**53, whose `ssgallery.biometrics.intervals.cluster_sums` are ``sums`` (within float
-    rounding); the ids' ``salt`` 32 hex digits (None: ids of c7a8e11, unsalted, which no
-    update adds by person). ``compress --update`` adds a kept record's people to its own
+    rounding); the ids' ``salt`` 32 hex digits, also without people (None: ids of
+    c7a8e11, unsalted, which no update adds by person); ``people`` None: no people
+    (records written before them). ``compress --update`` adds a kept record's people to its own
     by id."""
     if salt is not None and not (isinstance(salt, str) and PERSON_ID.fullmatch(salt)):
         return f"salt must be 32 hex digits, got {shown(salt, typed=True)}"
+    if people is None:  # a record written before them (a salt alone: checked above)
+        return None
     g = sums["clusters"]
     if not isinstance(people, list) or len(people) != g:
         return f"people must be a list of {g} [id, k, n], one per cluster"

@@ -121,6 +121,9 @@ def header_calibration(header, clients, path=None):
 
 
 CLUSTERED = ("far_by_person", "frr_by_client")  # a calibration's intervals by cluster
+# the pooled counts each interval's sums add up to (k of n), when the record has them
+CLUSTER_COUNTS = {"far_by_person": ("accepted", "impostors"),
+                  "frr_by_client": ("rejected", "genuine")}
 
 
 def _clustered_ok(cal):
@@ -128,8 +131,11 @@ def _clustered_ok(cal):
     absent or null in records written before it) that is not an object whose ``sums``
     counts can give (`ssgallery.formats.interval_sums.sums_problem`): ``info`` prints the
     interval and its design effect from them; per-person counts (``people``, absent in
-    records written before them) that are not what the sums were made of
-    (`ssgallery.formats.interval_sums.people_problem`): ``--update`` adds them; and an ``impostor_people`` (a whole number
+    records written before them) that are not what the sums were made of, or a salt of
+    their ids that is not one (`ssgallery.formats.interval_sums.people_problem`):
+    ``--update`` adds them; sums whose k of n are not the record's pooled counts
+    (`CLUSTER_COUNTS`: an edited interval far from its own estimate); and an
+    ``impostor_people`` (a whole number
     >= 0: `_calibration_ok`) above the people ``far_by_person`` counts (its clusters,
     which an update counts block by block: never fewer,
     `ssgallery.app.thresholds.impostor_people`) or without one: 10**6 was printed by
@@ -145,10 +151,13 @@ def _clustered_ok(cal):
             f"expected an object, got {shown(value, typed=True)}"
         if why is not None:
             raise ValueError(f"{field} sums: {why}")
-        why = None if value.get("people") is None else people_problem(
-            value["people"], value["sums"], value.get("salt"))
+        why = people_problem(value.get("people"), value["sums"], value.get("salt"))
         if why is not None:
             raise ValueError(f"{field}: {why}")
+        k, n = (cal.get(c) for c in CLUSTER_COUNTS[field])  # both whole or both None
+        if n is not None and (value["sums"]["k"], value["sums"]["n"]) != (k, n):
+            raise ValueError(f"{field} sums: k {value['sums']['k']:.6g} of n "
+                             f"{value['sums']['n']:.6g}, where the record counts {k} of {n}")
     people, far = cal.get("impostor_people"), cal.get("far_by_person")
     clusters = far["sums"]["clusters"] if far is not None else None
     if people is not None and (clusters is None or people > clusters):  # whole, >= 0
