@@ -327,6 +327,26 @@ def test_a_worst_client_the_gallery_lacks_is_left_out_not_refused(sample_gallery
     assert "c09" not in r["output"]
 
 
+def test_a_worst_client_named_twice_is_named_once(sample_gallery_3, tmp_path):
+    """A calibration whose ``frr_worst`` names one client twice (an update before 21a5f6a
+    that trained a named client again kept its old entry beside the new one) was read
+    as it was: info warned '2 client(s) reject at least half of their own held-out
+    images: c01 (100%), c01 (100%)' (exit 0). Each client is named once, its first
+    entry kept."""
+    import h5py
+
+    gallery = copied(sample_gallery_3["gallery"], str(tmp_path), "g.h5")
+    with h5py.File(gallery) as f:
+        cal = json.loads(f.attrs["calibration"])
+    first = ["c01", 1.0]
+    worst = [first, first, *[w for w in cal["frr_worst"] if w[0] != "c01"]][:5]
+    _rehashed(gallery, "calibration", cal | {"frr_worst": worst,
+                                             "frr_high_clients": max(cal["frr_high_clients"], 1)})
+    assert _recorded(gallery)["frr_worst"] == [first, *worst[2:]]
+    r = _ok(["info", "--gallery", gallery])
+    assert r["output"].count("c01 (100%)") == 1, r["output"]
+
+
 def test_searches_inseparable_on_a_point_measured_on_every_client_is_refused(
         sample_gallery_3, tmp_path):
     """``searches_inseparable`` marks a 1:N point measured on only some clients (an

@@ -83,9 +83,10 @@ def header_calibration(header, clients, path=None):
     """The ``calibration`` header attribute, checked (JSON; absent in galleries written
     before threshold modes: None): `_calibration_ok`. ``clients``: the ids of the
     gallery's clients, which the record must describe (`_describes_gallery`: their
-    number). A ``frr_worst`` entry naming a client the gallery does not hold is left
-    out, not refused: an ``--update`` that left clients out kept theirs before
-    21a5f6a (the names only say which clients to look at).
+    number). A ``frr_worst`` entry naming a client the gallery does not hold, or one
+    named before, is left out, not refused: an ``--update`` that left clients out kept
+    theirs before 21a5f6a, and one that trained a client again named it twice (the
+    names only say which clients to look at).
 
     Raises
     ------
@@ -116,7 +117,9 @@ def header_calibration(header, clients, path=None):
     _describes_gallery(CALIBRATION_ATTR, cal, far_worst_clients(cal), held, path)
     kept = frozenset(held)
     if cal.get("frr_worst"):
-        cal["frr_worst"] = [w for w in cal["frr_worst"] if w[0] in kept]
+        named = set()  # each client once: an update before 21a5f6a that trained a client
+        cal["frr_worst"] = [w for w in cal["frr_worst"]  # again added it twice
+                            if w[0] in kept and not (w[0] in named or named.add(w[0]))]
     return cal
 
 
