@@ -302,7 +302,8 @@ def frr_warning(cal, matcher, command="compress"):
 def open_set_line(rec):
     """``1:N search: threshold T on the best centred score at target FPIR f for N
     clients; expected FPIR x% (95% Clopper-Pearson a-b%, n held-out searches of k
-    clients)`` from a gallery's open-set record (None: not recorded), and what that
+    clients)`` (after an update, "of k clients or more": k is the smallest search of its
+    runs) from a gallery's open-set record (None: not recorded), and what that
     rate does not promise each stranger (`PER_STRANGER`)."""
     from ssgallery.app.open_set import (
         beyond_end,
@@ -330,8 +331,8 @@ def open_set_line(rec):
                else ", ")
             + f"{counted(rec['searches'], f'{kind} search', f'{kind} searches')} of "
             f"{counted(rec['search_size'], 'client')}"
-            + (f" in {rec['blocks']} runs merged by --update" if rec.get("blocks", 1) > 1
-               else "")
+            + (f" or more in {rec['blocks']} runs merged by --update"  # the smallest block's
+               if rec.get("blocks", 1) > 1 else "")
             + (", counted as independent" if not by_person and not rec.get("extrapolated")
                else "") + ")")
     if rec.get("extrapolated"):
