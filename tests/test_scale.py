@@ -159,7 +159,7 @@ def test_served_external_matcher_same_gallery_far_fewer_program_runs(tmp_path):
                      CompressOptions(m=1, cv_folds=0, max_iter=2),
                      CompressRun(matcher_cmd=serve_mad))
         runs[serve] = s.program_runs
-    assert_same_gallery(tmp_path / "gTrue.h5", tmp_path / "gFalse.h5")
+    assert_same_gallery(tmp_path / "gTrue.h5", tmp_path / "gFalse.h5", same_store=False)
     # enroll's matcher may have started the shared program already: at most one start
     assert runs[True]["starts"] <= 1 and runs[False]["starts"] == runs[False]["calls"]
     assert runs[False]["starts"] >= 10 and runs[True]["calls"] == runs[False]["calls"]
