@@ -157,7 +157,11 @@ def calibration_line(cal, matcher=None):
                        "be taken apart; compress every client again without --update to "
                        "estimate them")
     far = _expected_far(cal)
-    text += f"; expected FAR {far}{_fitted(cal)}" if far else "; no expected FAR recorded"
+    if not far:
+        text += "; no expected FAR recorded"
+    else:  # a pooled rate: one client can accept strangers far more often (client_far.md)
+        pooled = "" if far.startswith("not estimated") else " over all clients"
+        text += f"; expected FAR{pooled} {far}{_fitted(cal)}"
     frr = _rate(cal, "expected_frr", "rejected", "genuine", "genuine")
     return text + (f"\nexpected FRR at these thresholds {frr}{_fitted(cal, True)}"
                    f"{in_basis_note(cal, matcher)}" if frr else "")
