@@ -103,7 +103,7 @@ def describe(point):
     low, high = point["expected_fpir_ci"]
     text = (f"operating point: FPIR {100 * point['target_fpir']:g}% over {point['clients']} "
             f"clients (threshold {point['threshold']:.4g} on the best centred score; "
-            f"expected FPIR {100 * point['expected_fpir']:.2f}%, 95% CI "
+            f"expected FPIR {100 * point['expected_fpir']:.2f}% of strangers' searches, 95% CI "
             f"{100 * low:.2f}-{100 * high:.2f}%")
     if point.get("extrapolated"):
         text += (f"; extrapolated beyond the {searches_kind(point)} searches (their "
@@ -111,7 +111,8 @@ def describe(point):
     elif not point["resolved"]:
         text += (f"; the {searches_kind(point)} searches cannot resolve the target: "
                  "threshold above all")
-    return text + beyond_end(point) + measured_note(point) + training_note(point) + ")"
+    return (text + beyond_end(point) + measured_note(point) + training_note(point)
+            + "; a rate, not a bound for each stranger: docs/benchmarks/open_set_strangers.md)")
 
 
 def no_point_why(flag=option):
