@@ -121,14 +121,18 @@ def _unresolved_far(u):
 
 
 def _expected_far(cal):
-    """The expected FAR's text: the Clopper-Pearson estimate, and for the clients whose
-    count is not an estimate (``unresolved``), the FAR to expect of a threshold set on
-    the scores of so few people; only that when it is every client."""
+    """The expected FAR's text: the Clopper-Pearson estimate, a rate pooled over all
+    clients (one client can accept strangers far more often: client_far.md), and for
+    the clients whose count is not an estimate (``unresolved``), the FAR to expect of a
+    threshold set on the scores of so few people; only that when it is every client."""
     from ssgallery.app.thresholds import unresolved_record
 
     far = _rate(cal, "expected_far", "accepted", "impostors", "impostor")
     u = unresolved_record(cal.get("unresolved"))
-    if u is None or far is None:
+    if far is None:
+        return None
+    far = f"over all clients {far}"
+    if u is None:
         return far
     if u["clients"] >= (cal.get("clients") or 0):
         return (f"not estimated: {_counted(cal, 'accepted', 'impostors', 'impostor')} "
@@ -157,11 +161,7 @@ def calibration_line(cal, matcher=None):
                        "be taken apart; compress every client again without --update to "
                        "estimate them")
     far = _expected_far(cal)
-    if not far:
-        text += "; no expected FAR recorded"
-    else:  # a pooled rate: one client can accept strangers far more often (client_far.md)
-        pooled = "" if far.startswith("not estimated") else " over all clients"
-        text += f"; expected FAR{pooled} {far}{_fitted(cal)}"
+    text += f"; expected FAR {far}{_fitted(cal)}" if far else "; no expected FAR recorded"
     frr = _rate(cal, "expected_frr", "rejected", "genuine", "genuine")
     return text + (f"\nexpected FRR at these thresholds {frr}{_fitted(cal, True)}"
                    f"{in_basis_note(cal, matcher)}" if frr else "")
