@@ -182,6 +182,17 @@ def printable(text):
     return "".join(out)
 
 
+SHOWN_CHARS = 200  # characters of a name from the input a line shows (a line may be 64 MiB)
+
+
+def clipped(text, limit=SHOWN_CHARS):
+    """``text`` (a name taken from the input: a listed path, a claimed id), its first
+    ``limit`` characters and its length when it is longer: one readable line, not the
+    64 MiB a list or claims file may hold (``aaa...a... (100000 characters)``)."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def option(name):
     """How a library message names one of its parameters (``option("skip_bad")`` gives
     ```skip_bad```): library messages never name a command-line flag; the command line

@@ -147,6 +147,29 @@ def test_unknown_clients_unreadable_probes_and_bad_lines(gallery, tmp_path):
     assert res.stdout.splitlines()[-1] == "1 claim: 1 unknown client"
 
 
+def test_long_names_are_clipped_in_the_table(gallery, tmp_path):
+    """A claims line of 100,000 characters (a probe path, a claimed id) was echoed whole
+    in the table, the id twice (its column and UNKNOWN-CLIENT's reason): 300 KB of
+    stdout for 3 claims. Each is shown as --list's missing path is (40dad81): its first
+    200 characters and its length. --csv and --json keep the fields as read."""
+    listing = tmp_path / "claims.txt"
+    probe = _probe("c02_genuine_1.png")
+    listing.write_text(f"{'a' * 100_000} c01\n{probe} {'c' * 100_000}\n{probe} c02\n")
+    res = _verify(gallery, "--claims", str(listing))
+    assert res.exit_code == 2, res.output
+    out = res.stdout.splitlines()
+    assert len(out) == 4 and max(len(line) for line in out) < 1000, \
+        [len(line) for line in out]
+    assert out[0].startswith(f"{'a' * 200}... (100000 characters)  c01 ") and "ERROR" in out[0]
+    assert out[1].endswith(f"{'c' * 200}... (100000 characters)  UNKNOWN-CLIENT  the "
+                           f"gallery has no client '{'c' * 200}... (100000 characters)'")
+    assert out[2].endswith("ACCEPT")
+    rows = list(csv.DictReader(io.StringIO(_verify(gallery, "--claims", str(listing),
+                                                   "--csv").stdout)))
+    assert [len(r["probe"]) for r in rows] == [100_000, len(probe), len(probe)]
+    assert len(rows[1]["claim"]) == 100_000
+
+
 def test_claims_from_stdin_and_csv_with_spaces(gallery, tmp_path):
     folder = tmp_path / "my probes"
     folder.mkdir()

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ssgallery.app.verify import ACCEPT, FTA, REJECT, VerifyResult, exit_status
-from ssgallery.errors import InputError, UnknownClientError, printable
+from ssgallery.errors import InputError, UnknownClientError, clipped, printable
 from ssgallery.formats.integrity import reads_key_files
 from ssgallery.formats.textfile import read_lines
 from ssgallery.progress import as_progress
@@ -280,9 +280,10 @@ def verify_claims(gallery_path, claims, *, strict=False, warn=None, key_file=Non
 
 def _no_client(client_id, hints):
     """The reason of an UNKNOWN-CLIENT claim: ``the gallery has no client 'X'`` and, when
-    an id of the gallery is close to it, ``: did you mean 'Y'?``."""
+    an id of the gallery is close to it, ``: did you mean 'Y'?``; a long X clipped
+    (`ssgallery.errors.clipped`)."""
     hint = hints.get(client_id)
-    return f"the gallery has no client '{client_id}'" + (f": {hint}" if hint else "")
+    return f"the gallery has no client '{clipped(client_id)}'" + (f": {hint}" if hint else "")
 
 
 def claims_exit_status(results, bad_lines=()):

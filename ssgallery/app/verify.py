@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ssgallery.errors import InputError
+from ssgallery.errors import InputError, clipped
 from ssgallery.formats.integrity import reads_key_files
 from ssgallery.formats.textfile import read_lines
 
@@ -81,9 +81,6 @@ def failures_to_acquire(matcher, images, sizes=None):
     return fta, quality, reasons
 
 
-SHOWN_PATH = 200  # characters of a listed path a message shows (a line may be 64 MiB)
-
-
 def read_probe_list(list_path):
     """Paths listed in a text file, one per line (blank lines and ``#`` comments skipped).
 
@@ -101,9 +98,7 @@ def read_probe_list(list_path):
             beside = os.path.join(os.path.dirname(os.fspath(list_path)), path)
             hint = (f"; paths are read from the current folder, not the list's: {beside} "
                     "exists" if not os.path.isabs(path) and os.path.exists(beside) else "")
-            shown = path if len(path) <= SHOWN_PATH else \
-                f"{path[:SHOWN_PATH]}... ({len(path)} characters)"  # one line, not 64 MiB
-            raise InputError(f"line {n}: no such file {shown}{hint}", path=list_path)
+            raise InputError(f"line {n}: no such file {clipped(path)}{hint}", path=list_path)
     return [path for _, path in numbered]
 
 

@@ -15,7 +15,7 @@ from ssgallery.cli.options import (
     warn,
 )
 from ssgallery.cli.progress import quiet_option, reporting
-from ssgallery.errors import printable
+from ssgallery.errors import clipped, printable
 from ssgallery.tables import counted, signed
 
 FIELDS = ("probe", "claim", "status", "score", "threshold", "quality", "reason")
@@ -164,10 +164,12 @@ def _counts(results, bad):
 
 
 def _lines(results, with_claim):
-    """One aligned line per result (names printable: a name cannot fake a line)."""
-    names = [printable(r.probe) for r in results]
+    """One aligned line per result (names printable: a name cannot fake a line; a long
+    one clipped, `ssgallery.errors.clipped`: a claims line of 100,000 characters was
+    echoed whole)."""
+    names = [printable(clipped(r.probe)) for r in results]
     width = min(max(len(n) for n in names), 60)
-    ids = [printable(r.claim) for r in results]
+    ids = [printable(clipped(r.claim)) for r in results]
     id_width = min(max(len(i) for i in ids), 30)
     return "\n".join(f"{n:<{width}}  " + (f"{i:<{id_width}}  " if with_claim else "")
                      + _verdict(r) for n, i, r in zip(names, ids, results))
