@@ -226,3 +226,38 @@ def test_an_interval_far_from_its_record_s_counts_or_a_lone_bad_salt_is_refused(
         assert res["exit_code"] == 2, res["output"]
         assert res["stderr"] == (f"ssgallery: error: {gallery}: corrupt gallery header: "
                                  f"calibration: {why}\n"), res["stderr"]
+
+
+@pytest.mark.parametrize("edit", ["salt", "id"])
+def test_an_update_refuses_kept_people_that_are_no_subject_of_the_store(store, tmp_path,
+                                                                        edit):
+    """trust19's 12:50 (session 18): the salt edited to any 32 hex digits (or one
+    person's id to another), the gallery re-hashed, and ``compress --update`` to c01-c04
+    made every kept person new (ids salted with the edited salt match none of the new
+    clients'): 20 people counted where there are 10, exit 0. The store holds every kept
+    person (it only grows), so the update computes their ids under the kept salt and
+    refuses one it does not find: one line naming the gallery, exit 2, the gallery as it
+    was."""
+    gallery = tmp_path / "g.h5"
+    args = ["compress", "--store", store / "e.h5", "--m", "1", "-q", "-o", gallery]
+    _ok(*args, "--clients", "c01,c02")
+    with h5py.File(gallery, "a") as f:
+        cal = json.loads(f.attrs["calibration"])
+        far = cal["far_by_person"]
+        if edit == "salt":
+            far["salt"] = "0" * 32
+        else:
+            far["people"][0][0] = "f" * 32
+            far["people"].sort()
+        f.attrs["calibration"] = json.dumps(cal)
+    rehash_gallery(gallery)
+    before = gallery.read_bytes()
+    res = invoked([str(a) for a in args] + ["--update"])
+    assert res["exit_code"] == 2, res["output"]
+    foreign = 10 if edit == "salt" else 1
+    assert res["stderr"] == (
+        f"ssgallery: error: {gallery}: calibration: far_by_person: {foreign} of the 10 "
+        "impostor people it counts are no subject of the store under its salt (an edited "
+        "salt or id, or a gallery of another store): an update would count them twice; "
+        "compress every client again without --update\n"), res["stderr"]
+    assert gallery.read_bytes() == before

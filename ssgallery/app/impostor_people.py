@@ -20,8 +20,8 @@ import hashlib
 
 import numpy as np
 
-__all__ = ["impostor_people", "kept_block", "kept_salt", "merged_by_person", "new_block", "new_salt",
-           "person_ids"]
+__all__ = ["check_kept_people", "foreign_people", "impostor_people", "kept_block", "kept_salt", "merged_by_person",
+           "new_block", "new_salt", "person_ids"]
 
 PERSON_ID = "ssgallery-impostor-person-2"  # the digest's domain: never another digest's
 
@@ -93,6 +93,42 @@ def kept_salt(blocks):
     with it: the new clients' must be too), else None (a new one: `new_salt`)."""
     return next((b["salt"] for b in blocks
                  if b is not None and b["people"] is not None), None)
+
+
+def foreign_people(blocks, ids):
+    """How many of the people an update's kept blocks name (`kept_block`, data from the
+    gallery) are no subject of the store under their salt: ``ids`` (`person_ids` of the
+    store's subjects with that salt, `kept_salt`). A store only grows (``enroll --add``
+    appends subjects and leaves the others' files as they were), so each kept id is one
+    of them; one that is not is an edited salt or id (a salt edited to any 32 hex digits
+    made every kept person new, each counted twice beside the new clients' own), or a
+    gallery of another store.
+
+    Returns
+    -------
+    (int, int)
+        The kept people that are no subject's, and the kept people.
+    """
+    known = set(ids.values())
+    named = [p for b in blocks if b is not None and b["people"] is not None
+             for p in b["people"]]
+    return sum(p not in known for p in named), len(named)
+
+
+def check_kept_people(blocks, ids, path):
+    """Refuse (`ssgallery.errors.InputError` naming the gallery ``path``) an update whose
+    kept record names people that are no subject of the store (`foreign_people`; ``ids``
+    None: not known, nothing checked): they would be counted twice."""
+    from ssgallery.errors import InputError, option
+
+    foreign, named = foreign_people(blocks, ids) if ids is not None else (0, 0)
+    if foreign:
+        raise InputError(f"calibration: far_by_person: {foreign} of the {named} impostor "
+                         "people it counts are no subject of the store under its salt (an "
+                         "edited salt or id, or a gallery of another store): an update would "
+                         "count them twice; compress every client again without "
+                         f"{option('update')}",
+                         path=path)
 
 
 def merged_by_person(blocks, salt):

@@ -24,6 +24,7 @@ import numpy as np
 
 from ssgallery.app.client_far import client_far, far_record
 from ssgallery.app.impostor_people import (  # impostor_people: public here too
+    check_kept_people,
     impostor_people,
     kept_block,
     kept_salt,
@@ -124,6 +125,7 @@ def calibrate(results, mode, target_far, kept=(), previous=None, path=None, labe
     tally.salt = kept_salt(tally.by_person) or salt  # the kept ids' salt, or the new one
     ids = None if files is None or labels is None or tally.salt is None else \
         person_ids(labels, files, tally.salt)
+    check_kept_people(tally.by_person, ids, path)
     thresholds = {c: float(results[c].threshold) for c in kept}
     if new:
         thresholds.update(_calibrate_new(results, new, mode, target_far, (labels, ids),
