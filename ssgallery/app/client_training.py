@@ -91,15 +91,18 @@ def client_provenance(job, fit):
 
 
 def summary_row(client, result_prov, threshold, beta, intercept, normalization=None):
-    """One client's line of the compress summary."""
+    """One client's line of the compress summary; ``frr`` from the provenance's
+    ``frr_heldout`` (`ssgallery.app.thresholds.apply`) when it has one."""
     p = result_prov
+    counts = p.get("frr_heldout")
     return {"client": client, "m": p["m"], "threshold": float(threshold),
             "normalization": normalization,
             "beta": [float(b) for b in beta], "intercept": float(intercept),
             "svm_n_support": p["svm_n_support"], "svm_threshold": p["svm_threshold"],
             "cv_far": p["cv_far"], "cv_frr": p["cv_frr"], "svm_cv_frr": p["svm_cv_frr"],
             "teacher_gap": p.get("teacher_gap"),  # None in galleries made before it
-            "omega": p["omega"], "n_impostor": p["n_impostor"]}
+            "omega": p["omega"], "n_impostor": p["n_impostor"],
+            "frr": counts[0] / counts[1] if counts else None}
 
 
 def _heldout(job, fit):

@@ -239,7 +239,7 @@ def _summary_row(result, refuse):
     """The client's summary row built here from the checked values and the provenance's
     numbers (`_COUNTS`: integers, ``m`` the number of prototypes; `_RATES` in [0, 1];
     ``svm_threshold``, ``omega`` finite; ``teacher_gap`` finite or None; ``cv_off_scale``
-    absent or a pair of counts, `_off_scale_ok`)."""
+    and ``frr_heldout`` absent or a pair of counts, `_off_scale_ok`)."""
     from ssgallery.app.client_training import summary_row
 
     p = result.provenance
@@ -260,14 +260,17 @@ def _summary_row(result, refuse):
         number("teacher_gap")
     if not _off_scale_ok(p.get("cv_off_scale")):
         refuse("provenance 'cv_off_scale' is not [accepted, impostors] whole numbers")
+    if not _off_scale_ok(p.get("frr_heldout")):
+        refuse("provenance 'frr_heldout' is not [rejected, genuine] whole numbers")
     return summary_row(result.client, p, result.threshold, result.beta, result.intercept,
                        result.normalization)
 
 
 def _off_scale_ok(value):
     """A provenance's ``cv_off_scale`` (`ssgallery.app.client_fit`; compress names the
-    client and prints the pair): absent, or ``[accepted, impostors]`` whole numbers with
-    0 <= accepted <= impostors and impostors >= 1."""
+    client and prints the pair) or ``frr_heldout`` (`ssgallery.app.thresholds.apply`):
+    absent, or ``[accepted, impostors]`` (``[rejected, genuine]``) whole numbers with
+    0 <= the first <= the second and the second >= 1."""
     if value is None:
         return True
     whole = isinstance(value, list) and len(value) == 2 and all(map(is_int, value))

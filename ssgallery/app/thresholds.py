@@ -372,7 +372,10 @@ def frr_record(per_client, previous=None):
 def apply(results, thresholds, mode):
     """Set each result's final threshold; its own CV threshold stays in the provenance
     (``client_threshold``) and the summary row, with ``frr``: the fraction of its
-    held-out genuine scores below the final threshold (None without them)."""
+    held-out genuine scores below the final threshold, kept in the provenance as
+    ``frr_heldout`` ``[rejected, genuine]`` (a client an update copies keeps its threshold
+    and so its record; without it, the row's: `ssgallery.app.update.kept_from_gallery`'s,
+    None without held-out scores)."""
     per = client_frr(results, thresholds, thresholds)
     for c, t in thresholds.items():
         r = results[c]
@@ -380,7 +383,10 @@ def apply(results, thresholds, mode):
             r.provenance["client_threshold"] = float(r.threshold)
             r.provenance["threshold_mode"] = mode
         r.threshold = float(t)
-        frr = per[c][0] / per[c][1] if c in per else None
+        if c in per:
+            r.provenance["frr_heldout"] = list(per[c])
+        counts = r.provenance.get("frr_heldout")
+        frr = counts[0] / counts[1] if counts else r.row.get("frr")
         r.row = dict(r.row, threshold=float(t), threshold_mode=r.provenance["threshold_mode"],
                      client_threshold=r.provenance["client_threshold"], frr=frr)
     return results

@@ -58,8 +58,19 @@ def kept_from_gallery(plan, gallery_path, key=None, privacy_key=None, warn=None)
                                    intercept=model.intercept, threshold=model.threshold,
                                    provenance=prov, normalization=model.normalization)
             kept[c].row = checked_row(kept[c], gallery_path)
-    return kept, (previous_calibration(old.header, list(old.clients), gallery_path),
-                  read_record(old.header, list(old.clients), gallery_path))
+    previous = previous_calibration(old.header, list(old.clients), gallery_path)
+    _recorded_frr(kept, previous[1])
+    return kept, (previous, read_record(old.header, list(old.clients), gallery_path))
+
+
+def _recorded_frr(kept, calibration):
+    """Give the kept clients whose provenance has no ``frr_heldout`` (galleries written
+    before it) the FRR the gallery's calibration record names them with (its
+    ``frr_worst``: the few clients rejecting the most); the others' stays None."""
+    named = dict(tuple(w) for w in (calibration or {}).get("frr_worst") or ())
+    for c, result in kept.items():
+        if result.row.get("frr") is None and c in named:
+            result.row["frr"] = float(named[c])
 
 
 def _check_same_matcher(old, plan, ours, gallery_path):

@@ -242,7 +242,7 @@ def _echo(summary):
     """The summary of a run for the terminal (stdout): the clients' table, the gallery's
     line, its calibration and 1:N operating point."""
     click.echo(client_table(summary.clients))
-    click.echo(TABLE_LEGEND)
+    click.echo(TABLE_LEGEND + _unknown_frr_note(summary))
     n = len(summary.clients)
     if summary.kept or summary.resumed:
         click.echo(f"trained {len(summary.trained)} client(s); kept {len(summary.kept)} from "
@@ -255,6 +255,21 @@ def _echo(summary):
                f"{summary.target_far:g}")
     click.echo(calibration_line(summary.calibration, summary.matcher))
     click.echo(open_set_line(summary.open_set))
+
+
+def _unknown_frr_note(summary):
+    """The legend's words for an FRR shown "—": why the table does not know it (a
+    client kept by --update from a gallery that did not record it, or none of its images
+    held out); "" when every FRR is known."""
+    unknown = {r["client"] for r in summary.clients if r.get("frr") is None}
+    if not unknown:
+        return ""
+    old = unknown & set(summary.kept or ())
+    why = [f"kept from a gallery written before it recorded each client's FRR (its "
+           f"calibration names the few worst): {listed(printable(c) for c in sorted(old))}"
+           f"; compress them again without --update to see it"] if old else []
+    why += ["no genuine image held out (--cv-folds 0, or one image)"] if unknown - old else []
+    return f"; FRR —: {' or '.join(why)}"
 
 
 # what this host brought to the run: --resume's options check does not see them (they are

@@ -19,6 +19,8 @@ EDITS = {
     "m a terminal escape": lambda p: dict(p, m="\x1b]0;pwned\x07"),
     "cv_frr a list": lambda p: dict(p, cv_frr=[0.5]),
     "cv_off_scale a terminal escape": lambda p: dict(p, cv_off_scale="\x1b]0;pwned\x07"),
+    "frr_heldout a terminal escape": lambda p: dict(p, frr_heldout="\x1b]0;pwned\x07"),
+    "frr_heldout more rejected than genuine": lambda p: dict(p, frr_heldout=[11, 10]),
 }
 
 
