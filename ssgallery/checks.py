@@ -90,17 +90,32 @@ def non_negative(name, value):
     return float(value)
 
 
+def not_a_fraction(value, low_open=False):
+    """Why the number ``value`` is no rate: None when it is one, in [0, 1) ((0, 1) with
+    ``low_open``); else ``"a fraction in (0, 1), got 2 (a rate is a fraction, not a
+    percentage: 0.02 for 2 %)"`` (the hint for a value a percentage would give), the
+    words every rate option's refusal uses (`probability`, `open_rate` and the command
+    line's `ssgallery.cli.options.Fraction`)."""
+    if (0.0 < value if low_open else 0.0 <= value) and value < 1.0:
+        return None
+    hint = (f" (a rate is a fraction, not a percentage: {value / 100:g} for {value:g} %)"
+            if 1.0 <= value < 100.0 else "")
+    return f"a fraction in {'(' if low_open else '['}0, 1), got {value:g}{hint}"
+
+
 def probability(name, value):
-    """A rate in [0, 1)."""
-    if not 0.0 <= real(name, value) < 1.0:
-        raise InputError(f"{option(name)} must be in [0, 1), got {value}")
+    """A rate in [0, 1) (`not_a_fraction`)."""
+    problem = not_a_fraction(real(name, value))
+    if problem:
+        raise InputError(f"{option(name)} must be {problem}")
     return float(value)
 
 
 def open_rate(name, value):
-    """A rate in (0, 1)."""
-    if not 0.0 < real(name, value) < 1.0:
-        raise InputError(f"{option(name)} must be in (0, 1), got {value}")
+    """A rate in (0, 1) (`not_a_fraction`)."""
+    problem = not_a_fraction(real(name, value), low_open=True)
+    if problem:
+        raise InputError(f"{option(name)} must be {problem}")
     return float(value)
 
 

@@ -109,7 +109,8 @@ def test_a_new_field_at_its_default_keeps_every_digest_and_provenance():
     ({"m": 0}, "`m` must be a positive integer or 'auto', got 0"),
     ({"m": True}, "`m` must be a positive integer or 'auto', got True"),
     ({"m": "3"}, "`m` must be a positive integer or 'auto', got '3'"),
-    ({"target_far": 1.0}, "`target_far` must be in [0, 1), got 1.0"),
+    ({"target_far": 1.0}, ("`target_far` must be a fraction in [0, 1), got 1 (a rate is a "
+                          "fraction, not a percentage: 0.01 for 1 %)")),
     ({"lam": -1}, "`lam` must be >= 0 and finite, got -1"),
     ({"rho": -0.5}, "`rho` must be >= 0 and finite, got -0.5"),
     # NaN passed '< 0' (--lam nan: an internal error after loading the store; --rho nan
@@ -120,7 +121,7 @@ def test_a_new_field_at_its_default_keeps_every_digest_and_provenance():
     ({"lam": True}, "`lam` must be a number, got True"),
     ({"lam": "0.1x"}, "`lam` must be a number, got '0.1x'"),
     ({"target_far": False}, "`target_far` must be a number, got False"),
-    ({"target_fpir": float("nan")}, "`target_fpir` must be in (0, 1), got nan"),
+    ({"target_fpir": float("nan")}, "`target_fpir` must be a fraction in (0, 1), got nan"),
     # int() took -3, True and 2.7 (as 2); --seed -1 was an internal error in training
     ({"cv_folds": -3}, "`cv_folds` must be a non-negative integer, got -3"),
     ({"cv_folds": True}, "`cv_folds` must be a non-negative integer, got True"),

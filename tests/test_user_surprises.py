@@ -80,8 +80,32 @@ def test_identify_fpir_out_of_range_names_fpir(sample_gallery_3):
     from helpers import refused
 
     out = refused(["identify", PROBE, "--gallery", sample_gallery_3["gallery"], "--fpir",
-                   "2"], "ssgallery: error: --fpir must be in (0, 1), got 2.0")
+                   "2"], "Invalid value for '--fpir': expected a fraction in (0, 1), got 2")
     assert "target" not in out["stderr"], out["stderr"]
+
+
+@pytest.mark.parametrize("args, line", [
+    (["identify", PROBE, "--fpir", "2"], ("'--fpir': expected a fraction in (0, 1), got 2 "
+     "(a rate is a fraction, not a percentage: 0.02 for 2 %) (see 'ssgallery identify")),
+    (["compress", "--target-far", "1"], ("'--target-far': expected a fraction in [0, 1), "
+     "got 1 (a rate is a fraction, not a percentage: 0.01 for 1 %) (see 'ssgallery "
+     "compress")),
+    (["compress", "--target-fpir", "5"], ("'--target-fpir': expected a fraction in (0, 1), "
+     "got 5 (a rate is a fraction, not a percentage: 0.05 for 5 %)")),
+    (["identify", PROBE, "--fpir", "0"], ("'--fpir': expected a fraction in (0, 1), got 0 "
+     "(see")),
+])
+def test_a_rate_option_says_it_takes_a_fraction(args, line):
+    """identify --fpir 2 said '--fpir must be in (0, 1), got 2.0', compress --target-far 2
+    '2.0 is not in the range 0<=x<1': neither said whether 2 meant 2 % (session 18's
+    item). Every rate option now says 'a fraction', names the percentage a number from 1
+    up would be, and its --help gives an example in both."""
+    from helpers import invoked, refused
+
+    refused(args, line)
+    help_text = " ".join(invoked([args[0], "--help"])["stdout"].split())
+    assert "a fraction" in help_text and ("0.01: 1 %" in help_text
+                                          or "0.001: 0.1 %" in help_text), help_text
 
 
 JOBS = "--jobs must be a positive integer or -1 (one per core), got 0"

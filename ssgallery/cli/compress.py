@@ -28,6 +28,7 @@ from ssgallery.cli.operating import (
 )
 from ssgallery.cli.operating_far import far_warning
 from ssgallery.cli.options import (
+    Fraction,
     key_file_option,
     matcher_cmd_option,
     privacy_key_option,
@@ -74,16 +75,18 @@ def _int_or_auto(lowest):
                    "(docs/external-matcher.md).")
 @click.option("--rho", type=click.FloatRange(min=0), default=DEFAULT.rho, show_default=True,
               help="With --m auto: price of one prototype in units of validation loss.")
-@click.option("--target-far", type=click.FloatRange(0, 1, max_open=True),
-              default=DEFAULT.target_far, show_default=True,
-              help="False acceptance rate the thresholds aim at on people never seen at "
+@click.option("--target-far", type=Fraction(), default=DEFAULT.target_far,
+              show_default=True, metavar="F",
+              help="False acceptance rate the thresholds aim at, a fraction (0.01: 1 % of "
+              "impostor claims), on people never seen at "
               "compress time, on average over clients; compress warns naming a client "
               "whose own held-out impostors show more (their 95% interval by person "
               "wholly above it: docs/operating-points.md, per client).")
-@click.option("--target-fpir", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=DEFAULT.target_fpir, show_default=True,
+@click.option("--target-fpir", type=Fraction(low_open=True), default=DEFAULT.target_fpir,
+              show_default=True, metavar="F",
               help="1:N search (identify --open-set): the fraction of strangers' searches "
-              "over every client that may return someone; sets one threshold on the best "
+              "over every client that may return someone (0.01: 1 %); sets one threshold "
+              "on the best "
               "normalised score for this gallery's number of clients.")
 @click.option("--threshold-mode", type=click.Choice(list(THRESHOLD_MODES)),
               default=DEFAULT.threshold_mode, show_default=True,

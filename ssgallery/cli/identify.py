@@ -5,6 +5,7 @@ error (the rule of ``verify``)."""
 import click
 
 from ssgallery.cli.options import (
+    Fraction,
     csv_list,
     csv_text,
     key_file_option,
@@ -29,10 +30,11 @@ from ssgallery.tables import signed
               "not pass the gallery's 1:N threshold, set by compress at its --target-fpir "
               "(default: closed set, the best match unless two or more clients tie for "
               "it).")
-@click.option("--fpir", type=float, default=None, metavar="F",
-              help="Open set at this FPIR (false alarms per stranger's search) instead of "
-                   "the gallery's target: the threshold for its N clients from compress's "
-                   "held-out searches.")
+@click.option("--fpir", type=Fraction(low_open=True), default=None, metavar="F",
+              help="Open set at this FPIR instead of the gallery's target (compress "
+                   "--target-fpir): the fraction of strangers' searches that may return "
+                   "someone (0.001: 0.1 %), a threshold for its N clients read from "
+                   "compress's held-out searches.")
 @click.option("--threshold", type=float, default=None, metavar="T",
               help="Open set with this threshold on the best centred score (the 1:N "
                    "score; Z-normalised for a gallery without a 1:N operating point).")

@@ -29,6 +29,26 @@ PRIVACY_KEY_FILE_HELP = (
     "refused. See docs/privacy.md.")
 
 
+class Fraction(click.ParamType):
+    """A rate option (``--target-far``, ``--target-fpir``, ``identify --fpir``): a number
+    in [0, 1) ((0, 1) with ``low_open``), refused in the words of
+    `ssgallery.checks.not_a_fraction` (a percentage typed for a fraction is named)."""
+
+    name = "fraction"
+
+    def __init__(self, low_open=False):
+        self.low_open = low_open
+
+    def convert(self, value, param, ctx):
+        from ssgallery.checks import not_a_fraction
+
+        number = click.FLOAT.convert(value, param, ctx)
+        problem = not_a_fraction(number, self.low_open)
+        if problem:
+            self.fail(f"expected {problem}", param, ctx)
+        return number
+
+
 def privacy_key_option(func):
     return click.option("--privacy-key-file", default=None, metavar="FILE",
                         help=PRIVACY_KEY_FILE_HELP)(func)
