@@ -280,6 +280,11 @@ HEADLINES = {
         f"SVM {cell(t, 'AT&T, eigenface', 'rank-1 % SVM')} % with "
         f"{cell(t, 'AT&T, eigenface', 'ratio')} fewer evaluations per search; 10,000 "
         f"identities: {cell(t, '10,000', 'speed-up')} faster"),
+    "lookalike_pairs": lambda t: "; ".join(
+        f"{d}: pairs flagged at compress time accepted on unseen claims "
+        f"{cell(t, d, '(a) precision: flagged pairs accepted on test')}, recall "
+        f"{cell(t, d, '(a) recall: look-alike on test, flagged')}, meets the bar: "
+        f"{cell(t, d, 'meets the bar')}" for d in ("att", "lfw")),
     "open_set": lambda t: (
         "strangers' searches returning someone, LFW dlib, all clients: "
         + cell(t, "lfw (dlib) all", "achieved FPIR % (mean ± sd)", where={

@@ -59,6 +59,8 @@ CASES = {
     "identify": ("identify", lambda tmp, data: [
         "--sizes", "20,40", "--probes", "2", "--repeats", "1", "--repetitions", "1",
         "--faces", _faces(tmp), "--cold-runs", "1"], None),
+    "lookalike_pairs": ("lookalike_pairs", lambda tmp, data: [
+        "--datasets", "synth", "--repetitions", "1", "--sizes", "synth:4+2", "--page"], None),
     "open_set": ("open_set", lambda tmp, data: [
         "--datasets", "synth", "--sizes", "6", "--repetitions", "1",
         "--protocol-repetitions", "1", "--protocol-enrolled", "4", "--train-images", "3",
@@ -141,6 +143,7 @@ def _snapshot(*folders):
 
 # what a page must show besides its means: the client models a mean can hide
 PER_CLIENT = {"open_set_strangers": "strangers identified per split",
+              "lookalike_pairs": "clients named: stranger FAR",
               "paper_att": "client models more than 5 points above the EER",
               "paper_lfw": "client models more than 5 points above the EER",
               "scale": "client models more than 5 points worse"}
