@@ -257,3 +257,27 @@ def test_security_md_s_fta_sentences_hold_on_the_fta_page():
     assert "No claim fails to acquire on any of the three" in security
     assert ("but part of sample_data's and of variation 1's impostor claims failed to "
             "acquire, AT&T's none") in security
+
+
+@pytest.mark.parametrize("command", [["verify", "--claim", "c01"], ["identify"]])
+def test_a_probe_too_small_is_said_once_not_also_resized(sample_gallery_3, tmp_path, command):
+    """A 9x11 probe got 'resized 1 probe image(s) to 92x112 (first: ... was 9x11)' on
+    stderr and 'FAILURE-TO-ACQUIRE too small to hold a face' on stdout: it is not used, so
+    only the second says what happened; a resized probe that is used is still warned."""
+    from helpers import invoked
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    tiny, small = tmp_path / "tiny.png", tmp_path / "small.png"
+    Image.fromarray(rng.integers(0, 256, (11, 9), dtype=np.uint8)).save(tiny)
+    Image.fromarray(rng.integers(0, 256, (50, 40), dtype=np.uint8)).save(small)
+    r = invoked([command[0], tiny, small, *command[1:], "--gallery",
+                 sample_gallery_3["gallery"]])
+    assert r["exit_code"] == 3, r["output"]
+    assert r["stderr"] == ("ssgallery: warning: resized 1 probe image(s) to 92x112 (first: "
+                           f"{small} was 40x50)\n"), r["stderr"]
+    line = next(ln for ln in r["stdout"].splitlines() if ln.startswith(str(tiny)))
+    assert "FAILURE-TO-ACQUIRE" in line and "too small to hold a face (9x11, the gallery's " \
+        "faces are 92x112)" in line, r["stdout"]
+    alone = invoked([command[0], tiny, *command[1:], "--gallery", sample_gallery_3["gallery"]])
+    assert alone["exit_code"] == 3 and alone["stderr"] == "", alone["output"]

@@ -23,8 +23,8 @@ import numpy as np
 from ssgallery.errors import InputError, clipped
 from ssgallery.formats.integrity import reads_key_files
 from ssgallery.formats.textfile import read_lines
+from ssgallery.images.ingest import MIN_SCALE, too_small  # noqa: F401  (MIN_SCALE: public here too)
 
-MIN_SCALE = 0.25  # a probe smaller than a quarter of the gallery's width or height: FTA
 ACCEPT, REJECT, FTA = "accept", "reject", "failure-to-acquire"
 
 
@@ -73,11 +73,10 @@ def failures_to_acquire(matcher, images, sizes=None):
                for bad, q in zip(fta, quality)]
     if sizes is not None:
         h, w = images.shape[1:]
-        for i, (sw, sh) in enumerate(np.asarray(sizes)):
-            if sw < MIN_SCALE * w or sh < MIN_SCALE * h:
-                fta[i] = True
-                reasons[i] = f"too small to hold a face ({sw}x{sh}, the gallery's faces " \
-                    f"are {w}x{h})"
+        for i, have in enumerate(np.asarray(sizes).tolist()):
+            small = too_small(have, (w, h))
+            if small:
+                fta[i], reasons[i] = True, small
     return fta, quality, reasons
 
 

@@ -41,6 +41,7 @@ from ssgallery.images.scan import (  # noqa: F401  (public here too)
 from ssgallery.progress import as_progress
 
 DEFAULT_SIZE = (92, 112)  # (width, height) of the AT&T faces
+MIN_SCALE = 0.25  # a probe smaller than a quarter of the gallery's width or height: FTA
 
 
 @dataclass
@@ -207,6 +208,18 @@ def _conform(arr, size, strict, path, resized):
     return arr, size
 
 
+def too_small(have, size):
+    """Why a probe of ``have`` (width, height) holds no face for a gallery of ``size``:
+    ``"too small to hold a face (9x11, the gallery's faces are 92x112)"`` when it is
+    smaller than `MIN_SCALE` of it in a dimension (enlarged more than 4 times: no face
+    detail left; a failure to acquire, `ssgallery.app.verify.failures_to_acquire`);
+    else None."""
+    (sw, sh), (w, h) = have, size
+    if sw < MIN_SCALE * w or sh < MIN_SCALE * h:
+        return f"too small to hold a face ({sw}x{sh}, the gallery's faces are {w}x{h})"
+    return None
+
+
 def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
                     return_sizes=False, failed=None, progress=None):
     """Read probe images into one array.
@@ -219,7 +232,8 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
     strict : bool
         Refuse images of another size instead of resizing them.
     warn : callable(str) or None
-        Receives each warning; None: `default_warn`.
+        Receives each warning (the images resized, except those `too_small` to hold a
+        face: failures to acquire, which verify names); None: `default_warn`.
     return_sizes : bool
         Also return each file's own size before any resize.
     failed : list, optional
@@ -261,7 +275,8 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
         return (empty, np.zeros((0, 2), dtype=np.int64)) if return_sizes else empty
     if not out:
         raise InputError("no probe images given")
-    if resized:
+    resized = [(path, have) for path, have in resized if too_small(have, size) is None]
+    if resized:  # not those too small to hold a face: verify says so, once
         first, have = resized[0]
         warn(f"resized {len(resized)} probe image(s) to {fmt_size(size)} (first: {first} "
              f"was {fmt_size(have)})")
