@@ -62,3 +62,22 @@ def test_compress_clients_names_an_enrolled_id_holding_a_comma(tmp_path):
     info = invoked(["info", "--gallery", gallery, "--json"])
     assert info["exit_code"] == 0, info["output"]
     assert '"doe, jane"' in info["stdout"] and '"roe, r"' not in info["stdout"]
+
+
+def test_a_clients_value_naming_no_id_is_refused_as_such(tmp_path):
+    """A --clients value that splits to no id ('', ',', ' , ': a script's empty variable,
+    a typo) was taken for an empty list: compress said 'the store has no enrolled client
+    to compress' of a store of 6 clients, and enroll 'no client folders (expected
+    ROOT/<client>/<images>)' of a folder of 6. Both now name the option and its value."""
+    faces, store, gallery = _faces(tmp_path), tmp_path / "e.h5", tmp_path / "g.h5"
+    for value in ("", ",", " , "):
+        out = invoked(["enroll", faces, "--store", store, "--clients", value])
+        assert out["exit_code"] == 2 and not store.exists(), out["output"]
+        assert out["stderr"] == (f"ssgallery: error: --clients names no client folder: "
+                                 f"{value!r}\n")
+    assert invoked(["enroll", faces, "--store", store, "-q"])["exit_code"] == 0
+    for value in ("", ",", " , "):
+        out = invoked(["compress", "--store", store, "-o", gallery, "--m", "1",
+                       "--clients", value])
+        assert out["exit_code"] == 2 and not gallery.exists(), out["output"]
+        assert out["stderr"] == f"ssgallery: error: --clients names no client: {value!r}\n"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ssgallery.app.enroll_add import kept_matcher
+from ssgallery.checks import shown
 from ssgallery.errors import FormatError, InputError, option
 from ssgallery.formats.hdf5 import comma_hint, split_ids
 from ssgallery.formats.store import EnrollmentStore, load_store
@@ -118,7 +119,9 @@ def resolve_names(faces_dir, clients, background):
     """(clients, background folder or None, background names) checked against the
     subfolders of ``faces_dir``."""
     faces_dir = os.fspath(faces_dir)
-    clients = _split_names(clients)
+    typed, clients = clients, _split_names(clients)
+    if clients == []:  # '--clients ,': a typo, not 'no client folders' in faces_dir
+        raise InputError(f"{option('clients')} names no client folder: {shown(typed)}")
     bg_dir, bg_names = None, []
     subjects = _scan_subjects(faces_dir)
     if background is not None:

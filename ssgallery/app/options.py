@@ -42,6 +42,7 @@ from ssgallery.checks import (  # noqa: F401  (the checks are public here too)
     probability,
     real,
     seed_int,
+    shown,
 )
 from ssgallery.errors import InputError
 from ssgallery.errors import option as _flag  # how a message names a parameter
@@ -237,11 +238,15 @@ class CompressOptions(_Options):
 
 def _clients(name, value):
     """None (every enrolled client), a list, or ``"a,b,c"`` (a comma inside an id
-    written ``\\,``: `ssgallery.formats.hdf5.split_ids`)."""
+    written ``\\,``: `ssgallery.formats.hdf5.split_ids`); one that names no client
+    (``""``, ``","``) is refused, not read as a store without clients."""
+    typed = value
     if isinstance(value, str):
         from ssgallery.formats.hdf5 import split_ids
 
         value = split_ids(value)
+    if value is not None and not len(value):
+        raise InputError(f"{_flag(name)} names no client: {shown(typed)}")
     return None if value is None else list(value)
 
 
