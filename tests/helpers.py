@@ -128,9 +128,11 @@ def heavy_imports(code):
     return out.stdout.strip().splitlines()[-1]
 
 
-def rehash_gallery(path):
+def rehash_gallery(path, limit=None):
     """Make an edited gallery's digests consistent again (what anybody who can write the
-    file but has no signing key can do): the semantic checks must still refuse it."""
+    file but has no signing key can do): the semantic checks must still refuse it.
+    ``limit``: the clients' attribute reads' (`ssgallery.formats.integrity.node_digest`;
+    False: none, for an attribute larger or of another type than readers take)."""
     import json
 
     import h5py
@@ -143,7 +145,8 @@ def rehash_gallery(path):
         if "index" in f:
             sections["index"] = integrity.node_digest(f["index"])
         f.attrs["section_digests"] = json.dumps(sections, sort_keys=True)
-        rows = sorted((c.encode(), integrity.node_digest(f["clients"][c])) for c in f["clients"])
+        rows = sorted((c.encode(), integrity.node_digest(f["clients"][c], limit=limit))
+                      for c in f["clients"])
         width = max(len(r[0]) for r in rows)
         del f["client_index"]
         f.create_dataset("client_index",

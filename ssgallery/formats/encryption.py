@@ -317,6 +317,7 @@ class EncryptedFile(ReadOnlyFile):
     def readinto(self, buffer):
         view = memoryview(buffer).cast("B")
         n, done = self._remaining(len(view)), 0
+        self._within_limit(n)
         while done < n:
             i, offset = divmod(self._pos + done, self._box.chunk)
             piece = self._chunk(i)[offset:offset + n - done]

@@ -14,6 +14,7 @@ import numpy as np
 from ssgallery import jsontext
 from ssgallery.checks import is_int, shown
 from ssgallery.errors import FormatError, SsgalleryError
+from ssgallery.formats.attr_reads import bounded_attr
 
 _JSON_KEYS = "_json_keys"
 
@@ -142,20 +143,26 @@ def open_checked(path, fmt, version, kind, hint="", rewrite="", lazy=False,
         source.close()
         raise
     try:
-        found = attr_str(handle.attrs.get("format"))
+        found = attr_str(bounded_attr(handle, "format", path))
     except (KeyError, ValueError, TypeError, OSError, RuntimeError):  # HDF5 errors
         handle.close()
         raise FormatError(f"corrupt {kind}: unreadable format tag", path=path) from None
+    except FormatError:  # bounded_attr's: a tag larger than any ssgallery writes
+        handle.close()
+        raise
     if found != fmt:
         handle.close()
         from ssgallery.formats.kinds import other_kind
 
         raise FormatError(other_kind(kind, fmt, found), path=path)
     try:
-        found_version = _version(handle.attrs.get("format_version"))
+        found_version = _version(bounded_attr(handle, "format_version", path))
     except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:  # HDF5 errors
         handle.close()
         raise FormatError(f"corrupt {kind}: {exc}", path=path) from None
+    except FormatError:
+        handle.close()
+        raise
     if found_version > version:
         handle.close()
         raise FormatError(f"{kind} format version {found_version} is newer than this ssgallery "

@@ -28,6 +28,7 @@ import json
 import numpy as np
 
 from ssgallery.errors import FormatError
+from ssgallery.formats.attr_reads import attr_limit, bounded_attrs
 from ssgallery.formats.keys import (  # noqa: F401  (public here too)
     KEY_ENV,
     MAX_KEY_BYTES,
@@ -157,8 +158,10 @@ def _check_extent(dataset, where, path):
                           f"{stored} for it (a sparse or inflated dataset)", path=path)
 
 
-def node_digest(node, path=None, exclude=()):
-    """SHA-256 (hex) of a group (attributes + members, recursively) or a dataset.
+def node_digest(node, path=None, exclude=(), limit=None):
+    """SHA-256 (hex) of a group (attributes + members, recursively) or a dataset, every
+    attribute read bounded (`ssgallery.formats.attr_reads.bounded_attrs`; ``limit``: its
+    `~ssgallery.formats.attr_reads.attr_limit`, found when None).
 
     Returns
     -------
@@ -166,22 +169,24 @@ def node_digest(node, path=None, exclude=()):
     """
     import h5py
 
+    limit = attr_limit(node.file) if limit is None else limit
     h = hashlib.sha256()
     if isinstance(node, h5py.Dataset):
-        h.update(b"dataset\0" + attrs_digest(node.attrs).encode())
+        h.update(b"dataset\0" + attrs_digest(bounded_attrs(node, path, limit)).encode())
         _update_dataset(h, node)
         return h.hexdigest()
-    h.update(b"group\0" + attrs_digest(node.attrs, exclude).encode())
+    h.update(b"group\0" + attrs_digest(bounded_attrs(node, path, limit), exclude).encode())
     for name in sorted(node):
         child = check_node(node, name, path)
         key = name.encode("utf-8", "surrogatepass")
-        h.update(b"m%d:" % len(key) + key + node_digest(child, path).encode())
+        h.update(b"m%d:" % len(key) + key + node_digest(child, path, limit=limit).encode())
     return h.hexdigest()
 
 
 def read_group(group, path=None):
     """Datasets (name -> array) and attributes (name -> value) of a flat group, with the
-    group's digest: one pass, every link checked.
+    group's digest: one pass, every link checked, every attribute read bounded
+    (`ssgallery.formats.attr_reads.bounded_attrs`).
 
     Returns
     -------
@@ -195,7 +200,8 @@ def read_group(group, path=None):
         raise FormatError(f"corrupt file: {group.name} is a dataset, expected a group",
                           path=path)
     h = hashlib.sha256()
-    attrs = dict(group.attrs.items())
+    limit = attr_limit(group.file)
+    attrs = bounded_attrs(group, path, limit)
     h.update(b"group\0" + attrs_digest(attrs).encode())
     arrays = {}
     for name in sorted(group):
@@ -204,7 +210,8 @@ def read_group(group, path=None):
             raise FormatError(f"corrupt file: {child.name} is a group, expected a dataset",
                               path=path)
         arrays[name] = child[()]
-        sub = hashlib.sha256(b"dataset\0" + attrs_digest(child.attrs).encode())
+        sub = hashlib.sha256(b"dataset\0" + attrs_digest(bounded_attrs(child, path, limit))
+                             .encode())
         _update_array(sub, arrays[name])
         key = name.encode("utf-8", "surrogatepass")
         h.update(b"m%d:" % len(key) + key + sub.hexdigest().encode())

@@ -2,11 +2,15 @@
 file, `ssgallery.formats.seal.SealedFile`; an encrypted one,
 `ssgallery.formats.encryption.EncryptedFile`): position, seeking and closing, once;
 `opened`, how such a file is opened by its name, and `with_header`, how either reads
-its header from that open.
+its header from that open; `reads_at_most`, a bound on each read HDF5 makes through
+one (`ssgallery.formats.attr_reads`: an attribute's bytes refused before they are read).
 
 Standard library only (on the ``verify`` path).
 """
 
+import contextlib
+import contextvars
+import errno
 import io
 import os
 
@@ -107,3 +111,41 @@ class ReadOnlyFile(io.RawIOBase):
     def close(self):
         self._handle.close()
         super().close()
+
+    def _within_limit(self, n):
+        """Refuse (``OSError`` EFBIG, which HDF5 reports as a failed read) a read of ``n``
+        bytes above the limit `reads_at_most` set, recording ``n`` in it."""
+        limit = _READ_LIMIT.get()
+        if limit is not None and n > limit.most:
+            limit.asked = n
+            raise OSError(errno.EFBIG, f"a read of {n} bytes, above the limit of {limit.most}")
+
+
+class ReadLimit:
+    """The limit of `reads_at_most` (``most`` bytes) and the size of the first read
+    refused under it (``asked``; None: none was)."""
+
+    def __init__(self, most):
+        self.most, self.asked = int(most), None
+
+
+_READ_LIMIT = contextvars.ContextVar("ssgallery_read_limit", default=None)
+
+
+@contextlib.contextmanager
+def reads_at_most(most):
+    """While the block runs (in this thread), a read of more than ``most`` bytes at once
+    from any `ReadOnlyFile` fails (HDF5 reads a variable-length string's heap in one
+    read of its whole size: a 44 MB attribute is refused before any of it is read).
+
+    Yields
+    ------
+    ReadLimit
+        Its ``asked``: the size of the read refused, or None.
+    """
+    limit = ReadLimit(most)
+    token = _READ_LIMIT.set(limit)
+    try:
+        yield limit
+    finally:
+        _READ_LIMIT.reset(token)

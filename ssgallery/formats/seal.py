@@ -225,6 +225,7 @@ class SealedFile(ReadOnlyFile):
         seal, n = self._seal, self._remaining(len(buffer))
         if n <= 0:
             return 0
+        self._within_limit(n)
         first = max(self._pos - seal.block, 0) // seal.chunk
         last = max(self._pos + n - 1 - seal.block, -1) // seal.chunk
         for i in range(first, last + 1):

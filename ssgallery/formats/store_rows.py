@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from ssgallery.formats import integrity
+from ssgallery.formats.attr_reads import bounded_attr
 from ssgallery.formats.hdf5 import open_checked
 from ssgallery.formats.kinds import NEWEST_VERSIONS
 
@@ -77,7 +78,8 @@ class StoreImages:
 
     def __getitem__(self, rows):
         with self._open() as f:
-            integrity.unchanged(self.digest, f.attrs.get("digest"), "store", self.path)
+            integrity.unchanged(self.digest, bounded_attr(f, "digest", self.path), "store",
+                                self.path)
             data = f["images"]
             if isinstance(rows, slice):
                 return data[rows].astype(np.float32)

@@ -20,6 +20,7 @@ import stat
 
 from ssgallery.checks import is_int
 from ssgallery.errors import FormatError, SsgalleryError
+from ssgallery.formats.attr_reads import bounded_attr
 from ssgallery.formats.integrity import KeyNeeded
 from ssgallery.formats.kinds import NEWEST_VERSIONS, kind_label
 from ssgallery.safeio import file_kind, file_name, open_regular
@@ -121,7 +122,8 @@ def _format_of(existing):
         with sealed:
             sealed.check_all()  # HDF5 never parses an unchecked byte
             with h5py.File(sealed, "r") as f:
-                value, version = f.attrs.get("format", ""), f.attrs.get("format_version")
+                value = bounded_attr(f, "format", existing.path, default="")
+                version = bounded_attr(f, "format_version", existing.path)
     except (SsgalleryError, OSError, RuntimeError, ValueError, TypeError, KeyError):
         return None, None
     version = int(version) if is_int(version) else None  # a writer's int64 attribute

@@ -11,6 +11,7 @@ import numpy as np
 
 from ssgallery.errors import FormatError, SsgalleryError, UnknownClientError, printable
 from ssgallery.formats import integrity
+from ssgallery.formats.attr_reads import bounded_attrs
 from ssgallery.formats.gallery.checks import (
     check_images,
     check_index,
@@ -91,7 +92,7 @@ def open_verified(f, path, key):
     FormatError
         A bad signature, client index or header, or a root digest that does not match.
     """
-    attrs = dict(f.attrs.items())
+    attrs = bounded_attrs(f, path)  # each held to what a gallery of its clients can hold
     digest = attr_str(attrs.get("digest"))
     integrity.check_signature(attrs, digest or "", key, "gallery", path)
     index = integrity.check_node(f, "client_index", path)[()]
