@@ -141,8 +141,10 @@ def _snapshot(*folders):
             for folder in folders if folder.is_dir() for p in folder.rglob("*") if p.is_file()}
 
 
-# what a page must show besides its means: the client models a mean can hide
-PER_CLIENT = {"open_set_strangers": "strangers identified per split",
+# what a page must show besides its means: the client models a mean can hide (and for
+# identify, the scores its rank-1 was measured on: its note said raw after 7cd2106)
+PER_CLIENT = {"identify": "closed-set rank-1 on each client's held-out Z-normalised scores",
+              "open_set_strangers": "strangers identified per split",
               "lookalike_pairs": "clients named: stranger FAR",
               "paper_att": "client models more than 5 points above the EER",
               "paper_lfw": "client models more than 5 points above the EER",
