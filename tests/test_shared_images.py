@@ -62,3 +62,35 @@ def test_enroll_add_names_a_new_client_holding_an_enrolled_one_s_files(tmp_path)
     assert out["stderr"].splitlines()[0] == (
         f"ssgallery: warning: {store}: c00 and d00 hold 2 identical image files (c00/0.png "
         f"is d00/0.png): {ADVICE}")
+
+
+def test_a_file_held_by_many_subjects_is_named_not_paired_one_by_one(tmp_path):
+    """Every pair of the subjects holding one file was listed: 10,000 background subjects
+    holding one image made 50 million pairs (enroll on main: 199 s, then 'out of memory'
+    under a 4 GB limit; 3,000 subjects: 28 s, 1.8 GB in shared_images alone). The first
+    PAIRED (20) of a file's subjects are paired, and the warning names the file and how
+    many hold it."""
+    n = 300
+    args = ([f"s{i:03d}" for i in range(n)], ["1"] * n, [f"s{i:03d}/x" for i in range(n)])
+    pairs = shared_images(*args)
+    assert len(pairs) == 190  # 20 subjects' pairs; on main: 44,850
+
+    from ssgallery.app.enroll_sources import PAIRED, crowded_images
+
+    assert PAIRED == 20
+    assert pairs[0] == ("s000", "s001", 1, "s000/x", "s001/x")
+    assert crowded_images(*args) == [(300, "s000/x")]
+    assert crowded_images(["a", "b"], ["1", "1"], ["a/x", "b/x"]) == []
+    faces = make_faces(str(tmp_path / "faces"), n_clients=3, n_images=2, shape=(16, 12))
+    for i in range(25):
+        (tmp_path / "bg" / f"b{i:02d}").mkdir(parents=True)
+        shutil.copy(tmp_path / "faces" / "c00" / "0.png", tmp_path / "bg" / f"b{i:02d}" / "1.png")
+    store = tmp_path / "e.h5"
+    out = invoked(["enroll", faces, "--background", tmp_path / "bg", "--store", store, "-q"])
+    assert out["exit_code"] == 0, out["output"]
+    assert out["stderr"] == (
+        f"ssgallery: warning: {store}: b00 and b01 hold 1 identical image file (b00/1.png "
+        "is b01/1.png); b00 and b02 hold 1 identical image file (b00/1.png is b02/1.png); "
+        "b00 and b03 hold 1 identical image file (b00/1.png is b03/1.png); 187 more pairs "
+        "of subjects; 1 file held by more than 20 subjects each, whose pairs are not all "
+        f"counted (the most: 26 subjects, b00/1.png): {ADVICE}\n"), out["stderr"]

@@ -4,7 +4,13 @@ import os
 from dataclasses import dataclass
 
 from ssgallery.app.enroll_add import add_clients, unused_cache_dir
-from ssgallery.app.enroll_sources import read_sources, resolve_names, shared_images
+from ssgallery.app.enroll_sources import (
+    PAIRED,
+    crowded_images,
+    read_sources,
+    resolve_names,
+    shared_images,
+)
 from ssgallery.errors import InputError, naming, option
 from ssgallery.formats.integrity import reads_key_files
 from ssgallery.formats.store import EnrollmentStore
@@ -145,6 +151,11 @@ def _warn_shared(src, store_path, add, warn):
     named = "; ".join(f"{a} and {b} hold {counted(n, 'identical image file')} ({pa} is {pb})"
                       for a, b, n, pa, pb in pairs[:3])
     more = f"; {counted(len(pairs) - 3, 'more pair')} of subjects" if len(pairs) > 3 else ""
+    crowds = crowded_images(labels, shas, paths)
+    if crowds:  # their pairs are not all counted above
+        more += (f"; {counted(len(crowds), 'file')} held by more than {PAIRED} subjects "
+                 f"each, whose pairs are not all counted (the most: {crowds[0][0]} "
+                 f"subjects, {crowds[0][1]})")
     warn(f"{os.fspath(store_path)}: {named}{more}: one person under two ids? compress "
          "takes each one's faces for impostors of the other: a client among them rejects "
          "its own faces, and the thresholds every client shares rise; enrol each person once")
