@@ -18,8 +18,9 @@ command's stdout, stderr and exit status are files beside what it wrote. Usage::
 
 ``compare`` counts the files that are byte-identical and those equal once what differs
 between two runs of the same code is masked (`masked`): a creation time, the output
-folder's own name, JSON keys naming seconds, a calibration record's random salt and
-the people ids salted with it (their counts are compared), roc's ``fit s/client``
+folder's own name, JSON keys naming seconds (a calibration record's salt and the
+people ids salted with it are compared: the salt is a digest of the store since 9cd665d),
+roc's ``fit s/client``
 column and, in HDF5 files, the ``created``/``digest``/``hmac`` attributes (every
 dataset and other attribute is compared). Two runs of one commit give no differing file. About two
 minutes on two idle cores.
@@ -123,26 +124,14 @@ def run(out, src):
 ISO_TIME = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(\+00:00|Z)?")
 
 
-SALTED_ID = re.compile(r"[0-9a-f]{32}")
-
-
 def _stable(value):
     """``value`` (parsed JSON) without what two runs of one commit differ in: keys naming
-    seconds, a calibration record's random ``salt`` and its people's salted ids (a
-    ``people`` list of [id, accepted, claims]: the counts, sorted)."""
+    seconds."""
     if isinstance(value, dict):
-        return {k: (sorted([n, c] for _, n, c in v) if k == "people" and _salted(v)
-                    else _stable(v))
-                for k, v in value.items() if "seconds" not in k and k != "salt"}
+        return {k: _stable(v) for k, v in value.items() if "seconds" not in k}
     if isinstance(value, list):
         return [_stable(v) for v in value]
     return value
-
-
-def _salted(people):
-    return isinstance(people, list) and all(
-        isinstance(p, list) and len(p) == 3 and isinstance(p[0], str)
-        and SALTED_ID.fullmatch(p[0]) for p in people)
 
 
 def _json_text(value):
@@ -189,7 +178,7 @@ def masked(x, y, a, b, suffix):
         return "a creation time or the folder's name"
     try:
         same = _stable(json.loads(x)) == _stable(json.loads(y))
-        return "JSON but seconds and salt" if same else None
+        return "JSON but seconds" if same else None
     except ValueError:
         pass
     lines = [[ln.rsplit(None, 1)[0] if ln.strip() else ln for ln in v.decode().splitlines()]
