@@ -383,3 +383,23 @@ def test_matcher_cmd_usage_errors(faces, tmp_path, monkeypatch):
     _fails(["enroll", faces, "--matcher-cmd", "  "], "--matcher-cmd is empty")
     _fails(["enroll", faces, "--matcher-cmd", "no-such-matcher-program --x"],
            "matcher program 'no-such-matcher-program' not found")
+
+
+def test_a_long_id_given_is_clipped_in_the_error(built, tmp_path):
+    """An id of 100,000 characters (a script's data passed on the command line) was echoed
+    whole by compress --clients, enroll --clients, verify --claim and info --client: a
+    100 KB error line. Clipped as a listed path is (`ssgallery.errors.clipped`)."""
+    _, faces, store, gallery = built
+    long = "a" * 100_000
+    shown = f"{'a' * 200}... (100000 characters)"
+    probe = os.path.join(faces, "c01", "0.png")
+    for args, what in (
+            (["compress", "--store", store, "-o", str(tmp_path / "g.h5"), "--clients", long],
+             f"not an enrolled client: {shown}"),
+            (["enroll", faces, "--store", str(tmp_path / "e.h5"), "--clients", f"c01,{long}"],
+             f"no client folder named {shown}"),
+            (["verify", "--gallery", gallery, "--claim", long, probe],
+             f"unknown client '{shown}'"),
+            (["info", "--gallery", gallery, "--client", long], f"unknown client '{shown}'")):
+        line = _fails(args, what)
+        assert len(line) < 1000, (args[0], len(line))

@@ -19,7 +19,7 @@ from ssgallery.app.training_sets import (
     training_rows,
 )
 from ssgallery.app.verify import score_features
-from ssgallery.errors import InputError, SsgalleryError, option
+from ssgallery.errors import InputError, SsgalleryError, clipped, option
 from ssgallery.learn.supersparse import resolve_init
 from ssgallery.tables import did_you_mean
 
@@ -63,7 +63,8 @@ def prepare(store_path, gallery_path, options, run, privacy_key=None):
     if unknown:
         shown = ", ".join(store.clients[:8]) + (", ..." if len(store.clients) > 8 else "")
         hint = did_you_mean(unknown[:5], store.clients)
-        raise SsgalleryError(f"not an enrolled client: {', '.join(unknown[:5])}"
+        raise SsgalleryError(f"not an enrolled client: "
+                             f"{', '.join(clipped(c) for c in unknown[:5])}"
                              + (f"; {hint}" if hint else "")
                              + f" (enrolled: {shown})" + comma_hint(store.clients),
                              path=store_path)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ssgallery.app.enroll_add import kept_matcher
 from ssgallery.checks import shown
-from ssgallery.errors import FormatError, InputError, option
+from ssgallery.errors import FormatError, InputError, clipped, option
 from ssgallery.formats.hdf5 import comma_hint, split_ids
 from ssgallery.formats.store import EnrollmentStore, load_store
 from ssgallery.tables import did_you_mean
@@ -134,7 +134,7 @@ def resolve_names(faces_dir, clients, background):
         missing = [n for n in names if n not in subjects]
         if missing:
             hint = did_you_mean(missing[:5], subjects)
-            raise InputError(f"no {what.format(', '.join(missing[:5]))}"
+            raise InputError(f"no {what.format(', '.join(clipped(n) for n in missing[:5]))}"
                              + (f"; {hint}" if hint else "") + comma_hint(subjects),
                              path=faces_dir)
     if clients is None:

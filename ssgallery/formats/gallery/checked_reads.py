@@ -9,7 +9,13 @@ import json
 
 import numpy as np
 
-from ssgallery.errors import FormatError, SsgalleryError, UnknownClientError, printable
+from ssgallery.errors import (
+    FormatError,
+    SsgalleryError,
+    UnknownClientError,
+    clipped,
+    printable,
+)
 from ssgallery.formats import integrity
 from ssgallery.formats.attr_reads import bounded_attrs
 from ssgallery.formats.gallery.checks import (
@@ -234,7 +240,7 @@ def unknown_client(path, client_id, known, digest=None):
     shown = ", ".join(printable(k) for k in known[:8]) + (
         f", ... ({len(known)} in all)" if len(known) > 8 else "")
     hint = did_you_mean([client_id], known)
-    error = UnknownClientError(f"unknown client '{printable(client_id)}'"
+    error = UnknownClientError(f"unknown client '{printable(clipped(client_id))}'"
                                + (f": {hint}" if hint else "")
                                + f" (known: {shown or 'none'})", path=path)
     error.hint, error.digest = hint, digest
