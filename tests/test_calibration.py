@@ -201,6 +201,26 @@ def test_unresolved_names_the_clients_whose_count_is_fitted():
     assert people_bound(0, 2) == 1 / 3 and people_bound(1, 19) == 0.1
 
 
+@pytest.mark.parametrize("mode", ["znorm-global", "shrink"])
+def test_a_pooled_threshold_above_every_pooled_score_is_no_estimate(mode):
+    """A target FAR below 1 / (pooled scores) puts the normalised modes' T above all of
+    them: 0 accepted by construction, every client unresolved as in client mode (review26:
+    it was reported as 'expected FAR 0.00%' while 0.5% of strangers passed); one pooled
+    score more than 1 / F and the count is an estimate again."""
+    rng = np.random.default_rng(1)
+    many = [rng.normal(0, 1, 95) for _ in range(6)]  # 570 pooled scores
+    norms = [znorm_parameters(s) for s in many]
+    _, info = calibrate_thresholds(many, norms, 0.001, mode=mode)  # floor(0.57) = 0
+    assert info["accepted"] == 0 and info["unresolved"] == {
+        "clients": 6, "people": [95, 95], "far": pytest.approx(1 / 96), "training": 0}
+    assert info["by_client"] == [None] * 6
+    _, info = calibrate_thresholds(many, norms, 0.002, mode=mode)  # floor(1.14) = 1
+    assert info["unresolved"] is None
+    # a T fixed beforehand (an update's) is not set on these scores: an estimate
+    _, info = calibrate_thresholds(many, norms, 0.001, mode=mode, global_threshold=5.0)
+    assert info["unresolved"] is None
+
+
 def test_unresolved_records_read_from_a_gallery_are_checked_and_merged():
     from ssgallery.app.thresholds import merge_unresolved, unresolved_record
 

@@ -47,6 +47,9 @@ def test_three_clients_without_background_warn_in_compress_and_info(tmp_path):
     assert re.findall(r"[\d.]+ ?%", line) == ["1%"], line  # the target only, no figure
     info = _run("info", "--gallery", tmp_path / "g.h5")
     assert [ln for ln in info.stderr.splitlines() if FEW in ln] == [line]
+    # 60 pooled held-out scores at 1 %: T above all of them, no estimate (was '0.00%')
+    assert "expected FAR not estimated: 0 of 60 held-out impostor scores" in info.stdout
+    assert "cannot be estimated for 3 of 3 clients" in info.stderr
 
 
 def test_background_people_bring_the_pool_to_the_minimum(tmp_path):
@@ -70,11 +73,12 @@ def test_the_rule_counts_people_not_scores():
         in few_people_warning(cal)
     assert few_people_warning(cal | {"far_by_person": {"sums": sums | {"clusters": 20}}}) \
         is None
-    # unknown (no interval by person, an update's unknown counts) or already not estimated
+    # unknown (no interval by person, an update's unknown counts)
     assert few_people_warning({"mode": "znorm-global", "target_far": 0.01}) is None
     assert few_people_warning(None) is None
+    # a FAR not estimated still needs people (a 3-client pool: T above all its scores)
     unresolved = {"clients": 3, "people": [2, 2], "far": 0.33, "training": 0}
-    assert few_people_warning(cal | {"unresolved": unresolved}) is None
+    assert FEW in few_people_warning(cal | {"unresolved": unresolved})
     # every client on training scores: compress and the expected FAR already say so
     assert few_people_warning(cal | {"clients": 3, "training_clients": 3}) is None
     assert FEW in few_people_warning(cal | {"clients": 3, "training_clients": 1})

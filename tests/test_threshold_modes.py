@@ -427,3 +427,26 @@ def test_training_scores_are_called_so_and_have_no_bound(sample15, tmp_path):
     assert r.exit_code == 0, r.output
     assert "cannot be estimated for 15 of 15 clients" in r.stderr \
         and "raise compress --max-impostors" in r.stderr
+
+
+def test_a_target_below_one_pooled_score_is_not_an_estimate(sample15, tmp_path):
+    """znorm-global at a target FAR below 1 / (pooled held-out impostor scores): T sits
+    above every one of them. Before (review26, AT&T at 0.0001): 'expected FAR 0.00%' and
+    no warning, while 0.5% of strangers' claims passed; now 'not estimated', as client
+    mode says, with the (a + 1) / (n + 1) bound, and the warning names the floor."""
+    from ssgallery.cli import main
+
+    gallery = tmp_path / "g.h5"
+    r = CliRunner().invoke(main, ["compress", "--store", str(sample15 / "e.h5"), "-o",
+                                  str(gallery), "--target-far", "0.00001", "--json"])
+    assert r.exit_code == 0, r.output
+    cal = json.loads(r.stdout)["calibration"]
+    assert cal["mode"] == "znorm-global" and cal["accepted"] == 0
+    assert 0 < cal["impostors"] < 1 / 0.00001
+    assert cal["unresolved"]["clients"] == 15 and cal["unresolved"]["far"] > 0
+    r = CliRunner().invoke(main, ["info", "--gallery", str(gallery)])
+    assert r.exit_code == 0, r.output
+    assert "expected FAR not estimated: 0 of" in r.stdout
+    assert (f"a target below 1 / {cal['impostors']} held-out impostor scores "
+            f"({100 / cal['impostors']:.3g}%) puts the threshold above all of them: raise "
+            "compress --target-far to that or more") in r.stderr

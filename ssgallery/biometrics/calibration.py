@@ -272,8 +272,9 @@ def calibrate_thresholds(impostors, normalizations, target_far, mode=DEFAULT_THR
         every client's count is an estimate): the clients whose threshold was fitted on
         the very scores counted, so that the count is 0 or floor(F n) by construction,
         not an estimate: normalised in sample (fewer than 4 scores,
-        `cross_fittable`) in the normalised modes, fewer than 1 / target_far scores
-        (the threshold above all of them) in ``client``; their expected FAR is
+        `cross_fittable`) in the normalised modes, and every client there when the pool
+        holds fewer than 1 / target_far scores (T set above all of them), fewer than
+        1 / target_far scores (the threshold above all of them) in ``client``; their expected FAR is
         `people_bound`'s, by impostor person, when their scores are held out;
         ``person_counts``: `person_counts` (None without every client's people), what
         ``far_by_person`` sums; ``by_client``: per client, the `person_sums` of its
@@ -336,8 +337,13 @@ def _normalised_thresholds(impostors, normalizations, target_far, mode, how,
     else:
         z = [cross_normalised(s, who if cross_fit == "person" else None)
              for s, who in zip(impostors, people)]
+    pooled = np.concatenate(z)
     fitted = [not cross_fittable(np.size(s)) for s in impostors]
-    big_t = _gap_threshold(np.concatenate(z), target_far) if global_threshold is None \
+    if global_threshold is None and np.floor(target_far * pooled.size + 1e-9) == 0:
+        # fewer than 1 / F pooled scores: T above every one of them, so every count is
+        # 0 by construction (as `_client_thresholds`' fitted), not an estimate
+        fitted = [True] * len(impostors)
+    big_t = _gap_threshold(pooled, target_far) if global_threshold is None \
         else float(global_threshold)
     mu = np.array([n["mean"] for n in normalizations], dtype=float)
     sd = np.array([n["std"] for n in normalizations], dtype=float)

@@ -222,13 +222,20 @@ def unresolved_warning(cal, command="compress"):
     if u is None:
         return None
     option = "--max-impostors" if command == "compress" else "compress --max-impostors"
-    return (f"the target FAR ({100 * (_num(cal.get('target_far')) or 0):g}%) cannot be "
+    target, scores = _num(cal.get("target_far")) or 0, _num(cal.get("impostors")) or 0
+    below = ""
+    if 0 < target * scores < 1:  # the pooled count cannot reach one accept
+        floor = "--target-far" if command == "compress" else "compress --target-far"
+        below = (f"a target below 1 / {scores:g} held-out impostor scores "
+                 f"({100 / scores:.3g}%) puts the threshold above all of them: raise "
+                 f"{floor} to that or more, or ")
+    return (f"the target FAR ({100 * target:g}%) cannot be "
             f"estimated for {u['clients']} of {counted(cal.get('clients'), 'client')}: "
             "each one's "
             f"threshold sits on the very impostor scores it is counted on, of "
-            f"{_people(u)}{_unresolved_far(u)}; raise {option} (at least 4 impostor "
-            "images per client, of as many people as there are) or enrol more people "
-            "(enroll --background)")
+            f"{_people(u)}{_unresolved_far(u)}; {below}raise {option} (at least 4 "
+            "impostor images per client, of as many people as there are) or enrol more "
+            "people (enroll --background)")
 
 
 def few_people_warning(cal):
@@ -236,15 +243,15 @@ def few_people_warning(cal):
     scores of fewer than `MIN_IMPOSTOR_PEOPLE` impostor people (`people_count`): too few
     for the target FAR to hold for new people, whatever the expected FAR says; the remedy
     is more people, not another threshold mode.
-    None otherwise, and when the record has no interval by person or its clients'
-    expected FAR is already not estimated (`unresolved_warning` says so), or every
-    client's thresholds are on training scores (compress's warning and the expected FAR
-    say so)."""
-    from ssgallery.app.thresholds import clustered_sums, training_share, unresolved_record
+    None otherwise, and when the record has no interval by person, or every client's
+    thresholds are on training scores (compress's warning and the expected FAR say so).
+    A FAR not estimated (`unresolved_warning`) does not silence it: a 3-client gallery's
+    pooled T sits above all its held-out scores, and what it needs is people."""
+    from ssgallery.app.thresholds import clustered_sums, training_share
 
     cal = cal or {}
     sums = clustered_sums(cal.get("far_by_person"))
-    if sums is None or unresolved_record(cal.get("unresolved")) is not None or \
+    if sums is None or \
             training_share(cal.get("training_clients"), cal.get("clients")) == "all":
         return None
     people = people_count(cal, sums)
