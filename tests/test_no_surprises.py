@@ -171,21 +171,16 @@ def test_verify_asks_the_matcher_for_a_probe_s_quality_once(sample_gallery_3):
         matcher.quality(images))
 
 
-def test_compress_s_resume_hint_names_the_key_it_signed_with(sample_store, tmp_path):
-    """Ctrl-C in 'compress -o g.h5 --key-file k' said "'ssgallery compress -o g.h5
-    --resume' with the same other options continues": run as printed, it wrote an
-    unsigned gallery (exit 0) that verify --key-file then refused. --resume compares
-    the training options, not the host's key files and program: the hint names them."""
+def _interrupted_compress(*args):
+    """Run ``ssgallery compress ARGS`` as a program, Ctrl-C it once its first of 4
+    clients is trained; (exit status, stderr)."""
     import os
     import signal
     import subprocess
     import sys
 
-    key, gallery = tmp_path / "k.key", tmp_path / "g.h5"
-    key.write_bytes(bytes(range(32)))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ssgallery", "compress", "--store", sample_store["store"],
-         "-o", str(gallery), "--key-file", str(key), "--clients", "c01,c02,c03,c04"],
+        [sys.executable, "-m", "ssgallery", "compress", *map(str, args)],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
         env=dict(os.environ, SSGALLERY_PROGRESS_INTERVAL="0"))
     for line in proc.stderr:
@@ -193,9 +188,46 @@ def test_compress_s_resume_hint_names_the_key_it_signed_with(sample_store, tmp_p
             proc.send_signal(signal.SIGINT)
             break
     said = proc.stderr.read()
-    assert proc.wait() != 0
+    return proc.wait(), said
+
+
+def test_compress_s_resume_hint_names_the_key_it_signed_with(sample_store, tmp_path):
+    """Ctrl-C in 'compress -o g.h5 --key-file k' said "'ssgallery compress -o g.h5
+    --resume' with the same other options continues": run as printed, it wrote an
+    unsigned gallery (exit 0) that verify --key-file then refused. --resume compares
+    the training options, not the host's key files and program: the hint names them."""
+    key, gallery = tmp_path / "k.key", tmp_path / "g.h5"
+    key.write_bytes(bytes(range(32)))
+    code, said = _interrupted_compress("--store", sample_store["store"], "-o", gallery,
+                                       "--key-file", key, "--clients", "c01,c02,c03,c04")
+    assert code != 0
     assert (f"'ssgallery compress --store {sample_store['store']} -o {gallery} --key-file "
-            f"{key} --resume' with the same other options continues") in said, said
+            f"{key} --clients c01,c02,c03,c04 --resume' with the same other options "
+            "continues") in said, said
+
+
+def test_compress_s_resume_hint_keeps_an_update_an_update(sample_store, tmp_path):
+    """Ctrl-C in 'compress --update' (after enroll --add) printed a resume command without
+    --update (nor --clients): run as printed it trained every client again, the ones the
+    gallery held too, and said 'kept 0 from the gallery' (AT&T s1-s10 kept + s11-s20
+    new: 18 trained, 2 resumed). The hint names --clients and --update as the run had
+    them, and run as printed it keeps the gallery's clients."""
+    import shlex
+
+    gallery, store = tmp_path / "g.h5", sample_store["store"]
+    first = invoked(["compress", "--store", store, "-o", gallery, "--m", "1", "-q",
+                     "--clients", "c01,c02"])
+    assert first["exit_code"] == 0, first["output"]
+    code, said = _interrupted_compress("--store", store, "-o", gallery, "--m", "1",
+                                       "--clients", "c01,c02,c03,c04,c05,c06", "--update")
+    assert code == 130, said
+    hint = f"'ssgallery compress --store {store} -o {gallery} --clients " \
+           "c01,c02,c03,c04,c05,c06 --update --resume' with the same other options continues"
+    assert hint in said, said
+    printed = shlex.split(hint.split("'")[1])  # ssgallery compress ... --resume
+    again = invoked([*printed[1:], "--m", "1"])
+    assert again["exit_code"] == 0, again["output"]
+    assert "; kept 2 from the gallery, resumed " in again["stdout"], again["stdout"]
 
 
 def test_a_probe_s_quality_is_the_same_alone_and_in_any_batch(sample_gallery_3):

@@ -270,16 +270,21 @@ HOST_OPTIONS = (("key_file", "--key-file"), ("privacy_key_file", "--privacy-key-
 
 def _resume_command(store, gallery, options=None):
     """The command that resumes an interrupted run, its store and gallery named unless
-    they are the defaults (``compress --resume`` alone would resume ``gallery.h5``), and
-    the host's options the run was given (`HOST_OPTIONS`)."""
+    they are the defaults (``compress --resume`` alone would resume ``gallery.h5``), the
+    host's options the run was given (`HOST_OPTIONS`), and what it was asked to train:
+    its ``--clients`` and ``--update`` (no training option either: without them the
+    command trains every client, the kept ones of an update again)."""
     import shlex
 
+    options = options or {}
     words = ["ssgallery", "compress"]
     words += ["--store", os.fspath(store)] if store != "enrollment.h5" else []
     words += ["-o", os.fspath(gallery)] if gallery != "gallery.h5" else []
     for name, flag in HOST_OPTIONS:
-        if (options or {}).get(name) is not None:
+        if options.get(name) is not None:
             words += [flag, os.fspath(options[name])]
+    words += ["--clients", options["clients"]] if options.get("clients") is not None else []
+    words += ["--update"] if options.get("update") else []
     return shlex.join([*words, "--resume"])
 
 
