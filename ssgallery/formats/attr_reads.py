@@ -79,14 +79,17 @@ def bounded_attr(obj, name, path, limit=None, default=None):
         ``refused: attribute 'calibration' of / holds 44001668 bytes, more than the
         16842752 a gallery of 4 clients can hold (an edited or foreign file)``.
     """
-    if name not in obj.attrs:
+    try:
+        aid = obj.attrs.get_id(name)
+    except KeyError:
         return default
     most, what = attr_limit(obj.file) if limit is None else limit
-    aid = obj.attrs.get_id(name)
     variable = _variable(aid.get_type(), obj, name, path)
     stored = aid.get_storage_size()
     if not variable and stored > most:  # fixed size: refused before it is read
         _refuse(obj, name, path, stored, most, what)
+    if not variable:
+        return obj.attrs[name]
     with reads_at_most(most) as asked:  # a read of a file opened by `open_checked`
         try:
             value = obj.attrs[name]
@@ -94,7 +97,7 @@ def bounded_attr(obj, name, path, limit=None, default=None):
             if asked.asked is None:
                 raise
             _refuse(obj, name, path, asked.asked, most, what, "needs a read of")
-    if variable and _size(value) > most:  # a file h5py opened itself
+    if _size(value) > most:  # a file h5py opened itself
         _refuse(obj, name, path, _size(value), most, what)
     return value
 

@@ -183,10 +183,11 @@ def node_digest(node, path=None, exclude=(), limit=None):
     return h.hexdigest()
 
 
-def read_group(group, path=None):
+def read_group(group, path=None, limit=None):
     """Datasets (name -> array) and attributes (name -> value) of a flat group, with the
     group's digest: one pass, every link checked, every attribute read bounded
-    (`ssgallery.formats.attr_reads.bounded_attrs`).
+    (`ssgallery.formats.attr_reads.bounded_attrs`; ``limit``: its
+    `~ssgallery.formats.attr_reads.attr_limit`, found when None).
 
     Returns
     -------
@@ -200,7 +201,7 @@ def read_group(group, path=None):
         raise FormatError(f"corrupt file: {group.name} is a dataset, expected a group",
                           path=path)
     h = hashlib.sha256()
-    limit = attr_limit(group.file)
+    limit = attr_limit(group.file) if limit is None else limit
     attrs = bounded_attrs(group, path, limit)
     h.update(b"group\0" + attrs_digest(attrs).encode())
     arrays = {}

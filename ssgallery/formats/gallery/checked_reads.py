@@ -17,7 +17,7 @@ from ssgallery.errors import (
     printable,
 )
 from ssgallery.formats import integrity
-from ssgallery.formats.attr_reads import bounded_attrs
+from ssgallery.formats.attr_reads import attr_limit, bounded_attrs
 from ssgallery.formats.gallery.checks import (
     check_images,
     check_index,
@@ -185,7 +185,7 @@ def read_matcher(f, header, config, sections, path, host, privacy_key=None, requ
     return (*keyed_templates(matcher, header, privacy_key, path, required), state)
 
 
-def read_client_group(clients, client_id, expected, path):
+def read_client_group(clients, client_id, expected, path, limit=None):
     """One client's model from its group, after checking the group's digest.
 
     Parameters
@@ -198,6 +198,9 @@ def read_client_group(clients, client_id, expected, path):
         The group's digest recorded in the client index (SHA-256 hex).
     path : str
         The gallery's path (for messages).
+    limit : tuple, optional
+        Its attributes' `ssgallery.formats.attr_reads.attr_limit` (found when None; a
+        reader of every client finds it once).
 
     Returns
     -------
@@ -210,7 +213,7 @@ def read_client_group(clients, client_id, expected, path):
         A missing, edited or corrupt group.
     """
     g = integrity.check_node(clients, client_id, path)
-    arrays, attrs, digest = integrity.read_group(g, path)
+    arrays, attrs, digest = integrity.read_group(g, path, limit)
     integrity.check_digest(digest, expected, f"client '{client_id}'", path)
     return _model_from(client_id, arrays, attrs, path, int(clients.file.attrs["format_version"]))
 
@@ -322,7 +325,9 @@ def read_clients(f, path, rows, built, arrays, tmap=None, images=False):
         Each provenance with ``bytes_model`` and ``bytes_images``.
     """
     clients, ids = client_groups(f, path, rows)
-    out = {cid: read_client_group(clients, cid, expected.decode("ascii", "replace"), path)
+    limit = attr_limit(f)
+    out = {cid: read_client_group(clients, cid, expected.decode("ascii", "replace"), path,
+                                  limit)
            for cid, expected in zip(ids, rows["digest"])}
     if tmap is not None:
         unprotect_models(list(out.values()), tmap)
