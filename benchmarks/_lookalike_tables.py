@@ -15,7 +15,8 @@ def _ratio(k, n):
 
 
 def _pair(p):
-    return (f"{p['client']} accepts {p['person']} ({p['k']} of {p['n']} held out; test "
+    return (f"{p['client']} accepts {p['person']} ({p['k']} of {p['n']} held out, "
+            f"{p['fit_k']} by the deployed model; test "
             f"{p['test_k']}/{p['test_n']}; 1:N {p['returned']}/{p['searches']})")
 
 
@@ -35,6 +36,8 @@ def counts(runs, min_accepts):
             "rest_accepted": sum(p["test_k"] > 0 for p in rest), "rest": len(rest),
             "test_flag": sum(p["test_flag"] for p in pairs),
             "both_flag": sum(p["test_flag"] for p in flag),
+            "flag_held": sum(p["k"] for p in flag), "flag_fit": sum(p["fit_k"] for p in flag),
+            "flag_n": sum(p["n"] for p in flag),
             "flag_returned": sum(p["returned"] > 0 for p in flag),
             "returns": sum(p["returned"] for p in pairs),
             "flag_returns": sum(p["returned"] for p in flag),
@@ -64,8 +67,9 @@ def run_line(x, min_accepts):
 
 
 HEAD = ["data set", "run", "clients + background (strangers)", "pairs counted",
-        ("flagged at compress time: client accepts person (held out k of n; test accepted/"
-         "claims; 1:N returned as that client/searches)"),
+        ("flagged at compress time: client accepts person (held out k of n, accepted by "
+         "the deployed model of the same n; test accepted/claims; 1:N returned as that "
+         "client/searches)"),
         "look-alike on test, not flagged", "clients named: stranger FAR % (accepted/claims)",
         "over-acceptors not named"]
 
@@ -94,6 +98,7 @@ def run_rows(runs, min_accepts):
 
 
 SUM_HEAD = ["data set", "runs", "pairs", "flagged",
+            "flagged: held-out accepts / deployed model's accepts of the same images",
             "(a) precision: flagged pairs accepted on test",
             "(a) not flagged, accepted on test", "(a) lift",
             "(a) recall: look-alike on test, flagged",
@@ -109,6 +114,7 @@ def summary_rows(runs, min_accepts):
         c = counts(mine, min_accepts)
         ok, _, _, lift = verdict(c)
         rows.append([d, str(len(mine)), str(c["pairs"]), str(c["flagged"]),
+                     f"{c['flag_held']} / {c['flag_fit']} of {c['flag_n']}",
                      _ratio(c["flag_accepted"], c["flagged"]),
                      _ratio(c["rest_accepted"], c["rest"]),
                      "—" if not c["flagged"] else f"{lift:.1f}",

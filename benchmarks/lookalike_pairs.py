@@ -15,6 +15,9 @@ meet:
   background) at more than twice the target with at least ``--min-accepts`` stranger
   claims accepted (an over-acceptor, benchmarks/client_far.py's `over`); a client is
   "named" when at least one of its pairs is flagged;
+- why: the same stored images of p that the held-out count claimed, scored by c's
+  final model (trained on every impostor, p's images among them) at its threshold
+  ("deployed model's accepts");
 - (c) **1:N**: p's unseen images searched among all clients (``identify --open-set``'s
   own code path at the gallery's operating point, target FPIR 1 %) and returned as c:
   for a client p a wrong identification, for a background person a false positive
@@ -161,6 +164,11 @@ def run_one(dataset, run, args):
                background=work / "background" if background else None)
         summary = compress(work / "e.h5", work / "g.h5", CompressOptions(seed=run))
         table = score_gallery(work / "g.h5", work / "probes", warn=lambda m: None)
+        (work / "seen").mkdir()  # every stored image (the training faces)
+        for d in ("train", "background"):
+            for s in (work / d).iterdir() if (work / d).is_dir() else ():
+                (work / "seen" / s.name).symlink_to(s)
+        seen = score_gallery(work / "g.h5", work / "seen", warn=lambda m: None)
         returned, searched = _searches(work / "g.h5", work / "probes")
         labels = np.asarray(load_store(work / "e.h5", images=False).labels).astype(str)
     order = [r["client"] for r in summary.clients]
@@ -180,9 +188,10 @@ def run_one(dataset, run, args):
             k, n = held.get((c, p), (0, 0))
             test = mine & (table.real == p)
             kt, nt = int(acc[test].sum()), int(test.sum())
+            fit = seen.score[(seen.claimed == c) & (seen.real == p)] >= tc
             pairs.append({"client": c, "person": p, "kind": "client" if p in clients
                           else "background", "k": k, "n": n, "flag": _flag(k, n, far),
-                          "test_k": kt, "test_n": nt, "test_flag": _flag(kt, nt, far),
+                          "fit_k": int(fit.sum()), "test_k": kt, "test_n": nt, "test_flag": _flag(kt, nt, far),
                           "returned": returned.get((c, p), 0),
                           "searches": searched.get(p, 0)})
     return {"dataset": dataset, "run": run, "target_far": far, "clients": rows,
