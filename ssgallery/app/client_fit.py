@@ -104,6 +104,7 @@ def _fit_pair(X, y, similarity, bounds, options, C, m, gram=None, n_init=1):
                                 init=o.init, bounds=bounds, max_iter=o.max_iter,
                                 refresh_every=o.refresh_every, n_init=n_init,
                                 between=o.between, swap_rounds=o.swap_rounds,
+                                lam_sum=o.lam_sum,
                                 random_state=o.seed)
     if m == "auto":
         from ssgallery.learn.mselect import select_n_prototypes

@@ -187,6 +187,13 @@ class CompressOptions(_Options):
         client's training images. "auto" (default): 0 for an analytic matcher,
         `BLACK_BOX_SWAP_ROUNDS` for a black box (`resolve_training`). No swap for a client
         whose impostors are all one person (`ssgallery.learn.defaults.swap_rounds_for`).
+    lam_sum : float
+        A penalty on the square of the sum of each client's weights beta, relative to
+        the similarities' scale like ``lam`` (`ssgallery.learn.objective.penalty`): it
+        pulls the distilled model towards its SVM's balance of genuine and impostor
+        weights. 0 (default): Eq. 2 (eq:objective) as the paper. In the digest and the
+        provenance when not 0. Library only (no ``compress`` flag): measured on
+        docs/benchmarks/ebgm_balance.md.
     """
 
     threshold_mode: str = option_field(DEFAULT_THRESHOLD_MODE, one_of(*THRESHOLD_MODES), NEVER)
@@ -209,6 +216,7 @@ class CompressOptions(_Options):
     # 0.5 since issue 24 (1:N search of the default SSVM m=2); galleries before it: 0
     between: float = option_field(DEFAULT_BETWEEN, non_negative, IF_CHANGED, baseline=0.0)
     swap_rounds: object = option_field("auto", count_or_auto, IF_CHANGED, baseline=0)
+    lam_sum: float = option_field(0.0, non_negative, IF_CHANGED, baseline=0.0)
 
     def digest_dict(self):
         """What the options digest and the parts' run key hash: the `ALWAYS` fields, and

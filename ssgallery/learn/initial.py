@@ -214,7 +214,7 @@ def candidate_starts(X, y, u, m, init, rng, n):
     return starts[:n]
 
 
-def least_omega_start(X, y, u, starts, similarity, lam):
+def least_omega_start(X, y, u, starts, similarity, lam, lam_sum=0.0):
     """The start of least Omega (Eq. 2, eq:objective) without moving it, beta and b by
     Eq. 4 (eq:beta), and that Omega.
 
@@ -235,6 +235,8 @@ def least_omega_start(X, y, u, starts, similarity, lam):
     similarity : Similarity
     lam : float
         The absolute ridge penalty of Eq. 2.
+    lam_sum : float
+        The penalty on (sum_j beta_j)^2 (`ssgallery.learn.objective.penalty`).
 
     Returns
     -------
@@ -243,19 +245,21 @@ def least_omega_start(X, y, u, starts, similarity, lam):
     """
     m = len(starts[0])
     S = np.asarray(similarity(X, np.vstack(starts)), dtype=float)
-    omegas = [unmoved_omega(S[:, k * m:(k + 1) * m], y, u, lam) for k in range(len(starts))]
+    omegas = [unmoved_omega(S[:, k * m:(k + 1) * m], y, u, lam, lam_sum)
+              for k in range(len(starts))]
     best = int(np.argmin(omegas))
     return starts[best], float(omegas[best])
 
 
-def unmoved_omega(S, y, u, lam):
+def unmoved_omega(S, y, u, lam, lam_sum=0.0):
     """Omega (Eq. 2, eq:objective) of prototypes whose similarities are ``S`` (n, m),
-    with beta and b by Eq. 4 (eq:beta) and no move."""
-    beta, b = beta_step(S, y, u, lam)
-    return objective(S, y, u, beta, b, lam)
+    with beta and b by Eq. 4 (eq:beta) and no move (``lam_sum``: the penalty on
+    (sum_j beta_j)^2, `ssgallery.learn.objective.penalty`)."""
+    beta, b = beta_step(S, y, u, lam, lam_sum)
+    return objective(S, y, u, beta, b, lam, lam_sum)
 
 
-def swap_start(X, y, u, Z0, similarity, lam, rounds, rows=None):
+def swap_start(X, y, u, Z0, similarity, lam, rounds, rows=None, lam_sum=0.0):
     """A start improved by swaps of one prototype for one training row (the SWAP phase
     of k-medoids' PAM, on the training Omega of Eq. 2 (eq:objective) instead of a
     distance): each round makes the single swap that lowers the unmoved Omega most
@@ -286,6 +290,8 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds, rows=None):
         The rows a prototype may be swapped for (default: every row of positive
         weight); Omega is on every row of ``X`` (e.g. mirror images that no prototype
         may be made of: `ssgallery.learn.targets.with_mirrors`).
+    lam_sum : float
+        The penalty on (sum_j beta_j)^2 in Omega (`ssgallery.learn.objective.penalty`).
 
     Returns
     -------
@@ -303,10 +309,10 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds, rows=None):
     y_rows = y[rows]
     positive = np.array([bool((y_rows[hit] > 0).any()) for hit in in_start])
     keep_one = positive.any()  # a client's image in the start stays represented
-    best = unmoved_omega(S, y, u, lam)
+    best = unmoved_omega(S, y, u, lam, lam_sum)
     for _ in range(rounds):
         free = ~np.any(in_start, axis=0)  # rows not already a prototype
-        swap = _best_swap(S, S_rows, y, u, lam, best, free,
+        swap = _best_swap(S, S_rows, y, u, (lam, lam_sum), best, free,
                           positive if keep_one else None, y_rows)
         if swap is None:
             break
@@ -317,13 +323,13 @@ def swap_start(X, y, u, Z0, similarity, lam, rounds, rows=None):
     return Z
 
 
-def _best_swap(S, S_rows, y, u, lam, best, free, positive, y_rows):
+def _best_swap(S, S_rows, y, u, lams, best, free, positive, y_rows):
     """`swap_start`'s round: the swap of one prototype (a column of ``S``, shape (n, m))
     for one row of ``free`` (bool, shape (r,); its similarities a column of ``S_rows``,
     shape (n, r), its target in ``y_rows``, shape (r,)) of least unmoved Omega below
     ``best``, as ``(omega, i, j)``, or None. ``positive`` (bool, shape (m,)): the
     prototypes on a row of positive target, of which a swap keeps one (None: no such
-    rule)."""
+    rule). ``lams``: ``(lam, lam_sum)``."""
     swap = None
     for i in range(S.shape[1]):
         trial = S.copy()
@@ -332,7 +338,7 @@ def _best_swap(S, S_rows, y, u, lam, best, free, positive, y_rows):
             if not others_positive and y_rows[j] <= 0:
                 continue
             trial[:, i] = S_rows[:, j]
-            omega = unmoved_omega(trial, y, u, lam)
+            omega = unmoved_omega(trial, y, u, *lams)
             if omega < best and (swap is None or omega < swap[0]):
                 swap = (omega, i, j)
     return swap

@@ -37,6 +37,7 @@ LEARNER_CONSTRAINTS = {
     "similarity": [StrOptions({"rbf"}), Similarity],
     "gamma": [StrOptions({"paper", "median"}), Interval(Real, 0, None, closed="neither")],
     "lam": [Interval(Real, 0, None, closed="left")],
+    "lam_sum": [Interval(Real, 0, None, closed="left")],
     "lam_scale": [StrOptions(set(LAM_SCALES))],
     "solver": [StrOptions({"varpro", "paper"})],
     "init": [StrOptions(set(INITS))],
@@ -76,6 +77,12 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     lam_scale : {"gram", "none"}, default=DEFAULT_LAM_SCALE
         "gram": the penalty of Eq. 2 (eq:objective) is ``lam * similarity_scale(X, u)``,
         the same relative strength whatever the similarity's spread; "none": ``lam``.
+        ``lam_sum`` is scaled the same way.
+    lam_sum : float, default=0.0
+        A penalty ``lam_sum (sum_j beta_j)^2`` added to Omega, relative like ``lam``
+        (`ssgallery.learn.objective.penalty`): it pulls the weights towards the balance
+        an SVM teacher has (sum_i alpha_i y_i = 0: its impostor terms act as a cohort
+        normalisation). 0: the paper's Eq. 2. docs/benchmarks/ebgm_balance.md measures it.
     solver : {"varpro", "paper"}, default="varpro"
         "varpro": beta, b eliminated in closed form, all prototypes jointly by L-BFGS-B.
         "paper": Algorithm 1 (cyclic gradient moves, beta-step after each move).
@@ -136,6 +143,8 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
     intercept_ : float
     lam_ : float
         The absolute ridge penalty of Eq. 2 (eq:objective) used in the fit.
+    lam_sum_ : float
+        The absolute penalty on (sum_j beta_j)^2 used in the fit.
     objective_ : float
         Final training Omega (on the standardised targets when ``normalize_y``).
     objective_path_ : ndarray of shape (k, 2)
@@ -159,11 +168,12 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
                  prototypes_init=None, n_init=DEFAULT_N_INIT, bounds=None,
                  eta=0.5, normalize_step=False, repulsion=True, max_iter=200, tol=1e-6,
                  random_state=None, normalize_y=False, refresh_every=1, start_candidates=1,
-                 swap_rounds=0):
+                 swap_rounds=0, lam_sum=0.0):
         self.n_prototypes = n_prototypes
         self.similarity = similarity
         self.gamma = gamma
         self.lam = lam
+        self.lam_sum = lam_sum
         self.lam_scale = lam_scale
         self.solver = solver
         self.init = init
@@ -213,9 +223,10 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
         rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31 - 1))
         self.similarity_ = resolve_similarity(self.similarity, self.gamma, X)
         counter = CountingSimilarity(self.similarity_)
-        self.lam_ = float(self.lam)
-        if self.lam_scale == "gram" and self.lam_ > 0:  # its entries count as evaluations
-            self.lam_ *= similarity_scale(X, u, counter)
+        self.lam_, self.lam_sum_ = float(self.lam), float(self.lam_sum)
+        if self.lam_scale == "gram" and (self.lam_ > 0 or self.lam_sum_ > 0):
+            scale = similarity_scale(X, u, counter)  # its entries count as evaluations
+            self.lam_, self.lam_sum_ = self.lam_ * scale, self.lam_sum_ * scale
         best = None
         for restart in range(self.n_init):
             Z0 = self._start(X, y, u, u_start, counter, rng, restart)
@@ -242,11 +253,12 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
             return Z0
         if self.start_candidates > 1:
             starts = candidate_starts(X, y, u_start, m, self.init, rng, self.start_candidates)
-            Z0, _ = least_omega_start(X, y, u, starts, similarity, self.lam_)
+            Z0, _ = least_omega_start(X, y, u, starts, similarity, self.lam_,
+                                      self.lam_sum_)
         else:
             Z0 = initial_prototypes(X, y, u_start, m, self.init, rng, restart)
         return swap_start(X, y, u, Z0, similarity, self.lam_, self.swap_rounds,
-                          rows=np.flatnonzero(u_start > 0))
+                          rows=np.flatnonzero(u_start > 0), lam_sum=self.lam_sum_)
 
     def _solve(self, X, y, u, Z0, similarity):
         """One run of the ``solver`` from the prototypes ``Z0`` (m, d): its
@@ -259,9 +271,10 @@ class SuperSparseRegressor(RegressorMixin, BaseEstimator):
             return solve_paper(X, y, u, Z0, similarity, self.lam_, eta=self.eta,
                                normalize_step=self.normalize_step, repulsion=self.repulsion,
                                bounds=bounds, max_iter=self.max_iter, tol=self.tol,
-                               refresh_every=self.refresh_every)
+                               refresh_every=self.refresh_every, lam_sum=self.lam_sum_)
         return solve_varpro(X, y, u, Z0, similarity, self.lam_, repulsion=self.repulsion,
-                            bounds=bounds, max_iter=self.max_iter, tol=self.tol)
+                            bounds=bounds, max_iter=self.max_iter, tol=self.tol,
+                            lam_sum=self.lam_sum_)
 
     def _keep(self, best, y_mean, y_scale, n_evals):
         """Set the fitted attributes from the kept run ``best``: ``(run, start, Z0)``, the

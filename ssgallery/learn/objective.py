@@ -5,7 +5,9 @@ Objective (Eq. 2 (eq:objective); Eq. 3 (eq:objective-matrix) in matrix form), wi
 sample weights u (the estimators normalise them to sum 1):
 
     Omega(beta, b, Z) = sum_i u_i (g(x_i) - y_i)^2 + lam * beta'beta,
-    g(x) = sum_j beta_j s(x, z_j) + b.
+    g(x) = sum_j beta_j s(x, z_j) + b,
+
+plus, optionally, ``lam_sum * (sum_j beta_j)^2`` (`penalty`; 0 by default: the paper).
 
 Functions here work on plain arrays: ``X`` (n, d), ``y`` (n,), ``u`` (n,), prototypes
 ``Z`` (m, d). Every similarity call goes through `CountingSimilarity`, so that
@@ -59,17 +61,34 @@ def solve_psd(M, rhs):
         return scipy.linalg.lstsq(M, rhs)[0]
 
 
-def beta_system(S, y, u, lam):
-    """The (m+1)x(m+1) system of Eq. 4 (eq:beta): returns ``M``, right-hand side, ``A = [S, 1]``."""
+def beta_system(S, y, u, lam, lam_sum=0.0):
+    """The (m+1)x(m+1) system of Eq. 4 (eq:beta): returns ``M``, right-hand side, ``A = [S, 1]``.
+    ``lam_sum`` > 0 adds the `penalty` on (sum_j beta_j)^2 (lam_sum in every entry of
+    the beta block)."""
     n, m = S.shape
     A = np.hstack([S, np.ones((n, 1))])
     UA = u[:, None] * A
     M = A.T @ UA
     M[np.arange(m), np.arange(m)] += lam  # ridge on beta only, bias unpenalised
+    if lam_sum:
+        M[:m, :m] += lam_sum
     return M, UA.T @ y, A
 
 
-def beta_step(S, y, u, lam):
+def penalty(beta, lam, lam_sum=0.0):
+    """The penalty of Eq. 2 (eq:objective), lam beta'beta, plus lam_sum (sum_j beta_j)^2.
+
+    The second term (not in the paper; 0 by default) pulls the weights towards the SVM
+    teacher's own balance: its dual constraint sum_i alpha_i y_i = 0 makes its genuine
+    and impostor weights equal in total, so a probe whose similarities to everyone are
+    all lower or higher by one amount scores the same (its impostor terms act as a
+    cohort normalisation); a distilled g(x) with sum_j beta_j = 0 has the same
+    invariance (docs/benchmarks/ebgm_balance.md)."""
+    total = float(np.sum(beta))
+    return float(lam * beta @ beta + lam_sum * total * total)
+
+
+def beta_step(S, y, u, lam, lam_sum=0.0):
     """Eq. 4 (eq:beta): optimal (beta, b) for fixed prototypes.
 
     Parameters
@@ -80,24 +99,28 @@ def beta_step(S, y, u, lam):
         Targets and sample weights.
     lam : float
         Ridge penalty on beta.
+    lam_sum : float
+        Penalty on (sum_j beta_j)^2 (`penalty`).
 
     Returns
     -------
     beta : ndarray of shape (m,)
     b : float
     """
-    M, rhs, _ = beta_system(S, y, u, lam)
+    M, rhs, _ = beta_system(S, y, u, lam, lam_sum)
     theta = solve_psd(M, rhs)
     return theta[:-1], float(theta[-1])
 
 
-def objective(S, y, u, beta, b, lam):
-    """Eq. 2 (eq:objective): sum_i u_i (g(x_i) - y_i)^2 + lam beta'beta."""
+def objective(S, y, u, beta, b, lam, lam_sum=0.0):
+    """Eq. 2 (eq:objective): sum_i u_i (g(x_i) - y_i)^2 + lam beta'beta (+ lam_sum
+    (sum_j beta_j)^2, `penalty`)."""
     r = S @ beta + b - y
-    return float(u @ (r * r) + lam * beta @ beta)
+    return float(u @ (r * r)) + penalty(beta, lam, lam_sum)
 
 
-def objective_and_gradient(X, y, u, Z, similarity, lam, form="reduced", S=None):
+def objective_and_gradient(X, y, u, Z, similarity, lam, form="reduced", S=None,
+                           lam_sum=0.0):
     """Omega*(Z) = min_{beta,b} Omega and its gradient with respect to every prototype.
 
     Parameters
@@ -114,6 +137,8 @@ def objective_and_gradient(X, y, u, Z, similarity, lam, form="reduced", S=None):
         (the Eq. 6 (eq:final-gradient) terms vanish because the beta-step is exact).
     S : ndarray of shape (n, m), optional
         Precomputed similarity matrix.
+    lam_sum : float
+        Penalty on (sum_j beta_j)^2 (`penalty`).
 
     Returns
     -------
@@ -124,11 +149,11 @@ def objective_and_gradient(X, y, u, Z, similarity, lam, form="reduced", S=None):
     """
     if S is None:
         S = similarity(X, Z)
-    M, rhs, A = beta_system(S, y, u, lam)
+    M, rhs, A = beta_system(S, y, u, lam, lam_sum)
     theta = solve_psd(M, rhs)
     beta, b = theta[:-1], float(theta[-1])
     r = S @ beta + b - y  # g - y
-    omega = float(u @ (r * r) + lam * beta @ beta)
+    omega = float(u @ (r * r)) + penalty(beta, lam, lam_sum)
     m, d = Z.shape
     if form == "reduced":
         W = (2.0 * u * r)[:, None] * beta[None, :]
@@ -143,12 +168,14 @@ def objective_and_gradient(X, y, u, Z, similarity, lam, form="reduced", S=None):
         R[np.arange(m), np.arange(m), :] += rUG
         dtheta = -solve_psd(M, R.reshape(m + 1, m * d)).reshape(m + 1, m, d)
         dbeta, db = dtheta[:-1], dtheta[-1]
-        # Eq. 5 (eq:gradient-z): 2 (g-y)' U (beta_j dS_j + S dbeta + 1 db) + 2 lam beta' dbeta
+        # Eq. 5 (eq:gradient-z): 2 (g-y)' U (beta_j dS_j + S dbeta + 1 db)
+        # + 2 (lam beta + lam_sum (1'beta) 1)' dbeta
         Ur = u * r
         grad = 2.0 * (beta[:, None] * rUG
                       + np.einsum("k,kjd->jd", S.T @ Ur, dbeta)
                       + Ur.sum() * db
-                      + lam * np.einsum("k,kjd->jd", beta, dbeta))
+                      + lam * np.einsum("k,kjd->jd", beta, dbeta)
+                      + lam_sum * beta.sum() * dbeta.sum(axis=0))
     else:
         raise ValueError(f"form must be 'reduced' or 'full', got {form!r}")
     return omega, grad, beta, b

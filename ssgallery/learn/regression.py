@@ -202,7 +202,7 @@ class SuperSparseRegressionDistiller(DistillerMixin, RegressorMixin, BaseEstimat
         See `ssgallery.learn.initial.initial_prototypes`.
     n_init : int, default=1
     solver, bounds, eta, normalize_step, repulsion, max_iter, tol, random_state, refresh_every, \
-start_candidates, swap_rounds
+start_candidates, swap_rounds, lam_sum
         Passed to `ssgallery.learn.learner.SuperSparseRegressor`.
 
     Attributes
@@ -226,13 +226,14 @@ start_candidates, swap_rounds
                  init="quantile", n_init=1,
                  bounds=None, eta=0.5, normalize_step=False, repulsion=True, max_iter=200,
                  tol=1e-6, random_state=None, refresh_every=1, start_candidates=1,
-                 swap_rounds=0):
+                 swap_rounds=0, lam_sum=0.0):
         self.teacher = teacher
         self.n_prototypes = n_prototypes
         self.prefit = prefit
         self.similarity = similarity
         self.gamma = gamma
         self.lam = lam
+        self.lam_sum = lam_sum
         self.lam_scale = lam_scale
         self.solver = solver
         self.init = init

@@ -29,13 +29,15 @@ def _project(Z, bounds):
 
 
 def solve_paper(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=False,
-                repulsion=True, bounds=None, max_iter=100, tol=1e-6, refresh_every=1):
+                repulsion=True, bounds=None, max_iter=100, tol=1e-6, refresh_every=1,
+                lam_sum=0.0):
     """Algorithm 1 of the paper: cyclic prototype moves, beta-step after every move.
 
     ``similarity`` must be a `CountingSimilarity`. ``max_iter`` counts sweeps
     (m prototype moves each). Stops when |Delta Omega| < tol after a move.
     ``refresh_every`` = p > 1: the paper's suggestion for the training cost (closing
     section, sect:contributions_and_future_work), see `solve_paper_refresh`.
+    ``lam_sum``: the penalty on (sum_j beta_j)^2 (`ssgallery.learn.objective.penalty`).
 
     Returns
     -------
@@ -46,12 +48,12 @@ def solve_paper(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=False,
         return solve_paper_refresh(X, y, u, Z0, similarity, lam, eta=eta,
                                    normalize_step=normalize_step, repulsion=repulsion,
                                    bounds=bounds, max_iter=max_iter, tol=tol,
-                                   refresh_every=refresh_every)
+                                   refresh_every=refresh_every, lam_sum=lam_sum)
     Z = _project(np.array(Z0, dtype=float), bounds)
     m = len(Z)
     S = similarity(X, Z)
-    beta, b = beta_step(S, y, u, lam)
-    omega = objective(S, y, u, beta, b, lam)
+    beta, b = beta_step(S, y, u, lam, lam_sum)
+    omega = objective(S, y, u, beta, b, lam, lam_sum)
     path = [(similarity.n_evals, omega)]
     t = 0
     while t < max_iter * m:
@@ -66,8 +68,8 @@ def solve_paper(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=False,
             step = step + rep / t ** 2  # penalty for close prototypes, 1/t^2 decay
         Z[j] = _project(Z[j] - step, bounds)
         S[:, j] = similarity(X, Z[j:j + 1])[:, 0]
-        beta, b = beta_step(S, y, u, lam)  # Eq. 4 (eq:beta) after every move
-        new = objective(S, y, u, beta, b, lam)
+        beta, b = beta_step(S, y, u, lam, lam_sum)  # Eq. 4 (eq:beta) after every move
+        new = objective(S, y, u, beta, b, lam, lam_sum)
         path.append((similarity.n_evals, new))
         done = abs(new - omega) < tol
         omega = new
@@ -110,7 +112,7 @@ def secant_scale(predicted_change, exact_change):
 
 def solve_paper_refresh(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=False,
                         repulsion=True, bounds=None, max_iter=100, tol=1e-6,
-                        refresh_every=3):
+                        refresh_every=3, lam_sum=0.0):
     """Algorithm 1 with exact similarities every p moves of a prototype (the paper's
     closing section: "similarities ... computed after a given number of iterations
     p > 1 ... updated using a first-order approximation" in between).
@@ -133,8 +135,8 @@ def solve_paper_refresh(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=Fa
     m = len(Z)
     cols = _Columns(X, Z, similarity)
     S = cols.S
-    beta, b = beta_step(S, y, u, lam)
-    omega = objective(S, y, u, beta, b, lam)
+    beta, b = beta_step(S, y, u, lam, lam_sum)
+    omega = objective(S, y, u, beta, b, lam, lam_sum)
     best = (omega, Z.copy(), beta, b)
     path = [(similarity.n_evals, omega)]
     t = 0
@@ -146,8 +148,8 @@ def solve_paper_refresh(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=Fa
             step = step + _repulsion(Z, cols.S_zz, j, similarity) / t ** 2
         Z[j] = _project(Z[j] - step, bounds)
         cols.moved(Z, j, refresh_every)
-        beta, b = beta_step(S, y, u, lam)  # Eq. 4 (eq:beta) after every move
-        new = objective(S, y, u, beta, b, lam)
+        beta, b = beta_step(S, y, u, lam, lam_sum)  # Eq. 4 (eq:beta) after every move
+        new = objective(S, y, u, beta, b, lam, lam_sum)
         if cols.exact():  # every column exact: a true Omega
             path.append((similarity.n_evals, new))
             if new < best[0]:
@@ -156,7 +158,7 @@ def solve_paper_refresh(X, y, u, Z0, similarity, lam, eta=0.5, normalize_step=Fa
         omega = new
         if done:
             break
-    omega, Z, beta, b = _last_refresh(y, u, lam, Z, cols, path, best)
+    omega, Z, beta, b = _last_refresh(y, u, (lam, lam_sum), Z, cols, path, best)
     return Z, beta, b, omega, t, path
 
 
@@ -168,14 +170,15 @@ def _repulsion(Z, S_zz, j, similarity):
     return similarity.contract_gradient(Z[others], Z[j:j + 1], np.ones_like(w), w)[0]
 
 
-def _last_refresh(y, u, lam, Z, cols, path, best):
+def _last_refresh(y, u, lams, Z, cols, path, best):
     """After the last sweep: every approximate column refreshed in one call; returns the
-    exact state ``(omega, Z, beta, b)`` of lowest Omega seen at a refresh."""
+    exact state ``(omega, Z, beta, b)`` of lowest Omega seen at a refresh. ``lams``:
+    ``(lam, lam_sum)``."""
     stale = list(np.flatnonzero(cols.moves))
     if stale:
         cols.refresh(Z, stale)
-        beta, b = beta_step(cols.S, y, u, lam)
-        omega = objective(cols.S, y, u, beta, b, lam)
+        beta, b = beta_step(cols.S, y, u, *lams)
+        omega = objective(cols.S, y, u, beta, b, *lams)
         path.append((cols.similarity.n_evals, omega))
         if omega < best[0]:
             best = (omega, Z.copy(), beta, b)
@@ -236,7 +239,7 @@ class _Columns:
 
 
 def solve_varpro(X, y, u, Z0, similarity, lam, repulsion=True, bounds=None,
-                 max_iter=200, tol=1e-6, repulsion_iter=5):
+                 max_iter=200, tol=1e-6, repulsion_iter=5, lam_sum=0.0):
     """Variable projection: minimise Omega*(Z) = min_{beta,b} Omega over all prototypes
     jointly with L-BFGS-B (native box bounds).
 
@@ -244,7 +247,8 @@ def solve_varpro(X, y, u, Z0, similarity, lam, repulsion=True, bounds=None,
     iterations minimises Omega* + mu * (1/2) sum_{k != j} s(z_k, z_j), mu = Omega*(Z0),
     to push apart prototypes that start close; the second phase minimises Omega* alone.
     The best point evaluated is returned, so Omega never ends above its starting value.
-    ``max_iter=0``: no move at all (the start, beta and b by Eq. 4).
+    ``max_iter=0``: no move at all (the start, beta and b by Eq. 4). ``lam_sum``: the
+    penalty on (sum_j beta_j)^2 (`ssgallery.learn.objective.penalty`).
 
     Returns
     -------
@@ -254,7 +258,7 @@ def solve_varpro(X, y, u, Z0, similarity, lam, repulsion=True, bounds=None,
     """
     Z0 = _project(np.array(Z0, dtype=float), bounds)
     m, d = Z0.shape
-    fun = _Profiled(X, y, u, similarity, lam, (m, d))
+    fun = _Profiled(X, y, u, similarity, (lam, lam_sum), (m, d))
     lb = _box(bounds, m, d)
     opts = {"ftol": tol, "gtol": 1e-12}
     x = Z0.ravel()
@@ -292,8 +296,9 @@ class _Profiled:
     so that the same point asked again (the phase switch) costs no evaluation.
     """
 
-    def __init__(self, X, y, u, similarity, lam, shape):
-        self.X, self.y, self.u, self.similarity, self.lam = X, y, u, similarity, lam
+    def __init__(self, X, y, u, similarity, lams, shape):
+        self.X, self.y, self.u, self.similarity = X, y, u, similarity
+        self.lam, self.lam_sum = lams
         self.shape = shape
         self.best = {"omega": np.inf}
         self.path = []
@@ -312,7 +317,8 @@ class _Profiled:
                 S_all = similarity(np.vstack([X, Z]), Z)  # (one external program run)
                 S, S_zz = S_all[:n], S_all[n:]
             omega, grad, beta, b = objective_and_gradient(X, self.y, self.u, Z, similarity,
-                                                          self.lam, S=S)
+                                                          self.lam, S=S,
+                                                          lam_sum=self.lam_sum)
             self.cache.clear()
             self.cache[key] = omega, grad, S_zz
             if omega < self.best["omega"]:

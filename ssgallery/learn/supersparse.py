@@ -82,7 +82,7 @@ class SuperSparseDistiller(DistillerMixin, BinaryDecisionMixin, ClassifierMixin,
         True: ``teacher`` is already fitted; use it as is.
     similarity, gamma, lam, lam_scale, solver, init, n_init, bounds, eta, normalize_step, \
 repulsion, max_iter, tol, random_state, refresh_every, start_candidates, \
-swap_rounds
+swap_rounds, lam_sum
         Passed to `SuperSparseRegressor`.
     between : float, default=0.0
         Also fit the teacher's outputs at `between_points` (each impostor's midpoint
@@ -126,13 +126,14 @@ swap_rounds
                  init="class", n_init=DEFAULT_N_INIT,
                  bounds=None, eta=0.5, normalize_step=False, repulsion=True, max_iter=200,
                  tol=1e-6, random_state=None, refresh_every=1, between=0.0,
-                 start_candidates=1, swap_rounds=0, mirror=None):
+                 start_candidates=1, swap_rounds=0, mirror=None, lam_sum=0.0):
         self.teacher = teacher
         self.n_prototypes = n_prototypes
         self.prefit = prefit
         self.similarity = similarity
         self.gamma = gamma
         self.lam = lam
+        self.lam_sum = lam_sum
         self.lam_scale = lam_scale
         self.solver = solver
         self.init = init
