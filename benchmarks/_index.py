@@ -61,6 +61,23 @@ def grab(text, pattern, group=1):
     return found.group(group)
 
 
+def _balance(text, chosen):
+    """ebgm_balance's headline: per seed, compress's and the ``chosen`` arm's mean EER
+    (models worse > 5) and the SVM's, from each seed's summary table."""
+    def row(seed, name, group=1):
+        return grab(text, rf"^Seed {seed} \((?:.*\n)+?\s+{re.escape(name)}\s+(\S+)\s+(\d+)",
+                    group)
+
+    def seed_cell(seed):
+        svm = grab(text, rf"^Seed {seed} \((?:.*\n)+?\s+svm\s+(\S+)")
+        return (f"seed {seed} {row(seed, 'compress')} ({row(seed, 'compress', 2)}) -> "
+                f"{row(seed, chosen)} ({row(seed, chosen, 2)}) ({svm})")
+
+    return (f"AT&T, EBGM, mean client EER (models more than 5 points worse), compress -> "
+            f"{chosen} (SVM): " + ", ".join(
+                seed_cell(s) for s in re.findall(r"^Seed (\d+) \(", text, re.MULTILINE)))
+
+
 def _before_after(text, heading, before, after):
     """``"B -> A (S)"``: the mean EER of rows ``before`` and ``after`` and of ``svm`` in
     the summary table under the line that starts with ``heading`` (`ebgm_tail.summary`)."""
@@ -249,6 +266,7 @@ HEADLINES = {
             + "; " + grab(t, rf"^Unmoved starts, seed {s} (?:.*\n)+?\s+compress\s+(\S+)")
             + " (" + grab(t, rf"^Unmoved starts, seed {s} (?:.*\n)+?\s+svm\s+(\S+)") + ")"
             for s in re.findall(r"^Unmoved starts, seed (\d+)", t, re.MULTILINE))),
+    "ebgm_balance": lambda t: _balance(t, grab(t, r"^chosen on seed \d+: (lam_sum \S+)")),
     "blackbox_small": lambda t: (
         "mean client EER of black-box galleries, 3 swaps whatever the impostors -> "
         "compress (no swap with one impostor person) (SVM): " + ", ".join(

@@ -90,6 +90,18 @@ def l1_matcher(n=30, seed=1):
         matcher.close()
 
 
+def learner_problem(seed, n=40, d=4, m=3):
+    """A smooth regression problem for Eqs. 2-6: ``X`` (n, d), targets ``y``, weights
+    ``u`` summing to 1 and prototypes ``Z`` (m, d) near m of the rows."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2 - 0.3
+    u = rng.uniform(0.5, 2.0, size=n)
+    u /= u.sum()
+    Z = X[rng.choice(n, m, replace=False)] + 0.3 * rng.normal(size=(m, d))
+    return X, y, u, Z
+
+
 def make_faces(root, n_clients=5, n_images=6, seed=0, shape=(32, 24), prefix="c"):
     """Tiny synthetic face folders ROOT/<prefix>NN/*.png: each identity is a fixed 8x6
     block pattern, each image adds pixel noise. Separable, deterministic."""

@@ -46,6 +46,9 @@ CASES = {
         "--max-iter", "1", "--tail-iter", "2", "--tail-gap", "-100"], "att"),
     "blackbox_small": ("blackbox_small", lambda tmp, data: [
         "--subjects", "6", "--repetitions", "1", "--sizes", "2", "--people", "6"], "att"),
+    "ebgm_balance": ("ebgm_balance", lambda tmp, data: [
+        "--subjects", "6", "--repetitions", "1", "--clients", "1", "--seed", "0,1",
+        "--lam-sum", "0.06"], "att"),
     "ebgm_detect": ("ebgm_detect", lambda tmp, data: [
         "--subjects", "6", "--repetitions", "1", "--clients", "2"], "att"),
     "ebgm_office": ("ebgm_office", lambda tmp, data: [

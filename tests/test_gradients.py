@@ -3,6 +3,7 @@ forms, against references."""
 
 import numpy as np
 import pytest
+from helpers import learner_problem
 
 from ssgallery.learn.similarity import HeuristicGradient, RBFSimilarity
 from ssgallery.learn.solvers import (
@@ -12,16 +13,6 @@ from ssgallery.learn.solvers import (
     objective_and_gradient,
     repulsion_gradient,
 )
-
-
-def _problem(seed, n=40, d=4, m=3):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2 - 0.3
-    u = rng.uniform(0.5, 2.0, size=n)
-    u /= u.sum()
-    Z = X[rng.choice(n, m, replace=False)] + 0.3 * rng.normal(size=(m, d))
-    return X, y, u, Z
 
 
 def _omega_star(X, y, u, Z, sim, lam):
@@ -38,7 +29,7 @@ def _rel(a, b):
 @pytest.mark.parametrize("m", [1, 3, 10])
 @pytest.mark.parametrize("lam", [1e-4, 1e-1])
 def test_reduced_full_and_finite_differences_agree(seed, m, lam):
-    X, y, u, Z = _problem(seed, m=m)
+    X, y, u, Z = learner_problem(seed, m=m)
     sim = RBFSimilarity(gamma=0.25)
     om_r, g_red, beta_r, _ = objective_and_gradient(X, y, u, Z, sim, lam, form="reduced")
     om_f, g_full, beta_f, _ = objective_and_gradient(X, y, u, Z, sim, lam, form="full")
@@ -64,7 +55,7 @@ def test_full_form_extra_terms_vanish_only_at_the_beta_optimum():
     c = dOmega/dtheta for theta = (beta, b) and dtheta/dz_j from Eq. 6 (eq:final-gradient).
     c = 0 at the beta-step, so the forms agree there for any gradient model (the
     heuristic one too); away from it c != 0 and theta moves with z: the term is not 0."""
-    X, y, u, Z = _problem(3, m=3)
+    X, y, u, Z = learner_problem(3, m=3)
     sim, lam = RBFSimilarity(gamma=0.25), 1e-3
     for s in (sim, HeuristicGradient(sim)):
         _, g_full, _, _ = objective_and_gradient(X, y, u, Z, s, lam, form="full")
@@ -96,7 +87,7 @@ def test_full_form_extra_terms_vanish_only_at_the_beta_optimum():
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("lam", [0.0, 1e-6, 1.0])
 def test_beta_step_matches_lstsq_on_augmented_system(seed, lam):
-    X, y, u, Z = _problem(seed, m=5)
+    X, y, u, Z = learner_problem(seed, m=5)
     S = RBFSimilarity(gamma=0.25)(X, Z)
     beta, b = beta_step(S, y, u, lam)
     # Eq. 2 (eq:objective) as one least-squares problem: rows sqrt(u_i) [S_i, 1], plus
@@ -111,7 +102,7 @@ def test_beta_step_matches_lstsq_on_augmented_system(seed, lam):
 
 
 def test_beta_step_survives_duplicate_prototypes_without_ridge():
-    X, y, u, Z = _problem(0, m=2)
+    X, y, u, Z = learner_problem(0, m=2)
     Z[1] = Z[0]
     S = RBFSimilarity(gamma=0.25)(X, Z)
     beta, b = beta_step(S, y, u, 0.0)
