@@ -144,15 +144,17 @@ def _result(c, status, reason=None, score=None, threshold=None, quality=None):
                        reason=reason, line=c.line)
 
 
-def _score_batch(model, batch, strict, warn):
-    """ClaimResults of one client's claims (at most `BATCH`)."""
+def _score_batch(model, batch, strict, warn, resized):
+    """ClaimResults of one client's claims (at most `BATCH`); the probes resized are
+    added to ``resized`` (warned of once by `verify_claims`)."""
     from ssgallery.app.verify import failures_to_acquire, score_images
     from ssgallery.images.ingest import load_image_list
 
     h, w = (int(v) for v in model.header["image_shape"])
     failed = []
     images, sizes = load_image_list([c.probe for c in batch], size=(w, h), strict=strict,
-                                    warn=warn, return_sizes=True, failed=failed)
+                                    warn=warn, return_sizes=True, failed=failed,
+                                    resized=resized)
     out = {i: _result(batch[i], ERROR, reason.removeprefix(f"{printable(batch[i].probe)}: "))
            for i, reason in failed}
     good = [i for i in range(len(batch)) if i not in out]
@@ -254,11 +256,11 @@ def verify_claims(gallery_path, claims, *, strict=False, warn=None, key_file=Non
     FormatError
         Missing, foreign, corrupt, edited or unsigned (with a key) gallery.
     """
-    from ssgallery.images.ingest import default_warn
+    from ssgallery.images.ingest import default_warn, resize_warning
 
     warn = warn or default_warn
     progress = as_progress(progress)
-    groups = {}
+    groups, resized, shape = {}, [], None
     for i, c in enumerate(claims):
         groups.setdefault(c.claim, []).append(i)
     results = [None] * len(claims)
@@ -266,15 +268,20 @@ def verify_claims(gallery_path, claims, *, strict=False, warn=None, key_file=Non
     with progress.phase("checking claims", len(claims), "claims"):
         for client_id, rows in groups.items():
             model = clients.load(client_id)
+            shape = model.header["image_shape"] if model is not None else shape
             for start in range(0, len(rows), BATCH):
                 chunk = rows[start:start + BATCH]
                 batch = [claims[i] for i in chunk]
-                done = (_score_batch(model, batch, strict, warn) if model is not None else
+                done = (_score_batch(model, batch, strict, warn, resized)
+                        if model is not None else
                         [_result(c, UNKNOWN_CLIENT, _no_client(client_id, clients.hints))
                          for c in batch])
                 for i, r in zip(chunk, done):
                     results[i] = r
                 progress.advance(len(chunk))
+    if resized:  # every model is of one gallery: one image shape
+        h, w = (int(v) for v in shape)
+        warn(resize_warning(resized, (w, h)))
     return results
 
 

@@ -222,22 +222,26 @@ def probe_batches(probes, image_shape, strict=False, warn=None, progress=None):
     """Yield ``(start, images (k, H, W), sizes (k, 2), progress)`` for
     ``probes[start:start + k]``, `BATCH` files at a time, each brought to
     ``image_shape`` (H, W) as `ssgallery.images.ingest.load_image_list` does: memory
-    does not grow with the number of probes. Of more than one batch, each batch's
+    does not grow with the number of probes; the probes resized are warned of once, after
+    the last batch. Of more than one batch, each batch's
     ``progress`` names its probes before every phase (``probes 257-405 of 405: reading
     probes``): a batch's phases start again from 0, the name says which batch it is."""
-    from ssgallery.images.ingest import default_warn, load_image_list
+    from ssgallery.images.ingest import default_warn, load_image_list, resize_warning
     from ssgallery.progress import prefixed
 
     h, w = (int(v) for v in image_shape)
     n = len(probes)
+    resized = []  # of every batch: one warning after the last
     for start in range(0, n, BATCH):
         end = min(start + BATCH, n)
         shown = progress if n <= BATCH else prefixed(progress,
                                                       f"probes {start + 1}-{end} of {n}: ")
         images, sizes = load_image_list(probes[start:end], size=(w, h), strict=strict,
                                         warn=warn or default_warn, return_sizes=True,
-                                        progress=shown)
+                                        progress=shown, resized=resized)
         yield start, images, sizes, shown
+    if resized:
+        (warn or default_warn)(resize_warning(resized, (w, h)))
 
 
 def exit_status(results):

@@ -220,8 +220,19 @@ def too_small(have, size):
     return None
 
 
+def resize_warning(resized, size):
+    """The one warning for the probes ``resized`` (``(path, (w, h) before)``, in order)
+    to ``size``: ``"resized 300 probe image(s) to 92x112 (first: a.png was 46x56)"``;
+    None when there is none."""
+    if not resized:
+        return None
+    first, have = resized[0]
+    return (f"resized {len(resized)} probe image(s) to {fmt_size(size)} (first: {first} "
+            f"was {fmt_size(have)})")
+
+
 def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
-                    return_sizes=False, failed=None, progress=None):
+                    return_sizes=False, failed=None, progress=None, resized=None):
     """Read probe images into one array.
 
     Parameters
@@ -242,6 +253,10 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
         result instead of raising.
     progress : ssgallery.progress.Progress, optional
         One step per file (phase "reading probes").
+    resized : list, optional
+        Receives ``(path, (w, h) before)`` of each file resized (not `too_small`), which
+        are then not warned of here: the caller of several batches warns once
+        (`resize_warning`).
 
     Returns
     -------
@@ -251,7 +266,8 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
     """
     size = check_size(size)
     warn = default_warn if warn is None else warn
-    out, resized, sizes = [], [], []
+    out, sizes, told = [], [], resized
+    resized = []
     progress = as_progress(progress)
     paths = list(paths)
     progress.start("reading probes", len(paths), "images")
@@ -276,9 +292,9 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
     if not out:
         raise InputError("no probe images given")
     resized = [(path, have) for path, have in resized if too_small(have, size) is None]
-    if resized:  # not those too small to hold a face: verify says so, once
-        first, have = resized[0]
-        warn(f"resized {len(resized)} probe image(s) to {fmt_size(size)} (first: {first} "
-             f"was {fmt_size(have)})")
+    if told is not None:  # not those too small to hold a face: verify says so, once
+        told.extend(resized)
+    elif resized:
+        warn(resize_warning(resized, size))
     images = np.stack(out).astype(np.float32, copy=False)
     return (images, np.asarray(sizes, dtype=np.int64)) if return_sizes else images
