@@ -288,7 +288,7 @@ def test_the_operating_point_is_covered_by_the_digest(split, tmp_path):
 def test_target_fpir_is_checked_and_not_digested():
     from ssgallery.app.parts import options_digest
 
-    with pytest.raises(InputError, match="target_fpir` must be in"):
+    with pytest.raises(InputError, match="target_fpir` must be a fraction in"):
         CompressOptions(target_fpir=0.0)
     from ssgallery.app.options import resolve_training
 
