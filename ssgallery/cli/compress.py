@@ -175,7 +175,8 @@ def _int_or_auto(lowest):
               help="Keep the existing gallery's clients trained with the same options on "
               "the same matcher basis; train only the others (e.g. after enroll --add), "
               "set against the gallery's threshold calibration; no gallery there: a "
-              "warning, every client trained.")
+              "warning, every client trained. A gallery of protected templates is "
+              "refused (compress every client again: it renews them).")
 @click.option("--seed", type=int, default=DEFAULT.seed, show_default=True, help="Random seed.")
 @click.option("--force", is_flag=True, help="Replace an existing -o file that is not an "
               "ssgallery gallery (never a store, a folder or a device).")
