@@ -170,6 +170,34 @@ def test_long_names_are_clipped_in_the_table(gallery, tmp_path):
     assert len(rows[1]["claim"]) == 100_000
 
 
+def test_a_long_claimed_id_costs_no_more_than_a_short_one(gallery):
+    """An unknown id of 1,000,000 characters: numpy's search of the client index widened
+    every id to its length (a 100,000-character --claim made verify of a 10,000-client
+    gallery allocate 1 GB), and the did-you-mean hint folded and matched it whole (a
+    claims line of 30,000,000 characters: 21 s, 1.3 GB). No id is longer than 200 bytes:
+    such a name is looked up in no index and given no hint; the read allocates what it
+    allocates for a short unknown id (tracemalloc)."""
+    import tracemalloc
+
+    from ssgallery.errors import UnknownClientError
+    from ssgallery.formats.gallery import read_client
+
+    def peak(client_id):
+        tracemalloc.start()
+        try:
+            with pytest.raises(UnknownClientError) as info:
+                read_client(gallery, client_id, matcher=False)
+            return tracemalloc.get_traced_memory()[1], str(info.value)
+        finally:
+            tracemalloc.stop()
+
+    long = "a" * 1_000_000
+    short, _ = peak("c99")
+    most, message = peak(long)
+    assert most < short + 100_000, (most, short)  # bytes; on main: + 3 MB and more
+    assert f"unknown client '{'a' * 200}... (1000000 characters)'" in message, message[:400]
+
+
 def test_claims_from_stdin_and_csv_with_spaces(gallery, tmp_path):
     folder = tmp_path / "my probes"
     folder.mkdir()

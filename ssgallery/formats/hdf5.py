@@ -286,6 +286,8 @@ def client_id_problem(name):
     ``\\``, control characters, a leading dot, or leading/trailing white space."""
     if not isinstance(name, str) or not name:
         return "empty client id"
+    if len(name) > MAX_CLIENT_ID_BYTES:  # as many bytes at least: not copied to count them
+        return f"client id longer than {MAX_CLIENT_ID_BYTES} bytes"
     try:
         size = len(name.encode("utf-8"))
     except UnicodeEncodeError:
