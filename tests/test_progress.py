@@ -283,3 +283,23 @@ def test_a_long_step_in_compiled_code_still_prints_a_line():
     reporter.close()
     assert out.getvalue().splitlines()[-1].startswith(
         "ssgallery: enroll: fitting the eigenface matcher 1/1 fits in")
+
+
+def test_a_run_of_short_phases_prints_a_line_every_interval_on_a_pipe(monkeypatch):
+    """roc on sample_data ran 20 s in phases of about 4 s (one per repetition) and printed
+    nothing on a pipe, each phase shorter than the 10 s between lines: the interval now
+    counts from the command's last line, across phases."""
+    clock = [0.0]
+    monkeypatch.setattr("ssgallery.cli.progress.time.monotonic", lambda: clock[0])
+    out = io.StringIO()
+    reporter = Reporter("roc", file=out, terminal=False, interval=10, delay=1)
+    for k in range(5):  # 5 phases of 4 s: 20 s
+        reporter.start(f"r{k + 1}/5: training clients", 4, "clients")
+        for _ in range(4):
+            clock[0] += 1.0
+            reporter.advance()
+    reporter.end()
+    reporter.close()
+    assert out.getvalue().splitlines() == [
+        "ssgallery: roc: r3/5: training clients 2/4 (50%), 1 clients/s, ETA 0:00:02",
+        "ssgallery: roc: r3/5: training clients 4/4 in 0:00:04"]  # r5 ends 8 s after it

@@ -6,8 +6,9 @@ this module shows them on stderr:
 - on a terminal, click's progress bar (position, percentage, ETA) with the rate, drawn
   once a phase has run for `DELAY` seconds (short phases leave nothing on screen) and
   redrawn at most every `REDRAW` seconds;
-- on a pipe or a log file, one plain line every `INTERVAL` seconds while a phase runs
-  (``ssgallery: enroll: reading images 1200/1853 (65%), 41.2 images/s, ETA 0:00:15``)
+- on a pipe or a log file, one plain line every `INTERVAL` seconds of the command
+  (``ssgallery: enroll: reading images 1200/1853 (65%), 41.2 images/s, ETA 0:00:15``),
+  counted across phases, so that a run of short phases (roc's repetitions) prints too,
   and a closing line for a phase that printed one;
 - both also while a step runs long without advancing (an SVD, in LAPACK): a heartbeat
   thread draws the bar, or prints the phase's line, as a step would;
@@ -87,7 +88,7 @@ class Reporter(Progress):
         env = _env_interval()
         self.interval = interval if interval is not None else (INTERVAL if env is None else env)
         self.delay = delay if delay is not None else (DELAY if env is None else env)
-        self.label = None
+        self.label = self.label_seen = None
         self._lock = threading.RLock()  # the steps and the heartbeat draw one at a time
         self._stop, self._beat = threading.Event(), None
 
@@ -97,7 +98,12 @@ class Reporter(Progress):
             self.end()
             self.label, self.total, self.unit = label, max(int(total), 0), unit
             self.done = self.shown = 0
-            self.began = self.last = time.monotonic()
+            self.began = time.monotonic()
+            # a terminal's redraws are per bar; a pipe's lines every interval of the
+            # command, whatever phase runs (the first phase starts the count)
+            self.last = self.began if self.terminal or self.label_seen is None \
+                else self.last
+            self.label_seen = label
             self.bar = None
             self.lines = 0
         self._heartbeat()
