@@ -122,7 +122,7 @@ def test_identify_open_set_uses_the_gallery_operating_point(split):
     text = _identify(strangers[0], "--gallery", root / "g.h5", "--open-set").output
     assert "operating point: FPIR 1% over 12 clients (threshold" in text
     # a rate over strangers' searches, not a promise to each (open_set_strangers.md)
-    assert "% of strangers' searches, 95% CI" in text
+    assert "% of strangers' searches, 95% interval of the tail's scale " in text
     assert "; a rate, not a bound for each stranger: docs/benchmarks/open_set_strangers.md)" \
         in text
     assert "1:N threshold" in text and "extrapolated beyond the held-out searches" in text

@@ -43,6 +43,7 @@ from ssgallery.app.open_set_point import (
     beyond_end,
     check_target_fpir,
     describe,
+    interval_kind,
     measured_note,
     no_point_why,
     read_record,
@@ -282,5 +283,5 @@ def _record(curve, target_fpir, scale):
 
 
 __all__ = ["DEFAULT_TARGET_FPIR", "beyond_end", "check_target_fpir", "describe",
-           "heldout_searches", "measured_note", "no_point_why", "operating_point", "read_record",
+           "heldout_searches", "interval_kind", "measured_note", "no_point_why", "operating_point", "read_record",
            "resolve", "searches_kind", "training_note"]

@@ -103,8 +103,8 @@ def describe(point):
     low, high = point["expected_fpir_ci"]
     text = (f"operating point: FPIR {100 * point['target_fpir']:g}% over {point['clients']} "
             f"clients (threshold {point['threshold']:.4g} on the best centred score; "
-            f"expected FPIR {100 * point['expected_fpir']:.2f}% of strangers' searches, 95% CI "
-            f"{100 * low:.2f}-{100 * high:.2f}%")
+            f"expected FPIR {100 * point['expected_fpir']:.2f}% of strangers' searches, 95% "
+            f"{interval_kind(point)} {100 * low:.2f}-{100 * high:.2f}%")
     if point.get("extrapolated"):
         text += (f"; extrapolated beyond the {searches_kind(point)} searches (their "
                  "exponential tail), not measured")
@@ -134,6 +134,13 @@ def measured_note(point):
            if point.get("searches_inseparable") else
            "the others came from a gallery that recorded no 1:N point")
     return f"; measured on {measured} of the {point['clients']} clients ({why})"
+
+
+def interval_kind(point):
+    """The name of a 1:N point's 95 % interval, one for every reader (``identify``,
+    ``info``): ``interval of the tail's scale`` for a point read from the extrapolated
+    tail, else ``Clopper-Pearson``."""
+    return "interval of the tail's scale" if point.get("extrapolated") else "Clopper-Pearson"
 
 
 def searches_kind(point):
@@ -168,5 +175,5 @@ def beyond_end(point):
 
 
 __all__ = ["DEFAULT_TARGET_FPIR", "beyond_end", "check_target_fpir", "describe",
-           "measured_note", "no_point_why", "read_record", "resolve", "searches_kind",
+           "interval_kind", "measured_note", "no_point_why", "read_record", "resolve", "searches_kind",
            "training_note"]

@@ -144,8 +144,9 @@ def _expected_far(cal):
 
 
 def calibration_line(cal, matcher=None):
-    """``thresholds: MODE; expected FAR x% (95% Clopper-Pearson a-b%, k of n held-out
-    impostor scores)`` from a gallery's calibration record (None: not recorded), and on
+    """``thresholds: MODE; expected FAR over all clients x% (95% Clopper-Pearson a-b%, k
+    of n held-out impostor scores)`` from a gallery's calibration record (None: not
+    recorded), and on
     a second line the expected FRR at those thresholds, when recorded (with
     `in_basis_note` for a ``matcher`` name whose basis holds the held-out images);
     ``not known`` when the record's counts are (``counts_unknown``,
@@ -318,6 +319,7 @@ def open_set_line(rec):
     rate does not promise each stranger (`PER_STRANGER`)."""
     from ssgallery.app.open_set import (
         beyond_end,
+        interval_kind,
         measured_note,
         no_point_why,
         searches_kind,
@@ -335,9 +337,8 @@ def open_set_line(rec):
     text = (f"1:N search: threshold {rec['threshold']:.4g} on the best centred score at "
             f"target FPIR {100 * rec['target_fpir']:g}% for "
             f"{counted(rec['clients'], 'client')}; "
-            f"expected FPIR {100 * rec['expected_fpir']:.2f}% (95% "
-            + ("interval of the tail's scale " if rec.get("extrapolated") else "Clopper-Pearson ")
-            + f"{100 * low:.2f}-{100 * high:.2f}%"
+            f"expected FPIR {100 * rec['expected_fpir']:.2f}% (95% {interval_kind(rec)} "
+            f"{100 * low:.2f}-{100 * high:.2f}%"
             + (f" by probe person: {counted(people, 'person', 'people')}; " if by_person
                else ", ")
             + f"{counted(rec['searches'], f'{kind} search', f'{kind} searches')} of "
