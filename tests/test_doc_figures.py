@@ -129,3 +129,44 @@ def test_the_held_out_frr_page_s_pooled_at_t_row_is_quoted_as_measured():
             f"held out") in _text("operating-points.md"), row
     assert (f"{expected} % expected where they rejected {shipped} % of the clients' new "
             f"images") in _text("getting-started.md"), row
+
+
+def _lookalike_rows():
+    """docs/benchmarks/lookalike_pairs.md's summary table: data set -> cells by column."""
+    lines = (DOCS / "benchmarks" / "lookalike_pairs.md").read_text("utf-8").splitlines()
+    table = [ln for ln in lines if ln.startswith("| ")]
+    head = [c.strip() for c in table[0].strip("|").split("|")]
+    rows = {}
+    for line in table[1:]:
+        if line.startswith("| data set"):  # the per-run table
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0]] = dict(zip(head, cells, strict=True))
+    return rows
+
+
+def test_operating_points_quotes_the_look_alike_pairs_page():
+    """docs/operating-points.md's paragraph on look-alike pairs quotes
+    docs/benchmarks/lookalike_pairs.md: flagged pairs accepted again on new images, the
+    deployed model's accepts of the images the fold models accepted, and the clients named
+    that were over-acceptors."""
+    rows = _lookalike_rows()
+    got = lambda d, col: rows[d][col].split(" (")[0].replace(" / ", " of ")
+    acc, fit = "(a) precision: flagged pairs accepted on test", (
+        "flagged: held-out accepts / deployed model's accepts of the same images")
+    named = "(b) clients named that are over-acceptors"
+    held = {d: rows[d][fit].split(" / ")[0] for d in rows}
+    deployed = {d: rows[d][fit].split(" / ")[1].split(" of ") for d in rows}
+    phrases = [
+        (f"accepted again: {got('att', acc)} flagged pairs on AT&T (eigenface, "
+        f"{rows['att']['runs']} runs), {got('lfw', acc)} on LFW (dlib, {rows['lfw']['runs']} "
+        f"runs), {got('synth', acc)} on the synthetic galleries"),
+        (f"it accepted {deployed['att'][0]} of the {deployed['att'][1]} images of AT&T's "
+        f"flagged pairs that the fold models had accepted {held['att']} times, and "
+        f"{deployed['lfw'][0]} of {deployed['lfw'][1]} ({held['lfw']}) on LFW"),
+        (f"over-acceptor on strangers in {got('att', named)} cases on AT&T and "
+        f"{got('lfw', named)} on LFW")]
+    text = _text("operating-points.md")
+    for phrase in phrases:
+        assert phrase in text, phrase
+    assert all(rows[d]["meets the bar"] == "no" for d in ("att", "lfw"))  # "below the half"
