@@ -61,3 +61,12 @@ def test_a_gallery_without_the_record_shows_what_its_calibration_names(
         "; FRR —: kept from a gallery written before it recorded each client's FRR (its "
         "calibration names the few worst): c02; compress them again without --update to "
         "see it")
+
+
+def test_info_client_says_what_frr_heldout_counts(sample_gallery_3):
+    first = {r["client"]: r["frr"] for r in
+             json.loads(sample_gallery_3["compressed"]["stdout"])["clients"]}
+    r = invoked(["info", "--gallery", sample_gallery_3["gallery"], "--client", "c01"])
+    assert r["exit_code"] == 0, r["output"]
+    assert f"  frr_heldout: [{round(first['c01'] * 10)}, 10] (its held-out genuine images " \
+        "rejected at the threshold, of those held out)" in r["stdout"].splitlines(), r["stdout"]

@@ -125,14 +125,16 @@ def _print_client(r):
     if r["provenance"]:
         click.echo("provenance (how it was trained):")
     for key, value in sorted(r["provenance"].items()):
-        unit = PROVENANCE_UNITS.get(key) if isinstance(value, int) else None
+        unit = PROVENANCE_UNITS.get(key) if isinstance(value, (int, list)) else None
         click.echo(printable(f"  {key}: {value}" + (f" ({unit})" if unit else "")))
 
 
 # what a provenance count counts (the keys stay as --json prints them): images, not people
 PROVENANCE_UNITS = {"n_genuine": "the client's own training images",
                     "n_impostor": "other people's images the client trained on",
-                    "max_impostors": "at most this many impostor images per client, 0: no cap"}
+                    "max_impostors": "at most this many impostor images per client, 0: no cap",
+                    "frr_heldout": "its held-out genuine images rejected at the threshold, "
+                                   "of those held out"}
 
 
 def _print_store(s):
