@@ -170,3 +170,16 @@ def test_operating_points_quotes_the_look_alike_pairs_page():
     for phrase in phrases:
         assert phrase in text, phrase
     assert all(rows[d]["meets the bar"] == "no" for d in ("att", "lfw"))  # "below the half"
+
+
+def test_scale_quotes_the_calibration_page_s_synth400_compress_time():
+    """docs/scale.md's job-timeout paragraph quotes docs/benchmarks/calibration.md's
+    synth400 compress time per repetition (its 100 clients): the page's line, not a
+    figure typed once (it said 51 s after the page measured 54)."""
+    page = (DOCS / "benchmarks" / "calibration.md").read_text("utf-8")
+    line = next(ln for ln in page.splitlines() if ln.startswith("- **synth400**"))
+    clients = re.search(r"(\d+) clients", line).group(1)
+    seconds = re.search(r"compress (\d+) s per repetition", line).group(1)
+    phrase = (f"measured ({seconds} s for the {clients} clients of synth400, "
+              "[calibration](benchmarks/calibration.md))")
+    assert phrase in _text("scale.md"), line
