@@ -264,12 +264,27 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
         n = the files read (all of them unless some ``failed``).
     sizes : ndarray, shape (n, 2), int, (width, height) as read; only with ``return_sizes``
     """
-    size = check_size(size)
-    warn = default_warn if warn is None else warn
-    out, sizes, told = [], [], resized
-    resized = []
-    progress = as_progress(progress)
-    paths = list(paths)
+    out, sizes, shown, size = _read_probes(list(paths), check_size(size), strict, failed,
+                                           as_progress(progress))
+    if not out and failed:
+        w, h = size if size is not None else (0, 0)
+        empty = np.zeros((0, h, w), dtype=np.float32)
+        return (empty, np.zeros((0, 2), dtype=np.int64)) if return_sizes else empty
+    if not out:
+        raise InputError("no probe images given")
+    shown = [(path, have) for path, have in shown if too_small(have, size) is None]
+    if resized is not None:  # not those too small to hold a face: verify says so, once
+        resized.extend(shown)
+    elif shown:
+        (default_warn if warn is None else warn)(resize_warning(shown, size))
+    images = np.stack(out).astype(np.float32, copy=False)
+    return (images, np.asarray(sizes, dtype=np.int64)) if return_sizes else images
+
+
+def _read_probes(paths, size, strict, failed, progress):
+    """`load_image_list`'s reading: (images, their sizes as read, the resized ones as
+    ``(path, (w, h) before)``, the common size)."""
+    out, sizes, resized = [], [], []
     progress.start("reading probes", len(paths), "images")
     for i, path in enumerate(paths):
         progress.advance()
@@ -285,16 +300,4 @@ def load_image_list(paths, size=DEFAULT_SIZE, strict=False, warn=default_warn,
         sizes.append(have)
         out.append(arr)
     progress.end()
-    if not out and failed:
-        w, h = size if size is not None else (0, 0)
-        empty = np.zeros((0, h, w), dtype=np.float32)
-        return (empty, np.zeros((0, 2), dtype=np.int64)) if return_sizes else empty
-    if not out:
-        raise InputError("no probe images given")
-    resized = [(path, have) for path, have in resized if too_small(have, size) is None]
-    if told is not None:  # not those too small to hold a face: verify says so, once
-        told.extend(resized)
-    elif resized:
-        warn(resize_warning(resized, size))
-    images = np.stack(out).astype(np.float32, copy=False)
-    return (images, np.asarray(sizes, dtype=np.int64)) if return_sizes else images
+    return out, sizes, resized, size
