@@ -93,14 +93,20 @@ def non_negative(name, value):
 def not_a_fraction(value, low_open=False):
     """Why the number ``value`` is no rate: None when it is one, in [0, 1) ((0, 1) with
     ``low_open``); else ``"a fraction in (0, 1), got 2 (a rate is a fraction, not a
-    percentage: 0.02 for 2 %)"`` (the hint for a value a percentage would give), the
+    percentage: 0.02 for 2 %)"`` (the hint for a value a percentage would give; ``value``
+    a string: a percentage as typed, ``"2%"``, always refused so), the
     words every rate option's refusal uses (`probability`, `open_rate` and the command
     line's `ssgallery.cli.options.Fraction`)."""
+    interval = f"{'(' if low_open else '['}0, 1)"
+    if isinstance(value, str):  # a percentage as typed: "1%"
+        percent = float(value.strip().removesuffix("%"))
+        return (f"a fraction in {interval}, got {value.strip()} (a rate is a fraction, not a "
+                f"percentage: {percent / 100:g} for {percent:g} %)")
     if (0.0 < value if low_open else 0.0 <= value) and value < 1.0:
         return None
     hint = (f" (a rate is a fraction, not a percentage: {value / 100:g} for {value:g} %)"
             if 1.0 <= value < 100.0 else "")
-    return f"a fraction in {'(' if low_open else '['}0, 1), got {value:g}{hint}"
+    return f"a fraction in {interval}, got {value:g}{hint}"
 
 
 def probability(name, value):

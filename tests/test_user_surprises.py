@@ -94,6 +94,9 @@ def test_identify_fpir_out_of_range_names_fpir(sample_gallery_3):
      "got 5 (a rate is a fraction, not a percentage: 0.05 for 5 %)")),
     (["identify", PROBE, "--fpir", "0"], ("'--fpir': expected a fraction in (0, 1), got 0 "
      "(see")),
+    # the percent sign a user types: click said "'1%' is not a valid float" (review26)
+    (["compress", "--target-far", "1%"], ("'--target-far': expected a fraction in [0, 1), "
+     "got 1% (a rate is a fraction, not a percentage: 0.01 for 1 %)")),
 ])
 def test_a_rate_option_says_it_takes_a_fraction(args, line):
     """identify --fpir 2 said '--fpir must be in (0, 1), got 2.0', compress --target-far 2
