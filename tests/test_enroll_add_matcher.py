@@ -2,15 +2,19 @@
 options (options given are named in one warning as ignored, another matcher refused in
 one line before any image is read), names no host program as one of the store's
 options, refuses a program that is not the external store's, and ignores --matcher-cmd
-on a store that runs no program as compress does. The lines of daily use:
+on a store that runs no program as compress does; a background subject of the store
+named as a client is said to stay one. The lines of daily use:
 tests/test_daily_use.py."""
 
+import os
 import re
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import invoked, make_faces
+from helpers import invoked, make_faces, refused
+
+from ssgallery.formats.store import load_store
 
 MATCHERS = Path(__file__).resolve().parent / "matchers"
 
@@ -131,3 +135,52 @@ def test_enroll_add_names_a_program_the_stores_matcher_never_runs(tmp_path):
     assert f"ssgallery: warning: {store}: --add keeps the store's eigenface matcher and its " \
         "options; ignored: command=my-matcher (enrol every client again without --add to " \
         "change them)\n" in added["stderr"], added["stderr"]
+
+
+def _background_store(tmp_path):
+    """A store of c00-c02 with c03 a background subject, and a folder that names c03 as
+    a client beside a new one (d00): c03's files copied from the enrolled ones."""
+    import shutil
+
+    faces = make_faces(str(tmp_path / "a"), n_clients=4, n_images=4, shape=(16, 12))
+    store = tmp_path / "s.h5"
+    assert invoked(["enroll", faces, "--store", store, "--background", "c03",
+                    "-q"])["exit_code"] == 0
+    more = make_faces(str(tmp_path / "b"), n_clients=1, n_images=4, shape=(16, 12),
+                      prefix="d", seed=1)
+    shutil.copytree(os.path.join(faces, "c03"), os.path.join(more, "c03"))
+    return faces, more, store
+
+
+def test_enroll_add_of_a_background_subject_as_a_client_says_it_stays_background(tmp_path):
+    """'enroll ADD --add' with ADD/c03 the same files as the store's background subject
+    c03 skipped it without a word: the user meaning c03 as a new client got 'added 1
+    client(s) (d00)' and c03 stayed impostor-only. Now one warning says so and how to
+    make it a client (enroll again without --add), and that remedy works."""
+    faces, more, store = _background_store(tmp_path)
+    added = invoked(["enroll", more, "--store", store, "--add"])
+    assert added["exit_code"] == 0, added["output"]
+    assert f"ssgallery: warning: {store}: 'c03' is a background (impostor-only) subject " \
+        "of the store, not a client: kept as such by --add; to make 'c03' a client, " \
+        "enroll every subject again without --add ('c03' not among --background)\n" \
+        in added["stderr"], added["stderr"]
+    assert load_store(store, images=False).background == ["c03"]
+    again = invoked(["enroll", faces, "--store", store, "-q"])  # the remedy named
+    assert again["exit_code"] == 0, again["output"]
+    assert "c03" in load_store(store, images=False).clients
+
+
+def test_enroll_add_of_a_background_subject_with_other_files_is_no_client_refused(tmp_path):
+    """With ADD/c03 holding other files than the store's background subject c03, --add
+    said "client 'c03' is already enrolled with other images" (c03 is no client): now it
+    names c03 a background subject and the remedy, exit 2, the store untouched."""
+    from PIL import Image
+
+    _, more, store = _background_store(tmp_path)
+    Image.new("L", (12, 16), 7).save(os.path.join(more, "c03", "0.png"))
+    before = store.read_bytes()
+    refused(["enroll", more, "--store", store, "--add"],
+            f"{store}: 'c03' is a background (impostor-only) subject of the store, not a "
+            "client: --add adds new subjects only; to make 'c03' a client, enroll every "
+            "subject again without --add ('c03' not among --background)")
+    assert store.read_bytes() == before

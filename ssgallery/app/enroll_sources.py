@@ -45,10 +45,13 @@ def _new_faces(root, names, known, *, size, **load):
     return _load(root, new, size=size, **load)
 
 
-def _known_subjects(faces_dir, bg_dir, names, old, skip_bad, warn, progress):
+def _known_subjects(faces_dir, bg_dir, names, old, skip_bad, warn, progress,
+                    clients=None):
     """``--add``: the subjects of ``faces_dir`` (``names``) and of ``bg_dir`` that the
     store already holds, after checking that their files are the enrolled ones (hashed,
-    never decoded nor kept: only new subjects' pixels are read)."""
+    never decoded nor kept: only new subjects' pixels are read). ``clients``: those of
+    ``names`` named as clients here; one the store holds as a background subject is
+    refused with other files and kept as background, with a warning, with the same."""
     from ssgallery.images.ingest import file_rows
 
     enrolled = {}
@@ -62,12 +65,35 @@ def _known_subjects(faces_dir, bg_dir, names, old, skip_bad, warn, progress):
         if subjects:
             known.update(file_rows(root, subjects, enrolled, skip_bad=skip_bad, warn=warn,
                                    progress=progress))
+    background = set(map(str, old.background))
     for name, rows in known.items():
         if rows != enrolled[name]:
-            raise InputError(f"client '{name}' is already enrolled with other images; "
-                             f"re-run enroll without {option('add')} to re-enrol everyone",
-                             path=old.path)
+            if name in background and name in (clients or ()):
+                raise InputError(f"{_as_background([name])}: {option('add')} adds new "
+                                 f"subjects only; {_make_client(name)}", path=old.path)
+            kind = "background subject" if name in background else "client"
+            raise InputError(f"{kind} '{clipped(name)}' is already enrolled with other "
+                             f"images; re-run enroll without {option('add')} to re-enrol "
+                             f"everyone", path=old.path)
+    kept = [n for n in (clients or ()) if n in known and n in background]
+    if kept:
+        more = f" (and {len(kept) - 5} more)" if len(kept) > 5 else ""
+        warn(f"{os.fspath(old.path)}: {_as_background(kept[:5], more)}: kept as such by "
+             f"{option('add')}; {_make_client(kept[0])}")
     return known
+
+
+def _as_background(names, more=""):
+    """"'c05' is a background ... subject ..., not a client" (or "'c05', 'c07' are ...")."""
+    named = ", ".join(f"'{clipped(n)}'" for n in names) + more
+    if len(names) == 1 and not more:
+        return f"{named} is a background (impostor-only) subject of the store, not a client"
+    return f"{named} are background (impostor-only) subjects of the store, not clients"
+
+
+def _make_client(name):
+    return (f"to make '{clipped(name)}' a client, enroll every subject again without "
+            f"{option('add')} ('{clipped(name)}' not among {option('background')})")
 
 
 def _scan_subjects(root):
@@ -227,7 +253,7 @@ def read_sources(faces_dir, store_path, names, *, add, strict, skip_bad, size, m
         kept_matcher(old, *asked, warn=warn)
         size = old.image_shape[::-1]
         known = _known_subjects(faces_dir, bg_dir, clients + bg_names, old, skip_bad, warn,
-                                progress)
+                                progress, clients=clients)
 
     faces = _new_faces(faces_dir, clients + bg_names, known, size=size, strict=strict,
                        skip_bad=skip_bad, min_images=min_images, warn=warn, progress=progress)

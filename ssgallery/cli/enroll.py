@@ -134,7 +134,9 @@ def _external_command(matcher, matcher_cmd, options, add):
               "the store's matcher and its options are kept (options given with --add are "
               "ignored, with a warning naming them; another --matcher is refused, and so is "
               "a --matcher-cmd program whose --describe contract is not the store's; a "
-              "store whose matcher runs no program ignores --matcher-cmd, with a warning).")
+              "store whose matcher runs no program ignores --matcher-cmd, with a warning). "
+              "A subject the store holds keeps its role: a background subject stays one "
+              "(enrol everyone again without --add to make it a client).")
 @click.option("--strict", is_flag=True, help="Refuse images of another size instead of "
               "resizing them.")
 @click.option("--skip-bad", is_flag=True, help="Warn about and skip unreadable files.")
