@@ -90,6 +90,16 @@ def non_negative(name, value):
     return float(value)
 
 
+def parses_as_float(text):
+    """True when ``float(text)`` reads ``text`` (a field of an external matcher's output,
+    a rate typed as ``1%`` without its sign)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def not_a_fraction(value, low_open=False):
     """Why the number ``value`` is no rate: None when it is one, in [0, 1) ((0, 1) with
     ``low_open``); else ``"a fraction in (0, 1), got 2 (a rate is a fraction, not a

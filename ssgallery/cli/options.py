@@ -40,24 +40,16 @@ class Fraction(click.ParamType):
         self.low_open = low_open
 
     def convert(self, value, param, ctx):
-        from ssgallery.checks import not_a_fraction
+        from ssgallery.checks import not_a_fraction, parses_as_float
 
         typed = value.strip() if isinstance(value, str) else ""
-        if typed.endswith("%") and _is_number(typed[:-1]):  # "1%": said as 2 is
+        if typed.endswith("%") and parses_as_float(typed[:-1]):  # "1%": said as 2 is
             self.fail(f"expected {not_a_fraction(typed, self.low_open)}", param, ctx)
         number = click.FLOAT.convert(value, param, ctx)
         problem = not_a_fraction(number, self.low_open)
         if problem:
             self.fail(f"expected {problem}", param, ctx)
         return number
-
-
-def _is_number(text):
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def privacy_key_option(func):

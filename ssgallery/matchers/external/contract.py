@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ssgallery.checks import is_bool, is_finite_real, shown
+from ssgallery.checks import is_bool, is_finite_real, parses_as_float, shown
 from ssgallery.errors import MatcherError
 from ssgallery.tables import counted
 
@@ -136,7 +136,7 @@ def parse_matrix(text, shape, program, bounds=None, quality=False, empty="an emp
     if not rows:
         raise MatcherError(f"{who} returned nothing ({empty}), expected {expected}")
     for n, row in rows:
-        bad = next((v for v in row if not _is_float(v)), None)
+        bad = next((v for v in row if not parses_as_float(v)), None)
         if bad is not None:  # before the shape: a banner line is no extra row
             raise MatcherError(f"{who} returned a non-number {bad[:40]!r} (line {n} of its "
                                f"answer), expected {expected}{_commas(bad, row, shape)}")
@@ -157,9 +157,9 @@ def _commas(bad, row, shape):
     it says of the layout: a row of as many tokens as ``shape`` has columns, each a number
     with a decimal comma ('0,93', a locale's), or numbers separated by commas
     ('1.5,2.5'); "" otherwise."""
-    if not any(_is_float(v) for v in bad.replace(";", ",").split(",") if v):
+    if not any(parses_as_float(v) for v in bad.replace(";", ",").split(",") if v):
         return ""
-    if len(row) == shape[1] and all(_is_float(v.replace(",", ".", 1)) for v in row):
+    if len(row) == shape[1] and all(parses_as_float(v.replace(",", ".", 1)) for v in row):
         return " (a decimal comma: the numbers are written with a decimal point, 0.5, " \
             "whatever the program's locale)"
     return " (numbers separated by white space, not commas)"
@@ -190,14 +190,6 @@ def _within(S, bounds, program):
                            f"its range [{lo:g}, {hi:g}] (first: probe {i}, gallery {j}: "
                            f"{S[i, j]:g})")
     return np.clip(S, lo, hi)
-
-
-def _is_float(v):
-    try:
-        float(v)
-        return True
-    except ValueError:
-        return False
 
 
 def quality_threshold(quality):
