@@ -43,7 +43,7 @@ from ssgallery.app.compress_write import write_compressed
 from ssgallery.app.impostor_people import new_salt
 from ssgallery.app.open_set import fill_spreads, operating_point
 from ssgallery.app.options import CompressOptions, CompressRun
-from ssgallery.app.parallel import run_jobs
+from ssgallery.app.parallel import ClusterLost, run_jobs
 from ssgallery.app.parts import PartsFolder, options_digest, run_key
 from ssgallery.app.thresholds import apply, calibrate
 from ssgallery.app.update import kept_from_gallery, warn_retrained
@@ -217,6 +217,12 @@ def _train(plan, run, todo, committed, results):
         progress.end()
     except KeyboardInterrupt as exc:
         _interrupted(parts, exc)
+    except ClusterLost as exc:  # the finished clients are kept for --resume: say so
+        exc.parts = parts.count()
+        if exc.parts:
+            exc.args = (f"{exc.args[0]}; {exc.parts} finished client(s) kept in "
+                        f"{parts.path}",)
+        raise
     except Exception as exc:
         if not signals_received:  # not our interrupt turned into another exception by
             raise  # compiled code (errors.signals_received; cli/__init__.py's catch-all)

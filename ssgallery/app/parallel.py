@@ -182,12 +182,30 @@ def _dask_results(client, work, address, limits, refused):
             continue
         for future in done:
             name = clocks.pop(future.key)[1]
+            if future.cancelled():  # its worker left with the run's shared blocks
+                raise ClusterLost(address, [name, *(n for _, n, _ in clocks.values())])
             answer = _answer(future, (address, name), refused)
             future.release()
             job = next(jobs, None)
             if job is not None:
                 pending.add(submit(job))
             yield answer
+
+
+class ClusterLost(SsgalleryError):
+    """The cluster dropped the run's jobs: its workers left (the blocks scattered to
+    them lost with them: Dask cancels every job that needs them) or the jobs were
+    cancelled. ``in_flight``: the jobs submitted and not finished, by name; ``parts``:
+    the finished clients the caller kept (`ssgallery.app.compress` sets it)."""
+
+    def __init__(self, address, in_flight):
+        from ssgallery.errors import clipped
+
+        named = ", ".join(clipped(n) for n in in_flight[:5])
+        more = f" and {len(in_flight) - 5} more" if len(in_flight) > 5 else ""
+        super().__init__(f"the Dask cluster at {address} lost the run's jobs (its workers "
+                         f"left, or the jobs were cancelled); in flight: {named}{more}")
+        self.in_flight, self.parts = list(in_flight), 0
 
 
 def _start_clocks(clocks, threads):

@@ -227,6 +227,8 @@ def command(store, gallery, as_json, quiet, **options):
     """
     from ssgallery.app.compress import GUARD_GAP, CompressInterrupted, compress
     from ssgallery.app.options import CompressOptions, CompressRun, split_options
+    from ssgallery.app.parallel import ClusterLost
+    from ssgallery.errors import SsgalleryError
 
     with reporting(quiet) as progress:
         training, run = split_options(dict(options, progress=progress, warn=warn),
@@ -236,6 +238,11 @@ def command(store, gallery, as_json, quiet, **options):
         except CompressInterrupted as exc:
             raise KeyboardInterrupt(f"{exc}; '{_resume_command(store, gallery, options)}' "
                                     "with the same other options continues") from None
+        except ClusterLost as exc:  # exit 2, and how to go on from the kept clients
+            if not exc.parts:
+                raise
+            raise SsgalleryError(f"{exc}; '{_resume_command(store, gallery, options)}' "
+                                 "with the same other options continues") from None
     if as_json:
         click.echo(jsontext.dumps(summary.to_dict(), indent=2))
     elif not quiet:

@@ -4,7 +4,8 @@ LocalCluster on loopback whose worker runs a preload module that tampers with th
 would run a program is never unpickled by compress (which holds the keys), an
 exception that cannot be pickled and a worker that dies are one line within a bounded
 time, a result larger than any result of the run is refused before it is read (also
-sent compressed), and a job that never finishes stops the run at its time limit. The
+sent compressed), a job that never finishes stops the run at its time limit, and a
+cluster whose only worker leaves names the jobs in flight and the kept clients. The
 honest cluster still gives the gallery."""
 
 import os
@@ -245,3 +246,49 @@ def test_a_job_is_timed_from_when_a_thread_is_free_for_it(cluster, tmp_path):
         cluster["mode"].write_text("honest")
     assert r.get("code") == 0 and out.exists(), r
     assert took > 4 * 2.0, took  # the 4 clients' jobs ran one after the other
+
+
+def test_a_cluster_whose_only_worker_leaves_names_the_jobs_and_the_kept_clients(cluster,
+                                                                                tmp_path):
+    """Jobs of 2 s on a cluster of one worker that leaves once a client is finished
+    (the run's scattered blocks go with it and Dask cancels every job): compress said "a
+    job failed on the Dask cluster at ADDR (FutureCancelledError: _on_dask_worker-...
+    cancelled for reason: already forgotten.)", naming no client and not the finished
+    ones kept for --resume. Now one line: the cluster lost the run's jobs, the clients
+    in flight, the finished ones kept in GALLERY.parts and the --resume command; exit 2,
+    no gallery; that command on a live cluster writes it."""
+    import subprocess
+    import sys
+
+    out, parts = tmp_path / "g.h5", tmp_path / "g.h5.parts"
+    program = Path(sys.executable).with_name("ssgallery")
+    args = [program, "compress", "--store", cluster["root"] / "e.h5", "-o", out, "-q",
+            "--m", "1", "--cv-folds", "0", "--max-iter", "5"]
+    try:
+        cluster["mode"].write_text("slow")
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                      host="127.0.0.1", dashboard_address=None,
+                                      preload=[str(Path(__file__).with_name(
+                                          "tamper_preload.py"))]) as local:
+            run = subprocess.Popen([*args, "--scheduler", local.scheduler_address],
+                                   stderr=subprocess.PIPE, text=True)
+            t0 = time.monotonic()
+            while not (parts.is_dir() and any(parts.iterdir())) and run.poll() is None \
+                    and time.monotonic() - t0 < BOUND:
+                time.sleep(0.1)
+            local.scale(0)  # the only worker leaves
+            stderr = run.communicate(timeout=BOUND)[1]
+    finally:
+        cluster["mode"].write_text("honest")
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert run.returncode == 2 and len(lines) == 1 and not out.exists(), stderr
+    assert lines[0].startswith(f"ssgallery: error: the Dask cluster at "
+                               f"{local.scheduler_address} lost the run's jobs (its workers "
+                               "left, or the jobs were cancelled); in flight: client 'c"), lines
+    kept = len(list(parts.iterdir()))
+    resume = (f"ssgallery compress --store {cluster['root'] / 'e.h5'} -o {out} --resume")
+    assert f"; {kept} finished client(s) kept in {parts}; '{resume}' with the same other " \
+        "options continues" in lines[0], (kept, lines)
+    again = subprocess.run([*args, "--scheduler", cluster["address"], "--resume"],
+                           capture_output=True, text=True, timeout=BOUND)
+    assert again.returncode == 0 and out.exists(), again.stderr
