@@ -220,8 +220,8 @@ def _train(plan, run, todo, committed, results):
     except ClusterLost as exc:  # the finished clients are kept for --resume: say so
         exc.parts = parts.count()
         if exc.parts:
-            exc.args = (f"{exc.args[0]}; {exc.parts} finished client(s) kept in "
-                        f"{parts.path}",)
+            kept = f"{exc.parts} finished client(s) kept in {parts.path}"
+            exc.args = (f"{exc.args[0]}; {kept}",)
         raise
     except Exception as exc:
         if not signals_received:  # not our interrupt turned into another exception by
