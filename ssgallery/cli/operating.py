@@ -214,6 +214,12 @@ def _fitted(cal, genuine=False):
                        "strangers are accepted")
 
 
+def _compress_flag(name, command):
+    """How ``command``'s advice names compress's option ``--name``: ``--name`` in
+    compress's own output, ``compress --name`` in another command's (``info``)."""
+    return f"--{name}" if command == "compress" else f"compress --{name}"
+
+
 def unresolved_warning(cal, command="compress"):
     """The warning ``compress`` and ``info`` give when some clients' expected FAR is not
     an estimate (``unresolved``), naming what fixes it; None otherwise."""
@@ -222,19 +228,18 @@ def unresolved_warning(cal, command="compress"):
     u = unresolved_record((cal or {}).get("unresolved"))
     if u is None:
         return None
-    option = "--max-impostors" if command == "compress" else "compress --max-impostors"
     target, scores = _num(cal.get("target_far")) or 0, _num(cal.get("impostors")) or 0
     below = ""
     if 0 < target * scores < 1:  # the pooled count cannot reach one accept
-        floor = "--target-far" if command == "compress" else "compress --target-far"
         below = (f"a target below 1 / {scores:g} held-out impostor scores "
                  f"({100 / scores:.3g}%) puts the threshold above all of them: raise "
-                 f"{floor} to that or more, or ")
+                 f"{_compress_flag('target-far', command)} to that or more, or ")
     return (f"the target FAR ({100 * target:g}%) cannot be "
             f"estimated for {u['clients']} of {counted(cal.get('clients'), 'client')}: "
             "each one's "
             f"threshold sits on the very impostor scores it is counted on, of "
-            f"{_people(u)}{_unresolved_far(u)}; {below}raise {option} (at least 4 "
+            f"{_people(u)}{_unresolved_far(u)}; {below}raise "
+            f"{_compress_flag('max-impostors', command)} (at least 4 "
             "impostor images per client, of as many people as there are) or enrol more "
             "people (enroll --background)")
 
@@ -299,9 +304,8 @@ def frr_warning(cal, matcher, command="compress"):
     named = ", ".join(f"{printable(c)} ({100 * f:.0f}%)" for c, f in worst)
     who = (f"{high} client(s) reject at least half of their own held-out images"
            if isinstance(high, int) and high else "clients rejecting the most")
-    fix = ["a higher target FAR (" + ("--target-far" if command == "compress" else
-                                      "compress --target-far")
-           + f", now {cal.get('target_far')})"]
+    fix = [f"a higher target FAR ({_compress_flag('target-far', command)}, now "
+           + f"{cal.get('target_far')})"]
     if matcher != "dlib":
         fix.insert(0, "a matcher that tells these faces apart better (enroll --matcher dlib "
                       "for photos in the wild)")
